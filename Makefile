@@ -1,0 +1,44 @@
+# The two commands a new user needs (see README):
+#   make demo   runs nodegate on the embedded default rules
+#   make test   sets everything up and runs the whole suite (lint, types, unit, Pulumi, e2e, bench)
+# Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup controlplane lint typecheck unit fast e2e bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	touch $(STAMP)
+
+# strict editable mode keeps a link tree of files: re-link so new modules are importable.
+setup: $(STAMP)
+	$(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+
+demo: setup
+	$(BIN)/nodegate demo
+
+controlplane: setup
+	$(BIN)/python -m nodegate.localcluster.build
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: setup
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
+
+fast: lint typecheck
+	$(BIN)/pytest tests/unit tests/pulumi
+
+test: lint typecheck controlplane
+	$(BIN)/pytest tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Pure rendering of the rules into node bootstrap: OKE cloud-init, kubelet flags, AKS pools."""

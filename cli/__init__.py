@@ -1,0 +1,1 @@
+"""The `nodegate` command line."""

@@ -1,0 +1,89 @@
+"""`nodegate explain`: which rule wants what on a node, and what the reconciler would change."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import load_rules
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState, parse_time
+from nodegate.core.plan import NodePlan, PlanFacts, plan
+
+_VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
+
+
+def explain(
+    rules_file: Annotated[Path, typer.Option("--rules", help="Rules file.")],
+    node_file: Annotated[Path, typer.Option("--node", help="Node as JSON or YAML (kubectl -o).")],
+    ready_gate: Annotated[
+        list[str] | None,
+        typer.Option("--ready-gate", help="Treat this startup gate's init pod as Ready."),
+    ] = None,
+    now: Annotated[
+        str | None, typer.Option(help="Evaluate at this RFC 3339 time instead of now.")
+    ] = None,
+) -> None:
+    """Show each rule's verdict on the node and the exact change nodegate would make."""
+    try:
+        rules = load_rules(rules_file)
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(1) from err
+    node = NodeState.from_k8s(_read_node(node_file))
+    facts = PlanFacts(
+        now=parse_time(now) or datetime.now(UTC), ready_pods_for_gates=frozenset(ready_gate or ())
+    )
+    print_explanation(Console(), node, rules, plan(node, rules, facts))
+
+
+def _read_node(path: Path) -> dict[str, Any]:
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except (OSError, YAMLError) as err:
+        typer.echo(f"{path}: cannot read node: {err}", err=True)
+        raise typer.Exit(2) from err
+    if not isinstance(data, dict) or data.get("kind", "Node") != "Node":
+        typer.echo(f"{path}: expected one Node object (kubectl get node NAME -o yaml)", err=True)
+        raise typer.Exit(2)
+    return data
+
+
+def print_explanation(
+    console: Console, node: NodeState, rules: NodeRules, result: NodePlan
+) -> None:
+    """Rule verdicts as a table, then the change (shared with the demo)."""
+    table = Table(title=f"rules on node {node.name}", show_lines=False)
+    for column in ("rule", "taint", "verdict", "why"):
+        table.add_column(column, overflow="fold")
+    for d in result.decisions:
+        style = _VERDICT_STYLE[d.verdict]
+        table.add_row(d.rule, d.taint.flag(), f"[{style}]{d.verdict}[/{style}]", d.why)
+    console.print(table)
+    if result.is_empty:
+        console.print(f"[green]node {node.name} already matches the rules: no write needed[/green]")
+        return
+    console.print(f"[bold]changes for node {node.name}:[/bold]")
+    for change in result.add_taints:
+        console.print(f"  + taint {change.taint}  ({', '.join(change.rules)}: {change.why})")
+    for change in result.remove_taints:
+        owner = ", ".join(change.rules) or "ownership annotation"
+        console.print(f"  - taint {change.taint}  ({owner}: {change.why})")
+    for label in result.set_labels:
+        console.print(f"  + label {label.key}={label.value}  ({label.why})")
+    if result.owned_annotation is not None:
+        console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
+    for warning in result.warnings:
+        console.print(f"  [yellow]! {warning}[/yellow]")
+    foreign = [t for t in node.taints if t.identity not in rules.owned_taints()]
+    if foreign:
+        console.print("  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign))

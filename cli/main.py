@@ -1,0 +1,22 @@
+"""The `nodegate` command: one typer app; each command lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from nodegate.cli.demo_cmd import demo
+from nodegate.cli.explain_cmd import explain
+from nodegate.cli.schema_cmd import schema
+from nodegate.cli.validate_cmd import validate
+
+app = typer.Typer(
+    name="nodegate",
+    help="Nodes born with the right taints and labels, kept true by a reconciler.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("validate")(validate)
+app.command("schema")(schema)
+app.command("explain")(explain)
+app.command("demo")(demo)

@@ -1,0 +1,14 @@
+"""`nodegate schema`: JSON Schema of the rules file, for editor completion."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from nodegate.core.model import rules_json_schema
+
+
+def schema() -> None:
+    """Print the JSON Schema (use with yaml-language-server's `$schema` modeline)."""
+    typer.echo(json.dumps(rules_json_schema(), indent=2, sort_keys=True))

@@ -1,0 +1,33 @@
+"""`nodegate validate FILE...`: the same check every other part of nodegate runs first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import load_rules
+
+
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Rules files to check.", show_default=False)],
+) -> None:
+    """Check rules files; print every problem as FILE:LINE:COL: path: message. Exit 1 if any."""
+    failed = False
+    for path in files:
+        try:
+            rules = load_rules(path)
+        except RulesError as err:
+            failed = True
+            for problem in err.problems:
+                typer.echo(str(problem), err=True)
+            continue
+        typer.echo(
+            f"{path}: ok ({len(rules.label_taints)} label taints, "
+            f"{len(rules.condition_taints)} condition taints, {len(rules.startup_gates)} "
+            f"startup gates, {len(rules.node_pools)} pools)"
+        )
+    if failed:
+        raise typer.Exit(1)

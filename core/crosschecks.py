@@ -1,0 +1,134 @@
+"""Checks that span several rules, run over the raw document.
+
+They read the plain data rather than the typed model so that they still run (and report) when
+other parts of the file are broken: a user fixes every problem in one pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from nodegate.core.errors import DocPath
+from nodegate.core.errors import format_path as _at
+from nodegate.core.k8s_names import aks_reserves_label, kubelet_may_set_label
+from nodegate.core.model import POOL_LABEL
+
+RawProblem = tuple[DocPath, str]
+_AKS_RESERVED = "AKS reserves the 'kubernetes.azure.com' label namespace; '{key}' would be refused"
+RULE_SECTIONS = ("labelTaints", "conditionTaints", "startupGates")
+
+
+def _items(doc: dict[str, Any], section: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    items = doc.get(section)
+    if isinstance(items, list):
+        for index, item in enumerate(items):
+            if isinstance(item, dict):
+                yield index, item
+
+
+def _duplicate_names(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    seen: dict[str, DocPath] = {}
+    for section in RULE_SECTIONS:
+        for index, rule in _items(doc, section):
+            name = rule.get("name")
+            if not isinstance(name, str):
+                continue
+            if name in seen:
+                yield (
+                    (section, index, "name"),
+                    f"rule name '{name}' is already used by {_at(seen[name])}; rule names are "
+                    "the reason shown in events and metrics and must be unique",
+                )
+            else:
+                seen[name] = (section, index)
+
+
+def _conflicting_taints(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    first: dict[tuple[str, str], tuple[DocPath, str, str]] = {}
+    for section in RULE_SECTIONS:
+        for index, rule in _items(doc, section):
+            taint = rule.get("taint")
+            if not isinstance(taint, dict):
+                continue
+            key, effect, value = taint.get("key"), taint.get("effect"), taint.get("value", "")
+            if not (isinstance(key, str) and isinstance(effect, str)):
+                continue
+            value = value if isinstance(value, str) else str(value)
+            here: DocPath = (section, index, "taint")
+            if (key, effect) not in first:
+                first[(key, effect)] = (here, section, value)
+                continue
+            other_path, other_section, other_value = first[(key, effect)]
+            if "startupGates" in (section, other_section):
+                yield (
+                    here,
+                    f"taint {key}:{effect} is also the taint of {_at(other_path)}; a startup "
+                    "gate's taint must be its own (lifting the gate would fight the other rule)",
+                )
+            elif value != other_value:
+                yield (
+                    (*here, "value"),
+                    f"taint {key}:{effect} wants value '{value}' but {_at(other_path)} wants "
+                    f"'{other_value}'; a node can carry one {key}:{effect} taint, so give both "
+                    "rules the same value or different keys",
+                )
+
+
+def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    seen_pools: dict[str, int] = {}
+    for index, pool in _items(doc, "nodePools"):
+        name = pool.get("name")
+        if isinstance(name, str):
+            if name in seen_pools:
+                yield (
+                    ("nodePools", index, "name"),
+                    f"pool name '{name}' is already used by nodePools[{seen_pools[name]}]",
+                )
+            seen_pools.setdefault(name, index)
+        aks = pool.get("provider") == "aks"
+        labels = _mapping(pool.get("labels"))
+        extra = _mapping(pool.get("reconcilerLabels"))
+        for key in labels:
+            path: DocPath = ("nodePools", index, "labels", str(key))
+            if key == POOL_LABEL:
+                yield (
+                    path,
+                    f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
+                )
+            elif not kubelet_may_set_label(str(key)):
+                yield (
+                    path,
+                    f"a kubelet may not set '{key}' on its own Node (NodeRestriction; kubelet "
+                    "refuses kubernetes.io/k8s.io labels outside its allowed set); move it to "
+                    f"nodePools[{index}].reconcilerLabels and the reconciler applies it right "
+                    "after the node registers",
+                )
+            elif aks and aks_reserves_label(str(key)):
+                yield (
+                    path,
+                    _AKS_RESERVED.format(key=key),
+                )
+            if key in extra:
+                yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
+        for key in extra:
+            path = ("nodePools", index, "reconcilerLabels", str(key))
+            if key == POOL_LABEL:
+                yield (
+                    path,
+                    f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
+                )
+            elif aks and aks_reserves_label(str(key)):
+                yield (
+                    path,
+                    _AKS_RESERVED.format(key=key),
+                )
+
+
+def _mapping(value: object) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
+    """Every problem that only shows when several rules are read together."""
+    return [*_duplicate_names(doc), *_conflicting_taints(doc), *_pool_labels(doc)]

@@ -1,0 +1,44 @@
+"""Validation problems a platform engineer can act on: file, line, column, path, message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DocPath = tuple[str | int, ...]
+
+
+def format_path(path: DocPath) -> str:
+    """`labelTaints[2].taint.effect`; keys that are not plain words are quoted."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part.replace("_", "").replace("-", "").isalnum():
+            text += f".{part}" if text else part
+        else:
+            text += f'["{part}"]'
+    return text or "(document)"
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with a rules file. Line and column are 1-based; 0 means unknown."""
+
+    line: int
+    column: int
+    source: str
+    path: DocPath
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}:{self.column}" if self.line else self.source
+        return f"{where}: {format_path(self.path)}: {self.message}"
+
+
+class RulesError(ValueError):
+    """A rules file that must not reach the cluster. Carries every problem found, not just one."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(sorted(set(problems)))
+        super().__init__("\n".join(str(p) for p in self.problems))

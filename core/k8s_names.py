@@ -1,0 +1,142 @@
+"""Kubernetes' own syntax and ownership rules for label and taint keys/values.
+
+The API server and kubelet refuse what breaks these rules, so nodegate refuses it first, at
+validation time, where the error can still name the line in the rules file.
+Sources: apimachinery `validation.IsQualifiedName` / `IsValidLabelValue`, kubelet
+`IsKubeletLabel`, the NodeRestriction admission plugin.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+NAME_MAX = 63
+PREFIX_MAX = 253
+LABEL_VALUE_MAX = 63
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """Why `key` is not a Kubernetes qualified name (label or taint key), or None if it is."""
+    if not key:
+        return "must not be empty"
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        return "prefix before '/' must not be empty"
+    if prefix:
+        if len(prefix) > PREFIX_MAX:
+            return f"prefix '{prefix}' is longer than {PREFIX_MAX} characters"
+        if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+            return (
+                f"prefix '{prefix}' must be a DNS subdomain: lower-case letters, digits, '-' "
+                "and '.', starting and ending with a letter or digit (e.g. 'example.com')"
+            )
+    if not name:
+        return "name part must not be empty"
+    if len(name) > NAME_MAX:
+        return f"name part '{name}' is longer than {NAME_MAX} characters"
+    if not _NAME_RE.match(name):
+        return (
+            f"name part '{name}' may contain only letters, digits, '-', '_' and '.', and must "
+            "start and end with a letter or digit"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` is not a valid label value (taint values follow the same rule)."""
+    if len(value) > LABEL_VALUE_MAX:
+        return f"'{value}' is longer than {LABEL_VALUE_MAX} characters"
+    if not _LABEL_VALUE_RE.match(value):
+        return (
+            f"'{value}' may contain only letters, digits, '-', '_' and '.', and must start "
+            "and end with a letter or digit (or be empty)"
+        )
+    return None
+
+
+def key_namespace(key: str) -> str:
+    """The DNS prefix of a key ('' when it has none)."""
+    prefix, _, _ = key.rpartition("/")
+    return prefix
+
+
+def _in_namespace(namespace: str, domain: str) -> bool:
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+# Taint keys other controllers own. A rule on one of these would fight that controller
+# (and the reconciler must never remove them), so validation refuses them.
+RESERVED_TAINT_DOMAINS: tuple[tuple[str, str], ...] = (
+    ("node.kubernetes.io", "the node lifecycle controller and kubelet"),
+    ("node.cloudprovider.kubernetes.io", "the cloud controller manager"),
+    ("node-role.kubernetes.io", "kubeadm / the platform (control-plane nodes)"),
+    ("karpenter.sh", "Karpenter"),
+    ("karpenter.k8s.aws", "Karpenter"),
+    ("cluster-autoscaler.kubernetes.io", "the cluster autoscaler"),
+    ("kubernetes.azure.com", "AKS"),
+    ("oci.oraclecloud.com", "OKE"),
+)
+RESERVED_TAINT_KEYS: dict[str, str] = {
+    "ToBeDeletedByClusterAutoscaler": "the cluster autoscaler",
+    "DeletionCandidateOfClusterAutoscaler": "the cluster autoscaler",
+    "CriticalAddonsOnly": "the platform (system node pools)",
+}
+
+
+def taint_key_owner(key: str) -> str | None:
+    """Who owns a reserved taint key, or None if a nodegate rule may use it."""
+    if key in RESERVED_TAINT_KEYS:
+        return RESERVED_TAINT_KEYS[key]
+    namespace = key_namespace(key)
+    for domain, owner in RESERVED_TAINT_DOMAINS:
+        if _in_namespace(namespace, domain):
+            return owner
+    return None
+
+
+# kubelet `IsKubeletLabel`: the only kubernetes.io / k8s.io labels a kubelet may set on itself.
+_KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+    }
+)
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+_RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+
+
+def kubelet_may_set_label(key: str) -> bool:
+    """Whether a kubelet may put this label on its own Node (`--node-labels`).
+
+    The kubelet refuses to start with other kubernetes.io / k8s.io labels, and the
+    NodeRestriction admission plugin refuses them on the Node object.
+    """
+    if key in _KUBELET_LABELS:
+        return True
+    namespace = key_namespace(key)
+    if any(_in_namespace(namespace, allowed) for allowed in _KUBELET_LABEL_NAMESPACES):
+        return True
+    return not any(_in_namespace(namespace, domain) for domain in _RESTRICTED_LABEL_DOMAINS)
+
+
+# AKS refuses node labels in its own namespace on agent pools.
+AKS_RESERVED_LABEL_DOMAIN = "kubernetes.azure.com"
+
+
+def aks_reserves_label(key: str) -> bool:
+    """Whether AKS refuses this label key on an agent pool."""
+    return _in_namespace(key_namespace(key), AKS_RESERVED_LABEL_DOMAIN)

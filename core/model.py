@@ -1,0 +1,362 @@
+"""The rules file, as typed, frozen objects.
+
+This is the single definition of the `nodegate.dev/v1` NodeRules schema. The YAML on disk uses
+camelCase keys (as Kubernetes manifests do); Python code uses the snake_case attributes.
+Validation of one field lives next to the field; checks that span several rules live in
+`crosschecks.py`, so they can run on whatever parts of a broken file did parse.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from nodegate.core.durations import format_duration, parse_duration
+from nodegate.core.k8s_names import (
+    label_value_problem,
+    qualified_name_problem,
+    taint_key_owner,
+)
+
+API_VERSION = "nodegate.dev/v1"
+KIND = "NodeRules"
+POOL_LABEL = "nodegate.dev/pool"
+"""Label every pool's nodes are born with, so the reconciler knows a node's pool."""
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Frozen(BaseModel):
+    """Base for every rules object: unknown keys refused, camelCase in YAML, immutable."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        str_strip_whitespace=False,
+    )
+
+
+def _check_key(key: str) -> str:
+    problem = qualified_name_problem(key)
+    if problem:
+        raise ValueError(f"'{key}' is not a valid Kubernetes key: {problem}")
+    return key
+
+
+def _check_value(value: str) -> str:
+    problem = label_value_problem(value)
+    if problem:
+        raise ValueError(f"not a valid Kubernetes label/taint value: {problem}")
+    return value
+
+
+def _check_effect(value: object) -> object:
+    """Refuse unknown effects with the closest valid one, which a Literal error would not say."""
+    if isinstance(value, str) and value not in TAINT_EFFECTS:
+        by_case = [e for e in TAINT_EFFECTS if e.lower() == value.lower()]
+        close = by_case or difflib.get_close_matches(value, TAINT_EFFECTS, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ValueError(
+            f"'{value}' is not a taint effect: use one of {', '.join(TAINT_EFFECTS)}{hint}"
+        )
+    return value
+
+
+def _check_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"'{pattern}' is not a valid regular expression: {err}") from err
+    return pattern
+
+
+def _parse_duration(value: object) -> object:
+    if isinstance(value, timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a duration; write it as a string such as '30s'")
+    return parse_duration(value)
+
+
+LabelKey = Annotated[str, AfterValidator(_check_key)]
+LabelValue = Annotated[str, AfterValidator(_check_value)]
+Effect = Annotated[TaintEffect, BeforeValidator(_check_effect)]
+Regex = Annotated[str, AfterValidator(_check_regex)]
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(_parse_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": r"^(\d+(\.\d+)?(ms|s|m|h))+$"}),
+]
+RuleName = Annotated[
+    str,
+    Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Unique rule name (DNS label); the reason shown in events and metrics.",
+    ),
+]
+
+
+class Taint(Frozen):
+    """A node taint. Its identity for ownership is (key, effect), as for the API server."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Effect
+
+    @model_validator(mode="after")
+    def _not_owned_by_the_platform(self) -> Taint:
+        owner = taint_key_owner(self.key)
+        if owner:
+            raise ValueError(
+                f"taint key '{self.key}' belongs to {owner}; nodegate must not add or remove "
+                "it. Use a key in your own domain, e.g. 'example.com/dedicated'"
+            )
+        return self
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.key, self.effect)
+
+    def flag(self) -> str:
+        """The `--register-with-taints` form: key=value:Effect, or key:Effect if no value."""
+        return (
+            f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+        )
+
+
+class MatchExpression(Frozen):
+    """One label selector requirement, as in Kubernetes' matchExpressions."""
+
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[LabelValue, ...] = ()
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> MatchExpression:
+        needs_values = self.operator in ("In", "NotIn")
+        if needs_values and not self.values:
+            raise ValueError(f"operator {self.operator} needs a non-empty 'values' list")
+        if not needs_values and self.values:
+            raise ValueError(f"operator {self.operator} takes no 'values'; remove them")
+        return self
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        inside = present and labels[self.key] in self.values
+        return inside if self.operator == "In" else not inside
+
+
+class LabelSelector(Frozen):
+    """Which nodes a rule applies to: all `labels` equal and all `expressions` true."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    expressions: tuple[MatchExpression, ...] = ()
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> LabelSelector:
+        if not self.labels and not self.expressions:
+            raise ValueError(
+                "an empty match would select every node; give 'labels' or 'expressions'"
+            )
+        return self
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.labels.items()) and all(
+            e.matches(labels) for e in self.expressions
+        )
+
+
+class LabelTaintRule(Frozen):
+    """A label on the node implies a taint; when the label goes, the taint goes."""
+
+    name: RuleName
+    match: LabelSelector
+    taint: Taint
+
+
+class ConditionMatch(Frozen):
+    """One node condition that must hold. `status` (and `reason`) are full-match regexes."""
+
+    type: str | None = Field(default=None, description="Condition type, exact.")
+    type_pattern: Regex | None = Field(default=None, description="Condition type, regex.")
+    status: Regex = Field(description="Full-match regex on the condition's status.")
+    reason: Regex | None = Field(default=None, description="Full-match regex on the reason.")
+
+    @model_validator(mode="after")
+    def _one_type(self) -> ConditionMatch:
+        if (self.type is None) == (self.type_pattern is None):
+            raise ValueError("give exactly one of 'type' (exact) or 'typePattern' (regex)")
+        return self
+
+    def matches_type(self, condition_type: str) -> bool:
+        if self.type is not None:
+            return condition_type == self.type
+        return re.fullmatch(self.type_pattern or "", condition_type) is not None
+
+
+class ConditionTaintRule(Frozen):
+    """Node conditions imply a taint: all listed conditions must match (for `for`, if set)."""
+
+    name: RuleName
+    conditions: tuple[ConditionMatch, ...] = Field(min_length=1)
+    taint: Taint
+    hold: Duration = Field(
+        default=timedelta(0),
+        alias="for",
+        description="How long the conditions must have matched before the taint is added.",
+    )
+    on_recovery: Literal["remove", "keep"] = Field(
+        default="remove",
+        description="When the conditions stop matching: remove the taint, or keep it for a human.",
+    )
+    match: LabelSelector | None = Field(
+        default=None, description="Optional: apply this rule only to nodes with these labels."
+    )
+
+
+class PersistentLabels(Frozen):
+    """Labels that survive node deletion and re-creation (restored onto the new Node)."""
+
+    prefixes: tuple[str, ...] = ()
+    keys: tuple[LabelKey, ...] = ()
+    key_by: Literal["providerID", "nodeName"] = Field(default="providerID", alias="keyBy")
+
+    @model_validator(mode="after")
+    def _prefixes_are_domains(self) -> PersistentLabels:
+        for prefix in self.prefixes:
+            if not prefix.endswith("/"):
+                raise ValueError(
+                    f"prefix '{prefix}' must end with '/', e.g. '{prefix.rstrip('/')}/'"
+                )
+            _check_key(prefix + "x")
+        if not self.prefixes and not self.keys:
+            raise ValueError("list at least one of 'prefixes' or 'keys'")
+        return self
+
+    def persists(self, key: str) -> bool:
+        return key in self.keys or any(key.startswith(p) for p in self.prefixes)
+
+
+class InitPods(Frozen):
+    """The per-node init pod whose readiness lifts a startup gate."""
+
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    selector: dict[LabelKey, LabelValue] = Field(min_length=1)
+
+
+def _check_annotation(text: str) -> str:
+    key, eq, _ = text.partition("=")
+    if not eq:
+        raise ValueError(f"'{text}' must be 'key=value', e.g. 'nodegate.dev/ready=true'")
+    _check_key(key)
+    return text
+
+
+class ReadyWhen(Frozen):
+    """A gate is lifted when the node's init pod is Ready, or the node has this annotation."""
+
+    pods: InitPods | None = None
+    annotation: Annotated[str, AfterValidator(_check_annotation)] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> ReadyWhen:
+        if self.pods is None and self.annotation is None:
+            raise ValueError("give 'pods' or 'annotation' (or both: either one lifts the gate)")
+        return self
+
+    @property
+    def annotation_pair(self) -> tuple[str, str] | None:
+        if self.annotation is None:
+            return None
+        key, _, value = self.annotation.partition("=")
+        return key, value
+
+
+class StartupGate(Frozen):
+    """A taint a node is born with, lifted once the node is ready (never added afterwards)."""
+
+    name: RuleName
+    match: LabelSelector
+    taint: Taint
+    ready_when: ReadyWhen
+    timeout: Duration | None = Field(
+        default=None, description="How long to wait for readiness; none waits forever."
+    )
+    on_timeout: Literal["keep", "lift"] = Field(
+        default="keep", description="After the timeout: keep the gate (and report) or lift it."
+    )
+
+
+class NodePool(Frozen):
+    """A cloud node pool whose nodes are born with the rules' taints and labels."""
+
+    name: RuleName
+    provider: Literal["oke", "aks"]
+    size: int = Field(ge=0, le=1000)
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Set by the kubelet at registration."
+    )
+    reconciler_labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description=(
+            "Labels a kubelet may not set on itself (NodeRestriction), e.g. "
+            "node-role.kubernetes.io/*; the reconciler applies them after registration."
+        ),
+    )
+
+    def eventual_labels(self) -> dict[str, str]:
+        """Every label this pool's nodes end up with once the reconciler has run."""
+        return {**self.labels, **self.reconciler_labels, POOL_LABEL: self.name}
+
+
+class NodeRules(Frozen):
+    """The whole rules file."""
+
+    api_version: Literal["nodegate.dev/v1"] = Field(alias="apiVersion")
+    kind: Literal["NodeRules"]
+    label_taints: tuple[LabelTaintRule, ...] = ()
+    condition_taints: tuple[ConditionTaintRule, ...] = ()
+    persistent_labels: PersistentLabels | None = None
+    startup_gates: tuple[StartupGate, ...] = ()
+    node_pools: tuple[NodePool, ...] = ()
+
+    def pool(self, name: str) -> NodePool | None:
+        return next((p for p in self.node_pools if p.name == name), None)
+
+    def owned_taints(self) -> frozenset[tuple[str, str]]:
+        """(key, effect) of every taint some rule owns: only these may ever be removed."""
+        taints = [r.taint for r in self.label_taints]
+        taints += [r.taint for r in self.condition_taints]
+        taints += [g.taint for g in self.startup_gates]
+        return frozenset(t.identity for t in taints)
+
+
+def rules_json_schema() -> dict[str, Any]:
+    """JSON Schema of the rules file (by alias), for yaml-language-server completion."""
+    schema = NodeRules.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "nodegate NodeRules (nodegate.dev/v1)"
+    return schema

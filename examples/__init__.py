@@ -1,0 +1,1 @@
+"""Shipped example rules files; the CLI and the demo use them as the embedded default."""

@@ -1,0 +1,1 @@
+"""Pulumi components and the program `pulumi up` runs."""

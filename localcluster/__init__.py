@@ -1,0 +1,1 @@
+"""A real local Kubernetes control plane (etcd + kube-apiserver, optionally scheduler,\ncontroller-manager and kwok) built from Go modules, for the e2e tests, benchmarks and the demo."""

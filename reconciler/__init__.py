@@ -1,0 +1,1 @@
+"""The in-cluster controller that keeps node labels and taints true at run time."""

@@ -1,0 +1,224 @@
+"""The planner: what a node should carry under the rules, and the smallest change to get there."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from nodegate.core.node import NodeCondition, NodeTaint
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from tests.unit.core.builders import NOW, node, rules
+
+CI_RULES = rules(
+    """\
+    labelTaints:
+      - name: ci
+        match: {labels: {example.com/dedicated: ci}}
+        taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    """
+)
+CI_TAINT = NodeTaint("example.com/dedicated", "NoSchedule", "ci")
+FACTS = PlanFacts(now=NOW)
+
+
+def test_label_rule_adds_its_taint_to_a_matching_node() -> None:
+    result = plan(node({"example.com/dedicated": "ci"}), CI_RULES, FACTS)
+    assert [c.taint for c in result.add_taints] == [CI_TAINT]
+    assert result.add_taints[0].rules == ("ci",)
+
+
+def test_taint_goes_when_the_label_goes() -> None:
+    result = plan(node({}, taints=(CI_TAINT,)), CI_RULES, FACTS)
+    assert [c.taint for c in result.remove_taints] == [CI_TAINT]
+
+
+def test_node_already_matching_needs_no_write() -> None:
+    matching = node(
+        {"example.com/dedicated": "ci"},
+        taints=(CI_TAINT,),
+        annotations={OWNED_TAINTS_ANNOTATION: "example.com/dedicated:NoSchedule"},
+    )
+    assert plan(matching, CI_RULES, FACTS).is_empty
+
+
+def test_first_visit_records_ownership_of_a_taint_the_node_was_born_with() -> None:
+    born_tainted = node({"example.com/dedicated": "ci"}, taints=(CI_TAINT,))
+    result = plan(born_tainted, CI_RULES, FACTS)
+    assert not result.add_taints and not result.remove_taints
+    assert result.owned_annotation == "example.com/dedicated:NoSchedule"
+
+
+def test_wrong_value_of_an_owned_taint_is_replaced() -> None:
+    stale = NodeTaint("example.com/dedicated", "NoSchedule", "old")
+    result = plan(node({"example.com/dedicated": "ci"}, taints=(stale,)), CI_RULES, FACTS)
+    assert [c.taint for c in result.remove_taints] == [stale]
+    assert [c.taint for c in result.add_taints] == [CI_TAINT]
+
+
+def test_foreign_taints_are_never_removed() -> None:
+    foreign = (
+        NodeTaint("node.kubernetes.io/unreachable", "NoExecute", time_added="2026-01-01T00:00:00Z"),
+        NodeTaint("example.com/dedicated", "NoExecute", "ci"),  # same key, other effect
+        NodeTaint("team.example.com/hold", "NoSchedule"),
+    )
+    result = plan(node({}, taints=foreign), CI_RULES, FACTS)
+    assert result.remove_taints == ()
+
+
+def test_taint_of_a_rule_deleted_from_the_file_is_cleaned_up_via_the_annotation() -> None:
+    leftover = NodeTaint("example.com/old-rule", "NoSchedule", "x")
+    annotated = node(
+        taints=(leftover,), annotations={OWNED_TAINTS_ANNOTATION: "example.com/old-rule:NoSchedule"}
+    )
+    result = plan(annotated, CI_RULES, FACTS)
+    assert [c.taint for c in result.remove_taints] == [leftover]
+    assert result.remove_taints[0].why == "no rule in the rules file owns it any more"
+    assert result.owned_annotation == ""
+
+
+def test_another_rule_wanting_the_same_taint_keeps_it() -> None:
+    two = rules(
+        """\
+        labelTaints:
+          - name: ci
+            match: {labels: {pool: ci}}
+            taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+          - name: ci-team
+            match: {labels: {team: ci}}
+            taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        """
+    )
+    result = plan(node({"team": "ci"}, taints=(CI_TAINT,)), two, FACTS)
+    assert result.remove_taints == ()
+
+
+CONDITION_RULES = rules(
+    """\
+    conditionTaints:
+      - name: nic-broken
+        conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]
+        for: 30s
+        taint: {key: example.com/nic, value: broken, effect: NoExecute}
+      - name: sticky
+        conditions: [{typePattern: ".*Pressure", status: "True", reason: "Kubelet.*"}]
+        onRecovery: keep
+        taint: {key: example.com/pressure, effect: NoSchedule}
+    """
+)
+
+
+def nic(status: str, since: timedelta) -> NodeCondition:
+    return NodeCondition("NetworkInterfaceCard", status, last_transition_time=NOW - since)
+
+
+def test_condition_taint_waits_for_the_hold_and_asks_to_be_rechecked() -> None:
+    result = plan(node(conditions=(nic("Kaput", timedelta(seconds=10)),)), CONDITION_RULES, FACTS)
+    assert result.add_taints == ()
+    assert result.recheck_after == timedelta(seconds=20)
+
+
+def test_condition_taint_is_added_after_the_hold_with_time_added() -> None:
+    result = plan(node(conditions=(nic("Ruined", timedelta(minutes=1)),)), CONDITION_RULES, FACTS)
+    [added] = result.add_taints
+    assert added.taint == NodeTaint(
+        "example.com/nic", "NoExecute", "broken", "2026-11-21T12:00:00Z"
+    )
+
+
+def test_status_regex_must_match_in_full() -> None:
+    result = plan(node(conditions=(nic("Kaputt", timedelta(hours=1)),)), CONDITION_RULES, FACTS)
+    assert result.add_taints == ()
+
+
+def test_recovered_condition_removes_the_taint() -> None:
+    tainted = (NodeTaint("example.com/nic", "NoExecute", "broken", "2026-11-21T11:00:00Z"),)
+    result = plan(
+        node(taints=tainted, conditions=(nic("OK", timedelta(0)),)), CONDITION_RULES, FACTS
+    )
+    assert [c.taint for c in result.remove_taints] == list(tainted)
+
+
+def test_on_recovery_keep_leaves_the_taint_for_a_human() -> None:
+    tainted = (NodeTaint("example.com/pressure", "NoSchedule"),)
+    result = plan(node(taints=tainted), CONDITION_RULES, FACTS)
+    assert result.remove_taints == ()
+
+
+def test_type_pattern_and_reason_regex_select_the_condition() -> None:
+    pressure = NodeCondition("MemoryPressure", "True", reason="KubeletHasInsufficientMemory")
+    result = plan(node(conditions=(pressure,)), CONDITION_RULES, FACTS)
+    assert [c.taint.key for c in result.add_taints] == ["example.com/pressure"]
+
+
+GATE_RULES = rules(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen:
+          pods: {namespace: kube-system, selector: {app: init}}
+          annotation: example.com/ready=true
+        timeout: 10m
+        onTimeout: lift
+    """
+)
+GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")
+
+
+def test_startup_gate_is_never_added_by_the_planner() -> None:
+    assert plan(node({"pool": "gpu"}), GATE_RULES, FACTS).add_taints == ()
+
+
+def test_startup_gate_stays_until_ready() -> None:
+    result = plan(node({"pool": "gpu"}, taints=(GATE,)), GATE_RULES, FACTS)
+    assert result.remove_taints == ()
+    assert result.recheck_after == timedelta(minutes=10)
+
+
+def test_startup_gate_is_lifted_when_the_init_pod_is_ready() -> None:
+    facts = PlanFacts(now=NOW, ready_pods_for_gates=frozenset({"warmup"}))
+    result = plan(node({"pool": "gpu"}, taints=(GATE,)), GATE_RULES, facts)
+    assert [c.taint for c in result.remove_taints] == [GATE]
+    assert result.remove_taints[0].why == "init pod is Ready"
+
+
+def test_startup_gate_is_lifted_by_the_ready_annotation() -> None:
+    ready = node({"pool": "gpu"}, taints=(GATE,), annotations={"example.com/ready": "true"})
+    assert [c.taint for c in plan(ready, GATE_RULES, FACTS).remove_taints] == [GATE]
+
+
+def test_startup_gate_is_lifted_on_timeout_when_on_timeout_is_lift() -> None:
+    old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
+    assert [c.taint for c in plan(old, GATE_RULES, FACTS).remove_taints] == [GATE]
+
+
+def test_reconciler_labels_of_the_nodes_pool_are_applied() -> None:
+    pooled = rules(
+        """\
+        labelTaints:
+          - name: ci
+            match: {labels: {node-role.kubernetes.io/ci: ""}}
+            taint: {key: example.com/ci, effect: NoSchedule}
+        nodePools:
+          - name: ci
+            provider: oke
+            size: 1
+            reconcilerLabels: {node-role.kubernetes.io/ci: ""}
+        """
+    )
+    result = plan(node({"nodegate.dev/pool": "ci"}), pooled, FACTS)
+    assert [(c.key, c.value) for c in result.set_labels] == [("node-role.kubernetes.io/ci", "")]
+    assert [c.taint.key for c in result.add_taints] == ["example.com/ci"]
+
+
+def test_restored_persistent_label_never_overwrites_a_present_one() -> None:
+    facts = PlanFacts(now=NOW, restored_labels={"persist.example.com/team": "old"})
+    result = plan(node({"persist.example.com/team": "new"}), CI_RULES, facts)
+    assert result.set_labels == ()
+
+
+def test_applying_the_plan_keeps_foreign_taints_in_place() -> None:
+    foreign = NodeTaint("node.kubernetes.io/not-ready", "NoSchedule")
+    before = node({"example.com/dedicated": "ci"}, taints=(foreign,))
+    after = plan(before, CI_RULES, FACTS).apply(before)
+    assert after.taints == (foreign, CI_TAINT)

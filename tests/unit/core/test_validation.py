@@ -1,0 +1,403 @@
+"""Each refusal of the rules file, shown on a realistic bad file with the exact message."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import load_rules, parse_rules, rules_from_data
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+
+
+def problems_of(body: str) -> list[str]:
+    with pytest.raises(RulesError) as caught:
+        parse_rules(HEADER + textwrap.dedent(body), "rules.yaml")
+    return [str(p) for p in caught.value.problems]
+
+
+def test_shipped_example_is_valid() -> None:
+    rules = load_rules(EXAMPLES / "rules.yaml")
+    assert [p.name for p in rules.node_pools] == ["ci", "gpu", "batch"]
+
+
+def test_yaml_syntax_error_names_line_and_column() -> None:
+    assert problems_of("labelTaints:\n  - name: [unclosed\n") == [
+        "rules.yaml:5:1: (document): YAML syntax error: while parsing a flow sequence "
+        "expected ',' or ']', but got '<stream end>'"
+    ]
+
+
+def test_duplicate_key_is_refused() -> None:
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: ci
+            name: gpu
+            match: {labels: {dedicated: ci}}
+            taint: {key: dedicated, value: ci, effect: NoSchedule}
+        """
+    ) == [
+        "rules.yaml:5:5: (document): duplicate key 'name' (the mapping starts at line 4); "
+        "a key may appear once per mapping: merge the two entries"
+    ]
+
+
+def test_unknown_field_suggests_the_closest_known_one() -> None:
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: ci
+            match: {labels: {dedicated: ci}}
+            taint: {key: dedicated, value: ci, efect: NoSchedule}
+        """
+    ) == [
+        "rules.yaml:6:5: labelTaints[0].taint.effect: required field 'effect' is missing",
+        "rules.yaml:6:40: labelTaints[0].taint.efect: unknown field 'efect'; did you mean "
+        "'effect'? (allowed here: key, value, effect)",
+    ]
+
+
+def test_unquoted_boolean_label_value_says_to_quote_it() -> None:
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: spot
+            match: {labels: {spot: true}}
+            taint: {key: spot, value: "true", effect: PreferNoSchedule}
+        """
+    ) == [
+        "rules.yaml:5:22: labelTaints[0].match.labels.spot: expected a string, got True; YAML "
+        'reads unquoted true/false/numbers as other types, so quote it: "true"'
+    ]
+
+
+def test_wrong_type_is_refused() -> None:
+    assert problems_of(
+        """\
+        nodePools:
+          - {name: ci, provider: oke, size: three}
+        """
+    ) == [
+        "rules.yaml:4:31: nodePools[0].size: Input should be a valid integer, unable to parse "
+        "string as an integer (got 'three')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("effect", "suggestion"),
+    [
+        ("NoSchedul", "did you mean 'NoSchedule'?"),
+        ("noexecute", "did you mean 'NoExecute'?"),
+        ("PreferNoScheduling", "did you mean 'PreferNoSchedule'?"),
+    ],
+    ids=["typo", "wrong-case", "suffix"],
+)
+def test_unknown_taint_effect_suggests_the_closest(effect: str, suggestion: str) -> None:
+    [problem] = problems_of(
+        f"""\
+        labelTaints:
+          - name: ci
+            match: {{labels: {{dedicated: ci}}}}
+            taint: {{key: dedicated, value: ci, effect: {effect}}}
+        """
+    )
+    assert problem == (
+        f"rules.yaml:6:40: labelTaints[0].taint.effect: '{effect}' is not a taint effect: use "
+        f"one of NoSchedule, PreferNoSchedule, NoExecute; {suggestion}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        (
+            "Example.com/gpu",
+            "prefix 'Example.com' must be a DNS subdomain: lower-case letters, digits, '-' and "
+            "'.', starting and ending with a letter or digit (e.g. 'example.com')",
+        ),
+        ("example.com/" + "a" * 64, f"name part '{'a' * 64}' is longer than 63 characters"),
+        (
+            "example.com/-gpu",
+            "name part '-gpu' may contain only letters, digits, '-', '_' and '.', and must "
+            "start and end with a letter or digit",
+        ),
+        ("/gpu", "prefix before '/' must not be empty"),
+    ],
+    ids=["upper-case-prefix", "name-too-long", "leading-dash", "empty-prefix"],
+)
+def test_taint_key_kubernetes_would_reject_is_refused(key: str, reason: str) -> None:
+    [problem] = problems_of(
+        f"""\
+        labelTaints:
+          - name: gpu
+            match: {{labels: {{gpu: "yes"}}}}
+            taint: {{key: "{key}", effect: NoSchedule}}
+        """
+    )
+    assert problem == (
+        f"rules.yaml:6:13: labelTaints[0].taint.key: '{key}' is not a valid Kubernetes key: "
+        f"{reason}"
+    )
+
+
+def test_label_value_kubernetes_would_reject_is_refused() -> None:
+    [problem] = problems_of(
+        """\
+        labelTaints:
+          - name: gpu
+            match: {labels: {gpu: "a100 80gb"}}
+            taint: {key: gpu, effect: NoSchedule}
+        """
+    )
+    assert problem == (
+        "rules.yaml:5:22: labelTaints[0].match.labels.gpu: not a valid Kubernetes label/taint "
+        "value: 'a100 80gb' may contain only letters, digits, '-', '_' and '.', and must start "
+        "and end with a letter or digit (or be empty)"
+    )
+
+
+def test_label_value_longer_than_63_characters_is_refused() -> None:
+    [problem] = problems_of(
+        f"""\
+        labelTaints:
+          - name: gpu
+            match: {{labels: {{gpu: ok}}}}
+            taint: {{key: gpu, value: {"v" * 64}, effect: NoSchedule}}
+        """
+    )
+    assert problem.endswith(f"'{'v' * 64}' is longer than 63 characters")
+
+
+def test_invalid_condition_regex_is_refused() -> None:
+    [problem] = problems_of(
+        """\
+        conditionTaints:
+          - name: nic-broken
+            conditions:
+              - {type: NetworkInterfaceCard, status: "Kaput|(Ruined"}
+            taint: {key: example.com/nic, effect: NoExecute}
+        """
+    )
+    assert problem == (
+        "rules.yaml:6:38: conditionTaints[0].conditions[0].status: 'Kaput|(Ruined' is not a "
+        "valid regular expression: missing ), unterminated subpattern at position 6"
+    )
+
+
+def test_two_rules_wanting_one_taint_with_different_values_are_refused() -> None:
+    [problem] = problems_of(
+        """\
+        labelTaints:
+          - name: ci
+            match: {labels: {pool: ci}}
+            taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        conditionTaints:
+          - name: broken
+            conditions: [{type: Broken, status: "True"}]
+            taint: {key: example.com/dedicated, value: broken, effect: NoSchedule}
+        """
+    )
+    assert problem == (
+        "rules.yaml:10:41: conditionTaints[0].taint.value: taint example.com/dedicated:NoSchedule "
+        "wants value 'broken' but labelTaints[0].taint wants 'ci'; a node can carry one "
+        "example.com/dedicated:NoSchedule taint, so give both rules the same value or "
+        "different keys"
+    )
+
+
+def test_same_taint_with_same_value_in_two_rules_is_allowed() -> None:
+    rules = parse_rules(
+        HEADER
+        + textwrap.dedent(
+            """\
+            labelTaints:
+              - name: ci
+                match: {labels: {pool: ci}}
+                taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+              - name: ci-too
+                match: {labels: {team: ci}}
+                taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+            """
+        )
+    )
+    assert rules.owned_taints() == {("example.com/dedicated", "NoSchedule")}
+
+
+@pytest.mark.parametrize(
+    ("key", "owner"),
+    [
+        ("node.kubernetes.io/unreachable", "the node lifecycle controller and kubelet"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "the cloud controller manager"),
+        ("ToBeDeletedByClusterAutoscaler", "the cluster autoscaler"),
+        ("karpenter.sh/disrupted", "Karpenter"),
+        ("node-role.kubernetes.io/control-plane", "kubeadm / the platform (control-plane nodes)"),
+    ],
+    ids=["lifecycle", "cloud-provider", "autoscaler", "karpenter", "node-role"],
+)
+def test_taint_key_owned_by_kubernetes_or_platform_is_refused(key: str, owner: str) -> None:
+    [problem] = problems_of(
+        f"""\
+        labelTaints:
+          - name: mine
+            match: {{labels: {{pool: ci}}}}
+            taint: {{key: {key}, effect: NoSchedule}}
+        """
+    )
+    assert problem == (
+        f"rules.yaml:6:5: labelTaints[0].taint: taint key '{key}' belongs to {owner}; nodegate "
+        "must not add or remove it. Use a key in your own domain, e.g. 'example.com/dedicated'"
+    )
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["node-role.kubernetes.io/worker", "node-restriction.kubernetes.io/secure", "k8s.io/team"],
+)
+def test_pool_label_a_kubelet_may_not_set_points_to_reconciler_labels(key: str) -> None:
+    [problem] = problems_of(
+        f"""\
+        nodePools:
+          - name: ci
+            provider: oke
+            size: 3
+            labels: {{"{key}": ""}}
+        """
+    )
+    assert problem == (
+        f"rules.yaml:7:14: nodePools[0].labels[\"{key}\"]: a kubelet may not set '{key}' on "
+        "its own Node (NodeRestriction; kubelet refuses kubernetes.io/k8s.io labels outside "
+        "its allowed set); move it to nodePools[0].reconcilerLabels and the reconciler "
+        "applies it right after the node registers"
+    )
+
+
+def test_reconciler_labels_accept_what_a_kubelet_may_not_set() -> None:
+    rules = parse_rules(
+        HEADER
+        + "nodePools:\n  - name: ci\n    provider: oke\n    size: 1\n"
+        + '    reconcilerLabels: {"node-role.kubernetes.io/worker": ""}\n'
+    )
+    assert rules.node_pools[0].reconciler_labels == {"node-role.kubernetes.io/worker": ""}
+
+
+@pytest.mark.parametrize(
+    "key", ["kubernetes.io/hostname", "node.kubernetes.io/instance-type", "example.com/team"]
+)
+def test_pool_label_a_kubelet_may_set_is_accepted(key: str) -> None:
+    rules = parse_rules(
+        HEADER + f'nodePools:\n  - {{name: ci, provider: oke, size: 1, labels: {{"{key}": x}}}}\n'
+    )
+    assert rules.node_pools[0].labels == {key: "x"}
+
+
+def test_aks_reserved_label_namespace_is_refused_on_aks_pools() -> None:
+    [problem] = problems_of(
+        """\
+        nodePools:
+          - {name: batch, provider: aks, size: 1, labels: {kubernetes.azure.com/mode: user}}
+        """
+    )
+    assert problem.endswith(
+        "AKS reserves the 'kubernetes.azure.com' label namespace; 'kubernetes.azure.com/mode' "
+        "would be refused"
+    )
+
+
+def test_duplicate_rule_names_are_refused() -> None:
+    [problem] = problems_of(
+        """\
+        labelTaints:
+          - {name: ci, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}}
+        startupGates:
+          - name: ci
+            match: {labels: {a: b}}
+            taint: {key: warm, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+        """
+    )
+    assert problem.startswith(
+        "rules.yaml:6:5: startupGates[0].name: rule name 'ci' is already used by labelTaints[0]"
+    )
+
+
+def test_startup_gate_sharing_a_taint_with_another_rule_is_refused() -> None:
+    [problem] = problems_of(
+        """\
+        labelTaints:
+          - {name: ci, match: {labels: {a: b}}, taint: {key: warm, effect: NoSchedule}}
+        startupGates:
+          - name: warmup
+            match: {labels: {a: b}}
+            taint: {key: warm, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+        """
+    )
+    assert problem.startswith(
+        "rules.yaml:8:5: startupGates[0].taint: taint warm:NoSchedule is also the taint of "
+        "labelTaints[0].taint"
+    )
+
+
+def test_every_problem_in_a_file_is_reported_in_one_run() -> None:
+    problems = problems_of(
+        """\
+        labelTaints:
+          - name: ci
+            match: {labels: {dedicated: ci}}
+            taint: {key: dedicated, value: ci, effect: Noschedule}
+        conditionTaints:
+          - name: nic
+            conditions: [{type: NIC, status: "("}]
+            taint: {key: nic, effect: NoExecute}
+            for: soon
+        nodePools:
+          - {name: ci, provider: gke, size: 1, labels: {node-role.kubernetes.io/ci: ""}}
+        """
+    )
+    assert [p.split(": ")[1] for p in problems] == [
+        "labelTaints[0].taint.effect",
+        "conditionTaints[0].conditions[0].status",
+        "conditionTaints[0].for",
+        "nodePools[0].provider",
+        'nodePools[0].labels["node-role.kubernetes.io/ci"]',
+    ]
+
+
+def test_wrong_api_version_is_refused() -> None:
+    with pytest.raises(RulesError) as caught:
+        parse_rules("apiVersion: nodegate.dev/v2\nkind: NodeRules\n", "rules.yaml")
+    assert str(caught.value) == (
+        "rules.yaml:1:1: apiVersion: 'nodegate.dev/v2' is not allowed: use 'nodegate.dev/v1'"
+    )
+
+
+def test_empty_file_is_refused() -> None:
+    with pytest.raises(RulesError) as caught:
+        parse_rules("", "rules.yaml")
+    assert "expected a NodeRules mapping" in str(caught.value)
+
+
+def test_unreadable_file_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(RulesError) as caught:
+        load_rules(tmp_path / "missing.yaml")
+    assert str(caught.value) == f"{tmp_path / 'missing.yaml'}: (document): cannot read file: " + (
+        "No such file or directory"
+    )
+
+
+def test_inline_data_is_validated_with_the_same_messages() -> None:
+    with pytest.raises(RulesError) as caught:
+        rules_from_data(
+            {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", "labelTaints": [{"name": "x"}]},
+            "Pulumi.dev.yaml (nodegate:rulesInline)",
+        )
+    assert str(caught.value).splitlines()[0] == (
+        "Pulumi.dev.yaml (nodegate:rulesInline): labelTaints[0].match: required field 'match' "
+        "is missing"
+    )
