@@ -6,6 +6,7 @@ import typer
 
 from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
+from nodegate.cli.reconcile_cmd import reconcile
 from nodegate.cli.schema_cmd import schema
 from nodegate.cli.validate_cmd import validate
 
@@ -20,3 +21,4 @@ app.command("validate")(validate)
 app.command("schema")(schema)
 app.command("explain")(explain)
 app.command("demo")(demo)
+app.command("reconcile")(reconcile)

@@ -293,3 +293,26 @@ def _gate_decision(
             )
         return RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"), remaining, None
     return RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"), None, None
+
+
+def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
+    """Everything the planner reads from a node; equal views mean equal plans.
+
+    The reconciler compares views of the old and new object on every watch event, so a heartbeat
+    or status update that changes nothing here costs no work.
+    """
+    gate_annotations = {
+        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
+    }
+    read_annotations = gate_annotations | {OWNED_TAINTS_ANNOTATION}
+    return (
+        tuple(sorted(node.labels.items())),
+        tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
+        tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
+        tuple(
+            sorted(
+                (c.type, c.status, c.reason, c.last_transition_time or 0) for c in node.conditions
+            )
+        ),
+        node.created,
+    )

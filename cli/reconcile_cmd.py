@@ -1,0 +1,73 @@
+"""`nodegate reconcile`: the in-cluster controller (the same entry point is the image's command)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from nodegate.reconciler.main import run
+from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
+
+
+def reconcile(
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig; omit in a Pod to use its service account.")
+    ] = None,
+    rules_file: Annotated[
+        Path | None, typer.Option(help="Rules file (e.g. a mounted ConfigMap); re-read on change.")
+    ] = None,
+    rules_configmap: Annotated[
+        str | None, typer.Option(help="Watch rules in this ConfigMap: namespace/name.")
+    ] = None,
+    rules_key: Annotated[
+        str, typer.Option(help="Key of the rules YAML in the ConfigMap.")
+    ] = "rules.yaml",
+    dry_run: Annotated[
+        bool, typer.Option(help="Log and record Events only; write nothing.")
+    ] = False,
+    resync_seconds: Annotated[
+        float, typer.Option(help="Full pass over all nodes every N s.")
+    ] = 300.0,
+    workers: Annotated[int, typer.Option(help="Nodes reconciled in parallel.")] = 4,
+    http_port: Annotated[int, typer.Option(help="Port for /healthz /readyz /metrics.")] = 8080,
+    leader_elect: Annotated[bool, typer.Option(help="Lease-based leader election.")] = True,
+    lease_namespace: Annotated[
+        str, typer.Option(help="Namespace of the leader Lease.")
+    ] = "kube-system",
+    lease_name: Annotated[
+        str, typer.Option(help="Name of the leader Lease.")
+    ] = "nodegate-reconciler",
+    lease_duration_seconds: Annotated[int, typer.Option(help="Lease duration.")] = 15,
+    renew_deadline_seconds: Annotated[int, typer.Option(help="Renew deadline.")] = 10,
+    retry_period_seconds: Annotated[int, typer.Option(help="Retry period.")] = 2,
+) -> None:
+    """Keep every node's labels and taints what the rules want, for the life of the node."""
+    try:
+        settings = ReconcilerSettings(
+            kubeconfig=kubeconfig,
+            rules_file=rules_file,
+            rules_configmap=rules_configmap,
+            rules_key=rules_key,
+            dry_run=dry_run,
+            resync_seconds=resync_seconds,
+            workers=workers,
+            http_port=http_port,
+            leader_election=LeaderElectionSettings(
+                enabled=leader_elect,
+                lease_name=lease_name,
+                lease_namespace=lease_namespace,
+                lease_duration_seconds=lease_duration_seconds,
+                renew_deadline_seconds=renew_deadline_seconds,
+                retry_period_seconds=retry_period_seconds,
+            ),
+        )
+    except ValidationError as err:
+        for error in err.errors():
+            typer.echo(
+                f"nodegate reconcile: {error['msg'].removeprefix('Value error, ')}", err=True
+            )
+        raise typer.Exit(2) from err
+    raise typer.Exit(run(settings))

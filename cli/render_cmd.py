@@ -1,0 +1,140 @@
+"""`nodegate render`: print what one pool's nodes will be born with, exactly as deployed.
+
+The shell around the pure renderers in nodegate.bootstrap: read the files, pick the renderer
+for the format, print. Exit codes: 0 rendered; 1 the rules or the pool's bootstrap are invalid
+(every problem on stderr); 2 the command was asked for something that does not exist or fit.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nodegate.bootstrap.aks import render_aks_pool
+from nodegate.bootstrap.errors import BootstrapError
+from nodegate.bootstrap.oke import kubelet_extra_args, render_oke_cloud_init
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import load_rules
+from nodegate.core.model import NodePool, NodeRules
+
+
+class RenderFormat(StrEnum):
+    """What to print for the pool."""
+
+    CLOUD_INIT = "cloud-init"
+    KUBELET_ARGS = "kubelet-args"
+    AKS_JSON = "aks-json"
+
+
+_PROVIDER_FORMATS = {
+    "oke": (RenderFormat.CLOUD_INIT, RenderFormat.KUBELET_ARGS),
+    "aks": (RenderFormat.AKS_JSON,),
+}
+
+_USAGE_ERROR = 2
+
+
+def render(
+    rules: Annotated[
+        Path, typer.Option("--rules", help="The NodeRules file (YAML).", show_default=False)
+    ],
+    pool: Annotated[str, typer.Option("--pool", help="Name of a pool in nodePools.")],
+    format: Annotated[
+        RenderFormat | None,
+        typer.Option(
+            "--format",
+            help="cloud-init or kubelet-args for an oke pool, aks-json for an aks pool. "
+            "Default: cloud-init (oke) or aks-json (aks).",
+            show_default=False,
+        ),
+    ] = None,
+    user_data: Annotated[
+        Path | None,
+        typer.Option(
+            "--user-data",
+            help="Your own cloud-init for an oke pool (#cloud-config or #! script); merged "
+            "with nodegate's as multipart MIME.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
+    aks_initialization_taints: Annotated[
+        bool,
+        typer.Option(
+            "--aks-initialization-taints/--no-aks-initialization-taints",
+            help="The AKS API version in use has nodeInitializationTaints (preview); "
+            "otherwise startup gates go to the Node webhook.",
+        ),
+    ] = False,
+) -> None:
+    """Print what a pool's nodes will be born with (user_data, kubelet flags or AKS lists)."""
+    try:
+        loaded = load_rules(rules)
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(1) from err
+    chosen = _pool(loaded, pool)
+    fmt = format or _PROVIDER_FORMATS[chosen.provider][0]
+    _check_fits(chosen, fmt, user_data)
+    try:
+        typer.echo(_rendered(loaded, chosen, fmt, user_data, aks_initialization_taints), nl=False)
+    except BootstrapError as err:
+        typer.echo(f"{rules}: {err}", err=True)
+        raise typer.Exit(1) from err
+
+
+def _pool(rules: NodeRules, name: str) -> NodePool:
+    found = rules.pool(name)
+    if found is None:
+        known = ", ".join(p.name for p in rules.node_pools) or "(none)"
+        typer.echo(f"no pool named '{name}' in nodePools; the pools are: {known}", err=True)
+        raise typer.Exit(_USAGE_ERROR)
+    return found
+
+
+def _check_fits(pool: NodePool, fmt: RenderFormat, user_data: Path | None) -> None:
+    allowed = _PROVIDER_FORMATS[pool.provider]
+    if fmt not in allowed:
+        typer.echo(
+            f"--format {fmt} does not apply to pool '{pool.name}' (provider {pool.provider}); "
+            f"use {' or '.join(f'--format {a}' for a in allowed)}",
+            err=True,
+        )
+        raise typer.Exit(_USAGE_ERROR)
+    if user_data is not None and fmt != RenderFormat.CLOUD_INIT:
+        typer.echo(
+            f"--user-data is merged into OKE user_data only; it has no effect on --format {fmt}",
+            err=True,
+        )
+        raise typer.Exit(_USAGE_ERROR)
+
+
+def _rendered(
+    rules: NodeRules,
+    pool: NodePool,
+    fmt: RenderFormat,
+    user_data: Path | None,
+    aks_initialization_taints: bool,
+) -> str:
+    if fmt == RenderFormat.KUBELET_ARGS:
+        return kubelet_extra_args(rules, pool) + "\n"
+    if fmt == RenderFormat.AKS_JSON:
+        spec = render_aks_pool(
+            rules, pool, initialization_taints_supported=aks_initialization_taints
+        )
+        return spec.to_json() + "\n"
+    return render_oke_cloud_init(rules, pool, _read_user_data(user_data))
+
+
+def _read_user_data(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BootstrapError(f"--user-data {path}: cannot read it as UTF-8 text: {err}") from err

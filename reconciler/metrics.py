@@ -1,0 +1,57 @@
+"""Prometheus metrics: one registry per reconciler so tests and two instances don't collide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.changes = Counter(
+            "nodegate_node_changes",
+            "Changes made to nodes, by rule and kind of change.",
+            ["rule", "change"],
+            registry=r,
+        )
+        self.writes = Counter(
+            "nodegate_node_writes", "Node writes by result.", ["result"], registry=r
+        )
+        self.conflicts = Counter(
+            "nodegate_write_conflicts",
+            "409 conflicts on node writes (each one is re-read and re-planned).",
+            registry=r,
+        )
+        self.errors = Counter(
+            "nodegate_errors", "Errors by kind (api, rules, internal).", ["kind"], registry=r
+        )
+        self.reconcile_seconds = Histogram(
+            "nodegate_reconcile_duration_seconds",
+            "Time to reconcile one node (read, plan, write).",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
+        self.rules_generation = Gauge(
+            "nodegate_rules_generation",
+            "Counts accepted rules versions since start (1 = the first rules loaded).",
+            registry=r,
+        )
+        self.rules_valid = Gauge(
+            "nodegate_rules_last_update_valid",
+            "1 if the most recent rules update was accepted, 0 if it was refused.",
+            registry=r,
+        )
+        self.rules_rejected = Counter(
+            "nodegate_rules_rejected", "Rules updates refused as invalid.", registry=r
+        )
+        self.is_leader = Gauge(
+            "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
+        )
+        self.queue_depth = Gauge(
+            "nodegate_queue_depth", "Nodes waiting to be reconciled.", registry=r
+        )

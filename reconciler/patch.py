@@ -1,0 +1,45 @@
+"""Turn a NodePlan into one preconditioned write. Pure.
+
+A JSON merge patch replaces `spec.taints` whole (the field is an atomic list), so the patch
+carries the resourceVersion that was read: the API server answers 409 if anyone wrote in
+between, and the caller re-reads and re-plans. Surviving taints are copied from the raw object
+as read, so nothing of someone else's taint (timeAdded, fields we don't model) is altered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, NodePlan
+
+RawObject = dict[str, Any]
+
+
+def merge_patch(raw_node: RawObject, node_plan: NodePlan) -> RawObject:
+    """The body of the single write that carries out `node_plan` on the node as read."""
+    metadata: RawObject = {"resourceVersion": raw_node["metadata"]["resourceVersion"]}
+    if node_plan.set_labels:
+        metadata["labels"] = {c.key: c.value for c in node_plan.set_labels}
+    if node_plan.owned_annotation is not None:
+        metadata["annotations"] = {OWNED_TAINTS_ANNOTATION: node_plan.owned_annotation or None}
+    body: RawObject = {"metadata": metadata}
+    if node_plan.add_taints or node_plan.remove_taints:
+        removed = {(c.taint.key, c.taint.effect) for c in node_plan.remove_taints}
+        current = (raw_node.get("spec") or {}).get("taints") or []
+        kept = [t for t in current if (t.get("key"), t.get("effect")) not in removed]
+        body["spec"] = {"taints": kept + [dict(c.taint.to_k8s()) for c in node_plan.add_taints]}
+    return body
+
+
+def describe(node_plan: NodePlan) -> str:
+    """One line for the Event and the log: what was added and removed, and by which rule."""
+    parts = [f"added taint {c.taint} ({_by(c.rules, c.why)})" for c in node_plan.add_taints]
+    parts += [f"removed taint {c.taint} ({_by(c.rules, c.why)})" for c in node_plan.remove_taints]
+    parts += [f"set label {c.key}={c.value} ({c.why})" for c in node_plan.set_labels]
+    if not parts and node_plan.owned_annotation is not None:
+        parts.append(f"recorded owned taints '{node_plan.owned_annotation}'")
+    return "; ".join(parts)
+
+
+def _by(rules: tuple[str, ...], why: str) -> str:
+    return f"rule {', '.join(rules)}: {why}" if rules else why

@@ -1,0 +1,78 @@
+"""Reconciler settings: every knob in one typed, documented place (CLI flags map onto these)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class LeaderElectionSettings(BaseModel):
+    """A coordination.k8s.io Lease so two replicas never both write."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    lease_name: str = "nodegate-reconciler"
+    lease_namespace: str = "kube-system"
+    lease_duration_seconds: int = Field(default=15, ge=2)
+    """How long a standby waits after the leader's last renewal before taking over."""
+    renew_deadline_seconds: int = Field(default=10, ge=1)
+    """How long the leader keeps trying to renew before it gives up leadership (and exits)."""
+    retry_period_seconds: int = Field(default=2, ge=1)
+    """Pause between acquire/renew attempts."""
+    identity: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElectionSettings:
+        if not (
+            self.lease_duration_seconds
+            > self.renew_deadline_seconds
+            > 1.2 * self.retry_period_seconds
+        ):
+            raise ValueError("need leaseDuration > renewDeadline > 1.2 * retryPeriod")
+        return self
+
+
+class ReconcilerSettings(BaseModel):
+    """How one reconciler process runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kubeconfig: Path | None = None
+    """Kubeconfig file; None means in-cluster service account config."""
+    rules_file: Path | None = None
+    """Rules read from a file (a mounted ConfigMap); re-read when its content changes."""
+    rules_configmap: str | None = None
+    """Rules read from a ConfigMap `namespace/name`, watched: changes apply within a second."""
+    rules_key: str = "rules.yaml"
+    """Key inside the ConfigMap holding the rules YAML."""
+    rules_poll_seconds: float = Field(default=2.0, gt=0)
+    """How often a rules file is checked for new content."""
+    dry_run: bool = False
+    """Log and record Events for what would change; write nothing to Nodes."""
+    resync_seconds: float = Field(default=300.0, gt=0)
+    """Full pass over all nodes as a safety net for missed events."""
+    workers: int = Field(default=4, ge=1, le=64)
+    """Nodes reconciled in parallel (one node is never handled by two workers at once)."""
+    max_conflict_retries: int = Field(default=5, ge=1)
+    """Re-read and re-plan attempts after a 409 before the node is requeued with backoff."""
+    http_port: int = Field(default=8080, ge=0, le=65535)
+    """Port for /healthz, /readyz and /metrics (0 picks a free port)."""
+    http_address: str = "0.0.0.0"
+    event_namespace: str = "default"
+    """Namespace for Events about Nodes (cluster-scoped objects' events live in 'default')."""
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+
+    @model_validator(mode="after")
+    def _one_rules_source(self) -> ReconcilerSettings:
+        if (self.rules_file is None) == (self.rules_configmap is None):
+            raise ValueError("give exactly one of --rules-file or --rules-configmap")
+        if self.rules_configmap is not None and self.rules_configmap.count("/") != 1:
+            raise ValueError("--rules-configmap takes namespace/name, e.g. kube-system/nodegate")
+        return self

@@ -1,0 +1,370 @@
+"""The reconciler against a real kube-apiserver: label/condition taints, ownership, safe writes,
+hot reload of rules, events, metrics and dry run. Each test runs `nodegate reconcile` as a process.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, create_node, set_node_condition, wait_until
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+
+HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+RULES = HEADER + textwrap.dedent(
+    """\
+    labelTaints:
+      - name: ci-dedicated
+        match: {labels: {example.com/dedicated: ci}}
+        taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    conditionTaints:
+      - name: nic-broken
+        conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]
+        taint: {key: example.com/nic-broken, value: "true", effect: NoExecute}
+    nodePools:
+      - name: ci
+        provider: oke
+        size: 1
+        reconcilerLabels: {node-role.kubernetes.io/ci: ""}
+    """
+)
+TIMEOUT = 20.0
+
+
+def taints_of(core_v1: k8s_client.CoreV1Api, name: str) -> dict[tuple[str, str], Any]:
+    node = core_v1.read_node(name)
+    return {(t.key, t.effect): t for t in (node.spec.taints or [])}
+
+
+def wait_for_taints(
+    core_v1: k8s_client.CoreV1Api, name: str, check: Callable[[dict[tuple[str, str], Any]], bool]
+) -> dict[tuple[str, str], Any]:
+    def probe() -> dict[tuple[str, str], Any] | None:
+        taints = taints_of(core_v1, name)
+        return taints if check(taints) else None
+
+    return wait_until(probe, TIMEOUT, f"taints on {name}")
+
+
+def patch_labels(core_v1: k8s_client.CoreV1Api, name: str, labels: dict[str, str | None]) -> None:
+    core_v1.patch_node(
+        name, {"metadata": {"labels": labels}}, _content_type="application/merge-patch+json"
+    )
+
+
+def node_events(core_v1: k8s_client.CoreV1Api, name: str) -> list[Any]:
+    events = core_v1.list_namespaced_event(
+        "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={name}"
+    )
+    return list(events.items)
+
+
+@pytest.fixture
+def rules_configmap(
+    core_v1: k8s_client.CoreV1Api, unique_name: str
+) -> Iterator[Callable[[str], str]]:
+    """Create or replace the rules ConfigMap; returns its `default/<name>` reference."""
+    name = f"rules-{unique_name}"[:63]
+
+    def put(text: str) -> str:
+        body = {"metadata": {"name": name}, "data": {"rules.yaml": text}}
+        try:
+            core_v1.replace_namespaced_config_map(name, "default", body)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            core_v1.create_namespaced_config_map("default", body)
+        return f"default/{name}"
+
+    yield put
+    core_v1.delete_namespaced_config_map(name, "default")
+
+
+@pytest.fixture
+def make_node(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Callable[..., str]]:
+    created: list[str] = []
+
+    def make(suffix: str = "n", **kwargs: Any) -> str:
+        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
+        create_node(core_v1, SimNode(name=name, **kwargs))
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        try:
+            core_v1.delete_node(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+@pytest.fixture
+def reconciler(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[[str], str],
+    tmp_path: Path,
+) -> Iterator[ReconcilerProcess]:
+    ref = rules_configmap(RULES)
+    with running_reconciler(
+        control_plane.kubeconfig_path, tmp_path, "--rules-configmap", ref, "--no-leader-elect"
+    ) as process:
+        yield process
+    print(process.logs()[-4000:])
+
+
+def test_label_taint_is_added_when_the_label_appears(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node()
+    patch_labels(core_v1, name, {"example.com/dedicated": "ci"})
+    taints = wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    assert taints[("example.com/dedicated", "NoSchedule")].value == "ci"
+
+
+def test_label_taint_goes_when_the_label_goes(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    patch_labels(core_v1, name, {"example.com/dedicated": None})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
+
+
+def test_condition_taint_follows_the_condition_with_time_added(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node()
+    set_node_condition(
+        core_v1, name, condition_type="NetworkInterfaceCard", status="Kaput", reason="LinkDown"
+    )
+    taints = wait_for_taints(core_v1, name, lambda t: ("example.com/nic-broken", "NoExecute") in t)
+    assert taints[("example.com/nic-broken", "NoExecute")].time_added is not None
+    set_node_condition(
+        core_v1, name, condition_type="NetworkInterfaceCard", status="Fine", reason="LinkUp"
+    )
+    wait_for_taints(core_v1, name, lambda t: ("example.com/nic-broken", "NoExecute") not in t)
+
+
+def test_foreign_taints_survive_every_change(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    foreign = [
+        {
+            "key": "node.cloudprovider.kubernetes.io/uninitialized",
+            "value": "true",
+            "effect": "NoSchedule",
+        },
+        {"key": "team.example.com/hold", "effect": "NoSchedule"},
+        {"key": "example.com/dedicated", "value": "ci", "effect": "NoExecute"},  # other effect
+    ]
+    name = make_node(labels={"example.com/dedicated": "ci"}, taints=foreign)
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    patch_labels(core_v1, name, {"example.com/dedicated": None})
+    taints = wait_for_taints(
+        core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t
+    )
+    assert {(f["key"], f["effect"]) for f in foreign} <= taints.keys()
+
+
+def test_pool_reconciler_labels_are_applied_and_drive_label_rules(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node(labels={"nodegate.dev/pool": "ci"})
+    wait_until(
+        lambda: "node-role.kubernetes.io/ci" in (core_v1.read_node(name).metadata.labels or {}),
+        TIMEOUT,
+        "reconciler label",
+    )
+
+
+def test_every_change_is_an_event_on_the_node_naming_the_rule(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    events = wait_until(
+        lambda: [e for e in node_events(core_v1, name) if e.reason == "NodegateUpdated"],
+        TIMEOUT,
+        "NodegateUpdated event",
+    )
+    assert "added taint example.com/dedicated=ci:NoSchedule (rule ci-dedicated" in events[0].message
+    assert (
+        reconciler.metric("nodegate_node_changes_total", rule="ci-dedicated", change="add_taint")
+        >= 1
+    )
+
+
+def test_node_already_matching_costs_zero_writes_even_on_heartbeats(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node(
+        labels={"example.com/dedicated": "ci"},
+        taints=[{"key": "example.com/dedicated", "value": "ci", "effect": "NoSchedule"}],
+        annotations={"nodegate.dev/owned-taints": "example.com/dedicated:NoSchedule"},
+    )
+    writes_before = reconciler.metric("nodegate_node_writes_total")
+    for _ in range(5):  # heartbeats: status updates that change nothing the rules read
+        set_node_condition(
+            core_v1, name, condition_type="Ready", status="True", reason="KubeletReady"
+        )
+    # A change elsewhere proves the reconciler is processing events in the meantime.
+    witness = make_node("witness", labels={"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, witness, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    assert reconciler.metric("nodegate_node_writes_total") == writes_before + 1
+    assert not [e for e in node_events(core_v1, name) if e.reason == "NodegateUpdated"]
+
+
+def test_deleted_rule_still_gets_its_taints_cleaned_up(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[[str], str],
+) -> None:
+    name = make_node(
+        labels={"example.com/dedicated": "ci"},
+        taints=[{"key": "other.io/x", "effect": "NoSchedule"}],
+    )
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    rules_configmap(HEADER)  # every rule deleted
+    taints = wait_for_taints(
+        core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t
+    )
+    assert ("other.io/x", "NoSchedule") in taints
+    annotations = core_v1.read_node(name).metadata.annotations or {}
+    assert "nodegate.dev/owned-taints" not in annotations
+
+
+def test_invalid_rules_update_is_refused_and_the_last_good_rules_stay_in_force(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[[str], str],
+) -> None:
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+
+    ref = rules_configmap(RULES.replace("effect: NoSchedule", "effect: NoSchedul"))
+    cm_name = ref.split("/")[1]
+    wait_until(lambda: reconciler.metric("nodegate_rules_rejected_total") >= 1, TIMEOUT, "refusal")
+    assert reconciler.metric("nodegate_rules_last_update_valid") == 0
+    refusals = wait_until(
+        lambda: [
+            e
+            for e in core_v1.list_namespaced_event(
+                "default", field_selector=f"involvedObject.name={cm_name}"
+            ).items
+            if e.reason == "RulesRejected"
+        ],
+        TIMEOUT,
+        "RulesRejected event",
+    )
+    assert refusals[0].type == "Warning"
+    assert "labelTaints[0].taint.effect: 'NoSchedul' is not a taint effect" in refusals[0].message
+    assert "keeping rules generation 1" in refusals[0].message
+
+    # The last good rules still act: a new label change is still reconciled by them.
+    patch_labels(core_v1, name, {"example.com/dedicated": None})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
+
+    # A valid update then takes over without a restart.
+    rules_configmap(
+        RULES.replace("value: ci, effect: NoSchedule", "value: ci, effect: PreferNoSchedule")
+    )
+    patch_labels(core_v1, name, {"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "PreferNoSchedule") in t)
+    assert reconciler.metric("nodegate_rules_generation") == 2
+    assert reconciler.process.poll() is None
+
+
+def test_rules_change_applies_to_existing_nodes_without_restart(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[[str], str],
+) -> None:
+    name = make_node(labels={"example.com/gpu": "a100"})
+    gpu_rules = RULES.replace(
+        "labelTaints:\n",
+        "labelTaints:\n  - name: gpu\n    match: {labels: {example.com/gpu: a100}}\n"
+        "    taint: {key: nvidia.com/gpu, effect: NoSchedule}\n",
+    )
+    rules_configmap(gpu_rules)
+    wait_for_taints(core_v1, name, lambda t: ("nvidia.com/gpu", "NoSchedule") in t)
+
+
+def _race_foreign_taints(
+    core_v1: k8s_client.CoreV1Api, name: str, count: int, errors: list[str]
+) -> None:
+    """A well-behaved second writer: read, add its taint, write with the resourceVersion read."""
+    for i in range(count):
+        while True:
+            node = json.loads(core_v1.read_node(name, _preload_content=False).data)
+            taints = [
+                *node["spec"].get("taints", []),
+                {"key": f"racer.example.com/t{i}", "effect": "NoSchedule"},
+            ]
+            body = {
+                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                "spec": {"taints": taints},
+            }
+            try:
+                core_v1.patch_node(name, body, _content_type="application/merge-patch+json")
+                break
+            except ApiException as err:
+                if err.status != 409:
+                    errors.append(str(err))
+                    return
+
+
+def test_concurrent_writer_never_loses_a_taint(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    name = make_node()
+    errors: list[str] = []
+    racer = threading.Thread(target=_race_foreign_taints, args=(core_v1, name, 30, errors))
+    racer.start()
+    for i in range(30):  # flip the rule's label while the racer writes
+        patch_labels(core_v1, name, {"example.com/dedicated": "ci" if i % 2 == 0 else None})
+    racer.join(timeout=60)
+    assert not errors
+    patch_labels(core_v1, name, {"example.com/dedicated": "ci"})
+    taints = wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    assert {f"racer.example.com/t{i}" for i in range(30)} <= {k for k, _ in taints}
+    conflicts = reconciler.metric("nodegate_write_conflicts_total")
+    print(f"write conflicts seen by the reconciler: {conflicts}")
+
+
+def test_dry_run_writes_nothing_but_says_what_it_would_do(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    ref = rules_configmap(RULES)
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    with running_reconciler(
+        control_plane.kubeconfig_path,
+        tmp_path,
+        "--rules-configmap",
+        ref,
+        "--no-leader-elect",
+        "--dry-run",
+    ) as process:
+        events = wait_until(
+            lambda: [e for e in node_events(core_v1, name) if e.reason == "NodegateDryRun"],
+            TIMEOUT,
+            "dry-run event",
+        )
+        assert "would have added taint example.com/dedicated=ci:NoSchedule" in events[0].message
+        assert process.metric("nodegate_node_writes_total", result="ok") == 0
+    assert ("example.com/dedicated", "NoSchedule") not in taints_of(core_v1, name)
