@@ -7,6 +7,7 @@ import typer
 from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
 from nodegate.cli.reconcile_cmd import reconcile
+from nodegate.cli.render_cmd import render
 from nodegate.cli.schema_cmd import schema
 from nodegate.cli.validate_cmd import validate
 
@@ -20,5 +21,6 @@ app = typer.Typer(
 app.command("validate")(validate)
 app.command("schema")(schema)
 app.command("explain")(explain)
+app.command("render")(render)
 app.command("demo")(demo)
 app.command("reconcile")(reconcile)

@@ -5,121 +5,25 @@ hot reload of rules, events, metrics and dry run. Each test runs `nodegate recon
 from __future__ import annotations
 
 import json
-import textwrap
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import SimNode, create_node, set_node_condition, wait_until
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
-
-HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
-RULES = HEADER + textwrap.dedent(
-    """\
-    labelTaints:
-      - name: ci-dedicated
-        match: {labels: {example.com/dedicated: ci}}
-        taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
-    conditionTaints:
-      - name: nic-broken
-        conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]
-        taint: {key: example.com/nic-broken, value: "true", effect: NoExecute}
-    nodePools:
-      - name: ci
-        provider: oke
-        size: 1
-        reconcilerLabels: {node-role.kubernetes.io/ci: ""}
-    """
+from nodegate.localcluster.nodes import set_node_condition, wait_until
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    RULES,
+    TIMEOUT,
+    node_events,
+    patch_labels,
+    taints_of,
+    wait_for_taints,
 )
-TIMEOUT = 20.0
-
-
-def taints_of(core_v1: k8s_client.CoreV1Api, name: str) -> dict[tuple[str, str], Any]:
-    node = core_v1.read_node(name)
-    return {(t.key, t.effect): t for t in (node.spec.taints or [])}
-
-
-def wait_for_taints(
-    core_v1: k8s_client.CoreV1Api, name: str, check: Callable[[dict[tuple[str, str], Any]], bool]
-) -> dict[tuple[str, str], Any]:
-    def probe() -> dict[tuple[str, str], Any] | None:
-        taints = taints_of(core_v1, name)
-        return taints if check(taints) else None
-
-    return wait_until(probe, TIMEOUT, f"taints on {name}")
-
-
-def patch_labels(core_v1: k8s_client.CoreV1Api, name: str, labels: dict[str, str | None]) -> None:
-    core_v1.patch_node(
-        name, {"metadata": {"labels": labels}}, _content_type="application/merge-patch+json"
-    )
-
-
-def node_events(core_v1: k8s_client.CoreV1Api, name: str) -> list[Any]:
-    events = core_v1.list_namespaced_event(
-        "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={name}"
-    )
-    return list(events.items)
-
-
-@pytest.fixture
-def rules_configmap(
-    core_v1: k8s_client.CoreV1Api, unique_name: str
-) -> Iterator[Callable[[str], str]]:
-    """Create or replace the rules ConfigMap; returns its `default/<name>` reference."""
-    name = f"rules-{unique_name}"[:63]
-
-    def put(text: str) -> str:
-        body = {"metadata": {"name": name}, "data": {"rules.yaml": text}}
-        try:
-            core_v1.replace_namespaced_config_map(name, "default", body)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            core_v1.create_namespaced_config_map("default", body)
-        return f"default/{name}"
-
-    yield put
-    core_v1.delete_namespaced_config_map(name, "default")
-
-
-@pytest.fixture
-def make_node(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Callable[..., str]]:
-    created: list[str] = []
-
-    def make(suffix: str = "n", **kwargs: Any) -> str:
-        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
-        create_node(core_v1, SimNode(name=name, **kwargs))
-        created.append(name)
-        return name
-
-    yield make
-    for name in created:
-        try:
-            core_v1.delete_node(name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-
-
-@pytest.fixture
-def reconciler(
-    control_plane: LocalControlPlane,
-    rules_configmap: Callable[[str], str],
-    tmp_path: Path,
-) -> Iterator[ReconcilerProcess]:
-    ref = rules_configmap(RULES)
-    with running_reconciler(
-        control_plane.kubeconfig_path, tmp_path, "--rules-configmap", ref, "--no-leader-elect"
-    ) as process:
-        yield process
-    print(process.logs()[-4000:])
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
 
 def test_label_taint_is_added_when_the_label_appears(
@@ -368,3 +272,23 @@ def test_dry_run_writes_nothing_but_says_what_it_would_do(
         assert "would have added taint example.com/dedicated=ci:NoSchedule" in events[0].message
         assert process.metric("nodegate_node_writes_total", result="ok") == 0
     assert ("example.com/dedicated", "NoSchedule") not in taints_of(core_v1, name)
+
+
+def test_rules_file_source_reloads_and_keeps_last_good_rules_on_a_bad_edit(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(RULES)
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    args = ("--rules-file", str(rules_file), "--no-leader-elect")
+    with running_reconciler(control_plane.kubeconfig_path, tmp_path, *args) as process:
+        wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+        rules_file.write_text(RULES + "bogus: true\n")
+        wait_until(lambda: process.metric("nodegate_rules_rejected_total") >= 1, TIMEOUT, "refusal")
+        assert "unknown field 'bogus'" in process.logs()
+        rules_file.write_text(HEADER)
+        wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
+        assert process.metric("nodegate_rules_generation") == 2

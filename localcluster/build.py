@@ -1,0 +1,301 @@
+"""Build and cache the control-plane binaries: `python -m nodegate.localcluster.build`.
+
+Nothing prebuilt can be downloaded here (only module proxies are reachable), so etcd,
+kube-apiserver, kube-scheduler, kube-controller-manager and kwok are compiled from their Go
+modules. That takes minutes cold, so the result is cached per Kubernetes version outside the
+clone, and a warm call only checks a stamp file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from nodegate.localcluster import gomodule, paths
+from nodegate.localcluster.gotool import Say, go_output, run_go
+from nodegate.localcluster.versions import (
+    ETCD_MODULE,
+    ETCD_VERSION,
+    KUBERNETES,
+    KUBERNETES_MODULE,
+    KWOK_MODULE,
+    KWOK_VERSION,
+)
+
+KUBE_COMMANDS = (paths.KUBE_APISERVER, paths.KUBE_SCHEDULER, paths.KUBE_CONTROLLER_MANAGER)
+# Only these Stage sets are used: nodes turn Ready and renew Leases, pods turn Ready.
+KWOK_STAGE_SETS = ("node/fast", "node/heartbeat-with-lease", "pod/fast")
+
+
+def expected_stamp() -> dict[str, str]:
+    """What the stamp records; a mismatch (e.g. an etcd bump) triggers a rebuild."""
+    return {
+        "kubernetes": KUBERNETES.version,
+        "etcd": ETCD_VERSION,
+        "kwok": KWOK_VERSION,
+        "stages": ",".join(KWOK_STAGE_SETS),
+    }
+
+
+def is_built() -> bool:
+    """True when the cached bin/ is complete for the pinned versions."""
+    stamp = paths.bin_dir() / paths.STAMP_NAME
+    try:
+        recorded = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if recorded != expected_stamp():
+        return False
+    return all(paths.binary(name).is_file() for name in paths.ALL_BINARIES)
+
+
+def ensure_built(say: Say | None = None, *, force: bool = False) -> Path:
+    """Return the bin/ directory, building everything first if the cache is cold.
+
+    Safe to call from several processes at once (`make test` builds, then pytest calls it
+    again): a file lock serialises builders and the loser finds the stamp already written.
+    """
+    out: Say = say or _print_flushed
+    if not force and is_built():
+        return paths.bin_dir()
+    paths.version_dir().mkdir(parents=True, exist_ok=True)
+    with _build_lock():
+        if not force and is_built():
+            return paths.bin_dir()
+        _build_all(out)
+    return paths.bin_dir()
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """An exclusive flock on `<version>/.lock`, released even when the build fails."""
+    with (paths.version_dir() / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_all(say: Say) -> None:
+    """Build every binary into a temporary bin dir, stamp it, then rename it into place."""
+    root = paths.version_dir()
+    staging = root / f"bin.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    say(f"building the control plane {KUBERNETES.version} into {paths.bin_dir()} (cold cache)")
+    total_started = time.monotonic()
+    try:
+        _timed(say, "kube-apiserver, kube-scheduler, kube-controller-manager", _build_kube, staging)
+        _timed(say, "etcd", _build_etcd, staging)
+        _timed(say, "kwok", _build_kwok, staging)
+        (staging / paths.STAMP_NAME).write_text(
+            json.dumps(expected_stamp(), indent=2) + "\n", encoding="utf-8"
+        )
+        final = paths.bin_dir()
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    say(f"control plane built in {time.monotonic() - total_started:.0f}s")
+
+
+def _timed(say: Say, label: str, step: Callable[[Path, Say], None], staging: Path) -> None:
+    """Run one build step with start/end lines that carry its elapsed seconds."""
+    say(f"- {label}: building")
+    started = time.monotonic()
+    step(staging, say)
+    say(f"- {label}: done in {time.monotonic() - started:.0f}s")
+
+
+def _module_dir(name: str) -> Path:
+    """The wrapper module's directory, kept between runs so a retry reuses its go.sum."""
+    directory = paths.version_dir() / "modules" / name
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _upstream(module: str, version: str, cwd: Path) -> tuple[gomodule.UpstreamGoMod, Path]:
+    """Download one module and parse its go.mod; also return its unpacked source dir."""
+    info = json.loads(go_output(["mod", "download", "-json", f"{module}@{version}"], cwd=cwd))
+    text = Path(info["GoMod"]).read_text(encoding="utf-8")
+    return gomodule.parse_upstream_gomod(text), Path(info["Dir"])
+
+
+def _write_gomod(directory: Path, wrapper: gomodule.WrapperModule) -> None:
+    """(Re)write go.mod only when it changed, so an interrupted build keeps its go.sum."""
+    gomod = directory / "go.mod"
+    text = wrapper.render()
+    if (
+        not gomod.exists()
+        or not (directory / ".rendered").exists()
+        or ((directory / ".rendered").read_text(encoding="utf-8") != text)
+    ):
+        gomod.write_text(text, encoding="utf-8")
+        (directory / ".rendered").write_text(text, encoding="utf-8")
+        (directory / "go.sum").unlink(missing_ok=True)
+
+
+def _go_build(
+    directory: Path, packages: list[str], *, output: str, ldflags: str, label: str, say: Say
+) -> None:
+    """`go get` the packages (resolves and downloads modules), then `go build` them.
+
+    `output` is a file path for one package, or a directory ending in `/` for several.
+    """
+    logs = paths.version_dir() / "logs"
+    pinned = [f"{package}@{version}" for package, version in _pins(packages)]
+    say(f"  {label}: resolving and downloading modules")
+    run_go(
+        ["get", *pinned], cwd=directory, log_path=logs / f"{label}-get.log", label=label, say=say
+    )
+    say(f"  {label}: compiling")
+    run_go(
+        [
+            "build",
+            "-v",
+            "-mod=mod",
+            "-trimpath",
+            "-ldflags",
+            ldflags,
+            "-o",
+            output,
+            *packages,
+        ],
+        cwd=directory,
+        log_path=logs / f"{label}-build.log",
+        label=label,
+        say=say,
+    )
+
+
+def _pins(packages: list[str]) -> list[tuple[str, str]]:
+    """Each package with the version of the module it comes from (go get needs @version)."""
+    versions = {
+        KUBERNETES_MODULE: KUBERNETES.version,
+        ETCD_MODULE: ETCD_VERSION,
+        KWOK_MODULE: KWOK_VERSION,
+    }
+    pinned = []
+    for package in packages:
+        module = next(m for m in versions if package == m or package.startswith(m + "/"))
+        pinned.append((package, versions[module]))
+    return pinned
+
+
+def _kube_ldflags() -> str:
+    """Version stamps as Kubernetes' own hack/lib/version.sh sets them, for both packages.
+
+    Without them the server reports `v0.0.0-master` and clients that parse versions break.
+    """
+    values = {
+        "gitVersion": KUBERNETES.version,
+        "gitMajor": KUBERNETES.major,
+        "gitMinor": KUBERNETES.minor,
+    }
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {package}.{key}={value}" for key, value in values.items()]
+    return " ".join(flags)
+
+
+def _build_kube(staging: Path, say: Say) -> None:
+    """All three Kubernetes commands in ONE `go build`, so shared packages compile once."""
+    directory = _module_dir("kubernetes")
+    upstream, _ = _upstream(KUBERNETES_MODULE, KUBERNETES.version, directory)
+    wrapper = gomodule.kubernetes_wrapper(upstream, KUBERNETES.version, KUBERNETES.staging_version)
+    _write_gomod(directory, wrapper)
+    packages = [f"{KUBERNETES_MODULE}/cmd/{command}" for command in KUBE_COMMANDS]
+    _go_build(
+        directory,
+        packages,
+        output=f"{staging}/",
+        ldflags=_kube_ldflags(),
+        label="kubernetes",
+        say=say,
+    )
+
+
+def _build_etcd(staging: Path, say: Say) -> None:
+    """etcd's server module has `main` at its root, so the package is the module path."""
+    directory = _module_dir("etcd")
+    upstream, _ = _upstream(ETCD_MODULE, ETCD_VERSION, directory)
+    _write_gomod(
+        directory,
+        gomodule.plain_wrapper("etcd", upstream.go_version, ETCD_MODULE, ETCD_VERSION),
+    )
+    _go_build(
+        directory,
+        [ETCD_MODULE],
+        output=str(staging / paths.ETCD),
+        ldflags="-s -w",
+        label="etcd",
+        say=say,
+    )
+
+
+def _build_kwok(staging: Path, say: Say) -> None:
+    """kwok plus the Stage YAMLs it needs at run time, copied out of its module source."""
+    directory = _module_dir("kwok")
+    upstream, source = _upstream(KWOK_MODULE, KWOK_VERSION, directory)
+    _write_gomod(
+        directory,
+        gomodule.plain_wrapper("kwok", upstream.go_version, KWOK_MODULE, KWOK_VERSION),
+    )
+    ldflags = (
+        f"-s -w -X {KWOK_MODULE}/pkg/consts.Version={KWOK_VERSION.removeprefix('v')}"
+        f" -X {KWOK_MODULE}/pkg/consts.KubeVersion={KUBERNETES.version.removeprefix('v')}"
+    )
+    _go_build(
+        directory,
+        [f"{KWOK_MODULE}/cmd/kwok"],
+        output=str(staging / paths.KWOK),
+        ldflags=ldflags,
+        label="kwok",
+        say=say,
+    )
+    stages = staging / paths.KWOK_STAGES_DIR
+    stages.mkdir()
+    for stage_set in KWOK_STAGE_SETS:
+        for yaml_file in sorted((source / "kustomize" / "stage" / stage_set).glob("*.yaml")):
+            if yaml_file.name == "kustomization.yaml":
+                continue
+            target = stages / f"{stage_set.replace('/', '-')}-{yaml_file.name}"
+            target.write_bytes(yaml_file.read_bytes())
+
+
+def _print_flushed(line: str) -> None:
+    """Progress must appear while the build runs, even when stdout is a pipe (CI logs)."""
+    print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: build if needed and print the bin directory; `--force` rebuilds."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        directory = ensure_built(force=args.force)
+    except Exception as error:  # the CLI's whole job is to report a failed build readably
+        print(f"control-plane build failed: {error}", file=sys.stderr, flush=True)
+        return 1
+    _print_flushed(
+        f"control plane {KUBERNETES.version} ready in {directory} "
+        f"({time.monotonic() - started:.2f}s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""`LocalControlPlane`: a real etcd + kube-apiserver (optionally scheduler, controller-manager
+and kwok) on loopback ports, for tests that must see what a real API server does.
+
+Fakes cannot tell the truth about optimistic concurrency, JSON-patch `test` ops, admission or
+the scheduler honouring taints; nodegate's correctness depends on exactly those, so the e2e tier
+runs the real binaries. Everything lives in one temporary directory that is removed on exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import ssl
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from kubernetes import client as k8s_client
+
+from nodegate.localcluster import components, paths
+from nodegate.localcluster.build import ensure_built
+from nodegate.localcluster.certs import ControlPlanePKI, create_pki
+from nodegate.localcluster.kubeconfig import write_kubeconfig
+from nodegate.localcluster.processes import ManagedProcess, free_port, pid_exists
+
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 120.0
+_POLL_SECONDS = 0.2
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane failed to start; the message carries the components' log tails."""
+
+
+class LocalControlPlane:
+    """Context manager owning every process and file of one local control plane."""
+
+    def __init__(
+        self,
+        *,
+        with_scheduling: bool = False,
+        bin_dir: Path | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    ) -> None:
+        self.with_scheduling = with_scheduling
+        self._bin_dir = bin_dir
+        self._startup_timeout = startup_timeout
+        self._workdir: Path | None = None
+        self._pki: ControlPlanePKI | None = None
+        self._processes: list[ManagedProcess] = []
+        self._started_pids: dict[int, str] = {}
+        self.server_url = ""
+        self.startup_seconds = 0.0
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def __enter__(self) -> LocalControlPlane:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> LocalControlPlane:
+        """Start every component and return once the API server is ready; on any failure stop
+        what was started and raise ControlPlaneError with the log tails."""
+        started = time.monotonic()
+        atexit.register(self.stop)
+        try:
+            self._start(started + self._startup_timeout)
+        except BaseException as error:
+            tails = self.log_tails()
+            self.stop()
+            if isinstance(error, ControlPlaneError | TimeoutError):
+                raise ControlPlaneError(f"{error}\n{tails}") from error
+            raise
+        self.startup_seconds = time.monotonic() - started
+        return self
+
+    def stop(self) -> None:
+        """Stop components in reverse start order (SIGTERM, then SIGKILL), remove the workdir."""
+        for process in reversed(self._processes):
+            process.stop()
+        self._processes.clear()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+        atexit.unregister(self.stop)
+
+    def leftover_processes(self) -> list[str]:
+        """`name (pid N)` for every process this instance started that still exists.
+
+        Teardown asserts this is empty: a component that survives its stop would keep ports and
+        CPU busy for the rest of the run and hide bugs in the shutdown path.
+        """
+        return [
+            f"{name} (pid {pid})" for pid, name in self._started_pids.items() if pid_exists(pid)
+        ]
+
+    # -- what tests use ---------------------------------------------------------------------
+
+    @property
+    def workdir(self) -> Path:
+        """The temporary directory with certs, etcd data and logs (gone after stop)."""
+        if self._workdir is None:
+            raise ControlPlaneError("control plane is not running")
+        return self._workdir
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """An admin kubeconfig for this control plane."""
+        return self.workdir / "kubeconfig"
+
+    def api_client(self) -> k8s_client.ApiClient:
+        """A fresh official-client ApiClient authenticated as the admin."""
+        if self._pki is None:
+            raise ControlPlaneError("control plane is not running")
+        configuration = k8s_client.Configuration(host=self.server_url)
+        configuration.ssl_ca_cert = str(self._pki.ca_cert)
+        configuration.cert_file = str(self._pki.admin_cert)
+        configuration.key_file = str(self._pki.admin_key)
+        return k8s_client.ApiClient(configuration)
+
+    def log_tails(self, lines: int = 40) -> str:
+        """The last lines of every component's log, for printing when something failed."""
+        parts = []
+        for process in self._processes:
+            state = "running" if process.is_alive() else f"exited {process.returncode()}"
+            parts.append(f"----- {process.name} ({state}), {process.log_path} -----\n")
+            parts.append(process.tail(lines))
+        return "".join(parts)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _start(self, deadline: float) -> None:
+        bin_dir = self._bin_dir or ensure_built()
+        self._workdir = Path(tempfile.mkdtemp(prefix="nodegate-controlplane-"))
+        logs = self._workdir / "logs"
+        logs.mkdir()
+        self._pki = pki = create_pki(self._workdir / "pki")
+
+        etcd = components.EtcdEndpoints(client_port=free_port(), peer_port=free_port())
+        self._spawn(
+            "etcd",
+            components.etcd_argv(bin_dir, self._workdir / "etcd", etcd),
+            logs,
+        )
+        self._wait_for(f"{etcd.client_url}/health", None, deadline, "etcd")
+
+        port = free_port()
+        self.server_url = f"https://127.0.0.1:{port}"
+        self._spawn(
+            "kube-apiserver",
+            components.apiserver_argv(
+                bin_dir,
+                self._workdir / "apiserver-certs",
+                pki,
+                etcd,
+                secure_port=port,
+                service_account_admission=self.with_scheduling,
+            ),
+            logs,
+        )
+        write_kubeconfig(self.kubeconfig_path, self.server_url, pki)
+        self._wait_for(f"{self.server_url}/readyz", self._tls_context(), deadline, "kube-apiserver")
+
+        if self.with_scheduling:
+            kubeconfig = self.kubeconfig_path
+            self._spawn("kube-scheduler", components.scheduler_argv(bin_dir, kubeconfig), logs)
+            self._spawn(
+                "kube-controller-manager",
+                components.controller_manager_argv(bin_dir, kubeconfig, pki),
+                logs,
+            )
+            stages = sorted((bin_dir / paths.KWOK_STAGES_DIR).glob("*.yaml"))
+            self._spawn("kwok", components.kwok_argv(bin_dir, kubeconfig, stages), logs)
+            self._wait_for_default_service_account(deadline)
+
+    def _spawn(self, name: str, argv: list[str], logs: Path) -> None:
+        process = ManagedProcess(name, argv, logs / f"{name}.log")
+        process.start()
+        self._processes.append(process)
+        assert process.pid is not None
+        self._started_pids[process.pid] = name
+
+    def _check_alive(self) -> None:
+        for process in self._processes:
+            if not process.is_alive():
+                raise ControlPlaneError(
+                    f"{process.name} exited with status {process.returncode()} during startup"
+                )
+
+    def _tls_context(self) -> ssl.SSLContext:
+        assert self._pki is not None
+        context = ssl.create_default_context(cafile=str(self._pki.ca_cert))
+        context.load_cert_chain(str(self._pki.admin_cert), str(self._pki.admin_key))
+        return context
+
+    def _wait_for(
+        self, url: str, context: ssl.SSLContext | None, deadline: float, what: str
+    ) -> None:
+        """Poll `url` until it answers 200; fail early if a component died."""
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                with urllib.request.urlopen(url, timeout=2, context=context) as response:
+                    if response.status == 200:
+                        return
+                    last_error = f"HTTP {response.status}"
+            except (urllib.error.URLError, OSError) as error:
+                last_error = str(error)
+            time.sleep(_POLL_SECONDS)
+        raise TimeoutError(f"{what} not ready at {url} in time: {last_error}")
+
+    def _wait_for_default_service_account(self, deadline: float) -> None:
+        """Pods are rejected until the controller-manager created `default/default`; waiting for
+        it also proves the controller-manager is up and talking to the API server."""
+        url = f"{self.server_url}/api/v1/namespaces/default/serviceaccounts/default"
+        self._wait_for(url, self._tls_context(), deadline, "default ServiceAccount")
+
+
+def describe(plane: LocalControlPlane) -> str:
+    """One line for logs: where the API server is and how long startup took."""
+    return json.dumps(
+        {
+            "server": plane.server_url,
+            "kubeconfig": str(plane.kubeconfig_path),
+            "with_scheduling": plane.with_scheduling,
+            "startup_seconds": round(plane.startup_seconds, 2),
+        }
+    )

@@ -1,0 +1,52 @@
+"""Where the control-plane binaries are cached.
+
+They take minutes to build, so they live outside the clone, keyed by Kubernetes version: a fresh
+clone, `make clean` or a branch switch reuses them, and a version bump builds a new set beside
+the old one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nodegate.localcluster.versions import KUBERNETES_VERSION
+
+ETCD = "etcd"
+KUBE_APISERVER = "kube-apiserver"
+KUBE_SCHEDULER = "kube-scheduler"
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
+KWOK = "kwok"
+
+ALL_BINARIES = (ETCD, KUBE_APISERVER, KUBE_SCHEDULER, KUBE_CONTROLLER_MANAGER, KWOK)
+
+STAMP_NAME = ".complete"
+KWOK_STAGES_DIR = "kwok-stages"
+
+
+def cache_root() -> Path:
+    """`$NODEGATE_CACHE` or `~/.cache/nodegate`: one knob for CI to point at a cached volume."""
+    configured = os.environ.get("NODEGATE_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "nodegate"
+
+
+def version_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """Everything built for one Kubernetes version: bin/, the wrapper modules, build logs."""
+    return cache_root() / "controlplane" / kubernetes_version
+
+
+def bin_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """The directory that only exists once every binary was built (it is renamed into place)."""
+    return version_dir(kubernetes_version) / "bin"
+
+
+def binary(name: str, kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """Path of one cached binary, e.g. `binary(KUBE_APISERVER)`."""
+    return bin_dir(kubernetes_version) / name
+
+
+def kwok_stages_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """kwok's Stage YAMLs copied from its module, so running kwok never needs GOMODCACHE."""
+    return bin_dir(kubernetes_version) / KWOK_STAGES_DIR

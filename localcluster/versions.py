@@ -1,0 +1,44 @@
+"""Every pinned version of the local control plane, in one place.
+
+The e2e tier must test against the Kubernetes release the project claims to support, so the
+binaries are built from exactly these module versions; bumping one here rebuilds the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KUBERNETES_MODULE = "k8s.io/kubernetes"
+KUBERNETES_VERSION = "v1.36.3"
+
+ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+ETCD_VERSION = "v3.6.16"
+
+KWOK_MODULE = "sigs.k8s.io/kwok"
+KWOK_VERSION = "v0.8.0"
+
+
+@dataclass(frozen=True)
+class KubeRelease:
+    """A Kubernetes tag split the way `-ldflags -X` and the staging modules need it."""
+
+    version: str
+
+    @property
+    def major(self) -> str:
+        """`1` for v1.36.3: what /version reports as `major`."""
+        return self.version.removeprefix("v").split(".")[0]
+
+    @property
+    def minor(self) -> str:
+        """`36` for v1.36.3: what /version reports as `minor`."""
+        return self.version.removeprefix("v").split(".")[1]
+
+    @property
+    def staging_version(self) -> str:
+        """`v0.36.3` for v1.36.3: the tag of every published k8s.io staging module."""
+        _, minor, patch = self.version.removeprefix("v").split(".")
+        return f"v0.{minor}.{patch}"
+
+
+KUBERNETES = KubeRelease(KUBERNETES_VERSION)

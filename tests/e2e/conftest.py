@@ -1,0 +1,125 @@
+"""Fixtures for the e2e tier: real control planes built from Go modules (see docs/controlplane.md).
+
+Two session-scoped control planes, so each test pays startup once per run:
+* `control_plane`: etcd + kube-apiserver. Nothing touches nodes but the tests.
+* `scheduling_control_plane`: a separate one that also runs kube-scheduler,
+  kube-controller-manager and kwok. Separate because the controller-manager's node-lifecycle
+  controller taints nodes that have no kubelet heartbeat, which would disturb the plain tier.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s_client
+
+from nodegate.localcluster.build import ensure_built, is_built
+from nodegate.localcluster.cluster import LocalControlPlane, describe
+from tests.e2e.reconciler_fixtures import make_node, reconciler, rules_configmap
+
+__all__ = ["make_node", "reconciler", "rules_configmap"]  # fixtures shared by the e2e tests
+
+E2E_DIR = Path(__file__).parent
+E2E_TIMEOUT_SECONDS = 300
+_BUILD_ERROR = pytest.StashKey[str]()
+_LOG_TAILS = pytest.StashKey[list[str]]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under tests/e2e `e2e`, with a timeout that fits a cluster start."""
+    for item in items:
+        if E2E_DIR in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the binaries before any test runs, outside the per-test timeout.
+
+    A cold build takes minutes and must not count against the first test; `make test` has
+    already built them, so this is usually a no-op stamp check. Output is not captured here,
+    so the progress lines reach the terminal.
+    """
+    if not any(E2E_DIR in item.path.parents for item in session.items) or is_built():
+        return
+    try:
+        ensure_built()
+    except Exception as error:  # reported by every e2e fixture instead of aborting the run
+        session.config.stash[_BUILD_ERROR] = str(error)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the components' log tails collected at teardown of a session with failures."""
+    for section in terminalreporter.config.stash.get(_LOG_TAILS, []):
+        terminalreporter.write_sep("=", "control-plane component logs (tail)")
+        terminalreporter.write(section)
+
+
+def _run_control_plane(
+    request: pytest.FixtureRequest, *, with_scheduling: bool
+) -> Iterator[LocalControlPlane]:
+    """Start a control plane, yield it, always stop it and check nothing it started survives."""
+    build_error = request.config.stash.get(_BUILD_ERROR, None)
+    if build_error is not None:
+        pytest.fail(f"control-plane build failed:\n{build_error}", pytrace=False)
+    plane = LocalControlPlane(with_scheduling=with_scheduling)
+    plane.start()  # raises ControlPlaneError carrying the log tails if startup fails
+    print(f"control plane up: {describe(plane)}")
+    try:
+        yield plane
+    finally:
+        if request.session.testsfailed:
+            tails = request.config.stash.setdefault(_LOG_TAILS, [])
+            tails.append(f"[{describe(plane)}]\n{plane.log_tails()}")
+        plane.stop()
+        leftovers = plane.leftover_processes()
+        if leftovers:
+            pytest.fail(
+                f"processes started by the harness survived teardown: {', '.join(leftovers)}",
+                pytrace=False,
+            )
+
+
+@pytest.fixture(scope="session")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """etcd + kube-apiserver, shared by the whole session."""
+    yield from _run_control_plane(request, with_scheduling=False)
+
+
+@pytest.fixture(scope="session")
+def scheduling_control_plane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
+    """A second control plane that also schedules pods and simulates kubelets (kwok)."""
+    yield from _run_control_plane(request, with_scheduling=True)
+
+
+@pytest.fixture(scope="session")
+def api_client(control_plane: LocalControlPlane) -> Iterator[k8s_client.ApiClient]:
+    """A ready admin ApiClient for `control_plane`."""
+    with control_plane.api_client() as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
+def core_v1(api_client: k8s_client.ApiClient) -> k8s_client.CoreV1Api:
+    """CoreV1Api on `control_plane`."""
+    return k8s_client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="session")
+def scheduling_core_v1(
+    scheduling_control_plane: LocalControlPlane,
+) -> Iterator[k8s_client.CoreV1Api]:
+    """CoreV1Api on `scheduling_control_plane`."""
+    with scheduling_control_plane.api_client() as api:
+        yield k8s_client.CoreV1Api(api)
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A DNS-safe name unique to the test, so tests sharing a cluster never collide."""
+    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    return f"{base}-{uuid.uuid4().hex[:6]}"

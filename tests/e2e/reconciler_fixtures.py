@@ -1,0 +1,118 @@
+"""Shared pieces of the reconciler e2e tests: rules, a rules ConfigMap, nodes, one reconciler."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, create_node, wait_until
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+
+HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+RULES = HEADER + textwrap.dedent(
+    """\
+    labelTaints:
+      - name: ci-dedicated
+        match: {labels: {example.com/dedicated: ci}}
+        taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    conditionTaints:
+      - name: nic-broken
+        conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]
+        taint: {key: example.com/nic-broken, value: "true", effect: NoExecute}
+    nodePools:
+      - name: ci
+        provider: oke
+        size: 1
+        reconcilerLabels: {node-role.kubernetes.io/ci: ""}
+    """
+)
+TIMEOUT = 20.0
+
+
+def taints_of(core_v1: k8s_client.CoreV1Api, name: str) -> dict[tuple[str, str], Any]:
+    node = core_v1.read_node(name)
+    return {(t.key, t.effect): t for t in (node.spec.taints or [])}
+
+
+def wait_for_taints(
+    core_v1: k8s_client.CoreV1Api, name: str, check: Callable[[dict[tuple[str, str], Any]], bool]
+) -> dict[tuple[str, str], Any]:
+    def probe() -> dict[tuple[str, str], Any] | None:
+        taints = taints_of(core_v1, name)
+        return taints if check(taints) else None
+
+    return wait_until(probe, TIMEOUT, f"taints on {name}")
+
+
+def patch_labels(core_v1: k8s_client.CoreV1Api, name: str, labels: dict[str, str | None]) -> None:
+    core_v1.patch_node(
+        name, {"metadata": {"labels": labels}}, _content_type="application/merge-patch+json"
+    )
+
+
+def node_events(core_v1: k8s_client.CoreV1Api, name: str) -> list[Any]:
+    events = core_v1.list_namespaced_event(
+        "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={name}"
+    )
+    return list(events.items)
+
+
+@pytest.fixture
+def rules_configmap(
+    core_v1: k8s_client.CoreV1Api, unique_name: str
+) -> Iterator[Callable[[str], str]]:
+    """Create or replace the rules ConfigMap; returns its `default/<name>` reference."""
+    name = f"rules-{unique_name}"[:63]
+
+    def put(text: str) -> str:
+        body = {"metadata": {"name": name}, "data": {"rules.yaml": text}}
+        try:
+            core_v1.replace_namespaced_config_map(name, "default", body)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            core_v1.create_namespaced_config_map("default", body)
+        return f"default/{name}"
+
+    yield put
+    core_v1.delete_namespaced_config_map(name, "default")
+
+
+@pytest.fixture
+def make_node(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Callable[..., str]]:
+    created: list[str] = []
+
+    def make(suffix: str = "n", **kwargs: Any) -> str:
+        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
+        create_node(core_v1, SimNode(name=name, **kwargs))
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        try:
+            core_v1.delete_node(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+@pytest.fixture
+def reconciler(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[[str], str],
+    tmp_path: Path,
+) -> Iterator[ReconcilerProcess]:
+    ref = rules_configmap(RULES)
+    with running_reconciler(
+        control_plane.kubeconfig_path, tmp_path, "--rules-configmap", ref, "--no-leader-elect"
+    ) as process:
+        yield process
+    print(process.logs()[-4000:])

@@ -1,0 +1,25 @@
+"""Reconciler settings refuse combinations that cannot work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
+
+
+def test_exactly_one_rules_source_is_required() -> None:
+    with pytest.raises(ValidationError, match="exactly one of --rules-file or --rules-configmap"):
+        ReconcilerSettings(rules_file=Path("r.yaml"), rules_configmap="ns/cm")
+
+
+def test_configmap_reference_needs_a_namespace() -> None:
+    with pytest.raises(ValidationError, match="namespace/name"):
+        ReconcilerSettings(rules_configmap="nodegate-rules")
+
+
+def test_lease_timings_must_be_ordered() -> None:
+    with pytest.raises(ValidationError, match="leaseDuration > renewDeadline"):
+        LeaderElectionSettings(lease_duration_seconds=5, renew_deadline_seconds=6)
