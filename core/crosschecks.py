@@ -12,7 +12,7 @@ from typing import Any
 from nodegate.core.errors import DocPath
 from nodegate.core.errors import format_path as _at
 from nodegate.core.k8s_names import aks_reserves_label, kubelet_may_set_label
-from nodegate.core.model import POOL_LABEL
+from nodegate.core.model import POOL_LABEL, NodeRules
 
 RawProblem = tuple[DocPath, str]
 _AKS_RESERVED = "AKS reserves the 'kubernetes.azure.com' label namespace; '{key}' would be refused"
@@ -132,3 +132,23 @@ def _mapping(value: object) -> dict[Any, Any]:
 def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
     """Every problem that only shows when several rules are read together."""
     return [*_duplicate_names(doc), *_conflicting_taints(doc), *_pool_labels(doc)]
+
+
+def pool_problems(rules: NodeRules) -> list[RawProblem]:
+    """Checks that need the typed rules: what each pool's nodes would be born with."""
+    problems: list[RawProblem] = []
+    for pool in rules.node_pools:
+        if pool.provider != "aks":
+            continue
+        labels = pool.eventual_labels()
+        for index, rule in enumerate(rules.label_taints):
+            if rule.match.matches(labels) and not rule.taint.value:
+                problems.append(
+                    (
+                        ("labelTaints", index, "taint"),
+                        f"taint {rule.taint.key}:{rule.taint.effect} has no value but goes into "
+                        f"the nodeTaints of AKS pool '{pool.name}', which AKS takes only as "
+                        'key=value:Effect; give the taint a value, e.g. value: "present"',
+                    )
+                )
+    return problems

@@ -17,7 +17,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
 
-from nodegate.core.crosschecks import cross_rule_problems
+from nodegate.core.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.model import NodeRules
 
@@ -65,6 +65,10 @@ def rules_from_data(data: Any, source: str, positions: Positions | None = None) 
     except ValidationError as err:
         problems += [_problem(e, data, source, positions) for e in _root_causes(err)]
         raise RulesError(problems) from err
+    problems += [
+        Problem(*_position(positions, path), source, path, message)
+        for path, message in pool_problems(rules)
+    ]
     if problems:
         raise RulesError(problems)
     return rules

@@ -26,7 +26,7 @@ def _flags(taints: tuple[Taint, ...]) -> list[str]:
         pytest.param(
             "example",
             "gpu",
-            ["nvidia.com/gpu:NoSchedule", "startup.example.com/initializing=wait:NoSchedule"],
+            ["nvidia.com/gpu=present:NoSchedule", "startup.example.com/initializing=wait:NoSchedule"],
             id="example-gpu",
         ),
         pytest.param(
@@ -34,7 +34,7 @@ def _flags(taints: tuple[Taint, ...]) -> list[str]:
             "batch",
             [
                 "example.com/spot=true:PreferNoSchedule",
-                "nvidia.com/gpu:NoSchedule",
+                "nvidia.com/gpu=present:NoSchedule",
                 "startup.example.com/initializing=wait:NoSchedule",
             ],
             id="example-batch",

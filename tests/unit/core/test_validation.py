@@ -401,3 +401,21 @@ def test_inline_data_is_validated_with_the_same_messages() -> None:
         "Pulumi.dev.yaml (nodegate:rulesInline): labelTaints[0].match: required field 'match' "
         "is missing"
     )
+
+
+def test_value_less_taint_bound_for_an_aks_pool_is_refused() -> None:
+    [problem] = problems_of(
+        """\
+        labelTaints:
+          - name: gpu
+            match: {labels: {example.com/gpu: a100}}
+            taint: {key: nvidia.com/gpu, effect: NoSchedule}
+        nodePools:
+          - {name: batch, provider: aks, size: 1, labels: {example.com/gpu: a100}}
+        """
+    )
+    assert problem == (
+        "rules.yaml:6:5: labelTaints[0].taint: taint nvidia.com/gpu:NoSchedule has no value but "
+        "goes into the nodeTaints of AKS pool 'batch', which AKS takes only as key=value:Effect; "
+        'give the taint a value, e.g. value: "present"'
+    )
