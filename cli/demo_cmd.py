@@ -25,6 +25,8 @@ def demo() -> None:
         f"{len(rules.condition_taints)} condition taints, {len(rules.startup_gates)} startup "
         f"gates, {len(rules.node_pools)} pools"
     )
-    node_data = YAML(typ="safe").load(examples.joinpath("node-gpu.yaml").read_text("utf-8"))
+    node_data = YAML(typ="safe").load(
+        examples.joinpath("nodes", "gpu-node.yaml").read_text("utf-8")
+    )
     node = NodeState.from_k8s(node_data)
     print_explanation(console, node, rules, plan(node, rules, PlanFacts(now=datetime.now(UTC))))
