@@ -26,7 +26,10 @@ def _flags(taints: tuple[Taint, ...]) -> list[str]:
         pytest.param(
             "example",
             "gpu",
-            ["nvidia.com/gpu=present:NoSchedule", "startup.example.com/initializing=wait:NoSchedule"],
+            [
+                "nvidia.com/gpu=present:NoSchedule",
+                "startup.example.com/initializing=wait:NoSchedule",
+            ],
             id="example-gpu",
         ),
         pytest.param(

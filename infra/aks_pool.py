@@ -1,0 +1,187 @@
+"""`AksNodePool`: an AKS agent pool whose nodes register already carrying the rules' taints.
+
+AKS has no boot script to edit: the pool's `nodeTaints` and `nodeLabels` are the bootstrap.
+AKS reconciles `nodeTaints` onto every node and they cannot be changed through the Kubernetes
+API, so a startup gate placed there could never be lifted: only permanent, label-derived taints
+go there. The AgentPool API of pulumi-azure-native 3.x (Azure API 2025-09-01) has no
+`nodeInitializationTaints`, so startup gates are added by nodegate's Node admission webhook at
+registration; the component says so in its `startupGatesVia` output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_azure_native as azure_native
+
+from nodegate.bootstrap.aks import AksPoolSpec, render_aks_pool
+from nodegate.bootstrap.registration import registration_taints
+from nodegate.core.model import NodePool, NodeRules
+from nodegate.infra.render import (
+    agent_pool_name_problem,
+    aks_bootstrap_digest,
+    sorted_labels,
+    taint_identity,
+)
+
+TYPE_TOKEN = "nodegate:index:AksNodePool"
+
+INITIALIZATION_TAINTS_SUPPORTED = False
+"""Whether the AgentPool API used here has `nodeInitializationTaints`. The default API of
+pulumi-azure-native 3.x does not; see docs/infra.md for using a preview API version."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AksAutoscalingArgs:
+    """Cluster autoscaler bounds for the pool."""
+
+    min_count: pulumi.Input[int]
+    max_count: pulumi.Input[int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AksNodePoolArgs:
+    """Inputs of one AKS agent pool; the taints and labels come from `rules`, never from here."""
+
+    rules: NodeRules
+    """The validated rules; `pool_name` must name one of its pools with provider aks."""
+    pool_name: str
+    """The rules pool this agent pool realises."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the AKS cluster."""
+    cluster_name: pulumi.Input[str]
+    """Name of the AKS managed cluster."""
+    vm_size: pulumi.Input[str]
+    """VM size, e.g. 'Standard_D4s_v5'."""
+    agent_pool_name: str | None = None
+    """AKS agent pool name (lowercase letters and digits, ≤12); None: the rules pool name."""
+    count: pulumi.Input[int] | None = None
+    """Node count (initial count under autoscaling); None: the rules pool `size`."""
+    autoscaling: AksAutoscalingArgs | None = None
+    """Enable the cluster autoscaler; `count` is then ignored after creation."""
+    mode: pulumi.Input[str] = "User"
+    """'User' or 'System'."""
+    os_sku: pulumi.Input[str] | None = None
+    """Node OS, e.g. 'AzureLinux'; None: AKS's default."""
+    orchestrator_version: pulumi.Input[str] | None = None
+    """Kubernetes version, e.g. '1.31'; None: the control plane's."""
+
+
+def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
+    """The rules pool and agent pool name, refusing args AKS or nodegate would reject."""
+    pool = args.rules.pool(args.pool_name)
+    if pool is None:
+        names = ", ".join(p.name for p in args.rules.node_pools) or "none"
+        raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
+    if pool.provider != "aks":
+        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not aks")
+    agent_pool_name = args.agent_pool_name or pool.name
+    windows = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
+    problem = agent_pool_name_problem(agent_pool_name, windows=windows)
+    if problem:
+        raise ValueError(f"pool '{pool.name}': {problem}")
+    if isinstance(args.count, int) and not 0 <= args.count <= 1000:
+        raise ValueError(f"pool '{pool.name}': count {args.count} is outside 0..1000")
+    return pool, agent_pool_name
+
+
+def _checked_spec(spec: AksPoolSpec) -> AksPoolSpec:
+    """A startup gate in nodeTaints would be locked on by AKS forever: refuse, never declare."""
+    gates = {taint_identity(t) for t in spec.startup_gate_taints}
+    locked = [t for t in spec.node_taints if taint_identity(t) in gates]
+    wrong = locked or list(spec.node_initialization_taints)
+    if wrong:
+        raise ValueError(
+            f"pool '{spec.pool}': startup gates must not reach nodeTaints or (with this API "
+            f"version) nodeInitializationTaints: {', '.join(wrong)}"
+        )
+    return spec
+
+
+class AksNodePool(pulumi.ComponentResource):
+    """One AKS agent pool whose nodes are born with the rules' permanent taints and labels."""
+
+    agent_pool: azure_native.containerservice.AgentPool
+    """The AKS agent pool resource."""
+    agent_pool_id: pulumi.Output[str]
+    node_taints: pulumi.Output[list[str]]
+    """The pool's `nodeTaints`: permanent label-derived taints only."""
+    node_labels: pulumi.Output[dict[str, str]]
+    """The pool's `nodeLabels`."""
+    registration_taints: pulumi.Output[list[str]]
+    """Every taint a node must carry from registration: nodeTaints plus startup gates."""
+    startup_gate_taints: pulumi.Output[list[str]]
+    """Startup gates of the pool, applied as `startup_gates_via` says."""
+    startup_gates_via: pulumi.Output[str]
+    """'webhook' (gates added by nodegate's Node admission webhook) or 'none' (no gates)."""
+    note: pulumi.Output[str]
+    """How the gates reach the nodes, in words."""
+    bootstrap_sha256: pulumi.Output[str]
+    """SHA-256 of the pool's taint and label fields, to trace which rendering nodes got."""
+
+    def __init__(
+        self,
+        name: str,
+        args: AksNodePoolArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        pool, agent_pool_name = _checked_pool(args)
+        spec = _checked_spec(
+            render_aks_pool(
+                args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
+            )
+        )
+        super().__init__(TYPE_TOKEN, name, None, opts)
+
+        scaling = args.autoscaling
+        # Keyword form, not AgentPoolArgs: the args class's `resource_name` (the cluster) clashes
+        # with the resource's own name parameter; the SDK takes it as `resource_name_`.
+        self.agent_pool = azure_native.containerservice.AgentPool(
+            f"{name}-agentpool",
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Under autoscaling the autoscaler owns the node count; `count` is the initial one.
+                ignore_changes=["count"] if scaling is not None else None,
+            ),
+            resource_group_name=args.resource_group_name,
+            resource_name_=args.cluster_name,
+            agent_pool_name=agent_pool_name,
+            vm_size=args.vm_size,
+            count=args.count if args.count is not None else pool.size,
+            enable_auto_scaling=scaling is not None,
+            min_count=None if scaling is None else scaling.min_count,
+            max_count=None if scaling is None else scaling.max_count,
+            mode=args.mode,
+            os_sku=args.os_sku,
+            orchestrator_version=args.orchestrator_version,
+            node_taints=list(spec.node_taints),
+            node_labels=sorted_labels(spec.node_labels),
+        )
+
+        self.agent_pool_id = self.agent_pool.id
+        self.node_taints = pulumi.Output.from_input(list(spec.node_taints))
+        self.node_labels = pulumi.Output.from_input(sorted_labels(spec.node_labels))
+        self.registration_taints = pulumi.Output.from_input(
+            [t.flag() for t in registration_taints(args.rules, pool)]
+        )
+        self.startup_gate_taints = pulumi.Output.from_input(list(spec.startup_gate_taints))
+        self.startup_gates_via = pulumi.Output.from_input(spec.startup_gates_via)
+        self.note = pulumi.Output.from_input(spec.note)
+        self.bootstrap_sha256 = pulumi.Output.from_input(
+            aks_bootstrap_digest(
+                spec.node_taints, spec.node_labels, spec.node_initialization_taints
+            )
+        )
+        self.register_outputs(
+            {
+                "agentPoolId": self.agent_pool_id,
+                "nodeTaints": self.node_taints,
+                "nodeLabels": self.node_labels,
+                "registrationTaints": self.registration_taints,
+                "startupGateTaints": self.startup_gate_taints,
+                "startupGatesVia": self.startup_gates_via,
+                "note": self.note,
+                "bootstrapSha256": self.bootstrap_sha256,
+            }
+        )

@@ -1,0 +1,79 @@
+"""Pure helpers that turn rendered bootstrap into the exact bytes a cloud API receives.
+
+Kept apart from the components so the same functions serve the program's up-front checks, the
+components' `.apply` callbacks and the tests, and so that the same rules always produce the
+same provider inputs (a rules edit that does not touch a pool must not diff it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+
+AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+"""AKS agent pool names: lowercase letter first, lowercase letters and digits, at most 12."""
+
+AKS_WINDOWS_POOL_NAME_MAX = 6
+"""Windows agent pool names are limited to 6 characters by AKS."""
+
+
+def encode_user_data(cloud_init: str) -> str:
+    """OCI expects `user_data` in instance metadata base64-encoded."""
+    return base64.b64encode(cloud_init.encode("utf-8")).decode("ascii")
+
+
+def sha256_hex(text: str) -> str:
+    """Digest of what a node boots with, exported so a rollout can be traced to one rendering."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def initial_node_labels(labels: Mapping[str, str]) -> list[dict[str, str]]:
+    """OKE's `initialNodeLabels` list, sorted by key so the input never reorders."""
+    return [{"key": key, "value": labels[key]} for key in sorted(labels)]
+
+
+def sorted_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """A label map in key order, so serialised inputs are byte-identical run to run."""
+    return {key: labels[key] for key in sorted(labels)}
+
+
+def aks_bootstrap_digest(
+    node_taints: Iterable[str],
+    node_labels: Mapping[str, str],
+    node_initialization_taints: Iterable[str],
+) -> str:
+    """AKS has no boot script: the pool's "bootstrap" is its taint and label fields."""
+    canonical = json.dumps(
+        {
+            "nodeInitializationTaints": list(node_initialization_taints),
+            "nodeLabels": sorted_labels(node_labels),
+            "nodeTaints": list(node_taints),
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return sha256_hex(canonical)
+
+
+def taint_identity(spec: str) -> tuple[str, str]:
+    """(key, effect) of a `key=value:Effect` or `key:Effect` string, as the API server keys it."""
+    key_value, _, effect = spec.rpartition(":")
+    return key_value.partition("=")[0], effect
+
+
+def agent_pool_name_problem(name: str, *, windows: bool = False) -> str | None:
+    """Why AKS would refuse `name` as an agent pool name, or None if it is fine."""
+    if not AKS_POOL_NAME.fullmatch(name):
+        return (
+            f"'{name}' is not a valid AKS agent pool name: start with a lowercase letter, then "
+            "lowercase letters and digits only, at most 12 characters"
+        )
+    if windows and len(name) > AKS_WINDOWS_POOL_NAME_MAX:
+        return (
+            f"'{name}' is too long for a Windows agent pool: AKS allows at most "
+            f"{AKS_WINDOWS_POOL_NAME_MAX} characters"
+        )
+    return None
