@@ -10,7 +10,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -19,6 +19,7 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from nodegate.core.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.errors import DocPath, Problem, RulesError
+from nodegate.core.hints import allowed_keys
 from nodegate.core.model import NodeRules
 
 Positions = dict[DocPath, tuple[int, int]]
@@ -174,7 +175,7 @@ def _message(err: ErrorDetails, data: Any, path: DocPath) -> str:
     kind = err["type"]
     given = err.get("input")
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(path[:-1])
+        allowed = allowed_keys(NodeRules, path[:-1])
         close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return f"unknown field '{path[-1]}'{hint} (allowed here: {', '.join(allowed)})"
@@ -193,26 +194,3 @@ def _message(err: ErrorDetails, data: Any, path: DocPath) -> str:
     return (
         f"{err['msg']} (got {given!r})" if given is not None and kind != "dict_type" else err["msg"]
     )
-
-
-def _allowed_keys(path: DocPath) -> list[str]:
-    """The YAML keys the model accepts at `path`, for unknown-field hints."""
-    model: type[BaseModel] | None = NodeRules
-    for part in path:
-        if model is None or isinstance(part, int):
-            continue
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        model = _model_in(field.annotation) if field else None
-    if model is None:
-        return []
-    return [f.alias or n for n, f in model.model_fields.items()]
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None

@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
+from nodegate.core.hints import allowed_keys
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.render import agent_pool_name_problem
 
@@ -488,7 +489,7 @@ def _problem(
         where = f" or under {NAMESPACE}:{defaults}.defaults" if defaults else ""
         return ConfigProblem(key, f"required, not set (set it here{where})")
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(model, loc[:-1])
+        allowed = allowed_keys(model, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return ConfigProblem(
@@ -499,32 +500,3 @@ def _problem(
     if kind not in ("value_error", "model_type", "dict_type") and given is not None:
         message = f"{message} (got {given!r})"
     return ConfigProblem(key, message)
-
-
-def _allowed_keys(model: type[BaseModel], path: tuple[int | str, ...]) -> list[str]:
-    """The camelCase keys accepted at `path` inside `model`, for did-you-mean hints."""
-    current: type[BaseModel] | None = model
-    for part in path:
-        if current is None:
-            return []
-        field = next(
-            (f for n, f in current.model_fields.items() if (f.alias or n) == part),
-            None,
-        )
-        if field is None:
-            # A dict key (pool name) or list index: step into the value type.
-            continue
-        current = _model_in(field.annotation)
-    if current is None:
-        return []
-    return [f.alias or n for n, f in current.model_fields.items()]
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
