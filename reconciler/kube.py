@@ -78,14 +78,7 @@ class KubeApi:
         )
 
     def get_node(self, name: str) -> RawObject | None:
-        try:
-            response = self.core.read_node(name, _preload_content=False)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise _mapped(err) from err
-        result: RawObject = _json(response)
-        return result
+        return _read_or_none(self.core.read_node, name)
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
@@ -109,14 +102,7 @@ class KubeApi:
             raise _mapped(err) from err
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None:
-        try:
-            response = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise _mapped(err) from err
-        result: RawObject = _json(response)
-        return result
+        return _read_or_none(self.core.read_namespaced_config_map, name, namespace)
 
     def watch_configmap(
         self, namespace: str, name: str, resource_version: str, timeout_seconds: int
@@ -128,6 +114,18 @@ class KubeApi:
             resource_version=resource_version,
             timeout_seconds=timeout_seconds,
         )
+
+
+def _read_or_none(read_call: Any, *args: Any) -> RawObject | None:
+    """The object as raw JSON, or None if it does not exist."""
+    try:
+        response = read_call(*args, _preload_content=False)
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise _mapped(err) from err
+    result: RawObject = _json(response)
+    return result
 
 
 def _watch(list_call: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[str, RawObject]]:
