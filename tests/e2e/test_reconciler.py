@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -292,3 +293,27 @@ def test_rules_file_source_reloads_and_keeps_last_good_rules_on_a_bad_edit(
         rules_file.write_text(HEADER)
         wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
         assert process.metric("nodegate_rules_generation") == 2
+
+
+def test_condition_taint_waits_for_the_hold_before_acting(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[[str], str],
+) -> None:
+    rules_configmap(
+        RULES.replace(
+            "    taint: {key: example.com/nic-broken",
+            "    for: 3s\n    taint: {key: example.com/nic-broken",
+        )
+    )
+    wait_until(lambda: reconciler.metric("nodegate_rules_generation") == 2, TIMEOUT, "new rules")
+    name = make_node()
+    set_node_condition(
+        core_v1, name, condition_type="NetworkInterfaceCard", status="Ruined", reason="LinkDown"
+    )
+    flipped = time.monotonic()
+    time.sleep(1.5)
+    assert ("example.com/nic-broken", "NoExecute") not in taints_of(core_v1, name)
+    wait_for_taints(core_v1, name, lambda t: ("example.com/nic-broken", "NoExecute") in t)
+    assert time.monotonic() - flipped >= 1.9  # 3s hold; lastTransitionTime has 1s precision
