@@ -33,6 +33,7 @@ lint: setup
 
 typecheck: setup
 	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
+	$(BIN)/mypy tests
 
 fast: lint typecheck
 	$(BIN)/pytest tests/unit tests/pulumi

@@ -156,10 +156,11 @@ def _go_build(
     logs = paths.version_dir() / "logs"
     pinned = [f"{package}@{version}" for package, version in _pins(packages)]
     say(f"  {label}: resolving and downloading modules")
+    started = time.monotonic()
     run_go(
         ["get", *pinned], cwd=directory, log_path=logs / f"{label}-get.log", label=label, say=say
     )
-    say(f"  {label}: compiling")
+    say(f"  {label}: modules ready in {time.monotonic() - started:.0f}s; compiling")
     run_go(
         [
             "build",

@@ -39,13 +39,13 @@ def etcd_argv(bin_dir: Path, data_dir: Path, endpoints: EtcdEndpoints) -> list[s
     """A single-member etcd; `--unsafe-no-fsync` because test data never needs to survive."""
     return [
         str(bin_dir / paths.ETCD),
-        "--name=default",
+        "--name=nodegate-e2e",
         f"--data-dir={data_dir}",
         f"--listen-client-urls={endpoints.client_url}",
         f"--advertise-client-urls={endpoints.client_url}",
         f"--listen-peer-urls={endpoints.peer_url}",
         f"--initial-advertise-peer-urls={endpoints.peer_url}",
-        f"--initial-cluster=default={endpoints.peer_url}",
+        f"--initial-cluster=nodegate-e2e={endpoints.peer_url}",
         "--initial-cluster-state=new",
         "--unsafe-no-fsync",
         "--log-level=warn",

@@ -97,10 +97,9 @@ def scheduling_control_plane(request: pytest.FixtureRequest) -> Iterator[LocalCo
 
 
 @pytest.fixture(scope="session")
-def api_client(control_plane: LocalControlPlane) -> Iterator[k8s_client.ApiClient]:
-    """A ready admin ApiClient for `control_plane`."""
-    with control_plane.api_client() as api:
-        yield api
+def api_client(control_plane: LocalControlPlane) -> k8s_client.ApiClient:
+    """The ready admin ApiClient of `control_plane`."""
+    return control_plane.client
 
 
 @pytest.fixture(scope="session")
@@ -110,12 +109,9 @@ def core_v1(api_client: k8s_client.ApiClient) -> k8s_client.CoreV1Api:
 
 
 @pytest.fixture(scope="session")
-def scheduling_core_v1(
-    scheduling_control_plane: LocalControlPlane,
-) -> Iterator[k8s_client.CoreV1Api]:
+def scheduling_core_v1(scheduling_control_plane: LocalControlPlane) -> k8s_client.CoreV1Api:
     """CoreV1Api on `scheduling_control_plane`."""
-    with scheduling_control_plane.api_client() as api:
-        yield k8s_client.CoreV1Api(api)
+    return k8s_client.CoreV1Api(scheduling_control_plane.client)
 
 
 @pytest.fixture

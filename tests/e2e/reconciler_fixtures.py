@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,15 +37,24 @@ RULES = HEADER + textwrap.dedent(
 TIMEOUT = 20.0
 
 
-def taints_of(core_v1: k8s_client.CoreV1Api, name: str) -> dict[tuple[str, str], Any]:
-    node = core_v1.read_node(name)
-    return {(t.key, t.effect): t for t in (node.spec.taints or [])}
+def read_node(core_v1: k8s_client.CoreV1Api, name: str) -> dict[str, Any]:
+    """The Node as raw JSON, as the reconciler itself reads it."""
+    response: Any = core_v1.read_node(name, _preload_content=False)  # urllib3 response
+    node: dict[str, Any] = json.loads(response.data)
+    return node
+
+
+def taints_of(core_v1: k8s_client.CoreV1Api, name: str) -> dict[tuple[str, str], dict[str, Any]]:
+    taints = read_node(core_v1, name)["spec"].get("taints") or []
+    return {(t["key"], t["effect"]): t for t in taints}
 
 
 def wait_for_taints(
-    core_v1: k8s_client.CoreV1Api, name: str, check: Callable[[dict[tuple[str, str], Any]], bool]
-) -> dict[tuple[str, str], Any]:
-    def probe() -> dict[tuple[str, str], Any] | None:
+    core_v1: k8s_client.CoreV1Api,
+    name: str,
+    check: Callable[[dict[tuple[str, str], dict[str, Any]]], bool],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    def probe() -> dict[tuple[str, str], dict[str, Any]] | None:
         taints = taints_of(core_v1, name)
         return taints if check(taints) else None
 
@@ -72,7 +82,7 @@ def rules_configmap(
     name = f"rules-{unique_name}"[:63]
 
     def put(text: str) -> str:
-        body = {"metadata": {"name": name}, "data": {"rules.yaml": text}}
+        body = k8s_client.V1ConfigMap(metadata={"name": name}, data={"rules.yaml": text})
         try:
             core_v1.replace_namespaced_config_map(name, "default", body)
         except ApiException as err:

@@ -7,6 +7,7 @@ optimistic concurrency rejecting stale writes, and the scheduler honouring NoSch
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -67,7 +68,7 @@ def test_node_created_with_registration_taint_reads_back_with_admission_not_read
 
     assert node.spec is not None and node.metadata is not None
     assert node.spec.provider_id == provider_id
-    assert node.metadata.labels["kubernetes.io/hostname"] == unique_name
+    assert (node.metadata.labels or {})["kubernetes.io/hostname"] == unique_name
     # The TaintNodesByCondition admission plugin adds not-ready to every new Node; only the
     # controller-manager removes it, and this control plane runs none.
     assert _taints(node) == [
@@ -138,8 +139,8 @@ def test_replace_with_a_stale_resource_version_is_rejected_with_409(
         core_v1.replace_node(unique_name, stale)
 
     assert rejected.value.status == HTTP_CONFLICT
-    current = core_v1.read_node(unique_name)
-    assert current.metadata.labels["changed"] == "by-someone-else"
+    current = core_v1.read_node(unique_name).metadata
+    assert current is not None and (current.labels or {})["changed"] == "by-someone-else"
 
 
 # -- with kube-scheduler, kube-controller-manager and kwok ----------------------------------
@@ -175,6 +176,12 @@ def _create_pod(core_v1: k8s_client.CoreV1Api, body: dict[str, Any]) -> None:
     pod = k8s_client.V1Pod.from_dict(body)
     assert pod is not None
     core_v1.create_namespaced_pod("default", pod)
+
+
+def _bound_node(core_v1: k8s_client.CoreV1Api, pod: str) -> str | None:
+    """The node the scheduler bound the pod to, or None while it is unbound."""
+    spec = core_v1.read_namespaced_pod(pod, "default").spec
+    return spec.node_name if spec else None
 
 
 def _scheduled_condition(pod: k8s_client.V1Pod) -> k8s_client.V1PodCondition | None:
@@ -215,11 +222,7 @@ def test_scheduler_binds_a_pod_without_toleration_to_the_untainted_node(
         _create_pod(core_v1, _pod(pod, unique_name))
     try:
         bound = {
-            pod: wait_until(
-                lambda pod=pod: core_v1.read_namespaced_pod(pod, "default").spec.node_name,
-                60,
-                f"pod {pod} to be bound",
-            )
+            pod: wait_until(partial(_bound_node, core_v1, pod), 60, f"pod {pod} to be bound")
             for pod in pods
         }
         assert bound == dict.fromkeys(pods, untainted)
@@ -242,6 +245,7 @@ def test_kwok_makes_a_pod_bound_to_its_node_ready(
             return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
         wait_until(ready, 60, "kwok to mark the pod Ready")
-        assert core_v1.read_namespaced_pod(unique_name, "default").status.phase == "Running"
+        status = core_v1.read_namespaced_pod(unique_name, "default").status
+        assert status is not None and status.phase == "Running"
     finally:
         core_v1.delete_namespaced_pod(unique_name, "default", grace_period_seconds=0)

@@ -45,10 +45,13 @@ def test_reconciler_runs_with_the_shipped_rbac_and_args(
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     for obj in objects:
         if obj["kind"] != "Deployment":  # no kubelet here to run it; we run its command instead
-            utils.create_from_dict(api_client, obj)
-    token = core_v1.create_namespaced_service_account_token(
-        "nodegate-reconciler", "nodegate-system", {"spec": {"expirationSeconds": 3600}}
-    ).status.token
+            utils.create_from_dict(api_client, obj)  # type: ignore[no-untyped-call]
+    request = k8s_client.AuthenticationV1TokenRequest(spec={"expirationSeconds": 3600})
+    status = core_v1.create_namespaced_service_account_token(
+        "nodegate-reconciler", "nodegate-system", request
+    ).status
+    assert status is not None
+    token = str(status.token)
     kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa.kubeconfig")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     args = [a for a in container["args"] if not a.startswith("--http-port")]
@@ -65,6 +68,7 @@ def test_reconciler_runs_with_the_shipped_rbac_and_args(
         lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(
             "nodegate-reconciler", "nodegate-system"
         )
+        assert lease.spec is not None
         assert lease.spec.holder_identity
         assert process.metric("nodegate_errors_total") == 0
         assert "Forbidden" not in process.logs()

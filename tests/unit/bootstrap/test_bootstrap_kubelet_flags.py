@@ -113,10 +113,7 @@ _VALUE = st.one_of(
     st.just(""), st.from_regex(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,10}[A-Za-z0-9])?", fullmatch=True)
 )
 _TAINTS = st.dictionaries(st.tuples(_KEY, st.sampled_from(TAINT_EFFECTS)), _VALUE, max_size=6).map(
-    lambda d: tuple(
-        Taint(key=k, value=v, effect=e)  # type: ignore[arg-type]
-        for (k, e), v in sorted(d.items())
-    )
+    lambda d: tuple(Taint(key=k, value=v, effect=e) for (k, e), v in sorted(d.items()))
 )
 _LABELS = st.dictionaries(_KEY.filter(kubelet_may_set_label), _VALUE, max_size=6)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import email
+import email.message
 from email.message import Message
 from importlib.resources import files
 
@@ -39,7 +40,7 @@ def _parts(user_data: str) -> list[Message]:
     assert message.get_content_type() == "multipart/mixed"
     payload = message.get_payload()
     assert isinstance(payload, list)
-    return payload
+    return [part for part in payload if isinstance(part, email.message.Message)]
 
 
 def _text(part: Message) -> str:

@@ -33,7 +33,7 @@ def rule_sets(draw: st.DrawFn) -> NodeRules:
     label_rules = []
     condition_rules = []
     for n, (key, effect) in enumerate(identities):
-        taint = Taint(key=key, effect=effect, value=value_of[(key, effect)])  # type: ignore[arg-type]
+        taint = Taint(key=key, effect=effect, value=value_of[(key, effect)])
         if draw(st.booleans()):
             selector = LabelSelector(
                 labels={draw(st.sampled_from(KEYS)): draw(st.sampled_from(VALUES))}
