@@ -1,0 +1,45 @@
+"""The distribution users install: one `nodegate` namespace, templates and examples included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    [wheel] = out.glob("nodegate-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+def test_wheel_claims_only_the_nodegate_namespace(wheel_files: set[str]) -> None:
+    top_level = {name.split("/")[0] for name in wheel_files if not name.startswith("nodegate-")}
+    assert top_level == {"nodegate"}
+
+
+def test_wheel_ships_templates_and_examples(wheel_files: set[str]) -> None:
+    shipped = {n for n in wheel_files if n.endswith((".j2", ".yaml"))}
+    assert {
+        "nodegate/templates/oke_bootstrap.sh.j2",
+        "nodegate/templates/user_data.mime.j2",
+        "nodegate/examples/rules.yaml",
+        "nodegate/examples/nodes/gpu-node.yaml",
+    } <= shipped
+
+
+def test_every_package_is_typed(wheel_files: set[str]) -> None:
+    packages = {n.rsplit("/", 1)[0] for n in wheel_files if n.endswith("/__init__.py")}
+    assert all(f"{p}/py.typed" in wheel_files for p in packages)
