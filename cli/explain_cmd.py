@@ -39,23 +39,32 @@ def explain(
         for problem in err.problems:
             typer.echo(str(problem), err=True)
         raise typer.Exit(1) from err
-    node = NodeState.from_k8s(_read_node(node_file))
     facts = PlanFacts(
         now=parse_time(now) or datetime.now(UTC), ready_pods_for_gates=frozenset(ready_gate or ())
     )
-    print_explanation(Console(), node, rules, plan(node, rules, facts))
+    console = Console()
+    for raw in _read_nodes(node_file):
+        node = NodeState.from_k8s(raw)
+        print_explanation(console, node, rules, plan(node, rules, facts))
 
 
-def _read_node(path: Path) -> dict[str, Any]:
+def _read_nodes(path: Path) -> list[dict[str, Any]]:
+    """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it."""
     try:
         data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
     except (OSError, YAMLError) as err:
         typer.echo(f"{path}: cannot read node: {err}", err=True)
         raise typer.Exit(2) from err
-    if not isinstance(data, dict) or data.get("kind", "Node") != "Node":
-        typer.echo(f"{path}: expected one Node object (kubectl get node NAME -o yaml)", err=True)
+    kind = data.get("kind", "Node") if isinstance(data, dict) else None
+    items = (
+        [data] if kind == "Node" else data.get("items") if kind in ("List", "NodeList") else None
+    )
+    if not items or not all(isinstance(i, dict) and i.get("kind", "Node") == "Node" for i in items):
+        typer.echo(
+            f"{path}: expected a Node or a list of Nodes (kubectl get node NAME -o yaml)", err=True
+        )
         raise typer.Exit(2)
-    return data
+    return list(items)
 
 
 def print_explanation(

@@ -1,0 +1,91 @@
+"""The `nodegate` command as users call it: exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from nodegate.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[3]
+RULES = ROOT / "examples" / "rules.yaml"
+NODE = ROOT / "examples" / "nodes" / "gpu-node.yaml"
+runner = CliRunner()
+
+
+def test_validate_exits_0_for_valid_files() -> None:
+    result = runner.invoke(app, ["validate", str(RULES)])
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"{RULES}: ok (3 label taints")
+
+
+def test_validate_exits_1_and_prints_every_problem_to_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
+        "  - name: x\n    match: {labels: {a: b}}\n    taint: {key: a, effect: Nope}\n"
+        "  - name: x\n    match: {labels: {a: b}}\n    taint: {key: b, effect: NoSchedule}\n"
+    )
+    result = runner.invoke(app, ["validate", str(RULES), str(bad)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"{bad}:6:21: labelTaints[0].taint.effect: 'Nope' is not a taint effect: use one of "
+        "NoSchedule, PreferNoSchedule, NoExecute",
+        f"{bad}:7:5: labelTaints[1].name: rule name 'x' is already used by labelTaints[0]; rule "
+        "names are the reason shown in events and metrics and must be unique",
+    ]
+    assert f"{RULES}: ok" in result.stdout
+
+
+def test_schema_is_json_with_the_rule_sections() -> None:
+    result = runner.invoke(app, ["schema"])
+    schema = json.loads(result.stdout)
+    assert {"labelTaints", "conditionTaints", "startupGates", "nodePools"} <= set(
+        schema["properties"]
+    )
+
+
+def test_explain_names_the_rule_behind_each_change() -> None:
+    result = runner.invoke(
+        app,
+        ["explain", "--rules", str(RULES), "--node", str(NODE), "--now", "2026-11-21T10:10:00Z"],
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "+ taint nvidia.com/gpu=present:NoSchedule  (gpu-only: node labels match)" in result.stdout
+    )
+    assert "untouched (not owned by any rule): node.kubernetes.io/not-ready:NoSchedule" in (
+        result.stdout
+    )
+
+
+def test_explain_reads_a_node_list_from_kubectl(tmp_path: Path) -> None:
+    node = yaml.safe_load(NODE.read_text())
+    second = {**node, "metadata": {**node["metadata"], "name": "gpu-pool-1"}}
+    listing = tmp_path / "nodes.yaml"
+    listing.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [node, second]})
+    )
+    result = runner.invoke(app, ["explain", "--rules", str(RULES), "--node", str(listing)])
+    assert result.exit_code == 0, result.output
+    assert "changes for node gpu-pool-0" in result.stdout
+    assert "changes for node gpu-pool-1" in result.stdout
+
+
+def test_explain_refuses_something_that_is_not_a_node(tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    result = runner.invoke(app, ["explain", "--rules", str(RULES), "--node", str(pod)])
+    assert result.exit_code == 2
+    assert "expected a Node or a list of Nodes" in result.stderr
+
+
+def test_explain_with_invalid_rules_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: nodegate.dev/v1\nkind: Rules\n")
+    result = runner.invoke(app, ["explain", "--rules", str(bad), "--node", str(NODE)])
+    assert result.exit_code == 1
+    assert f"{bad}:2:1: kind: 'Rules' is not allowed: use 'NodeRules'" in result.stderr
