@@ -64,7 +64,7 @@ def rules_from_data(data: Any, source: str, positions: Positions | None = None) 
     try:
         rules = NodeRules.model_validate(data)
     except ValidationError as err:
-        problems += [_problem(e, data, source, positions) for e in _root_causes(err)]
+        problems += [_problem(e, source, positions) for e in _root_causes(err)]
         raise RulesError(problems) from err
     problems += [
         Problem(*_position(positions, path), source, path, message)
@@ -166,12 +166,12 @@ def _doc_path(loc: tuple[int | str, ...]) -> DocPath:
     return tuple(part for part in loc if part != "[key]")
 
 
-def _problem(err: ErrorDetails, data: Any, source: str, positions: Positions) -> Problem:
+def _problem(err: ErrorDetails, source: str, positions: Positions) -> Problem:
     path = _doc_path(err["loc"])
-    return Problem(*_position(positions, path), source, path, _message(err, data, path))
+    return Problem(*_position(positions, path), source, path, _message(err, path))
 
 
-def _message(err: ErrorDetails, data: Any, path: DocPath) -> str:
+def _message(err: ErrorDetails, path: DocPath) -> str:
     kind = err["type"]
     given = err.get("input")
     if kind == "extra_forbidden":

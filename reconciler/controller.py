@@ -45,24 +45,28 @@ class Controller:
         self.queue = WorkQueue()
         self.informer = NodeInformer(api, self._on_node_event)
         self._failures: dict[str, int] = {}
+        self._views: dict[str, tuple[object, ...]] = {}
+        """Last relevant view per node, so each watch event parses only the new object."""
 
     # --- event intake: decide cheaply whether a node needs work -------------------------------
 
     def _on_node_event(self, name: str, old: RawObject | None, new: RawObject | None) -> None:
         if new is None:
             self._failures.pop(name, None)
+            self._views.pop(name, None)
             return
         rules = self._rules.rules
         if rules is None:
             return
-        if old is not None:
-            view_old = relevant_view(NodeState.from_k8s(old), rules)
-            if view_old == relevant_view(NodeState.from_k8s(new), rules):
-                return  # a heartbeat or a change in something the rules don't read
+        view = relevant_view(NodeState.from_k8s(new), rules)
+        if old is not None and self._views.get(name) == view:
+            return  # a heartbeat or a change in something the rules don't read
+        self._views[name] = view
         self._enqueue(name)
 
     def on_rules_changed(self, _rules: NodeRules) -> None:
         """New rules apply to every node, without a restart."""
+        self._views.clear()  # what a view holds depends on the rules (gate annotations)
         for name in self.informer.names():
             self._enqueue(name)
 

@@ -61,14 +61,21 @@ def leader_of(replicas: list[ReconcilerProcess]) -> list[ReconcilerProcess]:
     return [r for r in replicas if r.process.poll() is None and r.metric("nodegate_is_leader") == 1]
 
 
+def leader_and_standby(
+    start_replica: Callable[[], ReconcilerProcess],
+) -> tuple[ReconcilerProcess, ReconcilerProcess]:
+    """Start one replica, wait until it leads, then start a second one."""
+    first = start_replica()
+    wait_until(lambda: leader_of([first]), 20, "first replica leads")
+    return first, start_replica()
+
+
 def test_only_the_leader_writes(
     start_replica: Callable[[], ReconcilerProcess],
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
 ) -> None:
-    first = start_replica()
-    wait_until(lambda: leader_of([first]), 20, "first replica leads")
-    second = start_replica()
+    first, second = leader_and_standby(start_replica)
     name = make_node(labels={"example.com/dedicated": "ci"})
     wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
     time.sleep(2)
@@ -88,9 +95,7 @@ def test_standby_takes_over_when_the_leader_goes(
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
 ) -> None:
-    first = start_replica()
-    wait_until(lambda: leader_of([first]), 20, "first replica leads")
-    second = start_replica()
+    first, second = leader_and_standby(start_replica)
     time.sleep(1.5)
     assert leader_of([first, second]) == [first]
 
