@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
+from nodegate.core.k8s_names import taint_key_owner
 from nodegate.core.model import (
     POOL_LABEL,
     ConditionMatch,
@@ -39,6 +40,11 @@ class PlanFacts:
     """Names of startup gates whose init pod on this node is Ready."""
     restored_labels: Mapping[str, str] = field(default_factory=dict)
     """Persisted labels to put back on a re-created node (absent keys only)."""
+    previously_owned: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
+    where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
+    conditions_first_seen: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
+    """When the reconciler first saw each (type, status, reason) that has no lastTransitionTime."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
             )
         )
 
-    owned = rules.owned_taints() | _recorded_ownership(node)
+    owned = removable_taints(node, rules, facts.previously_owned)
     releasing = {d.taint.identity: d for d in decisions if d.verdict == "release"}
     for taint in node.taints:
         identity = taint.identity
@@ -168,8 +174,18 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     )
 
 
+OWNERSHIP_ANNOTATION_LIMIT = 64 * 1024
+"""Longer annotations are not read at all: a real one lists a handful of taints."""
+
+
 def parse_ownership(text: str) -> frozenset[tuple[str, str]]:
-    """Read the ownership annotation ('key:Effect,key:Effect'); unreadable parts are skipped."""
+    """Read the ownership annotation ('key:Effect,key:Effect'); unreadable parts are skipped.
+
+    The node itself can write this annotation (a kubelet may edit its own Node's annotations),
+    so what it says is only ever a claim, intersected with what rules owned (`removable_taints`).
+    """
+    if len(text) > OWNERSHIP_ANNOTATION_LIMIT:
+        return frozenset()
     owned = set()
     for item in text.split(","):
         key, sep, effect = item.strip().rpartition(":")
@@ -178,8 +194,22 @@ def parse_ownership(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(owned)
 
 
-def _recorded_ownership(node: NodeState) -> frozenset[tuple[str, str]]:
-    return parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+def removable_taints(
+    node: NodeState, rules: NodeRules, previously_owned: frozenset[tuple[str, str]]
+) -> frozenset[tuple[str, str]]:
+    """The taints nodegate may remove from this node, and no others.
+
+    A current rule's taint, or a taint that the node's ownership annotation claims *and* that
+    some earlier accepted rules owned (so a deleted rule still cleans up after itself). A claim
+    alone is never enough, and a key another controller owns (`node.kubernetes.io/*`,
+    Karpenter, the autoscaler...) is never removable unless a current rule names it.
+    """
+    current = rules.owned_taints()
+    claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+    earlier = {
+        identity for identity in claimed & previously_owned if taint_key_owner(identity[0]) is None
+    }
+    return current | earlier
 
 
 def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[LabelChange]:
@@ -209,12 +239,12 @@ def _decide(
                 RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
             )
     for condition_rule in rules.condition_taints:
-        decision, recheck = _condition_decision(node, labels, condition_rule, facts.now)
+        decision, recheck = _condition_decision(node, labels, condition_rule, facts)
         decisions.append(decision)
         if recheck is not None:
             rechecks.append(recheck)
     for gate in rules.startup_gates:
-        decision, recheck, warning = _gate_decision(node, labels, gate, facts)
+        decision, recheck, warning = _gate_decision(node, gate, facts)
         decisions.append(decision)
         if recheck is not None:
             rechecks.append(recheck)
@@ -238,8 +268,9 @@ def _matching_condition(
 
 
 def _condition_decision(
-    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, now: datetime
+    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
 ) -> tuple[RuleDecision, timedelta | None]:
+    now = facts.now
     not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
     if rule.match is not None and not rule.match.matches(dict(labels)):
         return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
@@ -248,7 +279,7 @@ def _condition_decision(
         why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
         return RuleDecision(rule.name, rule.taint, not_matching, why), None
     if rule.hold:
-        since = max((c.last_transition_time or now) for c in found if c is not None)
+        since = max(_condition_since(c, facts) for c in found if c is not None)
         remaining = since + rule.hold - now
         if remaining > timedelta(0):
             why = f"conditions match, waiting {int(remaining.total_seconds())}s more of `for`"
@@ -256,15 +287,41 @@ def _condition_decision(
     return RuleDecision(rule.name, rule.taint, "want", "conditions match"), None
 
 
+def _condition_since(condition: NodeCondition, facts: PlanFacts) -> datetime:
+    """When a condition took its current status; without lastTransitionTime (some node-problem
+    detectors omit it), when the reconciler first saw it so, else now."""
+    if condition.last_transition_time is not None:
+        return condition.last_transition_time
+    return facts.conditions_first_seen.get(condition_identity(condition), facts.now)
+
+
+def condition_identity(condition: NodeCondition) -> tuple[str, str, str]:
+    return (condition.type, condition.status, condition.reason)
+
+
+def track_first_seen(
+    previous: Mapping[tuple[str, str, str], datetime],
+    conditions: Iterable[NodeCondition],
+    now: datetime,
+) -> dict[tuple[str, str, str], datetime]:
+    """First-seen times of the node's conditions that carry no lastTransitionTime.
+
+    Kept by the reconciler in memory only (nothing is written to the node); an entry goes as
+    soon as its (type, status, reason) is no longer on the node, so a flip restarts the clock.
+    """
+    return {
+        identity: previous.get(identity, now)
+        for condition in conditions
+        if condition.last_transition_time is None
+        for identity in (condition_identity(condition),)
+    }
+
+
 def _gate_decision(
-    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
+    node: NodeState, gate: StartupGate, facts: PlanFacts
 ) -> tuple[RuleDecision, timedelta | None, str | None]:
-    if not gate.match.matches(dict(labels)):
-        return (
-            RuleDecision(gate.name, gate.taint, "release", "node labels do not match"),
-            None,
-            None,
-        )
+    # `match` is not consulted here: labels often arrive after registration, so a gate the node
+    # was born with is lifted only by its readiness or its timeout, never by a label mismatch.
     pair = gate.ready_when.annotation_pair
     if pair is not None and node.annotations.get(pair[0]) == pair[1]:
         return (

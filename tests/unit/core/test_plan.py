@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from nodegate.core.node import NodeCondition, NodeTaint
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
 from tests.unit.core.builders import NOW, node, rules
 
 CI_RULES = rules(
@@ -64,15 +66,44 @@ def test_foreign_taints_are_never_removed() -> None:
     assert result.remove_taints == ()
 
 
+OLD_RULE = NodeTaint("example.com/old-rule", "NoSchedule", "x")
+CLAIMS_OLD_RULE = {OWNED_TAINTS_ANNOTATION: "example.com/old-rule:NoSchedule"}
+
+
 def test_taint_of_a_rule_deleted_from_the_file_is_cleaned_up_via_the_annotation() -> None:
-    leftover = NodeTaint("example.com/old-rule", "NoSchedule", "x")
-    annotated = node(
-        taints=(leftover,), annotations={OWNED_TAINTS_ANNOTATION: "example.com/old-rule:NoSchedule"}
-    )
-    result = plan(annotated, CI_RULES, FACTS)
-    assert [c.taint for c in result.remove_taints] == [leftover]
+    annotated = node(taints=(OLD_RULE,), annotations=CLAIMS_OLD_RULE)
+    history = PlanFacts(now=NOW, previously_owned=frozenset({OLD_RULE.identity}))
+    result = plan(annotated, CI_RULES, history)
+    assert [c.taint for c in result.remove_taints] == [OLD_RULE]
     assert result.remove_taints[0].why == "no rule in the rules file owns it any more"
     assert result.owned_annotation == ""
+
+
+def test_an_annotation_claim_no_rule_ever_made_removes_nothing() -> None:
+    """A kubelet may write its own Node's annotations: a claim alone is never enough."""
+    annotated = node(taints=(OLD_RULE,), annotations=CLAIMS_OLD_RULE)
+    assert plan(annotated, CI_RULES, FACTS).remove_taints == ()
+
+
+@pytest.mark.parametrize(
+    "reserved",
+    [
+        NodeTaint("node.kubernetes.io/unschedulable", "NoSchedule"),
+        NodeTaint("karpenter.sh/disrupted", "NoSchedule"),
+        NodeTaint("ToBeDeletedByClusterAutoscaler", "NoSchedule", "1700000000"),
+        NodeTaint("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule", "true"),
+    ],
+    ids=lambda t: t.key,
+)
+def test_a_reserved_taint_is_never_removed_whatever_annotation_and_history_say(
+    reserved: NodeTaint,
+) -> None:
+    forged = node(
+        taints=(reserved,),
+        annotations={OWNED_TAINTS_ANNOTATION: f"{reserved.key}:{reserved.effect}"},
+    )
+    history = PlanFacts(now=NOW, previously_owned=frozenset({reserved.identity}))
+    assert plan(forged, CI_RULES, history).remove_taints == ()
 
 
 def test_another_rule_wanting_the_same_taint_keeps_it() -> None:
@@ -122,6 +153,38 @@ def test_condition_taint_is_added_after_the_hold_with_time_added() -> None:
     assert added.taint == NodeTaint(
         "example.com/nic", "NoExecute", "broken", "2026-11-21T12:00:00Z"
     )
+
+
+def nic_without_transition_time(status: str) -> NodeCondition:
+    return NodeCondition("NetworkInterfaceCard", status)
+
+
+def test_condition_without_transition_time_holds_from_when_the_reconciler_first_saw_it() -> None:
+    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=10)}
+    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
+    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+    assert result.add_taints == ()
+    assert result.recheck_after == timedelta(seconds=20)
+
+
+def test_condition_without_transition_time_fires_once_its_hold_has_passed() -> None:
+    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=31)}
+    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
+    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+    assert [c.taint.key for c in result.add_taints] == ["example.com/nic"]
+
+
+def test_first_seen_times_are_kept_while_the_condition_stays_and_restart_when_it_flips() -> None:
+    earlier = NOW - timedelta(minutes=5)
+    kaput = ("NetworkInterfaceCard", "Kaput", "")
+    kept = track_first_seen({kaput: earlier}, [nic_without_transition_time("Kaput")], NOW)
+    assert kept == {kaput: earlier}
+    flipped = track_first_seen(kept, [nic_without_transition_time("Ruined")], NOW)
+    assert flipped == {("NetworkInterfaceCard", "Ruined", ""): NOW}
+
+
+def test_conditions_with_a_transition_time_are_not_tracked() -> None:
+    assert track_first_seen({}, [nic("Kaput", timedelta(seconds=5))], NOW) == {}
 
 
 def test_status_regex_must_match_in_full() -> None:
@@ -190,6 +253,19 @@ def test_startup_gate_is_lifted_by_the_ready_annotation() -> None:
 def test_startup_gate_is_lifted_on_timeout_when_on_timeout_is_lift() -> None:
     old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
     assert [c.taint for c in plan(old, GATE_RULES, FACTS).remove_taints] == [GATE]
+
+
+def test_startup_gate_is_not_lifted_when_the_labels_do_not_match_yet() -> None:
+    """Pool labels often arrive after registration; only readiness or timeout lift a gate."""
+    unlabelled = node({}, taints=(GATE,))
+    result = plan(unlabelled, GATE_RULES, FACTS)
+    assert result.remove_taints == ()
+    assert result.recheck_after == timedelta(minutes=10)
+
+
+def test_startup_gate_on_a_node_whose_labels_do_not_match_still_lifts_when_ready() -> None:
+    ready = node({}, taints=(GATE,), annotations={"example.com/ready": "true"})
+    assert [c.taint for c in plan(ready, GATE_RULES, FACTS).remove_taints] == [GATE]
 
 
 def test_reconciler_labels_of_the_nodes_pool_are_applied() -> None:
