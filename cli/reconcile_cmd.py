@@ -45,8 +45,8 @@ def reconcile(
     retry_period_seconds: Annotated[int, typer.Option(help="Retry period.")] = 2,
     write_qps: Annotated[
         float, typer.Option(help="Client-side limit on node writes per second.")
-    ] = 20.0,
-    write_burst: Annotated[int, typer.Option(help="Node writes allowed in a burst.")] = 50,
+    ] = 50.0,
+    write_burst: Annotated[int, typer.Option(help="Node writes allowed in a burst.")] = 100,
     max_untaint_share: Annotated[
         float,
         typer.Option(

@@ -187,6 +187,7 @@ class Controller:
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
         self._metrics.cached_objects.labels("nodes").set(len(self.informer))
         if new is None:
+            self._metrics.node_events.labels("deleted").inc()
             self._failures.pop(key, None)
             self._first_seen.pop(key, None)
             self._dry_run_said.pop(key, None)
@@ -200,9 +201,12 @@ class Controller:
             self._first_seen.pop(key, None)
         rules = self.rules
         if rules is None:
+            self._metrics.node_events.labels("no_rules").inc()
             return
         if old is not None and relevant_view(old.state, rules) == relevant_view(new.state, rules):
+            self._metrics.node_events.labels("unchanged").inc()
             return  # a heartbeat or a change in something the rules don't read
+        self._metrics.node_events.labels("queued").inc()
         self._enqueue(key, "event")
 
     def _enqueue(self, key: str, lane: str = "event") -> None:

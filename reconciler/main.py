@@ -49,7 +49,14 @@ def run(settings: ReconcilerSettings) -> int:
         elector = LeaderElector(election_client, settings.leader_election, metrics)
         fence = elector.fence
     controller = Controller(settings, api, recorder, metrics, history, fence, health=health)
-    watcher = RulesWatcher(settings, api, recorder, metrics, controller.offer_rules)
+    watcher = RulesWatcher(
+        settings,
+        api,
+        recorder,
+        metrics,
+        controller.offer_rules,
+        lambda: controller.applied.generation if controller.applied else 0,
+    )
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("stopping", extra={"signal": signal.Signals(signum).name})

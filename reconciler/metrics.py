@@ -60,6 +60,13 @@ class Metrics:
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
             registry=r,
         )
+        self.node_events = Counter(
+            "nodegate_node_watch_events",
+            "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
+            "heartbeats), deleted, or no_rules.",
+            ["outcome"],
+            registry=r,
+        )
         self.rules_held = Gauge(
             "nodegate_rules_held",
             "1 while a valid rules update is held back by the blast-radius guard.",

@@ -72,12 +72,14 @@ class RulesWatcher:
         recorder: EventRecorder,
         metrics: Metrics,
         on_valid: Callable[[RulesUpdate], None],
+        generation_in_force: Callable[[], int] = lambda: 0,
     ) -> None:
         self._settings = settings
         self._api = api
         self._recorder = recorder
         self._metrics = metrics
         self._on_valid = on_valid
+        self._generation_in_force = generation_in_force
         self._last_offer: tuple[str, str | None] | None = None
         self._accepted = 0
         self.loaded = threading.Event()
@@ -194,7 +196,10 @@ class RulesWatcher:
 
     def _refuse(self, source: str, problems: list[Problem], ref: SourceRef | None = None) -> None:
         lines = [str(p) for p in problems]
-        keeping = "keeping the rules in force" if self._accepted else "no rules in force yet"
+        generation = self._generation_in_force()
+        keeping = (
+            f"keeping rules generation {generation}" if generation else "no rules in force yet"
+        )
         log.error(f"rules update refused; {keeping}", extra={"source": source, "problems": lines})
         self._metrics.rules_rejected.inc()
         self._metrics.rules_valid.set(0)

@@ -70,9 +70,9 @@ class ReconcilerSettings(BaseModel):
     state_namespace: str | None = None
     """Namespace of the reconciler's own records (the taint-key history); default: the Pod's
     namespace (POD_NAMESPACE), else the Lease's."""
-    write_qps: float = Field(default=20.0, gt=0)
+    write_qps: float = Field(default=50.0, gt=0)
     """Client-side limit on node writes per second, on average (a token bucket)."""
-    write_burst: int = Field(default=50, ge=1)
+    write_burst: int = Field(default=100, ge=1)
     """Node writes allowed at once before the average rate applies."""
     max_untaint_share: float = Field(default=0.5, ge=0, le=1)
     """A rules update that would remove taints from more than this share of the nodes is held
