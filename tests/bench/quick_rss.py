@@ -17,6 +17,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s_client
 
@@ -53,7 +54,7 @@ def main() -> None:
         def create(i: int) -> int:
             labels = {"example.com/dedicated": "ci"} if i % 2 == 0 else {}
             body = SimNode(name=f"node-{i:05d}", labels=labels, images=args.images).body()
-            response = core.create_node(body, _preload_content=False)
+            response: Any = core.create_node(body, _preload_content=False)  # type: ignore[arg-type]
             return len(response.data)
 
         started = time.monotonic()
@@ -89,10 +90,10 @@ def main() -> None:
         started = time.monotonic()
         want = args.nodes // 2 + args.nodes % 2
         while True:
-            response = core.list_node(
+            listed: Any = core.list_node(
                 _preload_content=False, label_selector="example.com/dedicated=ci"
             )
-            items = json.loads(response.data)["items"]
+            items = json.loads(listed.data)["items"]
             done = sum(
                 1
                 for n in items
