@@ -282,72 +282,57 @@ class KubeApi:
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
-        response = call(
+        return self._raw(
             self.core.patch_node,
             name,
             merge_patch,
             field_manager="nodegate",
             _content_type="application/merge-patch+json",
-            _preload_content=False,
-            _request_timeout=self._timeout,
         )
-        return cast(RawObject, _json(response))
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        response = call(
-            self.core.create_namespaced_event,
-            namespace,
-            cast(Any, event),
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
-        return cast(RawObject, _json(response))
+        return self._raw(self.core.create_namespaced_event, namespace, cast(Any, event))
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        response = call(
+        return self._raw(
             self.core.patch_namespaced_event,
             name,
             namespace,
             merge_patch,
             _content_type="application/merge-patch+json",
-            _preload_content=False,
-            _request_timeout=self._timeout,
         )
-        return cast(RawObject, _json(response))
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None:
         return self._read_or_none(self.core.read_namespaced_config_map, name, namespace)
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
-        response = call(
+        return self._raw(
             self.core.create_namespaced_config_map,
             namespace,
             cast(Any, body),
             field_manager="nodegate",
-            _preload_content=False,
-            _request_timeout=self._timeout,
         )
-        return cast(RawObject, _json(response))
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's metadata.resourceVersion: a concurrent change answers 409."""
-        response = call(
+        return self._raw(
             self.core.replace_namespaced_config_map,
             name,
             namespace,
             cast(Any, body),
             field_manager="nodegate",
-            _preload_content=False,
-            _request_timeout=self._timeout,
+        )
+
+    def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
+        """One call with our timeout, answered as raw JSON."""
+        response = call(
+            function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
         )
         return cast(RawObject, _json(response))
 
-    def _read_or_none(self, read_call: Any, *args: Any) -> RawObject | None:
+    def _read_or_none(self, read_call: Callable[..., Any], *args: Any) -> RawObject | None:
         """The object as raw JSON, or None if it does not exist."""
         try:
-            response = call(
-                read_call, *args, _preload_content=False, _request_timeout=self._timeout
-            )
+            return self._raw(read_call, *args)
         except NotFoundError:
             return None
-        return cast(RawObject, _json(response))

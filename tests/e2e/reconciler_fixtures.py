@@ -74,6 +74,18 @@ def node_events(core_v1: k8s_client.CoreV1Api, name: str) -> list[Any]:
     return list(events.items)
 
 
+def wait_for_event(core_v1: k8s_client.CoreV1Api, object_name: str, reason: str) -> list[Any]:
+    """The Events with `reason` about the object called `object_name` (waits for one)."""
+
+    def probe() -> list[Any]:
+        listed = core_v1.list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={object_name}"
+        )
+        return [e for e in listed.items if e.reason == reason]
+
+    return wait_until(probe, TIMEOUT, f"{reason} event on {object_name}")
+
+
 @pytest.fixture
 def rules_configmap(
     core_v1: k8s_client.CoreV1Api, unique_name: str

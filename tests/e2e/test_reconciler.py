@@ -23,6 +23,7 @@ from tests.e2e.reconciler_fixtures import (
     patch_labels,
     read_node,
     taints_of,
+    wait_for_event,
     wait_for_taints,
 )
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
@@ -175,17 +176,7 @@ def test_a_truncated_rules_configmap_is_held_until_confirmed(
     wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
     cm_name = rules_configmap(HEADER).split("/")[1]  # every rule gone: valid, and empty
 
-    held = wait_until(
-        lambda: [
-            e
-            for e in core_v1.list_namespaced_event(
-                "default", field_selector=f"involvedObject.name={cm_name}"
-            ).items
-            if e.reason == "RulesHeld"
-        ],
-        TIMEOUT,
-        "RulesHeld event",
-    )
+    held = wait_for_event(core_v1, cm_name, "RulesHeld")
     assert rules_digest(HEADER) in (held[0].message or "")
     assert reconciler.metric("nodegate_rules_held") == 1
     time.sleep(1)
@@ -209,17 +200,7 @@ def test_invalid_rules_update_is_refused_and_the_last_good_rules_stay_in_force(
     cm_name = ref.split("/")[1]
     wait_until(lambda: reconciler.metric("nodegate_rules_rejected_total") >= 1, TIMEOUT, "refusal")
     assert reconciler.metric("nodegate_rules_last_update_valid") == 0
-    refusals = wait_until(
-        lambda: [
-            e
-            for e in core_v1.list_namespaced_event(
-                "default", field_selector=f"involvedObject.name={cm_name}"
-            ).items
-            if e.reason == "RulesRejected"
-        ],
-        TIMEOUT,
-        "RulesRejected event",
-    )
+    refusals = wait_for_event(core_v1, cm_name, "RulesRejected")
     assert refusals[0].type == "Warning"
     message = refusals[0].message or ""
     assert "labelTaints[0].taint.effect: 'NoSchedul' is not a taint effect" in message
