@@ -27,6 +27,8 @@ from pydantic.alias_generators import to_camel
 
 from nodegate.core.durations import format_duration, parse_duration
 from nodegate.core.k8s_names import (
+    PLATFORM_LABEL_DOMAINS,
+    label_owned_by_platform,
     label_value_problem,
     qualified_name_problem,
     taint_key_owner,
@@ -243,6 +245,12 @@ class PersistentLabels(Frozen):
     prefixes: tuple[str, ...] = ()
     keys: tuple[LabelKey, ...] = ()
     key_by: Literal["providerID", "nodeName"] = Field(default="providerID", alias="keyBy")
+    forget_after: Duration = Field(
+        default=timedelta(days=30),
+        alias="forgetAfter",
+        description="How long the record of a deleted node is kept (its labels come back if "
+        "the node returns within this time); then it is garbage-collected.",
+    )
 
     @model_validator(mode="after")
     def _prefixes_are_domains(self) -> PersistentLabels:
@@ -252,6 +260,17 @@ class PersistentLabels(Frozen):
                     f"prefix '{prefix}' must end with '/', e.g. '{prefix.rstrip('/')}/'"
                 )
             _check_key(prefix + "x")
+            if label_owned_by_platform(prefix + "x"):
+                raise ValueError(
+                    f"prefix '{prefix}' is in a namespace the platform owns "
+                    f"({', '.join(PLATFORM_LABEL_DOMAINS)}): persist your own prefix instead"
+                )
+        for key in self.keys:
+            if label_owned_by_platform(key):
+                raise ValueError(
+                    f"'{key}' is a label the platform or kubelet owns "
+                    f"({', '.join(PLATFORM_LABEL_DOMAINS)}): it is never persisted"
+                )
         if not self.prefixes and not self.keys:
             raise ValueError("list at least one of 'prefixes' or 'keys'")
         return self

@@ -13,11 +13,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
-from nodegate.core.model import NodeRules
+from nodegate.core.model import NodeRules, PersistentLabels
+from nodegate.core.node import NodeState
+from nodegate.core.persisted_labels import (
+    LabelDecision,
+    decide,
+    forget_due,
+    mark_gone,
+    record_key,
+    record_name,
+)
 from nodegate.core.plan import NodePlan, PlanFacts, plan, relevant_view, track_first_seen
 from nodegate.reconciler.backoff import Backoff
 from nodegate.reconciler.events import EventRecorder
@@ -31,6 +40,7 @@ from nodegate.reconciler.kube import (
     Selection,
     TemporaryError,
 )
+from nodegate.reconciler.label_store import LabelStore, StoredRecord
 from nodegate.reconciler.leader import LeaderFence
 from nodegate.reconciler.metrics import Metrics
 from nodegate.reconciler.node_view import CachedNode, annotation_filter, slim_node
@@ -42,6 +52,19 @@ from nodegate.reconciler.taint_history import TaintHistory
 from nodegate.reconciler.workqueue import WorkQueue
 
 log = logging.getLogger("nodegate.controller")
+
+_NOT_YET = object()
+"""A node that must wait (the record cache is not synced yet)."""
+
+
+@dataclass(frozen=True)
+class LabelWork:
+    """The persisted-label decision for one node, and where its record lives."""
+
+    name: str
+    stored: StoredRecord | None
+    decision: LabelDecision
+
 
 Clock = Callable[[], datetime]
 
@@ -93,6 +116,9 @@ class Controller:
             on_error=lambda informer, _err: metrics.informer_errors.labels(informer).inc(),
             on_synced=self._consider_rules,
         )
+        self.labels = LabelStore(api, settings.records_namespace, metrics)
+        self._deleted: dict[str, NodeState] = {}
+        """Nodes deleted since their last reconcile: their records are marked gone."""
         self._rules_lock = threading.Lock()
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
@@ -192,6 +218,10 @@ class Controller:
             self._first_seen.pop(key, None)
             self._dry_run_said.pop(key, None)
             self.queue.forget(key)
+            rules = self.rules
+            if old is not None and rules is not None and rules.persistent_labels is not None:
+                self._deleted[key] = old.state
+                self._enqueue(key, "event")
             return
         if any(c.last_transition_time is None for c in new.state.conditions):
             self._first_seen[key] = track_first_seen(
@@ -227,7 +257,11 @@ class Controller:
         self._stop = stop
         self._load_history(stop)
         health = self._health or Health(self._metrics)
-        threads = [supervised("informer", self.informer.run, stop, health)]
+        threads = [
+            supervised("informer", self.informer.run, stop, health),
+            supervised("label-records", self.labels.informer.run, stop, health),
+            supervised("label-gc", self._collect_label_records, stop, health),
+        ]
         threads += [
             supervised(f"worker-{i}", lambda _stop: self._worker(), stop, health)
             for i in range(self._settings.workers)
@@ -288,16 +322,26 @@ class Controller:
             return
         started = time.perf_counter()
         node = self.informer.get(key)
+        if node is None:
+            self._node_gone(key, rules)
+            return
         for attempt in range(self._settings.max_conflict_retries):
             if node is None:
                 return
-            result = plan(node.state, rules, self._facts(key))
+            labels = self._label_decision(key, node, rules)
+            if labels is _NOT_YET:
+                return
+            facts = self._facts(key)
+            if isinstance(labels, LabelWork):
+                facts = replace(facts, restored_labels=labels.decision.restore)
+            result = plan(node.state, rules, facts)
             if result.recheck_after is not None:
                 self.queue.add_after(key, result.recheck_after.total_seconds() + 0.05)
             for warning in result.warnings:
                 log.warning(warning, extra={"node": key})
             if result.is_empty:
                 self._failures.pop(key, None)
+                self._store_labels(key, node, labels)
                 break
             if not self._fence.holds():
                 log.warning("not writing: leadership not proven", extra={"node": key})
@@ -321,8 +365,11 @@ class Controller:
                 return
             except PermanentError as err:
                 self._permanent(key, node, err)
+                if isinstance(labels, LabelWork) and labels.decision.restore:
+                    self._metrics.label_restore_failures.labels("refused").inc()
                 return
             self._failures.pop(key, None)
+            self._store_labels(key, node, labels)
             break
         else:
             self._retry_later(key)
@@ -358,7 +405,145 @@ class Controller:
         log.info("changed node", extra={"node": name, "change": summary})
         self._recorder.on_node(name, node.state.uid, "NodegateUpdated", summary)
 
-    def _temporary(self, key: str, what: str, err: TemporaryError | PermanentError) -> None:
+    # --- persisted labels -----------------------------------------------------------------------
+
+    def _label_decision(
+        self, key: str, node: CachedNode, rules: NodeRules
+    ) -> LabelWork | object | None:
+        """What the record says for this node: a LabelWork, None (no persisted labels), or
+        _NOT_YET when the record cache is not synced (the node is retried shortly)."""
+        config = rules.persistent_labels
+        if config is None:
+            return None
+        if not self.labels.informer.synced.is_set():
+            self.queue.add_after(key, 1.0)
+            return _NOT_YET
+        name = record_name(record_key(node.state, config))
+        stored = self.labels.get(name)
+        if stored is not None and stored.record is None:
+            self._quarantine(node, stored)
+            stored = None
+        record = stored.record if stored is not None else None
+        return LabelWork(name, stored, decide(node.state, record, config, self._now()))
+
+    def _store_labels(self, key: str, node: CachedNode, labels: object) -> None:
+        """After the node write: report restored labels, then sync the record."""
+        if not isinstance(labels, LabelWork):
+            return
+        restored = labels.decision.restore
+        if restored and not self._settings.dry_run:
+            self._metrics.label_restores.inc(len(restored))
+            listed = ", ".join(f"{k}={v}" for k, v in sorted(restored.items()))
+            message = f"restored label(s) {listed} from record {labels.name}"
+            log.info(
+                "restored persisted labels",
+                extra={"node": key, "record": labels.name, "labels": restored},
+            )
+            self._recorder.on_node(key, node.state.uid, "NodegateLabelsRestored", message)
+        if labels.decision.record is None or self._settings.dry_run:
+            return
+        try:
+            self.labels.save(labels.name, labels.stored, labels.decision.record)
+        except ConflictError:
+            # Someone else changed or created the record since it was read: plan again.
+            self._metrics.label_restore_failures.labels("record_conflict").inc()
+            self._retry_later(key)
+        except (TemporaryError, PermanentError, NotFoundError) as err:
+            self._metrics.label_restore_failures.labels("record_write").inc()
+            self._temporary(key, "label record write failed", err)
+
+    def _quarantine(self, node: CachedNode, stored: StoredRecord) -> None:
+        try:
+            copy = self.labels.quarantine(stored)
+        except (TemporaryError, PermanentError, ConflictError) as err:
+            log.warning(
+                "could not quarantine a record", extra={"record": stored.name, "error": str(err)}
+            )
+            return
+        self._recorder.on_node(
+            node.state.name,
+            node.state.uid,
+            "LabelRecordQuarantined",
+            f"persisted-label record {stored.name} is unreadable ({stored.error}); kept as "
+            f"{copy} for a human, the node keeps the labels it has",
+            warning=True,
+        )
+
+    def _node_gone(self, key: str, rules: NodeRules) -> None:
+        gone = self._deleted.pop(key, None)
+        config = rules.persistent_labels
+        if gone is None or config is None or self._settings.dry_run:
+            return
+        name = record_name(record_key(gone, config))
+        stored = self.labels.get(name)
+        if stored is None or stored.record is None:
+            return
+        marked = mark_gone(stored.record, gone.uid, self._now())
+        if marked is None:
+            return
+        try:
+            self.labels.save(name, stored, marked)
+        except (ConflictError, TemporaryError, PermanentError, NotFoundError) as err:
+            log.warning(
+                "could not mark a record gone; the GC loop will",
+                extra={"record": name, "error": str(err)},
+            )
+
+    def _collect_label_records(self, stop: threading.Event) -> None:
+        """Mark records of nodes deleted while nobody watched; forget those gone too long."""
+        while not stop.wait(self._gc_interval()):
+            rules = self.rules
+            if rules is None or rules.persistent_labels is None or self._settings.dry_run:
+                continue
+            if not (self.informer.synced.is_set() and self.labels.informer.synced.is_set()):
+                continue
+            live = {node.state.uid for _, node in self.informer.items()}
+            for stored in self.labels.all():
+                try:
+                    self._collect(stored, rules.persistent_labels, live)
+                except (ConflictError, TemporaryError, PermanentError) as err:
+                    log.warning(
+                        "record GC failed; next round",
+                        extra={"record": stored.name, "error": str(err)},
+                    )
+
+    def _collect(self, stored: StoredRecord, config: PersistentLabels, live: set[str]) -> None:
+        record = stored.record
+        if record is None:
+            return  # quarantined when its node is next reconciled
+        now = self._now()
+        if record.node_gone_at is None and record.node_uid not in live:
+            marked = mark_gone(record, record.node_uid, now)
+            if marked is not None:
+                self.labels.save(stored.name, stored, marked)
+            return
+        if forget_due(record, config, now):
+            self.labels.delete(stored)
+            self._metrics.label_records_forgotten.inc()
+            message = (
+                f"forgot the persisted labels of {', '.join(record.node_names)} "
+                f"(key {record.key}): gone since {record.node_gone_at}, forgetAfter passed"
+            )
+            log.info("label record forgotten", extra={"record": stored.name, "key": record.key})
+            self._recorder.on_namespaced(
+                "ConfigMap",
+                self.labels.namespace,
+                stored.name,
+                str((stored.raw.get("metadata") or {}).get("uid", "")),
+                "LabelRecordForgotten",
+                message,
+            )
+
+    def _gc_interval(self) -> float:
+        rules = self.rules
+        forget = rules.persistent_labels.forget_after if rules and rules.persistent_labels else None
+        if forget is None:
+            return 5.0  # cheap: look again soon in case rules with persistent labels arrive
+        return max(0.5, min(60.0, forget.total_seconds() / 4))
+
+    def _temporary(
+        self, key: str, what: str, err: TemporaryError | PermanentError | NotFoundError
+    ) -> None:
         self._metrics.errors.labels("temporary").inc()
         self._metrics.writes.labels("error").inc()
         retry_after = err.retry_after if isinstance(err, TemporaryError) else None

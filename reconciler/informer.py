@@ -90,6 +90,18 @@ class Informer(Generic[V]):
         with self._lock:
             return len(self._cache)
 
+    def put(self, raw: RawObject) -> None:
+        """Put our own write's answer in the cache now (its watch event may come later). A late
+        event carrying an older version only costs a 409 on the next write, never a wrong one."""
+        key = object_key(raw)
+        new = self._transform(raw)
+        with self._lock:
+            self._cache[key] = new
+
+    def discard(self, key: str) -> None:
+        with self._lock:
+            self._cache.pop(key, None)
+
     def request_relist(self) -> None:
         """List again at the next opportunity (what `transform` keeps has changed)."""
         self._relist_requested.set()

@@ -177,6 +177,8 @@ class Api(Protocol):
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
 
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
+
 
 def watch_timeout(base_seconds: int) -> int:
     """A server-side watch timeout in [base, 2*base), so replicas don't reconnect in step."""
@@ -322,6 +324,11 @@ class KubeApi:
             cast(Any, body),
             field_manager="nodegate",
         )
+
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
+        """Delete only the version that was read: a concurrent edit answers 409."""
+        body = {"preconditions": {"resourceVersion": resource_version}}
+        self._raw(self.core.delete_namespaced_config_map, name, namespace, body=body)
 
     def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
         """One call with our timeout, answered as raw JSON."""

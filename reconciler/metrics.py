@@ -67,6 +67,30 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.label_records = Gauge(
+            "nodegate_label_records", "Persisted-label records in the store.", registry=r
+        )
+        self.label_restores = Counter(
+            "nodegate_label_restores",
+            "Persisted labels put back on re-created nodes.",
+            registry=r,
+        )
+        self.label_restore_failures = Counter(
+            "nodegate_label_restore_failures",
+            "Restores that failed, by reason (each is retried).",
+            ["reason"],
+            registry=r,
+        )
+        self.label_records_forgotten = Counter(
+            "nodegate_label_records_forgotten",
+            "Records of deleted nodes garbage-collected after forgetAfter.",
+            registry=r,
+        )
+        self.label_records_quarantined = Counter(
+            "nodegate_label_records_quarantined",
+            "Unreadable records copied aside (never overwritten, never dropped).",
+            registry=r,
+        )
         self.rules_held = Gauge(
             "nodegate_rules_held",
             "1 while a valid rules update is held back by the blast-radius guard.",

@@ -87,6 +87,7 @@ class FakeApi:
                 for (ns, name), cm in sorted(self.configmaps.items())
                 if ns == selection.namespace
                 and selection.field_selector in (None, f"metadata.name={name}")
+                and _selected(cm, selection.label_selector)
             ]
         start = int(continue_token or 0)
         page = items[start : start + limit]
@@ -172,6 +173,26 @@ class FakeApi:
         self.configmaps[(namespace, name)] = stored
         return stored
 
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
+        self._enter("delete_configmap", name)
+        current = self.configmaps.get((namespace, name))
+        if current is None:
+            raise NotFoundError(name)
+        if current["metadata"]["resourceVersion"] != resource_version:
+            raise ConflictError(name)
+        del self.configmaps[(namespace, name)]
+
 
 def gone() -> GoneError:
     return GoneError("410 Gone")
+
+
+def _selected(raw: RawObject, label_selector: str | None) -> bool:
+    """`key=value` selectors only (all the reconciler uses)."""
+    if not label_selector:
+        return True
+    labels = raw["metadata"].get("labels") or {}
+    return all(
+        labels.get(k) == v
+        for k, _, v in (term.partition("=") for term in label_selector.split(","))
+    )

@@ -64,7 +64,9 @@ def ci_node(name: str, tainted: bool = False) -> dict[str, object]:
 def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -> Controller:
     """A controller whose node cache has been listed once (its informer is stopped again)."""
     controller = Controller(
-        ReconcilerSettings(rules_configmap="nodegate-system/rules", **settings),
+        ReconcilerSettings(
+            rules_configmap="nodegate-system/rules", state_namespace="nodegate-system", **settings
+        ),
         api,
         EventRecorder(api, "default", "test"),
         Metrics(),
@@ -200,3 +202,67 @@ def test_dry_run_records_the_same_would_be_change_once() -> None:
     assert len(events(api, "NodegateDryRun")) == 1
     assert api.count("patch_event") == 0
     assert api.count("patch_node") == 0
+
+
+PERSIST_RULES = CI_RULES + "persistentLabels: {prefixes: [persist.example.com/]}\n"
+TEAM = {"persist.example.com/team": "ml"}
+
+
+def persisted_node(name: str, uid: str, provider_id: str, **labels: str) -> dict[str, object]:
+    node = fake_node(name, dict(labels), providerID=provider_id)
+    node["metadata"]["uid"] = uid
+    return node
+
+
+def labelled(api: FakeApi) -> Controller:
+    controller = synced(api)
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.labels.informer.run, args=(stop,), daemon=True)
+    thread.start()
+    assert controller.labels.informer.synced.wait(5)
+    stop.set()
+    thread.join(5)
+    controller.offer_rules(update(PERSIST_RULES))
+    return controller
+
+
+def test_a_node_re_created_under_a_new_name_gets_its_persisted_labels_back() -> None:
+    api = FakeApi()
+    api.add_node(persisted_node("old", "uid-1", "oci://instance-1", **TEAM))
+    controller = labelled(api)
+    controller.reconcile("old")  # the record is written from the node
+    del api.nodes["old"]
+    api.add_node(persisted_node("new", "uid-2", "oci://instance-1"))
+    controller.informer.put(api.nodes["new"])
+    controller.reconcile("new")
+    assert api.nodes["new"]["metadata"]["labels"] == TEAM
+    [restored] = events(api, "NodegateLabelsRestored")
+    assert "persist.example.com/team=ml" in str(restored["message"])
+
+
+def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> None:
+    from nodegate.core.persisted_labels import RECORD_LABEL, record_name
+
+    api = FakeApi()
+    api.add_node(
+        persisted_node("n1", "uid-1", "oci://instance-1", **{"persist.example.com/a": "1"})
+    )
+    name = record_name("oci://instance-1")
+    api.configmaps[("nodegate-system", name)] = {
+        "metadata": {
+            "name": name,
+            "namespace": "nodegate-system",
+            "resourceVersion": "5",
+            "labels": {RECORD_LABEL: "persisted-labels"},
+        },
+        "data": {"record.json": "{hand-edited"},
+    }
+    controller = labelled(api)
+    controller.reconcile("n1")
+    copies = [n for (_, n) in api.configmaps if n.startswith(f"{name}-quarantined-")]
+    assert len(copies) == 1
+    assert api.configmaps[("nodegate-system", copies[0])]["data"]["record.json"] == "{hand-edited"
+    assert api.nodes["n1"]["metadata"]["labels"] == {"persist.example.com/a": "1"}
+    assert events(api, "LabelRecordQuarantined")
+    fresh = api.configmaps[("nodegate-system", name)]["data"]["record.json"]
+    assert "persist.example.com/a" in fresh
