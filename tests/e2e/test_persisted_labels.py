@@ -246,3 +246,31 @@ def test_records_of_deleted_nodes_are_forgotten_after_forget_after_and_live_ones
     assert record_name(live_id) in records(core_v1, records_namespace)
     assert reconciler.metric("nodegate_label_records_forgotten_total") == 1
     delete_node(core_v1, live)
+
+
+def test_nodegate_labels_lists_shows_and_forgets_a_record(
+    persisting: Start,
+    core_v1: k8s_client.CoreV1Api,
+    records_namespace: str,
+    unique_name: str,
+    control_plane: LocalControlPlane,
+) -> None:
+    from typer.testing import CliRunner
+
+    from nodegate.cli.main import app
+
+    persisting()
+    name, provider_id = f"{unique_name}-n", f"oci://ocid1.instance.oc1.phx.{unique_name}"
+    labelled_node(core_v1, records_namespace, name, provider_id)
+    where = ["--kubeconfig", str(control_plane.kubeconfig_path), "--namespace", records_namespace]
+    runner = CliRunner()
+
+    listed = runner.invoke(app, ["labels", "list", *where])
+    assert listed.exit_code == 0 and record_name(provider_id) in listed.output
+    shown = runner.invoke(app, ["labels", "show", name, *where])
+    assert shown.exit_code == 0 and f"{TEAM}=ml" in shown.output
+    forgotten = runner.invoke(app, ["labels", "forget", name, *where])
+    assert forgotten.exit_code == 0
+    assert record_name(provider_id) not in records(core_v1, records_namespace)
+    assert runner.invoke(app, ["labels", "show", "no-such-node", *where]).exit_code == 1
+    delete_node(core_v1, name)
