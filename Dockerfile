@@ -7,6 +7,7 @@ COPY core core
 COPY bootstrap bootstrap
 COPY reconciler reconciler
 COPY infra infra
+COPY manifests manifests
 COPY cli cli
 COPY templates templates
 COPY examples examples

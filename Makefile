@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane lint typecheck unit fast e2e bench clean
+.PHONY: demo test setup controlplane lint typecheck unit fast e2e bench clean manifests
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/nodegate demo
 
+# deploy/reconciler.yaml is generated from the one manifest builder (nodegate.manifests) for the
+# example rules; tests/unit/manifests/test_deploy_yaml.py fails when it is stale.
+DEPLOY_IMAGE_REPOSITORY ?= registry.example.com/nodegate
+manifests: setup
+	$(BIN)/nodegate manifests --rules examples/rules.yaml --image-repository $(DEPLOY_IMAGE_REPOSITORY) > deploy/reconciler.yaml
+
 controlplane: setup
 	$(BIN)/python -m nodegate.localcluster.build
 
@@ -32,7 +38,7 @@ lint: setup
 	$(BIN)/lint-imports
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
 	$(BIN)/mypy tests
 
 fast: lint typecheck
