@@ -279,13 +279,6 @@ class PersistentLabels(Frozen):
         return key in self.keys or any(key.startswith(p) for p in self.prefixes)
 
 
-class InitPods(Frozen):
-    """The per-node init pod whose readiness lifts a startup gate."""
-
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    selector: dict[LabelKey, LabelValue] = Field(min_length=1)
-
-
 def _check_annotation(text: str) -> str:
     key, eq, _ = text.partition("=")
     if not eq:
@@ -294,11 +287,54 @@ def _check_annotation(text: str) -> str:
     return text
 
 
+AnnotationPair = Annotated[str, AfterValidator(_check_annotation)]
+
+
+def _pair(text: str | None) -> tuple[str, str] | None:
+    if text is None:
+        return None
+    key, _, value = text.partition("=")
+    return key, value
+
+
+class InitPods(Frozen):
+    """The per-node init pod (e.g. of an init DaemonSet) whose readiness lifts a startup gate."""
+
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    selector: dict[LabelKey, LabelValue] = Field(min_length=1)
+    ready_annotation: AnnotationPair | None = Field(
+        default=None,
+        description="`key=value` on the init pod that lifts the gate before the pod is Ready "
+        "(nodetaintshandler's startup.k8s.io/ready=true).",
+    )
+    require_annotation: bool = Field(
+        default=False,
+        description="Only `readyAnnotation` on the pod counts, not the pod's readiness.",
+    )
+
+    @model_validator(mode="after")
+    def _annotation_if_required(self) -> InitPods:
+        if self.require_annotation and self.ready_annotation is None:
+            raise ValueError(
+                "requireAnnotation needs readyAnnotation, e.g. 'example.com/ready=true'"
+            )
+        return self
+
+    @property
+    def ready_annotation_pair(self) -> tuple[str, str] | None:
+        return _pair(self.ready_annotation)
+
+    @property
+    def label_selector(self) -> str:
+        """The selector as the API takes it (`k=v,k2=v2`), for a narrowed watch."""
+        return ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
+
+
 class ReadyWhen(Frozen):
     """A gate is lifted when the node's init pod is Ready, or the node has this annotation."""
 
     pods: InitPods | None = None
-    annotation: Annotated[str, AfterValidator(_check_annotation)] | None = None
+    annotation: AnnotationPair | None = None
 
     @model_validator(mode="after")
     def _something(self) -> ReadyWhen:
@@ -308,10 +344,7 @@ class ReadyWhen(Frozen):
 
     @property
     def annotation_pair(self) -> tuple[str, str] | None:
-        if self.annotation is None:
-            return None
-        key, _, value = self.annotation.partition("=")
-        return key, value
+        return _pair(self.annotation)
 
 
 class StartupGate(Frozen):
@@ -326,6 +359,20 @@ class StartupGate(Frozen):
     )
     on_timeout: Literal["keep", "lift"] = Field(
         default="keep", description="After the timeout: keep the gate (and report) or lift it."
+    )
+    min_hold: Duration | None = Field(
+        default=None,
+        description="The gate stays at least this long after node creation, even if ready.",
+    )
+    regate_on_reboot: bool = Field(
+        default=False,
+        description="Put the gate back when the node reboots (its bootID changes), to be "
+        "lifted again by the same readiness; otherwise a lifted gate never comes back.",
+    )
+    backfill: bool = Field(
+        default=False,
+        description="Add the gate to a matching node that joined without it and runs no "
+        "workload pods yet (only DaemonSet and static pods); a busy node is never touched.",
     )
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from nodegate.core.node import NodeCondition, NodeTaint
+from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
 from tests.unit.core.builders import NOW, node, rules
 
@@ -239,7 +240,7 @@ def test_startup_gate_stays_until_ready() -> None:
 
 
 def test_startup_gate_is_lifted_when_the_init_pod_is_ready() -> None:
-    facts = PlanFacts(now=NOW, ready_pods_for_gates=frozenset({"warmup"}))
+    facts = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
     result = plan(node({"pool": "gpu"}, taints=(GATE,)), GATE_RULES, facts)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert result.remove_taints[0].why == "init pod is Ready"
@@ -298,3 +299,91 @@ def test_applying_the_plan_keeps_foreign_taints_in_place() -> None:
     before = node({"example.com/dedicated": "ci"}, taints=(foreign,))
     after = plan(before, CI_RULES, FACTS).apply(before)
     assert after.taints == (foreign, CI_TAINT)
+
+
+LIFECYCLE_RULES = rules(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen:
+          pods: {namespace: kube-system, selector: {app: init}}
+        minHold: 2m
+        regateOnReboot: true
+        backfill: true
+    """
+)
+READY = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seconds=5)})
+COMPLETED = "completed.gate.nodegate.dev/warmup"
+BOOT = "boot.gate.nodegate.dev/warmup"
+REGATED = "regated.gate.nodegate.dev/warmup"
+
+
+def gated(created_ago: timedelta, **annotations: str) -> NodeState:
+    return replace(
+        node({"pool": "gpu"}, taints=(GATE,), annotations=annotations, created=NOW - created_ago),
+        boot_id="boot-1",
+    )
+
+
+def test_min_hold_keeps_a_ready_gate_until_it_has_passed() -> None:
+    result = plan(gated(timedelta(seconds=30)), LIFECYCLE_RULES, READY)
+    assert result.remove_taints == ()
+    assert result.recheck_after == timedelta(seconds=90)
+
+
+def test_lifting_a_gate_records_when_and_on_which_boot() -> None:
+    result = plan(gated(timedelta(minutes=5)), LIFECYCLE_RULES, READY)
+    assert [c.taint for c in result.remove_taints] == [GATE]
+    assert result.lifted_gates == ("warmup",)
+    assert dict(result.set_annotations) == {COMPLETED: "2026-11-21T12:00:00Z", BOOT: "boot-1"}
+
+
+def test_a_rebooted_node_gets_its_gate_back_when_regate_on_reboot_is_set() -> None:
+    rebooted = replace(
+        node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z", BOOT: "boot-1"}),
+        boot_id="boot-2",
+    )
+    result = plan(rebooted, LIFECYCLE_RULES, FACTS)
+    assert [c.taint for c in result.add_taints] == [GATE]
+    assert result.gates_put_back == ("warmup",)
+    assert dict(result.set_annotations) == {COMPLETED: None, REGATED: "2026-11-21T12:00:00Z"}
+
+
+def test_without_regate_on_reboot_a_lifted_gate_never_comes_back() -> None:
+    rebooted = replace(
+        node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z", BOOT: "boot-1"}),
+        boot_id="boot-2",
+    )
+    assert plan(rebooted, GATE_RULES, FACTS).add_taints == ()
+
+
+def test_readiness_from_before_the_reboot_does_not_lift_a_re_gated_node() -> None:
+    regated = gated(timedelta(hours=1), **{REGATED: "2026-11-21T11:59:58Z"})
+    assert plan(regated, LIFECYCLE_RULES, READY).remove_taints == ()  # ready since 11:59:55
+    fresh = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
+    result = plan(regated, LIFECYCLE_RULES, fresh)
+    assert [c.taint for c in result.remove_taints] == [GATE]
+    assert (REGATED, None) in result.set_annotations
+
+
+@pytest.mark.parametrize(
+    ("workload_pods", "backfilled"),
+    [(0, True), (1, False), (None, False)],
+    ids=["idle", "busy", "unknown"],
+)
+def test_backfill_gates_only_an_idle_node(workload_pods: int | None, backfilled: bool) -> None:
+    facts = PlanFacts(now=NOW, workload_pods=workload_pods)
+    result = plan(node({"pool": "gpu"}), LIFECYCLE_RULES, facts)
+    assert bool(result.add_taints) == backfilled
+
+
+def test_backfill_never_gates_a_node_that_was_gated_before() -> None:
+    done = node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z"})
+    assert plan(done, LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=0)).add_taints == ()
+
+
+def test_a_timed_out_gate_is_reported() -> None:
+    old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
+    assert plan(old, GATE_RULES, FACTS).timed_out_gates == ("warmup",)
