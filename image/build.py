@@ -133,13 +133,9 @@ def build(repo: Path, *, install: bool, say: eng.Say) -> BuiltImage:
         base=", ".join(bases),
         base_how="; ".join(f"{b}: {how}" for b, how in base_how.items()),
     )
-    previous = state / RECORD_FILE
-    replaced = json.loads(previous.read_text()).get("id") if previous.is_file() else None
-    previous.write_text(json.dumps(asdict(built), indent=2) + "\n")
-    if replaced and replaced != image_id:
-        # Our own last image, now untagged: left alone it would pile up build after build.
-        # Without --force the engine keeps it if anything (a container, a tag) still uses it.
-        subprocess.run([engine.name, "rmi", replaced], capture_output=True, check=False)
+    # Replaced images are not removed: a clone sharing the engine may have built the same id
+    # from the layer cache and be about to test it (`podman image prune` reclaims the space).
+    (state / RECORD_FILE).write_text(json.dumps(asdict(built), indent=2) + "\n")
     return built
 
 
