@@ -133,6 +133,8 @@ def build(repo: Path, *, install: bool, say: eng.Say) -> BuiltImage:
         base=", ".join(bases),
         base_how="; ".join(f"{b}: {how}" for b, how in base_how.items()),
     )
+    # Replaced images are not removed: a clone sharing the engine may have built the same id
+    # from the layer cache and be about to test it (`podman image prune` reclaims the space).
     (state / RECORD_FILE).write_text(json.dumps(asdict(built), indent=2) + "\n")
     return built
 

@@ -34,7 +34,7 @@ BASE_PACKAGES = {"mmdebstrap": "mmdebstrap"}
 """Command -> Debian package needed to make a base image from Debian packages."""
 
 PROBE_TIMEOUT_SECONDS = 15
-PULL_TIMEOUT_SECONDS = 300
+PULL_TIMEOUT_SECONDS = 120
 
 
 @dataclass(frozen=True)

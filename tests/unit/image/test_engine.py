@@ -6,7 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.image.engine import DOCKER, PODMAN, build_argv, import_argv, ulimit_flags
+from nodegate.image import engine
+from nodegate.image.engine import (
+    DOCKER,
+    PODMAN,
+    build_argv,
+    detect_engine,
+    ensure_commands,
+    import_argv,
+    ulimit_flags,
+)
 from nodegate.image.errors import ImageError
 
 LIMITS = {"nofile": 20000, "nproc": 96365}
@@ -22,8 +31,8 @@ def _build(**overrides: object) -> list[str]:
         "hard_limits": LIMITS,
     }
     args.update(overrides)
-    engine = args.pop("engine", PODMAN)
-    return build_argv(engine, **args)  # type: ignore[arg-type]
+    which = args.pop("engine", PODMAN)
+    return build_argv(which, **args)  # type: ignore[arg-type]
 
 
 def test_ulimits_are_explicit_and_never_above_the_hosts_hard_limit() -> None:
@@ -72,3 +81,24 @@ def test_import_applies_config_changes_before_the_tarball() -> None:
         "/t/rootfs.tar",
         "docker.io/library/python:3.11-slim",
     ]
+
+
+MISSING = {"nodegate-no-such-command": "nodegate-no-such-package"}
+
+
+def test_a_missing_command_names_the_package_to_install_when_installing_is_off() -> None:
+    with pytest.raises(ImageError, match=r"needs nodegate-no-such-package: run `apt-get install"):
+        ensure_commands(MISSING, install=False, say=print, purpose="podman")
+
+
+def test_a_missing_command_is_not_installed_by_a_non_root_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    with pytest.raises(ImageError, match=r"only be installed here as root .*`sudo apt-get install"):
+        ensure_commands(MISSING, install=True, say=print, purpose="podman")
+
+
+def test_docker_is_used_when_its_daemon_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "docker_answers", lambda: True)
+    assert detect_engine(install=False, say=print) == DOCKER
