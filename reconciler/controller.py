@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
-from nodegate.core.model import NodeRules, PersistentLabels
+from nodegate.core.model import POOL_LABEL, NodeRules, PersistentLabels
 from nodegate.core.node import NodeState
 from nodegate.core.persisted_labels import (
     LabelDecision,
@@ -27,9 +27,17 @@ from nodegate.core.persisted_labels import (
     record_key,
     record_name,
 )
-from nodegate.core.plan import NodePlan, PlanFacts, plan, relevant_view, track_first_seen
+from nodegate.core.plan import (
+    NodePlan,
+    PlanFacts,
+    needs_backfill,
+    plan,
+    relevant_view,
+    track_first_seen,
+)
 from nodegate.reconciler.backoff import Backoff
 from nodegate.reconciler.events import EventRecorder
+from nodegate.reconciler.gate_pods import GatePods, workload_pods_on
 from nodegate.reconciler.health import Health, supervised
 from nodegate.reconciler.informer import Informer
 from nodegate.reconciler.kube import (
@@ -117,6 +125,15 @@ class Controller:
             on_synced=self._consider_rules,
         )
         self.labels = LabelStore(api, settings.records_namespace, metrics)
+        self.gate_pods = GatePods(
+            api,
+            metrics,
+            health or Health(metrics),
+            self._on_gate_pod_node,
+            settings.watch_timeout_seconds,
+        )
+        self._reported: set[tuple[str, str, str]] = set()
+        """(node uid, gate, what) already reported: timeouts and skipped backfills, once each."""
         self._deleted: dict[str, NodeState] = {}
         """Nodes deleted since their last reconcile: their records are marked gone."""
         self._rules_lock = threading.Lock()
@@ -173,6 +190,7 @@ class Controller:
                 "confirmed": update.confirmed,
             },
         )
+        self.gate_pods.follow(update.rules)
         needs_relist = self._reads_new_annotations(update.rules)
         self._keep_annotation = annotation_filter(update.rules)
         if needs_relist:
@@ -273,6 +291,7 @@ class Controller:
                 for key in self.informer.cached_keys():
                     self._enqueue(key, "resync")
         self.queue.shutdown()
+        self.gate_pods.stop_all()
         for thread in threads:
             thread.join(timeout=5)
 
@@ -331,10 +350,15 @@ class Controller:
             labels = self._label_decision(key, node, rules)
             if labels is _NOT_YET:
                 return
-            facts = self._facts(key)
+            facts = replace(
+                self._facts(key),
+                gate_pods_ready_since=self.gate_pods.ready_since(rules, key),
+                workload_pods=self._workload_pods(node, rules),
+            )
             if isinstance(labels, LabelWork):
                 facts = replace(facts, restored_labels=labels.decision.restore)
             result = plan(node.state, rules, facts)
+            self._report_timeouts(node, result)
             if result.recheck_after is not None:
                 self.queue.add_after(key, result.recheck_after.total_seconds() + 0.05)
             for warning in result.warnings:
@@ -370,6 +394,7 @@ class Controller:
                 return
             self._failures.pop(key, None)
             self._store_labels(key, node, labels)
+            self._count_gates(node, result)
             break
         else:
             self._retry_later(key)
@@ -404,6 +429,70 @@ class Controller:
             self._metrics.changes.labels(label.why, "set_label").inc()
         log.info("changed node", extra={"node": name, "change": summary})
         self._recorder.on_node(name, node.state.uid, "NodegateUpdated", summary)
+
+    # --- startup gates --------------------------------------------------------------------------
+
+    def _on_gate_pod_node(self, node: str) -> None:
+        if self.rules is not None:
+            self._enqueue(node, "event")
+
+    def _workload_pods(self, node: CachedNode, rules: NodeRules) -> int | None:
+        """Workload pods on a backfill candidate (one LIST), None when no gate would backfill
+        it or the answer is unknown; a busy node is remembered and never looked at again."""
+        candidates = [
+            g
+            for g in rules.startup_gates
+            if needs_backfill(node.state, node.state.labels, g)
+            and (node.state.uid, g.name, "busy") not in self._reported
+        ]
+        if not candidates:
+            return None
+        try:
+            busy = workload_pods_on(self._api, node.state.name)
+        except (TemporaryError, PermanentError) as err:
+            log.warning("backfill check failed", extra={"node": node.state.name, "error": str(err)})
+            return None
+        if busy:
+            for gate in candidates:
+                self._reported.add((node.state.uid, gate.name, "busy"))
+                self._metrics.backfill_skipped.labels(gate.name).inc()
+                shown = ", ".join(busy[:5]) + (" ..." if len(busy) > 5 else "")
+                self._recorder.on_node(
+                    node.state.name,
+                    node.state.uid,
+                    "NodegateBackfillSkipped",
+                    f"startup gate {gate.name} not backfilled: the node already runs workload "
+                    f"pods ({shown}); a node with workloads is never gated afterwards",
+                )
+        return len(busy)
+
+    def _report_timeouts(self, node: CachedNode, result: NodePlan) -> None:
+        for gate in result.timed_out_gates:
+            if (node.state.uid, gate, "timeout") in self._reported:
+                continue
+            self._reported.add((node.state.uid, gate, "timeout"))
+            lifted = gate in result.lifted_gates
+            self._metrics.gate_timeouts.labels(gate, "lift" if lifted else "keep").inc()
+            self._recorder.on_node(
+                node.state.name,
+                node.state.uid,
+                "StartupGateTimedOut",
+                f"startup gate {gate} was not ready within its timeout; "
+                + ("lifted (onTimeout: lift)" if lifted else "kept (onTimeout: keep)"),
+                warning=True,
+            )
+
+    def _count_gates(self, node: CachedNode, result: NodePlan) -> None:
+        if self._settings.dry_run:
+            return
+        pool = node.state.labels.get(POOL_LABEL, "")
+        created = node.state.created
+        for gate in result.lifted_gates:
+            if created is not None:
+                elapsed = (self._now() - created).total_seconds()
+                self._metrics.time_to_ungate.labels(gate, pool).observe(max(elapsed, 0.0))
+        for gate in result.gates_put_back:
+            self._metrics.gates_put_back.labels(gate).inc()
 
     # --- persisted labels -----------------------------------------------------------------------
 

@@ -91,6 +91,31 @@ class Metrics:
             "Unreadable records copied aside (never overwritten, never dropped).",
             registry=r,
         )
+        self.time_to_ungate = Histogram(
+            "nodegate_time_to_ungate_seconds",
+            "From node creation to its startup gate being lifted.",
+            ["gate", "pool"],
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
+            registry=r,
+        )
+        self.gate_timeouts = Counter(
+            "nodegate_gate_timeouts",
+            "Startup gates that reached their timeout, by what was done (keep or lift).",
+            ["gate", "action"],
+            registry=r,
+        )
+        self.gates_put_back = Counter(
+            "nodegate_gates_put_back",
+            "Startup gates added back: after a reboot (regate) or onto an idle node (backfill).",
+            ["gate"],
+            registry=r,
+        )
+        self.backfill_skipped = Counter(
+            "nodegate_backfill_skipped",
+            "Nodes not backfilled because they already run workload pods.",
+            ["gate"],
+            registry=r,
+        )
         self.rules_held = Gauge(
             "nodegate_rules_held",
             "1 while a valid rules update is held back by the blast-radius guard.",

@@ -18,7 +18,8 @@ from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 
 RawTaints = tuple[dict[str, Any], ...]
 
-NODEGATE_ANNOTATION_PREFIX = "nodegate.dev/"
+NODEGATE_DOMAIN = "nodegate.dev"
+"""nodegate.dev/* and *.nodegate.dev/* annotations (ownership, gate records) are always kept."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
             if (pair := gate.ready_when.annotation_pair) is not None
         }
     frozen = frozenset(read)
-    return lambda key: key in frozen or key.startswith(NODEGATE_ANNOTATION_PREFIX)
+    return lambda key: key in frozen or key.partition("/")[0].endswith(NODEGATE_DOMAIN)
 
 
 def slim_node(raw: dict[str, Any], keep_annotation: Callable[[str], bool]) -> CachedNode:

@@ -21,8 +21,11 @@ def merge_patch(node: CachedNode, node_plan: NodePlan) -> RawObject:
     metadata: RawObject = {"resourceVersion": node.state.resource_version}
     if node_plan.set_labels:
         metadata["labels"] = {c.key: c.value for c in node_plan.set_labels}
+    annotations: dict[str, str | None] = dict(node_plan.set_annotations)
     if node_plan.owned_annotation is not None:
-        metadata["annotations"] = {OWNED_TAINTS_ANNOTATION: node_plan.owned_annotation or None}
+        annotations[OWNED_TAINTS_ANNOTATION] = node_plan.owned_annotation or None
+    if annotations:
+        metadata["annotations"] = annotations
     body: RawObject = {"metadata": metadata}
     if node_plan.add_taints or node_plan.remove_taints:
         removed = {(c.taint.key, c.taint.effect) for c in node_plan.remove_taints}

@@ -84,3 +84,20 @@ def test_description_names_the_rule_and_the_reason() -> None:
     raw = raw_node({"example.com/dedicated": "ci"}, [])
     text = describe(plan(NodeState.from_k8s(raw), RULES, PlanFacts(now=NOW)))
     assert text == "added taint example.com/dedicated=ci:NoSchedule (rule ci: node labels match)"
+
+
+def test_gate_records_are_written_and_removed_in_the_same_write() -> None:
+    from nodegate.core.plan import NodePlan
+
+    gate_plan = NodePlan(
+        "n1",
+        set_annotations=(
+            ("completed.gate.nodegate.dev/warmup", "2026-11-21T12:00:00Z"),
+            ("regated.gate.nodegate.dev/warmup", None),
+        ),
+    )
+    patch = merge_patch(slim_node(raw_node({}, []), lambda _key: True), gate_plan)
+    assert patch["metadata"]["annotations"] == {
+        "completed.gate.nodegate.dev/warmup": "2026-11-21T12:00:00Z",
+        "regated.gate.nodegate.dev/warmup": None,
+    }

@@ -1,0 +1,210 @@
+"""The init pods that lift startup gates: watched narrowly, held slim, indexed by node.
+
+One informer (the same list-then-watch type as for Nodes) per distinct `readyWhen.pods`
+namespace and label selector, so the watch carries only init pods, never the cluster's other
+pods, and each is kept as a few fields: its node, whether it is Ready and since when, when it
+was created, and the annotations gates read. The set of informers follows the rules.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from nodegate.core.model import NodeRules, StartupGate
+from nodegate.core.node import parse_time
+from nodegate.reconciler.health import Health, supervised
+from nodegate.reconciler.informer import Informer
+from nodegate.reconciler.kube import Api, RawObject, Selection
+from nodegate.reconciler.metrics import Metrics
+
+log = logging.getLogger("nodegate.gates")
+
+PodSource = tuple[str, str]
+"""(namespace, label selector) of one gate's init pods."""
+
+
+@dataclass(frozen=True)
+class PodView:
+    node: str
+    created: datetime | None
+    ready_since: datetime | None
+    """Since when the pod is Ready (PodReady True and every container ready); None: not Ready."""
+    annotations: Mapping[str, str]
+
+
+def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
+    meta = raw.get("metadata") or {}
+    status = raw.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or ()}
+    ready = conditions.get("Ready") or {}
+    containers = status.get("containerStatuses") or ()
+    is_ready = ready.get("status") == "True" and all(c.get("ready") for c in containers)
+    return PodView(
+        node=str((raw.get("spec") or {}).get("nodeName") or ""),
+        created=parse_time(meta.get("creationTimestamp")),
+        ready_since=(parse_time(ready.get("lastTransitionTime")) or _EPOCH) if is_ready else None,
+        annotations={
+            k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
+        },
+    )
+
+
+_EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+
+
+def pod_source(gate: StartupGate) -> PodSource | None:
+    pods = gate.ready_when.pods
+    return (pods.namespace, pods.label_selector) if pods is not None else None
+
+
+def signal_since(gate: StartupGate, pods: list[PodView]) -> datetime | None:
+    """Since when some init pod of this gate on the node signals ready (latest signal), or None.
+
+    Readiness counts unless `requireAnnotation`; the pod's ready annotation counts from the
+    pod's creation (an annotation left on a pod from before a reboot does not re-lift a gate).
+    """
+    spec = gate.ready_when.pods
+    if spec is None:
+        return None
+    pair = spec.ready_annotation_pair
+    signals = []
+    for pod in pods:
+        if pod.ready_since is not None and not spec.require_annotation:
+            signals.append(pod.ready_since)
+        if pair is not None and pod.annotations.get(pair[0]) == pair[1]:
+            signals.append(pod.created or _EPOCH)
+    return max(signals) if signals else None
+
+
+class GatePods:
+    """The init-pod informers the rules need, and which init pods run on which node."""
+
+    def __init__(
+        self,
+        api: Api,
+        metrics: Metrics,
+        health: Health,
+        on_node: Callable[[str], None],
+        watch_timeout_seconds: int = 120,
+    ) -> None:
+        self._api = api
+        self._metrics = metrics
+        self._health = health
+        self._on_node = on_node
+        self._watch_timeout = watch_timeout_seconds
+        self._informers: dict[PodSource, tuple[Informer[PodView], threading.Event]] = {}
+        self._by_node: dict[PodSource, dict[str, dict[str, PodView]]] = {}
+        self._keep: Callable[[str], bool] = lambda _key: False
+        self._read: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def follow(self, rules: NodeRules) -> None:
+        """Start the informers the rules need and stop the ones they no longer do."""
+        wanted = {s for g in rules.startup_gates if (s := pod_source(g)) is not None}
+        read = {
+            pair[0]
+            for g in rules.startup_gates
+            if g.ready_when.pods is not None
+            and (pair := g.ready_when.pods.ready_annotation_pair) is not None
+        }
+        reads_more = not read <= self._read
+        self._read = frozenset(read)
+        self._keep = lambda key: key in read
+        with self._lock:
+            if reads_more:  # cached pods lack the annotations the new rules read
+                for informer, _ in self._informers.values():
+                    informer.request_relist()
+            for source in set(self._informers) - wanted:
+                informer, informer_stop = self._informers.pop(source)
+                informer_stop.set()
+                self._by_node.pop(source, None)
+            for source in wanted - set(self._informers):
+                self._start(source)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            for _, informer_stop in self._informers.values():
+                informer_stop.set()
+            self._informers.clear()
+
+    def _start(self, source: PodSource) -> None:
+        namespace, selector = source
+        informer_stop = threading.Event()
+        informer: Informer[PodView] = Informer(
+            f"pods {namespace}/{selector}",
+            self._api,
+            Selection("Pod", namespace, label_selector=selector),
+            lambda raw: slim_pod(raw, self._keep),
+            lambda key, old, new: self._on_pod(source, key, old, new),
+            watch_timeout_seconds=self._watch_timeout,
+            on_error=lambda name, _err: self._metrics.informer_errors.labels(name).inc(),
+        )
+        self._informers[source] = (informer, informer_stop)
+        self._by_node[source] = {}
+
+        # Runs until the rules drop this source or the controller stops (`stop_all`).
+        supervised(f"pods {namespace}/{selector}", informer.run, informer_stop, self._health)
+
+    def _on_pod(
+        self, source: PodSource, key: str, old: PodView | None, new: PodView | None
+    ) -> None:
+        with self._lock:
+            index = self._by_node.setdefault(source, {})
+            if old is not None and old.node:
+                index.get(old.node, {}).pop(key, None)
+            if new is not None and new.node:
+                index.setdefault(new.node, {})[key] = new
+        for node in {v.node for v in (old, new) if v is not None and v.node}:
+            self._on_node(node)
+
+    def synced(self) -> bool:
+        with self._lock:
+            return all(informer.synced.is_set() for informer, _ in self._informers.values())
+
+    def ready_since(self, rules: NodeRules, node: str) -> dict[str, datetime]:
+        """Gate name -> since when its init pod on `node` signals ready (gates that do)."""
+        result = {}
+        with self._lock:
+            for gate in rules.startup_gates:
+                source = pod_source(gate)
+                if source is None:
+                    continue
+                pods = list(self._by_node.get(source, {}).get(node, {}).values())
+                since = signal_since(gate, pods)
+                if since is not None:
+                    result[gate.name] = since
+        return result
+
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_workload_pod(raw: RawObject) -> bool:
+    """A pod that is not a DaemonSet's, not a static (mirror) pod, and not finished."""
+    meta = raw.get("metadata") or {}
+    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+        return False
+    if any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or ()):
+        return False
+    return (raw.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def workload_pods_on(api: Api, node: str) -> list[str]:
+    """namespace/name of the workload pods bound to `node` (one LIST, only for backfill)."""
+    selection = Selection("Pod", None, field_selector=f"spec.nodeName={node}")
+    found: list[str] = []
+    token: str | None = None
+    while True:
+        page = api.list_page(selection, 500, token)
+        found += [
+            f"{p['metadata'].get('namespace')}/{p['metadata']['name']}"
+            for p in page.items
+            if is_workload_pod(p)
+        ]
+        token = page.continue_token
+        if token is None:
+            return found

@@ -1,0 +1,358 @@
+"""Startup gates on the real API server: born gated, lifted by the node's init pod, and only then
+does work land. Most tests bind init pods themselves and mark them Ready as a kubelet would; the
+first one runs the whole story with the scheduler, the DaemonSet controller and kwok."""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, create_node, mark_pod_ready, wait_until
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    TIMEOUT,
+    read_node,
+    taints_of,
+    wait_for_event,
+)
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+
+GATE = ("startup.example.com/init", "NoSchedule")
+GATE_TAINT = {"key": GATE[0], "value": "wait", "effect": GATE[1]}
+POD_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def gate_rules(app: str, extra: str = "", pod_extra: str = "") -> str:
+    return (
+        HEADER
+        + textwrap.dedent(
+            f"""\
+        startupGates:
+          - name: warmup
+            match: {{labels: {{example.com/pool: gpu}}}}
+            taint: {{key: {GATE[0]}, value: wait, effect: {GATE[1]}}}
+            readyWhen:
+              pods: {{namespace: default, selector: {{app: {app}}}{pod_extra}}}
+              annotation: example.com/ready=true
+        """
+        )
+        + textwrap.indent(textwrap.dedent(extra), "    ")
+    )
+
+
+Start = Callable[..., ReconcilerProcess]
+
+
+def configmap_putter(core_v1: k8s_client.CoreV1Api, name: str) -> Callable[[str], str]:
+    def put(text: str) -> str:
+        body = k8s_client.V1ConfigMap(metadata={"name": name}, data={"rules.yaml": text})
+        try:
+            core_v1.replace_namespaced_config_map(name, "default", body)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            core_v1.create_namespaced_config_map("default", body)
+        return f"default/{name}"
+
+    return put
+
+
+def start_reconciler(
+    stack: ExitStack, plane: LocalControlPlane, tmp_path: Path, name: str
+) -> Start:
+    put = configmap_putter(k8s_client.CoreV1Api(plane.client), f"rules-{name}"[:63])
+
+    def start(rules: str) -> ReconcilerProcess:
+        ref = put(rules)
+        args = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+        return stack.enter_context(running_reconciler(plane.kubeconfig_path, tmp_path, *args))
+
+    return start
+
+
+@pytest.fixture
+def gated(control_plane: LocalControlPlane, unique_name: str, tmp_path: Path) -> Iterator[Start]:
+    with ExitStack() as stack:
+        yield start_reconciler(stack, control_plane, tmp_path, unique_name)
+
+
+@pytest.fixture
+def cleanup(core_v1: k8s_client.CoreV1Api) -> Iterator[list[tuple[str, str]]]:
+    """(kind, name) to delete afterwards: nodes, and pods in default."""
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in created:
+        try:
+            if kind == "node":
+                core_v1.delete_node(name)
+            else:
+                core_v1.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+def gated_node(
+    core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], name: str, **kwargs: Any
+) -> str:
+    create_node(
+        core_v1,
+        SimNode(name=name, labels={"example.com/pool": "gpu"}, taints=[GATE_TAINT], **kwargs),
+    )
+    cleanup.append(("node", name))
+    return name
+
+
+def init_pod(
+    core_v1: k8s_client.CoreV1Api,
+    cleanup: list[tuple[str, str]],
+    name: str,
+    node: str,
+    app: str,
+    annotations: dict[str, str] | None = None,
+) -> str:
+    """An init pod bound to `node` (as the DaemonSet controller binds its pods)."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": app}, "annotations": annotations or {}},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": GATE[0], "operator": "Exists"}],
+            "containers": [{"name": "init", "image": POD_IMAGE}],
+        },
+    }
+    core_v1.create_namespaced_pod("default", body)  # type: ignore[arg-type]
+    cleanup.append(("pod", name))
+    return name
+
+
+def gate_gone(core_v1: k8s_client.CoreV1Api, node: str) -> None:
+    wait_until(lambda: GATE not in taints_of(core_v1, node), TIMEOUT, f"gate lifted on {node}")
+
+
+def stays_gated(core_v1: k8s_client.CoreV1Api, node: str, seconds: float = 2.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert GATE in taints_of(core_v1, node)
+        time.sleep(0.2)
+
+
+def test_the_init_pod_turning_ready_lifts_the_gate_and_records_when(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    app = f"init-{unique_name}"[:63]
+    reconciler = gated(gate_rules(app))
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    pod = init_pod(core_v1, cleanup, f"{unique_name}-init", node, app)
+    stays_gated(core_v1, node, 1.5)  # bound, not Ready yet
+    mark_pod_ready(core_v1, pod, "default")
+    gate_gone(core_v1, node)
+    annotations = read_node(core_v1, node)["metadata"]["annotations"]
+    assert annotations["completed.gate.nodegate.dev/warmup"].endswith("Z")
+    assert reconciler.metric("nodegate_time_to_ungate_seconds_count", gate="warmup") == 1
+
+
+def test_annotation_only_mode_waits_for_the_pods_ready_annotation_not_its_readiness(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    app = f"init-{unique_name}"[:63]
+    gated(
+        gate_rules(
+            app, pod_extra=", readyAnnotation: startup.k8s.io/ready=true, requireAnnotation: true"
+        )
+    )
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    pod = init_pod(core_v1, cleanup, f"{unique_name}-init", node, app)
+    mark_pod_ready(core_v1, pod, "default")
+    stays_gated(core_v1, node)
+    core_v1.patch_namespaced_pod(
+        pod, "default", {"metadata": {"annotations": {"startup.k8s.io/ready": "true"}}}
+    )
+    gate_gone(core_v1, node)
+
+
+def test_the_nodes_ready_annotation_lifts_the_gate(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    gated(gate_rules(f"init-{unique_name}"[:63]))
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    stays_gated(core_v1, node, 1.0)
+    core_v1.patch_node(node, {"metadata": {"annotations": {"example.com/ready": "true"}}})
+    gate_gone(core_v1, node)
+
+
+@pytest.mark.parametrize("action", ["lift", "keep"])
+def test_a_gate_that_times_out_is_reported_and_kept_or_lifted(
+    action: str,
+    gated: Start,
+    core_v1: k8s_client.CoreV1Api,
+    cleanup: list[tuple[str, str]],
+    unique_name: str,
+) -> None:
+    reconciler = gated(
+        gate_rules(f"init-{unique_name}"[:63], extra=f"timeout: 3s\nonTimeout: {action}\n")
+    )
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    [event] = wait_for_event(core_v1, node, "StartupGateTimedOut")
+    assert event.type == "Warning"
+    if action == "lift":
+        gate_gone(core_v1, node)
+    else:
+        stays_gated(core_v1, node, 1.0)
+    assert reconciler.metric("nodegate_gate_timeouts_total", gate="warmup", action=action) == 1
+
+
+def test_min_hold_keeps_a_ready_node_gated_until_it_has_passed(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    gated(gate_rules(f"init-{unique_name}"[:63], extra="minHold: 4s\n"))
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    created = time.monotonic()
+    core_v1.patch_node(node, {"metadata": {"annotations": {"example.com/ready": "true"}}})
+    gate_gone(core_v1, node)
+    assert time.monotonic() - created >= 2.5  # second-precision creationTimestamp
+
+
+def set_boot_id(core_v1: k8s_client.CoreV1Api, node: str, boot_id: str) -> None:
+    core_v1.patch_node_status(node, {"status": {"nodeInfo": {"bootID": boot_id}}})
+
+
+def test_a_reboot_puts_the_gate_back_and_only_fresh_readiness_lifts_it_again(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    app = f"init-{unique_name}"[:63]
+    gated(gate_rules(app, extra="regateOnReboot: true\n"))
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    set_boot_id(core_v1, node, "boot-1")
+    pod = init_pod(core_v1, cleanup, f"{unique_name}-init", node, app)
+    mark_pod_ready(core_v1, pod, "default")
+    gate_gone(core_v1, node)
+
+    time.sleep(1.1)  # the reboot happens in a later second than the pod's readiness
+    set_boot_id(core_v1, node, "boot-2")
+    wait_until(lambda: GATE in taints_of(core_v1, node), TIMEOUT, "gate put back")
+    stays_gated(core_v1, node, 1.5)  # the pod's Ready is from before the reboot
+    mark_pod_ready(core_v1, pod, "default")  # the kubelet restarted it: Ready again, now
+    gate_gone(core_v1, node)
+
+
+def test_backfill_gates_an_idle_node_and_leaves_a_busy_one_alone(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    gated(gate_rules(f"init-{unique_name}"[:63], extra="backfill: true\n"))
+    idle, busy = f"{unique_name}-idle", f"{unique_name}-busy"
+    for name in (idle, busy):
+        create_node(core_v1, SimNode(name=name, labels={"example.com/pool": "gpu"}))
+        cleanup.append(("node", name))
+    workload: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{unique_name}-app"},
+        "spec": {"nodeName": busy, "containers": [{"name": "app", "image": POD_IMAGE}]},
+    }
+    core_v1.create_namespaced_pod("default", workload)  # type: ignore[arg-type]
+    cleanup.append(("pod", f"{unique_name}-app"))
+    patch = {"metadata": {"labels": {"example.com/touch": "1"}}}
+    for name in (idle, busy):  # a change makes the reconciler look at both now
+        core_v1.patch_node(name, patch)
+    wait_until(lambda: GATE in taints_of(core_v1, idle), TIMEOUT, "idle node backfilled")
+    [skipped] = wait_for_event(core_v1, busy, "NodegateBackfillSkipped")
+    assert f"default/{unique_name}-app" in (skipped.message or "")
+    assert GATE not in taints_of(core_v1, busy)
+
+
+def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
+    scheduling_control_plane: LocalControlPlane,
+    scheduling_core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """Born gated, the init DaemonSet's pod (it tolerates the gate) becomes Ready under kwok, the
+    gate lifts, and the pending workload is bound: never before the lift (checked on bindings)."""
+    core = scheduling_core_v1
+    apps = k8s_client.AppsV1Api(scheduling_control_plane.client)
+    app, pool = f"init-{unique_name}"[:63], f"gpu-{unique_name}"[:63]
+    rules = gate_rules(app).replace("example.com/pool: gpu", f"example.com/pool: {pool}")
+    node = f"{unique_name}-n"
+    with ExitStack() as stack:
+        reconciler = start_reconciler(stack, scheduling_control_plane, tmp_path, unique_name)(rules)
+        on_pool = {"example.com/pool": pool}
+        daemonset: dict[str, Any] = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": app},
+            "spec": {
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {
+                        "nodeSelector": on_pool,
+                        "tolerations": [{"key": GATE[0], "operator": "Exists"}],
+                        "containers": [{"name": "init", "image": POD_IMAGE}],
+                    },
+                },
+            },
+        }
+        workload: dict[str, Any] = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": f"work-{unique_name}"[:63]},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": f"work-{unique_name}"[:63]}},
+                "template": {
+                    "metadata": {"labels": {"app": f"work-{unique_name}"[:63]}},
+                    "spec": {
+                        "nodeSelector": on_pool,
+                        "containers": [{"name": "app", "image": POD_IMAGE}],
+                    },
+                },
+            },
+        }
+        apps.create_namespaced_daemon_set("default", daemonset)  # type: ignore[arg-type]
+        apps.create_namespaced_deployment("default", workload)  # type: ignore[arg-type]
+        stack.callback(apps.delete_namespaced_daemon_set, app, "default")
+        stack.callback(apps.delete_namespaced_deployment, workload["metadata"]["name"], "default")
+
+        observed: dict[str, float] = {}
+        stop = threading.Event()
+
+        def watch_bindings() -> None:  # the first moment of each thing, polled at 20 ms
+            selector = f"app=work-{unique_name}"[:67]
+            while not stop.is_set():
+                now = time.monotonic()
+                try:
+                    if "lifted" not in observed and GATE not in taints_of(core, node):
+                        observed["lifted"] = now
+                    pods = core.list_namespaced_pod("default", label_selector=selector).items
+                    if "bound" not in observed and any(p.spec and p.spec.node_name for p in pods):
+                        observed["bound"] = now
+                except ApiException:
+                    pass  # the node does not exist yet
+                time.sleep(0.02)
+
+        create_node(core, SimNode(name=node, labels=on_pool, taints=[GATE_TAINT], kwok=True))
+        stack.callback(core.delete_node, node)
+        created = time.monotonic()
+        watcher = threading.Thread(target=watch_bindings, daemon=True)
+        watcher.start()
+        wait_until(lambda: "bound" in observed, 90, "workload bound")
+        stop.set()
+        watcher.join(5)
+        assert observed["lifted"] <= observed["bound"]
+        print(
+            f"time to ungate (node created -> gate lifted): {observed['lifted'] - created:.2f}s; "
+            f"first workload bound {observed['bound'] - observed['lifted']:.2f}s after"
+        )
+        assert reconciler.metric("nodegate_time_to_ungate_seconds_count", gate="warmup") == 1
