@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import threading
 from types import FrameType
+from typing import NoReturn
 
 from nodegate.reconciler.controller import Controller
 from nodegate.reconciler.events import EventRecorder
@@ -103,8 +106,24 @@ def run(settings: ReconcilerSettings) -> int:
     while not stop.wait(FENCE_CHECK_SECONDS):
         if elector is not None:
             elector.watch_fence(lose)
+    if lost.is_set():
+        exit_now(EXIT_LOST_LEADERSHIP)
     if elector is not None:
         elector.stop_and_release()
     server.shutdown()
-    log.info("reconciler stopped", extra={"lost_leadership": lost.is_set()})
-    return EXIT_LOST_LEADERSHIP if lost.is_set() else 0
+    log.info("reconciler stopped", extra={"lost_leadership": False})
+    return 0
+
+
+def exit_now(code: int) -> NoReturn:
+    """Leave at once after losing leadership, as client-go's leader election does (klog.Fatal).
+
+    Threads may be stuck in calls to an API server this replica cannot reach: they cannot be
+    joined, and an interpreter shutdown with them alive can abort (SIGABRT) instead of
+    returning the code the kubelet and the tests read.
+    """
+    log.error("exiting: leadership lost", extra={"exit_code": code})
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(code)
