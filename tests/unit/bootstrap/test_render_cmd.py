@@ -132,3 +132,14 @@ def test_oversize_user_data_is_refused_with_exit_1(tmp_path: Path) -> None:
     assert (code, out) == (1, "")
     assert "pool 'ci'" in err
     assert "24,000" in err
+
+
+def test_image_family_ubuntu_prints_the_ubuntu_golden_rendering() -> None:
+    code, out, err = _run("--rules", EXAMPLE, "--pool", "ci", "--image-family", "ubuntu")
+    assert (code, err) == (0, "")
+    assert out == (GOLDEN / "example" / "ci.ubuntu.cloud-init.sh").read_text(encoding="utf-8")
+
+
+def test_an_unknown_image_family_is_a_usage_error() -> None:
+    code, out, _ = _run("--rules", EXAMPLE, "--pool", "ci", "--image-family", "debian")
+    assert (code, out) == (2, "")
