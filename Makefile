@@ -1,14 +1,16 @@
 # The two commands a new user needs (see README):
 #   make demo   runs nodegate on the embedded default rules
 #   make test   sets everything up and runs the whole suite (lint, types, unit, Pulumi, e2e, bench)
-# Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules.
+#   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
+# Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
+# podman (if no docker daemon answers) and the offline base image from Debian packages.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane lint typecheck unit fast e2e bench clean manifests
+.PHONY: demo test setup controlplane image lint typecheck unit fast e2e bench clean manifests
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,19 +34,22 @@ manifests: setup
 controlplane: setup
 	$(BIN)/python -m nodegate.localcluster.build
 
+image: setup
+	$(BIN)/python -m nodegate.image.build
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image
 	$(BIN)/mypy tests
 
 fast: lint typecheck
 	$(BIN)/pytest tests/unit tests/pulumi
 
-test: lint typecheck controlplane
+test: lint typecheck controlplane image
 	$(BIN)/pytest tests
 
 clean:

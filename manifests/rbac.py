@@ -11,9 +11,13 @@ real API server (tests/e2e/test_deploy_manifests.py):
 * in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
   with a `metadata.name` field selector), its taint record ConfigMap (create, which RBAC cannot
   restrict by name, then get/update/patch by name), its Lease (create; get/update by name), and
-  Events about its own objects.
+  Events about its own objects;
+* only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
+  namespace (list/watch by label, update, delete for garbage collection and quarantine). Their
+  names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
+  own objects.
 
-No Secrets, no wildcards, no delete: tests refuse any rule that would grant them.
+No Secrets, no wildcards, and no delete outside that one case: tests refuse any other.
 """
 
 from __future__ import annotations
@@ -52,10 +56,16 @@ def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
     return granted
 
 
-def namespace_rules(settings: DeploySettings) -> list[PolicyRule]:
-    """The Role in the reconciler's namespace: its rules, its record, its Lease, its Events."""
+def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
+    """The Role in the reconciler's namespace: its rules, its records, its Lease, its Events."""
     lease = settings.leader_election.lease_name
+    records = (
+        [_rule("", "configmaps", ["list", "watch", "update", "delete"])]
+        if rules.persistent_labels is not None
+        else []
+    )
     return [
+        *records,
         _rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map]),
         _rule("", "configmaps", ["create"]),
         _rule("", "configmaps", ["get", "update", "patch"], [HISTORY_CONFIGMAP]),

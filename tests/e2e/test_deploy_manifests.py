@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
-from kubernetes import utils
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
@@ -24,6 +22,12 @@ from nodegate.manifests.build import RulesDocument, build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.e2e.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
 from tests.e2e.reconciler_process import running_reconciler
+from tests.e2e.shipped_manifests import (
+    apply_all_but_the_deployment,
+    service_account_kubeconfig,
+    service_account_token,
+    the_deployment,
+)
 from tests.unit.manifests.support import EXAMPLE_RULES
 
 NAMESPACE = "nodegate-system"
@@ -38,15 +42,6 @@ def manifest_objects() -> list[dict[str, Any]]:
     return build_manifests(document, settings)
 
 
-def service_account_kubeconfig(plane: LocalControlPlane, token: str, path: Path) -> Path:
-    admin = yaml.safe_load(plane.kubeconfig_path.read_text())
-    admin["users"] = [{"name": "reconciler", "user": {"token": token}}]
-    for context in admin["contexts"]:
-        context["context"]["user"] = "reconciler"
-    path.write_text(yaml.safe_dump(admin))
-    return path
-
-
 def test_reconciler_runs_with_the_built_rbac_and_args(
     control_plane: LocalControlPlane,
     api_client: k8s_client.ApiClient,
@@ -56,14 +51,10 @@ def test_reconciler_runs_with_the_built_rbac_and_args(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     objects = manifest_objects()
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    for obj in objects:
-        if obj["kind"] != "Deployment":  # no kubelet here to run it; we run its command instead
-            utils.create_from_dict(api_client, obj)  # type: ignore[no-untyped-call]
-    request = k8s_client.AuthenticationV1TokenRequest(spec={"expirationSeconds": 3600})
-    status = core_v1.create_namespaced_service_account_token(ACCOUNT, NAMESPACE, request).status
-    assert status is not None
-    kubeconfig = service_account_kubeconfig(control_plane, str(status.token), tmp_path / "sa")
+    deployment = the_deployment(objects)
+    apply_all_but_the_deployment(api_client, objects)  # no kubelet here: we run its command
+    token = service_account_token(core_v1, NAMESPACE, ACCOUNT)
+    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     args = [a for a in container["args"] if not a.startswith("--http-port")]
     monkeypatch.setenv("POD_NAMESPACE", NAMESPACE)  # as the downward API sets it
@@ -98,17 +89,9 @@ def test_the_service_account_can_read_no_secrets_and_no_other_configmaps(
     core_v1: k8s_client.CoreV1Api,
     tmp_path: Path,
 ) -> None:
-    for obj in manifest_objects():
-        if obj["kind"] != "Deployment":
-            try:
-                utils.create_from_dict(api_client, obj)  # type: ignore[no-untyped-call]
-            except utils.FailToCreateError as err:  # the test above may have created them
-                if any(e.status != 409 for e in err.api_exceptions):
-                    raise
-    request = k8s_client.AuthenticationV1TokenRequest(spec={"expirationSeconds": 3600})
-    status = core_v1.create_namespaced_service_account_token(ACCOUNT, NAMESPACE, request).status
-    assert status is not None
-    kubeconfig = service_account_kubeconfig(control_plane, str(status.token), tmp_path / "sa")
+    apply_all_but_the_deployment(api_client, manifest_objects())
+    token = service_account_token(core_v1, NAMESPACE, ACCOUNT)
+    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
     from kubernetes import config as k8s_config
 
     as_reconciler = k8s_client.CoreV1Api(
@@ -117,7 +100,9 @@ def test_the_service_account_can_read_no_secrets_and_no_other_configmaps(
 
     assert _forbidden(lambda: as_reconciler.list_namespaced_secret(NAMESPACE))
     assert _forbidden(as_reconciler.list_secret_for_all_namespaces)
-    assert _forbidden(lambda: as_reconciler.list_namespaced_config_map(NAMESPACE))
+    # Listing its own namespace's ConfigMaps is granted only because the example rules persist
+    # labels (their records are found by label); nothing outside it, and no reads by name.
+    assert _forbidden(lambda: as_reconciler.list_namespaced_config_map("kube-system"))
     assert _forbidden(
         lambda: as_reconciler.read_namespaced_config_map("kube-root-ca.crt", NAMESPACE)
     )

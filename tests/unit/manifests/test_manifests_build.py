@@ -54,17 +54,34 @@ def test_every_namespaced_object_lives_in_the_reconcilers_namespace() -> None:
         ), obj["kind"]
 
 
-def test_rbac_grants_no_secrets_no_wildcards_and_no_delete() -> None:
-    rules = _policy_rules(build_manifests(example_document(), every_option()))
+def test_rbac_grants_no_secrets_no_wildcards_and_no_delete_but_of_label_records() -> None:
+    objects = build_manifests(example_document(), every_option())
+    rules = _policy_rules(objects)
+    record_rule = {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["list", "watch", "update", "delete"],
+    }
 
     assert rules
+    assert record_rule in one(objects, "Role")["rules"]  # the example persists labels
     for rule in rules:
         values = [*rule["apiGroups"], *rule["resources"], *rule["verbs"]]
         assert "*" not in values, rule
         assert "secrets" not in rule["resources"], rule
-        assert not {"delete", "deletecollection", "escalate", "bind", "impersonate"} & set(
-            rule["verbs"]
-        ), rule
+        forbidden = {"deletecollection", "escalate", "bind", "impersonate"}
+        if rule != record_rule:
+            forbidden.add("delete")
+        assert not forbidden & set(rule["verbs"]), rule
+
+
+def test_without_persistent_labels_nothing_may_be_deleted() -> None:
+    document = example_document()
+    without = RulesDocument(
+        document.text, document.rules.model_copy(update={"persistent_labels": None})
+    )
+    for rule in _policy_rules(build_manifests(without, every_option())):
+        assert "delete" not in rule["verbs"], rule
 
 
 def test_cluster_role_is_exactly_nodes_events_and_gate_pods() -> None:
@@ -93,6 +110,8 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
         (r["resources"][0], tuple(r["verbs"])): r.get("resourceNames") for r in role["rules"]
     }
     assert by_name == {
+        # the example rules persist labels: records are listed by label, GC'd by delete
+        ("configmaps", ("list", "watch", "update", "delete")): None,
         ("configmaps", ("get", "list", "watch")): ["my-rules"],
         ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name
         ("configmaps", ("get", "update", "patch")): [HISTORY_CONFIGMAP],
