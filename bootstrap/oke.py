@@ -1,13 +1,17 @@
-"""OKE: a node pool's user_data, which runs OKE's own init script with the registration flags.
+"""OKE: a node pool's user_data, which joins the node with the registration flags.
 
-A managed OKE node boots by fetching `oke_init_script` from the instance metadata service and
-running it; custom user_data replaces that default, so ours does the same and passes kubelet the
-pool's taints and labels through `oke-init.sh --kubelet-extra-args`.
+Custom user_data replaces OKE's default, so ours does what the default does for the pool's
+image family, passing kubelet the pool's taints and labels:
+
+* Oracle Linux images (the default): fetch `oke_init_script` from the instance metadata service
+  (retrying, over IPv4 then IPv6) and run it as `oke-init.sh --kubelet-extra-args '…'`;
+* OKE Ubuntu images: `oke bootstrap --kubelet-extra-args '…'` (the `oke` command ships in
+  them; they have no `oke_init_script` path).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags, parse_kubelet_flags
@@ -16,7 +20,8 @@ from nodegate.bootstrap.templating import render_template
 from nodegate.bootstrap.user_data import (
     NODEGATE_SCRIPT_FILENAME,
     OCI_METADATA_LIMIT,
-    check_size,
+    OKE_USER_DATA_BUDGET,
+    metadata_payload,
     mime_part,
     multipart,
     user_part,
@@ -24,9 +29,12 @@ from nodegate.bootstrap.user_data import (
 from nodegate.core.model import NodePool, NodeRules
 
 __all__ = [
+    "IMAGE_FAMILIES",
     "OCI_METADATA_LIMIT",
     "OKE_INIT_PATH",
     "OKE_INIT_URL",
+    "OKE_USER_DATA_BUDGET",
+    "ImageFamily",
     "kubelet_extra_args",
     "parse_kubelet_flags",
     "render_oke_bootstrap_script",
@@ -35,7 +43,17 @@ __all__ = [
 
 OKE_INIT_URL: Final = "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script"
 """Where OKE publishes its node init script (base64), per OKE's custom cloud-init docs."""
+OKE_INIT_URL_IPV6: Final = "http://[fd00:c1::a9fe:a9fe]/opc/v2/instance/metadata/oke_init_script"
+"""The same, at the metadata service's IPv6 address (the only one an IPv6-only subnet reaches);
+Oracle's own worker cloud-init tries both (oracle-terraform-modules/terraform-oci-oke)."""
 OKE_INIT_PATH: Final = "/var/run/oke-init.sh"
+FETCH_ATTEMPTS: Final = 10
+FETCH_RETRY_DELAY_SECONDS: Final = 3
+"""Up to 10 rounds over both addresses, 3 s apart: the metadata service can lag a fresh boot."""
+
+ImageFamily = Literal["oracle-linux", "ubuntu"]
+IMAGE_FAMILIES: Final = ("oracle-linux", "ubuntu")
+"""OKE worker image families, which join the cluster differently (see the module doc)."""
 
 
 def _require_oke(pool: NodePool) -> None:
@@ -65,13 +83,23 @@ def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
     return args
 
 
-def render_oke_bootstrap_script(rules: NodeRules, pool: NodePool) -> str:
-    """nodegate's boot script alone: fetch oke-init.sh, run it with the flags."""
+def render_oke_bootstrap_script(
+    rules: NodeRules, pool: NodePool, image_family: ImageFamily = "oracle-linux"
+) -> str:
+    """nodegate's boot script alone: join the node the image family's way, with the flags."""
+    if image_family not in IMAGE_FAMILIES:
+        raise BootstrapError(
+            f"pool '{pool.name}': image family '{image_family}' is not one of "
+            f"{', '.join(IMAGE_FAMILIES)}"
+        )
     return render_template(
         "oke_bootstrap.sh.j2",
         pool=pool.name,
-        oke_init_url=OKE_INIT_URL,
+        image_family=image_family,
+        oke_init_urls=(OKE_INIT_URL, OKE_INIT_URL_IPV6),
         oke_init_path=OKE_INIT_PATH,
+        attempts=FETCH_ATTEMPTS,
+        retry_delay_seconds=FETCH_RETRY_DELAY_SECONDS,
         kubelet_extra_args=kubelet_extra_args(rules, pool),
     )
 
@@ -81,20 +109,22 @@ def render_oke_cloud_init(
     pool: NodePool,
     user_cloud_init: str | None = None,
     *,
-    limit: int = OCI_METADATA_LIMIT,
+    image_family: ImageFamily = "oracle-linux",
+    limit: int = OKE_USER_DATA_BUDGET,
 ) -> str:
     """The pool's complete user_data.
 
     Without `user_cloud_init` (or with a blank one) it is the boot script itself. With one (a
     `#cloud-config` document or a `#!` script) it is a multipart MIME archive: the user's part,
-    then nodegate's script, which cloud-init runs last. `limit` is the metadata budget in bytes
-    for the base64-encoded user_data; lower it to leave room for other metadata keys.
+    then nodegate's script, which cloud-init runs last. `limit` is the budget in bytes for the
+    user_data as stored in the instance metadata (base64, gzipped if that is what makes it fit;
+    see `metadata_payload`).
     """
-    script = render_oke_bootstrap_script(rules, pool)
+    script = render_oke_bootstrap_script(rules, pool, image_family)
     if user_cloud_init is None or not user_cloud_init.strip():
         user_data = script
     else:
         ours = mime_part("text/x-shellscript", NODEGATE_SCRIPT_FILENAME, script)
         user_data = multipart(pool.name, (user_part(pool.name, user_cloud_init), ours))
-    check_size(pool.name, user_data, limit)
+    metadata_payload(pool.name, user_data, limit)  # raises if it cannot fit
     return user_data

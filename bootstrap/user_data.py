@@ -14,6 +14,7 @@ last, so everything the user asked for has run before the node registers.
 from __future__ import annotations
 
 import base64
+import gzip
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -26,6 +27,12 @@ from nodegate.bootstrap.templating import render_template
 OCI_METADATA_LIMIT: Final = 32_000
 """Bytes: OCI caps an instance's `metadata` + `extendedMetadata` at 32,000 bytes in total, and
 `user_data` sits there base64-encoded (LaunchInstanceDetails.metadata in the OCI API)."""
+OKE_RESERVED_METADATA: Final = 8_000
+"""Bytes left for the keys OKE itself puts in each node's metadata next to user_data (its
+`oke_init_script`, the API server address and CA certificate, ids, `ssh_authorized_keys`).
+OKE does not document their size; this is a chosen reserve, not a measurement."""
+OKE_USER_DATA_BUDGET: Final = OCI_METADATA_LIMIT - OKE_RESERVED_METADATA
+"""What nodegate lets a pool's user_data take in the metadata, base64-encoded."""
 
 MIME_BOUNDARY: Final = "==nodegate-user-data=="
 USER_CLOUD_CONFIG_FILENAME: Final = "10-user-cloud-config.yaml"
@@ -69,11 +76,11 @@ def _is_7bit(text: str) -> bool:
 
 def user_part(pool: str, text: str) -> MimePart:
     """The user's own cloud-init as a MIME part: a `#cloud-config` document or a `#!` script."""
-    if "oke_init_script" in text or "oke-init.sh" in text:
+    if "oke_init_script" in text or "oke-init.sh" in text or "oke bootstrap" in text:
         raise BootstrapError(
             f"pool '{pool}': the user cloud-init runs OKE's init script itself; remove those "
-            "lines: nodegate runs oke-init.sh once, with the registration flags, and a second "
-            "run would configure kubelet twice"
+            "lines: nodegate runs oke-init.sh (or `oke bootstrap` on Ubuntu images) once, with "
+            "the registration flags, and a second run would configure kubelet twice"
         )
     if text.startswith("#cloud-config"):
         _check_cloud_config(pool, text)
@@ -114,9 +121,41 @@ def multipart(pool: str, parts: tuple[MimePart, ...]) -> str:
     return render_template("user_data.mime.j2", boundary=MIME_BOUNDARY, parts=parts)
 
 
-def check_size(pool: str, user_data: str, limit: int = OCI_METADATA_LIMIT) -> None:
-    """Refuse user_data whose base64 form would not fit in the instance metadata."""
+@dataclass(frozen=True)
+class MetadataPayload:
+    """user_data as the instance metadata stores it."""
+
+    value: str
+    """base64 of the user_data, or of its gzip when only that fits."""
+    gzipped: bool
+
+
+def metadata_payload(
+    pool: str, user_data: str, limit: int = OKE_USER_DATA_BUDGET
+) -> MetadataPayload:
+    """user_data base64-encoded for the instance metadata, within `limit` bytes.
+
+    Plain when it fits, so what a node boots with stays readable in the console and in diffs;
+    otherwise gzipped (cloud-init recognises gzip by its magic bytes and decompresses it, and
+    Oracle's own OKE worker cloud-init is shipped gzipped). The gzip is deterministic
+    (mtime 0, no file name), so the same user_data always gives the same bytes.
+    Raises UserDataTooLargeError when neither form fits.
+    """
     raw = user_data.encode("utf-8")
-    size = len(base64.b64encode(raw))
-    if size > limit:
-        raise UserDataTooLargeError(pool, size=size, limit=limit, raw_size=len(raw))
+    plain = base64.b64encode(raw).decode("ascii")
+    if len(plain) <= limit:
+        return MetadataPayload(plain, gzipped=False)
+    packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+    if len(packed) <= limit:
+        return MetadataPayload(packed, gzipped=True)
+    raise UserDataTooLargeError(
+        pool, size=len(plain), limit=limit, raw_size=len(raw), gzipped_size=len(packed)
+    )
+
+
+def decode_payload(value: str) -> str:
+    """What cloud-init reads from a metadata payload (for tests and `nodegate render`)."""
+    raw = base64.b64decode(value)
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")

@@ -15,7 +15,7 @@ import typer
 
 from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.oke import kubelet_extra_args, render_oke_cloud_init
+from nodegate.bootstrap.oke import ImageFamily, kubelet_extra_args, render_oke_cloud_init
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodePool, NodeRules
@@ -27,6 +27,13 @@ class RenderFormat(StrEnum):
     CLOUD_INIT = "cloud-init"
     KUBELET_ARGS = "kubelet-args"
     AKS_JSON = "aks-json"
+
+
+class OkeImageFamily(StrEnum):
+    """OKE worker image family (they join the cluster differently)."""
+
+    ORACLE_LINUX = "oracle-linux"
+    UBUNTU = "ubuntu"
 
 
 _PROVIDER_FORMATS = {
@@ -62,6 +69,14 @@ def render(
             readable=True,
         ),
     ] = None,
+    image_family: Annotated[
+        OkeImageFamily,
+        typer.Option(
+            "--image-family",
+            help="OKE image family of the pool's nodes: oracle-linux runs OKE's oke-init.sh, "
+            "ubuntu runs `oke bootstrap`.",
+        ),
+    ] = OkeImageFamily.ORACLE_LINUX,
     aks_initialization_taints: Annotated[
         bool,
         typer.Option(
@@ -82,7 +97,8 @@ def render(
     fmt = format or _PROVIDER_FORMATS[chosen.provider][0]
     _check_fits(chosen, fmt, user_data)
     try:
-        typer.echo(_rendered(loaded, chosen, fmt, user_data, aks_initialization_taints), nl=False)
+        text = _rendered(loaded, chosen, fmt, user_data, aks_initialization_taints, image_family)
+        typer.echo(text, nl=False)
     except BootstrapError as err:
         typer.echo(f"{rules}: {err}", err=True)
         raise typer.Exit(1) from err
@@ -120,6 +136,7 @@ def _rendered(
     fmt: RenderFormat,
     user_data: Path | None,
     aks_initialization_taints: bool,
+    image_family: OkeImageFamily = OkeImageFamily.ORACLE_LINUX,
 ) -> str:
     if fmt == RenderFormat.KUBELET_ARGS:
         return kubelet_extra_args(rules, pool) + "\n"
@@ -128,7 +145,8 @@ def _rendered(
             rules, pool, initialization_taints_supported=aks_initialization_taints
         )
         return spec.to_json() + "\n"
-    return render_oke_cloud_init(rules, pool, _read_user_data(user_data))
+    family: ImageFamily = "ubuntu" if image_family == OkeImageFamily.UBUNTU else "oracle-linux"
+    return render_oke_cloud_init(rules, pool, _read_user_data(user_data), image_family=family)
 
 
 def _read_user_data(path: Path | None) -> str | None:

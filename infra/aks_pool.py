@@ -64,6 +64,8 @@ class AksNodePoolArgs:
     """'User' or 'System'."""
     os_sku: pulumi.Input[str] | None = None
     """Node OS, e.g. 'AzureLinux'; None: AKS's default."""
+    os_type: pulumi.Input[str] | None = None
+    """'Linux' or 'Windows'; a Windows os_sku needs 'Windows' (AKS defaults to Linux)."""
     orchestrator_version: pulumi.Input[str] | None = None
     """Kubernetes version, e.g. '1.31'; None: the control plane's."""
 
@@ -77,7 +79,13 @@ def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
     if pool.provider != "aks":
         raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not aks")
     agent_pool_name = args.agent_pool_name or pool.name
-    windows = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
+    windows_sku = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
+    if windows_sku and args.os_type != "Windows":
+        raise ValueError(
+            f"pool '{pool.name}': os_sku {args.os_sku} needs os_type 'Windows' (AKS would "
+            "create a Linux pool otherwise)"
+        )
+    windows = windows_sku or args.os_type == "Windows"
     problem = agent_pool_name_problem(agent_pool_name, windows=windows)
     if problem:
         raise ValueError(f"pool '{pool.name}': {problem}")
@@ -154,6 +162,7 @@ class AksNodePool(pulumi.ComponentResource):
             max_count=None if scaling is None else scaling.max_count,
             mode=args.mode,
             os_sku=args.os_sku,
+            os_type=args.os_type,
             orchestrator_version=args.orchestrator_version,
             node_taints=list(spec.node_taints),
             node_labels=sorted_labels(spec.node_labels),

@@ -7,11 +7,12 @@ same provider inputs (a rules edit that does not touch a pool must not diff it).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
+
+from nodegate.bootstrap.user_data import metadata_payload
 
 AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 """AKS agent pool names: lowercase letter first, lowercase letters and digits, at most 12."""
@@ -20,9 +21,10 @@ AKS_WINDOWS_POOL_NAME_MAX = 6
 """Windows agent pool names are limited to 6 characters by AKS."""
 
 
-def encode_user_data(cloud_init: str) -> str:
-    """OCI expects `user_data` in instance metadata base64-encoded."""
-    return base64.b64encode(cloud_init.encode("utf-8")).decode("ascii")
+def encode_user_data(pool: str, cloud_init: str) -> str:
+    """OCI expects `user_data` in instance metadata base64-encoded (gzipped when only that fits
+    the budget; rendering has already refused user_data that fits neither way)."""
+    return metadata_payload(pool, cloud_init).value
 
 
 def sha256_hex(text: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_oci as oci
 
-from nodegate.bootstrap.oke import render_oke_cloud_init
+from nodegate.bootstrap.oke import ImageFamily, render_oke_cloud_init
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
@@ -42,6 +42,25 @@ class OkeNodeCyclingArgs:
     """Extra nodes during cycling: a count or a percentage such as '25%'."""
     maximum_unavailable: pulumi.Input[str] = "0"
     """Nodes that may be unavailable during cycling: a count or a percentage."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OkePodNetworkArgs:
+    """Pod networking of the pool (OKE `nodePoolPodNetworkOptionDetails`)."""
+
+    cni_type: pulumi.Input[str]
+    """'OCI_VCN_IP_NATIVE' (pods get VCN IPs from pod subnets) or 'FLANNEL_OVERLAY'."""
+    pod_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
+    pod_nsg_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
+    max_pods_per_node: pulumi.Input[int] | None = None
+
+
+IGNORABLE: dict[str, str] = {
+    "size": "nodeConfigDetails.size",
+    "kubernetesVersion": "kubernetesVersion",
+    "image": "nodeSourceDetails.imageId",
+}
+"""Names accepted in `ignore_changes`, and the NodePool property each one stands for."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +97,20 @@ class OkeNodePoolArgs:
     """OKE display name; None: the rules pool name."""
     node_cycling: OkeNodeCyclingArgs | None = None
     """Opt-in node cycling; None: only new nodes get a changed user_data."""
+    image_family: ImageFamily = "oracle-linux"
+    """Family of `image_id`: how the boot script joins the node (see nodegate.bootstrap.oke)."""
+    nsg_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
+    """Network security groups of the nodes' primary VNICs."""
+    ssh_public_key: pulumi.Input[str] | None = None
+    """OpenSSH public key for the nodes."""
+    kms_key_id: pulumi.Input[str] | None = None
+    """OCI Vault key encrypting the boot volumes."""
+    pod_network: OkePodNetworkArgs | None = None
+    """Pod networking; None: the cluster's default."""
+    preemptible: bool = False
+    """Preemptible capacity in every placement (nodes are terminated when reclaimed)."""
+    ignore_changes: Sequence[str] = ()
+    """Keys of IGNORABLE that `pulumi up` leaves as they are found (changed outside Pulumi)."""
 
 
 def _checked_pool(args: OkeNodePoolArgs) -> NodePool:
@@ -92,10 +125,18 @@ def _checked_pool(args: OkeNodePoolArgs) -> NodePool:
         raise ValueError(f"pool '{pool.name}': give at least one placement (AD + subnet)")
     if isinstance(args.size, int) and not 0 <= args.size <= 1000:
         raise ValueError(f"pool '{pool.name}': size {args.size} is outside 0..1000")
+    unknown = [name for name in args.ignore_changes if name not in IGNORABLE]
+    if unknown:
+        raise ValueError(
+            f"pool '{pool.name}': cannot ignore changes of {', '.join(unknown)}; "
+            f"use {', '.join(IGNORABLE)}"
+        )
     if args.user_cloud_init is None or isinstance(args.user_cloud_init, str):
         # Known now: render once so a bad rendering (e.g. over OCI's size limit) raises before
         # anything is declared, rather than inside an apply during the deployment.
-        render_oke_cloud_init(args.rules, pool, args.user_cloud_init)
+        render_oke_cloud_init(
+            args.rules, pool, args.user_cloud_init, image_family=args.image_family
+        )
     return pool
 
 
@@ -122,8 +163,9 @@ class OkeNodePool(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         rules = args.rules
 
+        family = args.image_family
         cloud_init = pulumi.Output.from_input(args.user_cloud_init).apply(
-            lambda user: render_oke_cloud_init(rules, pool, user)
+            lambda user: render_oke_cloud_init(rules, pool, user, image_family=family)
         )
         labels = registration_labels(pool)
         taints = [t.flag() for t in registration_taints(rules, pool)]
@@ -132,6 +174,26 @@ class OkeNodePool(pulumi.ComponentResource):
             if args.ocpus is None and args.memory_in_gbs is None
             else oci.containerengine.NodePoolNodeShapeConfigArgs(
                 ocpus=args.ocpus, memory_in_gbs=args.memory_in_gbs
+            )
+        )
+        preemptible = (
+            oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
+                preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(
+                    type="TERMINATE", is_preserve_boot_volume=False
+                )
+            )
+            if args.preemptible
+            else None
+        )
+        network = args.pod_network
+        pod_network = (
+            None
+            if network is None
+            else oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
+                cni_type=network.cni_type,
+                pod_subnet_ids=network.pod_subnet_ids,
+                pod_nsg_ids=network.pod_nsg_ids,
+                max_pods_per_node=network.max_pods_per_node,
             )
         )
         cycling = (
@@ -169,11 +231,18 @@ class OkeNodePool(pulumi.ComponentResource):
                             availability_domain=p.availability_domain,
                             subnet_id=p.subnet_id,
                             fault_domains=p.fault_domains,
+                            preemptible_node_config=preemptible,
                         )
                         for p in args.placements
                     ],
+                    nsg_ids=args.nsg_ids,
+                    kms_key_id=args.kms_key_id,
+                    node_pool_pod_network_option_details=pod_network,
                 ),
-                node_metadata={"user_data": cloud_init.apply(encode_user_data)},
+                ssh_public_key=args.ssh_public_key,
+                node_metadata={
+                    "user_data": cloud_init.apply(lambda text: encode_user_data(pool.name, text))
+                },
                 initial_node_labels=[
                     oci.containerengine.NodePoolInitialNodeLabelArgs(
                         key=label["key"], value=label["value"]
@@ -182,7 +251,10 @@ class OkeNodePool(pulumi.ComponentResource):
                 ],
                 node_pool_cycling_details=cycling,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=[IGNORABLE[n] for n in args.ignore_changes] or None,
+            ),
         )
 
         self.node_pool_id = self.node_pool.id

@@ -18,7 +18,12 @@ from pydantic import BaseModel, ValidationError
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
 from nodegate.infra.cloud_inputs import agent_pool_name_problem
-from nodegate.infra.oke_pool import OkeNodeCyclingArgs, OkeNodePoolArgs, OkePlacementArgs
+from nodegate.infra.oke_pool import (
+    OkeNodeCyclingArgs,
+    OkeNodePoolArgs,
+    OkePlacementArgs,
+    OkePodNetworkArgs,
+)
 from nodegate.infra.reconciler import ReconcilerArgs
 from nodegate.infra.stack_config import (
     NAMESPACE,
@@ -164,6 +169,22 @@ def _plan_oke(
         boot_volume_size_in_gbs=s.boot_volume_size_in_gbs,
         user_cloud_init=user_cloud_init,
         node_pool_name=s.name,
+        image_family=s.image_family or "oracle-linux",
+        nsg_ids=list(s.nsg_ids) if s.nsg_ids else None,
+        ssh_public_key=s.ssh_public_key,
+        kms_key_id=s.kms_key_id,
+        pod_network=(
+            None
+            if s.pod_network is None
+            else OkePodNetworkArgs(
+                cni_type=s.pod_network.cni_type,
+                pod_subnet_ids=list(s.pod_network.pod_subnet_ids) or None,
+                pod_nsg_ids=list(s.pod_network.pod_nsg_ids) or None,
+                max_pods_per_node=s.pod_network.max_pods_per_node,
+            )
+        ),
+        preemptible=bool(s.preemptible),
+        ignore_changes=tuple(s.ignore_changes or ()),
         node_cycling=(
             OkeNodeCyclingArgs(
                 maximum_surge=cycling.maximum_surge,
@@ -189,7 +210,21 @@ def _plan_aks(
         return config_problems(err, f"{key}.", AksPoolSettings, defaults="aks")
     problems: list[ConfigProblem] = []
     name = settings.agent_pool_name or pool.name
-    windows = (settings.os_sku or "").startswith("Windows")
+    windows_sku = (settings.os_sku or "").startswith("Windows")
+    os_type = settings.os_type or ("Windows" if windows_sku else None)
+    if (
+        settings.os_sku is not None
+        and os_type is not None
+        and windows_sku != (os_type == "Windows")
+    ):
+        problems.append(
+            ConfigProblem(
+                f"{key}.osType",
+                f"osType {os_type} does not fit osSku {settings.os_sku}; leave osType out "
+                "(it follows the osSku) or make them agree",
+            )
+        )
+    windows = os_type == "Windows"
     problem = agent_pool_name_problem(name, windows=windows)
     if problem:
         hint = "" if settings.agent_pool_name else "; set agentPoolName to a valid name"
@@ -210,6 +245,10 @@ def _plan_aks(
         problems.append(
             ConfigProblem(f"{key}.mode", "a System pool needs at least 1 node (count and minCount)")
         )
+    if mode == "System" and windows:
+        problems.append(
+            ConfigProblem(f"{key}.mode", "AKS runs System pools on Linux only; use mode User")
+        )
     if problems:
         return problems
     return AksNodePoolArgs(
@@ -227,6 +266,7 @@ def _plan_aks(
         ),
         mode=mode,
         os_sku=settings.os_sku,
+        os_type=os_type,
         orchestrator_version=settings.orchestrator_version,
     )
 

@@ -95,6 +95,8 @@ CompartmentOcid = Annotated[str, _prefix("compartment", "tenancy")]
 ClusterOcid = Annotated[str, _prefix("cluster")]
 SubnetOcid = Annotated[str, _prefix("subnet")]
 ImageOcid = Annotated[str, _prefix("image")]
+NsgOcid = Annotated[str, _prefix("networksecuritygroup")]
+KeyOcid = Annotated[str, _prefix("key")]
 CountOrPercent = Annotated[str, BeforeValidator(_count_text), Field(pattern=r"^\d+%?$")]
 NonEmpty = Annotated[str, Field(min_length=1)]
 PoolSize = Annotated[int, Field(ge=0, le=1000)]
@@ -132,6 +134,43 @@ class OkeNodeCycling(_Model):
     """Nodes that may be unavailable while cycling: a count or a percentage."""
 
 
+OkeImageFamily = Literal["oracle-linux", "ubuntu"]
+OkeIgnorable = Literal["size", "kubernetesVersion", "image"]
+
+
+def _ssh_key(value: object) -> object:
+    if isinstance(value, str) and not value.startswith(("ssh-", "ecdsa-", "sk-")):
+        raise ValueError(
+            "not an OpenSSH public key: give the key itself (e.g. the contents of "
+            "~/.ssh/id_ed25519.pub, starting 'ssh-ed25519 '), not a path"
+        )
+    return value
+
+
+class OkePodNetwork(_Model):
+    """How pods get IP addresses: OCI VCN-native pod networking, or flannel overlay."""
+
+    cni_type: Literal["OCI_VCN_IP_NATIVE", "FLANNEL_OVERLAY"]
+    """The cluster's CNI (it must match how the cluster was created)."""
+    pod_subnet_ids: tuple[SubnetOcid, ...] = ()
+    """Subnets pods take their IPs from (VCN-native only; at least one)."""
+    pod_nsg_ids: tuple[NsgOcid, ...] = ()
+    """Network security groups of the pods' VNICs (VCN-native only)."""
+    max_pods_per_node: int | None = Field(default=None, ge=1, le=110)
+    """Cap on pods per node (VCN-native only; also limited by the shape's VNICs)."""
+
+    @model_validator(mode="after")
+    def _fits_cni(self) -> OkePodNetwork:
+        native = self.cni_type == "OCI_VCN_IP_NATIVE"
+        if native and not self.pod_subnet_ids:
+            raise ValueError("OCI_VCN_IP_NATIVE needs podSubnetIds (at least one pod subnet)")
+        if not native and (self.pod_subnet_ids or self.pod_nsg_ids or self.max_pods_per_node):
+            raise ValueError(
+                "podSubnetIds, podNsgIds and maxPodsPerNode apply to OCI_VCN_IP_NATIVE only"
+            )
+        return self
+
+
 class OkePoolFields(_Model):
     """Per-pool OKE settings; in `defaults` and in `pools.<name>` every field is optional."""
 
@@ -155,6 +194,22 @@ class OkePoolFields(_Model):
     """Path (relative to the project directory) of cloud-init to run before nodegate's."""
     node_cycling: OkeNodeCycling | None = None
     """Replace existing nodes when the pool's properties change; default: new nodes only."""
+    image_family: OkeImageFamily | None = None
+    """Family of `imageId`: 'oracle-linux' (default) or 'ubuntu' (OKE Ubuntu images join the
+    cluster with `oke bootstrap`, not oke-init.sh)."""
+    nsg_ids: tuple[NsgOcid, ...] | None = None
+    """Network security groups of the nodes' primary VNICs."""
+    ssh_public_key: Annotated[str, BeforeValidator(_ssh_key)] | None = None
+    """OpenSSH public key installed on the nodes (the key text, not a path)."""
+    kms_key_id: KeyOcid | None = None
+    """OCI Vault key that encrypts the nodes' boot volumes."""
+    pod_network: OkePodNetwork | None = None
+    """Pod networking (VCN-native pod subnets and NSGs, or flannel); default: the cluster's."""
+    preemptible: bool | None = None
+    """Run the pool on preemptible capacity (terminated when OCI reclaims it)."""
+    ignore_changes: tuple[OkeIgnorable, ...] | None = None
+    """Properties changed outside Pulumi that `pulumi up` must not revert: 'size' (an
+    autoscaler owns it), 'kubernetesVersion' and 'image' (upgraded from the OKE console/CLI)."""
 
 
 class OkePoolSettings(OkePoolFields):
@@ -185,8 +240,20 @@ class OkeConfig(_Model):
 
 AksMode = Literal["User", "System"]
 AksOsSku = Literal[
-    "Ubuntu", "Ubuntu2204", "AzureLinux", "AzureLinux3", "CBLMariner", "Windows2019", "Windows2022"
+    "Ubuntu", "Ubuntu2204", "AzureLinux", "AzureLinux3", "Windows2019", "Windows2022"
 ]
+"""The SDK's `OSSKU` values minus the retired CBLMariner (Azure Linux 2.0; use AzureLinux)."""
+AksOsType = Literal["Linux", "Windows"]
+RETIRED_OS_SKUS = {"CBLMariner": "AzureLinux"}
+
+
+def _not_retired(value: object) -> object:
+    if isinstance(value, str) and value in RETIRED_OS_SKUS:
+        raise ValueError(
+            f"'{value}' is retired (Azure Linux 2.0 node images are no longer published); use "
+            f"'{RETIRED_OS_SKUS[value]}'"
+        )
+    return value
 
 
 class AksAutoscaling(_Model):
@@ -215,8 +282,10 @@ class AksPoolFields(_Model):
     """Enable the cluster autoscaler between these bounds."""
     mode: AksMode | None = None
     """'User' (default) or 'System'."""
-    os_sku: AksOsSku | None = None
+    os_sku: Annotated[AksOsSku, BeforeValidator(_not_retired)] | None = None
     """Node OS, e.g. 'AzureLinux' or 'Ubuntu'; default: AKS's (Ubuntu)."""
+    os_type: AksOsType | None = None
+    """'Linux' or 'Windows'; default: Windows for a Windows osSku, else Linux."""
     orchestrator_version: NonEmpty | None = None
     """Kubernetes version of the pool, e.g. '1.31'; default: the control plane's."""
 

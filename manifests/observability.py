@@ -102,6 +102,16 @@ def alert_rules(namespace: str) -> list[dict[str, Any]]:
             "The reconciler's logs and Warning Events name the object and the refusal.",
         ),
         _alert(
+            "NodegateLabelRestoresFailing",
+            f"sum(increase(nodegate_label_restore_failures_total{{{ns}}}[15m])) > 0 and "
+            f"sum(increase(nodegate_label_restores_total{{{ns}}}[15m])) == 0",
+            "15m",
+            "warning",
+            "Persisted labels are not being put back on re-created nodes.",
+            "The failures' 'reason' label and the reconciler's logs say why (API errors, "
+            "quarantined records); nodes wait without their persisted labels until it succeeds.",
+        ),
+        _alert(
             "NodegateWritesThrottled",
             f"sum(rate(nodegate_write_throttle_seconds_total{{{ns}}}[10m])) > 0.5",
             "15m",

@@ -10,7 +10,6 @@ inside `pulumi.runtime.test`, which waits for every output and re-raises the pro
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
@@ -58,6 +57,8 @@ class ProgramRun:
     outputs: dict[str, Any] = field(default_factory=dict)
     logs: list[logging.LogRecord] = field(default_factory=list)
     error: BaseException | None = None
+    ignore_changes: dict[str, list[str]] = field(default_factory=dict)
+    """The `ignore_changes` option of each resource, by name (what the engine received)."""
 
     def of_type(self, typ: str) -> list[Declared]:
         return [r for r in self.resources if r.typ == typ]
@@ -86,6 +87,19 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         return {}, None
+
+
+class RecordingMonitor(MockMonitor):
+    """The mock monitor, also recording resource options the mocks do not see."""
+
+    def __init__(self, run: ProgramRun) -> None:
+        super().__init__(RecordingMocks(run))
+        self.run = run
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802  (the gRPC method's name)
+        if request.ignoreChanges:
+            self.run.ignore_changes[request.name] = list(request.ignoreChanges)
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 
 class _Collect(logging.Handler):
@@ -125,7 +139,7 @@ def run_program(
     logger.propagate = False
     logger.setLevel(logging.DEBUG)
     logger.addHandler(_Collect(run.logs))
-    monitor = MockMonitor(RecordingMocks(run))
+    monitor = RecordingMonitor(run)
     pulumi.runtime.set_mocks(
         monitor.mocks,
         project="nodegate",
@@ -155,8 +169,11 @@ def run_program(
 
 
 def decode_user_data(declared: Declared) -> str:
-    """The cloud-init an OKE node boots with: the node pool's base64 `user_data`, decoded."""
-    return base64.b64decode(declared.inputs["nodeMetadata"]["user_data"]).decode("utf-8")
+    """The cloud-init an OKE node boots with: the node pool's `user_data` as cloud-init reads
+    it (base64, gunzipped when nodegate had to gzip it to fit)."""
+    from nodegate.bootstrap.user_data import decode_payload
+
+    return decode_payload(declared.inputs["nodeMetadata"]["user_data"])
 
 
 def kubelet_registration(cloud_init: str) -> tuple[set[str], dict[str, str]]:

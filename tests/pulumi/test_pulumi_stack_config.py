@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,14 +192,15 @@ def test_user_data_over_the_oci_limit_stops_the_program(
     oke_example: dict[str, Any], project: Path
 ) -> None:
     oke_example["nodegate:rules"] = "rules.yaml"
-    (project / "big.sh").write_text("#!/bin/bash\n" + "# padding\n" * 4000, encoding="utf-8")
+    noise = base64.b64encode(random.Random(3).randbytes(24_000)).decode()  # gzip cannot help
+    (project / "big.sh").write_text(f"#!/bin/bash\n# {noise}\n", encoding="utf-8")
     oke_example["nodegate:oke"]["pools"]["gpu"]["userCloudInit"] = "big.sh"
 
     run = run_program(oke_example, stack="oke-example", project_dir=project)
 
     assert isinstance(run.error, BootstrapRenderError)
     assert str(run.error).startswith("pool 'gpu': user_data is ")
-    assert "over OCI's limit" in str(run.error)
+    assert "over the 24,000 bytes nodegate allows it" in str(run.error)
 
 
 def _no_rules(c: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import email
 import email.message
+import random
 from email.message import Message
 from importlib.resources import files
 
@@ -14,6 +15,7 @@ import yaml
 from nodegate.bootstrap.errors import BootstrapError, UserDataTooLargeError
 from nodegate.bootstrap.oke import (
     OCI_METADATA_LIMIT,
+    OKE_USER_DATA_BUDGET,
     kubelet_extra_args,
     render_oke_bootstrap_script,
     render_oke_cloud_init,
@@ -22,6 +24,9 @@ from nodegate.bootstrap.user_data import (
     NODEGATE_SCRIPT_FILENAME,
     USER_CLOUD_CONFIG_FILENAME,
     USER_SCRIPT_FILENAME,
+    MetadataPayload,
+    decode_payload,
+    metadata_payload,
 )
 from nodegate.core.loader import parse_rules
 from tests.unit.bootstrap.support import (
@@ -98,15 +103,41 @@ def test_a_blank_user_part_is_the_same_as_none() -> None:
     assert render_oke_cloud_init(rules, pool, " \n") == render_oke_cloud_init(rules, pool)
 
 
-def test_the_boot_script_fetches_and_runs_oke_init_with_the_flags() -> None:
+def test_the_boot_script_fetches_oke_init_over_ipv4_then_ipv6_and_runs_it_with_the_flags() -> None:
     rules, pool = rules_and_pool("example", "ci")
     script = render_oke_bootstrap_script(rules, pool)
     assert (
-        'curl --fail -H "Authorization: Bearer Oracle" -L0 '
-        "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script "
-        "| base64 --decode >/var/run/oke-init.sh"
+        "for url in 'http://169.254.169.254/opc/v2/instance/metadata/oke_init_script' "
+        "'http://[fd00:c1::a9fe:a9fe]/opc/v2/instance/metadata/oke_init_script'; do"
+    ) in script
+    assert (
+        '-H "Authorization: Bearer Oracle" -L0 "$url" | base64 --decode >/var/run/oke-init.sh'
     ) in script
     assert "bash /var/run/oke-init.sh --kubelet-extra-args '--register-with-taints=" in script
+
+
+def test_ubuntu_images_join_with_oke_bootstrap_and_the_same_flags() -> None:
+    rules, pool = rules_and_pool("example", "ci")
+    script = render_oke_bootstrap_script(rules, pool, "ubuntu")
+    flags = kubelet_extra_args(rules, pool)
+    assert f"\noke bootstrap --kubelet-extra-args '{flags}'\n" in script
+    assert "oke-init.sh" not in script
+    assert "169.254.169.254" not in script
+
+
+@pytest.mark.parametrize(("rule_set", "pool"), OKE_POOLS)
+def test_ubuntu_cloud_init_matches_golden(rule_set: str, pool: str) -> None:
+    rules, node_pool = rules_and_pool(rule_set, pool)
+    check_golden(
+        f"{rule_set}/{pool}.ubuntu.cloud-init.sh",
+        render_oke_cloud_init(rules, node_pool, image_family="ubuntu"),
+    )
+
+
+def test_an_unknown_image_family_is_refused() -> None:
+    rules, pool = rules_and_pool("example", "ci")
+    with pytest.raises(BootstrapError, match="image family 'debian' is not one of"):
+        render_oke_bootstrap_script(rules, pool, "debian")  # type: ignore[arg-type]
 
 
 def test_user_cloud_config_and_ours_form_a_valid_multipart_archive(
@@ -170,25 +201,85 @@ def test_non_ascii_user_content_travels_base64_and_arrives_intact() -> None:
 # Refusals -----------------------------------------------------------------------------------
 
 
-def test_user_data_over_the_oci_limit_is_refused_naming_pool_size_and_limit() -> None:
+def _incompressible_script(size: int) -> str:
+    """A script of `size` random base64 characters: gzip cannot make it fit."""
+    noise = base64.b64encode(random.Random(12).randbytes(size * 3 // 4)).decode()
+    lines = [noise[i : i + 76] for i in range(0, len(noise), 76)]
+    return "#!/bin/bash\n" + "".join(f"# {line}\n" for line in lines)
+
+
+def _ordinary_cloud_config() -> str:
+    """A large but ordinary cloud-config: many small config files, as a real pool might write."""
+    files = "".join(
+        f"  - path: /etc/example/conf.d/{i:03d}-service.conf\n"
+        f"    permissions: '0644'\n"
+        f"    content: |\n"
+        f"      [service-{i}]\n"
+        f"      endpoint = https://service-{i}.internal.example.com:8443/api/v1\n"
+        f"      timeout_seconds = 30\n"
+        f"      retries = 5\n"
+        for i in range(150)
+    )
+    return f"#cloud-config\nwrite_files:\n{files}"
+
+
+def test_user_data_that_fits_neither_plain_nor_gzipped_is_refused_naming_pool_and_sizes() -> None:
     rules, pool = rules_and_pool("example", "gpu")
-    big = "#!/bin/bash\n" + "# padding padding padding padding padding padding padding\n" * 500
     with pytest.raises(UserDataTooLargeError) as caught:
-        render_oke_cloud_init(rules, pool, big)
+        render_oke_cloud_init(rules, pool, _incompressible_script(30_000))
     err = caught.value
-    assert (err.pool, err.limit) == ("gpu", OCI_METADATA_LIMIT)
-    assert err.size > OCI_METADATA_LIMIT
+    assert (err.pool, err.limit) == ("gpu", OKE_USER_DATA_BUDGET)
+    assert err.size > OKE_USER_DATA_BUDGET
+    assert err.gzipped_size is not None
+    assert err.gzipped_size > OKE_USER_DATA_BUDGET
     assert "pool 'gpu'" in str(err)
     assert f"{err.size:,} bytes" in str(err)
-    assert "32,000" in str(err)
+    assert "24,000" in str(err)
 
 
-def test_the_limit_counts_the_base64_form_of_user_data() -> None:
+def test_the_budget_leaves_room_for_okes_own_metadata_keys() -> None:
+    assert OKE_USER_DATA_BUDGET == OCI_METADATA_LIMIT - 8_000
+
+
+def test_user_data_that_fits_is_stored_plain_base64() -> None:
     rules, pool = rules_and_pool("example", "ci")
-    encoded = len(base64.b64encode(render_oke_cloud_init(rules, pool).encode()))
-    assert render_oke_cloud_init(rules, pool, limit=encoded)
-    with pytest.raises(UserDataTooLargeError):
-        render_oke_cloud_init(rules, pool, limit=encoded - 1)
+    user_data = render_oke_cloud_init(rules, pool)
+    plain = base64.b64encode(user_data.encode()).decode()
+
+    payload = metadata_payload("ci", user_data, limit=len(plain))
+
+    assert payload == MetadataPayload(plain, gzipped=False)
+
+
+def test_user_data_one_byte_over_is_gzipped_and_reads_back_identical() -> None:
+    rules, pool = rules_and_pool("example", "ci")
+    user_data = render_oke_cloud_init(rules, pool)
+    plain = base64.b64encode(user_data.encode()).decode()
+
+    payload = metadata_payload("ci", user_data, limit=len(plain) - 1)
+
+    assert payload.gzipped
+    assert base64.b64decode(payload.value)[:2] == b"\x1f\x8b"  # what cloud-init detects
+    assert decode_payload(payload.value) == user_data
+
+
+def test_gzip_makes_a_large_ordinary_cloud_config_fit_and_is_deterministic() -> None:
+    rules, pool = rules_and_pool("example", "gpu")
+    user = _ordinary_cloud_config()
+    user_data = render_oke_cloud_init(rules, pool, user)
+    plain_size = len(base64.b64encode(user_data.encode()))
+
+    payload = metadata_payload("gpu", user_data)
+
+    print(
+        f"user cloud-config {len(user.encode()):,} B; user_data {len(user_data.encode()):,} B raw, "
+        f"{plain_size:,} B base64, {len(payload.value):,} B base64 gzip"
+    )
+    assert plain_size > OKE_USER_DATA_BUDGET
+    assert payload.gzipped
+    assert len(payload.value) <= OKE_USER_DATA_BUDGET
+    assert decode_payload(payload.value) == user_data
+    assert metadata_payload("gpu", user_data) == payload
 
 
 def test_a_user_part_that_runs_oke_init_itself_is_refused() -> None:

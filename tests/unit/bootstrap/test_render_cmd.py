@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import random
 from pathlib import Path
 
 import pytest
@@ -124,8 +126,20 @@ def test_user_data_with_a_format_that_ignores_it_exits_2() -> None:
 
 def test_oversize_user_data_is_refused_with_exit_1(tmp_path: Path) -> None:
     big = tmp_path / "big.sh"
-    big.write_text("#!/bin/bash\n" + "# padding\n" * 4000, encoding="utf-8")
+    noise = base64.b64encode(random.Random(7).randbytes(24_000)).decode()
+    big.write_text("#!/bin/bash\n# " + noise + "\n", encoding="utf-8")  # gzip cannot help
     code, out, err = _run("--rules", EXAMPLE, "--pool", "ci", "--user-data", str(big))
     assert (code, out) == (1, "")
     assert "pool 'ci'" in err
-    assert "32,000" in err
+    assert "24,000" in err
+
+
+def test_image_family_ubuntu_prints_the_ubuntu_golden_rendering() -> None:
+    code, out, err = _run("--rules", EXAMPLE, "--pool", "ci", "--image-family", "ubuntu")
+    assert (code, err) == (0, "")
+    assert out == (GOLDEN / "example" / "ci.ubuntu.cloud-init.sh").read_text(encoding="utf-8")
+
+
+def test_an_unknown_image_family_is_a_usage_error() -> None:
+    code, out, _ = _run("--rules", EXAMPLE, "--pool", "ci", "--image-family", "debian")
+    assert (code, out) == (2, "")

@@ -10,15 +10,9 @@ from prometheus_client import CollectorRegistry
 from nodegate.manifests.observability import alert_rules, dashboard_expressions, dashboard_json
 from nodegate.reconciler.metrics import Metrics
 
-PENDING_FROM_RECONCILER_WORK = {
-    "nodegate_rules_held",
-    "nodegate_write_throttle_seconds_total",
-    "nodegate_informer_errors_total",
-    "nodegate_cached_objects",
-    "nodegate_loop_failed",
-}
-"""Metrics the lead's reconciler work (issue 9) adds; empty this set when it is merged, and the
-check below becomes exact."""
+PENDING_FROM_RECONCILER_WORK: set[str] = set()
+"""Metrics a dashboard panel or alert already reads before the reconciler work that exports
+them is merged (the startup-gates timeouts, when they land); empty means the check is exact."""
 
 
 def _exported() -> set[str]:
@@ -60,6 +54,7 @@ def test_dashboard_covers_what_an_operator_watches() -> None:
         "nodegate_reconcile_duration_seconds_bucket",
         "nodegate_rules_last_update_valid",
         "nodegate_is_leader",
+        "nodegate_label_restore_failures_total",
     ):
         assert metric in expressions, metric
 
