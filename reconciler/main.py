@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
 
@@ -61,22 +62,8 @@ def run(settings: ReconcilerSettings) -> int:
         lambda: controller.applied.generation if controller.applied else 0,
     )
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("stopping", extra={"signal": signal.Signals(signum).name})
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-    def ready() -> tuple[bool, str]:
-        if not watcher.loaded.is_set():
-            return False, "no valid rules loaded yet"
-        if leading.is_set() and not controller.informer.synced.is_set():
-            return False, "node cache not synced yet"
-        applied = controller.applied
-        generation = applied.generation if applied else 0
-        return True, f"ok (rules generation {generation})"
-
+    stop_on_signals(stop)
+    ready = readiness(watcher, controller, leading)
     server = serve(settings.http_address, settings.http_port, metrics.registry, health.check, ready)
     log.info(
         "reconciler starting",
@@ -113,6 +100,32 @@ def run(settings: ReconcilerSettings) -> int:
     server.shutdown()
     log.info("reconciler stopped", extra={"lost_leadership": False})
     return 0
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("stopping", extra={"signal": signal.Signals(signum).name})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def readiness(
+    watcher: RulesWatcher, controller: Controller, leading: threading.Event
+) -> Callable[[], tuple[bool, str]]:
+    """/readyz: rules loaded and, on the leader, the node cache synced."""
+
+    def ready() -> tuple[bool, str]:
+        if not watcher.loaded.is_set():
+            return False, "no valid rules loaded yet"
+        if leading.is_set() and not controller.informer.synced.is_set():
+            return False, "node cache not synced yet"
+        applied = controller.applied
+        generation = applied.generation if applied else 0
+        return True, f"ok (rules generation {generation})"
+
+    return ready
 
 
 def exit_now(code: int) -> NoReturn:
