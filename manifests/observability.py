@@ -121,6 +121,15 @@ def alert_rules(namespace: str) -> list[dict[str, Any]]:
             "Expected during a large rollout; if it persists, raise --write-qps/--write-burst.",
         ),
         _alert(
+            "NodegateStartupGatesTimingOut",
+            f"sum(increase(nodegate_gate_timeouts_total{{{ns}}}[30m])) > 0",
+            "0m",
+            "warning",
+            "Nodes reached a startup gate's timeout without their init pod becoming Ready.",
+            "The node's StartupGateTimedOut Event names the gate; check that gate's init "
+            "DaemonSet pods on those nodes (onTimeout says whether the gate was kept).",
+        ),
+        _alert(
             "NodegateLoopFailed",
             f"max(nodegate_loop_failed{{{ns}}}) == 1",
             "2m",

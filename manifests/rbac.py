@@ -7,7 +7,8 @@ real API server (tests/e2e/test_deploy_manifests.py):
   create/patch (Events about Nodes live in the 'default' namespace; a repeated Event is
   aggregated by patching its count);
 * Pods list/watch cluster-wide only when a startup gate waits for init pods
-  (`readyWhen.pods`), so a rules file without such gates grants no access to Pods at all;
+  (`readyWhen.pods`) or backfills idle nodes, so a rules file without such gates grants no
+  access to Pods at all;
 * in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
   with a `metadata.name` field selector), its taint record ConfigMap (create, which RBAC cannot
   restrict by name, then get/update/patch by name), its Lease (create; get/update by name), and
@@ -41,8 +42,9 @@ def _rule(
 
 
 def gates_watch_pods(rules: NodeRules) -> bool:
-    """Whether some startup gate is lifted by an init pod's readiness (so Pods are watched)."""
-    return any(gate.ready_when.pods is not None for gate in rules.startup_gates)
+    """Whether some startup gate reads Pods: lifted by an init pod's readiness (a watch), or
+    backfilled onto idle nodes (a list of the node's pods)."""
+    return any(gate.ready_when.pods is not None or gate.backfill for gate in rules.startup_gates)
 
 
 def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
