@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import TextIO
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -28,11 +29,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def configure_logging(
+    level: str = "INFO", stream: TextIO | None = None, root: bool = True
+) -> None:
+    """JSON lines to `stream` (stderr). `root=False` configures only nodegate's loggers, for a
+    reconciler running inside another program (the demo) that keeps its own logging."""
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
+    logger = logging.getLogger() if root else logging.getLogger("nodegate")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    if not root:
+        logger.propagate = False
     logging.getLogger("kubernetes").setLevel(logging.WARNING)
     logging.getLogger("urllib3").setLevel(logging.WARNING)

@@ -9,7 +9,7 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from nodegate.reconciler.controller import Controller
 from nodegate.reconciler.events import EventRecorder
@@ -29,9 +29,18 @@ EXIT_LOST_LEADERSHIP = 3
 FENCE_CHECK_SECONDS = 0.25
 
 
-def run(settings: ReconcilerSettings) -> int:
-    """Run until stopped; exit code 0 on SIGTERM/SIGINT, 3 if leadership was lost."""
-    configure_logging()
+def run(
+    settings: ReconcilerSettings,
+    stop: threading.Event | None = None,
+    log_stream: TextIO | None = None,
+) -> int:
+    """Run until stopped; exit code 0 on SIGTERM/SIGINT, 3 if leadership was lost.
+
+    In-process use (`nodegate demo`): pass `stop` (no signal handlers are installed; set it to
+    stop) and `log_stream` (nodegate's JSON logs go there instead of stderr).
+    """
+    in_process = stop is not None
+    configure_logging(stream=log_stream, root=not in_process)
     api_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
     api = KubeApi(api_client)
     metrics = Metrics()
@@ -41,7 +50,7 @@ def run(settings: ReconcilerSettings) -> int:
     history = TaintHistory(
         api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
-    stop = threading.Event()
+    stop = stop or threading.Event()
     lost = threading.Event()
     leading = threading.Event()
 
@@ -62,7 +71,8 @@ def run(settings: ReconcilerSettings) -> int:
         lambda: controller.applied.generation if controller.applied else 0,
     )
 
-    stop_on_signals(stop)
+    if not in_process:
+        stop_on_signals(stop)
     ready = readiness(watcher, controller, leading)
     server = serve(settings.http_address, settings.http_port, metrics.registry, health.check, ready)
     log.info(
