@@ -12,15 +12,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup controlplane image lint typecheck unit fast e2e bench clean manifests
 
+# PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
+# install; it is for packagers, and a new user should see a quiet set-up.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 # strict editable mode keeps a link tree of files: re-link so new modules are importable.
 setup: $(STAMP)
-	$(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
 
 demo: setup
 	$(BIN)/nodegate demo
