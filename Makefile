@@ -1,6 +1,7 @@
 # The two commands a new user needs (see README):
 #   make demo   runs nodegate on the embedded default rules
-#   make test   sets everything up and runs the whole suite (lint, types, unit, Pulumi, e2e, bench)
+#   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e, bench)
+#   make fuzz   the fuzz tier with many more random examples (minutes)
 # Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules.
 
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane lint typecheck unit fast e2e bench clean
+.PHONY: demo test setup controlplane lint typecheck unit fast fuzz e2e bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +37,12 @@ typecheck: setup
 	$(BIN)/mypy tests
 
 fast: lint typecheck
-	$(BIN)/pytest tests/unit tests/pulumi
+	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
+
+# The fuzz tier runs in `make test` derandomized and short; this runs it random and long
+# (tests/fuzz/profiles.py), keeping failing examples in .hypothesis/ to replay next time.
+fuzz: setup
+	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
 
 test: lint typecheck controlplane
 	$(BIN)/pytest tests

@@ -21,6 +21,7 @@ from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules, parse_rules, rules_from_data
 from nodegate.core.model import NodeRules
+from nodegate.core.yaml_input import read_limited
 from nodegate.infra.aks_pool import (
     INITIALIZATION_TAINTS_SUPPORTED,
     AksAutoscalingArgs,
@@ -323,8 +324,8 @@ def _load_rules(config: StackConfig, stack: str, project_dir: Path) -> NodeRules
         )
     resolved = _resolve(project_dir, config.rules)
     try:
-        text = resolved.read_text(encoding="utf-8")
+        data = read_limited(resolved)
     # Let the loader report the unreadable file, naming the full path that was tried.
     except OSError:
         return load_rules(resolved)
-    return parse_rules(text, config.rules)
+    return parse_rules(data, config.rules)

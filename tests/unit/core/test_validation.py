@@ -28,8 +28,9 @@ def test_shipped_example_is_valid() -> None:
 
 def test_yaml_syntax_error_names_line_and_column() -> None:
     assert problems_of("labelTaints:\n  - name: [unclosed\n") == [
-        "rules.yaml:5:1: (document): YAML syntax error: while parsing a flow sequence "
-        "expected ',' or ']', but got '<stream end>'"
+        "rules.yaml:5:1: (document): YAML syntax error: while parsing a flow sequence started "
+        "at line 4: expected ',' or ']', but got '<stream end>'; close each '[' with ']' and "
+        "each '{' with '}', or quote the value"
     ]
 
 
