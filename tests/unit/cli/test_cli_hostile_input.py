@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from nodegate.cli.main import app
@@ -42,6 +43,7 @@ def test_validate_refuses_a_file_that_is_not_utf8_with_its_line(tmp_path: Path) 
     assert_no_traceback(result)
 
 
+@pytest.mark.timeout(10)  # unbounded, it grows without end: fail, do not hang
 def test_validate_refuses_an_alias_bomb_at_the_alias(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(alias_bomb())
@@ -85,6 +87,7 @@ def test_explain_refuses_a_node_file_that_is_not_utf8_with_its_line(tmp_path: Pa
     assert_no_traceback(result)
 
 
+@pytest.mark.timeout(10)
 def test_explain_refuses_a_node_alias_bomb(tmp_path: Path) -> None:
     path = tmp_path / "node.yaml"
     path.write_text(alias_bomb().replace(HEADER, "kind: Node\n"))

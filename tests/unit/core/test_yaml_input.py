@@ -36,6 +36,7 @@ def alias_bomb() -> str:
 # --- alias expansion ----------------------------------------------------------------------
 
 
+@pytest.mark.timeout(10)  # unbounded, it grows without end: fail, do not hang
 def test_alias_bomb_is_refused_at_the_alias_that_crosses_the_bound() -> None:
     problem = refusal(alias_bomb())
 
@@ -44,6 +45,7 @@ def test_alias_bomb_is_refused_at_the_alias_that_crosses_the_bound() -> None:
     assert "write the values out, or use fewer aliases" in problem.message
 
 
+@pytest.mark.timeout(10)
 def test_alias_bomb_is_refused_in_milliseconds_within_bounded_memory() -> None:
     text = alias_bomb()
     tracemalloc.start()
@@ -157,6 +159,7 @@ def test_size_limit_is_exactly_max_bytes(monkeypatch: pytest.MonkeyPatch) -> Non
     assert refusal(b"a: b\n" + b"#" * 16).message.startswith("larger than 20 bytes")
 
 
+@pytest.mark.timeout(10)
 def test_a_file_is_read_only_up_to_the_limit() -> None:
     started = time.perf_counter()
     with pytest.raises(RulesError) as raised:
