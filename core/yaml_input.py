@@ -253,6 +253,7 @@ class _BoundedComposer(Composer):
 
     def __init__(self, loader: Any = None) -> None:
         super().__init__(loader)
+        self.warn_double_anchors = False  # legal YAML (the later anchor wins); not worth a warning
         self._values = 0
         self._open: list[int] = []  # per node being built: the height of its tallest child
         self._anchored: dict[int, tuple[int, int]] = {}  # id(node) -> (values, height)

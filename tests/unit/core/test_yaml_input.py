@@ -188,10 +188,15 @@ def test_utf8_bom_is_accepted_and_dropped() -> None:
     assert parse_rules("\ufeff" + text, "rules.yaml") == plain
 
 
-def test_utf8_bom_does_not_shift_positions() -> None:
-    _, positions = read_yaml(codecs.BOM_UTF8 + b"a: 1\n", "rules.yaml")
+@pytest.mark.parametrize(
+    "data",
+    [codecs.BOM_UTF8 + b"a: \x01\n", "\ufeffa: \x01\n", codecs.BOM_UTF8 + b"a: \xff\n"],
+    ids=["bytes-control", "text-control", "bytes-not-utf8"],
+)
+def test_utf8_bom_does_not_shift_the_place_of_a_refusal(data: str | bytes) -> None:
+    problem = refusal(data)
 
-    assert positions[("a",)] == (1, 1)
+    assert (problem.line, problem.column) == (1, 4)
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
