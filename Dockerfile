@@ -1,24 +1,21 @@
 # The reconciler image: `nodegate reconcile` as a non-root user, fit for a read-only root FS.
-# Build: docker build -t nodegate:0.1.0 .
+# Build: docker build -t nodegate:0.1.0 .   (`make image` does this with docker or podman; the
+# tag follows the version in pyproject.toml)
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY core core
-COPY bootstrap bootstrap
-COPY reconciler reconciler
-COPY infra infra
-COPY cli cli
-COPY templates templates
-COPY examples examples
-COPY localcluster localcluster
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# The context is the package sources only (.dockerignore).
+COPY . .
+# The package and its runtime dependencies (no extras) in a venv that the runtime stage copies
+# whole: no wheels, build tools or pip cache end up in a layer of the image.
+RUN python -m venv --without-pip /opt/nodegate \
+    && pip --python /opt/nodegate/bin/python install --no-cache-dir .
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
-    && useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin nodegate
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/nodegate/bin:$PATH
+COPY --from=build /opt/nodegate /opt/nodegate
+RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin nodegate
 # Nothing is written at run time: no bytecode, no temp files, logs go to stderr.
 USER 65532:65532
 EXPOSE 8080

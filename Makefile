@@ -1,15 +1,17 @@
 # The two commands a new user needs (see README):
 #   make demo   runs nodegate on the embedded default rules
-#   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e, bench)
+#   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e...)
+#   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
 #   make fuzz   the fuzz tier with many more random examples (minutes)
-# Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules.
+# Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
+# podman (if no docker daemon answers) and the offline base image from Debian packages.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane lint typecheck unit fast fuzz e2e bench clean
+.PHONY: demo test setup controlplane image lint typecheck unit fast fuzz e2e bench clean manifests
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +26,17 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/nodegate demo
 
+# deploy/reconciler.yaml is generated from the one manifest builder (nodegate.manifests) for the
+# example rules; tests/unit/manifests/test_deploy_yaml.py fails when it is stale.
+DEPLOY_IMAGE_REPOSITORY ?= registry.example.com/nodegate
+manifests: setup
+	$(BIN)/nodegate manifests --rules examples/rules.yaml --image-repository $(DEPLOY_IMAGE_REPOSITORY) > deploy/reconciler.yaml
+
 controlplane: setup
 	$(BIN)/python -m nodegate.localcluster.build
+
+image: setup
+	$(BIN)/python -m nodegate.image.build
 
 lint: setup
 	$(BIN)/ruff check .
@@ -33,7 +44,7 @@ lint: setup
 	$(BIN)/lint-imports
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.infra -p nodegate.cli -p nodegate.localcluster
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image
 	$(BIN)/mypy tests
 
 fast: lint typecheck
@@ -44,7 +55,7 @@ fast: lint typecheck
 fuzz: setup
 	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
 
-test: lint typecheck controlplane
+test: lint typecheck controlplane image
 	$(BIN)/pytest tests
 
 clean:

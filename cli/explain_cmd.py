@@ -39,9 +39,8 @@ def explain(
         for problem in err.problems:
             typer.echo(str(problem), err=True)
         raise typer.Exit(1) from err
-    facts = PlanFacts(
-        now=parse_time(now) or datetime.now(UTC), ready_pods_for_gates=frozenset(ready_gate or ())
-    )
+    at = parse_time(now) or datetime.now(UTC)
+    facts = PlanFacts(now=at, gate_pods_ready_since=dict.fromkeys(ready_gate or (), at))
     console = Console()
     for node in _read_nodes(node_file):
         print_explanation(console, node, rules, plan(node, rules, facts))

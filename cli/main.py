@@ -6,6 +6,8 @@ import typer
 
 from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
+from nodegate.cli.labels_cmd import app as labels_app
+from nodegate.cli.manifests_cmd import manifests
 from nodegate.cli.reconcile_cmd import reconcile
 from nodegate.cli.render_cmd import render
 from nodegate.cli.schema_cmd import schema
@@ -24,3 +26,5 @@ app.command("explain")(explain)
 app.command("render")(render)
 app.command("demo")(demo)
 app.command("reconcile")(reconcile)
+app.command("manifests")(manifests)
+app.add_typer(labels_app, name="labels")

@@ -43,6 +43,24 @@ def reconcile(
     lease_duration_seconds: Annotated[int, typer.Option(help="Lease duration.")] = 15,
     renew_deadline_seconds: Annotated[int, typer.Option(help="Renew deadline.")] = 10,
     retry_period_seconds: Annotated[int, typer.Option(help="Retry period.")] = 2,
+    write_qps: Annotated[
+        float, typer.Option(help="Client-side limit on node writes per second.")
+    ] = 50.0,
+    write_burst: Annotated[int, typer.Option(help="Node writes allowed in a burst.")] = 100,
+    max_untaint_share: Annotated[
+        float,
+        typer.Option(
+            help="Hold a rules update that would untaint more than this share of nodes (0-1)."
+        ),
+    ] = 0.5,
+    confirm_rules: Annotated[
+        str | None, typer.Option(help="Apply the held rules with this digest anyway.")
+    ] = None,
+    state_namespace: Annotated[
+        str | None,
+        typer.Option(help="Namespace of the reconciler's records (default: its Pod's)."),
+    ] = None,
+    list_page_size: Annotated[int, typer.Option(help="Objects per LIST page.")] = 200,
 ) -> None:
     """Keep every node's labels and taints what the rules want, for the life of the node."""
     try:
@@ -55,6 +73,12 @@ def reconcile(
             resync_seconds=resync_seconds,
             workers=workers,
             http_port=http_port,
+            write_qps=write_qps,
+            write_burst=write_burst,
+            max_untaint_share=max_untaint_share,
+            confirm_rules=confirm_rules,
+            state_namespace=state_namespace,
+            list_page_size=list_page_size,
             leader_election=LeaderElectionSettings(
                 enabled=leader_elect,
                 lease_name=lease_name,

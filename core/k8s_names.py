@@ -140,3 +140,20 @@ AKS_RESERVED_LABEL_DOMAIN = "kubernetes.azure.com"
 def aks_reserves_label(key: str) -> bool:
     """Whether AKS refuses this label key on an agent pool."""
     return _in_namespace(key_namespace(key), AKS_RESERVED_LABEL_DOMAIN)
+
+
+PLATFORM_LABEL_DOMAINS = (
+    "kubernetes.io",
+    "k8s.io",
+    "kubernetes.azure.com",
+    "oci.oraclecloud.com",
+    "nodegate.dev",
+)
+"""Namespaces (with their subdomains) whose node labels the platform, the kubelet or nodegate
+owns: never persisted across re-creation (node.kubernetes.io/instance-type would be wrong on a
+replacement of another shape)."""
+
+
+def label_owned_by_platform(key: str) -> bool:
+    namespace = key_namespace(key)
+    return any(_in_namespace(namespace, domain) for domain in PLATFORM_LABEL_DOMAINS)

@@ -7,16 +7,14 @@ what lets each error name its line); this module turns the plain data into `Node
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from nodegate.core.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.errors import DocPath, Problem, RulesError
-from nodegate.core.hints import allowed_keys
+from nodegate.core.located_errors import located_errors
 from nodegate.core.model import NodeRules
 from nodegate.core.yaml_input import Positions, check_limits, read_limited, read_yaml
 
@@ -64,7 +62,10 @@ def rules_from_data(data: Any, source: str, positions: Positions | None = None) 
     try:
         rules = NodeRules.model_validate(data)
     except ValidationError as err:
-        problems += [_problem(e, source, positions) for e in _root_causes(err)]
+        problems += [
+            Problem(*_position(positions, e.path), source, e.path, e.message)
+            for e in located_errors(err, NodeRules)
+        ]
         raise RulesError(problems) from err
     problems += [
         Problem(*_position(positions, path), source, path, message)
@@ -80,50 +81,3 @@ def _position(positions: Positions, path: DocPath) -> tuple[int, int]:
         if path[:end] in positions:
             return positions[path[:end]]
     return (0, 0)
-
-
-def _root_causes(err: ValidationError) -> list[ErrorDetails]:
-    """Drop "list too short" errors that only exist because an item inside it failed."""
-    details = err.errors()
-    failing = [d["loc"] for d in details]
-    return [
-        d
-        for d in details
-        if d["type"] != "too_short"
-        or not any(len(loc) > len(d["loc"]) and loc[: len(d["loc"])] == d["loc"] for loc in failing)
-    ]
-
-
-def _doc_path(loc: tuple[int | str, ...]) -> DocPath:
-    # pydantic marks a failing dict *key* with a trailing '[key]'; the key itself is the place.
-    return tuple(part for part in loc if part != "[key]")
-
-
-def _problem(err: ErrorDetails, source: str, positions: Positions) -> Problem:
-    path = _doc_path(err["loc"])
-    return Problem(*_position(positions, path), source, path, _message(err, path))
-
-
-def _message(err: ErrorDetails, path: DocPath) -> str:
-    kind = err["type"]
-    given = err.get("input")
-    if kind == "extra_forbidden":
-        allowed = allowed_keys(NodeRules, path[:-1])
-        close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        return f"unknown field '{path[-1]}'{hint} (allowed here: {', '.join(allowed)})"
-    if kind == "missing":
-        return f"required field '{path[-1]}' is missing"
-    if kind == "value_error":
-        return str(err["msg"]).removeprefix("Value error, ")
-    if kind == "string_type" and isinstance(given, bool | int | float):
-        as_text = str(given).lower() if isinstance(given, bool) else str(given)
-        return (
-            f"expected a string, got {given!r}; YAML reads unquoted true/false/numbers as "
-            f'other types, so quote it: "{as_text}"'
-        )
-    if kind == "literal_error":
-        return f"{given!r} is not allowed: {err['msg'].replace('Input should be', 'use')}"
-    return (
-        f"{err['msg']} (got {given!r})" if given is not None and kind != "dict_type" else err["msg"]
-    )

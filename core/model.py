@@ -27,6 +27,8 @@ from pydantic.alias_generators import to_camel
 
 from nodegate.core.durations import format_duration, parse_duration
 from nodegate.core.k8s_names import (
+    PLATFORM_LABEL_DOMAINS,
+    label_owned_by_platform,
     label_value_problem,
     qualified_name_problem,
     taint_key_owner,
@@ -243,6 +245,12 @@ class PersistentLabels(Frozen):
     prefixes: tuple[str, ...] = ()
     keys: tuple[LabelKey, ...] = ()
     key_by: Literal["providerID", "nodeName"] = Field(default="providerID", alias="keyBy")
+    forget_after: Duration = Field(
+        default=timedelta(days=30),
+        alias="forgetAfter",
+        description="How long the record of a deleted node is kept (its labels come back if "
+        "the node returns within this time); then it is garbage-collected.",
+    )
 
     @model_validator(mode="after")
     def _prefixes_are_domains(self) -> PersistentLabels:
@@ -252,19 +260,23 @@ class PersistentLabels(Frozen):
                     f"prefix '{prefix}' must end with '/', e.g. '{prefix.rstrip('/')}/'"
                 )
             _check_key(prefix + "x")
+            if label_owned_by_platform(prefix + "x"):
+                raise ValueError(
+                    f"prefix '{prefix}' is in a namespace the platform owns "
+                    f"({', '.join(PLATFORM_LABEL_DOMAINS)}): persist your own prefix instead"
+                )
+        for key in self.keys:
+            if label_owned_by_platform(key):
+                raise ValueError(
+                    f"'{key}' is a label the platform or kubelet owns "
+                    f"({', '.join(PLATFORM_LABEL_DOMAINS)}): it is never persisted"
+                )
         if not self.prefixes and not self.keys:
             raise ValueError("list at least one of 'prefixes' or 'keys'")
         return self
 
     def persists(self, key: str) -> bool:
         return key in self.keys or any(key.startswith(p) for p in self.prefixes)
-
-
-class InitPods(Frozen):
-    """The per-node init pod whose readiness lifts a startup gate."""
-
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    selector: dict[LabelKey, LabelValue] = Field(min_length=1)
 
 
 def _check_annotation(text: str) -> str:
@@ -275,11 +287,54 @@ def _check_annotation(text: str) -> str:
     return text
 
 
+AnnotationPair = Annotated[str, AfterValidator(_check_annotation)]
+
+
+def _pair(text: str | None) -> tuple[str, str] | None:
+    if text is None:
+        return None
+    key, _, value = text.partition("=")
+    return key, value
+
+
+class InitPods(Frozen):
+    """The per-node init pod (e.g. of an init DaemonSet) whose readiness lifts a startup gate."""
+
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    selector: dict[LabelKey, LabelValue] = Field(min_length=1)
+    ready_annotation: AnnotationPair | None = Field(
+        default=None,
+        description="`key=value` on the init pod that lifts the gate before the pod is Ready "
+        "(nodetaintshandler's startup.k8s.io/ready=true).",
+    )
+    require_annotation: bool = Field(
+        default=False,
+        description="Only `readyAnnotation` on the pod counts, not the pod's readiness.",
+    )
+
+    @model_validator(mode="after")
+    def _annotation_if_required(self) -> InitPods:
+        if self.require_annotation and self.ready_annotation is None:
+            raise ValueError(
+                "requireAnnotation needs readyAnnotation, e.g. 'example.com/ready=true'"
+            )
+        return self
+
+    @property
+    def ready_annotation_pair(self) -> tuple[str, str] | None:
+        return _pair(self.ready_annotation)
+
+    @property
+    def label_selector(self) -> str:
+        """The selector as the API takes it (`k=v,k2=v2`), for a narrowed watch."""
+        return ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
+
+
 class ReadyWhen(Frozen):
     """A gate is lifted when the node's init pod is Ready, or the node has this annotation."""
 
     pods: InitPods | None = None
-    annotation: Annotated[str, AfterValidator(_check_annotation)] | None = None
+    annotation: AnnotationPair | None = None
 
     @model_validator(mode="after")
     def _something(self) -> ReadyWhen:
@@ -289,10 +344,7 @@ class ReadyWhen(Frozen):
 
     @property
     def annotation_pair(self) -> tuple[str, str] | None:
-        if self.annotation is None:
-            return None
-        key, _, value = self.annotation.partition("=")
-        return key, value
+        return _pair(self.annotation)
 
 
 class StartupGate(Frozen):
@@ -307,6 +359,20 @@ class StartupGate(Frozen):
     )
     on_timeout: Literal["keep", "lift"] = Field(
         default="keep", description="After the timeout: keep the gate (and report) or lift it."
+    )
+    min_hold: Duration | None = Field(
+        default=None,
+        description="The gate stays at least this long after node creation, even if ready.",
+    )
+    regate_on_reboot: bool = Field(
+        default=False,
+        description="Put the gate back when the node reboots (its bootID changes), to be "
+        "lifted again by the same readiness; otherwise a lifted gate never comes back.",
+    )
+    backfill: bool = Field(
+        default=False,
+        description="Add the gate to a matching node that joined without it and runs no "
+        "workload pods yet (only DaemonSet and static pods); a busy node is never touched.",
     )
 
 

@@ -7,7 +7,7 @@ deliberately absent, so a heartbeat cannot change what the planner sees.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypedDict
@@ -79,20 +79,33 @@ class NodeState:
     created: datetime | None = None
     resource_version: str = ""
     uid: str = ""
+    boot_id: str = ""
 
     def taint(self, identity: tuple[str, str]) -> NodeTaint | None:
         return next((t for t in self.taints if t.identity == identity), None)
 
     @classmethod
-    def from_k8s(cls, obj: Mapping[str, Any]) -> NodeState:
-        """Parse a Node as the API returns it (camelCase JSON, or the client's snake_case dict)."""
+    def from_k8s(
+        cls, obj: Mapping[str, Any], keep_annotation: Callable[[str], bool] | None = None
+    ) -> NodeState:
+        """Parse a Node as the API returns it (camelCase JSON, or the client's snake_case dict).
+
+        `keep_annotation` narrows the annotations kept to those something reads, so a cache of
+        thousands of nodes does not hold every other tool's annotations.
+        """
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
+        annotations = meta.get("annotations") or {}
+        node_info = status.get("nodeInfo") or status.get("node_info") or {}
         return cls(
             name=str(meta.get("name", "")),
             labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
+            annotations={
+                str(k): str(v)
+                for k, v in annotations.items()
+                if keep_annotation is None or keep_annotation(k)
+            },
             taints=tuple(NodeTaint.from_k8s(t) for t in spec.get("taints") or ()),
             conditions=tuple(
                 NodeCondition(
@@ -109,6 +122,7 @@ class NodeState:
             created=parse_time(meta.get("creationTimestamp") or meta.get("creation_timestamp")),
             resource_version=str(meta.get("resourceVersion") or meta.get("resource_version") or ""),
             uid=str(meta.get("uid") or ""),
+            boot_id=str(node_info.get("bootID") or node_info.get("boot_id") or ""),
         )
 
 

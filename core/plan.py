@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
+from nodegate.core.k8s_names import taint_key_owner
 from nodegate.core.model import (
     POOL_LABEL,
     ConditionMatch,
@@ -21,7 +22,7 @@ from nodegate.core.model import (
     StartupGate,
     Taint,
 )
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time, parse_time
 
 OWNED_TAINTS_ANNOTATION = "nodegate.dev/owned-taints"
 """key:Effect of every taint nodegate manages on this node, so deleted rules still clean up."""
@@ -35,10 +36,18 @@ class PlanFacts:
     """What the planner needs beyond the Node object itself."""
 
     now: datetime
-    ready_pods_for_gates: frozenset[str] = frozenset()
-    """Names of startup gates whose init pod on this node is Ready."""
     restored_labels: Mapping[str, str] = field(default_factory=dict)
     """Persisted labels to put back on a re-created node (absent keys only)."""
+    previously_owned: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
+    where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
+    conditions_first_seen: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
+    """When the reconciler first saw each (type, status, reason) that has no lastTransitionTime."""
+    gate_pods_ready_since: Mapping[str, datetime] = field(default_factory=dict)
+    """Gate name -> since when its init pod on this node has signalled ready (Ready, or the
+    pod's ready annotation), for gates whose pod signal is met now."""
+    workload_pods: int | None = None
+    """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +88,17 @@ class NodePlan:
     recheck_after: timedelta | None = None
     """When the verdict may change with time alone (a `for` hold or gate timeout running)."""
     warnings: tuple[str, ...] = ()
+    set_annotations: tuple[tuple[str, str | None], ...] = ()
+    """Annotations to set (None: remove): startup gates' completion and re-gate records."""
+    lifted_gates: tuple[str, ...] = ()
+    timed_out_gates: tuple[str, ...] = ()
+    gates_put_back: tuple[str, ...] = ()
+    """Gates this plan adds back: re-gated after a reboot, or backfilled."""
 
     @property
     def is_empty(self) -> bool:
         return (
-            not (self.add_taints or self.remove_taints or self.set_labels)
+            not (self.add_taints or self.remove_taints or self.set_labels or self.set_annotations)
             and self.owned_annotation is None
         )
 
@@ -97,6 +112,11 @@ class NodePlan:
         """The node as it will be once the plan is written (used by tests and dry runs)."""
         labels = {**node.labels, **{c.key: c.value for c in self.set_labels}}
         annotations = dict(node.annotations)
+        for key, value in self.set_annotations:
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
         if self.owned_annotation == "":
             annotations.pop(OWNED_TAINTS_ANNOTATION, None)
         elif self.owned_annotation is not None:
@@ -109,6 +129,10 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     label_changes = _label_changes(node, rules, facts)
     labels = {**node.labels, **{c.key: c.value for c in label_changes}}
     decisions, rechecks, warnings = _decide(node, labels, rules, facts)
+    gates = [_gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
+    decisions += [g.decision for g in gates]
+    rechecks += [g.recheck for g in gates if g.recheck is not None]
+    warnings += [g.warning for g in gates if g.warning]
 
     wanted: dict[tuple[str, str], list[RuleDecision]] = {}
     kept: set[tuple[str, str]] = set()
@@ -136,7 +160,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
             )
         )
 
-    owned = rules.owned_taints() | _recorded_ownership(node)
+    owned = removable_taints(node, rules, facts.previously_owned)
     releasing = {d.taint.identity: d for d in decisions if d.verdict == "release"}
     for taint in node.taints:
         identity = taint.identity
@@ -156,6 +180,11 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     current_annotation = node.annotations.get(OWNED_TAINTS_ANNOTATION)
     new_annotation = None if annotation == (current_annotation or "") else annotation
 
+    removed = {c.taint.identity for c in remove}
+    added = {c.taint.identity for c in add}
+    lifted = [g for g in gates if g.lift and g.decision.taint.identity in removed]
+    put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
+    annotations = [a for g in (*lifted, *put_back) for a in g.annotations]
     return NodePlan(
         node=node.name,
         decisions=tuple(decisions),
@@ -165,11 +194,25 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
         owned_annotation=new_annotation,
         recheck_after=min(rechecks) if rechecks else None,
         warnings=tuple(warnings),
+        set_annotations=tuple(annotations),
+        lifted_gates=tuple(g.decision.rule for g in lifted),
+        timed_out_gates=tuple(g.decision.rule for g in gates if g.timed_out),
+        gates_put_back=tuple(g.decision.rule for g in put_back),
     )
 
 
+OWNERSHIP_ANNOTATION_LIMIT = 64 * 1024
+"""Longer annotations are not read at all: a real one lists a handful of taints."""
+
+
 def parse_ownership(text: str) -> frozenset[tuple[str, str]]:
-    """Read the ownership annotation ('key:Effect,key:Effect'); unreadable parts are skipped."""
+    """Read the ownership annotation ('key:Effect,key:Effect'); unreadable parts are skipped.
+
+    The node itself can write this annotation (a kubelet may edit its own Node's annotations),
+    so what it says is only ever a claim, intersected with what rules owned (`removable_taints`).
+    """
+    if len(text) > OWNERSHIP_ANNOTATION_LIMIT:
+        return frozenset()
     owned = set()
     for item in text.split(","):
         key, sep, effect = item.strip().rpartition(":")
@@ -178,8 +221,22 @@ def parse_ownership(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(owned)
 
 
-def _recorded_ownership(node: NodeState) -> frozenset[tuple[str, str]]:
-    return parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+def removable_taints(
+    node: NodeState, rules: NodeRules, previously_owned: frozenset[tuple[str, str]]
+) -> frozenset[tuple[str, str]]:
+    """The taints nodegate may remove from this node, and no others.
+
+    A current rule's taint, or a taint that the node's ownership annotation claims *and* that
+    some earlier accepted rules owned (so a deleted rule still cleans up after itself). A claim
+    alone is never enough, and a key another controller owns (`node.kubernetes.io/*`,
+    Karpenter, the autoscaler...) is never removable unless a current rule names it.
+    """
+    current = rules.owned_taints()
+    claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+    earlier = {
+        identity for identity in claimed & previously_owned if taint_key_owner(identity[0]) is None
+    }
+    return current | earlier
 
 
 def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[LabelChange]:
@@ -209,17 +266,10 @@ def _decide(
                 RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
             )
     for condition_rule in rules.condition_taints:
-        decision, recheck = _condition_decision(node, labels, condition_rule, facts.now)
+        decision, recheck = _condition_decision(node, labels, condition_rule, facts)
         decisions.append(decision)
         if recheck is not None:
             rechecks.append(recheck)
-    for gate in rules.startup_gates:
-        decision, recheck, warning = _gate_decision(node, labels, gate, facts)
-        decisions.append(decision)
-        if recheck is not None:
-            rechecks.append(recheck)
-        if warning:
-            warnings.append(warning)
     return decisions, rechecks, warnings
 
 
@@ -238,8 +288,9 @@ def _matching_condition(
 
 
 def _condition_decision(
-    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, now: datetime
+    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
 ) -> tuple[RuleDecision, timedelta | None]:
+    now = facts.now
     not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
     if rule.match is not None and not rule.match.matches(dict(labels)):
         return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
@@ -248,7 +299,7 @@ def _condition_decision(
         why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
         return RuleDecision(rule.name, rule.taint, not_matching, why), None
     if rule.hold:
-        since = max((c.last_transition_time or now) for c in found if c is not None)
+        since = max(_condition_since(c, facts) for c in found if c is not None)
         remaining = since + rule.hold - now
         if remaining > timedelta(0):
             why = f"conditions match, waiting {int(remaining.total_seconds())}s more of `for`"
@@ -256,43 +307,166 @@ def _condition_decision(
     return RuleDecision(rule.name, rule.taint, "want", "conditions match"), None
 
 
-def _gate_decision(
+def _condition_since(condition: NodeCondition, facts: PlanFacts) -> datetime:
+    """When a condition took its current status; without lastTransitionTime (some node-problem
+    detectors omit it), when the reconciler first saw it so, else now."""
+    if condition.last_transition_time is not None:
+        return condition.last_transition_time
+    return facts.conditions_first_seen.get(condition_identity(condition), facts.now)
+
+
+def condition_identity(condition: NodeCondition) -> tuple[str, str, str]:
+    return (condition.type, condition.status, condition.reason)
+
+
+def track_first_seen(
+    previous: Mapping[tuple[str, str, str], datetime],
+    conditions: Iterable[NodeCondition],
+    now: datetime,
+) -> dict[tuple[str, str, str], datetime]:
+    """First-seen times of the node's conditions that carry no lastTransitionTime.
+
+    Kept by the reconciler in memory only (nothing is written to the node); an entry goes as
+    soon as its (type, status, reason) is no longer on the node, so a flip restarts the clock.
+    """
+    return {
+        identity: previous.get(identity, now)
+        for condition in conditions
+        if condition.last_transition_time is None
+        for identity in (condition_identity(condition),)
+    }
+
+
+GATE_COMPLETED = "completed.gate.nodegate.dev/"
+"""+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
+GATE_BOOT = "boot.gate.nodegate.dev/"
+"""+ gate name: the node's bootID when the gate was lifted (a new one means a reboot)."""
+GATE_REGATED = "regated.gate.nodegate.dev/"
+"""+ gate name: when the gate was put back after a reboot (older readiness does not count)."""
+
+
+def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str]:
+    return (GATE_COMPLETED + gate.name, GATE_BOOT + gate.name, GATE_REGATED + gate.name)
+
+
+@dataclass(frozen=True)
+class _GateOutcome:
+    decision: RuleDecision
+    recheck: timedelta | None = None
+    warning: str | None = None
+    annotations: tuple[tuple[str, str | None], ...] = ()
+    lift: bool = False
+    put_back: bool = False
+    timed_out: bool = False
+
+
+def _gate_outcome(
     node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
-) -> tuple[RuleDecision, timedelta | None, str | None]:
-    if not gate.match.matches(dict(labels)):
-        return (
-            RuleDecision(gate.name, gate.taint, "release", "node labels do not match"),
-            None,
-            None,
-        )
-    pair = gate.ready_when.annotation_pair
-    if pair is not None and node.annotations.get(pair[0]) == pair[1]:
-        return (
-            RuleDecision(
-                gate.name, gate.taint, "release", f"annotation {gate.ready_when.annotation}"
-            ),
-            None,
-            None,
-        )
-    if gate.name in facts.ready_pods_for_gates:
-        return RuleDecision(gate.name, gate.taint, "release", "init pod is Ready"), None, None
+) -> _GateOutcome:
+    if node.taint(gate.taint.identity) is None:
+        return _absent_gate(node, labels, gate, facts)
+    # `match` is not consulted here: labels often arrive after registration, so a gate the node
+    # carries is lifted only by its readiness or its timeout, never by a label mismatch.
+    signal = _gate_signal(node, gate, facts)
+    if signal is not None:
+        held = _min_hold_left(node, gate, facts.now)
+        if held is not None:
+            why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
+            return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
+        return _lifted(node, gate, facts, signal)
     if gate.timeout is not None and node.created is not None:
         remaining = node.created + gate.timeout - facts.now
         if remaining <= timedelta(0):
             if gate.on_timeout == "lift":
-                return (
-                    RuleDecision(gate.name, gate.taint, "release", "timed out (onTimeout: lift)"),
-                    None,
-                    None,
-                )
+                return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
             warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
-            return (
-                RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)"),
-                None,
-                warning,
-            )
-        return RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"), remaining, None
-    return RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"), None, None
+            decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
+            return _GateOutcome(decision, warning=warning, timed_out=True)
+        decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
+        return _GateOutcome(decision, recheck=remaining)
+    return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
+
+
+def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
+    """Why the gate may be lifted now (its readiness signal), or None."""
+    pair = gate.ready_when.annotation_pair
+    if pair is not None and node.annotations.get(pair[0]) == pair[1]:
+        return f"annotation {gate.ready_when.annotation}"
+    since = facts.gate_pods_ready_since.get(gate.name)
+    if since is None:
+        return None
+    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
+    if regated is not None and since < regated:
+        return None  # readiness from before the reboot does not count
+    return "init pod is Ready"
+
+
+def _min_hold_left(node: NodeState, gate: StartupGate, now: datetime) -> timedelta | None:
+    if gate.min_hold is None or node.created is None:
+        return None
+    left = node.created + gate.min_hold - now
+    return left if left > timedelta(0) else None
+
+
+def _lifted(
+    node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
+) -> _GateOutcome:
+    completed, boot, regated = gate_annotation_keys(gate)
+    annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
+    if node.boot_id:
+        annotations.append((boot, node.boot_id))
+    if regated in node.annotations:
+        annotations.append((regated, None))
+    return _GateOutcome(
+        RuleDecision(gate.name, gate.taint, "release", why),
+        annotations=tuple(annotations),
+        lift=True,
+        timed_out=timed_out,
+    )
+
+
+def _absent_gate(
+    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
+) -> _GateOutcome:
+    """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
+    onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
+    completed, boot, regated = gate_annotation_keys(gate)
+    lifted_on = node.annotations.get(boot)
+    if (
+        gate.regate_on_reboot
+        and completed in node.annotations
+        and node.boot_id
+        and lifted_on
+        and lifted_on != node.boot_id
+    ):
+        why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
+        annotations = ((completed, None), (regated, format_time(facts.now)))
+        return _GateOutcome(
+            RuleDecision(gate.name, gate.taint, "want", why),
+            annotations=annotations,
+            put_back=True,
+        )
+    if needs_backfill(node, labels, gate) and facts.workload_pods == 0:
+        why = "backfill: the node joined without the gate and runs no workload pods"
+        return _GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
+    return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
+
+
+def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate) -> bool:
+    """A backfill candidate: opted in, matching, never gated here (no completion record)."""
+    return (
+        gate.backfill
+        and node.taint(gate.taint.identity) is None
+        and GATE_COMPLETED + gate.name not in node.annotations
+        and gate.match.matches(dict(labels))
+    )
+
+
+def parse_time_or_none(value: str | None) -> datetime | None:
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None  # a node may write anything in its annotations
 
 
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
@@ -304,7 +478,8 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
     gate_annotations = {
         pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
     }
-    read_annotations = gate_annotations | {OWNED_TAINTS_ANNOTATION}
+    gate_records = {key for g in rules.startup_gates for key in gate_annotation_keys(g)}
+    read_annotations = gate_annotations | gate_records | {OWNED_TAINTS_ANNOTATION}
     return (
         tuple(sorted(node.labels.items())),
         tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
@@ -315,4 +490,5 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
             )
         ),
         node.created,
+        node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
     )

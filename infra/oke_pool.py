@@ -17,7 +17,7 @@ import pulumi_oci as oci
 from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.model import NodePool, NodeRules
-from nodegate.infra.render import encode_user_data, initial_node_labels, sha256_hex
+from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
 
 TYPE_TOKEN = "nodegate:index:OkeNodePool"
 

@@ -19,36 +19,22 @@ from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules, parse_rules, rules_from_data
-from nodegate.core.model import NodeRules
-from nodegate.core.yaml_input import read_limited
-from nodegate.infra.aks_pool import (
-    INITIALIZATION_TAINTS_SUPPORTED,
-    AksAutoscalingArgs,
-    AksNodePool,
-    AksNodePoolArgs,
-)
-from nodegate.infra.config import (
+from nodegate.core.loader import load_rules
+from nodegate.core.yaml_input import decode, read_limited
+from nodegate.infra.aks_pool import INITIALIZATION_TAINTS_SUPPORTED, AksNodePool
+from nodegate.infra.oke_pool import OkeNodePool
+from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
+from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
+from nodegate.infra.stack_config import (
     CONFIG_KEYS,
     NAMESPACE,
     OBJECT_KEYS,
-    AksConfig,
-    AksPoolPlan,
     ConfigProblem,
-    OkeConfig,
-    OkePoolPlan,
-    PoolPlans,
     StackConfig,
     StackConfigError,
     parse_stack_config,
-    plan_pools,
 )
-from nodegate.infra.oke_pool import (
-    OkeNodeCyclingArgs,
-    OkeNodePool,
-    OkeNodePoolArgs,
-    OkePlacementArgs,
-)
+from nodegate.manifests.build import RulesDocument
 
 
 class InvalidRulesError(pulumi.RunError):
@@ -68,33 +54,39 @@ class Prepared:
     """Everything the program declares, checked: nothing here can fail at declaration time."""
 
     config: StackConfig
-    rules: NodeRules
+    rules: RulesDocument
     plans: PoolPlans
-    user_cloud_init: Mapping[str, str | None]
-    """The user cloud-init text of each OKE pool, by pool name (None: none given)."""
+    reconciler: ReconcilerArgs | None
+    """None: the stack has no `nodegate:reconciler` section."""
 
 
 def main(project_dir: Path | None = None) -> None:
     """Entry point of `infra/__main__.py`; `project_dir` defaults to where Pulumi.yaml is."""
     stack = pulumi.get_stack()
     prepared = prepare(read_raw_config(stack), stack, project_dir or find_project_dir())
-    if prepared.config.reconciler is not None:
-        pulumi.log.warn(
-            f"{NAMESPACE}:reconciler is reserved for the reconciler deployment, which this "
-            "program does not deploy yet; the key is ignored"
-        )
     if prepared.plans.skipped:
         pulumi.log.info(
             f"pools left to other stacks ({NAMESPACE}:skipPools): "
             + ", ".join(prepared.plans.skipped)
         )
     pools = declare_pools(prepared)
-
-    # Reconciler component comes next (issue: deploy the reconciler).
-    # It takes `prepared.rules` and the reserved `nodegate:reconciler` settings (docs/infra.md)
-    # and deploys the in-cluster reconciler with its Node admission webhook, which is what adds
-    # the startup gates of AKS pools whose `startupGatesVia` is "webhook".
-
+    if prepared.reconciler is None:
+        pulumi.log.warn(
+            f"no {NAMESPACE}:reconciler section: this stack does not deploy nodegate's "
+            "reconciler, so nothing keeps taints and labels true after registration and "
+            "startup gates are never lifted (unless another stack or `nodegate manifests` "
+            "deploys it); see docs/infra.md"
+        )
+    else:
+        reconciler = Reconciler("reconciler", prepared.reconciler)
+        pulumi.export(
+            "reconciler",
+            {
+                "namespace": reconciler.namespace,
+                "image": reconciler.image,
+                "rulesSha256": reconciler.rules_sha256,
+            },
+        )
     pulumi.export("pools", pools)
     pulumi.export("skippedPools", list(prepared.plans.skipped))
 
@@ -142,168 +134,97 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
     except StackConfigError as err:
         raise InvalidStackConfigError(str(err)) from err
     try:
-        rules = _load_rules(config, stack, project_dir)
+        document = _load_rules(config, stack, project_dir)
     # Same text as `nodegate validate`: the problem lines, nothing added.
     except RulesError as err:
         raise InvalidRulesError(str(err)) from err
     try:
-        plans = plan_pools(rules, config, stack)
+        plans = plan_pools(
+            document.rules,
+            config,
+            stack,
+            lambda path: _resolve(project_dir, path).read_text(encoding="utf-8"),
+        )
     # Config that does not fit these rules (unconfigured or unknown pools, bad settings).
     except StackConfigError as err:
         raise InvalidStackConfigError(str(err)) from err
 
-    user_cloud_init: dict[str, str | None] = {}
-    problems: list[ConfigProblem] = []
-    for oke in plans.oke:
-        path = oke.settings.user_cloud_init
-        user_cloud_init[oke.pool.name] = None
-        if path is None:
-            continue
-        resolved = _resolve(project_dir, path)
-        try:
-            user_cloud_init[oke.pool.name] = resolved.read_text(encoding="utf-8")
-        # Unreadable user cloud-init is a config mistake: name the key and the path tried.
-        except (OSError, UnicodeDecodeError) as err:
-            reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-            problems.append(
-                ConfigProblem(
-                    f"{NAMESPACE}:oke.pools.{oke.pool.name}.userCloudInit",
-                    f"cannot read '{resolved}': {reason}",
-                )
-            )
-    if problems:
-        raise InvalidStackConfigError(str(StackConfigError(stack, problems)))
-
     failures: list[str] = []
     for oke in plans.oke:
         try:
-            render_oke_cloud_init(rules, oke.pool, user_cloud_init[oke.pool.name])
+            pool = document.rules.pool(oke.pool_name)
+            assert pool is not None  # planning made Args only for the rules' own pools
+            render_oke_cloud_init(document.rules, pool, _text(oke.user_cloud_init))
         # Rendering refuses inputs a node would choke on; report them all before declaring.
         except BootstrapError as err:
             failures.append(str(err))
     for aks in plans.aks:
         try:
+            pool = document.rules.pool(aks.pool_name)
+            assert pool is not None
             render_aks_pool(
-                rules, aks.pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
+                document.rules,
+                pool,
+                initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED,
             )
         # Same: a pool whose lists cannot be rendered must not be half-declared.
         except BootstrapError as err:
             failures.append(str(err))
     if failures:
         raise BootstrapRenderError("\n".join(failures))
-    return Prepared(config=config, rules=rules, plans=plans, user_cloud_init=user_cloud_init)
+    return Prepared(
+        config=config,
+        rules=document,
+        plans=plans,
+        reconciler=plan_reconciler(document, config, project_dir),
+    )
+
+
+def _text(value: object) -> str | None:
+    """Planning gives user cloud-init as plain text (or None); never an Output."""
+    assert value is None or isinstance(value, str)
+    return value
 
 
 def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
     """Declare one component per planned pool; return the per-pool outputs to export."""
-    config, rules = prepared.config, prepared.rules
     outputs: dict[str, dict[str, Any]] = {}
-    if config.oke is not None:
-        for oke in prepared.plans.oke:
-            user = prepared.user_cloud_init[oke.pool.name]
-            outputs[oke.pool.name] = _declare_oke(rules, config.oke, oke, user)
-    if config.aks is not None:
-        for aks in prepared.plans.aks:
-            outputs[aks.pool.name] = _declare_aks(rules, config.aks, aks)
+    for oke in prepared.plans.oke:
+        node_pool = OkeNodePool(oke.pool_name, oke)
+        outputs[oke.pool_name] = {
+            "provider": "oke",
+            "nodePoolId": node_pool.node_pool_id,
+            "registrationTaints": node_pool.registration_taints,
+            "registrationLabels": node_pool.registration_labels,
+            "bootstrapSha256": node_pool.bootstrap_sha256,
+        }
+    for aks in prepared.plans.aks:
+        agent_pool = AksNodePool(aks.pool_name, aks)
+        _warn_about_gates(aks.pool_name, agent_pool, deploys_webhook=False)
+        outputs[aks.pool_name] = {
+            "provider": "aks",
+            "agentPoolId": agent_pool.agent_pool_id,
+            "registrationTaints": agent_pool.registration_taints,
+            "registrationLabels": agent_pool.node_labels,
+            "nodeTaints": agent_pool.node_taints,
+            "startupGateTaints": agent_pool.startup_gate_taints,
+            "startupGatesVia": agent_pool.startup_gates_via,
+            "bootstrapSha256": agent_pool.bootstrap_sha256,
+        }
     return outputs
 
 
-def _declare_oke(
-    rules: NodeRules, section: OkeConfig, plan: OkePoolPlan, user_cloud_init: str | None
-) -> dict[str, Any]:
-    s = plan.settings
-    shape = s.node_shape_config
-    cycling = s.node_cycling
-    node_pool = OkeNodePool(
-        plan.pool.name,
-        OkeNodePoolArgs(
-            rules=rules,
-            pool_name=plan.pool.name,
-            compartment_id=section.compartment_id,
-            cluster_id=section.cluster_id,
-            kubernetes_version=s.kubernetes_version,
-            node_shape=s.node_shape,
-            image_id=s.image_id,
-            placements=[
-                OkePlacementArgs(
-                    availability_domain=p.availability_domain,
-                    subnet_id=p.subnet_id,
-                    fault_domains=list(p.fault_domains) or None,
-                )
-                for p in s.placements
-            ],
-            size=plan.size,
-            ocpus=shape.ocpus if shape else None,
-            memory_in_gbs=shape.memory_in_gbs if shape else None,
-            boot_volume_size_in_gbs=s.boot_volume_size_in_gbs,
-            user_cloud_init=user_cloud_init,
-            node_pool_name=s.name,
-            node_cycling=(
-                OkeNodeCyclingArgs(
-                    maximum_surge=cycling.maximum_surge,
-                    maximum_unavailable=cycling.maximum_unavailable,
-                )
-                if cycling
-                else None
-            ),
-        ),
-    )
-    return {
-        "provider": "oke",
-        "nodePoolId": node_pool.node_pool_id,
-        "registrationTaints": node_pool.registration_taints,
-        "registrationLabels": node_pool.registration_labels,
-        "bootstrapSha256": node_pool.bootstrap_sha256,
-    }
-
-
-def _declare_aks(rules: NodeRules, section: AksConfig, plan: AksPoolPlan) -> dict[str, Any]:
-    s = plan.settings
-    scaling = s.autoscaling
-    agent_pool = AksNodePool(
-        plan.pool.name,
-        AksNodePoolArgs(
-            rules=rules,
-            pool_name=plan.pool.name,
-            resource_group_name=section.resource_group_name,
-            cluster_name=section.cluster_name,
-            vm_size=s.vm_size,
-            agent_pool_name=plan.agent_pool_name,
-            count=plan.count,
-            autoscaling=(
-                AksAutoscalingArgs(min_count=scaling.min_count, max_count=scaling.max_count)
-                if scaling
-                else None
-            ),
-            mode=plan.mode,
-            os_sku=s.os_sku,
-            orchestrator_version=s.orchestrator_version,
-        ),
-    )
-    _warn_about_gates(plan.pool.name, agent_pool)
-    return {
-        "provider": "aks",
-        "agentPoolId": agent_pool.agent_pool_id,
-        "registrationTaints": agent_pool.registration_taints,
-        "registrationLabels": agent_pool.node_labels,
-        "nodeTaints": agent_pool.node_taints,
-        "startupGateTaints": agent_pool.startup_gate_taints,
-        "startupGatesVia": agent_pool.startup_gates_via,
-        "bootstrapSha256": agent_pool.bootstrap_sha256,
-    }
-
-
-def _warn_about_gates(pool: str, agent_pool: AksNodePool) -> None:
-    """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy."""
+def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bool) -> None:
+    """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy
+    (yet: the Node admission webhook joins the Reconciler with the startup-gates issue)."""
 
     def warn(args: list[Any]) -> None:
         via, gates = args
-        if via == "webhook":
+        if via == "webhook" and not deploys_webhook:
             pulumi.log.warn(
                 f"pool '{pool}': startup gates ({', '.join(gates)}) are not AKS node taints; "
-                "nodegate's Node admission webhook adds them at registration. Until the "
-                "reconciler and its webhook are deployed, new nodes of this pool register "
-                "without them.",
+                "nodegate's Node admission webhook adds them at registration. Until that "
+                "webhook is deployed, new nodes of this pool register without them.",
                 resource=agent_pool,
             )
 
@@ -315,11 +236,11 @@ def _resolve(project_dir: Path, configured: str) -> Path:
     return path if path.is_absolute() else project_dir / path
 
 
-def _load_rules(config: StackConfig, stack: str, project_dir: Path) -> NodeRules:
+def _load_rules(config: StackConfig, stack: str, project_dir: Path) -> RulesDocument:
     """The rules, from the file or inline; file errors name it as configured, as
     `nodegate validate` run from the project directory would."""
     if config.rules is None:
-        return rules_from_data(
+        return RulesDocument.from_data(
             config.rules_inline, f"Pulumi.{stack}.yaml ({NAMESPACE}:rulesInline)"
         )
     resolved = _resolve(project_dir, config.rules)
@@ -327,5 +248,6 @@ def _load_rules(config: StackConfig, stack: str, project_dir: Path) -> NodeRules
         data = read_limited(resolved)
     # Let the loader report the unreadable file, naming the full path that was tried.
     except OSError:
-        return load_rules(resolved)
-    return parse_rules(data, config.rules)
+        load_rules(resolved)
+        raise
+    return RulesDocument.parse(decode(data, config.rules), config.rules)

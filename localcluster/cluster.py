@@ -118,6 +118,29 @@ class LocalControlPlane:
             f"{name} (pid {pid})" for pid, name in self._started_pids.items() if pid_exists(pid)
         ]
 
+    # -- faults, for the tests that prove recovery ------------------------------------------
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILL one component (e.g. `kube-apiserver`), as a crash or an OOM kill would."""
+        self._component(name).kill()
+
+    def start_component(self, name: str, timeout: float = DEFAULT_STARTUP_TIMEOUT_SECONDS) -> None:
+        """Start a stopped component again with the same flags, ports and data; for the API
+        server, return once it is ready again."""
+        process = self._component(name)
+        process.start()
+        assert process.pid is not None
+        self._started_pids[process.pid] = name
+        if name == "kube-apiserver":
+            deadline = time.monotonic() + timeout
+            self._wait_for(f"{self.server_url}/readyz", self._tls_context(), deadline, name)
+
+    def _component(self, name: str) -> ManagedProcess:
+        for process in self._processes:
+            if process.name == name:
+                return process
+        raise ControlPlaneError(f"no component named {name}")
+
     # -- what tests use ---------------------------------------------------------------------
 
     @property

@@ -8,6 +8,8 @@ helpers do exactly those API calls, so a test reads as the scenario it checks.
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +63,8 @@ class SimNode:
     ready: bool = True
     kwok: bool = False
     internal_ip: str = "10.0.10.10"
+    images: int = 0
+    """Container images to report in status.images, as a kubelet does (40 make a ~12 KB Node)."""
 
     def body(self) -> dict[str, Any]:
         """The Node object; status is accepted on create for Nodes, as a kubelet registers."""
@@ -81,6 +85,7 @@ class SimNode:
         if self.taints:
             spec["taints"] = [dict(taint) for taint in self.taints]
         resources = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods}
+        status_images = {"images": [_image(self.name, n) for n in range(self.images)]}
         return {
             "apiVersion": "v1",
             "kind": "Node",
@@ -99,6 +104,7 @@ class SimNode:
                     {"type": "InternalIP", "address": self.internal_ip},
                     {"type": "Hostname", "address": self.name},
                 ],
+                **(status_images if self.images else {}),
                 "nodeInfo": {
                     "architecture": "amd64",
                     "operatingSystem": "linux",
@@ -147,6 +153,20 @@ def set_node_condition(
         name, patch, _content_type=STRATEGIC_MERGE_PATCH
     )
     return patched
+
+
+def heartbeat(core_v1: k8s_client.CoreV1Api, name: str) -> None:
+    """What a kubelet's status update does every 10 s: only lastHeartbeatTime moves.
+
+    Status, reason and lastTransitionTime stay as they are, so nothing a rule reads changes.
+    """
+    response: Any = core_v1.read_node(name, _preload_content=False)  # urllib3 response
+    conditions = json.loads(response.data)["status"].get("conditions") or []
+    now = _now()
+    beats = [{**condition, "lastHeartbeatTime": now} for condition in conditions]
+    core_v1.patch_node_status(
+        name, {"status": {"conditions": beats}}, _content_type=STRATEGIC_MERGE_PATCH
+    )
 
 
 def delete_node(core_v1: k8s_client.CoreV1Api, name: str, timeout: float = 30.0) -> None:
@@ -237,6 +257,16 @@ def _condition(kind: str, status: str, reason: str, now: str) -> dict[str, str]:
         "reason": reason,
         "lastHeartbeatTime": now,
         "lastTransitionTime": now,
+    }
+
+
+def _image(node: str, n: int) -> dict[str, Any]:
+    """One status.images entry shaped like a kubelet's: a digest name, a tag name, a size."""
+    digest = hashlib.sha256(f"{node}/{n}".encode()).hexdigest()
+    repository = f"registry.example.com/platform/team-{n % 7}/service-{n}"
+    return {
+        "names": [f"{repository}@sha256:{digest}", f"{repository}:v1.{n}.0"],
+        "sizeBytes": 2**26 + n,
     }
 
 

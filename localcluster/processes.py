@@ -69,6 +69,13 @@ class ManagedProcess:
             process.kill()
             process.wait(timeout=timeout)
 
+    def kill(self) -> None:
+        """SIGKILL and reap (no graceful shutdown), to simulate a crash."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+
     def tail(self, lines: int = 40) -> str:
         """The last `lines` lines of its log, for printing when something failed."""
         try:

@@ -1,36 +1,60 @@
-"""Kubernetes Events: every change nodegate makes to a node, and every refused rules update."""
+"""Kubernetes Events: every change nodegate makes to a node, and every refused or held update.
+
+Repeated identical Events are aggregated as client-go's recorder does: the first is created,
+repeats within the aggregation window patch its `count` and `lastTimestamp`, so a condition
+that flaps or a write refused on every resync is one Event with a count, not thousands.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from nodegate.core.node import format_time
-from nodegate.reconciler.kube import KubeApi, KubeError, RawObject
+from nodegate.reconciler.kube import Api, KubeError, NotFoundError, RawObject
 
 log = logging.getLogger("nodegate.events")
 
 COMPONENT = "nodegate-reconciler"
 MESSAGE_LIMIT = 1024  # the API server refuses Event messages longer than this
+CACHE_ENTRIES = 4096  # client-go's maxLruCacheEntries
+AGGREGATION_WINDOW_SECONDS = 600.0
+
+
+@dataclass
+class _Recorded:
+    namespace: str
+    name: str
+    count: int
+    first_timestamp: str
+    at: float
 
 
 class EventRecorder:
-    def __init__(self, api: KubeApi, node_event_namespace: str, instance: str) -> None:
+    def __init__(
+        self,
+        api: Api,
+        node_event_namespace: str,
+        instance: str,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._api = api
         self._node_namespace = node_event_namespace
         self._instance = instance
+        self._clock = clock
+        self._recent: OrderedDict[tuple[str, ...], _Recorded] = OrderedDict()
+        self._lock = threading.Lock()
 
     def on_node(
-        self, raw_node: RawObject, reason: str, message: str, warning: bool = False
+        self, name: str, uid: str, reason: str, message: str, warning: bool = False
     ) -> None:
-        meta = raw_node["metadata"]
-        involved = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-        }
+        involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
         self._emit(self._node_namespace, involved, reason, message, warning)
 
     def on_namespaced(
@@ -49,25 +73,64 @@ class EventRecorder:
     def _emit(
         self, namespace: str, involved: dict[str, Any], reason: str, message: str, warning: bool
     ) -> None:
-        now = datetime.now(UTC)
         text = message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 3] + "..."
-        event: RawObject = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{involved['name']}.nodegate.", "namespace": namespace},
-            "involvedObject": involved,
-            "reason": reason,
-            "message": text,
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": COMPONENT},
-            "reportingComponent": "nodegate.dev/reconciler",
-            "reportingInstance": self._instance[:128],
-            "firstTimestamp": format_time(now),
-            "lastTimestamp": format_time(now),
-            "count": 1,
-        }
+        kind = "Warning" if warning else "Normal"
+        key = (namespace, involved["kind"], involved["name"], involved["uid"], reason, kind, text)
+        now = datetime.now(UTC)
         try:
-            self._api.create_event(namespace, event)
+            if self._repeat(key, now):
+                return
+            event: RawObject = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "generateName": f"{involved['name']}.nodegate.",
+                    "namespace": namespace,
+                },
+                "involvedObject": involved,
+                "reason": reason,
+                "message": text,
+                "type": kind,
+                "source": {"component": COMPONENT},
+                "reportingComponent": "nodegate.dev/reconciler",
+                "reportingInstance": self._instance[:128],
+                "firstTimestamp": format_time(now),
+                "lastTimestamp": format_time(now),
+                "count": 1,
+            }
+            created = self._api.create_event(namespace, event)
+            self._remember(
+                key,
+                _Recorded(
+                    namespace, created["metadata"]["name"], 1, format_time(now), self._clock()
+                ),
+            )
         except KubeError as err:
             # An Event is a report, not the change itself: losing one must not undo the work.
             log.warning("could not record event", extra={"reason": reason, "error": str(err)})
+
+    def _repeat(self, key: tuple[str, ...], now: datetime) -> bool:
+        """Patch the count of an identical recent Event; False if there is none to patch."""
+        with self._lock:
+            recorded = self._recent.get(key)
+            if recorded is None or self._clock() - recorded.at > AGGREGATION_WINDOW_SECONDS:
+                return False
+            recorded.count += 1
+            recorded.at = self._clock()
+            self._recent.move_to_end(key)
+            count = recorded.count
+        patch = {"count": count, "lastTimestamp": format_time(now)}
+        try:
+            self._api.patch_event(recorded.namespace, recorded.name, patch)
+        except NotFoundError:
+            with self._lock:
+                self._recent.pop(key, None)
+            return False  # the Event expired (TTL): create a fresh one
+        return True
+
+    def _remember(self, key: tuple[str, ...], recorded: _Recorded) -> None:
+        with self._lock:
+            self._recent[key] = recorded
+            self._recent.move_to_end(key)
+            while len(self._recent) > CACHE_ENTRIES:
+                self._recent.popitem(last=False)

@@ -1,88 +1,222 @@
-"""List-then-watch of all Nodes with a local cache, as client-go's informer does.
+"""One list-then-watch informer for every kind nodegate watches (Nodes, the rules ConfigMap).
 
-The official client offers the watch stream but no informer, so this keeps the usual contract:
-one LIST, then WATCH from its resourceVersion; on 410 GoneError or a dropped stream, LIST again and
-report the difference, so no event is lost across reconnects.
+The official client offers the watch stream but no informer, so this keeps client-go's
+reflector contract: a paginated LIST, then WATCH from its resourceVersion; a watch that ends or
+breaks is resumed from the last resourceVersion seen; 410 Gone means LIST again and report the
+difference, so no event is lost across reconnects. Every failure backs off with jitter
+(800 ms doubling to 30 s), whatever was raised: the loop only ends when `stop` is set.
+
+Memory: the cache holds what `transform` makes of each object (a slim view), never the raw
+object, and a relist replaces entries page by page instead of building a second full cache.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Generic, TypeVar
 
-from nodegate.reconciler.kube import GoneError, KubeApi, KubeError, RawObject
+from nodegate.reconciler.backoff import Backoff
+from nodegate.reconciler.kube import Api, GoneError, RawObject, Selection, watch_timeout
 
 log = logging.getLogger("nodegate.informer")
 
-NodeHandler = Callable[[str, RawObject | None, RawObject | None], None]
-"""handler(name, old, new): old None = added, new None = deleted."""
+V = TypeVar("V")
+
+MIN_WATCH_SECONDS = 1.0
+"""A watch that ends sooner than this having delivered nothing counts as a failure."""
+
+Handler = Callable[[str, V | None, V | None], None]
+"""handler(key, old, new): old None = added, new None = deleted."""
+ErrorHook = Callable[[str, BaseException], None]
+"""Called with (informer name, error) for every failure, for metrics."""
 
 
-class NodeInformer:
+def object_key(raw: RawObject) -> str:
+    """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKey)."""
+    meta = raw.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+class Informer(Generic[V]):
     def __init__(
-        self, api: KubeApi, handler: NodeHandler, watch_timeout_seconds: int = 240
+        self,
+        name: str,
+        api: Api,
+        selection: Selection,
+        transform: Callable[[RawObject], V],
+        handler: Handler[V],
+        *,
+        page_size: int = 200,
+        watch_timeout_seconds: int = 120,
+        backoff: Backoff | None = None,
+        on_error: ErrorHook | None = None,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
+        self.name = name
         self._api = api
+        self._selection = selection
+        self._transform = transform
         self._handler = handler
+        self._page_size = page_size
         self._watch_timeout = watch_timeout_seconds
-        self._cache: dict[str, RawObject] = {}
+        self._backoff = backoff or Backoff()
+        self._on_error = on_error
+        self.on_synced = on_synced
+        self._cache: dict[str, V] = {}
         self._lock = threading.Lock()
+        self._relist_requested = threading.Event()
+        self._resource_version = ""
         self.synced = threading.Event()
 
-    def get(self, name: str) -> RawObject | None:
-        with self._lock:
-            return self._cache.get(name)
+    # --- reads (any thread) --------------------------------------------------------------------
 
-    def names(self) -> list[str]:
+    def get(self, key: str) -> V | None:
+        with self._lock:
+            return self._cache.get(key)
+
+    def cached_keys(self) -> list[str]:
         with self._lock:
             return list(self._cache)
 
+    def items(self) -> list[tuple[str, V]]:
+        with self._lock:
+            return list(self._cache.items())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cache)
+
+    def put(self, raw: RawObject) -> None:
+        """Put our own write's answer in the cache now (its watch event may come later). A late
+        event carrying an older version only costs a 409 on the next write, never a wrong one."""
+        key = object_key(raw)
+        new = self._transform(raw)
+        with self._lock:
+            self._cache[key] = new
+
+    def discard(self, key: str) -> None:
+        with self._lock:
+            self._cache.pop(key, None)
+
+    def request_relist(self) -> None:
+        """List again at the next opportunity (what `transform` keeps has changed)."""
+        self._relist_requested.set()
+
+    # --- the loop ------------------------------------------------------------------------------
+
     def run(self, stop: threading.Event) -> None:
-        """Keep the cache current until `stop` is set."""
-        resource_version = ""
+        """Keep the cache current until `stop` is set; survives any exception."""
         while not stop.is_set():
             try:
-                if not resource_version:
-                    resource_version = self._relist()
-                for kind, raw in self._api.watch_nodes(resource_version, self._watch_timeout):
-                    if stop.is_set():
-                        return
-                    resource_version = (
-                        raw.get("metadata", {}).get("resourceVersion") or resource_version
-                    )
-                    self._apply(kind, raw)
+                if not self._resource_version or self._relist_requested.is_set():
+                    self._relist_requested.clear()
+                    self._resource_version = self._relist(stop)
+                    self._backoff.reset()
+                self._watch(stop)
             except GoneError:
-                log.info("node watch expired (410); listing again")
-                resource_version = ""
-            except (KubeError, OSError, ValueError) as err:
-                # Network blips and API errors are temporary: back off and list again.
-                log.warning("node watch failed; listing again", extra={"error": str(err)})
-                resource_version = ""
-                stop.wait(1.0)
+                log.info("watch expired (410); listing again", extra={"informer": self.name})
+                self._resource_version = ""
+            except Exception as err:
+                # Anything at all (network, API, a bug in a handler): back off and carry on
+                # from the last resourceVersion seen; a stale one answers 410 and forces a relist.
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "list/watch failed; retrying",
+                    extra={
+                        "informer": self.name,
+                        "error": f"{type(err).__name__}: {err}",
+                        "retry_in_seconds": round(delay, 2),
+                    },
+                )
+                if self._on_error is not None:
+                    self._on_error(self.name, err)
+                stop.wait(delay)
 
-    def _relist(self) -> str:
-        items, resource_version = self._api.list_nodes()
-        fresh = {item["metadata"]["name"]: item for item in items}
+    def _relist(self, stop: threading.Event) -> str:
+        """A paginated LIST; entries are replaced as pages arrive, deletions reported last."""
+        seen: set[str] = set()
+        continue_token: str | None = None
+        while True:
+            try:
+                page = self._api.list_page(self._selection, self._page_size, continue_token)
+            except GoneError:
+                if continue_token is None:
+                    raise
+                # The continuation expired mid-list (a slow consumer): start the list over.
+                log.info("list continuation expired; listing again", extra={"informer": self.name})
+                seen.clear()
+                continue_token = None
+                continue
+            for raw in page.items:
+                self._upsert(raw, seen)
+            if stop.is_set():
+                return ""
+            continue_token = page.continue_token
+            if continue_token is None:
+                break
         with self._lock:
-            old = self._cache
-            self._cache = fresh
-        for name, raw in fresh.items():
-            self._handler(name, old.get(name), raw)
-        for name in old.keys() - fresh.keys():
-            self._handler(name, old[name], None)
-        self.synced.set()
-        return resource_version
+            gone = {key: self._cache.pop(key) for key in list(self._cache) if key not in seen}
+        for key, old in gone.items():
+            self._dispatch(key, old, None)
+        if not self.synced.is_set():
+            self.synced.set()
+            if self.on_synced is not None:
+                self.on_synced()
+        return page.resource_version
 
-    def _apply(self, kind: str, raw: dict[str, Any]) -> None:
-        if kind == "BOOKMARK":
-            return
-        name = raw["metadata"]["name"]
-        with self._lock:
-            old = self._cache.get(name)
+    def _watch(self, stop: threading.Event) -> None:
+        """Follow one watch until it ends, recording each resourceVersion as it is seen."""
+        started = time.monotonic()
+        delivered = 0
+        events = self._api.watch(
+            self._selection, self._resource_version, watch_timeout(self._watch_timeout)
+        )
+        for kind, raw in events:
+            delivered += 1
+            if stop.is_set():
+                break
+            meta = raw.get("metadata") or {}
+            self._resource_version = str(meta.get("resourceVersion") or self._resource_version)
+            if kind == "BOOKMARK":
+                continue
             if kind == "DELETED":
-                self._cache.pop(name, None)
+                key = object_key(raw)
+                with self._lock:
+                    old = self._cache.pop(key, None)
+                self._dispatch(key, old, None)
             else:
-                self._cache[name] = raw
-        self._handler(name, old, None if kind == "DELETED" else raw)
+                self._upsert(raw, None)
+            self._backoff.reset()
+        if not delivered and time.monotonic() - started < MIN_WATCH_SECONDS and not stop.is_set():
+            # Something in between closes watches at once: don't reconnect in a hot loop.
+            stop.wait(self._backoff.next_delay())
+
+    def _upsert(self, raw: RawObject, seen: set[str] | None) -> None:
+        key = object_key(raw)
+        if seen is not None:
+            seen.add(key)
+        try:
+            new = self._transform(raw)
+        except Exception as err:
+            # One malformed object must not stop the others; it stays out of the cache.
+            log.error("could not read object", extra={"informer": self.name, "key": key})
+            if self._on_error is not None:
+                self._on_error(self.name, err)
+            return
+        with self._lock:
+            old = self._cache.get(key)
+            self._cache[key] = new
+        self._dispatch(key, old, new)
+
+    def _dispatch(self, key: str, old: V | None, new: V | None) -> None:
+        try:
+            self._handler(key, old, new)
+        except Exception as err:
+            # A handler bug for one object must not end the watch for all of them.
+            log.exception("event handler failed", extra={"informer": self.name, "key": key})
+            if self._on_error is not None:
+                self._on_error(self.name, err)

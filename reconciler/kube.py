@@ -1,23 +1,57 @@
 """The thin layer over the Kubernetes API: raw JSON in and out, errors mapped to our kinds.
 
-Raw camelCase JSON (`_preload_content=False`, watch `raw_object`) is used instead of the client's
-model classes so parsing happens once, in `NodeState.from_k8s`, whatever the client version.
+Raw camelCase JSON (`_preload_content=False`) is used instead of the client's model classes:
+building a V1Node per watch event costs several times the node's size in heap and CPU, and the
+reconciler keeps only a slim view of each object anyway (see `informer.py`). Watch streams are
+read line by line here for the same reason: the client's `Watch.stream` deserialises every event
+into model classes (and its `deserialize=False` path cannot read ERROR events).
+
+Every call carries a client-side timeout, so a half-open connection cannot hang a thread, and
+every failure leaves this module as one of the `KubeError` kinds below, whatever the transport
+raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
-from collections.abc import Iterator
-from typing import Any, cast
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, cast
 
-from kubernetes import client, config, watch
+import urllib3
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 RawObject = dict[str, Any]
 
+CONNECT_TIMEOUT_SECONDS = 5.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+"""Read timeout of an ordinary call (a list page, a read, a write)."""
+WATCH_READ_SLACK_SECONDS = 30.0
+"""A watch may be silent this long past its server-side timeout before the client gives up."""
+
 
 class KubeError(Exception):
-    """An API call failed in a way worth retrying later (network, 5xx, throttling)."""
+    """An API call failed."""
+
+
+class TemporaryError(KubeError):
+    """Network trouble, 5xx, 429: retry later with backoff (not before `retry_after`)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(KubeError):
+    """400, 403, 422...: retrying the same request cannot succeed until something else changes."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ConflictError(KubeError):
@@ -29,113 +63,283 @@ class NotFoundError(KubeError):
 
 
 class GoneError(KubeError):
-    """410: a watch's resourceVersion is too old; list again."""
+    """410: a watch's or a list continuation's resourceVersion is too old; list again."""
 
 
-def _mapped(err: ApiException) -> KubeError:
-    kinds: dict[int, type[KubeError]] = {409: ConflictError, 404: NotFoundError, 410: GoneError}
-    return kinds.get(int(err.status or 0), KubeError)(f"{err.status} {err.reason}: {err.body}")
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+def _retry_after(err: ApiException) -> float | None:
+    headers = err.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def classify(err: ApiException) -> KubeError:
+    """Our kind for an HTTP error answer (also used for ERROR events inside a watch)."""
+    status = int(err.status or 0)
+    text = f"{status} {err.reason}: {str(err.body or '')[:500]}"
+    if status == 409:
+        return ConflictError(text)
+    if status == 404:
+        return NotFoundError(text)
+    if status == 410:
+        return GoneError(text)
+    # 401: a rotated token is picked up on the next call; 0: no HTTP answer at all.
+    if status in (0, 401, 429) or status >= 500:
+        return TemporaryError(text, _retry_after(err))
+    return PermanentError(text, status)
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run one client call, mapping every failure to a `KubeError` kind."""
+    try:
+        return function(*args, **kwargs)
+    except ApiException as err:
+        raise classify(err) from err
+    except _TRANSPORT_ERRORS as err:
+        raise TemporaryError(f"{type(err).__name__}: {err}") from err
 
 
 def _json(response: Any) -> Any:
-    """Body of a `_preload_content=False` call (typed by the client as the model it skips)."""
-    return json.loads(response.data)
+    """Body of a `_preload_content=False` call; a body that is not JSON is a transport fault."""
+    try:
+        return json.loads(response.data)
+    except ValueError as err:
+        raise TemporaryError(f"answer is not JSON: {err}") from err
 
 
 def load_api_client(kubeconfig: str | None) -> client.ApiClient:
-    """An ApiClient from a kubeconfig file, or the in-cluster service account."""
+    """An ApiClient from a kubeconfig file, or the in-cluster service account.
+
+    Its connection pool carries a default timeout, so calls made by library code that passes
+    none (the leader-election lock) cannot hang on a dead connection either.
+    """
     if kubeconfig:
         api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
-        return api_client
-    config.load_incluster_config()
-    return client.ApiClient()
+    else:
+        config.load_incluster_config()
+        api_client = client.ApiClient()
+    pool = api_client.rest_client.pool_manager
+    pool.connection_pool_kw["timeout"] = urllib3.Timeout(
+        connect=CONNECT_TIMEOUT_SECONDS, read=REQUEST_TIMEOUT_SECONDS
+    )
+    return api_client
+
+
+Kind = Literal["Node", "ConfigMap", "Pod"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which objects of one kind an informer lists and watches (plain data, fake-friendly)."""
+
+    kind: Kind
+    namespace: str | None = None
+    field_selector: str | None = None
+    label_selector: str | None = None
+
+    def describe(self) -> str:
+        parts = [self.kind, self.namespace or "*", self.field_selector or "", self.label_selector]
+        return "/".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[RawObject]
+    resource_version: str
+    continue_token: str | None
+
+
+class Api(Protocol):
+    """The calls the reconciler makes: the boundary that unit tests replace with a fake."""
+
+    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page: ...
+
+    def watch(
+        self, selection: Selection, resource_version: str, timeout_seconds: int
+    ) -> Iterator[tuple[str, RawObject]]: ...
+
+    def get_node(self, name: str) -> RawObject | None: ...
+
+    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject: ...
+
+    def create_event(self, namespace: str, event: RawObject) -> RawObject: ...
+
+    def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject: ...
+
+    def read_configmap(self, namespace: str, name: str) -> RawObject | None: ...
+
+    def create_configmap(self, namespace: str, body: RawObject) -> RawObject: ...
+
+    def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
+
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
+
+
+def watch_timeout(base_seconds: int) -> int:
+    """A server-side watch timeout in [base, 2*base), so replicas don't reconnect in step."""
+    return base_seconds + random.randrange(max(1, base_seconds))
 
 
 class KubeApi:
-    """The handful of calls the reconciler makes."""
+    """`Api` on the official client."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
+        self._timeout = (CONNECT_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS)
 
-    def list_nodes(self) -> tuple[list[RawObject], str]:
-        try:
-            response = self.core.list_node(_preload_content=False)
-        except ApiException as err:
-            raise _mapped(err) from err
+    def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        if selection.kind == "Node":
+            return self.core.list_node, ()
+        calls = {
+            "ConfigMap": (
+                self.core.list_namespaced_config_map,
+                self.core.list_config_map_for_all_namespaces,
+            ),
+            "Pod": (self.core.list_namespaced_pod, self.core.list_pod_for_all_namespaces),
+        }
+        namespaced, cluster_wide = calls[selection.kind]
+        if selection.namespace:
+            return namespaced, (selection.namespace,)
+        return cluster_wide, ()
+
+    @staticmethod
+    def _selectors(selection: Selection) -> dict[str, str]:
+        selectors = {}
+        if selection.field_selector:
+            selectors["field_selector"] = selection.field_selector
+        if selection.label_selector:
+            selectors["label_selector"] = selection.label_selector
+        return selectors
+
+    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
+        list_call, args = self._list_call(selection)
+        kwargs: dict[str, Any] = {"limit": limit, **self._selectors(selection)}
+        if continue_token:
+            kwargs["_continue"] = continue_token
+        response = call(
+            list_call, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
+        )
         data = _json(response)
-        return list(data.get("items") or []), str(data["metadata"]["resourceVersion"])
+        metadata = data.get("metadata") or {}
+        return Page(
+            items=list(data.get("items") or []),
+            resource_version=str(metadata.get("resourceVersion") or ""),
+            continue_token=metadata.get("continue") or None,
+        )
 
-    def watch_nodes(
-        self, resource_version: str, timeout_seconds: int
+    def watch(
+        self, selection: Selection, resource_version: str, timeout_seconds: int
     ) -> Iterator[tuple[str, RawObject]]:
-        """Watch events after `resource_version`; BOOKMARKs carry only a new resourceVersion."""
-        return _watch(
-            self.core.list_node,
+        """(type, raw object) events after `resource_version`, until the server ends the watch.
+
+        An ERROR event becomes the matching `KubeError` (410 -> `GoneError`); the generator ends
+        normally when the server closes the stream at its timeout.
+        """
+        list_call, args = self._list_call(selection)
+        response = call(
+            list_call,
+            *args,
+            watch=True,
             resource_version=resource_version,
             allow_watch_bookmarks=True,
             timeout_seconds=timeout_seconds,
+            _preload_content=False,
+            _request_timeout=(CONNECT_TIMEOUT_SECONDS, timeout_seconds + WATCH_READ_SLACK_SECONDS),
+            **self._selectors(selection),
         )
+        try:
+            lines = iter_resp_lines(response)
+            while True:
+                try:
+                    line = next(lines)
+                except StopIteration:
+                    return
+                except _TRANSPORT_ERRORS as err:
+                    raise TemporaryError(
+                        f"watch stream broke: {type(err).__name__}: {err}"
+                    ) from err
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                    kind, raw = str(event["type"]), event["object"]
+                except (ValueError, KeyError, TypeError) as err:
+                    raise TemporaryError(f"unreadable watch event: {line[:200]!r}") from err
+                if kind == "ERROR":
+                    status = int(raw.get("code") or 0)
+                    raise classify(ApiException(status=status, reason=str(raw.get("message"))))
+                yield kind, raw
+        finally:
+            response.close()
+            response.release_conn()
 
     def get_node(self, name: str) -> RawObject | None:
-        return _read_or_none(self.core.read_node, name)
+        return self._read_or_none(self.core.read_node, name)
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
-        try:
-            response = self.core.patch_node(
-                name,
-                merge_patch,
-                field_manager="nodegate",
-                _content_type="application/merge-patch+json",
-                _preload_content=False,
-            )
-        except ApiException as err:
-            raise _mapped(err) from err
-        result: RawObject = _json(response)
-        return result
-
-    def create_event(self, namespace: str, event: RawObject) -> None:
-        try:
-            self.core.create_namespaced_event(namespace, cast(Any, event), _preload_content=False)
-        except ApiException as err:
-            raise _mapped(err) from err
-
-    def read_configmap(self, namespace: str, name: str) -> RawObject | None:
-        return _read_or_none(self.core.read_namespaced_config_map, name, namespace)
-
-    def watch_configmap(
-        self, namespace: str, name: str, resource_version: str, timeout_seconds: int
-    ) -> Iterator[tuple[str, RawObject]]:
-        return _watch(
-            self.core.list_namespaced_config_map,
-            namespace,
-            field_selector=f"metadata.name={name}",
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
+        return self._raw(
+            self.core.patch_node,
+            name,
+            merge_patch,
+            field_manager="nodegate",
+            _content_type="application/merge-patch+json",
         )
 
+    def create_event(self, namespace: str, event: RawObject) -> RawObject:
+        return self._raw(self.core.create_namespaced_event, namespace, cast(Any, event))
 
-def _read_or_none(read_call: Any, *args: Any) -> RawObject | None:
-    """The object as raw JSON, or None if it does not exist."""
-    try:
-        response = read_call(*args, _preload_content=False)
-    except ApiException as err:
-        if err.status == 404:
+    def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+        return self._raw(
+            self.core.patch_namespaced_event,
+            name,
+            namespace,
+            merge_patch,
+            _content_type="application/merge-patch+json",
+        )
+
+    def read_configmap(self, namespace: str, name: str) -> RawObject | None:
+        return self._read_or_none(self.core.read_namespaced_config_map, name, namespace)
+
+    def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
+        return self._raw(
+            self.core.create_namespaced_config_map,
+            namespace,
+            cast(Any, body),
+            field_manager="nodegate",
+        )
+
+    def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
+        """PUT with the body's metadata.resourceVersion: a concurrent change answers 409."""
+        return self._raw(
+            self.core.replace_namespaced_config_map,
+            name,
+            namespace,
+            cast(Any, body),
+            field_manager="nodegate",
+        )
+
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
+        """Delete only the version that was read: a concurrent edit answers 409."""
+        body = {"preconditions": {"resourceVersion": resource_version}}
+        self._raw(self.core.delete_namespaced_config_map, name, namespace, body=body)
+
+    def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
+        """One call with our timeout, answered as raw JSON."""
+        response = call(
+            function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
+        )
+        return cast(RawObject, _json(response))
+
+    def _read_or_none(self, read_call: Callable[..., Any], *args: Any) -> RawObject | None:
+        """The object as raw JSON, or None if it does not exist."""
+        try:
+            return self._raw(read_call, *args)
+        except NotFoundError:
             return None
-        raise _mapped(err) from err
-    result: RawObject = _json(response)
-    return result
-
-
-def _watch(list_call: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[str, RawObject]]:
-    """(type, raw object) events of one watch; a 410 in the stream becomes `GoneError`."""
-    try:
-        for event in watch.Watch().stream(list_call, *args, **kwargs):
-            raw = event.get("raw_object") or {}
-            if event.get("type") == "ERROR":
-                code = int(raw.get("code") or 0)
-                raise GoneError(str(raw)) if code == 410 else KubeError(str(raw))
-            yield str(event["type"]), raw
-    except ApiException as err:
-        raise _mapped(err) from err

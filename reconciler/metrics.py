@@ -28,7 +28,10 @@ class Metrics:
             registry=r,
         )
         self.errors = Counter(
-            "nodegate_errors", "Errors by kind (api, rules, internal).", ["kind"], registry=r
+            "nodegate_errors",
+            "Errors by kind (temporary, permanent, rules, history, internal).",
+            ["kind"],
+            registry=r,
         )
         self.reconcile_seconds = Histogram(
             "nodegate_reconcile_duration_seconds",
@@ -53,5 +56,63 @@ class Metrics:
             "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
         )
         self.queue_depth = Gauge(
-            "nodegate_queue_depth", "Nodes waiting to be reconciled.", registry=r
+            "nodegate_queue_depth",
+            "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
+            registry=r,
+        )
+        self.node_events = Counter(
+            "nodegate_node_watch_events",
+            "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
+            "heartbeats), deleted, or no_rules.",
+            ["outcome"],
+            registry=r,
+        )
+        self.label_records = Gauge(
+            "nodegate_label_records", "Persisted-label records in the store.", registry=r
+        )
+        self.label_restores = Counter(
+            "nodegate_label_restores",
+            "Persisted labels put back on re-created nodes.",
+            registry=r,
+        )
+        self.label_restore_failures = Counter(
+            "nodegate_label_restore_failures",
+            "Restores that failed, by reason (each is retried).",
+            ["reason"],
+            registry=r,
+        )
+        self.label_records_forgotten = Counter(
+            "nodegate_label_records_forgotten",
+            "Records of deleted nodes garbage-collected after forgetAfter.",
+            registry=r,
+        )
+        self.label_records_quarantined = Counter(
+            "nodegate_label_records_quarantined",
+            "Unreadable records copied aside (never overwritten, never dropped).",
+            registry=r,
+        )
+        self.rules_held = Gauge(
+            "nodegate_rules_held",
+            "1 while a valid rules update is held back by the blast-radius guard.",
+            registry=r,
+        )
+        self.write_wait_seconds = Counter(
+            "nodegate_write_throttle_seconds",
+            "Seconds node writes waited for the client-side rate limit.",
+            registry=r,
+        )
+        self.informer_errors = Counter(
+            "nodegate_informer_errors",
+            "List/watch failures by informer (each one backs off and retries).",
+            ["informer"],
+            registry=r,
+        )
+        self.cached_objects = Gauge(
+            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
+        )
+        self.loop_failed = Gauge(
+            "nodegate_loop_failed",
+            "1 if a long-running loop ended unexpectedly (/healthz then fails).",
+            ["loop"],
+            registry=r,
         )

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, NodePlan
+from nodegate.reconciler.node_view import CachedNode
 
 RawObject = dict[str, Any]
 
 
-def merge_patch(raw_node: RawObject, node_plan: NodePlan) -> RawObject:
+def merge_patch(node: CachedNode, node_plan: NodePlan) -> RawObject:
     """The body of the single write that carries out `node_plan` on the node as read."""
-    metadata: RawObject = {"resourceVersion": raw_node["metadata"]["resourceVersion"]}
+    metadata: RawObject = {"resourceVersion": node.state.resource_version}
     if node_plan.set_labels:
         metadata["labels"] = {c.key: c.value for c in node_plan.set_labels}
     if node_plan.owned_annotation is not None:
@@ -25,8 +26,7 @@ def merge_patch(raw_node: RawObject, node_plan: NodePlan) -> RawObject:
     body: RawObject = {"metadata": metadata}
     if node_plan.add_taints or node_plan.remove_taints:
         removed = {(c.taint.key, c.taint.effect) for c in node_plan.remove_taints}
-        current = (raw_node.get("spec") or {}).get("taints") or []
-        kept = [t for t in current if (t.get("key"), t.get("effect")) not in removed]
+        kept = [dict(t) for t in node.raw_taints if (t.get("key"), t.get("effect")) not in removed]
         body["spec"] = {"taints": kept + [dict(c.taint.to_k8s()) for c in node_plan.add_taints]}
     return body
 

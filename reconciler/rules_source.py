@@ -1,9 +1,13 @@
 """Where the reconciler's rules come from, and the guarantee that bad rules never take effect.
 
 Two sources: a file (a mounted ConfigMap, re-read when its content changes) or a watched
-ConfigMap object (changes apply within a second). Either way an update is validated with the
-same code as `nodegate validate`; a refused update leaves the last good rules in force and is
-reported loudly: an Event, a metric and an error log naming every problem.
+ConfigMap object (through the same informer as Nodes; changes apply within a second). Either
+way an update is validated with the same code as `nodegate validate`; a refused update leaves
+the last good rules in force and is reported loudly: an Event, a metric and an error log naming
+every problem. Whatever one input does, the watcher goes on and applies the next good update.
+
+A valid update is handed to the controller as a `RulesUpdate`; the controller decides when it
+takes effect (after the node cache is synced, and past the blast-radius guard).
 """
 
 from __future__ import annotations
@@ -12,165 +16,192 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from nodegate.core.blast_radius import rules_digest
 from nodegate.core.errors import Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
+from nodegate.reconciler.backoff import Backoff
 from nodegate.reconciler.events import EventRecorder
-from nodegate.reconciler.kube import GoneError, KubeApi, KubeError, RawObject
+from nodegate.reconciler.informer import Informer
+from nodegate.reconciler.kube import Api, RawObject, Selection
 from nodegate.reconciler.metrics import Metrics
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")
 
+CONFIRM_ANNOTATION = "nodegate.dev/confirm-rules"
+"""On the rules ConfigMap: the digest of a held rules text to apply anyway."""
 
-class RulesInForce:
-    """The last good rules, shared by the watcher (writer) and the workers (readers)."""
+SourceRef = tuple[str, str, str]
+"""(namespace, name, uid) of the rules ConfigMap, for Events."""
 
-    def __init__(self) -> None:
-        self._rules: NodeRules | None = None
-        self.generation = 0
-        self.loaded = threading.Event()
+
+@dataclass(frozen=True)
+class RulesUpdate:
+    rules: NodeRules
+    digest: str
+    source: str
+    ref: SourceRef | None = None
+    confirmation: str | None = None
+    """The digest someone confirmed (annotation or flag); applies only if it equals `digest`."""
 
     @property
-    def rules(self) -> NodeRules | None:
-        return self._rules
+    def confirmed(self) -> bool:
+        return self.confirmation is not None and self.confirmation.strip() == self.digest
 
-    def replace(self, rules: NodeRules) -> bool:
-        """Install new rules; False if they equal the rules already in force."""
-        if rules == self._rules:
-            return False
-        self._rules = rules
-        self.generation += 1
-        self.loaded.set()
-        return True
+
+def report_on_source(
+    recorder: EventRecorder, ref: SourceRef | None, reason: str, message: str
+) -> None:
+    """A Warning Event on the rules ConfigMap, or on our own Pod when the rules are a file."""
+    if ref is not None:
+        recorder.on_namespaced("ConfigMap", *ref, reason=reason, message=message)
+    elif os.environ.get("POD_NAME") and os.environ.get("POD_NAMESPACE"):
+        namespace = os.environ["POD_NAMESPACE"]
+        recorder.on_namespaced("Pod", namespace, os.environ["POD_NAME"], "", reason, message)
 
 
 class RulesWatcher:
     def __init__(
         self,
         settings: ReconcilerSettings,
-        api: KubeApi,
+        api: Api,
         recorder: EventRecorder,
         metrics: Metrics,
-        in_force: RulesInForce,
-        on_change: Callable[[NodeRules], None],
+        on_valid: Callable[[RulesUpdate], None],
+        generation_in_force: Callable[[], int] = lambda: 0,
     ) -> None:
         self._settings = settings
         self._api = api
         self._recorder = recorder
         self._metrics = metrics
-        self.in_force = in_force
-        self._on_change = on_change
-        self._last_text: str | None = None
+        self._on_valid = on_valid
+        self._generation_in_force = generation_in_force
+        self._last_offer: tuple[str, str | None] | None = None
+        self._accepted = 0
+        self.loaded = threading.Event()
+        """Set once some valid rules were read (they may still be held by the controller)."""
 
     def run(self, stop: threading.Event) -> None:
         if self._settings.rules_file is not None:
             self._poll_file(self._settings.rules_file, stop)
-        else:
-            namespace, name = (self._settings.rules_configmap or "/").split("/")
-            self._watch_configmap(namespace, name, stop)
+            return
+        namespace, name = (self._settings.rules_configmap or "/").split("/")
+        informer: Informer[RawObject] = Informer(
+            "rules",
+            self._api,
+            Selection("ConfigMap", namespace, field_selector=f"metadata.name={name}"),
+            lambda raw: raw,
+            self._on_configmap,
+            watch_timeout_seconds=self._settings.watch_timeout_seconds,
+            on_error=lambda informer, _err: self._metrics.informer_errors.labels(informer).inc(),
+        )
+        informer.on_synced = lambda: None if len(informer) else self._missing(namespace, name)
+        informer.run(stop)
 
     def _poll_file(self, path: Path, stop: threading.Event) -> None:
+        backoff = Backoff(initial_seconds=self._settings.rules_poll_seconds)
         while not stop.is_set():
             try:
-                text = path.read_text(encoding="utf-8")
-            except OSError as err:
-                if self._last_text != f"<unreadable {err}>":
-                    self._last_text = f"<unreadable {err}>"
-                    self._refuse(str(path), [Problem(0, 0, str(path), (), f"cannot read: {err}")])
-            else:
-                self._offer(text, str(path), None)
-            stop.wait(self._settings.rules_poll_seconds)
+                self._read_file(path)
+                backoff.reset()
+                delay = self._settings.rules_poll_seconds
+            except Exception:
+                # A bug must not end the watcher: later good edits must still apply.
+                log.exception("rules file check failed", extra={"path": str(path)})
+                self._metrics.errors.labels("internal").inc()
+                delay = backoff.next_delay()
+            stop.wait(delay)
 
-    def _watch_configmap(self, namespace: str, name: str, stop: threading.Event) -> None:
-        resource_version = ""
-        while not stop.is_set():
-            try:
-                if not resource_version:
-                    raw = self._api.read_configmap(namespace, name)
-                    if raw is None:
-                        self._missing(namespace, name)
-                        stop.wait(self._settings.rules_poll_seconds)
-                        continue
-                    self._offer_configmap(raw)
-                    resource_version = raw["metadata"]["resourceVersion"]
-                for kind, event_raw in self._api.watch_configmap(
-                    namespace, name, resource_version, 240
-                ):
-                    if stop.is_set():
-                        return
-                    resource_version = event_raw["metadata"].get(
-                        "resourceVersion", resource_version
-                    )
-                    if kind in ("ADDED", "MODIFIED"):
-                        self._offer_configmap(event_raw)
-                    elif kind == "DELETED":
-                        self._missing(namespace, name)
-            except GoneError:
-                resource_version = ""
-            except (KubeError, OSError, ValueError) as err:
-                # Temporary API trouble: the last good rules stay in force; try again shortly.
-                log.warning("rules ConfigMap watch failed", extra={"error": str(err)})
-                resource_version = ""
-                stop.wait(1.0)
+    def _read_file(self, path: Path) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            marker = f"<unreadable {err}>"
+            if self._last_offer != (marker, None):
+                self._last_offer = (marker, None)
+                self._refuse(str(path), [Problem(0, 0, str(path), (), f"cannot read: {err}")])
+            return
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            marker = f"<not utf-8 {err}>"
+            if self._last_offer != (marker, None):
+                self._last_offer = (marker, None)
+                problem = Problem(
+                    0,
+                    0,
+                    str(path),
+                    (),
+                    f"not UTF-8 text ({err.reason} at byte {err.start}); save the file as UTF-8",
+                )
+                self._refuse(str(path), [problem])
+            return
+        self._offer(text, str(path), None, self._settings.confirm_rules)
 
-    def _missing(self, namespace: str, name: str) -> None:
-        log.error(
-            "rules ConfigMap not found; keeping the last good rules",
-            extra={"configmap": f"{namespace}/{name}", "generation": self.in_force.generation},
-        )
-        self._metrics.errors.labels("rules").inc()
-
-    def _offer_configmap(self, raw: RawObject) -> None:
-        meta = raw["metadata"]
+    def _on_configmap(self, _key: str, _old: RawObject | None, new: RawObject | None) -> None:
+        if new is None:
+            namespace, name = (self._settings.rules_configmap or "/").split("/")
+            self._missing(namespace, name)
+            return
+        meta = new.get("metadata") or {}
         key = self._settings.rules_key
-        source = f"configmap {meta['namespace']}/{meta['name']} key {key}"
-        text = (raw.get("data") or {}).get(key)
-        ref = (meta["namespace"], meta["name"], meta.get("uid", ""))
+        source = f"configmap {meta.get('namespace')}/{meta.get('name')} key {key}"
+        ref = (str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid", "")))
+        text = (new.get("data") or {}).get(key)
         if text is None:
-            self._last_text = None
+            self._last_offer = None
             problem = Problem(
                 0, 0, source, (), f"the ConfigMap has no key '{key}'; put the rules YAML there"
             )
             self._refuse(source, [problem], ref)
             return
-        self._offer(text, source, ref)
+        confirmation = (meta.get("annotations") or {}).get(CONFIRM_ANNOTATION)
+        self._offer(str(text), source, ref, confirmation)
 
-    def _offer(self, text: str, source: str, ref: tuple[str, str, str] | None) -> None:
-        if text == self._last_text:
+    def _missing(self, namespace: str, name: str) -> None:
+        self._last_offer = None
+        log.error(
+            "rules ConfigMap not found; keeping the last good rules",
+            extra={"configmap": f"{namespace}/{name}", "accepted": self._accepted},
+        )
+        self._metrics.errors.labels("rules").inc()
+
+    def _offer(
+        self, text: str, source: str, ref: SourceRef | None, confirmation: str | None
+    ) -> None:
+        if (text, confirmation) == self._last_offer:
             return
-        self._last_text = text
+        self._last_offer = (text, confirmation)
         try:
             rules = parse_rules(text, source)
         except RulesError as err:
             self._refuse(source, list(err.problems), ref)
             return
+        except Exception as err:
+            # Whatever the text does to the parser, it is a refused update, not a dead watcher.
+            log.exception("rules could not be read", extra={"source": source})
+            problem = Problem(0, 0, source, (), f"cannot be read ({type(err).__name__}: {err})")
+            self._refuse(source, [problem], ref)
+            return
         self._metrics.rules_valid.set(1)
-        if self.in_force.replace(rules):
-            self._metrics.rules_generation.set(self.in_force.generation)
-            log.info(
-                "rules accepted", extra={"source": source, "generation": self.in_force.generation}
-            )
-            self._on_change(rules)
+        self._accepted += 1
+        self.loaded.set()
+        digest = rules_digest(text)
+        log.info("rules valid", extra={"source": source, "digest": digest})
+        self._on_valid(RulesUpdate(rules, digest, source, ref, confirmation))
 
-    def _refuse(
-        self, source: str, problems: list[Problem], ref: tuple[str, str, str] | None = None
-    ) -> None:
+    def _refuse(self, source: str, problems: list[Problem], ref: SourceRef | None = None) -> None:
         lines = [str(p) for p in problems]
-        in_force = self.in_force.generation
-        keeping = f"keeping rules generation {in_force}" if in_force else "no rules in force yet"
-        log.error(
-            f"rules update refused; {keeping}",
-            extra={"source": source, "problems": lines, "generation": in_force},
+        generation = self._generation_in_force()
+        keeping = (
+            f"keeping rules generation {generation}" if generation else "no rules in force yet"
         )
+        log.error(f"rules update refused; {keeping}", extra={"source": source, "problems": lines})
         self._metrics.rules_rejected.inc()
         self._metrics.rules_valid.set(0)
         message = f"rules update refused ({keeping}): " + " | ".join(lines)
-        if ref is not None:
-            self._recorder.on_namespaced("ConfigMap", *ref, reason="RulesRejected", message=message)
-        elif os.environ.get("POD_NAME") and os.environ.get("POD_NAMESPACE"):
-            namespace = os.environ["POD_NAMESPACE"]
-            pod = os.environ["POD_NAME"]
-            self._recorder.on_namespaced("Pod", namespace, pod, "", "RulesRejected", message)
+        report_on_source(self._recorder, ref, "RulesRejected", message)

@@ -67,7 +67,32 @@ class ReconcilerSettings(BaseModel):
     http_address: str = "0.0.0.0"
     event_namespace: str = "default"
     """Namespace for Events about Nodes (cluster-scoped objects' events live in 'default')."""
+    state_namespace: str | None = None
+    """Namespace of the reconciler's own records (the taint-key history); default: the Pod's
+    namespace (POD_NAMESPACE), else the Lease's."""
+    write_qps: float = Field(default=50.0, gt=0)
+    """Client-side limit on node writes per second, on average (a token bucket)."""
+    write_burst: int = Field(default=100, ge=1)
+    """Node writes allowed at once before the average rate applies."""
+    max_untaint_share: float = Field(default=0.5, ge=0, le=1)
+    """A rules update that would remove taints from more than this share of the nodes is held
+    until confirmed (1 disables the share check; empty rules that remove anything are held)."""
+    confirm_rules: str | None = None
+    """Digest of a held rules text to apply anyway (file mode; for a ConfigMap, annotate it
+    `nodegate.dev/confirm-rules=<digest>`). The held-rules Event names the digest."""
+    list_page_size: int = Field(default=200, ge=10, le=5000)
+    """Objects per LIST page when (re)listing: bounds the memory a relist needs."""
+    watch_timeout_seconds: int = Field(default=120, ge=10)
+    """Server-side watch timeout (jittered up to twice this), after which the watch resumes."""
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+
+    @property
+    def records_namespace(self) -> str:
+        return (
+            self.state_namespace
+            or os.environ.get("POD_NAMESPACE")
+            or self.leader_election.lease_namespace
+        )
 
     @model_validator(mode="after")
     def _one_rules_source(self) -> ReconcilerSettings:

@@ -59,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write(section)
 
 
-def _run_control_plane(
+def run_control_plane(
     request: pytest.FixtureRequest, *, with_scheduling: bool
 ) -> Iterator[LocalControlPlane]:
     """Start a control plane, yield it, always stop it and check nothing it started survives."""
@@ -87,13 +87,13 @@ def _run_control_plane(
 @pytest.fixture(scope="session")
 def control_plane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
     """etcd + kube-apiserver, shared by the whole session."""
-    yield from _run_control_plane(request, with_scheduling=False)
+    yield from run_control_plane(request, with_scheduling=False)
 
 
 @pytest.fixture(scope="session")
 def scheduling_control_plane(request: pytest.FixtureRequest) -> Iterator[LocalControlPlane]:
     """A second control plane that also schedules pods and simulates kubelets (kwok)."""
-    yield from _run_control_plane(request, with_scheduling=True)
+    yield from run_control_plane(request, with_scheduling=True)
 
 
 @pytest.fixture(scope="session")

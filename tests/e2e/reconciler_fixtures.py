@@ -74,15 +74,28 @@ def node_events(core_v1: k8s_client.CoreV1Api, name: str) -> list[Any]:
     return list(events.items)
 
 
+def wait_for_event(core_v1: k8s_client.CoreV1Api, object_name: str, reason: str) -> list[Any]:
+    """The Events with `reason` about the object called `object_name` (waits for one)."""
+
+    def probe() -> list[Any]:
+        listed = core_v1.list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={object_name}"
+        )
+        return [e for e in listed.items if e.reason == reason]
+
+    return wait_until(probe, TIMEOUT, f"{reason} event on {object_name}")
+
+
 @pytest.fixture
 def rules_configmap(
     core_v1: k8s_client.CoreV1Api, unique_name: str
-) -> Iterator[Callable[[str], str]]:
+) -> Iterator[Callable[..., str]]:
     """Create or replace the rules ConfigMap; returns its `default/<name>` reference."""
     name = f"rules-{unique_name}"[:63]
 
-    def put(text: str) -> str:
-        body = k8s_client.V1ConfigMap(metadata={"name": name}, data={"rules.yaml": text})
+    def put(text: str, annotations: dict[str, str] | None = None) -> str:
+        metadata = {"name": name, "annotations": annotations or {}}
+        body = k8s_client.V1ConfigMap(metadata=metadata, data={"rules.yaml": text})
         try:
             core_v1.replace_namespaced_config_map(name, "default", body)
         except ApiException as err:
@@ -117,12 +130,21 @@ def make_node(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Calla
 @pytest.fixture
 def reconciler(
     control_plane: LocalControlPlane,
-    rules_configmap: Callable[[str], str],
+    rules_configmap: Callable[..., str],
     tmp_path: Path,
 ) -> Iterator[ReconcilerProcess]:
     ref = rules_configmap(RULES)
+    # Tests share one cluster of a few nodes, where any rules edit touches "most" of them: the
+    # share check is off here; test_a_truncated_rules_configmap_is_held_until_confirmed and the
+    # unit tests cover it (empty rules are held whatever the share).
     with running_reconciler(
-        control_plane.kubeconfig_path, tmp_path, "--rules-configmap", ref, "--no-leader-elect"
+        control_plane.kubeconfig_path,
+        tmp_path,
+        "--rules-configmap",
+        ref,
+        "--no-leader-elect",
+        "--max-untaint-share",
+        "1",
     ) as process:
         yield process
     print(process.logs()[-4000:])

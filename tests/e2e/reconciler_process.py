@@ -25,6 +25,27 @@ def free_port() -> int:
         return port
 
 
+def http_get(port: int, path: str) -> tuple[int, str]:
+    """Status and body of GET http://127.0.0.1:port/path; (0, "") if nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def metric_total(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` whose labels include `labels` (0 if none)."""
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                total += sample.value
+    return total
+
+
 @dataclass
 class ReconcilerProcess:
     process: subprocess.Popen[bytes]
@@ -32,23 +53,11 @@ class ReconcilerProcess:
     log_path: Path
 
     def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
-        except OSError:
-            return 0, ""
+        return http_get(self.port, path)
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels` (0 if none)."""
-        _, text = self.get("/metrics")
-        total = 0.0
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == name and labels.items() <= sample.labels.items():
-                    total += sample.value
-        return total
+        return metric_total(self.get("/metrics")[1], name, **labels)
 
     def is_ready(self) -> bool:
         return self.get("/readyz")[0] == 200

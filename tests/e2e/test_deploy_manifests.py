@@ -1,7 +1,10 @@
-"""deploy/reconciler.yaml works as shipped: its RBAC is enough and its args run.
+"""The builder's manifests work as shipped: their RBAC is enough, their args run, and no more.
 
-The reconciler runs with the ServiceAccount token the manifests define (real RBAC enforcement by
-kube-apiserver) and with the container args taken from the Deployment itself.
+The objects come from `nodegate.manifests.build_manifests` (the one source behind the Pulumi
+component, `nodegate manifests` and deploy/reconciler.yaml). Everything but the Deployment is
+applied for real; there is no kubelet here to run the Deployment, so its container's command
+line runs as a local process instead, with the token of the ServiceAccount the manifests
+define (kube-apiserver enforces its RBAC) and the downward-API environment the pod would get.
 """
 
 from __future__ import annotations
@@ -9,53 +12,53 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
+import pytest
 from kubernetes import client as k8s_client
-from kubernetes import utils
+from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
+from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
 from tests.e2e.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
 from tests.e2e.reconciler_process import running_reconciler
+from tests.e2e.shipped_manifests import (
+    apply_all_but_the_deployment,
+    service_account_kubeconfig,
+    service_account_token,
+    the_deployment,
+)
+from tests.unit.manifests.support import EXAMPLE_RULES
 
-MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "reconciler.yaml"
+NAMESPACE = "nodegate-system"
+ACCOUNT = "nodegate-reconciler"
 
 
 def manifest_objects() -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(MANIFEST.read_text()) if doc]
+    settings = DeploySettings.model_validate(
+        {"image": {"repository": "registry.example.com/nodegate"}, "namespace": NAMESPACE}
+    )
+    document = RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules.yaml")
+    return build_manifests(document, settings)
 
 
-def service_account_kubeconfig(plane: LocalControlPlane, token: str, path: Path) -> Path:
-    admin = yaml.safe_load(plane.kubeconfig_path.read_text())
-    admin["users"] = [{"name": "reconciler", "user": {"token": token}}]
-    for context in admin["contexts"]:
-        context["context"]["user"] = "reconciler"
-    path.write_text(yaml.safe_dump(admin))
-    return path
-
-
-def test_reconciler_runs_with_the_shipped_rbac_and_args(
+def test_reconciler_runs_with_the_built_rbac_and_args(
     control_plane: LocalControlPlane,
     api_client: k8s_client.ApiClient,
     core_v1: k8s_client.CoreV1Api,
     make_node: Any,
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     objects = manifest_objects()
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    for obj in objects:
-        if obj["kind"] != "Deployment":  # no kubelet here to run it; we run its command instead
-            utils.create_from_dict(api_client, obj)  # type: ignore[no-untyped-call]
-    request = k8s_client.AuthenticationV1TokenRequest(spec={"expirationSeconds": 3600})
-    status = core_v1.create_namespaced_service_account_token(
-        "nodegate-reconciler", "nodegate-system", request
-    ).status
-    assert status is not None
-    token = str(status.token)
-    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa.kubeconfig")
+    deployment = the_deployment(objects)
+    apply_all_but_the_deployment(api_client, objects)  # no kubelet here: we run its command
+    token = service_account_token(core_v1, NAMESPACE, ACCOUNT)
+    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     args = [a for a in container["args"] if not a.startswith("--http-port")]
-    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    monkeypatch.setenv("POD_NAMESPACE", NAMESPACE)  # as the downward API sets it
+    monkeypatch.setenv("POD_NAME", "nodegate-reconciler-test")
 
     name = make_node(labels={"example.com/dedicated": "ci"})
     with running_reconciler(kubeconfig, tmp_path, *args) as process:
@@ -65,10 +68,45 @@ def test_reconciler_runs_with_the_shipped_rbac_and_args(
             TIMEOUT,
             "event recorded under the ServiceAccount",
         )
-        lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(
-            "nodegate-reconciler", "nodegate-system"
-        )
+        lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(ACCOUNT, NAMESPACE)
         assert lease.spec is not None
         assert lease.spec.holder_identity
         assert process.metric("nodegate_errors_total") == 0
         assert "Forbidden" not in process.logs()
+
+
+def _forbidden(call: Any) -> bool:
+    try:
+        call()
+    except ApiException as err:
+        return bool(err.status == 403)
+    return False
+
+
+def test_the_service_account_can_read_no_secrets_and_no_other_configmaps(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    tmp_path: Path,
+) -> None:
+    apply_all_but_the_deployment(api_client, manifest_objects())
+    token = service_account_token(core_v1, NAMESPACE, ACCOUNT)
+    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
+    from kubernetes import config as k8s_config
+
+    as_reconciler = k8s_client.CoreV1Api(
+        k8s_config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
+    )
+
+    assert _forbidden(lambda: as_reconciler.list_namespaced_secret(NAMESPACE))
+    assert _forbidden(as_reconciler.list_secret_for_all_namespaces)
+    # Listing its own namespace's ConfigMaps is granted only because the example rules persist
+    # labels (their records are found by label); nothing outside it, and no reads by name.
+    assert _forbidden(lambda: as_reconciler.list_namespaced_config_map("kube-system"))
+    assert _forbidden(
+        lambda: as_reconciler.read_namespaced_config_map("kube-root-ca.crt", NAMESPACE)
+    )
+    assert _forbidden(lambda: as_reconciler.delete_node("any"))
+    assert not _forbidden(
+        lambda: as_reconciler.read_namespaced_config_map("nodegate-rules", NAMESPACE)
+    )

@@ -5,10 +5,12 @@ The failover times printed here are the figures quoted in docs/reconciler.md.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.reconciler_fixtures import RULES, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.tcp_proxy import partition_proxy
 
 LEASE = (
     "--lease-duration-seconds",
@@ -109,3 +112,57 @@ def test_standby_takes_over_when_the_leader_goes(
     wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
     if sig == signal.SIGTERM:
         assert first.process.returncode == 0
+
+
+def logged_at(logs: str, message: str) -> datetime:
+    """When the reconciler logged `message` (its JSON log lines carry the time)."""
+    for line in logs.splitlines():
+        if line.startswith("{") and json.loads(line).get("msg", "").startswith(message):
+            return datetime.fromisoformat(json.loads(line)["time"])
+    raise AssertionError(f"never logged: {message}")
+
+
+def test_a_leader_cut_off_from_the_api_server_stops_before_the_standby_leads(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[[str], str],
+    unique_name: str,
+    tmp_path: Path,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+) -> None:
+    """A partition, not a crash: the old leader's requests hang (no error, no answer), the
+    standby still reaches the API server. Two writers at once is what must never happen."""
+    ref = rules_configmap(RULES)
+    lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
+    args = ("--rules-configmap", ref, *lease, *LEASE)
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    with partition_proxy(api_port) as proxy:
+        via_proxy = tmp_path / "kubeconfig-via-proxy"
+        via_proxy.write_text(
+            control_plane.kubeconfig_path.read_text().replace(
+                control_plane.server_url, f"https://127.0.0.1:{proxy.port}"
+            )
+        )
+        with running_reconciler(via_proxy, tmp_path, *args) as leader:
+            wait_until(lambda: leader_of([leader]), 20, "first replica leads")
+            with running_reconciler(control_plane.kubeconfig_path, tmp_path, *args) as standby:
+                time.sleep(1.5)
+                assert leader_of([leader, standby]) == [leader]
+
+                proxy.partition()
+                wait_until(lambda: leader_of([standby]), 30, "standby leads", interval=0.05)
+                wait_until(lambda: leader.process.poll() is not None, 15, "old leader exits")
+                assert leader.process.returncode == 3
+                gave_up = logged_at(leader.logs(), "lost leadership")
+                took_over = logged_at(standby.logs(), "became leader")
+                print(
+                    f"old leader stopped {(took_over - gave_up).total_seconds():.2f}s before "
+                    "the standby led"
+                )
+                assert gave_up < took_over
+
+                proxy.heal()
+                name = make_node(labels={"example.com/dedicated": "ci"})
+                wait_for_taints(
+                    core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t
+                )

@@ -12,8 +12,9 @@ from pathlib import Path
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.blast_radius import rules_digest
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import set_node_condition, wait_until
+from nodegate.localcluster.nodes import heartbeat, set_node_condition, wait_until
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     RULES,
@@ -22,6 +23,7 @@ from tests.e2e.reconciler_fixtures import (
     patch_labels,
     read_node,
     taints_of,
+    wait_for_event,
     wait_for_taints,
 )
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
@@ -116,10 +118,22 @@ def test_node_already_matching_costs_zero_writes_even_on_heartbeats(
         taints=[{"key": "example.com/dedicated", "value": "ci", "effect": "NoSchedule"}],
         annotations={"nodegate.dev/owned-taints": "example.com/dedicated:NoSchedule"},
     )
-    for _ in range(5):  # heartbeats: status updates that change nothing the rules read
-        set_node_condition(
-            core_v1, name, condition_type="Ready", status="True", reason="KubeletReady"
-        )
+    wait_until(lambda: reconciler.metric("nodegate_queue_depth") == 0, TIMEOUT, "queue drained")
+    queued = reconciler.metric("nodegate_node_watch_events_total", outcome="queued")
+    unchanged = reconciler.metric("nodegate_node_watch_events_total", outcome="unchanged")
+    for _ in range(3):  # real heartbeats: only lastHeartbeatTime moves (second precision)
+        time.sleep(1.1)
+        heartbeat(core_v1, name)
+    wait_until(
+        lambda: (
+            reconciler.metric("nodegate_node_watch_events_total", outcome="unchanged")
+            >= unchanged + 3
+        ),
+        TIMEOUT,
+        "heartbeats seen",
+    )
+    # The relevant-view filter dropped them before the queue: not one was planned.
+    assert reconciler.metric("nodegate_node_watch_events_total", outcome="queued") == queued
     # A change elsewhere proves the reconciler is processing events in the meantime.
     witness = make_node("witness", labels={"example.com/dedicated": "ci"})
     wait_for_taints(core_v1, witness, lambda t: ("example.com/dedicated", "NoSchedule") in t)
@@ -135,20 +149,42 @@ def test_deleted_rule_still_gets_its_taints_cleaned_up(
     reconciler: ReconcilerProcess,
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
-    rules_configmap: Callable[[str], str],
+    rules_configmap: Callable[..., str],
 ) -> None:
     name = make_node(
         labels={"example.com/dedicated": "ci"},
         taints=[{"key": "other.io/x", "effect": "NoSchedule"}],
     )
     wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
-    rules_configmap(HEADER)  # every rule deleted
+    without_label_rule = HEADER + "conditionTaints:" + RULES.split("conditionTaints:", 1)[1]
+    rules_configmap(without_label_rule)
     taints = wait_for_taints(
         core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t
     )
     assert ("other.io/x", "NoSchedule") in taints
     annotations = read_node(core_v1, name)["metadata"].get("annotations") or {}
     assert "nodegate.dev/owned-taints" not in annotations
+
+
+def test_a_truncated_rules_configmap_is_held_until_confirmed(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    rules_configmap: Callable[..., str],
+) -> None:
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    cm_name = rules_configmap(HEADER).split("/")[1]  # every rule gone: valid, and empty
+
+    held = wait_for_event(core_v1, cm_name, "RulesHeld")
+    assert rules_digest(HEADER) in (held[0].message or "")
+    assert reconciler.metric("nodegate_rules_held") == 1
+    time.sleep(1)
+    assert ("example.com/dedicated", "NoSchedule") in taints_of(core_v1, name)
+
+    rules_configmap(HEADER, annotations={"nodegate.dev/confirm-rules": rules_digest(HEADER)})
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
+    assert reconciler.metric("nodegate_rules_held") == 0
 
 
 def test_invalid_rules_update_is_refused_and_the_last_good_rules_stay_in_force(
@@ -164,17 +200,7 @@ def test_invalid_rules_update_is_refused_and_the_last_good_rules_stay_in_force(
     cm_name = ref.split("/")[1]
     wait_until(lambda: reconciler.metric("nodegate_rules_rejected_total") >= 1, TIMEOUT, "refusal")
     assert reconciler.metric("nodegate_rules_last_update_valid") == 0
-    refusals = wait_until(
-        lambda: [
-            e
-            for e in core_v1.list_namespaced_event(
-                "default", field_selector=f"involvedObject.name={cm_name}"
-            ).items
-            if e.reason == "RulesRejected"
-        ],
-        TIMEOUT,
-        "RulesRejected event",
-    )
+    refusals = wait_for_event(core_v1, cm_name, "RulesRejected")
     assert refusals[0].type == "Warning"
     message = refusals[0].message or ""
     assert "labelTaints[0].taint.effect: 'NoSchedul' is not a taint effect" in message
@@ -288,13 +314,13 @@ def test_rules_file_source_reloads_and_keeps_last_good_rules_on_a_bad_edit(
     rules_file = tmp_path / "rules.yaml"
     rules_file.write_text(RULES)
     name = make_node(labels={"example.com/dedicated": "ci"})
-    args = ("--rules-file", str(rules_file), "--no-leader-elect")
+    args = ("--rules-file", str(rules_file), "--no-leader-elect", "--max-untaint-share", "1")
     with running_reconciler(control_plane.kubeconfig_path, tmp_path, *args) as process:
         wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
         rules_file.write_text(RULES + "bogus: true\n")
         wait_until(lambda: process.metric("nodegate_rules_rejected_total") >= 1, TIMEOUT, "refusal")
         assert "unknown field 'bogus'" in process.logs()
-        rules_file.write_text(HEADER)
+        rules_file.write_text(HEADER + "conditionTaints:" + RULES.split("conditionTaints:", 1)[1])
         wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t)
         assert process.metric("nodegate_rules_generation") == 2
 
@@ -321,3 +347,33 @@ def test_condition_taint_waits_for_the_hold_before_acting(
     assert ("example.com/nic-broken", "NoExecute") not in taints_of(core_v1, name)
     wait_for_taints(core_v1, name, lambda t: ("example.com/nic-broken", "NoExecute") in t)
     assert time.monotonic() - flipped >= 1.9  # 3s hold; lastTransitionTime has 1s precision
+
+
+def test_a_forged_ownership_annotation_cannot_make_nodegate_strip_foreign_taints(
+    reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
+) -> None:
+    """A kubelet may write its own Node's annotations; claiming the lifecycle controller's
+    taint, Karpenter's or another operator's as nodegate's must not get them removed."""
+    foreign = [
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+        {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"},
+        {"key": "other.io/team", "value": "a", "effect": "NoSchedule"},
+    ]
+    claim = ",".join(f"{t['key']}:{t['effect']}" for t in foreign)
+    name = make_node(
+        labels={"example.com/dedicated": "ci"},
+        taints=foreign,
+        annotations={"nodegate.dev/owned-taints": claim},
+    )
+    wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    # The node forges the claim again, then a label change makes nodegate write once more.
+    core_v1.patch_node(
+        name,
+        {"metadata": {"annotations": {"nodegate.dev/owned-taints": claim}}},
+        _content_type="application/merge-patch+json",
+    )
+    patch_labels(core_v1, name, {"example.com/dedicated": None})
+    taints = wait_for_taints(
+        core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") not in t
+    )
+    assert {(t["key"], t["effect"]) for t in foreign} <= set(taints)

@@ -9,7 +9,7 @@ from nodegate.bootstrap.registration import (
     registration_taints,
     startup_gate_taints,
 )
-from nodegate.infra.render import taint_identity
+from nodegate.infra.cloud_inputs import taint_identity
 from tests.pulumi.harness import (
     AKS_AGENT_POOL,
     AKS_COMPONENT,
@@ -103,13 +103,13 @@ def test_cluster_size_and_scaling_come_from_stack_config_and_rules(
     assert inputs["resourceGroupName"] == "rg-nodegate-example"
     assert inputs["resourceName"] == "aks-nodegate-example"
     assert inputs["agentPoolName"] == "batch"
-    assert inputs["vmSize"] == "Standard_NC6s_v3"
+    assert inputs["vmSize"] == "Standard_NC4as_T4_v3"
     # The rules pool's size: the autoscaler's starting point.
     assert inputs["count"] == example_pool("batch")[1].size
     assert (inputs["enableAutoScaling"], inputs["minCount"], inputs["maxCount"]) == (True, 1, 8)
     assert inputs["mode"] == "User"
     assert inputs["osSKU"] == "AzureLinux"
-    assert inputs["orchestratorVersion"] == "1.31"
+    assert inputs["orchestratorVersion"] == "1.34"
 
 
 def test_fixed_count_without_autoscaling(aks_example: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ def oke_args(rules: NodeRules, pool: str, **overrides: object) -> OkeNodePoolArg
         "pool_name": pool,
         "compartment_id": "ocid1.compartment.oc1..c",
         "cluster_id": "ocid1.cluster.oc1..k",
-        "kubernetes_version": "v1.31.1",
+        "kubernetes_version": "v1.34.1",
         "node_shape": "VM.Standard.E5.Flex",
         "image_id": "ocid1.image.oc1..i",
         "placements": [OkePlacementArgs(availability_domain="AD-1", subnet_id="ocid1.subnet..s")],

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
+from nodegate.core.loader import load_rules, parse_rules
 from nodegate.infra.program import InvalidRulesError
 from tests.pulumi.harness import run_program
 
@@ -128,6 +128,13 @@ def test_inline_rules_declare_the_same_inputs_as_the_rules_file(
     inline = run_program(oke_example, stack="oke-example")
 
     assert inline.error is None
-    assert {r.name: r.canonical() for r in inline.resources} == {
-        r.name: r.canonical() for r in from_file.resources
+    rules_configmap = "reconciler-configmap-nodegate-rules"
+    assert {r.name: r.canonical() for r in inline.resources if r.name != rules_configmap} == {
+        r.name: r.canonical() for r in from_file.resources if r.name != rules_configmap
     }
+    # The ConfigMap holds the inline rules as YAML: other text, the same validated rules.
+    [inline_text, file_text] = [
+        next(r for r in run.resources if r.name == rules_configmap).inputs["data"]["rules.yaml"]
+        for run in (inline, from_file)
+    ]
+    assert parse_rules(inline_text) == parse_rules(file_text)

@@ -101,7 +101,7 @@ def test_placement_shape_image_and_size_come_from_defaults_and_rules(
     ci = run.one(OKE_NODE_POOL, "ci-nodepool").inputs
     assert ci["compartmentId"] == "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"
     assert ci["clusterId"] == "ocid1.cluster.oc1.phx.aaaaaaaaexamplecluster"
-    assert ci["kubernetesVersion"] == "v1.31.1"
+    assert ci["kubernetesVersion"] == "v1.34.1"
     assert ci["name"] == "ci"
     assert ci["nodeShape"] == "VM.Standard.E5.Flex"
     assert ci["nodeShapeConfig"] == {"ocpus": 2, "memoryInGbs": 16}
@@ -128,7 +128,7 @@ def test_pool_entry_overrides_defaults_field_by_field(oke_example: dict[str, Any
     assert gpu["nodeShape"] == "VM.GPU.A10.1"
     assert "nodeShapeConfig" not in gpu  # cleared with an explicit null
     assert gpu["nodeSourceDetails"]["imageId"] == "ocid1.image.oc1.phx.aaaaaaaaexamplegpuimage"
-    assert gpu["kubernetesVersion"] == "v1.31.1"  # from defaults
+    assert gpu["kubernetesVersion"] == "v1.34.1"  # from defaults
     assert gpu["nodePoolCyclingDetails"] == {
         "isNodeCyclingEnabled": True,
         "maximumSurge": "1",

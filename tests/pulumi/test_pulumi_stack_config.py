@@ -81,8 +81,8 @@ def test_missing_required_setting_names_each_pool_and_key(oke_example: dict[str,
     lines = failing(run_program(oke_example, stack="oke-example"))
 
     assert lines == [
-        f"{OKE}.pools.{pool}.kubernetesVersion: required, not set (set it here or under "
-        "nodegate:oke.defaults)"
+        f"{OKE}.pools.{pool}.kubernetesVersion: required field 'kubernetesVersion' is missing "
+        "(set it here or under nodegate:oke.defaults)"
         for pool in ("ci", "gpu")
     ]
 
@@ -94,7 +94,7 @@ def test_misspelt_key_suggests_the_right_one(oke_example: dict[str, Any]) -> Non
 
     assert len(lines) == 1
     assert lines[0].startswith(
-        f"{OKE}.pools.ci.nodeShap: unknown key 'nodeShap'; did you mean 'nodeShape'?"
+        f"{OKE}.pools.ci.nodeShap: unknown field 'nodeShap'; did you mean 'nodeShape'?"
     )
 
 
@@ -236,13 +236,28 @@ def test_config_errors_declare_no_resources(
     assert run.resources == []
 
 
-def test_reserved_reconciler_key_is_accepted_with_a_warning(oke_example: dict[str, Any]) -> None:
+def test_reconciler_section_without_an_image_repository_is_refused(
+    oke_example: dict[str, Any],
+) -> None:
     oke_example["nodegate:reconciler"] = {"namespace": "nodegate-system"}
+
+    lines = failing(run_program(oke_example, stack="oke-example"))
+
+    assert lines == [
+        "Pulumi.oke-example.yaml: nodegate:reconciler.image: required field 'image' is missing "
+        "(set it here)"
+    ]
+
+
+def test_stack_without_a_reconciler_section_warns_that_nothing_reconciles(
+    oke_example: dict[str, Any],
+) -> None:
+    del oke_example["nodegate:reconciler"]
 
     run = run_program(oke_example, stack="oke-example")
 
     assert run.error is None
-    assert any("nodegate:reconciler is reserved" in w for w in run.warnings)
+    assert any("no nodegate:reconciler section" in w for w in run.warnings)
 
 
 def test_null_pool_entry_takes_the_defaults(oke_example: dict[str, Any]) -> None:

@@ -114,3 +114,29 @@ def test_explain_names_the_node_item_it_cannot_read(tmp_path: Path) -> None:
         "list of Nodes, as `kubectl get node NAME -o yaml` prints it"
     ]
     assert_no_traceback(result)
+
+
+def test_manifests_refuses_a_rules_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = latin1_file(tmp_path)
+
+    result = runner.invoke(
+        app, ["manifests", "--rules", str(path), "--image-repository", "r.example/nodegate"]
+    )
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{path}:3:6: (document): byte 0xE9")
+    assert_no_traceback(result)
+
+
+@pytest.mark.timeout(10)
+def test_manifests_refuses_a_settings_alias_bomb_at_the_alias(tmp_path: Path) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text(alias_bomb().replace(HEADER, ""))
+
+    result = runner.invoke(
+        app, ["manifests", "--settings", str(path), "--image-repository", "r.example/nodegate"]
+    )
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"{path}:6:20: (document): alias *a4 (13,942 values) takes")
+    assert_no_traceback(result)

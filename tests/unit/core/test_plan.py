@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
-from nodegate.core.node import NodeCondition, NodeTaint
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+import pytest
+
+from nodegate.core.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
 from tests.unit.core.builders import NOW, node, rules
 
 CI_RULES = rules(
@@ -64,15 +67,44 @@ def test_foreign_taints_are_never_removed() -> None:
     assert result.remove_taints == ()
 
 
+OLD_RULE = NodeTaint("example.com/old-rule", "NoSchedule", "x")
+CLAIMS_OLD_RULE = {OWNED_TAINTS_ANNOTATION: "example.com/old-rule:NoSchedule"}
+
+
 def test_taint_of_a_rule_deleted_from_the_file_is_cleaned_up_via_the_annotation() -> None:
-    leftover = NodeTaint("example.com/old-rule", "NoSchedule", "x")
-    annotated = node(
-        taints=(leftover,), annotations={OWNED_TAINTS_ANNOTATION: "example.com/old-rule:NoSchedule"}
-    )
-    result = plan(annotated, CI_RULES, FACTS)
-    assert [c.taint for c in result.remove_taints] == [leftover]
+    annotated = node(taints=(OLD_RULE,), annotations=CLAIMS_OLD_RULE)
+    history = PlanFacts(now=NOW, previously_owned=frozenset({OLD_RULE.identity}))
+    result = plan(annotated, CI_RULES, history)
+    assert [c.taint for c in result.remove_taints] == [OLD_RULE]
     assert result.remove_taints[0].why == "no rule in the rules file owns it any more"
     assert result.owned_annotation == ""
+
+
+def test_an_annotation_claim_no_rule_ever_made_removes_nothing() -> None:
+    """A kubelet may write its own Node's annotations: a claim alone is never enough."""
+    annotated = node(taints=(OLD_RULE,), annotations=CLAIMS_OLD_RULE)
+    assert plan(annotated, CI_RULES, FACTS).remove_taints == ()
+
+
+@pytest.mark.parametrize(
+    "reserved",
+    [
+        NodeTaint("node.kubernetes.io/unschedulable", "NoSchedule"),
+        NodeTaint("karpenter.sh/disrupted", "NoSchedule"),
+        NodeTaint("ToBeDeletedByClusterAutoscaler", "NoSchedule", "1700000000"),
+        NodeTaint("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule", "true"),
+    ],
+    ids=lambda t: t.key,
+)
+def test_a_reserved_taint_is_never_removed_whatever_annotation_and_history_say(
+    reserved: NodeTaint,
+) -> None:
+    forged = node(
+        taints=(reserved,),
+        annotations={OWNED_TAINTS_ANNOTATION: f"{reserved.key}:{reserved.effect}"},
+    )
+    history = PlanFacts(now=NOW, previously_owned=frozenset({reserved.identity}))
+    assert plan(forged, CI_RULES, history).remove_taints == ()
 
 
 def test_another_rule_wanting_the_same_taint_keeps_it() -> None:
@@ -122,6 +154,38 @@ def test_condition_taint_is_added_after_the_hold_with_time_added() -> None:
     assert added.taint == NodeTaint(
         "example.com/nic", "NoExecute", "broken", "2026-11-21T12:00:00Z"
     )
+
+
+def nic_without_transition_time(status: str) -> NodeCondition:
+    return NodeCondition("NetworkInterfaceCard", status)
+
+
+def test_condition_without_transition_time_holds_from_when_the_reconciler_first_saw_it() -> None:
+    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=10)}
+    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
+    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+    assert result.add_taints == ()
+    assert result.recheck_after == timedelta(seconds=20)
+
+
+def test_condition_without_transition_time_fires_once_its_hold_has_passed() -> None:
+    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=31)}
+    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
+    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+    assert [c.taint.key for c in result.add_taints] == ["example.com/nic"]
+
+
+def test_first_seen_times_are_kept_while_the_condition_stays_and_restart_when_it_flips() -> None:
+    earlier = NOW - timedelta(minutes=5)
+    kaput = ("NetworkInterfaceCard", "Kaput", "")
+    kept = track_first_seen({kaput: earlier}, [nic_without_transition_time("Kaput")], NOW)
+    assert kept == {kaput: earlier}
+    flipped = track_first_seen(kept, [nic_without_transition_time("Ruined")], NOW)
+    assert flipped == {("NetworkInterfaceCard", "Ruined", ""): NOW}
+
+
+def test_conditions_with_a_transition_time_are_not_tracked() -> None:
+    assert track_first_seen({}, [nic("Kaput", timedelta(seconds=5))], NOW) == {}
 
 
 def test_status_regex_must_match_in_full() -> None:
@@ -176,7 +240,7 @@ def test_startup_gate_stays_until_ready() -> None:
 
 
 def test_startup_gate_is_lifted_when_the_init_pod_is_ready() -> None:
-    facts = PlanFacts(now=NOW, ready_pods_for_gates=frozenset({"warmup"}))
+    facts = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
     result = plan(node({"pool": "gpu"}, taints=(GATE,)), GATE_RULES, facts)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert result.remove_taints[0].why == "init pod is Ready"
@@ -190,6 +254,19 @@ def test_startup_gate_is_lifted_by_the_ready_annotation() -> None:
 def test_startup_gate_is_lifted_on_timeout_when_on_timeout_is_lift() -> None:
     old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
     assert [c.taint for c in plan(old, GATE_RULES, FACTS).remove_taints] == [GATE]
+
+
+def test_startup_gate_is_not_lifted_when_the_labels_do_not_match_yet() -> None:
+    """Pool labels often arrive after registration; only readiness or timeout lift a gate."""
+    unlabelled = node({}, taints=(GATE,))
+    result = plan(unlabelled, GATE_RULES, FACTS)
+    assert result.remove_taints == ()
+    assert result.recheck_after == timedelta(minutes=10)
+
+
+def test_startup_gate_on_a_node_whose_labels_do_not_match_still_lifts_when_ready() -> None:
+    ready = node({}, taints=(GATE,), annotations={"example.com/ready": "true"})
+    assert [c.taint for c in plan(ready, GATE_RULES, FACTS).remove_taints] == [GATE]
 
 
 def test_reconciler_labels_of_the_nodes_pool_are_applied() -> None:
@@ -222,3 +299,91 @@ def test_applying_the_plan_keeps_foreign_taints_in_place() -> None:
     before = node({"example.com/dedicated": "ci"}, taints=(foreign,))
     after = plan(before, CI_RULES, FACTS).apply(before)
     assert after.taints == (foreign, CI_TAINT)
+
+
+LIFECYCLE_RULES = rules(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen:
+          pods: {namespace: kube-system, selector: {app: init}}
+        minHold: 2m
+        regateOnReboot: true
+        backfill: true
+    """
+)
+READY = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seconds=5)})
+COMPLETED = "completed.gate.nodegate.dev/warmup"
+BOOT = "boot.gate.nodegate.dev/warmup"
+REGATED = "regated.gate.nodegate.dev/warmup"
+
+
+def gated(created_ago: timedelta, **annotations: str) -> NodeState:
+    return replace(
+        node({"pool": "gpu"}, taints=(GATE,), annotations=annotations, created=NOW - created_ago),
+        boot_id="boot-1",
+    )
+
+
+def test_min_hold_keeps_a_ready_gate_until_it_has_passed() -> None:
+    result = plan(gated(timedelta(seconds=30)), LIFECYCLE_RULES, READY)
+    assert result.remove_taints == ()
+    assert result.recheck_after == timedelta(seconds=90)
+
+
+def test_lifting_a_gate_records_when_and_on_which_boot() -> None:
+    result = plan(gated(timedelta(minutes=5)), LIFECYCLE_RULES, READY)
+    assert [c.taint for c in result.remove_taints] == [GATE]
+    assert result.lifted_gates == ("warmup",)
+    assert dict(result.set_annotations) == {COMPLETED: "2026-11-21T12:00:00Z", BOOT: "boot-1"}
+
+
+def test_a_rebooted_node_gets_its_gate_back_when_regate_on_reboot_is_set() -> None:
+    rebooted = replace(
+        node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z", BOOT: "boot-1"}),
+        boot_id="boot-2",
+    )
+    result = plan(rebooted, LIFECYCLE_RULES, FACTS)
+    assert [c.taint for c in result.add_taints] == [GATE]
+    assert result.gates_put_back == ("warmup",)
+    assert dict(result.set_annotations) == {COMPLETED: None, REGATED: "2026-11-21T12:00:00Z"}
+
+
+def test_without_regate_on_reboot_a_lifted_gate_never_comes_back() -> None:
+    rebooted = replace(
+        node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z", BOOT: "boot-1"}),
+        boot_id="boot-2",
+    )
+    assert plan(rebooted, GATE_RULES, FACTS).add_taints == ()
+
+
+def test_readiness_from_before_the_reboot_does_not_lift_a_re_gated_node() -> None:
+    regated = gated(timedelta(hours=1), **{REGATED: "2026-11-21T11:59:58Z"})
+    assert plan(regated, LIFECYCLE_RULES, READY).remove_taints == ()  # ready since 11:59:55
+    fresh = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
+    result = plan(regated, LIFECYCLE_RULES, fresh)
+    assert [c.taint for c in result.remove_taints] == [GATE]
+    assert (REGATED, None) in result.set_annotations
+
+
+@pytest.mark.parametrize(
+    ("workload_pods", "backfilled"),
+    [(0, True), (1, False), (None, False)],
+    ids=["idle", "busy", "unknown"],
+)
+def test_backfill_gates_only_an_idle_node(workload_pods: int | None, backfilled: bool) -> None:
+    facts = PlanFacts(now=NOW, workload_pods=workload_pods)
+    result = plan(node({"pool": "gpu"}), LIFECYCLE_RULES, facts)
+    assert bool(result.add_taints) == backfilled
+
+
+def test_backfill_never_gates_a_node_that_was_gated_before() -> None:
+    done = node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z"})
+    assert plan(done, LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=0)).add_taints == ()
+
+
+def test_a_timed_out_gate_is_reported() -> None:
+    old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
+    assert plan(old, GATE_RULES, FACTS).timed_out_gates == ("warmup",)

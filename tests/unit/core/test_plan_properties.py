@@ -21,6 +21,7 @@ KEYS = ["example.com/a", "example.com/b", "c", "d.io/e"]
 VALUES = ["", "x", "y"]
 EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 FOREIGN_KEYS = ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "other.io/f"]
+RESERVED_KEYS = ["node.kubernetes.io/unschedulable", "karpenter.sh/disrupted", "CriticalAddonsOnly"]
 
 
 @st.composite
@@ -61,11 +62,18 @@ def rule_sets(draw: st.DrawFn) -> NodeRules:
 def nodes(draw: st.DrawFn) -> NodeState:
     taint_ids = draw(
         st.lists(
-            st.tuples(st.sampled_from(KEYS + FOREIGN_KEYS), st.sampled_from(EFFECTS)), unique=True
+            st.tuples(
+                st.sampled_from(KEYS + FOREIGN_KEYS + RESERVED_KEYS), st.sampled_from(EFFECTS)
+            ),
+            unique=True,
         )
     )
     taints = tuple(NodeTaint(k, e, draw(st.sampled_from(VALUES))) for k, e in taint_ids)
-    owned = draw(st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from(EFFECTS)), unique=True))
+    # The node writes its own annotations: it may claim any key, its own taints included.
+    claimable = KEYS + FOREIGN_KEYS + RESERVED_KEYS
+    owned = draw(
+        st.lists(st.tuples(st.sampled_from(claimable), st.sampled_from(EFFECTS)), unique=True)
+    )
     annotations = {OWNED_TAINTS_ANNOTATION: ",".join(f"{k}:{e}" for k, e in owned)} if owned else {}
     return NodeState(
         name="n",
@@ -88,14 +96,29 @@ def test_plan_of_the_planned_node_is_empty(rules: NodeRules, node: NodeState) ->
     assert plan(planned, rules, FACTS).is_empty
 
 
+@st.composite
+def histories(draw: st.DrawFn) -> frozenset[tuple[str, str]]:
+    """Taints earlier rules generations owned (never reserved keys: validation refuses them)."""
+    return frozenset(
+        draw(st.lists(st.tuples(st.sampled_from([*KEYS, "other.io/f"]), st.sampled_from(EFFECTS))))
+    )
+
+
 @settings(max_examples=300)
-@given(rule_sets(), nodes())
-def test_foreign_taints_always_survive(rules: NodeRules, node: NodeState) -> None:
+@given(rule_sets(), nodes(), histories())
+def test_only_taints_that_rules_owned_are_ever_removed(
+    rules: NodeRules, node: NodeState, history: frozenset[tuple[str, str]]
+) -> None:
+    """Whatever the node's annotation claims: a removed taint is a current rule's, or one an
+    earlier generation owned *and* the annotation claims; never a reserved key."""
     recorded = node.annotations.get(OWNED_TAINTS_ANNOTATION, "")
-    owned = rules.owned_taints() | {tuple(i.rsplit(":", 1)) for i in recorded.split(",") if i}
-    planned = plan(node, rules, FACTS).apply(node)
-    foreign = [t for t in node.taints if t.identity not in owned]
-    assert all(t in planned.taints for t in foreign)
+    claimed = {tuple(i.rsplit(":", 1)) for i in recorded.split(",") if i}
+    may_remove = rules.owned_taints() | (claimed & history)
+    facts = PlanFacts(now=NOW, previously_owned=history)
+    planned = plan(node, rules, facts).apply(node)
+    survivors = [t for t in node.taints if t.identity not in may_remove]
+    assert all(t in planned.taints for t in survivors)
+    assert all(t in planned.taints for t in node.taints if t.key in RESERVED_KEYS)
 
 
 @settings(max_examples=200)

@@ -78,6 +78,14 @@ def test_unquoted_boolean_label_value_says_to_quote_it() -> None:
     ]
 
 
+def test_a_key_named_like_pydantics_key_marker_is_reported_not_a_crash() -> None:
+    # Found by the fuzz tier: '[key]' is also what pydantic appends to a failing key's place.
+    assert problems_of('"[key]": 1\n') == [
+        "rules.yaml:3:1: [\"[key]\"]: unknown field '[key]' (allowed here: apiVersion, kind, "
+        "labelTaints, conditionTaints, persistentLabels, startupGates, nodePools)"
+    ]
+
+
 def test_wrong_type_is_refused() -> None:
     assert problems_of(
         """\

@@ -43,3 +43,8 @@ def test_wheel_ships_templates_and_examples(wheel_files: set[str]) -> None:
 def test_every_package_is_typed(wheel_files: set[str]) -> None:
     packages = {n.rsplit("/", 1)[0] for n in wheel_files if n.endswith("/__init__.py")}
     assert all(f"{p}/py.typed" in wheel_files for p in packages)
+
+
+def test_wheel_ships_the_grafana_dashboard(wheel_files: set[str]) -> None:
+    # `nodegate manifests --dashboard` reads it from the installed package.
+    assert "nodegate/manifests/grafana-dashboard.json" in wheel_files

@@ -6,6 +6,7 @@ from typing import Any
 
 from nodegate.core.node import NodeState
 from nodegate.core.plan import PlanFacts, plan
+from nodegate.reconciler.node_view import slim_node
 from nodegate.reconciler.patch import describe, merge_patch
 from tests.unit.core.builders import NOW, rules
 
@@ -34,7 +35,9 @@ def raw_node(
 
 
 def patch_for(raw: dict[str, Any]) -> dict[str, Any]:
-    return merge_patch(raw, plan(NodeState.from_k8s(raw), RULES, PlanFacts(now=NOW)))
+    return merge_patch(
+        slim_node(raw, lambda _key: True), plan(NodeState.from_k8s(raw), RULES, PlanFacts(now=NOW))
+    )
 
 
 def test_write_carries_the_resource_version_that_was_read() -> None:

@@ -44,3 +44,51 @@ def test_shutdown_releases_waiting_workers() -> None:
     queue.shutdown()
     worker.join(timeout=2)
     assert results == [None]
+
+
+def test_a_key_waits_for_one_delayed_re_add_the_earliest() -> None:
+    queue = WorkQueue()
+    queue.add_after("a", 30)
+    queue.add_after("a", 0.1)
+    queue.add_after("a", 60)
+    assert len(queue) == 1
+    started = time.monotonic()
+    assert queue.get() == "a"
+    assert time.monotonic() - started < 5
+    queue.done("a")
+    assert len(queue) == 0  # the 30 s and 60 s re-adds were superseded
+
+
+def test_queue_depth_counts_delayed_keys() -> None:
+    queue = WorkQueue()
+    queue.add("a")
+    queue.add_after("b", 60)
+    assert len(queue) == 2
+
+
+def test_changed_nodes_go_ahead_of_resync_work() -> None:
+    queue = WorkQueue()
+    for i in range(100):
+        queue.add(f"old-{i}", "resync")
+    queue.add("new-node", "event")
+    assert queue.get() == "new-node"
+
+
+def test_a_resync_key_that_changes_moves_up_to_the_event_lane_and_is_handed_out_once() -> None:
+    queue = WorkQueue()
+    queue.add("a", "resync")
+    queue.add("b", "resync")
+    queue.add("b", "event")
+    assert queue.get() == "b"
+    queue.done("b")
+    assert queue.get() == "a"
+    queue.done("a")
+    assert len(queue) == 0
+
+
+def test_forgotten_delayed_key_is_not_handed_out() -> None:
+    queue = WorkQueue()
+    queue.add_after("gone", 0.05)
+    queue.forget("gone")
+    queue.add_after("other", 0.1)
+    assert queue.get() == "other"

@@ -1,15 +1,15 @@
-"""The stack's `nodegate:*` configuration, parsed once at the edge into frozen, typed objects.
+"""The stack's `nodegate:*` configuration schema, parsed once at the edge into frozen objects.
 
 A stack names its rules (`nodegate:rules` path, or `nodegate:rulesInline`), says how each rules
 pool maps onto its cloud (`nodegate:oke`, `nodegate:aks`: cluster-wide settings, `defaults` for
 every pool, and `pools.<name>` overrides), and may hand pools to another stack
 (`nodegate:skipPools`). Every problem is collected and reported at once, each line naming the
-exact key to fix, before the program declares a single resource.
+exact key to fix, before the program declares a single resource. Matching this config to the
+rules' pools is `planning.py`'s job.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -24,17 +24,16 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails
 
-from nodegate.core.hints import allowed_keys
-from nodegate.core.model import NodePool, NodeRules
-from nodegate.infra.render import agent_pool_name_problem
+from nodegate.core.errors import format_path
+from nodegate.core.located_errors import located_errors
+from nodegate.manifests.settings import DeploySettings
 
 NAMESPACE = "nodegate"
 """Pulumi config namespace: keys are `nodegate:<key>`, named after the project."""
 
 CONFIG_KEYS = ("rules", "rulesInline", "oke", "aks", "skipPools", "reconciler")
-"""Every top-level key the program reads; `reconciler` is reserved for the reconciler component."""
+"""Every top-level key the program reads."""
 
 OBJECT_KEYS = ("rulesInline", "oke", "aks", "skipPools", "reconciler")
 """Keys whose value is structured (JSON) config rather than a plain string."""
@@ -243,6 +242,19 @@ class AksConfig(_Model):
     """One entry per rules pool with provider aks (an empty `{}` takes the defaults)."""
 
 
+# --- the reconciler --------------------------------------------------------------------------
+
+
+class ReconcilerStackConfig(DeploySettings):
+    """`nodegate:reconciler`: the deployment settings (docs/infra.md), plus the cluster."""
+
+    kubeconfig: NonEmpty | None = None
+    """Kubeconfig of the cluster the reconciler runs in: a file path (relative to the project
+    directory) or the file's contents; default: the ambient one (KUBECONFIG, ~/.kube/config)."""
+    context: NonEmpty | None = None
+    """Kubeconfig context; default: the kubeconfig's current context."""
+
+
 # --- the whole stack -------------------------------------------------------------------------
 
 
@@ -257,8 +269,8 @@ class StackConfig(_Model):
     aks: AksConfig | None = None
     skip_pools: tuple[str, ...] = ()
     """Rules pools this stack deliberately leaves alone (another stack manages them)."""
-    reconciler: dict[str, Any] | None = None
-    """Reserved for the reconciler deployment (next issue); not acted on yet."""
+    reconciler: ReconcilerStackConfig | None = None
+    """The reconciler deployment; None: this stack does not deploy the reconciler."""
 
     @field_validator("rules")
     @classmethod
@@ -281,35 +293,6 @@ class StackConfig(_Model):
         return self
 
 
-@dataclass(frozen=True)
-class OkePoolPlan:
-    """A rules pool with provider oke and the settings this stack gives it."""
-
-    pool: NodePool
-    settings: OkePoolSettings
-    size: int
-
-
-@dataclass(frozen=True)
-class AksPoolPlan:
-    """A rules pool with provider aks and the settings this stack gives it."""
-
-    pool: NodePool
-    settings: AksPoolSettings
-    agent_pool_name: str
-    count: int
-    mode: AksMode
-
-
-@dataclass(frozen=True)
-class PoolPlans:
-    """Which rules pools this stack declares, and which it leaves to another stack."""
-
-    oke: tuple[OkePoolPlan, ...]
-    aks: tuple[AksPoolPlan, ...]
-    skipped: tuple[str, ...]
-
-
 # --- parsing ---------------------------------------------------------------------------------
 
 
@@ -320,183 +303,20 @@ def parse_stack_config(raw: Mapping[str, Any], stack: str) -> StackConfig:
         return StackConfig.model_validate(values)
     # Permanent: the stack file is wrong; report every key at once, in stack-config terms.
     except ValidationError as err:
-        raise StackConfigError(
-            stack, [_problem(e, f"{NAMESPACE}:", StackConfig) for e in err.errors()]
-        ) from err
+        raise StackConfigError(stack, config_problems(err, f"{NAMESPACE}:", StackConfig)) from err
 
 
-def plan_pools(rules: NodeRules, config: StackConfig, stack: str) -> PoolPlans:
-    """Match every rules pool to its stack settings; StackConfigError lists every mismatch."""
-    problems: list[ConfigProblem] = []
-    oke: list[OkePoolPlan] = []
-    aks: list[AksPoolPlan] = []
-    skipped: list[str] = []
-    names = [p.name for p in rules.node_pools]
-    for name in config.skip_pools:
-        if name not in names:
-            problems.append(_unknown_pool(f"{NAMESPACE}:skipPools", name, names))
-    for pool in rules.node_pools:
-        section = config.oke if pool.provider == "oke" else config.aks
-        key = f"{NAMESPACE}:{pool.provider}.pools.{pool.name}"
-        configured = section is not None and pool.name in section.pools
-        if pool.name in config.skip_pools:
-            if configured:
-                problems.append(
-                    ConfigProblem(
-                        key, f"pool '{pool.name}' is also in nodegate:skipPools; pick one"
-                    )
-                )
-            skipped.append(pool.name)
-            continue
-        if section is None or not configured:
-            problems.append(_unconfigured(pool, section is None))
-            continue
-        planned = (
-            _plan_oke(pool, section) if isinstance(section, OkeConfig) else _plan_aks(pool, section)
-        )
-        if isinstance(planned, OkePoolPlan):
-            oke.append(planned)
-        elif isinstance(planned, AksPoolPlan):
-            aks.append(planned)
-        else:
-            problems.extend(planned)
-    for provider, section in (("oke", config.oke), ("aks", config.aks)):
-        if section is None:
-            continue
-        ours = [p.name for p in rules.node_pools if p.provider == provider]
-        for name in section.pools:
-            if name not in ours:
-                problems.append(_foreign_pool(rules, provider, name, ours))
-    problems.extend(_duplicate_agent_pool_names(aks))
-    if problems:
-        raise StackConfigError(stack, problems)
-    return PoolPlans(tuple(oke), tuple(aks), tuple(skipped))
-
-
-def _merged(defaults: BaseModel, own: BaseModel) -> dict[str, Any]:
-    """`defaults` overridden field by field by the pool's own entry (an explicit null clears)."""
-    return {
-        **defaults.model_dump(by_alias=True, exclude_unset=True),
-        **own.model_dump(by_alias=True, exclude_unset=True),
-    }
-
-
-def _plan_oke(pool: NodePool, section: OkeConfig) -> OkePoolPlan | list[ConfigProblem]:
-    """The pool's merged OKE settings, or what is wrong with them."""
-    key = f"{NAMESPACE}:oke.pools.{pool.name}"
-    try:
-        settings = OkePoolSettings.model_validate(
-            _merged(section.defaults, section.pools[pool.name])
-        )
-    # Invalid merged settings are reported with the rest, naming the pool's keys.
-    except ValidationError as err:
-        return [_problem(e, f"{key}.", OkePoolSettings, defaults="oke") for e in err.errors()]
-    size = pool.size if settings.size is None else settings.size
-    return OkePoolPlan(pool=pool, settings=settings, size=size)
-
-
-def _plan_aks(pool: NodePool, section: AksConfig) -> AksPoolPlan | list[ConfigProblem]:
-    """The pool's merged AKS settings and derived name/count/mode, or what is wrong with them."""
-    key = f"{NAMESPACE}:aks.pools.{pool.name}"
-    try:
-        settings = AksPoolSettings.model_validate(
-            _merged(section.defaults, section.pools[pool.name])
-        )
-    # Invalid merged settings are reported with the rest, naming the pool's keys.
-    except ValidationError as err:
-        return [_problem(e, f"{key}.", AksPoolSettings, defaults="aks") for e in err.errors()]
-    problems: list[ConfigProblem] = []
-    name = settings.agent_pool_name or pool.name
-    windows = (settings.os_sku or "").startswith("Windows")
-    problem = agent_pool_name_problem(name, windows=windows)
-    if problem:
-        hint = "" if settings.agent_pool_name else "; set agentPoolName to a valid name"
-        problems.append(ConfigProblem(f"{key}.agentPoolName", problem + hint))
-    count = pool.size if settings.count is None else settings.count
-    mode: AksMode = settings.mode or "User"
-    source = "count" if settings.count is not None else f"the rules size of pool '{pool.name}'"
-    scaling = settings.autoscaling
-    if scaling is not None and not scaling.min_count <= count <= scaling.max_count:
-        problems.append(
-            ConfigProblem(
-                f"{key}.count",
-                f"{count} (from {source}) is outside autoscaling "
-                f"{scaling.min_count}..{scaling.max_count}; set count inside that range",
-            )
-        )
-    if mode == "System" and (count < 1 or (scaling is not None and scaling.min_count < 1)):
-        problems.append(
-            ConfigProblem(f"{key}.mode", "a System pool needs at least 1 node (count and minCount)")
-        )
-    if problems:
-        return problems
-    return AksPoolPlan(pool=pool, settings=settings, agent_pool_name=name, count=count, mode=mode)
-
-
-def _duplicate_agent_pool_names(plans: list[AksPoolPlan]) -> list[ConfigProblem]:
-    seen: dict[str, str] = {}
+def config_problems(
+    err: ValidationError, prefix: str, model: type[BaseModel], defaults: str | None = None
+) -> list[ConfigProblem]:
+    """Every error in `err` as a stack-config key and a fix (the wording is core's, shared with
+    the rules loader); `defaults` names the section whose `defaults` may also set a field."""
     problems = []
-    for plan in plans:
-        other = seen.setdefault(plan.agent_pool_name, plan.pool.name)
-        if other != plan.pool.name:
-            problems.append(
-                ConfigProblem(
-                    f"{NAMESPACE}:aks.pools.{plan.pool.name}.agentPoolName",
-                    f"'{plan.agent_pool_name}' is already the agent pool of pool '{other}'",
-                )
-            )
+    for error in located_errors(err, model):
+        key = prefix + format_path(error.path) if error.path else prefix.rstrip(".:")
+        message = error.message
+        if error.kind == "missing":
+            where = f" or under {NAMESPACE}:{defaults}.defaults" if defaults else ""
+            message = f"{message} (set it here{where})"
+        problems.append(ConfigProblem(key, message))
     return problems
-
-
-def _unconfigured(pool: NodePool, section_missing: bool) -> ConfigProblem:
-    where = f"{NAMESPACE}:{pool.provider}"
-    need = f"a '{where}' section with " if section_missing else ""
-    return ConfigProblem(
-        f"{where}.pools.{pool.name}",
-        f"rules pool '{pool.name}' (provider {pool.provider}) has no stack config: add "
-        f"{need}'pools: {{{pool.name}: {{}}}}' (an empty entry takes '{where}.defaults'), or "
-        f"list '{pool.name}' in {NAMESPACE}:skipPools if another stack manages it",
-    )
-
-
-def _unknown_pool(key: str, name: str, names: list[str]) -> ConfigProblem:
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return ConfigProblem(
-        key, f"'{name}' is not a pool in the rules (pools: {', '.join(names) or 'none'}){hint}"
-    )
-
-
-def _foreign_pool(rules: NodeRules, provider: str, name: str, ours: list[str]) -> ConfigProblem:
-    key = f"{NAMESPACE}:{provider}.pools.{name}"
-    other = rules.pool(name)
-    if other is not None:
-        return ConfigProblem(
-            key,
-            f"pool '{name}' has provider {other.provider} in the rules; configure it under "
-            f"{NAMESPACE}:{other.provider}.pools",
-        )
-    return _unknown_pool(key, name, ours)
-
-
-def _problem(
-    err: ErrorDetails, prefix: str, model: type[BaseModel], defaults: str | None = None
-) -> ConfigProblem:
-    loc = tuple(part for part in err["loc"] if part != "[key]")
-    key = prefix + ".".join(str(part) for part in loc) if loc else prefix.rstrip(".:")
-    kind = err["type"]
-    if kind == "missing":
-        where = f" or under {NAMESPACE}:{defaults}.defaults" if defaults else ""
-        return ConfigProblem(key, f"required, not set (set it here{where})")
-    if kind == "extra_forbidden":
-        allowed = allowed_keys(model, loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        return ConfigProblem(
-            key, f"unknown key '{loc[-1]}'{hint} (allowed here: {', '.join(allowed)})"
-        )
-    message = str(err["msg"]).removeprefix("Value error, ")
-    given = err.get("input")
-    if kind not in ("value_error", "model_type", "dict_type") and given is not None:
-        message = f"{message} (got {given!r})"
-    return ConfigProblem(key, message)

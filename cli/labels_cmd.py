@@ -1,0 +1,120 @@
+"""`nodegate labels list|show NODE|forget NODE`: the persisted-label records, without reading
+raw ConfigMaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nodegate.core.persisted_labels import RECORD_LABEL, RECORD_LABEL_VALUE
+from nodegate.reconciler.kube import KubeApi, KubeError, Selection, load_api_client
+from nodegate.reconciler.label_store import StoredRecord, stored_record
+
+app = typer.Typer(help="Inspect and drop persisted-label records.", no_args_is_help=True)
+
+Kubeconfig = Annotated[
+    Path | None, typer.Option(help="Kubeconfig; omit in a Pod to use its service account.")
+]
+Namespace = Annotated[str, typer.Option(help="The reconciler's namespace, where its records live.")]
+DEFAULT_NAMESPACE = "nodegate-system"
+
+
+def _records(kubeconfig: Path | None, namespace: str) -> tuple[KubeApi, list[StoredRecord]]:
+    api = KubeApi(load_api_client(str(kubeconfig) if kubeconfig else None))
+    selection = Selection(
+        "ConfigMap", namespace, label_selector=f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
+    )
+    found: list[StoredRecord] = []
+    token: str | None = None
+    while True:
+        page = api.list_page(selection, 500, token)
+        found += [stored_record(raw) for raw in page.items]
+        token = page.continue_token
+        if token is None:
+            return api, found
+
+
+def _matching(records: list[StoredRecord], node: str) -> list[StoredRecord]:
+    return [
+        r
+        for r in records
+        if r.record is not None and (node in r.record.node_names or r.record.key == node)
+    ]
+
+
+def _fail(err: KubeError) -> typer.Exit:
+    typer.echo(f"nodegate labels: {err}", err=True)
+    return typer.Exit(1)
+
+
+@app.command("list")
+def list_records(kubeconfig: Kubeconfig = None, namespace: Namespace = DEFAULT_NAMESPACE) -> None:
+    """Every record: key, node names, labels, when captured, whether its node is gone."""
+    try:
+        _, records = _records(kubeconfig, namespace)
+    except KubeError as err:
+        raise _fail(err) from err
+    table = Table()
+    for column in ("record", "key", "nodes", "labels", "captured", "gone since"):
+        table.add_column(column, no_wrap=True)
+    for stored in sorted(records, key=lambda r: r.name):
+        record = stored.record
+        if record is None:
+            table.add_row(stored.name, f"[red]unreadable: {stored.error}[/red]", "", "", "", "")
+            continue
+        table.add_row(
+            stored.name,
+            record.key,
+            ", ".join(record.node_names),
+            ", ".join(f"{k}={v}" for k, v in sorted(record.labels.items())),
+            str(record.captured_at),
+            str(record.node_gone_at or ""),
+        )
+    Console(width=400).print(table)
+
+
+@app.command("show")
+def show(
+    node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
+    kubeconfig: Kubeconfig = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """The labels nodegate would restore onto NODE if it were re-created."""
+    try:
+        _, records = _records(kubeconfig, namespace)
+    except KubeError as err:
+        raise _fail(err) from err
+    matching = _matching(records, node)
+    if not matching:
+        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
+        raise typer.Exit(1)
+    for stored in matching:
+        record = stored.record
+        assert record is not None
+        typer.echo(f"record {stored.name} (key {record.key}, nodes {', '.join(record.node_names)})")
+        for key, value in sorted(record.labels.items()):
+            typer.echo(f"  {key}={value}")
+
+
+@app.command("forget")
+def forget(
+    node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
+    kubeconfig: Kubeconfig = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """Drop NODE's record: a re-created node then starts with no persisted labels."""
+    try:
+        api, records = _records(kubeconfig, namespace)
+        matching = _matching(records, node)
+        for stored in matching:
+            api.delete_configmap(namespace, stored.name, stored.resource_version)
+            typer.echo(f"forgot record {stored.name}")
+    except KubeError as err:
+        raise _fail(err) from err
+    if not matching:
+        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,170 @@
+"""Labels that survive node deletion and re-creation: the record format and who is authoritative.
+
+Pure. The reconciler keeps one record per node key (providerID, or the node name) in a
+ConfigMap in its own namespace, and asks `decide` what to do each time it sees a node:
+
+* a node object the record was not synced with yet (created or re-created): the store is the
+  authority; stored labels are restored onto it (absent keys only: a label the new node already
+  carries is never overwritten), then the record syncs with the new object;
+* the node object the record was synced with: the node is the authority; the record follows
+  it, removals included (an admin's deletion is remembered);
+* node deleted: the record is kept and marked gone;
+* gone longer than `forgetAfter`: the record is garbage-collected.
+
+The node-label-operator's authority model, keyed by a stable node identity instead of the name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from nodegate.core.k8s_names import label_owned_by_platform
+from nodegate.core.model import PersistentLabels
+from nodegate.core.node import NodeState, format_time, parse_time
+
+RECORD_LABEL = "nodegate.dev/record"
+RECORD_LABEL_VALUE = "persisted-labels"
+QUARANTINE_LABEL = "nodegate.dev/quarantined"
+RECORD_NAME_PREFIX = "nodegate-labels-"
+DATA_KEY = "record.json"
+RECORD_VERSION = 1
+
+
+class RecordError(ValueError):
+    """A stored record cannot be read (bad JSON, wrong shape, hand-edited)."""
+
+
+def persisted_view(labels: Mapping[str, str], config: PersistentLabels) -> dict[str, str]:
+    """The labels of `labels` that the rules say to persist (platform-owned ones never)."""
+    return {
+        k: v
+        for k, v in sorted(labels.items())
+        if config.persists(k) and not label_owned_by_platform(k)
+    }
+
+
+def record_key(node: NodeState, config: PersistentLabels) -> str:
+    """The stable identity a record is kept under: providerID (or the name, when the node has
+    none or `keyBy: nodeName`)."""
+    if config.key_by == "providerID" and node.provider_id:
+        return node.provider_id
+    return node.name
+
+
+def record_name(key: str) -> str:
+    """A valid ConfigMap name for any key (providerIDs hold ':' and '/'), stable across runs."""
+    return RECORD_NAME_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    key: str
+    node_uid: str
+    """The node object the labels were last synced with; another uid means a new node."""
+    labels: Mapping[str, str]
+    captured_at: datetime
+    node_names: tuple[str, ...] = ()
+    node_gone_at: datetime | None = None
+
+
+def encode_record(record: LabelRecord) -> dict[str, str]:
+    document = {
+        "version": RECORD_VERSION,
+        "key": record.key,
+        "nodeUID": record.node_uid,
+        "nodeNames": list(record.node_names),
+        "labels": dict(sorted(record.labels.items())),
+        "capturedAt": format_time(record.captured_at),
+        "nodeGoneAt": format_time(record.node_gone_at) if record.node_gone_at else None,
+    }
+    return {DATA_KEY: json.dumps(document, indent=1, sort_keys=True)}
+
+
+def decode_record(data: Mapping[str, Any] | None) -> LabelRecord:
+    """The record in a ConfigMap's data; RecordError naming what is wrong otherwise."""
+    text = (data or {}).get(DATA_KEY)
+    if not isinstance(text, str):
+        raise RecordError(f"no '{DATA_KEY}' key")
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise RecordError(f"'{DATA_KEY}' is not JSON: {err}") from err
+    if not isinstance(document, dict) or document.get("version") != RECORD_VERSION:
+        raise RecordError(f"not a version-{RECORD_VERSION} record")
+    labels = document.get("labels")
+    names = document.get("nodeNames") or []
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise RecordError("'labels' must map strings to strings")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise RecordError("'nodeNames' must be a list of strings")
+    try:
+        captured = parse_time(document.get("capturedAt"))
+        gone = parse_time(document.get("nodeGoneAt"))
+    except (ValueError, TypeError) as err:
+        raise RecordError(f"bad time: {err}") from err
+    key, uid = document.get("key"), document.get("nodeUID")
+    if not isinstance(key, str) or not key or not isinstance(uid, str) or captured is None:
+        raise RecordError("'key', 'nodeUID' and 'capturedAt' are required")
+    return LabelRecord(key, uid, dict(labels), captured, tuple(names), gone)
+
+
+@dataclass(frozen=True)
+class LabelDecision:
+    restore: Mapping[str, str]
+    """Labels to put back on the node (keys it does not have)."""
+    record: LabelRecord | None
+    """The record as it must be stored after the node write; None: unchanged."""
+
+
+def decide(
+    node: NodeState, record: LabelRecord | None, config: PersistentLabels, now: datetime
+) -> LabelDecision:
+    current = persisted_view(node.labels, config)
+    names = node_names(record, node.name)
+    if record is None:
+        fresh = LabelRecord(record_key(node, config), node.uid, current, now, names)
+        return LabelDecision({}, fresh if current else None)
+    stored = persisted_view(record.labels, config)
+    if record.node_uid != node.uid:
+        restore = {k: v for k, v in stored.items() if k not in node.labels}
+        synced = replace(
+            record,
+            node_uid=node.uid,
+            labels={**stored, **current},
+            captured_at=now,
+            node_names=names,
+            node_gone_at=None,
+        )
+        return LabelDecision(restore, synced)
+    if (
+        current == dict(record.labels)
+        and record.node_gone_at is None
+        and names == record.node_names
+    ):
+        return LabelDecision({}, None)
+    followed = replace(record, labels=current, captured_at=now, node_names=names, node_gone_at=None)
+    return LabelDecision({}, followed)
+
+
+def node_names(record: LabelRecord | None, name: str, keep: int = 5) -> tuple[str, ...]:
+    """The names a record's node was seen as, newest last, at most `keep`."""
+    seen = [n for n in (record.node_names if record else ()) if n != name]
+    return (*seen, name)[-keep:]
+
+
+def mark_gone(record: LabelRecord, node_uid: str, now: datetime) -> LabelRecord | None:
+    """The record once its node object is deleted (None if it already follows another node)."""
+    if record.node_uid != node_uid or record.node_gone_at is not None:
+        return None
+    return replace(record, node_gone_at=now)
+
+
+def forget_due(record: LabelRecord, config: PersistentLabels, now: datetime) -> bool:
+    return record.node_gone_at is not None and now - record.node_gone_at > config.forget_after

@@ -1,0 +1,278 @@
+"""Match the stack config to the rules' pools, and produce each component's Args directly.
+
+Pure: the validated stack config and rules in, `OkeNodePoolArgs` / `AksNodePoolArgs` /
+`ReconcilerArgs` out (or a StackConfigError listing every mismatch). The program only reads
+files through the `read_text` it passes in and declares what comes out of here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from nodegate.core.model import NodePool, NodeRules
+from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
+from nodegate.infra.cloud_inputs import agent_pool_name_problem
+from nodegate.infra.oke_pool import OkeNodeCyclingArgs, OkeNodePoolArgs, OkePlacementArgs
+from nodegate.infra.reconciler import ReconcilerArgs
+from nodegate.infra.stack_config import (
+    NAMESPACE,
+    AksConfig,
+    AksMode,
+    AksPoolSettings,
+    ConfigProblem,
+    OkeConfig,
+    OkePoolSettings,
+    StackConfig,
+    StackConfigError,
+    config_problems,
+)
+from nodegate.manifests.build import RulesDocument
+
+
+@dataclass(frozen=True)
+class PoolPlans:
+    """Which rules pools this stack declares (as component Args), and which it leaves alone."""
+
+    oke: tuple[OkeNodePoolArgs, ...]
+    aks: tuple[AksNodePoolArgs, ...]
+    skipped: tuple[str, ...]
+
+
+def plan_reconciler(
+    document: RulesDocument, config: StackConfig, project_dir: Path
+) -> ReconcilerArgs | None:
+    """The Reconciler's Args from `nodegate:reconciler`, or None when the stack has none."""
+    section = config.reconciler
+    if section is None:
+        return None
+    kubeconfig = section.kubeconfig
+    if kubeconfig is not None and "\n" not in kubeconfig:  # a path, not the file's contents
+        path = Path(kubeconfig).expanduser()
+        kubeconfig = str(path if path.is_absolute() else project_dir / path)
+    return ReconcilerArgs(
+        rules=document, settings=section, kubeconfig=kubeconfig, context=section.context
+    )
+
+
+def plan_pools(
+    rules: NodeRules, config: StackConfig, stack: str, read_text: Callable[[str], str]
+) -> PoolPlans:
+    """Match every rules pool to its stack settings and produce its component's Args;
+    StackConfigError lists every mismatch. `read_text` reads a configured file (userCloudInit)
+    by its configured path."""
+    problems: list[ConfigProblem] = []
+    oke: list[OkeNodePoolArgs] = []
+    aks: list[AksNodePoolArgs] = []
+    skipped: list[str] = []
+    names = [p.name for p in rules.node_pools]
+    for name in config.skip_pools:
+        if name not in names:
+            problems.append(_unknown_pool(f"{NAMESPACE}:skipPools", name, names))
+    for pool in rules.node_pools:
+        section = config.oke if pool.provider == "oke" else config.aks
+        key = f"{NAMESPACE}:{pool.provider}.pools.{pool.name}"
+        configured = section is not None and pool.name in section.pools
+        if pool.name in config.skip_pools:
+            if configured:
+                problems.append(
+                    ConfigProblem(
+                        key, f"pool '{pool.name}' is also in nodegate:skipPools; pick one"
+                    )
+                )
+            skipped.append(pool.name)
+            continue
+        if section is None or not configured:
+            problems.append(_unconfigured(pool, section is None))
+            continue
+        planned = (
+            _plan_oke(rules, pool, section, read_text)
+            if isinstance(section, OkeConfig)
+            else _plan_aks(rules, pool, section)
+        )
+        if isinstance(planned, OkeNodePoolArgs):
+            oke.append(planned)
+        elif isinstance(planned, AksNodePoolArgs):
+            aks.append(planned)
+        else:
+            problems.extend(planned)
+    for provider, section in (("oke", config.oke), ("aks", config.aks)):
+        if section is None:
+            continue
+        ours = [p.name for p in rules.node_pools if p.provider == provider]
+        for name in section.pools:
+            if name not in ours:
+                problems.append(_foreign_pool(rules, provider, name, ours))
+    problems.extend(_duplicate_agent_pool_names(aks))
+    if problems:
+        raise StackConfigError(stack, problems)
+    return PoolPlans(tuple(oke), tuple(aks), tuple(skipped))
+
+
+def _merged(defaults: BaseModel, own: BaseModel) -> dict[str, Any]:
+    """`defaults` overridden field by field by the pool's own entry (an explicit null clears)."""
+    return {
+        **defaults.model_dump(by_alias=True, exclude_unset=True),
+        **own.model_dump(by_alias=True, exclude_unset=True),
+    }
+
+
+def _plan_oke(
+    rules: NodeRules, pool: NodePool, section: OkeConfig, read_text: Callable[[str], str]
+) -> OkeNodePoolArgs | list[ConfigProblem]:
+    """The pool's OkeNodePool Args from its merged settings, or what is wrong with them."""
+    key = f"{NAMESPACE}:oke.pools.{pool.name}"
+    try:
+        s = OkePoolSettings.model_validate(_merged(section.defaults, section.pools[pool.name]))
+    # Invalid merged settings are reported with the rest, naming the pool's keys.
+    except ValidationError as err:
+        return config_problems(err, f"{key}.", OkePoolSettings, defaults="oke")
+    user_cloud_init = None
+    if s.user_cloud_init is not None:
+        try:
+            user_cloud_init = read_text(s.user_cloud_init)
+        # Unreadable user cloud-init is a config mistake: name the key and the path tried.
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+            tried = getattr(err, "filename", None) or s.user_cloud_init
+            return [ConfigProblem(f"{key}.userCloudInit", f"cannot read '{tried}': {reason}")]
+    shape, cycling = s.node_shape_config, s.node_cycling
+    return OkeNodePoolArgs(
+        rules=rules,
+        pool_name=pool.name,
+        compartment_id=section.compartment_id,
+        cluster_id=section.cluster_id,
+        kubernetes_version=s.kubernetes_version,
+        node_shape=s.node_shape,
+        image_id=s.image_id,
+        placements=[
+            OkePlacementArgs(
+                availability_domain=p.availability_domain,
+                subnet_id=p.subnet_id,
+                fault_domains=list(p.fault_domains) or None,
+            )
+            for p in s.placements
+        ],
+        size=pool.size if s.size is None else s.size,
+        ocpus=shape.ocpus if shape else None,
+        memory_in_gbs=shape.memory_in_gbs if shape else None,
+        boot_volume_size_in_gbs=s.boot_volume_size_in_gbs,
+        user_cloud_init=user_cloud_init,
+        node_pool_name=s.name,
+        node_cycling=(
+            OkeNodeCyclingArgs(
+                maximum_surge=cycling.maximum_surge,
+                maximum_unavailable=cycling.maximum_unavailable,
+            )
+            if cycling
+            else None
+        ),
+    )
+
+
+def _plan_aks(
+    rules: NodeRules, pool: NodePool, section: AksConfig
+) -> AksNodePoolArgs | list[ConfigProblem]:
+    """The pool's AksNodePool Args (derived name, count, mode), or what is wrong with them."""
+    key = f"{NAMESPACE}:aks.pools.{pool.name}"
+    try:
+        settings = AksPoolSettings.model_validate(
+            _merged(section.defaults, section.pools[pool.name])
+        )
+    # Invalid merged settings are reported with the rest, naming the pool's keys.
+    except ValidationError as err:
+        return config_problems(err, f"{key}.", AksPoolSettings, defaults="aks")
+    problems: list[ConfigProblem] = []
+    name = settings.agent_pool_name or pool.name
+    windows = (settings.os_sku or "").startswith("Windows")
+    problem = agent_pool_name_problem(name, windows=windows)
+    if problem:
+        hint = "" if settings.agent_pool_name else "; set agentPoolName to a valid name"
+        problems.append(ConfigProblem(f"{key}.agentPoolName", problem + hint))
+    count = pool.size if settings.count is None else settings.count
+    mode: AksMode = settings.mode or "User"
+    source = "count" if settings.count is not None else f"the rules size of pool '{pool.name}'"
+    scaling = settings.autoscaling
+    if scaling is not None and not scaling.min_count <= count <= scaling.max_count:
+        problems.append(
+            ConfigProblem(
+                f"{key}.count",
+                f"{count} (from {source}) is outside autoscaling "
+                f"{scaling.min_count}..{scaling.max_count}; set count inside that range",
+            )
+        )
+    if mode == "System" and (count < 1 or (scaling is not None and scaling.min_count < 1)):
+        problems.append(
+            ConfigProblem(f"{key}.mode", "a System pool needs at least 1 node (count and minCount)")
+        )
+    if problems:
+        return problems
+    return AksNodePoolArgs(
+        rules=rules,
+        pool_name=pool.name,
+        resource_group_name=section.resource_group_name,
+        cluster_name=section.cluster_name,
+        vm_size=settings.vm_size,
+        agent_pool_name=name,
+        count=count,
+        autoscaling=(
+            AksAutoscalingArgs(min_count=scaling.min_count, max_count=scaling.max_count)
+            if scaling
+            else None
+        ),
+        mode=mode,
+        os_sku=settings.os_sku,
+        orchestrator_version=settings.orchestrator_version,
+    )
+
+
+def _duplicate_agent_pool_names(plans: list[AksNodePoolArgs]) -> list[ConfigProblem]:
+    seen: dict[str, str] = {}
+    problems = []
+    for plan in plans:
+        agent_pool = plan.agent_pool_name or plan.pool_name
+        other = seen.setdefault(agent_pool, plan.pool_name)
+        if other != plan.pool_name:
+            problems.append(
+                ConfigProblem(
+                    f"{NAMESPACE}:aks.pools.{plan.pool_name}.agentPoolName",
+                    f"'{agent_pool}' is already the agent pool of pool '{other}'",
+                )
+            )
+    return problems
+
+
+def _unconfigured(pool: NodePool, section_missing: bool) -> ConfigProblem:
+    where = f"{NAMESPACE}:{pool.provider}"
+    need = f"a '{where}' section with " if section_missing else ""
+    return ConfigProblem(
+        f"{where}.pools.{pool.name}",
+        f"rules pool '{pool.name}' (provider {pool.provider}) has no stack config: add "
+        f"{need}'pools: {{{pool.name}: {{}}}}' (an empty entry takes '{where}.defaults'), or "
+        f"list '{pool.name}' in {NAMESPACE}:skipPools if another stack manages it",
+    )
+
+
+def _unknown_pool(key: str, name: str, names: list[str]) -> ConfigProblem:
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return ConfigProblem(
+        key, f"'{name}' is not a pool in the rules (pools: {', '.join(names) or 'none'}){hint}"
+    )
+
+
+def _foreign_pool(rules: NodeRules, provider: str, name: str, ours: list[str]) -> ConfigProblem:
+    key = f"{NAMESPACE}:{provider}.pools.{name}"
+    other = rules.pool(name)
+    if other is not None:
+        return ConfigProblem(
+            key,
+            f"pool '{name}' has provider {other.provider} in the rules; configure it under "
+            f"{NAMESPACE}:{other.provider}.pools",
+        )
+    return _unknown_pool(key, name, ours)

@@ -1,0 +1,152 @@
+"""`Reconciler`: nodegate's in-cluster reconciler, deployed by `pulumi up` from the one builder.
+
+The objects are exactly what `nodegate.manifests.build_manifests` returns (the same function
+behind `nodegate manifests` and `deploy/reconciler.yaml`); this component only declares them,
+one Pulumi resource per object, all children of the component, on a Kubernetes provider for
+the cluster the reconciler runs in. That provider treats ConfigMaps as mutable, so a rules edit
+updates the rules ConfigMap in place (the reconciler hot-reloads it) instead of replacing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
+
+TYPE_TOKEN = "nodegate:index:Reconciler"
+
+_Factory = Callable[..., pulumi.CustomResource]
+
+_RESOURCES: dict[tuple[str, str], _Factory] = {
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+}
+"""The Pulumi resource class of each kind the builder makes; custom resources (the
+PrometheusRule) go through `apiextensions.CustomResource`."""
+
+_CUSTOM = {("monitoring.coreos.com/v1", "PrometheusRule")}
+
+_ARGUMENT = {"roleRef": "role_ref", "imagePullSecrets": "image_pull_secrets"}
+"""Top-level fields whose Python keyword differs from the field name."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReconcilerArgs:
+    """Inputs of the reconciler deployment: the rules it enforces and how it is deployed."""
+
+    rules: RulesDocument
+    """The validated rules; their exact text goes into the rules ConfigMap."""
+    settings: DeploySettings
+    """Namespace, image, replicas, resources, monitoring (`nodegate:reconciler` in the stack)."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """Kubeconfig of the cluster (its contents or a file path); None: the ambient one
+    (KUBECONFIG or ~/.kube/config). Ignored when `provider` is given."""
+    context: pulumi.Input[str] | None = None
+    """Kubeconfig context to use; None: the kubeconfig's current context."""
+    provider: k8s.Provider | None = None
+    """A Kubernetes provider of your own (it should set enable_config_map_mutable=True, or a
+    rules edit replaces the rules ConfigMap instead of updating it)."""
+
+
+def _resource_name(component: str, obj: Manifest) -> str:
+    return f"{component}-{obj['kind'].lower()}-{obj['metadata']['name']}"
+
+
+def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    key = (obj["apiVersion"], obj["kind"])
+    if key in _CUSTOM:
+        return k8s.apiextensions.CustomResource(
+            name,
+            api_version=obj["apiVersion"],
+            kind=obj["kind"],
+            metadata=obj["metadata"],
+            spec=obj["spec"],
+            opts=opts,
+        )
+    factory = _RESOURCES.get(key)
+    if factory is None:
+        raise ValueError(f"no Pulumi resource for {key[0]} {key[1]}: add it to _RESOURCES")
+    fields = {
+        _ARGUMENT.get(field, field): value
+        for field, value in obj.items()
+        if field not in ("apiVersion", "kind")
+    }
+    return factory(name, opts=opts, **fields)
+
+
+class Reconciler(pulumi.ComponentResource):
+    """nodegate's reconciler in one cluster: RBAC, rules ConfigMap, Deployment, and friends."""
+
+    resources: dict[str, pulumi.CustomResource]
+    """Every declared object, by `Kind/name`."""
+    namespace: pulumi.Output[str]
+    image: pulumi.Output[str]
+    """The image reference the Deployment runs."""
+    rules_sha256: pulumi.Output[str]
+    """SHA-256 of the rules text in the ConfigMap, to see which rules a cluster runs."""
+    cluster_rules: pulumi.Output[list[dict[str, Any]]]
+    """The ClusterRole's rules (what the reconciler may do cluster-wide)."""
+
+    def __init__(
+        self, name: str, args: ReconcilerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        objects = build_manifests(args.rules, args.settings)  # pure: raises before declaring
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        provider = args.provider or k8s.Provider(
+            f"{name}-provider",
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            enable_config_map_mutable=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.resources = {}
+        namespace: pulumi.CustomResource | None = None
+        access: list[pulumi.Resource] = []
+        for obj in objects:
+            kind = obj["kind"]
+            depends: list[pulumi.Resource] = []
+            if namespace is not None and "namespace" in obj["metadata"]:
+                depends.append(namespace)
+            if kind == "Deployment":
+                depends += access  # its pods start with their permissions and rules in place
+            resource = _declare(
+                _resource_name(name, obj),
+                obj,
+                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=depends),
+            )
+            self.resources[f"{kind}/{obj['metadata']['name']}"] = resource
+            if kind == "Namespace":
+                namespace = resource
+            elif kind in ("ClusterRoleBinding", "RoleBinding", "ConfigMap", "ServiceAccount"):
+                access.append(resource)
+
+        role = next(o for o in objects if o["kind"] == "ClusterRole")
+        self.namespace = pulumi.Output.from_input(args.settings.namespace)
+        self.image = pulumi.Output.from_input(args.settings.image.reference)
+        self.rules_sha256 = pulumi.Output.from_input(
+            hashlib.sha256(args.rules.text.encode("utf-8")).hexdigest()
+        )
+        self.cluster_rules = pulumi.Output.from_input(role["rules"])
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "image": self.image,
+                "rulesSha256": self.rules_sha256,
+                "clusterRules": self.cluster_rules,
+            }
+        )

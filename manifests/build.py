@@ -1,0 +1,296 @@
+"""`build_manifests`: the reconciler's Kubernetes objects, in the order they can be applied.
+
+Pure: validated rules text and settings in, a list of plain-data objects out. The Deployment
+depends on the settings only, never on the rules: a rules edit changes the rules ConfigMap
+(and, if it adds or drops init-pod gates, the ClusterRole), the running reconciler
+hot-reloads the ConfigMap, and no pod restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from io import StringIO
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from nodegate.core.loader import parse_rules, rules_from_data
+from nodegate.core.model import NodeRules
+from nodegate.manifests.args import ReconcileFlags
+from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
+from nodegate.manifests.rbac import cluster_rules, namespace_rules
+from nodegate.manifests.settings import DeploySettings
+
+Manifest = dict[str, Any]
+"""One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
+
+RULES_KEY = "rules.yaml"
+"""Key of the rules text in the rules ConfigMap (the reconciler's default `--rules-key`)."""
+RUN_AS = 65532
+"""The image's non-root user and group (Dockerfile `USER 65532:65532`)."""
+CONTAINER = "reconciler"
+
+
+@dataclass(frozen=True)
+class RulesDocument:
+    """Rules text that has been validated: what the rules ConfigMap holds, byte for byte."""
+
+    text: str
+    rules: NodeRules
+
+    @classmethod
+    def parse(cls, text: str, source: str) -> RulesDocument:
+        """Validate YAML text (RulesError naming `source` if it is wrong)."""
+        return cls(text, parse_rules(text, source))
+
+    @classmethod
+    def from_data(cls, data: Any, source: str) -> RulesDocument:
+        """Rules given as structured data (Pulumi `rulesInline`), validated, then as YAML."""
+        rules = rules_from_data(data, source)
+        yaml = YAML(typ="rt")  # round-trip: keeps the author's key order
+        yaml.default_flow_style = False
+        out = StringIO()
+        yaml.dump(data, out)
+        return cls(out.getvalue(), rules)
+
+
+def labels(settings: DeploySettings) -> dict[str, str]:
+    """The labels every object carries; the selector is the first two."""
+    return {
+        "app.kubernetes.io/name": "nodegate-reconciler",
+        "app.kubernetes.io/instance": settings.name,
+        "app.kubernetes.io/part-of": "nodegate",
+    }
+
+
+def selector(settings: DeploySettings) -> dict[str, str]:
+    """Pod selector of the Deployment, PodDisruptionBudget and Service (never changes)."""
+    return {k: v for k, v in labels(settings).items() if k != "app.kubernetes.io/part-of"}
+
+
+def _meta(settings: DeploySettings, name: str, *, namespaced: bool = True) -> dict[str, Any]:
+    namespace = {"namespace": settings.namespace} if namespaced else {}
+    return {"name": name, **namespace, "labels": labels(settings)}
+
+
+def reconcile_flags(settings: DeploySettings) -> ReconcileFlags:
+    """The flags the container runs `nodegate reconcile` with."""
+    return ReconcileFlags(
+        rules_configmap=f"{settings.namespace}/{settings.rules_config_map}",
+        lease_namespace=settings.namespace,
+        lease_name=settings.leader_election.lease_name,
+        http_port=settings.http_port,
+    )
+
+
+def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[Manifest]:
+    """Every object of one reconciler installation, Namespace first, in apply order."""
+    objects: list[Manifest] = []
+    if settings.create_namespace:
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": _meta(settings, settings.namespace, namespaced=False),
+            }
+        )
+    objects += [
+        _service_account(settings),
+        *_rbac(document.rules, settings),
+        rules_configmap(document, settings),
+        deployment(settings),
+        _pod_disruption_budget(settings),
+    ]
+    if settings.metrics.service:
+        objects.append(_metrics_service(settings))
+    if settings.grafana_dashboard is not None:
+        objects.append(dashboard_configmap(settings, labels(settings)))
+    if settings.prometheus_rule is not None:
+        objects.append(prometheus_rule(settings, labels(settings)))
+    objects += _webhook_objects(settings)
+    return objects
+
+
+def _webhook_objects(settings: DeploySettings) -> list[Manifest]:
+    """The Node admission webhook's objects: none until the startup-gates issue adds them
+    (they will come from `settings.webhook`)."""
+    del settings
+    return []
+
+
+def _service_account(settings: DeploySettings) -> Manifest:
+    account: Manifest = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(settings, settings.name),
+    }
+    if settings.image.pull_secrets:
+        account["imagePullSecrets"] = [{"name": s} for s in settings.image.pull_secrets]
+    return account
+
+
+def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
+    group = "rbac.authorization.k8s.io"
+    subject = {"kind": "ServiceAccount", "name": settings.name, "namespace": settings.namespace}
+    return [
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(settings, settings.name, namespaced=False),
+            "rules": cluster_rules(rules),
+        },
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(settings, settings.name, namespaced=False),
+            "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": settings.name},
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "Role",
+            "metadata": _meta(settings, settings.name),
+            "rules": namespace_rules(settings, rules),
+        },
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(settings, settings.name),
+            "roleRef": {"apiGroup": group, "kind": "Role", "name": settings.name},
+            "subjects": [subject],
+        },
+    ]
+
+
+def rules_configmap(document: RulesDocument, settings: DeploySettings) -> Manifest:
+    """The rules ConfigMap: exactly the validated rules text."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(settings, settings.rules_config_map),
+        "data": {RULES_KEY: document.text},
+    }
+
+
+def _security_context() -> dict[str, Any]:
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "runAsGroup": RUN_AS,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _container(settings: DeploySettings) -> dict[str, Any]:
+    image = settings.image
+    field = {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
+    return {
+        "name": CONTAINER,
+        "image": image.reference,
+        "imagePullPolicy": image.pull_policy,
+        "args": reconcile_flags(settings).argv(),
+        "env": [
+            {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+            for name, path in field.items()
+        ],
+        "ports": [{"name": "http", "containerPort": settings.http_port, "protocol": "TCP"}],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "http"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": "http"},
+            "periodSeconds": 5,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
+        "resources": {
+            "requests": dict(sorted(settings.resources.requests.items())),
+            "limits": dict(sorted(settings.resources.limits.items())),
+        },
+        "securityContext": _security_context(),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
+def _topology_spread(settings: DeploySettings) -> list[dict[str, Any]]:
+    """Replicas on different nodes and zones when the cluster has them; never unschedulable
+    on a one-node or one-zone cluster (ScheduleAnyway)."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": selector(settings)},
+        }
+        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+    ]
+
+
+def deployment(settings: DeploySettings) -> Manifest:
+    """The reconciler Deployment; a function of the settings alone (see the module doc)."""
+    priority = settings.priority_class_name
+    pod: dict[str, Any] = {
+        "serviceAccountName": settings.name,
+        **({"priorityClassName": priority} if priority is not None else {}),
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "nodeSelector": dict(sorted(settings.node_selector.items())),
+        "tolerations": [
+            t.model_dump(by_alias=True, exclude_none=True) for t in settings.tolerations
+        ],
+        "topologySpreadConstraints": _topology_spread(settings),
+        "terminationGracePeriodSeconds": 30,
+        "containers": [_container(settings)],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(settings, settings.name),
+        "spec": {
+            "replicas": settings.replicas,
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": selector(settings)},
+            "template": {"metadata": {"labels": labels(settings)}, "spec": pod},
+        },
+    }
+
+
+def _pod_disruption_budget(settings: DeploySettings) -> Manifest:
+    """At most one replica drained at a time (works for any replica count, even 1)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(settings, settings.name),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(settings)}},
+    }
+
+
+def _metrics_service(settings: DeploySettings) -> Manifest:
+    meta = _meta(settings, f"{settings.name}-metrics")
+    if settings.metrics.annotate_for_scraping:
+        meta["annotations"] = {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": str(settings.http_port),
+            "prometheus.io/path": "/metrics",
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector(settings),
+            "ports": [{"name": "http-metrics", "port": settings.http_port, "targetPort": "http"}],
+        },
+    }

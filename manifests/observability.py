@@ -1,0 +1,142 @@
+"""Monitoring that ships with the reconciler: a Grafana dashboard and Prometheus alerts.
+
+Both read only the metrics the reconciler exports (reconciler/metrics.py; a unit test checks
+every metric name here against a live registry). The dashboard JSON is a file in the package
+(`grafana-dashboard.json`), importable into Grafana by hand or shipped as a ConfigMap for
+Grafana's dashboard sidecar; the alerts are a PrometheusRule for the Prometheus Operator.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from typing import Any
+
+from nodegate.manifests.settings import DeploySettings
+
+DASHBOARD_FILE = "grafana-dashboard.json"
+
+Manifest = dict[str, Any]
+
+
+def dashboard_json() -> str:
+    """The Grafana dashboard, as shipped (datasource and namespace are template variables)."""
+    return files("nodegate.manifests").joinpath(DASHBOARD_FILE).read_text(encoding="utf-8")
+
+
+def dashboard_configmap(settings: DeploySettings, common_labels: dict[str, str]) -> Manifest:
+    """The dashboard as a ConfigMap labelled for Grafana's sidecar."""
+    assert settings.grafana_dashboard is not None
+    dashboard = settings.grafana_dashboard
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{settings.name}-dashboard",
+            "namespace": dashboard.namespace or settings.namespace,
+            "labels": {**common_labels, **dashboard.labels},
+        },
+        "data": {"nodegate-reconciler.json": dashboard_json()},
+    }
+
+
+def _alert(
+    name: str, expr: str, duration: str, severity: str, summary: str, fix: str
+) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": fix},
+    }
+
+
+def alert_rules(namespace: str) -> list[dict[str, Any]]:
+    """The alerts, for the reconciler running in `namespace`."""
+    ns = f'namespace="{namespace}"'
+    return [
+        _alert(
+            "NodegateNoLeader",
+            f"sum(nodegate_is_leader{{{ns}}}) < 1 or absent(nodegate_is_leader{{{ns}}})",
+            "5m",
+            "critical",
+            "No nodegate reconciler replica holds the leader Lease: nothing reconciles nodes.",
+            f"Check the reconciler pods (kubectl -n {namespace} get pods) and their logs; a "
+            "replica that cannot renew its Lease exits with code 3.",
+        ),
+        _alert(
+            "NodegateRulesRejected",
+            f"min(nodegate_rules_last_update_valid{{{ns}}}) == 0",
+            "5m",
+            "warning",
+            "The latest rules update was refused; the last good rules stay in force.",
+            "Run `nodegate validate` on the rules ConfigMap's rules.yaml; the Warning Event on "
+            "the ConfigMap names every problem.",
+        ),
+        _alert(
+            "NodegateRulesHeld",
+            f"max(nodegate_rules_held{{{ns}}}) == 1",
+            "15m",
+            "warning",
+            "A valid rules update is held by the blast-radius guard: it would untaint too many "
+            "nodes at once.",
+            "Read the held-rules Event (it names the digest); confirm the update by annotating "
+            "the rules ConfigMap nodegate.dev/confirm-rules=<digest>, or fix the rules.",
+        ),
+        _alert(
+            "NodegateNodeWriteErrors",
+            f'sum(rate(nodegate_node_writes_total{{{ns},result="error"}}[10m])) > 0',
+            "10m",
+            "warning",
+            "Node writes are failing: taints and labels are not being corrected.",
+            "Check the reconciler's logs for the API error (RBAC, admission webhooks, API "
+            "server availability).",
+        ),
+        _alert(
+            "NodegatePermanentErrors",
+            f'sum(increase(nodegate_errors_total{{{ns},kind="permanent"}}[15m])) > 0',
+            "0m",
+            "warning",
+            "The reconciler hit errors that retrying cannot fix.",
+            "The reconciler's logs and Warning Events name the object and the refusal.",
+        ),
+        _alert(
+            "NodegateWritesThrottled",
+            f"sum(rate(nodegate_write_throttle_seconds_total{{{ns}}}[10m])) > 0.5",
+            "15m",
+            "info",
+            "Node writes spend more than half their time waiting for the client-side rate "
+            "limit: changes reach nodes late.",
+            "Expected during a large rollout; if it persists, raise --write-qps/--write-burst.",
+        ),
+        _alert(
+            "NodegateLoopFailed",
+            f"max(nodegate_loop_failed{{{ns}}}) == 1",
+            "2m",
+            "critical",
+            "A reconciler loop ended unexpectedly; /healthz fails and the pod will restart.",
+            "Read the logs of the failing pod (the loop is in the 'loop' label).",
+        ),
+    ]
+
+
+def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> Manifest:
+    """The alerts as a monitoring.coreos.com/v1 PrometheusRule."""
+    assert settings.prometheus_rule is not None
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": settings.name,
+            "namespace": settings.namespace,
+            "labels": {**common_labels, **settings.prometheus_rule.labels},
+        },
+        "spec": {"groups": [{"name": "nodegate", "rules": alert_rules(settings.namespace)}]},
+    }
+
+
+def dashboard_expressions() -> list[str]:
+    """Every PromQL expression of the dashboard (for the metric-name check)."""
+    panels = json.loads(dashboard_json())["panels"]
+    return [target["expr"] for panel in panels for target in panel["targets"]]

@@ -1,0 +1,75 @@
+"""What the reconciler may do in the API, and nothing more: its RBAC rules, decided from the rules.
+
+Least privilege, checked by tests and by running the reconciler under exactly these rules on a
+real API server (tests/e2e/test_deploy_manifests.py):
+
+* cluster-wide, Nodes get/list/watch/patch (the one kind it reconciles) and Events
+  create/patch (Events about Nodes live in the 'default' namespace; a repeated Event is
+  aggregated by patching its count);
+* Pods list/watch cluster-wide only when a startup gate waits for init pods
+  (`readyWhen.pods`), so a rules file without such gates grants no access to Pods at all;
+* in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
+  with a `metadata.name` field selector), its taint record ConfigMap (create, which RBAC cannot
+  restrict by name, then get/update/patch by name), its Lease (create; get/update by name), and
+  Events about its own objects;
+* only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
+  namespace (list/watch by label, update, delete for garbage collection and quarantine). Their
+  names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
+  own objects.
+
+No Secrets, no wildcards, and no delete outside that one case: tests refuse any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.core.model import NodeRules
+from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
+
+PolicyRule = dict[str, Any]
+"""A Kubernetes rbac.authorization.k8s.io/v1 PolicyRule as plain data."""
+
+
+def _rule(
+    group: str, resource: str, verbs: list[str], names: list[str] | None = None
+) -> PolicyRule:
+    rule: PolicyRule = {"apiGroups": [group], "resources": [resource], "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
+
+
+def gates_watch_pods(rules: NodeRules) -> bool:
+    """Whether some startup gate is lifted by an init pod's readiness (so Pods are watched)."""
+    return any(gate.ready_when.pods is not None for gate in rules.startup_gates)
+
+
+def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
+    """The ClusterRole: Nodes, Events, and Pods only if a gate waits for init pods."""
+    granted = [
+        _rule("", "nodes", ["get", "list", "watch", "patch"]),
+        _rule("", "events", ["create", "patch"]),
+    ]
+    if gates_watch_pods(rules):
+        granted.append(_rule("", "pods", ["list", "watch"]))
+    return granted
+
+
+def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
+    """The Role in the reconciler's namespace: its rules, its records, its Lease, its Events."""
+    lease = settings.leader_election.lease_name
+    records = (
+        [_rule("", "configmaps", ["list", "watch", "update", "delete"])]
+        if rules.persistent_labels is not None
+        else []
+    )
+    return [
+        *records,
+        _rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map]),
+        _rule("", "configmaps", ["create"]),
+        _rule("", "configmaps", ["get", "update", "patch"], [HISTORY_CONFIGMAP]),
+        _rule("coordination.k8s.io", "leases", ["create"]),
+        _rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),
+        _rule("", "events", ["create", "patch"]),
+    ]

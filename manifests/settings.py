@@ -1,0 +1,238 @@
+"""How the reconciler is deployed: one typed, documented settings model for every consumer.
+
+The same model is the `nodegate:reconciler` section of a Pulumi stack (camelCase keys, unknown
+keys refused with a did-you-mean), what `nodegate manifests` builds from its flags, and what
+`deploy/reconciler.yaml` is generated with. Defaults are the recommended deployment; only the
+image repository has none, because no default image is pullable by a cloud node.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from nodegate.core.k8s_names import label_value_problem, qualified_name_problem
+from nodegate.manifests.version import package_version
+
+# The image reference grammar of the OCI distribution spec (distribution/reference): a
+# registry host with an optional port, then lower-case path components.
+_HOST_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_HOST = rf"{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+REPOSITORY_RE = re.compile(rf"^(?:{_HOST}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
+TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
+DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
+DNS_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+QUANTITY_RE = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$"
+
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+DnsSubdomain = Annotated[str, Field(pattern=DNS_SUBDOMAIN_RE, max_length=253)]
+Quantity = Annotated[str, Field(pattern=QUANTITY_RE)]
+
+
+def _check_repository(value: str) -> str:
+    if "@" in value or ":" in value.rpartition("/")[2]:
+        raise ValueError(
+            f"'{value}' carries a tag or digest; give the repository alone (e.g. "
+            "'iad.ocir.io/mytenancy/nodegate') and the tag or digest as image.tag / image.digest"
+        )
+    if not REPOSITORY_RE.match(value):
+        raise ValueError(
+            f"'{value}' is not an image repository: registry host, then lower-case path "
+            "components, e.g. 'iad.ocir.io/mytenancy/nodegate' or 'myacr.azurecr.io/nodegate'"
+        )
+    return value
+
+
+def _check_tag(value: str) -> str:
+    if not TAG_RE.match(value):
+        raise ValueError(
+            f"'{value}' is not an image tag: letters, digits, '_', '.', '-', at most 128, "
+            "not starting with '.' or '-'"
+        )
+    return value
+
+
+def _check_digest(value: str) -> str:
+    if not DIGEST_RE.match(value):
+        raise ValueError(f"'{value}' is not an image digest: 'sha256:' then 64 hex digits")
+    return value
+
+
+def _check_label_key(value: str) -> str:
+    problem = qualified_name_problem(value)
+    if problem:
+        raise ValueError(f"'{value}' is not a valid label key: {problem}")
+    return value
+
+
+def _check_label_value(value: str) -> str:
+    problem = label_value_problem(value)
+    if problem:
+        raise ValueError(f"not a valid label value: {problem}")
+    return value
+
+
+LabelKey = Annotated[str, AfterValidator(_check_label_key)]
+LabelValue = Annotated[str, AfterValidator(_check_label_value)]
+
+
+class _Model(BaseModel):
+    """Settings objects: camelCase keys as Kubernetes and Pulumi stack files use, frozen."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class ImageSettings(_Model):
+    """The reconciler's container image: built from the repository's Dockerfile, pushed by you."""
+
+    repository: Annotated[str, AfterValidator(_check_repository)]
+    """Where you pushed the image, without tag, e.g. 'iad.ocir.io/<tenancy-namespace>/nodegate'
+    (OCIR) or '<registry>.azurecr.io/nodegate' (ACR). Required: there is no public image."""
+    tag: Annotated[str, AfterValidator(_check_tag)] | None = None
+    """Image tag; default: this nodegate's package version (the tag `make image` builds)."""
+    digest: Annotated[str, AfterValidator(_check_digest)] | None = None
+    """Pin to a digest ('sha256:…'); with a digest and no tag the tag is left out."""
+    pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+    """Kubernetes imagePullPolicy."""
+    pull_secrets: tuple[DnsSubdomain, ...] = ()
+    """Names of docker-registry Secrets in the reconciler's namespace, for a private registry
+    (nodes of OKE/AKS clusters with registry access configured need none)."""
+
+    @property
+    def reference(self) -> str:
+        """The full image reference the Deployment runs."""
+        pinned = self.tag is not None or self.digest is not None
+        tag = self.tag if pinned else package_version()
+        digest = f"@{self.digest}" if self.digest else ""
+        return self.repository + (f":{tag}" if tag else "") + digest
+
+
+ResourceName = Literal["cpu", "memory"]
+
+
+def _default_requests() -> dict[ResourceName, str]:
+    return {"cpu": "50m", "memory": "96Mi"}
+
+
+def _default_limits() -> dict[ResourceName, str]:
+    return {"memory": "256Mi"}
+
+
+class ResourceSettings(_Model):
+    """CPU and memory of the reconciler container (Kubernetes quantities)."""
+
+    requests: dict[ResourceName, Quantity] = Field(default_factory=_default_requests)
+    """Guaranteed share; the defaults fit a few thousand nodes (see docs/reconciler.md)."""
+    limits: dict[ResourceName, Quantity] = Field(default_factory=_default_limits)
+    """Hard caps; no CPU limit by default, so a relist is never throttled."""
+
+
+class Toleration(_Model):
+    """A Kubernetes toleration of the reconciler's pods."""
+
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(default=None, ge=0)
+
+
+def _default_tolerations() -> tuple[Toleration, ...]:
+    return (
+        Toleration(operator="Exists", effect="NoSchedule"),
+        Toleration(operator="Exists", effect="PreferNoSchedule"),
+    )
+
+
+class LeaderElectionSettings(_Model):
+    """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace."""
+
+    lease_name: DnsSubdomain = "nodegate-reconciler"
+    """Name of the Lease; the Role may get and update this one Lease only."""
+
+
+class MetricsSettings(_Model):
+    """The metrics Service in front of the replicas' /metrics."""
+
+    service: bool = True
+    """Create a ClusterIP Service named '<name>-metrics' for Prometheus to scrape."""
+    annotate_for_scraping: bool = True
+    """Add the common prometheus.io/scrape, /port, /path annotations to that Service."""
+
+
+class DashboardSettings(_Model):
+    """A ConfigMap holding nodegate's Grafana dashboard, for Grafana's dashboard sidecar."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=lambda: {"grafana_dashboard": "1"})
+    """Labels the sidecar selects dashboards by (kube-prometheus-stack's default shown)."""
+    namespace: DnsLabel | None = None
+    """Namespace of the ConfigMap; default: the reconciler's (the sidecar must watch it)."""
+
+
+class PrometheusRuleSettings(_Model):
+    """A PrometheusRule (Prometheus Operator CRD) with nodegate's alerts."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Labels the Prometheus ruleSelector matches, e.g. {release: kube-prometheus-stack}."""
+
+
+class DeploySettings(_Model):
+    """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
+
+    image: ImageSettings
+    """The container image (repository required)."""
+    namespace: DnsLabel = "nodegate-system"
+    """Namespace of the reconciler, its rules ConfigMap, Lease and records."""
+    create_namespace: bool = True
+    """Create the Namespace; set false when it exists and is managed elsewhere."""
+    name: DnsLabel = "nodegate-reconciler"
+    """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
+    cluster-wide, so two installations in one cluster need different names."""
+    rules_config_map: DnsSubdomain = "nodegate-rules"
+    """Name of the ConfigMap holding the rules; the reconciler watches it and hot-reloads."""
+    replicas: int = Field(default=2, ge=1, le=10)
+    """Replicas: one leads, the others stand by to take over within a Lease duration."""
+    resources: ResourceSettings = Field(default_factory=ResourceSettings)
+    priority_class_name: DnsSubdomain | None = "system-cluster-critical"
+    """Priority of the pods: the reconciler lifts startup gates, so it must not be preempted
+    by the workloads it lets in. None: the cluster's default priority."""
+    http_port: int = Field(default=8080, ge=1, le=65535)
+    """Container port of /healthz, /readyz and /metrics."""
+    node_selector: dict[LabelKey, LabelValue] = Field(
+        default_factory=lambda: {"kubernetes.io/os": "linux"}
+    )
+    """Where the pods may run (the image is Linux-only)."""
+    tolerations: tuple[Toleration, ...] = Field(default_factory=_default_tolerations)
+    """Default: tolerate every NoSchedule/PreferNoSchedule taint, so the reconciler runs on
+    gated and dedicated nodes too (it is what lifts the gates), but not NoExecute: a failing
+    node evicts it to a healthy one."""
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    grafana_dashboard: DashboardSettings | None = None
+    """Ship the Grafana dashboard as a ConfigMap (off by default)."""
+    prometheus_rule: PrometheusRuleSettings | None = None
+    """Ship the alerts as a PrometheusRule; needs the Prometheus Operator CRDs (off by default)."""
+    webhook: None = None
+    """Reserved for the Node admission webhook (startup gates on AKS): its configuration joins
+    here, and its objects come from `nodegate.manifests.build._webhook_objects`."""
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> DeploySettings:
+        if self.rules_config_map == HISTORY_CONFIGMAP:
+            raise ValueError(
+                f"rulesConfigMap '{HISTORY_CONFIGMAP}' is the name of the reconciler's own "
+                "taint record; choose another name"
+            )
+        return self
+
+
+HISTORY_CONFIGMAP = "nodegate-taint-history"
+"""The ConfigMap in its namespace where the reconciler records which taint keys its rules have
+owned (reconciler/taint_history.py); the only ConfigMap it writes."""

@@ -1,0 +1,56 @@
+"""Liveness of the reconciler's long-running loops.
+
+A thread that dies quietly while the probes stay green is the worst failure a controller can
+have: every loop runs under `supervised`, and one that ends before shutdown fails /healthz.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from nodegate.reconciler.metrics import Metrics
+
+log = logging.getLogger("nodegate.health")
+
+
+class Health:
+    """Liveness: every long-running loop must keep running; one that ends fails /healthz,
+    so the kubelet restarts the pod instead of leaving a quietly half-dead reconciler."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._failed: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def failed(self, loop: str, why: str) -> None:
+        with self._lock:
+            self._failed[loop] = why
+        self._metrics.loop_failed.labels(loop).set(1)
+        log.error("a long-running loop ended", extra={"loop": loop, "why": why})
+
+    def check(self) -> tuple[bool, str]:
+        with self._lock:
+            if not self._failed:
+                return True, "ok"
+            return False, "; ".join(f"{loop}: {why}" for loop, why in sorted(self._failed.items()))
+
+
+def supervised(
+    name: str, target: Callable[[threading.Event], None], stop: threading.Event, health: Health
+) -> threading.Thread:
+    """Run a loop in a daemon thread; if it ever returns or raises before `stop`, say so."""
+
+    def body() -> None:
+        try:
+            target(stop)
+        except BaseException as err:
+            health.failed(name, f"{type(err).__name__}: {err}")
+            raise
+        if not stop.is_set():
+            health.failed(name, "returned while the reconciler was running")
+
+    thread = threading.Thread(target=body, name=name, daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,48 @@
+"""The slim view of a Node that the reconciler caches: what the planner and the write need.
+
+A raw Node (managedFields, images, addresses, capacity...) costs tens of KiB of heap; this keeps
+labels, taints (also as read, so a write copies other writers' taints byte for byte), the
+conditions without heartbeat times, the annotations the rules read, providerID, bootID and the
+resourceVersion. Everything else is dropped as the watch event is decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+
+RawTaints = tuple[dict[str, Any], ...]
+
+NODEGATE_ANNOTATION_PREFIX = "nodegate.dev/"
+
+
+@dataclass(frozen=True)
+class CachedNode:
+    state: NodeState
+    raw_taints: RawTaints
+
+
+def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
+    """Keep nodegate's own annotations and those the rules' gates read."""
+    read = {OWNED_TAINTS_ANNOTATION}
+    if rules is not None:
+        read |= {
+            pair[0]
+            for gate in rules.startup_gates
+            if (pair := gate.ready_when.annotation_pair) is not None
+        }
+    frozen = frozenset(read)
+    return lambda key: key in frozen or key.startswith(NODEGATE_ANNOTATION_PREFIX)
+
+
+def slim_node(raw: dict[str, Any], keep_annotation: Callable[[str], bool]) -> CachedNode:
+    taints = (raw.get("spec") or {}).get("taints") or ()
+    return CachedNode(
+        state=NodeState.from_k8s(raw, keep_annotation),
+        raw_taints=tuple(dict(t) for t in taints),
+    )

@@ -1,0 +1,188 @@
+"""Every object the manifest builder makes is accepted by a real kube-apiserver, field by field.
+
+Server-side dry run (`dryRun=All`) runs the API server's full validation and admission without
+storing anything; `fieldValidation=Strict` makes an unknown or misspelt field an error instead
+of a silently dropped one. The Namespace is created for real first, since namespaced objects
+must name an existing namespace. The PrometheusRule needs its CRD: the test installs a
+structural schema of its `spec.groups[].rules[]` (the Prometheus Operator's own CRD is not
+reachable from here), so a misspelt alert field fails too.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+from nodegate.localcluster.nodes import wait_until
+from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
+from tests.unit.manifests.support import EXAMPLE_RULES, NO_POD_GATES
+
+STRICT = [("dryRun", "All"), ("fieldValidation", "Strict")]
+"""Query parameters of every create below: validate and admit, store nothing, and refuse
+unknown fields. Sent raw through the dynamic client: the typed client would validate bodies
+client-side first, which is not what this test is about."""
+
+_RULE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["expr"],
+    "properties": {
+        "alert": {"type": "string"},
+        "record": {"type": "string"},
+        "expr": {"x-kubernetes-int-or-string": True},
+        "for": {"type": "string"},
+        "keep_firing_for": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+PROMETHEUS_RULE_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "prometheusrules",
+            "singular": "prometheusrule",
+            "kind": "PrometheusRule",
+            "listKind": "PrometheusRuleList",
+        },
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "groups": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["name"],
+                                            "properties": {
+                                                "name": {"type": "string"},
+                                                "interval": {"type": "string"},
+                                                "rules": {"type": "array", "items": _RULE_SCHEMA},
+                                            },
+                                        },
+                                    }
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def prometheus_rule_crd(api_client: k8s_client.ApiClient) -> Iterator[None]:
+    """The PrometheusRule CRD, established, for the module's tests."""
+    extensions = k8s_client.ApiextensionsV1Api(api_client)
+    try:
+        _create(api_client, PROMETHEUS_RULE_CRD, dry_run=False)
+    except DynamicApiError as err:
+        if err.status != 409:  # another module of the session already installed it
+            raise
+
+    def established() -> bool:
+        crd = extensions.read_custom_resource_definition(PROMETHEUS_RULE_CRD["metadata"]["name"])
+        conditions = (crd.status.conditions or []) if crd.status else []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, 30, "PrometheusRule CRD established")
+    yield
+
+
+@pytest.fixture
+def namespace(core_v1: k8s_client.CoreV1Api) -> Iterator[str]:
+    name = f"ng-dry-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        core_v1.delete_namespace(name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def _settings(namespace: str, **extra: Any) -> DeploySettings:
+    return DeploySettings.model_validate(
+        {
+            "image": {"repository": "registry.example.com/nodegate", "pullSecrets": ["regcred"]},
+            "namespace": namespace,
+            "name": namespace,  # cluster-scoped names must not collide across tests
+            **extra,
+        }
+    )
+
+
+def _create(api_client: k8s_client.ApiClient, obj: Manifest, *, dry_run: bool = True) -> None:
+    """POST `obj` as is to the API server (raises ApiException if the server refuses it)."""
+    dynamic = DynamicClient(api_client)  # type: ignore[no-untyped-call]
+    resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    dynamic.create(  # type: ignore[no-untyped-call]
+        resource,
+        body=obj,
+        namespace=obj["metadata"].get("namespace"),
+        query_params=list(STRICT) if dry_run else [("fieldValidation", "Strict")],
+    )
+
+
+def _create_all(api_client: k8s_client.ApiClient, objects: list[Manifest]) -> None:
+    namespace, *rest = objects
+    assert namespace["kind"] == "Namespace"
+    _create(api_client, namespace, dry_run=False)
+    for obj in rest:
+        _create(api_client, obj)
+
+
+@pytest.mark.usefixtures("prometheus_rule_crd")
+@pytest.mark.parametrize("rules_text", ["example", "no-pod-gates"])
+def test_every_object_passes_server_side_validation(
+    api_client: k8s_client.ApiClient, namespace: str, rules_text: str
+) -> None:
+    text = EXAMPLE_RULES.read_text(encoding="utf-8") if rules_text == "example" else NO_POD_GATES
+    settings = _settings(namespace, grafanaDashboard={}, prometheusRule={"labels": {"a": "b"}})
+    objects = build_manifests(RulesDocument.parse(text, rules_text), settings)
+    assert {o["kind"] for o in objects} >= {
+        "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+        "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
+        "PrometheusRule",
+    }  # fmt: skip
+
+    _create_all(api_client, objects)  # raises on the first object the server refuses
+
+
+def test_a_misspelt_field_is_refused_so_the_check_above_can_fail(
+    api_client: k8s_client.ApiClient, namespace: str
+) -> None:
+    objects = build_manifests(
+        RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules"),
+        _settings(namespace),
+    )
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFileSystem"] = True
+
+    with pytest.raises(DynamicApiError) as failure:
+        _create_all(api_client, objects)
+
+    assert failure.value.status == 400
+    message = json.loads(str(failure.value.body))["message"]
+    assert 'unknown field "spec.template.spec.containers[0].readOnlyRootFileSystem"' in message

@@ -1,0 +1,178 @@
+"""The Reconciler component in each example stack: the builder's objects, declared as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
+from tests.pulumi.harness import (
+    REPO,
+    Declared,
+    ProgramRun,
+    example_rules_data,
+    run_program,
+    stack_file_config,
+    write_rules,
+)
+
+COMPONENT = "nodegate:index:Reconciler"
+PROVIDER = "pulumi:providers:kubernetes"
+STACKS = ["oke-example", "aks-example"]
+
+
+@pytest.fixture(params=STACKS)
+def stack(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _config(stack: str) -> dict[str, Any]:
+    return stack_file_config(stack)
+
+
+def _kubernetes(run: ProgramRun) -> list[Declared]:
+    return [r for r in run.resources if r.typ.startswith("kubernetes:")]
+
+
+def _one(run: ProgramRun, kind: str, name: str | None = None) -> Declared:
+    found = [
+        r
+        for r in _kubernetes(run)
+        if r.inputs["kind"] == kind and name in (None, r.inputs["metadata"]["name"])
+    ]
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+
+
+def _expected(stack: str) -> list[dict[str, Any]]:
+    """What the one builder makes for the stack's rules and `nodegate:reconciler`."""
+    config = _config(stack)
+    section = {k: v for k, v in config["nodegate:reconciler"].items() if k != "kubeconfig"}
+    text = (REPO / config["nodegate:rules"]).read_text(encoding="utf-8")
+    return build_manifests(
+        RulesDocument.parse(text, "rules"), DeploySettings.model_validate(section)
+    )
+
+
+def test_declares_exactly_the_builders_objects_with_their_inputs(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    assert run.error is None
+    declared = {
+        (r.inputs["kind"], r.inputs["metadata"]["name"]): r.inputs for r in _kubernetes(run)
+    }
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in _expected(stack)}
+    assert declared.keys() == expected.keys()
+    for key, inputs in declared.items():
+        assert inputs == expected[key], key  # Pulumi's numbers are floats: 2.0 == 2
+
+
+def test_every_object_is_a_child_of_the_component(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    assert len(run.of_type(COMPONENT)) == 1
+    children = [u for u in run.urns if u.rsplit("::", 1)[-1].startswith("reconciler-")]
+    assert len(children) == len(_kubernetes(run)) + 1  # and the provider
+    assert all(f"::{COMPONENT}$" in u for u in children)
+
+
+def test_rbac_has_no_secrets_and_no_wildcards(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    rules = [*_one(run, "ClusterRole").inputs["rules"], *_one(run, "Role").inputs["rules"]]
+    for rule in rules:
+        assert "*" not in [*rule["apiGroups"], *rule["resources"], *rule["verbs"]], rule
+        assert "secrets" not in rule["resources"], rule
+
+
+def test_rules_configmap_carries_exactly_the_stacks_rules_file(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    data = _one(run, "ConfigMap", "nodegate-rules").inputs["data"]
+    assert data == {"rules.yaml": (REPO / "examples" / "rules.yaml").read_text(encoding="utf-8")}
+
+
+def test_deployment_runs_non_root_read_only_with_the_configured_image(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    pod = _one(run, "Deployment").inputs["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    repository = _config(stack)["nodegate:reconciler"]["image"]["repository"]
+    assert container["image"].startswith(f"{repository}:")
+
+
+def test_provider_targets_the_configured_cluster_and_updates_configmaps_in_place(
+    stack: str,
+) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    [provider] = run.of_type(PROVIDER)
+    assert provider.inputs["enableConfigMapMutable"] == "true"
+    expected = Path(_config(stack)["nodegate:reconciler"]["kubeconfig"]).expanduser()
+    assert provider.inputs["kubeconfig"] == str(expected)
+
+
+def test_relative_kubeconfig_is_resolved_against_the_project(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    oke_example["nodegate:rules"] = "rules.yaml"
+    oke_example["nodegate:reconciler"]["kubeconfig"] = "kube/config"
+
+    run = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    [provider] = run.of_type(PROVIDER)
+    assert provider.inputs["kubeconfig"] == str(project / "kube" / "config")
+
+
+def test_rules_edit_changes_only_the_rules_configmap(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    oke_example["nodegate:rules"] = "rules.yaml"
+    before = run_program(oke_example, stack="oke-example", project_dir=project)
+    data = example_rules_data()
+    data["conditionTaints"][0]["for"] = "45s"
+    write_rules(project, data)
+
+    after = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    assert before.error is None
+    assert after.error is None
+    old = {r.name: r.canonical() for r in before.resources}
+    new = {r.name: r.canonical() for r in after.resources}
+    assert old.keys() == new.keys()
+    changed = {name for name in old if old[name] != new[name]}
+    assert changed == {"reconciler-configmap-nodegate-rules"}
+    assert _one(before, "Deployment").canonical() == _one(after, "Deployment").canonical()
+
+
+def test_rules_that_drop_init_pod_gates_drop_pod_access(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    oke_example["nodegate:rules"] = "rules.yaml"
+    data = example_rules_data()
+    del data["startupGates"][0]["readyWhen"]["pods"]
+    write_rules(project, data)
+
+    run = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    resources = [r["resources"][0] for r in _one(run, "ClusterRole").inputs["rules"]]
+    assert resources == ["nodes", "events"]
+
+
+def test_dashboard_and_alerts_are_declared_when_asked(oke_example: dict[str, Any]) -> None:
+    oke_example["nodegate:reconciler"]["grafanaDashboard"] = {}
+    oke_example["nodegate:reconciler"]["prometheusRule"] = {"labels": {"release": "kps"}}
+
+    run = run_program(oke_example, stack="oke-example")
+
+    assert run.error is None
+    [rule] = run.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
+    assert rule.inputs["spec"]["groups"][0]["rules"]
+    assert _one(run, "ConfigMap", "nodegate-reconciler-dashboard").inputs["data"]

@@ -1,0 +1,54 @@
+"""Helpers for the manifest tests: rules documents and settings to build from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLE_RULES = REPO / "examples" / "rules.yaml"
+REPOSITORY = "registry.example.com/nodegate"
+
+NO_POD_GATES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+labelTaints:
+  - name: ci-dedicated
+    match: {labels: {example.com/dedicated: ci}}
+    taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+startupGates:
+  - name: warmup
+    match: {labels: {pool: gpu}}
+    taint: {key: startup.example.com/initializing, value: wait, effect: NoSchedule}
+    readyWhen: {annotation: example.com/ready=true}
+"""
+
+
+def example_document() -> RulesDocument:
+    return RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "examples/rules.yaml")
+
+
+def settings(**overrides: Any) -> DeploySettings:
+    return DeploySettings.model_validate({"image": {"repository": REPOSITORY}, **overrides})
+
+
+def every_option() -> DeploySettings:
+    """Settings that switch every optional object on."""
+    return settings(
+        grafanaDashboard={},
+        prometheusRule={"labels": {"release": "kube-prometheus-stack"}},
+        image={"repository": REPOSITORY, "pullSecrets": ["regcred"]},
+    )
+
+
+def build(document: RulesDocument | None = None, **overrides: Any) -> list[Manifest]:
+    return build_manifests(document or example_document(), settings(**overrides))
+
+
+def one(objects: list[Manifest], kind: str, name: str | None = None) -> Manifest:
+    found = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+    return found[0]

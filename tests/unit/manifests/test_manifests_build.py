@@ -1,0 +1,291 @@
+"""The one manifest builder: which objects it makes, and the properties each must have."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.rbac import cluster_rules
+from nodegate.manifests.settings import HISTORY_CONFIGMAP
+from tests.unit.manifests.support import (
+    EXAMPLE_RULES,
+    NO_POD_GATES,
+    build,
+    every_option,
+    example_document,
+    one,
+    settings,
+)
+
+RBAC_KINDS = ("ClusterRole", "Role")
+
+
+def _policy_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [rule for o in objects if o["kind"] in RBAC_KINDS for rule in o["rules"]]
+
+
+def test_objects_come_namespace_first_in_apply_order() -> None:
+    kinds = [o["kind"] for o in build()]
+
+    assert kinds == [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Service",
+    ]
+
+
+def test_every_namespaced_object_lives_in_the_reconcilers_namespace() -> None:
+    objects = build(namespace="ops")
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+
+    assert one(objects, "Namespace")["metadata"]["name"] == "ops"
+    for obj in objects:
+        assert obj["metadata"].get("namespace") == (
+            None if obj["kind"] in cluster_scoped else "ops"
+        ), obj["kind"]
+
+
+def test_rbac_grants_no_secrets_no_wildcards_and_no_delete_but_of_label_records() -> None:
+    objects = build_manifests(example_document(), every_option())
+    rules = _policy_rules(objects)
+    record_rule = {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["list", "watch", "update", "delete"],
+    }
+
+    assert rules
+    assert record_rule in one(objects, "Role")["rules"]  # the example persists labels
+    for rule in rules:
+        values = [*rule["apiGroups"], *rule["resources"], *rule["verbs"]]
+        assert "*" not in values, rule
+        assert "secrets" not in rule["resources"], rule
+        forbidden = {"deletecollection", "escalate", "bind", "impersonate"}
+        if rule != record_rule:
+            forbidden.add("delete")
+        assert not forbidden & set(rule["verbs"]), rule
+
+
+def test_without_persistent_labels_nothing_may_be_deleted() -> None:
+    document = example_document()
+    without = RulesDocument(
+        document.text, document.rules.model_copy(update={"persistent_labels": None})
+    )
+    for rule in _policy_rules(build_manifests(without, every_option())):
+        assert "delete" not in rule["verbs"], rule
+
+
+def test_cluster_role_is_exactly_nodes_events_and_gate_pods() -> None:
+    role = one(build(), "ClusterRole")
+
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+    ]
+
+
+def test_pods_are_granted_only_when_a_gate_waits_for_init_pods() -> None:
+    without = RulesDocument.parse(NO_POD_GATES, "no-pod-gates.yaml")
+
+    granted = [r["resources"][0] for r in cluster_rules(without.rules)]
+
+    assert example_document().rules.startup_gates[0].ready_when.pods is not None
+    assert granted == ["nodes", "events"]
+
+
+def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> None:
+    role = one(build(rulesConfigMap="my-rules", leaderElection={"leaseName": "my-lease"}), "Role")
+
+    by_name = {
+        (r["resources"][0], tuple(r["verbs"])): r.get("resourceNames") for r in role["rules"]
+    }
+    assert by_name == {
+        # the example rules persist labels: records are listed by label, GC'd by delete
+        ("configmaps", ("list", "watch", "update", "delete")): None,
+        ("configmaps", ("get", "list", "watch")): ["my-rules"],
+        ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name
+        ("configmaps", ("get", "update", "patch")): [HISTORY_CONFIGMAP],
+        ("leases", ("create",)): None,
+        ("leases", ("get", "update")): ["my-lease"],
+        ("events", ("create", "patch")): None,
+    }
+
+
+def test_history_configmap_name_is_the_one_the_reconciler_writes() -> None:
+    # The reconciler's taint record lands with the lead's reconciler work (issue 9).
+    history = pytest.importorskip("nodegate.reconciler.taint_history")
+
+    assert history.HISTORY_CONFIGMAP == HISTORY_CONFIGMAP
+
+
+def test_bindings_bind_the_service_account_to_its_roles() -> None:
+    objects = build(name="ng")
+    subject = {"kind": "ServiceAccount", "name": "ng", "namespace": "nodegate-system"}
+
+    for binding, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        obj = one(objects, binding)
+        assert obj["subjects"] == [subject]
+        assert obj["roleRef"]["kind"] == role
+        assert obj["roleRef"]["name"] == one(objects, role)["metadata"]["name"] == "ng"
+    assert one(objects, "ServiceAccount")["metadata"]["name"] == "ng"
+
+
+def test_rules_configmap_carries_exactly_the_validated_rules_text() -> None:
+    text = EXAMPLE_RULES.read_text(encoding="utf-8")
+
+    configmap = one(build(), "ConfigMap", "nodegate-rules")
+
+    assert configmap["data"] == {"rules.yaml": text}
+
+
+def test_inline_rules_become_yaml_that_validates_to_the_same_rules() -> None:
+    import yaml
+
+    data = yaml.safe_load(EXAMPLE_RULES.read_text(encoding="utf-8"))
+
+    document = RulesDocument.from_data(data, "Pulumi.test.yaml (nodegate:rulesInline)")
+
+    assert RulesDocument.parse(document.text, "again").rules == example_document().rules
+    assert document.text.startswith("apiVersion: nodegate.dev/v1\nkind: NodeRules\n")
+
+
+def test_deployment_depends_on_the_settings_only_never_on_the_rules() -> None:
+    other = RulesDocument.parse(NO_POD_GATES, "other.yaml")
+
+    assert one(build(other), "Deployment") == one(build(), "Deployment")
+
+
+def _pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = one(objects, "Deployment")["spec"]["template"]["spec"]
+    return spec
+
+
+def test_deployment_runs_two_replicas_under_its_service_account() -> None:
+    deployment = one(build(), "Deployment")
+
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "nodegate-reconciler"
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
+
+
+def test_container_is_non_root_read_only_without_capabilities() -> None:
+    pod = _pod(build())
+    container = pod["containers"][0]
+
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def test_probes_hit_healthz_and_readyz_on_the_http_port() -> None:
+    container = _pod(build(httpPort=9090))["containers"][0]
+
+    assert container["ports"] == [{"name": "http", "containerPort": 9090, "protocol": "TCP"}]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert "--http-port=9090" in container["args"]
+
+
+def test_pod_name_and_namespace_come_from_the_downward_api() -> None:
+    env = _pod(build())["containers"][0]["env"]
+
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in env} == {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+    }
+
+
+def test_replicas_spread_over_nodes_and_zones_without_becoming_unschedulable() -> None:
+    spread = _pod(build())["topologySpreadConstraints"]
+
+    assert [c["topologyKey"] for c in spread] == [
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+    ]
+    assert {c["whenUnsatisfiable"] for c in spread} == {"ScheduleAnyway"}
+
+
+def test_budget_and_service_select_the_deployments_pods() -> None:
+    objects = build()
+    pods = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+
+    for selector in (
+        one(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+        one(objects, "Service")["spec"]["selector"],
+        one(objects, "Deployment")["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= pods.items()
+
+
+def test_metrics_service_can_be_left_out() -> None:
+    kinds = [o["kind"] for o in build(metrics={"service": False})]
+
+    assert "Service" not in kinds
+
+
+def test_dashboard_and_alerts_are_optional_objects() -> None:
+    objects = build_manifests(example_document(), every_option())
+
+    dashboard = one(objects, "ConfigMap", "nodegate-reconciler-dashboard")
+    rule = one(objects, "PrometheusRule")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert {o["kind"] for o in build()} & {"PrometheusRule"} == set()
+
+
+def test_pull_secrets_reach_the_service_account() -> None:
+    account = one(build_manifests(example_document(), every_option()), "ServiceAccount")
+
+    assert account["imagePullSecrets"] == [{"name": "regcred"}]
+
+
+def test_priority_class_can_be_cleared() -> None:
+    assert "priorityClassName" not in _pod(build(priorityClassName=None))
+
+
+@pytest.mark.parametrize(
+    ("image", "reference"),
+    [
+        pytest.param({}, "registry.example.com/nodegate:{version}", id="package-version"),
+        pytest.param({"tag": "dev"}, "registry.example.com/nodegate:dev", id="tag"),
+        pytest.param(
+            {"digest": "sha256:" + "a" * 64},
+            "registry.example.com/nodegate@sha256:" + "a" * 64,
+            id="digest",
+        ),
+        pytest.param(
+            {"tag": "1.0", "digest": "sha256:" + "b" * 64},
+            "registry.example.com/nodegate:1.0@sha256:" + "b" * 64,
+            id="tag-and-digest",
+        ),
+    ],
+)
+def test_image_reference_defaults_to_the_package_version(
+    image: dict[str, str], reference: str
+) -> None:
+    from importlib.metadata import version
+
+    chosen = settings(image={"repository": "registry.example.com/nodegate", **image})
+
+    assert _pod(build_manifests(example_document(), chosen))["containers"][0]["image"] == (
+        reference.format(version=version("nodegate"))
+    )

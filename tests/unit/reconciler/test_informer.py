@@ -1,0 +1,170 @@
+"""The informer survives every failure and loses no event: list, watch, resume, relist."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import urllib3
+
+from nodegate.reconciler.backoff import Backoff
+from nodegate.reconciler.informer import Informer
+from nodegate.reconciler.kube import Page, RawObject, Selection, TemporaryError
+from tests.unit.reconciler.fakes import FakeApi, fake_node, gone
+
+Seen = list[tuple[str, str | None, str | None]]
+
+
+def names(raw: RawObject) -> str:
+    return str(raw["metadata"].get("labels", {}).get("v", "-"))
+
+
+@contextmanager
+def running(api: FakeApi, seen: Seen, **kwargs: object) -> Iterator[Informer[str]]:
+    def handler(key: str, old: str | None, new: str | None) -> None:
+        seen.append((key, old, new))
+
+    errors: list[BaseException] = []
+    informer: Informer[str] = Informer(
+        "nodes",
+        api,
+        Selection("Node"),
+        names,
+        handler,
+        backoff=Backoff(initial_seconds=0.01, cap_seconds=0.05),
+        on_error=lambda _n, err: errors.append(err),
+        **kwargs,  # type: ignore[arg-type]
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield informer
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+
+
+def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_a_refused_connection_during_list_is_retried_until_the_cache_syncs() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    refused = urllib3.exceptions.MaxRetryError(None, "/api/v1/nodes", "Connection refused")  # type: ignore[arg-type]
+    api.fail("list_page", TemporaryError(str(refused)), TemporaryError(str(refused)))
+    with running(api, []) as informer:
+        eventually(informer.synced.is_set)
+        assert informer.get("a") == "-"
+    assert api.count("list_page") == 3
+
+
+def test_an_unexpected_exception_does_not_end_the_loop() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.fail("list_page", RuntimeError("a bug in the transport"))
+    with running(api, []) as informer:
+        eventually(informer.synced.is_set)
+
+
+def test_a_broken_watch_resumes_from_the_last_resource_version_without_relisting() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    seen: Seen = []
+    with running(api, seen) as informer:
+        eventually(informer.synced.is_set)
+        api.push_watch(
+            "MODIFIED",
+            {
+                **fake_node("a", {"v": "1"}),
+                "metadata": {"name": "a", "labels": {"v": "1"}, "resourceVersion": "77"},
+            },
+        )
+        api.push_watch("RAISE", {"error": TemporaryError("connection reset")})
+        eventually(lambda: api.count("watch") >= 2)
+    assert api.count("list_page") == 1
+    watched_from = [rv for call, rv in api.calls if call == "watch"]
+    assert watched_from[-1] == "77"
+    assert ("a", "-", "1") in seen
+
+
+def test_gone_relists_and_reports_what_changed_meanwhile() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.add_node(fake_node("b"))
+    seen: Seen = []
+    with running(api, seen) as informer:
+        eventually(informer.synced.is_set)
+        del api.nodes["b"]
+        api.add_node(fake_node("c"))
+        api.push_watch("RAISE", {"error": gone()})
+        eventually(lambda: informer.get("c") is not None and informer.get("b") is None)
+    assert ("b", "-", None) in seen
+    assert ("c", None, "-") in seen
+
+
+def test_relist_is_paginated_with_the_configured_page_size() -> None:
+    api = FakeApi()
+    for i in range(25):
+        api.add_node(fake_node(f"n{i:02d}"))
+    with running(api, [], page_size=10) as informer:
+        eventually(informer.synced.is_set)
+        assert len(informer) == 25
+    continues = [token for call, (_, token) in ((c, d) for c, d in api.calls if c == "list_page")]
+    assert continues == [None, "10", "20"]
+
+
+def test_an_expired_list_continuation_starts_the_list_over() -> None:
+    api = FakeApi()
+    for i in range(15):
+        api.add_node(fake_node(f"n{i:02d}"))
+    api.fail("list_page", *[])  # first page succeeds
+    original = api.list_page
+    calls = {"n": 0}
+
+    def flaky(selection: Selection, limit: int, token: str | None) -> Page:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise gone()
+        return original(selection, limit, token)
+
+    api.list_page = flaky  # type: ignore[method-assign,assignment]
+    with running(api, [], page_size=10) as informer:
+        eventually(informer.synced.is_set)
+        assert len(informer) == 15
+    assert calls["n"] == 4  # page 1, expired page 2, then page 1 and 2 again
+
+
+def test_a_failing_handler_does_not_stop_the_informer() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.add_node(fake_node("b"))
+    handled: list[str] = []
+
+    def handler(key: str, _old: str | None, _new: str | None) -> None:
+        if key == "a":
+            raise ValueError("bug for this one object")
+        handled.append(key)
+
+    informer: Informer[str] = Informer(
+        "nodes",
+        api,
+        Selection("Node"),
+        names,
+        handler,
+        backoff=Backoff(initial_seconds=0.01, cap_seconds=0.05),
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    eventually(informer.synced.is_set)
+    stop.set()
+    thread.join(timeout=5)
+    assert handled == ["b"]
