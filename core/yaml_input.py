@@ -120,7 +120,9 @@ def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
 
 
 def decode(data: str | bytes, source: str) -> str:
-    """The text of `data`, or RulesError: too large, not UTF-8, or a control character."""
+    """The text of `data` (a UTF-8 byte-order mark dropped), or RulesError: too large, not
+    UTF-8, or a control character. For callers that keep the text itself (the rules ConfigMap
+    the Pulumi program and `nodegate manifests` write); `read_yaml` calls it first."""
     if isinstance(data, bytes):
         size = len(data)
     else:
