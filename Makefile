@@ -1,7 +1,8 @@
 # The two commands a new user needs (see README):
 #   make demo   runs nodegate on the embedded default rules
-#   make test   sets everything up and runs the whole suite (lint, types, unit, Pulumi, e2e, bench)
+#   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e...)
 #   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
+#   make fuzz   the fuzz tier with many more random examples (minutes)
 # Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
 # podman (if no docker daemon answers) and the offline base image from Debian packages.
 
@@ -10,7 +11,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane image lint typecheck unit fast e2e bench clean manifests
+.PHONY: demo test setup controlplane image lint typecheck unit fast fuzz e2e bench clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -49,7 +50,12 @@ typecheck: setup
 	$(BIN)/mypy tests
 
 fast: lint typecheck
-	$(BIN)/pytest tests/unit tests/pulumi
+	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
+
+# The fuzz tier runs in `make test` derandomized and short; this runs it random and long
+# (tests/fuzz/profiles.py), keeping failing examples in .hypothesis/ to replay next time.
+fuzz: setup
+	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
 
 test: lint typecheck controlplane image
 	$(BIN)/pytest tests

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
+from nodegate.core.node_file import parse_nodes
 from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.core.yaml_input import read_limited
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
 
@@ -42,28 +42,22 @@ def explain(
     at = parse_time(now) or datetime.now(UTC)
     facts = PlanFacts(now=at, gate_pods_ready_since=dict.fromkeys(ready_gate or (), at))
     console = Console()
-    for raw in _read_nodes(node_file):
-        node = NodeState.from_k8s(raw)
+    for node in _read_nodes(node_file):
         print_explanation(console, node, rules, plan(node, rules, facts))
 
 
-def _read_nodes(path: Path) -> list[dict[str, Any]]:
-    """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it."""
+def _read_nodes(path: Path) -> list[NodeState]:
+    """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it; exit 2 if not."""
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (OSError, YAMLError) as err:
-        typer.echo(f"{path}: cannot read node: {err}", err=True)
+        return parse_nodes(read_limited(path), str(path))
+    # Not the file asked for: the usage error code, every problem with its place.
+    except OSError as err:
+        typer.echo(f"{path}: cannot read node file: {err.strerror}", err=True)
         raise typer.Exit(2) from err
-    kind = data.get("kind", "Node") if isinstance(data, dict) else None
-    items = (
-        [data] if kind == "Node" else data.get("items") if kind in ("List", "NodeList") else None
-    )
-    if not items or not all(isinstance(i, dict) and i.get("kind", "Node") == "Node" for i in items):
-        typer.echo(
-            f"{path}: expected a Node or a list of Nodes (kubectl get node NAME -o yaml)", err=True
-        )
-        raise typer.Exit(2)
-    return list(items)
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(2) from err
 
 
 def print_explanation(

@@ -15,11 +15,10 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from nodegate.core.errors import RulesError, format_path
 from nodegate.core.located_errors import located_errors
+from nodegate.core.yaml_input import decode, read_limited, read_yaml
 from nodegate.manifests.build import RulesDocument, build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.version import package_version
@@ -120,12 +119,12 @@ def _rules(path: Path | None) -> RulesDocument:
             text = files("nodegate.examples").joinpath("rules.yaml").read_text(encoding="utf-8")
             return RulesDocument.parse(text, EXAMPLE_RULES)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = read_limited(path)
         # An unreadable file is reported as `nodegate validate` reports it.
         except OSError as err:
             typer.echo(f"{path}: cannot read file: {err.strerror}", err=True)
             raise typer.Exit(_INVALID) from err
-        return RulesDocument.parse(text, str(path))
+        return RulesDocument.parse(decode(data, str(path)), str(path))
     # Same lines as `nodegate validate`: every problem, each with its file:line:column.
     except RulesError as err:
         for problem in err.problems:
@@ -168,10 +167,15 @@ def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
 
 def _settings_data(path: Path) -> dict[str, Any]:
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    # Unreadable or broken settings file: say which and why, as for rules files.
-    except (OSError, YAMLError) as err:
-        typer.echo(f"{path}: cannot read settings: {err}", err=True)
+        data, _ = read_yaml(read_limited(path), str(path))
+    # Unreadable file: say which and why, as for rules files.
+    except OSError as err:
+        typer.echo(f"{path}: cannot read settings: {err.strerror}", err=True)
+        raise typer.Exit(_INVALID) from err
+    # Broken YAML (or not UTF-8, too large, an alias bomb): every problem with its place.
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
         raise typer.Exit(_INVALID) from err
     if data is None:
         return {}

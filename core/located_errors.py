@@ -39,8 +39,10 @@ def located_errors(err: ValidationError, model: type[BaseModel]) -> list[Located
 
 
 def doc_path(loc: tuple[int | str, ...]) -> DocPath:
-    """pydantic marks a failing dict *key* with a trailing '[key]'; the key itself is the place."""
-    return tuple(part for part in loc if part != "[key]")
+    """pydantic marks a failing dict *key* with a trailing '[key]'; the key itself is the place.
+
+    Only a trailing marker after a key is pydantic's: a user's own key may be named '[key]'."""
+    return tuple(loc[:-1]) if len(loc) > 1 and loc[-1] == "[key]" else tuple(loc)
 
 
 def _root_causes(err: ValidationError) -> list[ErrorDetails]:

@@ -20,6 +20,7 @@ from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
+from nodegate.core.yaml_input import decode, read_limited
 from nodegate.infra.aks_pool import INITIALIZATION_TAINTS_SUPPORTED, AksNodePool
 from nodegate.infra.oke_pool import OkeNodePool
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
@@ -244,9 +245,9 @@ def _load_rules(config: StackConfig, stack: str, project_dir: Path) -> RulesDocu
         )
     resolved = _resolve(project_dir, config.rules)
     try:
-        text = resolved.read_text(encoding="utf-8")
+        data = read_limited(resolved)
     # Let the loader report the unreadable file, naming the full path that was tried.
     except OSError:
         load_rules(resolved)
         raise
-    return RulesDocument.parse(text, config.rules)
+    return RulesDocument.parse(decode(data, config.rules), config.rules)

@@ -28,8 +28,9 @@ def test_shipped_example_is_valid() -> None:
 
 def test_yaml_syntax_error_names_line_and_column() -> None:
     assert problems_of("labelTaints:\n  - name: [unclosed\n") == [
-        "rules.yaml:5:1: (document): YAML syntax error: while parsing a flow sequence "
-        "expected ',' or ']', but got '<stream end>'"
+        "rules.yaml:5:1: (document): YAML syntax error: while parsing a flow sequence started "
+        "at line 4: expected ',' or ']', but got '<stream end>'; close each '[' with ']' and "
+        "each '{' with '}', or quote the value"
     ]
 
 
@@ -74,6 +75,14 @@ def test_unquoted_boolean_label_value_says_to_quote_it() -> None:
     ) == [
         "rules.yaml:5:22: labelTaints[0].match.labels.spot: expected a string, got True; YAML "
         'reads unquoted true/false/numbers as other types, so quote it: "true"'
+    ]
+
+
+def test_a_key_named_like_pydantics_key_marker_is_reported_not_a_crash() -> None:
+    # Found by the fuzz tier: '[key]' is also what pydantic appends to a failing key's place.
+    assert problems_of('"[key]": 1\n') == [
+        "rules.yaml:3:1: [\"[key]\"]: unknown field '[key]' (allowed here: apiVersion, kind, "
+        "labelTaints, conditionTaints, persistentLabels, startupGates, nodePools)"
     ]
 
 
