@@ -52,9 +52,10 @@ def blast_radius(nodes: Iterable[tuple[NodeState, PlanFacts]], rules: NodeRules)
     return BlastRadius(total, untainted, removed, tuple(examples))
 
 
-def rules_digest(text: str) -> str:
+def rules_digest(data: str | bytes) -> str:
     """Short fingerprint of a rules text: what a confirmation names, so it confirms only that."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:16]
 
 
 def has_no_rules(rules: NodeRules) -> bool:

@@ -23,6 +23,7 @@ from nodegate.core.blast_radius import rules_digest
 from nodegate.core.errors import Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
+from nodegate.core.yaml_input import read_limited
 from nodegate.reconciler.backoff import Backoff
 from nodegate.reconciler.events import EventRecorder
 from nodegate.reconciler.informer import Informer
@@ -80,7 +81,7 @@ class RulesWatcher:
         self._metrics = metrics
         self._on_valid = on_valid
         self._generation_in_force = generation_in_force
-        self._last_offer: tuple[str, str | None] | None = None
+        self._last_offer: tuple[str | bytes, str | None] | None = None
         self._accepted = 0
         self.loaded = threading.Event()
         """Set once some valid rules were read (they may still be held by the controller)."""
@@ -118,29 +119,16 @@ class RulesWatcher:
 
     def _read_file(self, path: Path) -> None:
         try:
-            data = path.read_bytes()
+            data = read_limited(path)
         except OSError as err:
             marker = f"<unreadable {err}>"
             if self._last_offer != (marker, None):
                 self._last_offer = (marker, None)
                 self._refuse(str(path), [Problem(0, 0, str(path), (), f"cannot read: {err}")])
             return
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            marker = f"<not utf-8 {err}>"
-            if self._last_offer != (marker, None):
-                self._last_offer = (marker, None)
-                problem = Problem(
-                    0,
-                    0,
-                    str(path),
-                    (),
-                    f"not UTF-8 text ({err.reason} at byte {err.start}); save the file as UTF-8",
-                )
-                self._refuse(str(path), [problem])
-            return
-        self._offer(text, str(path), None, self._settings.confirm_rules)
+        # Bytes go to the front door as they are: not UTF-8, a BOM, control characters, a
+        # bomb... each is a located refusal there.
+        self._offer(data, str(path), None, self._settings.confirm_rules)
 
     def _on_configmap(self, _key: str, _old: RawObject | None, new: RawObject | None) -> None:
         if new is None:
@@ -171,13 +159,13 @@ class RulesWatcher:
         self._metrics.errors.labels("rules").inc()
 
     def _offer(
-        self, text: str, source: str, ref: SourceRef | None, confirmation: str | None
+        self, data: str | bytes, source: str, ref: SourceRef | None, confirmation: str | None
     ) -> None:
-        if (text, confirmation) == self._last_offer:
+        if (data, confirmation) == self._last_offer:
             return
-        self._last_offer = (text, confirmation)
+        self._last_offer = (data, confirmation)
         try:
-            rules = parse_rules(text, source)
+            rules = parse_rules(data, source)
         except RulesError as err:
             self._refuse(source, list(err.problems), ref)
             return
@@ -190,7 +178,7 @@ class RulesWatcher:
         self._metrics.rules_valid.set(1)
         self._accepted += 1
         self.loaded.set()
-        digest = rules_digest(text)
+        digest = rules_digest(data)
         log.info("rules valid", extra={"source": source, "digest": digest})
         self._on_valid(RulesUpdate(rules, digest, source, ref, confirmation))
 
