@@ -326,20 +326,32 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
         stack.callback(apps.delete_namespaced_deployment, workload["metadata"]["name"], "default")
 
         observed: dict[str, float] = {}
+        violations: list[str] = []
         stop = threading.Event()
 
-        def watch_bindings() -> None:  # the first moment of each thing, polled at 20 ms
+        def watch_bindings() -> None:
+            """Each round reads the workload's pods first, then the node: a pod already bound
+            while a later read of the node still shows the gate is a pod placed before the lift."""
             selector = f"app=work-{unique_name}"[:67]
             while not stop.is_set():
-                now = time.monotonic()
                 try:
-                    if "lifted" not in observed and GATE not in taints_of(core, node):
-                        observed["lifted"] = now
                     pods = core.list_namespaced_pod("default", label_selector=selector).items
-                    if "bound" not in observed and any(p.spec and p.spec.node_name for p in pods):
-                        observed["bound"] = now
+                    bound = [
+                        str(p.metadata and p.metadata.name)
+                        for p in pods
+                        if p.spec and p.spec.node_name
+                    ]
+                    gated = GATE in taints_of(core, node)
                 except ApiException:
-                    pass  # the node does not exist yet
+                    time.sleep(0.02)
+                    continue  # the node does not exist yet
+                now = time.monotonic()
+                if not gated:
+                    observed.setdefault("lifted", now)
+                if bound:
+                    observed.setdefault("bound", now)
+                    if gated:
+                        violations.append(f"{bound} bound while {node} still carried the gate")
                 time.sleep(0.02)
 
         create_node(core, SimNode(name=node, labels=on_pool, taints=[GATE_TAINT], kwok=True))
@@ -350,7 +362,10 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
         wait_until(lambda: "bound" in observed, 90, "workload bound")
         stop.set()
         watcher.join(5)
+        assert violations == []
         assert observed["lifted"] <= observed["bound"]
+        lifted_by = wait_for_event(core, node, "NodegateUpdated")
+        assert any("init pod is Ready" in (e.message or "") for e in lifted_by)
         print(
             f"time to ungate (node created -> gate lifted): {observed['lifted'] - created:.2f}s; "
             f"first workload bound {observed['bound'] - observed['lifted']:.2f}s after"
