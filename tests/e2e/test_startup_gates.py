@@ -272,6 +272,76 @@ def test_backfill_gates_an_idle_node_and_leaves_a_busy_one_alone(
     assert GATE not in taints_of(core_v1, busy)
 
 
+def init_daemonset(app: str, node_selector: dict[str, str]) -> dict[str, Any]:
+    """The per-node init DaemonSet: it tolerates the gate, so it runs on gated nodes."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": app},
+        "spec": {
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {
+                    "nodeSelector": node_selector,
+                    "tolerations": [{"key": GATE[0], "operator": "Exists"}],
+                    "containers": [{"name": "init", "image": POD_IMAGE}],
+                },
+            },
+        },
+    }
+
+
+def workload_deployment(name: str, node_selector: dict[str, str]) -> dict[str, Any]:
+    """Two replicas that do not tolerate the gate: they wait for the lift."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": node_selector,
+                    "containers": [{"name": "app", "image": POD_IMAGE}],
+                },
+            },
+        },
+    }
+
+
+def watch_bindings(
+    core: k8s_client.CoreV1Api,
+    node: str,
+    selector: str,
+    observed: dict[str, float],
+    violations: list[str],
+    stop: threading.Event,
+) -> None:
+    """Each round reads the workload's pods first, then the node: a pod already bound while a
+    later read of the node still shows the gate is a pod placed before the lift."""
+    while not stop.is_set():
+        try:
+            pods = core.list_namespaced_pod("default", label_selector=selector).items
+            bound = [
+                str(p.metadata and p.metadata.name) for p in pods if p.spec and p.spec.node_name
+            ]
+            gated = GATE in taints_of(core, node)
+        except ApiException:
+            time.sleep(0.02)
+            continue  # the node does not exist yet
+        now = time.monotonic()
+        if not gated:
+            observed.setdefault("lifted", now)
+        if bound:
+            observed.setdefault("bound", now)
+            if gated:
+                violations.append(f"{bound} bound while {node} still carried the gate")
+        time.sleep(0.02)
+
+
 def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
     scheduling_control_plane: LocalControlPlane,
     scheduling_core_v1: k8s_client.CoreV1Api,
@@ -288,38 +358,8 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
     with ExitStack() as stack:
         reconciler = start_reconciler(stack, scheduling_control_plane, tmp_path, unique_name)(rules)
         on_pool = {"example.com/pool": pool}
-        daemonset: dict[str, Any] = {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": app},
-            "spec": {
-                "selector": {"matchLabels": {"app": app}},
-                "template": {
-                    "metadata": {"labels": {"app": app}},
-                    "spec": {
-                        "nodeSelector": on_pool,
-                        "tolerations": [{"key": GATE[0], "operator": "Exists"}],
-                        "containers": [{"name": "init", "image": POD_IMAGE}],
-                    },
-                },
-            },
-        }
-        workload: dict[str, Any] = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": f"work-{unique_name}"[:63]},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": f"work-{unique_name}"[:63]}},
-                "template": {
-                    "metadata": {"labels": {"app": f"work-{unique_name}"[:63]}},
-                    "spec": {
-                        "nodeSelector": on_pool,
-                        "containers": [{"name": "app", "image": POD_IMAGE}],
-                    },
-                },
-            },
-        }
+        daemonset = init_daemonset(app, on_pool)
+        workload = workload_deployment(f"work-{unique_name}"[:63], on_pool)
         apps.create_namespaced_daemon_set("default", daemonset)  # type: ignore[arg-type]
         apps.create_namespaced_deployment("default", workload)  # type: ignore[arg-type]
         stack.callback(apps.delete_namespaced_daemon_set, app, "default")
@@ -329,35 +369,14 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
         violations: list[str] = []
         stop = threading.Event()
 
-        def watch_bindings() -> None:
-            """Each round reads the workload's pods first, then the node: a pod already bound
-            while a later read of the node still shows the gate is a pod placed before the lift."""
-            selector = f"app=work-{unique_name}"[:67]
-            while not stop.is_set():
-                try:
-                    pods = core.list_namespaced_pod("default", label_selector=selector).items
-                    bound = [
-                        str(p.metadata and p.metadata.name)
-                        for p in pods
-                        if p.spec and p.spec.node_name
-                    ]
-                    gated = GATE in taints_of(core, node)
-                except ApiException:
-                    time.sleep(0.02)
-                    continue  # the node does not exist yet
-                now = time.monotonic()
-                if not gated:
-                    observed.setdefault("lifted", now)
-                if bound:
-                    observed.setdefault("bound", now)
-                    if gated:
-                        violations.append(f"{bound} bound while {node} still carried the gate")
-                time.sleep(0.02)
-
         create_node(core, SimNode(name=node, labels=on_pool, taints=[GATE_TAINT], kwok=True))
         stack.callback(core.delete_node, node)
         created = time.monotonic()
-        watcher = threading.Thread(target=watch_bindings, daemon=True)
+        watcher = threading.Thread(
+            target=watch_bindings,
+            args=(core, node, f"app=work-{unique_name}"[:67], observed, violations, stop),
+            daemon=True,
+        )
         watcher.start()
         wait_until(lambda: "bound" in observed, 90, "workload bound")
         stop.set()
