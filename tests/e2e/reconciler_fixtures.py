@@ -92,6 +92,12 @@ def rules_configmap(
 ) -> Iterator[Callable[..., str]]:
     """Create or replace the rules ConfigMap; returns its `default/<name>` reference."""
     name = f"rules-{unique_name}"[:63]
+    yield configmap_putter(core_v1, name)
+    core_v1.delete_namespaced_config_map(name, "default")
+
+
+def configmap_putter(core_v1: k8s_client.CoreV1Api, name: str) -> Callable[..., str]:
+    """put(text, annotations=None): create or replace rules ConfigMap `default/<name>`."""
 
     def put(text: str, annotations: dict[str, str] | None = None) -> str:
         metadata = {"name": name, "annotations": annotations or {}}
@@ -104,8 +110,7 @@ def rules_configmap(
             core_v1.create_namespaced_config_map("default", body)
         return f"default/{name}"
 
-    yield put
-    core_v1.delete_namespaced_config_map(name, "default")
+    return put
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from nodegate.localcluster.nodes import SimNode, create_node, mark_pod_ready, wa
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
+    configmap_putter,
     read_node,
     taints_of,
     wait_for_event,
@@ -51,20 +52,6 @@ def gate_rules(app: str, extra: str = "", pod_extra: str = "") -> str:
 
 
 Start = Callable[..., ReconcilerProcess]
-
-
-def configmap_putter(core_v1: k8s_client.CoreV1Api, name: str) -> Callable[[str], str]:
-    def put(text: str) -> str:
-        body = k8s_client.V1ConfigMap(metadata={"name": name}, data={"rules.yaml": text})
-        try:
-            core_v1.replace_namespaced_config_map(name, "default", body)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            core_v1.create_namespaced_config_map("default", body)
-        return f"default/{name}"
-
-    return put
 
 
 def start_reconciler(
