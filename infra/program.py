@@ -200,7 +200,10 @@ def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
         }
     for aks in prepared.plans.aks:
         agent_pool = AksNodePool(aks.pool_name, aks)
-        _warn_about_gates(aks.pool_name, agent_pool, deploys_webhook=False)
+        deploys_webhook = (
+            prepared.reconciler is not None and prepared.reconciler.settings.webhook is not None
+        )
+        _warn_about_gates(aks.pool_name, agent_pool, deploys_webhook=deploys_webhook)
         outputs[aks.pool_name] = {
             "provider": "aks",
             "agentPoolId": agent_pool.agent_pool_id,
@@ -216,7 +219,7 @@ def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
 
 def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bool) -> None:
     """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy
-    (yet: the Node admission webhook joins the Reconciler with the startup-gates issue)."""
+    (the stack's `nodegate:reconciler` has no `webhook` section)."""
 
     def warn(args: list[Any]) -> None:
         via, gates = args
@@ -224,7 +227,8 @@ def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bo
             pulumi.log.warn(
                 f"pool '{pool}': startup gates ({', '.join(gates)}) are not AKS node taints; "
                 "nodegate's Node admission webhook adds them at registration. Until that "
-                "webhook is deployed, new nodes of this pool register without them.",
+                "webhook is deployed (nodegate:reconciler webhook: {}), new nodes of this pool "
+                "register without them.",
                 resource=agent_pool,
             )
 

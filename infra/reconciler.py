@@ -29,6 +29,11 @@ _RESOURCES: dict[tuple[str, str], _Factory] = {
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "Service"): k8s.core.v1.Service,
+    ("v1", "Secret"): k8s.core.v1.Secret,
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
@@ -37,9 +42,9 @@ _RESOURCES: dict[tuple[str, str], _Factory] = {
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
 }
 """The Pulumi resource class of each kind the builder makes; custom resources (the
-PrometheusRule) go through `apiextensions.CustomResource`."""
+PrometheusRule, cert-manager's Certificate) go through `apiextensions.CustomResource`."""
 
-_CUSTOM = {("monitoring.coreos.com/v1", "PrometheusRule")}
+_CUSTOM = {("monitoring.coreos.com/v1", "PrometheusRule"), ("cert-manager.io/v1", "Certificate")}
 
 _ARGUMENT = {"roleRef": "role_ref", "imagePullSecrets": "image_pull_secrets"}
 """Top-level fields whose Python keyword differs from the field name."""
@@ -132,7 +137,13 @@ class Reconciler(pulumi.ComponentResource):
             self.resources[f"{kind}/{obj['metadata']['name']}"] = resource
             if kind == "Namespace":
                 namespace = resource
-            elif kind in ("ClusterRoleBinding", "RoleBinding", "ConfigMap", "ServiceAccount"):
+            elif kind in (
+                "ClusterRoleBinding",
+                "RoleBinding",
+                "ConfigMap",
+                "ServiceAccount",
+                "Secret",
+            ):
                 access.append(resource)
 
         role = next(o for o in objects if o["kind"] == "ClusterRole")

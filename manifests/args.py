@@ -24,6 +24,16 @@ class ReconcileFlags:
     """Port of /healthz, /readyz and /metrics."""
     rules_key: str | None = None
     """Key of the rules YAML in the ConfigMap; None: the CLI's default ('rules.yaml')."""
+    webhook_port: int | None = None
+    """Serve the Node admission webhook on this port; None: not served."""
+    webhook_service: str | None = None
+    """The webhook's Service name (its certificate's DNS names)."""
+    webhook_configuration: str | None = None
+    """MutatingWebhookConfiguration whose caBundle the replicas keep (self-signed)."""
+    webhook_tls_secret: str | None = None
+    """Secret with the replicas' shared CA and certificate (self-signed)."""
+    webhook_cert_dir: str | None = None
+    """Directory of a mounted tls.crt/tls.key (cert-manager)."""
 
     def argv(self) -> list[str]:
         """The flags in field order, as `--flag=value` (booleans as `--flag` / `--no-flag`)."""

@@ -20,6 +20,12 @@ from nodegate.manifests.args import ReconcileFlags
 from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
 from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
+from nodegate.manifests.webhook import container_ports as webhook_ports
+from nodegate.manifests.webhook import flags as webhook_flags
+from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rules
+from nodegate.manifests.webhook import objects as webhook_objects
+from nodegate.manifests.webhook import volumes as webhook_volumes
 
 Manifest = dict[str, Any]
 """One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
@@ -80,6 +86,7 @@ def reconcile_flags(settings: DeploySettings) -> ReconcileFlags:
         lease_namespace=settings.namespace,
         lease_name=settings.leader_election.lease_name,
         http_port=settings.http_port,
+        **webhook_flags(settings),
     )
 
 
@@ -107,15 +114,8 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
         objects.append(dashboard_configmap(settings, labels(settings)))
     if settings.prometheus_rule is not None:
         objects.append(prometheus_rule(settings, labels(settings)))
-    objects += _webhook_objects(settings)
+    objects += webhook_objects(settings, labels(settings), selector(settings))
     return objects
-
-
-def _webhook_objects(settings: DeploySettings) -> list[Manifest]:
-    """The Node admission webhook's objects: none until the startup-gates issue adds them
-    (they will come from `settings.webhook`)."""
-    del settings
-    return []
 
 
 def _service_account(settings: DeploySettings) -> Manifest:
@@ -137,7 +137,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
-            "rules": cluster_rules(rules),
+            "rules": cluster_rules(rules) + webhook_cluster_rules(settings),
         },
         {
             "apiVersion": f"{group}/v1",
@@ -150,7 +150,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "Role",
             "metadata": _meta(settings, settings.name),
-            "rules": namespace_rules(settings, rules),
+            "rules": namespace_rules(settings, rules) + webhook_namespace_rules(settings),
         },
         {
             "apiVersion": f"{group}/v1",
@@ -196,7 +196,10 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
             {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
             for name, path in field.items()
         ],
-        "ports": [{"name": "http", "containerPort": settings.http_port, "protocol": "TCP"}],
+        "ports": [
+            {"name": "http", "containerPort": settings.http_port, "protocol": "TCP"},
+            *webhook_ports(settings),
+        ],
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": "http"},
             "periodSeconds": 10,
@@ -215,6 +218,7 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
         },
         "securityContext": _security_context(),
         "terminationMessagePolicy": "FallbackToLogsOnError",
+        **({"volumeMounts": mounts} if (mounts := webhook_volumes(settings)[1]) else {}),
     }
 
 
@@ -252,6 +256,7 @@ def deployment(settings: DeploySettings) -> Manifest:
         "topologySpreadConstraints": _topology_spread(settings),
         "terminationGracePeriodSeconds": 30,
         "containers": [_container(settings)],
+        **({"volumes": volumes} if (volumes := webhook_volumes(settings)[0]) else {}),
     }
     return {
         "apiVersion": "apps/v1",

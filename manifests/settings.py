@@ -183,6 +183,35 @@ class PrometheusRuleSettings(_Model):
     """Labels the Prometheus ruleSelector matches, e.g. {release: kube-prometheus-stack}."""
 
 
+class CertManagerIssuer(_Model):
+    """The cert-manager issuer that signs the webhook's serving certificate."""
+
+    name: DnsSubdomain
+    kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
+    """An Issuer must be in the reconciler's namespace."""
+
+
+class WebhookSettings(_Model):
+    """The optional Node admission webhook: nodes that no nodegate bootstrap made (AKS pools
+    without nodeInitializationTaints, autoscaler-made or self-managed nodes) are still born
+    with their startup gates and persisted labels. See docs/reconciler.md."""
+
+    port: int = Field(default=9443, ge=1, le=65535)
+    """Container port of the webhook's HTTPS server (the Service listens on 443)."""
+    failure_policy: Literal["Ignore", "Fail"] = "Ignore"
+    """Ignore: a webhook outage never stops nodes from registering (they are born ungated).
+    Fail: no node can register while no replica answers; read docs/reconciler.md first."""
+    timeout_seconds: int = Field(default=2, ge=1, le=30)
+    """How long the API server waits for an answer before applying the failure policy."""
+    reinvocation_policy: Literal["Never", "IfNeeded"] = "IfNeeded"
+    """IfNeeded: called again if a later mutating webhook changed the node (e.g. added the
+    labels a gate matches); the patch is idempotent, so a second call only fills gaps."""
+    cert_manager: CertManagerIssuer | None = None
+    """None: nodegate makes and rotates its own CA and certificate, shared by the replicas
+    through one Secret. Set: cert-manager issues the certificate and injects the caBundle
+    (no Secret access for the reconciler)."""
+
+
 class DeploySettings(_Model):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
@@ -219,9 +248,9 @@ class DeploySettings(_Model):
     """Ship the Grafana dashboard as a ConfigMap (off by default)."""
     prometheus_rule: PrometheusRuleSettings | None = None
     """Ship the alerts as a PrometheusRule; needs the Prometheus Operator CRDs (off by default)."""
-    webhook: None = None
-    """Reserved for the Node admission webhook (startup gates on AKS): its configuration joins
-    here, and its objects come from `nodegate.manifests.build._webhook_objects`."""
+    webhook: WebhookSettings | None = None
+    """The Node admission webhook (off by default); its objects come from
+    `nodegate.manifests.webhook`."""
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DeploySettings:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodegate.bootstrap.registration import (
     permanent_taints,
     registration_taints,
@@ -92,6 +94,25 @@ def test_warns_that_gates_need_the_webhook_until_it_is_deployed(
         "pool 'batch'" in w and "admission webhook" in w and "without them" in w
         for w in run.warnings
     )
+
+
+@pytest.mark.parametrize(
+    ("webhook", "certificate_kind"),
+    [
+        pytest.param({}, "Secret", id="self-signed"),
+        pytest.param({"certManager": {"name": "ca-issuer"}}, "Certificate", id="cert-manager"),
+    ],
+)
+def test_no_gate_warning_when_the_stack_deploys_the_webhook(
+    aks_example: dict[str, Any], webhook: dict[str, Any], certificate_kind: str
+) -> None:
+    aks_example["nodegate:reconciler"]["webhook"] = webhook
+    run = run_program(aks_example, stack="aks-example")
+
+    assert run.error is None
+    assert not any("admission webhook" in w for w in run.warnings)
+    kinds = {r.inputs.get("kind") for r in run.resources}
+    assert {"MutatingWebhookConfiguration", certificate_kind} <= kinds
 
 
 def test_cluster_size_and_scaling_come_from_stack_config_and_rules(

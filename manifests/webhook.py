@@ -1,0 +1,212 @@
+"""The Node admission webhook's objects, when `DeploySettings.webhook` is set.
+
+* a Service in front of every replica's webhook port (leader or not: admission needs no
+  leadership, and the API server may call any ready replica);
+* the MutatingWebhookConfiguration: Node CREATE only, `sideEffects: None`, the configured
+  failurePolicy (Ignore by default), a small timeout, `reinvocationPolicy` IfNeeded. No
+  namespaceSelector (Nodes are cluster-scoped) and no objectSelector (which nodes get what is
+  the rules' `match`, decided by the webhook, so the configuration never changes with them);
+* certificates, one of two ways: self-signed (an empty Secret the replicas fill and share, and
+  RBAC to get/update that one Secret and get/patch that one configuration's caBundle), or
+  cert-manager (a Certificate whose Secret the pods mount, and the CA injector's annotation on
+  the configuration; then no Secret access at all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.manifests.settings import DeploySettings, WebhookSettings
+
+Manifest = dict[str, Any]
+PolicyRule = dict[str, Any]
+
+WEBHOOK_NAME = "nodes.nodegate.dev"
+"""The webhook's name inside the configuration (a qualified name, as the API requires)."""
+PATH = "/mutate-nodes"
+SERVICE_PORT = 443
+CERT_DIR = "/etc/nodegate/webhook-tls"
+"""Where cert-manager's Secret is mounted (its tls.crt and tls.key)."""
+CERT_VOLUME = "webhook-tls"
+
+
+def service_name(settings: DeploySettings) -> str:
+    return f"{settings.name}-webhook"
+
+
+def tls_secret_name(settings: DeploySettings) -> str:
+    return f"{settings.name}-webhook-tls"
+
+
+def configuration_name(settings: DeploySettings) -> str:
+    """Cluster-scoped, so named after the installation like its ClusterRole."""
+    return settings.name
+
+
+def _webhook(settings: DeploySettings) -> WebhookSettings:
+    assert settings.webhook is not None
+    return settings.webhook
+
+
+def self_signed(settings: DeploySettings) -> bool:
+    return settings.webhook is not None and settings.webhook.cert_manager is None
+
+
+def dns_names(settings: DeploySettings) -> list[str]:
+    service, namespace = service_name(settings), settings.namespace
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
+
+
+def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
+    """Self-signed only: read and patch the caBundle of our one configuration."""
+    if not self_signed(settings):
+        return []
+    return [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["mutatingwebhookconfigurations"],
+            "verbs": ["get", "patch"],
+            "resourceNames": [configuration_name(settings)],
+        }
+    ]
+
+
+def namespace_rules(settings: DeploySettings) -> list[PolicyRule]:
+    """Self-signed only: read and replace our one TLS Secret (created empty by the manifests:
+    RBAC cannot restrict `create` by name)."""
+    if not self_signed(settings):
+        return []
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "verbs": ["get", "update"],
+            "resourceNames": [tls_secret_name(settings)],
+        }
+    ]
+
+
+def flags(settings: DeploySettings) -> dict[str, Any]:
+    """`nodegate reconcile` flags that serve the webhook (none when it is off)."""
+    if settings.webhook is None:
+        return {}
+    chosen: dict[str, Any] = {
+        "webhook_port": settings.webhook.port,
+        "webhook_service": service_name(settings),
+    }
+    if self_signed(settings):
+        chosen["webhook_configuration"] = configuration_name(settings)
+        chosen["webhook_tls_secret"] = tls_secret_name(settings)
+    else:
+        chosen["webhook_cert_dir"] = CERT_DIR
+    return chosen
+
+
+def container_ports(settings: DeploySettings) -> list[dict[str, Any]]:
+    if settings.webhook is None:
+        return []
+    return [{"name": "webhook", "containerPort": settings.webhook.port, "protocol": "TCP"}]
+
+
+def volumes(settings: DeploySettings) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(pod volumes, container mounts): cert-manager's Secret, when it makes the certificate.
+    Optional, so the pods start (and reconcile) before cert-manager has issued it."""
+    if settings.webhook is None or self_signed(settings):
+        return [], []
+    secret = {"secretName": tls_secret_name(settings), "optional": True}
+    return (
+        [{"name": CERT_VOLUME, "secret": secret}],
+        [{"name": CERT_VOLUME, "mountPath": CERT_DIR, "readOnly": True}],
+    )
+
+
+def mutating_webhook_configuration(
+    settings: DeploySettings,
+    labels: dict[str, str],
+    client_config: dict[str, Any] | None = None,
+) -> Manifest:
+    """The configuration; `client_config` replaces the Service reference (tests call a URL)."""
+    webhook = _webhook(settings)
+    metadata: dict[str, Any] = {"name": configuration_name(settings), "labels": labels}
+    if webhook.cert_manager is not None:
+        certificate = f"{settings.namespace}/{service_name(settings)}"
+        metadata["annotations"] = {"cert-manager.io/inject-ca-from": certificate}
+    service = {
+        "name": service_name(settings),
+        "namespace": settings.namespace,
+        "path": PATH,
+        "port": SERVICE_PORT,
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": metadata,
+        "webhooks": [
+            {
+                "name": WEBHOOK_NAME,
+                "clientConfig": client_config or {"service": service},
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["nodes"],
+                        "scope": "Cluster",
+                    }
+                ],
+                "failurePolicy": webhook.failure_policy,
+                "matchPolicy": "Equivalent",
+                "sideEffects": "None",
+                "timeoutSeconds": webhook.timeout_seconds,
+                "admissionReviewVersions": ["v1"],
+                "reinvocationPolicy": webhook.reinvocation_policy,
+            }
+        ],
+    }
+
+
+def objects(
+    settings: DeploySettings, labels: dict[str, str], selector: dict[str, str]
+) -> list[Manifest]:
+    """Every webhook object, in apply order (none when the webhook is off)."""
+    if settings.webhook is None:
+        return []
+    meta = {"namespace": settings.namespace, "labels": labels}
+    service: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service_name(settings), **meta},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": "https-webhook", "port": SERVICE_PORT, "targetPort": "webhook"}],
+        },
+    }
+    issuer = settings.webhook.cert_manager
+    certificate: Manifest
+    if issuer is None:
+        # Filled and rotated by the replicas; no `data` here, so re-applying keeps theirs.
+        certificate = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": tls_secret_name(settings), **meta},
+            "type": "Opaque",
+        }
+    else:
+        certificate = {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": {"name": service_name(settings), **meta},
+            "spec": {
+                "secretName": tls_secret_name(settings),
+                "dnsNames": dns_names(settings),
+                "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": "cert-manager.io"},
+                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+            },
+        }
+    return [service, certificate, mutating_webhook_configuration(settings, labels)]
