@@ -124,7 +124,8 @@ class SecretCertificates:
             except ConflictError:
                 # Another replica renewed at the same moment: adopt what it wrote.
                 continue
-            log.info("webhook certificate renewed", extra={"renewed": due, "secret": self._secret})
+            what = "CA and certificate issued" if bundle is None else f"{due} certificate renewed"
+            log.info(f"webhook {what}", extra={"secret": self._secret})
             return renewed
         raise CertificateError(f"Secret {self._secret} kept changing while being renewed")
 

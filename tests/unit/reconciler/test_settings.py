@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
+from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings, WebhookSettings
 
 
 def test_exactly_one_rules_source_is_required() -> None:
@@ -23,3 +23,14 @@ def test_configmap_reference_needs_a_namespace() -> None:
 def test_lease_timings_must_be_ordered() -> None:
     with pytest.raises(ValidationError, match="leaseDuration > renewDeadline"):
         LeaderElectionSettings(lease_duration_seconds=5, renew_deadline_seconds=6)
+
+
+def test_the_webhook_certificate_names_the_service_in_the_records_namespace() -> None:
+    webhook = WebhookSettings(service="ng-webhook", hosts=("127.0.0.1",))
+    assert webhook.certificate_hosts("ops") == (
+        "127.0.0.1",
+        "ng-webhook",
+        "ng-webhook.ops",
+        "ng-webhook.ops.svc",
+        "ng-webhook.ops.svc.cluster.local",
+    )

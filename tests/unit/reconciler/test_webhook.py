@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from nodegate.core.loader import parse_rules
 from nodegate.core.persisted_labels import LabelRecord, encode_record, record_name
 from nodegate.reconciler.kube import RawObject, TemporaryError
+from nodegate.reconciler.main import readiness
 from nodegate.reconciler.webhook import NodeAdmission, RecordLookup, WebhookMetrics, WebhookServer
 from nodegate.reconciler.webhook_certs import CertPolicy, renew
 from tests.unit.reconciler.test_admission_review import review
@@ -267,3 +269,19 @@ def test_many_concurrent_reviews_are_all_answered(
     for thread in threads:
         thread.join(10)
     assert results == [200] * 20
+
+
+def test_a_replica_serving_the_webhook_is_not_ready_before_it_has_a_certificate() -> None:
+    watcher = SimpleNamespace(loaded=threading.Event())
+    watcher.loaded.set()
+    controller = SimpleNamespace(applied=None)
+    review_of, _ = admission(FakeReader())
+    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+    try:
+        ready = readiness(cast(Any, watcher), cast(Any, controller), threading.Event(), served)
+        assert ready() == (False, "webhook has no serving certificate yet")
+        bundle = renew(None, "ca", ("127.0.0.1",), datetime.now(UTC), CertPolicy())
+        served.use_certificate(bundle.cert_pem, bundle.key_pem)
+        assert ready()[0] is True
+    finally:
+        served.shutdown()

@@ -1,0 +1,317 @@
+"""The Node admission webhook registered with the real kube-apiserver.
+
+The reconciler process serves it (`nodegate reconcile --webhook-port`), makes its own CA and
+certificate in the Secret and writes the CA into the MutatingWebhookConfiguration, which is the
+one the manifests ship, pointed at `https://127.0.0.1:<port>` instead of the Service. What a
+Node is born with is read from the create response itself: the first version of the object.
+
+kube-apiserver runs the MutatingAdmissionWebhook plugin by default (localcluster's
+`apiserver_argv` adds NodeRestriction and disables nothing else but, without a signing key,
+ServiceAccount); `webhook_ready` proves it is on by a gated canary node before any test runs.
+The configuration here also carries an objectSelector on a test label, which the shipped one
+does not have, so nodes of other tests sharing this API server never reach this webhook.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.core.persisted_labels import (
+    RECORD_LABEL,
+    RECORD_LABEL_VALUE,
+    LabelRecord,
+    encode_record,
+    record_name,
+)
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
+from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.webhook import PATH, mutating_webhook_configuration
+from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
+
+SELECTED = "e2e.nodegate.dev/webhook"
+GATE = {"key": "startup.example.com/initializing", "value": "wait", "effect": "NoSchedule"}
+FOREIGN = {
+    "key": "node.cloudprovider.kubernetes.io/uninitialized",
+    "value": "true",
+    "effect": "NoSchedule",
+}
+OWNER = "persist.example.com/owner"
+RULES = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n" + textwrap.dedent(
+    f"""\
+    startupGates:
+      - name: warmup
+        match:
+          labels: {{{SELECTED}: "yes"}}
+          expressions: [{{key: kubernetes.azure.com/mode, operator: NotIn, values: [system]}}]
+        taint: {{key: {GATE["key"]}, value: {GATE["value"]}, effect: {GATE["effect"]}}}
+        readyWhen: {{annotation: example.com/ready=true}}
+    persistentLabels:
+      prefixes: ["persist.example.com/"]
+    """
+)
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class Webhook:
+    namespace: str
+    configuration: str
+    port: int
+    start: Callable[[], ReconcilerProcess]
+
+
+def raw_create(core_v1: k8s_client.CoreV1Api, node: SimNode) -> dict[str, Any]:
+    """Create the node; the API server's answer as JSON: the object's first stored version."""
+    body = node.body()
+    body["metadata"]["labels"] = {**body["metadata"]["labels"], SELECTED: "yes"}
+    response: Any = core_v1.create_node(cast(Any, body), _preload_content=False)
+    created: dict[str, Any] = json.loads(response.data)
+    return created
+
+
+def taints(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node's taints, but for the API server's own `node.kubernetes.io/not-ready`, which
+    its TaintNodesByCondition admission plugin adds to every new Node (before webhooks run)."""
+    every = (node.get("spec") or {}).get("taints") or []
+    return [t for t in every if t["key"] != "node.kubernetes.io/not-ready"]
+
+
+@pytest.fixture
+def webhook(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    rules_configmap: Callable[..., str],
+    unique_name: str,
+    tmp_path: Path,
+) -> Iterator[Webhook]:
+    namespace = unique_name[:63]
+    admission = k8s_client.AdmissionregistrationV1Api(control_plane.client)
+    port = free_port()
+    core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
+    core_v1.create_namespaced_secret(
+        namespace, k8s_client.V1Secret(metadata={"name": "webhook-tls"}, type="Opaque")
+    )
+    settings = DeploySettings.model_validate(
+        {"image": {"repository": "registry.example.com/nodegate"}, "name": namespace, "webhook": {}}
+    )
+    configuration = mutating_webhook_configuration(
+        settings, {}, client_config={"url": f"https://127.0.0.1:{port}{PATH}"}
+    )
+    configuration["webhooks"][0]["objectSelector"] = {"matchLabels": {SELECTED: "yes"}}
+    admission.create_mutating_webhook_configuration(cast(Any, configuration))
+    ref = rules_configmap(RULES)
+    with ExitStack() as stack:
+
+        def start() -> ReconcilerProcess:
+            args = [
+                *("--rules-configmap", ref, "--state-namespace", namespace),
+                *("--no-leader-elect", "--max-untaint-share", "1"),
+                *("--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
+                *("--webhook-configuration", namespace, "--webhook-tls-secret", "webhook-tls"),
+            ]
+            process: ReconcilerProcess = stack.enter_context(
+                running_reconciler(control_plane.kubeconfig_path, tmp_path, *args)
+            )
+            return process
+
+        try:
+            yield Webhook(namespace, namespace, port, start)
+        finally:
+            admission.delete_mutating_webhook_configuration(namespace)
+            listed: Any = core_v1.list_node(
+                label_selector=f"{SELECTED}=yes", _preload_content=False
+            )
+            for node in json.loads(listed.data)["items"]:
+                core_v1.delete_node(node["metadata"]["name"])
+            core_v1.delete_namespace(namespace)
+
+
+def gated_canary(core_v1: k8s_client.CoreV1Api, name: str) -> bool:
+    """Create a canary node; whether it was born gated (it is deleted either way)."""
+    try:
+        created = raw_create(core_v1, SimNode(name=name))
+    finally:
+        try:
+            core_v1.delete_node(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+    return GATE in taints(created)
+
+
+@pytest.fixture
+def webhook_ready(
+    webhook: Webhook, core_v1: k8s_client.CoreV1Api, unique_name: str
+) -> Iterator[tuple[Webhook, ReconcilerProcess]]:
+    """The reconciler serving, its CA in the configuration, and the API server calling it."""
+    started = time.monotonic()
+    process = webhook.start()
+    admission = k8s_client.AdmissionregistrationV1Api(core_v1.api_client)
+
+    def ca_bundle() -> bytes | None:
+        read: Any = admission.read_mutating_webhook_configuration(
+            webhook.configuration, _preload_content=False
+        )
+        bundle = json.loads(read.data)["webhooks"][0]["clientConfig"].get("caBundle")
+        return base64.b64decode(bundle) if bundle else None
+
+    pem = wait_until(ca_bundle, READY_TIMEOUT, "the caBundle written by the reconciler")
+    assert pem.startswith(b"-----BEGIN CERTIFICATE-----")
+    attempts = iter(range(1000))
+    wait_until(
+        lambda: gated_canary(core_v1, f"{unique_name}-canary-{next(attempts)}"[:63]),
+        READY_TIMEOUT,
+        "a canary node born gated (is MutatingAdmissionWebhook on?)",
+        interval=0.1,
+    )
+    print(f"webhook in force {time.monotonic() - started:.2f}s after the reconciler started")
+    yield webhook, process
+    print(process.logs()[-3000:])
+
+
+def put_record(
+    core_v1: k8s_client.CoreV1Api, namespace: str, provider_id: str, labels: dict[str, str]
+) -> None:
+    """The record a deleted node left behind (as the reconciler writes it)."""
+    now = datetime.now(UTC)
+    record = LabelRecord(provider_id, "uid-of-the-old-node", labels, now, ("old",), now)
+    body = k8s_client.V1ConfigMap(
+        metadata={"name": record_name(provider_id), "labels": {RECORD_LABEL: RECORD_LABEL_VALUE}},
+        data=encode_record(record),
+    )
+    core_v1.create_namespaced_config_map(namespace, body)
+
+
+def test_a_node_created_without_taints_is_born_with_its_gate_and_persisted_labels(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    webhook, _ = webhook_ready
+    provider_id = oci_provider_id(f"{unique_name}-a")
+    put_record(core_v1, webhook.namespace, provider_id, {OWNER: "alice"})
+    node = SimNode(
+        name=f"{unique_name}-a"[:63],
+        provider_id=provider_id,
+        labels={"kubernetes.azure.com/mode": "user"},
+    )
+
+    started = time.monotonic()
+    created = raw_create(core_v1, node)
+    elapsed = time.monotonic() - started
+
+    assert taints(created) == [GATE]
+    assert created["metadata"]["labels"][OWNER] == "alice"
+    print(f"create with the webhook's patch answered in {elapsed * 1000:.0f} ms")
+
+
+def test_a_node_registering_with_taints_and_labels_keeps_every_one(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    webhook, _ = webhook_ready
+    provider_id = oci_provider_id(f"{unique_name}-b")
+    put_record(
+        core_v1, webhook.namespace, provider_id, {OWNER: "alice", "persist.example.com/x": "1"}
+    )
+    node = SimNode(
+        name=f"{unique_name}-b"[:63],
+        provider_id=provider_id,
+        labels={OWNER: "bob"},
+        taints=[FOREIGN],
+    )
+
+    created = raw_create(core_v1, node)
+
+    assert taints(created) == [FOREIGN, GATE]
+    labels = created["metadata"]["labels"]
+    assert labels[OWNER] == "bob" and labels["persist.example.com/x"] == "1"
+    assert all(labels[k] == v for k, v in node.body()["metadata"]["labels"].items())
+
+
+def test_a_node_the_gates_match_excludes_gets_nothing(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    node = SimNode(name=f"{unique_name}-sys"[:63], labels={"kubernetes.azure.com/mode": "system"})
+    created = raw_create(core_v1, node)
+
+    assert taints(created) == []
+    assert created["metadata"]["labels"] == {**node.body()["metadata"]["labels"], SELECTED: "yes"}
+
+
+def test_with_the_webhook_stopped_nodes_still_register_unless_the_policy_is_fail(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    webhook, process = webhook_ready
+    assert process.stop() == 0
+
+    started = time.monotonic()
+    created = raw_create(core_v1, SimNode(name=f"{unique_name}-down"[:63]))
+    elapsed = time.monotonic() - started
+    assert taints(created) == []  # born ungated: what Ignore trades for availability
+    print(f"create with the webhook down (Ignore) answered in {elapsed * 1000:.0f} ms")
+
+    admission = k8s_client.AdmissionregistrationV1Api(core_v1.api_client)
+    admission.patch_mutating_webhook_configuration(
+        webhook.configuration,
+        [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+    )
+    attempts = iter(range(1000))
+
+    def refused() -> str | None:
+        name = f"{unique_name}-fail-{next(attempts)}"[:63]
+        try:
+            raw_create(core_v1, SimNode(name=name))
+        except ApiException as err:
+            return str(err.body)
+        core_v1.delete_node(name)
+        return None
+
+    message = wait_until(refused, READY_TIMEOUT, "node creation refused under Fail")
+    assert "failed calling webhook" in message and "nodes.nodegate.dev" in message
+
+
+def test_the_webhook_answers_well_inside_its_timeout(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    """Node creates through the webhook (a record lookup each) against creates the webhook's
+    objectSelector skips; printed, and bounded by half the 2 s timeoutSeconds."""
+
+    def create_seconds(name: str, selected: bool) -> float:
+        body = SimNode(name=name[:63]).body()
+        if selected:
+            body["metadata"]["labels"][SELECTED] = "yes"
+        started = time.monotonic()
+        core_v1.create_node(cast(Any, body), _preload_content=False)
+        elapsed = time.monotonic() - started
+        core_v1.delete_node(name[:63])
+        return elapsed
+
+    through = sorted(create_seconds(f"{unique_name}-w{i}", True) for i in range(15))
+    around = sorted(create_seconds(f"{unique_name}-p{i}", False) for i in range(15))
+    print(
+        f"node create, median/max of 15: through the webhook {through[7] * 1000:.0f}/"
+        f"{through[-1] * 1000:.0f} ms, without it {around[7] * 1000:.0f}/{around[-1] * 1000:.0f} ms"
+    )
+    assert through[7] < 1.0
