@@ -150,7 +150,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "Role",
             "metadata": _meta(settings, settings.name),
-            "rules": namespace_rules(settings, rules) + webhook_namespace_rules(settings),
+            "rules": namespace_rules(settings, rules) + webhook_namespace_rules(settings, rules),
         },
         {
             "apiVersion": f"{group}/v1",

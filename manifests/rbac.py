@@ -18,8 +18,9 @@ real API server (tests/e2e/test_deploy_manifests.py):
   names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
   own objects.
 
-With the Node admission webhook and its self-signed certificates (`manifests/webhook.py`),
-one Secret by name (get/update: the shared CA and certificate) and one
+With the Node admission webhook (`manifests/webhook.py`): `get` on its namespace's ConfigMaps
+when labels persist (a new node's record, read by name at admission); with self-signed
+certificates, one Secret by name (get/update: the shared CA and certificate) and one
 MutatingWebhookConfiguration by name (get/patch: its caBundle); with cert-manager, neither.
 
 No other Secrets, no wildcards, and no delete outside that one case: tests refuse any other.

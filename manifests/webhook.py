@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodegate.core.model import NodeRules
 from nodegate.manifests.settings import DeploySettings, WebhookSettings
 
 Manifest = dict[str, Any]
@@ -76,19 +77,26 @@ def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     ]
 
 
-def namespace_rules(settings: DeploySettings) -> list[PolicyRule]:
-    """Self-signed only: read and replace our one TLS Secret (created empty by the manifests:
-    RBAC cannot restrict `create` by name)."""
-    if not self_signed(settings):
+def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
+    """A persisted-label record is read by name at admission (its name derives from the new
+    node's key, so RBAC cannot name it; the reconciler may already list every ConfigMap of its
+    namespace for its records, so `get` reads nothing more). Self-signed: read and replace our
+    one TLS Secret (created empty by the manifests: RBAC cannot restrict `create` by name)."""
+    if settings.webhook is None:
         return []
-    return [
-        {
-            "apiGroups": [""],
-            "resources": ["secrets"],
-            "verbs": ["get", "update"],
-            "resourceNames": [tls_secret_name(settings)],
-        }
-    ]
+    granted: list[PolicyRule] = []
+    if rules.persistent_labels is not None:
+        granted.append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
+    if self_signed(settings):
+        granted.append(
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "verbs": ["get", "update"],
+                "resourceNames": [tls_secret_name(settings)],
+            }
+        )
+    return granted
 
 
 def flags(settings: DeploySettings) -> dict[str, Any]:

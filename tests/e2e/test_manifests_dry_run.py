@@ -186,3 +186,22 @@ def test_a_misspelt_field_is_refused_so_the_check_above_can_fail(
     assert failure.value.status == 400
     message = json.loads(str(failure.value.body))["message"]
     assert 'unknown field "spec.template.spec.containers[0].readOnlyRootFileSystem"' in message
+
+
+@pytest.mark.parametrize(
+    "webhook",
+    [{}, {"failurePolicy": "Fail", "timeoutSeconds": 5, "reinvocationPolicy": "Never"}],
+    ids=["defaults", "fail"],
+)
+def test_the_webhook_objects_pass_server_side_validation(
+    api_client: k8s_client.ApiClient, namespace: str, webhook: dict[str, Any]
+) -> None:
+    """The self-signed webhook's Service, Secret, configuration and RBAC (cert-manager's
+    Certificate needs its CRD, which is not reachable here)."""
+    objects = build_manifests(
+        RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules"),
+        _settings(namespace, webhook=webhook),
+    )
+    assert {"MutatingWebhookConfiguration", "Secret"} <= {o["kind"] for o in objects}
+
+    _create_all(api_client, objects)

@@ -38,9 +38,17 @@ from nodegate.core.persisted_labels import (
 )
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
+from nodegate.manifests.build import RulesDocument, build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, mutating_webhook_configuration
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
+from tests.e2e.shipped_manifests import (
+    apply_all_but_the_deployment,
+    service_account_kubeconfig,
+    service_account_token,
+    the_deployment,
+)
+from tests.unit.manifests.support import EXAMPLE_RULES
 
 SELECTED = "e2e.nodegate.dev/webhook"
 GATE = {"key": "startup.example.com/initializing", "value": "wait", "effect": "NoSchedule"}
@@ -140,17 +148,22 @@ def webhook(
             core_v1.delete_namespace(namespace)
 
 
-def gated_canary(core_v1: k8s_client.CoreV1Api, name: str) -> bool:
-    """Create a canary node; whether it was born gated (it is deleted either way)."""
+def gated_canary(
+    core_v1: k8s_client.CoreV1Api,
+    name: str,
+    labels: dict[str, str] | None = None,
+    gate: str = GATE["key"],
+) -> bool:
+    """Create a canary node; whether it was born with the gate (it is deleted either way)."""
     try:
-        created = raw_create(core_v1, SimNode(name=name))
+        created = raw_create(core_v1, SimNode(name=name, labels=labels or {}))
     finally:
         try:
             core_v1.delete_node(name)
         except ApiException as err:
             if err.status != 404:
                 raise
-    return GATE in taints(created)
+    return any(t["key"] == gate for t in taints(created))
 
 
 @pytest.fixture
@@ -315,3 +328,76 @@ def test_the_webhook_answers_well_inside_its_timeout(
         f"{through[-1] * 1000:.0f} ms, without it {around[7] * 1000:.0f}/{around[-1] * 1000:.0f} ms"
     )
     assert through[7] < 1.0
+
+
+def test_the_shipped_rbac_is_enough_for_the_webhook_and_no_more(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The manifests' objects with `webhook: {}` applied (the configuration pointed at
+    127.0.0.1 and limited to this test's nodes), the Deployment's command run under its
+    ServiceAccount's token: certificate issued into the Secret, caBundle patched, a node born
+    gated with its record's labels, and nothing refused on the way."""
+    name = f"ng-rbac-{unique_name[-6:]}"
+    settings = DeploySettings.model_validate(
+        {
+            "image": {"repository": "registry.example.com/nodegate"},
+            "namespace": name,
+            "name": name,
+            "webhook": {},
+        }
+    )
+    document = RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules.yaml")
+    objects = build_manifests(document, settings)
+    port = free_port()
+    configuration = next(o for o in objects if o["kind"] == "MutatingWebhookConfiguration")
+    hook = configuration["webhooks"][0]
+    hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{PATH}"}
+    hook["objectSelector"] = {"matchLabels": {SELECTED: "yes"}}
+    admission = k8s_client.AdmissionregistrationV1Api(api_client)
+    rbac = k8s_client.RbacAuthorizationV1Api(api_client)
+    try:
+        apply_all_but_the_deployment(api_client, objects)
+        token = service_account_token(core_v1, name, name)
+        kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
+        container = the_deployment(objects)["spec"]["template"]["spec"]["containers"][0]
+        args = [a for a in container["args"] if not a.startswith(("--http-port", "--webhook-port"))]
+        args += ["--webhook-port", str(port), "--webhook-host", "127.0.0.1"]
+        monkeypatch.setenv("POD_NAMESPACE", name)
+        monkeypatch.setenv("POD_NAME", f"{name}-pod")
+        provider_id = oci_provider_id(f"{unique_name}-rbac")
+        put_record(core_v1, name, provider_id, {"persist.example.com/team": "ml"})
+        with running_reconciler(kubeconfig, tmp_path, *args) as process:
+            attempts = iter(range(1000))
+            wait_until(
+                lambda: gated_canary(
+                    core_v1,
+                    f"{unique_name}-c{next(attempts)}"[:63],
+                    {"example.com/accelerator": "nvidia"},
+                    "startup.example.com/initializing",
+                ),
+                READY_TIMEOUT,
+                "a canary node born gated under the shipped RBAC",
+                interval=0.1,
+            )
+            created = raw_create(
+                core_v1,
+                SimNode(
+                    name=f"{unique_name}-rbac"[:63],
+                    provider_id=provider_id,
+                    labels={"example.com/accelerator": "nvidia"},
+                ),
+            )
+            assert created["metadata"]["labels"]["persist.example.com/team"] == "ml"
+            assert "Forbidden" not in process.logs() and "403" not in process.logs()
+            secret = core_v1.read_namespaced_secret(f"{name}-webhook-tls", name)
+            assert set(secret.data or {}) >= {"ca.crt", "ca.key", "tls.crt", "tls.key"}
+    finally:
+        admission.delete_mutating_webhook_configuration(name)
+        rbac.delete_cluster_role_binding(name)
+        rbac.delete_cluster_role(name)
+        core_v1.delete_namespace(name)

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from nodegate.manifests.build import RulesDocument
 from nodegate.manifests.webhook import CERT_DIR
-from tests.unit.manifests.support import build, one
+from tests.unit.manifests.support import NO_POD_GATES, build, one
 from tests.unit.manifests.test_manifests_args import _parse_with_the_real_cli
 
 SELF_SIGNED: dict[str, Any] = {"webhook": {}}
@@ -142,3 +143,11 @@ def test_the_webhook_flags_parse_into_matching_settings(
         assert webhook.cert_dir is None
     else:
         assert str(webhook.cert_dir) == CERT_DIR
+
+
+def test_records_are_read_by_name_at_admission_only_when_labels_persist() -> None:
+    get_any = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
+    assert get_any in one(build(**SELF_SIGNED), "Role")["rules"]  # the example persists labels
+    assert get_any not in one(build(), "Role")["rules"]
+    no_persistence = RulesDocument.parse(NO_POD_GATES, "rules")
+    assert get_any not in one(build(no_persistence, **SELF_SIGNED), "Role")["rules"]
