@@ -18,7 +18,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 # strict editable mode keeps a link tree of files: re-link so new modules are importable.
@@ -44,10 +44,17 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	# ansible-lint (production profile) on the collection and the example playbooks, which
+	# find the collection through a link in build/ (offline: Ansible Galaxy is never asked).
+	mkdir -p build/ansible/ansible_collections/nodegate
+	ln -sfn ../../../../ansible/nodegate build/ansible/ansible_collections/nodegate/nodegate
+	ANSIBLE_COLLECTIONS_PATH=build/ansible PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint -q \
+	  -c ansible/nodegate/.ansible-lint ansible/nodegate examples/ansible
 
 typecheck: setup
 	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image
 	$(BIN)/mypy tests
+	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
 fast: lint typecheck
 	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
