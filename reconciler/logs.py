@@ -29,9 +29,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_logging(
-    level: str = "INFO", stream: TextIO | None = None, root: bool = True
-) -> None:
+def configure_logging(level: str = "INFO", stream: TextIO | None = None, root: bool = True) -> None:
     """JSON lines to `stream` (stderr). `root=False` configures only nodegate's loggers, for a
     reconciler running inside another program (the demo) that keeps its own logging."""
     handler = logging.StreamHandler(stream or sys.stderr)
