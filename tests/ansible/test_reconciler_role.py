@@ -1,7 +1,8 @@
 """Role nodegate.nodegate.reconciler against the real local control plane (the e2e harness).
 
-examples/ansible/reconciler.yml runs three times in one module fixture: the example rules,
-then the rules with one more label taint, then invalid rules. The objects are compared with
+examples/ansible/reconciler.yml runs three times in one module fixture: the example rules
+(over a stale rules ConfigMap someone else wrote), then the rules with one more label taint,
+then invalid rules. The objects are compared with
 what the one builder (nodegate.manifests.build_manifests) makes for the same inputs, and the
 API server itself is asked what the reconciler's ServiceAccount may do.
 """
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.manifests.build import RulesDocument, build_manifests
@@ -60,15 +62,34 @@ def _built(rules_text: str, settings: dict[str, Any]) -> list[Manifest]:
 
 
 def _live(plane: LocalControlPlane, objects: list[Manifest]) -> dict[ObjectKey, Manifest]:
-    """Each object as the API server holds it now."""
+    """Each object as the API server holds it now ({} if it does not exist)."""
     dynamic = DynamicClient(plane.client)  # type: ignore[no-untyped-call]
     live: dict[ObjectKey, Manifest] = {}
     for obj in objects:
         api = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         meta = obj["metadata"]
-        found = api.get(name=meta["name"], namespace=meta.get("namespace"))
+        try:
+            found = api.get(name=meta["name"], namespace=meta.get("namespace"))
+        except NotFoundError:
+            live[_key(obj)] = {}
+            continue
         live[_key(obj)] = found.to_dict()
     return live
+
+
+def _written_by_someone_else(plane: LocalControlPlane, settings: dict[str, Any]) -> None:
+    """The namespace and a stale rules ConfigMap, as a hand edit or `kubectl apply` leaves them
+    (another field manager owns `data`)."""
+    core = k8s_client.CoreV1Api(plane.client)
+    namespace = settings["namespace"]
+    core.create_namespace(k8s_client.V1Namespace(metadata=k8s_client.V1ObjectMeta(name=namespace)))
+    core.create_namespaced_config_map(
+        namespace,
+        k8s_client.V1ConfigMap(
+            metadata=k8s_client.V1ObjectMeta(name="nodegate-rules"),
+            data={"rules.yaml": "# stale\n"},
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +116,7 @@ def runs(
         }
         return run_playbook(work, collections, "reconciler.yml", hosts, extra)
 
+    _written_by_someone_else(control_plane, settings)
     example = RULES.read_text(encoding="utf-8")
     first = play(example)
     changed = example.replace("labelTaints:\n", "labelTaints:\n" + EXTRA_RULE, 1)
@@ -113,11 +135,15 @@ def runs(
     )
 
 
-def test_the_objects_exist_as_the_builder_makes_them(runs: DeployRuns) -> None:
+def test_the_first_run_takes_over_objects_another_manager_wrote(runs: DeployRuns) -> None:
     assert runs.first.returncode == 0, runs.first.text()
+
+
+def test_the_objects_exist_as_the_builder_makes_them(runs: DeployRuns) -> None:
     assert runs.second.returncode == 0, runs.second.text()
     for obj in _built(runs.changed_rules, runs.settings):
         live = runs.after_second[_key(obj)]
+        assert live, f"{_key(obj)} does not exist"
         for field in ("rules", "roleRef", "subjects", "data"):
             assert live.get(field) == obj.get(field), (_key(obj), field)
 
@@ -154,7 +180,7 @@ def test_a_rules_change_updates_the_configmap_and_leaves_the_deployment_alone(
 ) -> None:
     assert runs.second.changed >= 1
     [configmap] = [v for k, v in runs.after_second.items() if k[0] == "ConfigMap"]
-    assert configmap["data"]["rules.yaml"] == runs.changed_rules
+    assert configmap.get("data", {}).get("rules.yaml") == runs.changed_rules
     [deployment] = [v for k, v in runs.after_second.items() if k[0] == "Deployment"]
     assert deployment["metadata"]["generation"] == 1  # no rollout for a rules edit
 
@@ -168,6 +194,6 @@ def test_invalid_rules_fail_the_play_before_any_object_is_changed(runs: DeployRu
     lines = validate.stderr.splitlines()
     assert lines
     assert all(line in runs.invalid.text() for line in lines)
-    before = {k: v["metadata"]["resourceVersion"] for k, v in runs.after_second.items()}
-    after = {k: v["metadata"]["resourceVersion"] for k, v in runs.after_invalid.items()}
+    before = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_second.items()}
+    after = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_invalid.items()}
     assert after == before
