@@ -12,7 +12,7 @@ Two modes, chosen by the role's `nodegate_kubelet_mode`:
   --node-labels=…`. It is the file kubeadm documents for a node's own flags (/etc/default/kubelet
   from the deb packages, /etc/sysconfig/kubelet from the rpm ones), read by their kubelet unit.
 * `config`: a `KubeletConfiguration` drop-in with `registerWithTaints` in the kubelet's
-  `--config-dir` (kubelet 1.30+; 1.28-1.29 with the KubeletConfigDropinDir feature gate), and the
+  `--config-dir` (kubelet 1.30 or later: beta and on by default there, GA in 1.35), and the
   environment file carrying `--config-dir` and `--node-labels` (labels have no config field).
 """
 
