@@ -40,12 +40,12 @@ controlplane: setup
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
+# ansible-lint (production profile) checks the collection and the example playbooks, which find
+# the collection through a link in build/ (offline: Ansible Galaxy is never asked).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	# ansible-lint (production profile) on the collection and the example playbooks, which
-	# find the collection through a link in build/ (offline: Ansible Galaxy is never asked).
 	mkdir -p build/ansible/ansible_collections/nodegate
 	ln -sfn ../../../../ansible/nodegate build/ansible/ansible_collections/nodegate/nodegate
 	ANSIBLE_COLLECTIONS_PATH=build/ansible PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint -q \
