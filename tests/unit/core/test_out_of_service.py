@@ -43,7 +43,8 @@ def test_a_condition_rule_that_requires_shutdown_may_apply_out_of_service() -> N
     ("body", "path"),
     [
         (
-            f"labelTaints:\n  - {{name: spot, match: {{labels: {{a: b}}}}, taint: {OUT_OF_SERVICE}}}\n",
+            "labelTaints:\n  - {name: spot, match: {labels: {a: b}}, "
+            f"taint: {OUT_OF_SERVICE}}}\n",
             "rules.yaml:4:43: labelTaints[0].taint",
         ),
         (
