@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,18 @@ def test_out_of_service_left_by_a_deleted_rule_or_an_operator_is_never_removed()
         "labelTaints: [{name: a, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}}]\n"
     )
     assert plan(claimed, other_rules, history).remove_taints == ()
+
+
+def test_the_rule_docs_rules_md_shows_is_valid_and_waits_for_its_hold() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "rules.md").read_text()
+    section = docs.split("### Out of service", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    [rule] = rules(block).condition_taints
+    spot = {"kubernetes.azure.com/scalesetpriority": "spot"}
+    events = (
+        NodeCondition("VMEventScheduled", "True", last_transition_time=NOW - timedelta(minutes=2)),
+        NodeCondition("Ready", "Unknown", last_transition_time=NOW - timedelta(seconds=30)),
+    )
+    waiting = plan(node(spot, conditions=events), rules(block), FACTS)
+    assert (waiting.add_taints, waiting.recheck_after) == ((), timedelta(seconds=30))
+    assert rule.on_recovery == "keep"
