@@ -11,6 +11,7 @@ left alone, whatever its value; taints are only ever added, never removed. `[ser
 
 from __future__ import annotations
 
+import datetime
 import re
 import tomllib
 from typing import Any
@@ -57,6 +58,11 @@ def convert_tainter(text: str, source: str) -> Conversion:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise RulesError([_syntax_problem(str(err), source)]) from err
+    return convert_tainter_config(config, source)
+
+
+def convert_tainter_config(config: dict[str, Any], source: str) -> Conversion:
+    """Tainter's configuration, already read from TOML, as rules."""
     found = _Found(source)
     matchers = found.tables(config.get("reconciler", {}), "matchers", ("reconciler",))
     if not matchers and not found.problems:
@@ -93,13 +99,15 @@ def convert_tainter(text: str, source: str) -> Conversion:
             {
                 "name": name,
                 "conditions": conditions,
-                "taint": {k: taint[k] for k in ("key", "value", "effect") if k in taint},
+                "taint": {k: _text(taint[k]) for k in ("key", "value", "effect") if k in taint},
                 "onRecovery": "keep",
             }
         )
     server = config.get("server")
-    port = server.get("port") if isinstance(server, dict) else None
-    flags = ("--http-port", str(port)) if port not in (None, "", "8080", 8080) else ()
+    port = str(_text(server.get("port", "8080"))) if isinstance(server, dict) else "8080"
+    if not port.isdigit():
+        found.add(("server", "port"), f"'{port}' is not a port number, e.g. 8080")
+    flags = ("--http-port", port) if port.isdigit() and int(port) != 8080 else ()
     shutdown = any(r["taint"].get("key") == OUT_OF_SERVICE_TAINT for r in rules)
     return Conversion(
         command=COMMAND,
@@ -115,12 +123,29 @@ def convert_tainter(text: str, source: str) -> Conversion:
 def _condition(condition: dict[str, Any]) -> dict[str, Any]:
     converted: dict[str, Any] = {}
     if "type" in condition:
-        kind = condition["type"]
+        kind = _text(condition["type"])
         literal = isinstance(kind, str) and _LITERAL_TYPE.fullmatch(kind) is not None
         converted["type" if literal else "typePattern"] = kind
     if "status" in condition:
-        converted["status"] = condition["status"]
+        converted["status"] = _text(condition["status"])
     return converted
+
+
+def _text(value: Any) -> Any:
+    """A TOML scalar as text, as Tainter's config library (the `config` crate, `into_string`)
+    reads numbers and booleans into a string field; times as ISO text. Arrays and tables stay,
+    for validation to refuse."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, datetime.date | datetime.time):  # datetime.datetime is a date
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {key: _text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_text(item) for item in value]
+    return value
 
 
 class _Found:

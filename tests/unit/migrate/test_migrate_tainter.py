@@ -145,3 +145,9 @@ def test_an_unreadable_config_is_named(tmp_path: Path) -> None:
     assert result.stderr == f"{tmp_path / 'missing.toml'}: (document): cannot read file: " + (
         "No such file or directory\n"
     )
+
+
+def test_numbers_and_booleans_are_read_as_text_as_tainter_reads_them() -> None:
+    toml = tainter_toml().replace('status = "Kaput"', "status = true")
+    [rule] = parse_rules(to_yaml(convert_tainter(toml, "t.toml"))).condition_taints
+    assert rule.conditions[0].status == "true"
