@@ -52,7 +52,7 @@ lint: setup
 	  -c ansible/nodegate/.ansible-lint ansible/nodegate examples/ansible
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image -p nodegate.migrate
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
