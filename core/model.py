@@ -148,6 +148,16 @@ class Taint(Frozen):
     def identity(self) -> tuple[str, str]:
         return (self.key, self.effect)
 
+    # A taint is its key, value and effect, whichever rule it came from: a gate's GateTaint
+    # equals the Taint kubelet reads back from the flags (pydantic compares classes too).
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Taint):
+            return (self.key, self.value, self.effect) == (other.key, other.value, other.effect)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.value, self.effect))
+
     def flag(self) -> str:
         """The `--register-with-taints` form: key=value:Effect, or key:Effect if no value."""
         return (
