@@ -200,7 +200,7 @@ def test_user_data_over_the_oci_limit_stops_the_program(
 
     assert isinstance(run.error, BootstrapRenderError)
     assert str(run.error).startswith("pool 'gpu': user_data is ")
-    assert "over the 24,000 bytes nodegate allows it" in str(run.error)
+    assert "over the 23,782 bytes nodegate allows it" in str(run.error)  # 24,000 - metadata
 
 
 def _no_rules(c: dict[str, Any]) -> None:
