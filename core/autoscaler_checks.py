@@ -38,6 +38,8 @@ MANAGED_CA = Autoscaler(type="cluster-autoscaler", managed=True)
 class Finding:
     """One thing to fix (error) or to know (warning), at a path in the rules document."""
 
+    pool: str
+    """The pool whose autoscaler the finding is about."""
     severity: Severity
     path: DocPath
     message: str
@@ -71,6 +73,7 @@ def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterat
     rendered = autoscaler.type == "karpenter" and autoscaler.external_startup_taints is None
     if rendered and pool.provider != "aks" and autoscaler.node_class_ref is None:
         yield Finding(
+            pool.name,
             "error",
             path,
             f"pool '{pool.name}' ({pool.provider}) runs on Karpenter: give its nodeClassRef "
@@ -124,10 +127,11 @@ def _cluster_autoscaler_key(
         )
     path: DocPath = ("startupGates", index, "taint", "key")
     if ca.is_managed:
-        yield Finding("error", path, f"{problem}; {fix}")
+        yield Finding(pool.name, "error", path, f"{problem}; {fix}")
         return
     flag = "--ignore-taint" if old else "--startup-taint"
     yield Finding(
+        pool.name,
         "warning",
         path,
         f"{problem}, unless the autoscaler runs with {flag}={key}: if it does, list the key in "
@@ -158,6 +162,7 @@ def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -
     )
     if gate.timeout is None:
         yield Finding(
+            pool.name,
             "warning",
             ("startupGates", index),
             f"gate '{gate.name}' on autoscaled pool '{pool.name}' waits forever: {consequence}; "
@@ -165,6 +170,7 @@ def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -
         )
     elif gate.timeout >= CA_STARTUP_WINDOW:
         yield Finding(
+            pool.name,
             "warning",
             ("startupGates", index, "timeout"),
             f"timeout {format_duration(gate.timeout)} of gate '{gate.name}' on autoscaled pool "
@@ -182,6 +188,7 @@ def _karpenter(
     if gate.taint.identity in {t.identity for t in declared}:
         return
     yield Finding(
+        pool.name,
         "error",
         ("startupGates", index, "taint"),
         f"gate {gate.taint.key}:{gate.taint.effect} is not in the startupTaints of Karpenter "

@@ -123,10 +123,14 @@ def test_aks_component_declares_the_agent_pool_with_the_rules_taints(rules: Node
 def test_guard_refuses_a_startup_gate_in_node_taints() -> None:
     spec = AksPoolSpec(
         pool="batch",
-        node_taints=("startup.example.com/initializing=other:NoSchedule",),
+        node_taints=(
+            "startup-taint.cluster-autoscaler.kubernetes.io/initializing=other:NoSchedule",
+        ),
         node_labels={},
         node_initialization_taints=(),
-        startup_gate_taints=("startup.example.com/initializing=wait:NoSchedule",),
+        startup_gate_taints=(
+            "startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule",
+        ),
         startup_gates_via="webhook",
         note="",
     )

@@ -343,7 +343,7 @@ def test_a_rules_edit_that_does_not_touch_a_pool_leaves_its_rendering_alone() ->
     edited_text = (
         _example_text()
         .replace('value: "true", effect: PreferNoSchedule', "value: maybe, effect: NoExecute")
-        .replace("timeout: 30m", "timeout: 45m")
+        .replace("timeout: 10m", "timeout: 12m")
         + "  - name: extra\n    provider: oke\n    size: 1\n"
         + "    labels: {example.com/capacity: spot}\n"
     )
