@@ -136,6 +136,7 @@ def test_a_status_taint_gate_is_refused_with_the_startup_key_instead() -> None:
 def test_a_status_taint_gate_is_refused_even_without_an_autoscaler() -> None:
     errors, _ = check(document("status-taint.cluster-autoscaler.kubernetes.io/x", "{type: none}"))
     assert len(errors) == 1
+    assert "is a cluster-autoscaler status taint" in errors[0]
 
 
 @pytest.mark.parametrize("timeout", ["15m", "30m", "1h"])
