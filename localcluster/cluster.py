@@ -127,6 +127,14 @@ class LocalControlPlane:
             f"{name} (pid {pid})" for pid, name in self._started_pids.items() if pid_exists(pid)
         ]
 
+    def component_pids(self) -> dict[str, int]:
+        """`name -> pid` of the running components (the benchmarks read their CPU and memory)."""
+        return {
+            process.name: process.pid
+            for process in self._processes
+            if process.pid is not None and process.is_alive()
+        }
+
     # -- faults, for the tests that prove recovery ------------------------------------------
 
     def kill_component(self, name: str) -> None:

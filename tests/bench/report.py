@@ -161,6 +161,14 @@ def size_table(size: SizeResult) -> str:
         f"{size.write_burst}`.\n",
         header + body,
         *(f"* {n}\n" for n in notes),
+        f"* nodes tainted not-ready/unreachable by the node-lifecycle controller after all were "
+        f"Ready (late kwok heartbeats): {size.lifecycle_tainted_nodes}\n",
+        "* control plane over the whole run (peak RSS, CPU seconds): "
+        + ", ".join(
+            f"{name} {u[0]:.0f} MiB {u[1]:.0f} s" if u else f"{name} gone"
+            for name, u in size.control_plane.items()
+        )
+        + "\n",
     ]
     return "\n".join(lines)
 

@@ -53,3 +53,6 @@ class SizeResult:
     write_burst: int
     operators: dict[str, OperatorResult] = field(default_factory=dict)
     heartbeat_events_per_second: float = 0.0
+    lifecycle_tainted_nodes: int = 0  # nodes tainted not-ready/unreachable after all were Ready
+    control_plane: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    # component -> (peak RSS MiB, CPU seconds over the whole run), read at its end

@@ -41,6 +41,7 @@ from tests.bench.operators import (
     start_kopf,
     start_nodegate,
 )
+from tests.bench.procstat import usage
 from tests.bench.results import OperatorResult, RaceResult, SizeResult
 from tests.bench.scenario import (
     AUDIT_POLICY,
@@ -88,7 +89,7 @@ class Plan:
         if self.resync_seconds is not None:
             return self.resync_seconds
         converge = self.nodes / self.write_qps
-        flips = 2 * self.steady_seconds * 2 + 60
+        flips = 2 * self.steady_seconds + 60
         return max(60.0, round(1.5 * converge + flips + 60))
 
 
@@ -178,14 +179,45 @@ def measure_size(plan: Plan, command: str) -> SizeResult:
                     heartbeat_events_per_second=plan.nodes / HEARTBEAT_PERIOD_SECONDS,
                 )
                 _register_nodes(bench, result)
+                ready = time.monotonic()
                 for index, operator in enumerate(plan.operators):
                     if index:
                         _reset(bench)
                     result.operators[operator] = _measure_operator(bench, operator)
+                result.lifecycle_tainted_nodes = _lifecycle_tainted(bench, ready)
+                result.control_plane = {
+                    name: _usage_or_none(pid) for name, pid in plane.component_pids().items()
+                }
                 return result
             finally:
                 watcher.terminate()
                 watcher.wait(10)
+
+
+LIFECYCLE_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def _lifecycle_tainted(bench: Bench, since: float) -> int:
+    """Benchmark nodes the node-lifecycle controller tainted after they were all Ready: each
+    one is a kwok heartbeat that came too late (the control plane could not keep up)."""
+    bench.watch.refresh()
+    return sum(
+        1
+        for name in bench.names
+        if any(
+            t >= since and k is not None and k & LIFECYCLE_TAINTS
+            for t, k in zip(bench.watch.times[name], bench.watch.keys[name], strict=True)
+        )
+    )
+
+
+def _usage_or_none(pid: int) -> tuple[float, float] | None:
+    """(peak RSS MiB, CPU seconds) of a control-plane component, None if it is gone."""
+    try:
+        measured = usage(pid)
+    except FileNotFoundError:
+        return None
+    return (measured.peak_rss_mib, measured.cpu_seconds)
 
 
 def _register_nodes(bench: Bench, result: SizeResult) -> None:
