@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -79,6 +80,7 @@ class Plan:
     max_load: float = 2.0
     load_wait_seconds: float = 40 * 60
     settle_seconds: float = 10.0  # race: pods parked before the joins, and binding after them
+    profile_dir: Path | None = None  # py-spy each operator (collapsed stacks): not for figures
 
     @property
     def steady_nodes(self) -> int:
@@ -247,6 +249,7 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
         operator = start_nodegate(bench.plane.kubeconfig_path, bench.workdir, settings)
     else:
         operator = start_kopf(bench.plane.kubeconfig_path, bench.workdir)
+    profiler = _profile(operator, plan)
     try:
         done = bench.wait_all(bench.names, lambda k: CLASS_KEY in k, f"{name}: cold converge")
         result.converge_seconds = done - operator.started
@@ -267,8 +270,22 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
         usage = operator.usage()
         result.peak_rss_mib, result.cpu_seconds = usage.peak_rss_mib, usage.cpu_seconds
     finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)  # py-spy writes its output when interrupted
+            profiler.wait(60)
         operator.stop()
     return result
+
+
+def _profile(operator: RunningOperator, plan: Plan) -> subprocess.Popen[bytes] | None:
+    """py-spy over every thread of the operator, sampled without pausing it (--nonblocking)."""
+    if plan.profile_dir is None:
+        return None
+    plan.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = plan.profile_dir / f"{operator.name}-{plan.nodes}.collapsed"
+    argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(operator.process.pid), "--rate", "50",
+            "--nonblocking", "--format", "raw", "--output", str(out)]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
@@ -394,6 +411,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-load", type=float, default=2.0)
     parser.add_argument("--load-wait-minutes", type=float, default=40.0)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy output directory")
     return parser.parse_args(argv)
 
 
@@ -411,6 +429,7 @@ def plans(args: argparse.Namespace) -> list[Plan]:
             operators=tuple(args.operators),
             max_load=args.max_load,
             load_wait_seconds=args.load_wait_minutes * 60,
+            profile_dir=args.profile,
         )
         for n in args.nodes
     ]
