@@ -283,7 +283,8 @@ def _profile(operator: RunningOperator, plan: Plan) -> subprocess.Popen[bytes] |
         return None
     plan.profile_dir.mkdir(parents=True, exist_ok=True)
     out = plan.profile_dir / f"{operator.name}-{plan.nodes}.collapsed"
-    argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(operator.process.pid), "--rate", "50",
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    argv = [py_spy, "record", "--pid", str(operator.process.pid), "--rate", "50",
             "--nonblocking", "--format", "raw", "--output", str(out)]  # fmt: skip
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
