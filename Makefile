@@ -3,6 +3,7 @@
 #   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e...)
 #   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
 #   make fuzz   the fuzz tier with many more random examples (minutes)
+#   make bench  nodegate beside a kopf operator at 1,000 and 5,000 nodes (docs/benchmarks.md)
 # Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
 # podman (if no docker daemon answers) and the offline base image from Debian packages.
 
@@ -63,6 +64,12 @@ fast: lint typecheck
 # (tests/fuzz/profiles.py), keeping failing examples in .hypothesis/ to replay next time.
 fuzz: setup
 	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
+
+# Benchmarks (tests/bench/README.md): tens of minutes, waits for a quiet machine first, rewrites
+# docs/benchmarks.md. Not part of `make test`, which runs its 50-node smoke size.
+# Options: make bench BENCH_ARGS="--nodes 1000 --write-qps 200"
+bench: setup controlplane
+	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
 test: lint typecheck controlplane image
 	$(BIN)/pytest tests
