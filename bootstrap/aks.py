@@ -75,6 +75,11 @@ def render_aks_pool(
             f"pool '{pool.name}' is an {pool.provider} pool; AKS agent pool lists apply to aks "
             "pools only"
         )
+    if pool.autoscaler_type == "karpenter":
+        raise BootstrapError(
+            f"pool '{pool.name}' is run by Karpenter (AKS node auto-provisioning): it has no "
+            "agent pool; render its NodePool (--format karpenter-nodepool) instead"
+        )
     permanent = tuple(t.flag() for t in permanent_taints(rules, pool))
     gates = tuple(t.flag() for t in startup_gate_taints(rules, pool))
     via: StartupGatesVia

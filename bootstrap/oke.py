@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.kubelet_flags import format_kubelet_flags, parse_kubelet_flags
+from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags, proven_kubelet_flags
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.bootstrap.templating import render_template
 from nodegate.bootstrap.user_data import (
@@ -36,9 +36,11 @@ __all__ = [
     "OKE_USER_DATA_BUDGET",
     "ImageFamily",
     "kubelet_extra_args",
+    "oke_node_metadata",
     "parse_kubelet_flags",
     "render_oke_bootstrap_script",
     "render_oke_cloud_init",
+    "user_data_budget",
 ]
 
 OKE_INIT_URL: Final = "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script"
@@ -50,6 +52,12 @@ OKE_INIT_PATH: Final = "/var/run/oke-init.sh"
 FETCH_ATTEMPTS: Final = 10
 FETCH_RETRY_DELAY_SECONDS: Final = 3
 """Up to 10 rounds over both addresses, 3 s apart: the metadata service can lag a fresh boot."""
+
+KUBELET_EXTRA_ARGS_KEY: Final = "kubelet-extra-args"
+"""Node pool metadata key that cluster-autoscaler's OCI provider reads a pool's registration
+taints from when the pool has no node to copy (scale from zero): it takes the value of the first
+`--register-with-taints` in it (`cloudprovider/oci/nodepools/registered_taints.go`), and reads
+no cloud-init."""
 
 ImageFamily = Literal["oracle-linux", "ubuntu"]
 IMAGE_FAMILIES: Final = ("oracle-linux", "ubuntu")
@@ -73,14 +81,25 @@ def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
     _require_oke(pool)
     taints = registration_taints(rules, pool)
     labels = registration_labels(pool)
-    args = " ".join(format_kubelet_flags(taints, labels))
-    try:
-        read_back = parse_kubelet_flags(args)
-    except BootstrapError as err:
-        raise BootstrapError(f"pool '{pool.name}': {err}") from err
-    if read_back != (taints, labels):
-        raise BootstrapError(f"pool '{pool.name}': kubelet would read {args!r} differently")
-    return args
+    return " ".join(proven_kubelet_flags(taints, labels, f"pool '{pool.name}'"))
+
+
+def oke_node_metadata(rules: NodeRules, pool: NodePool) -> dict[str, str]:
+    """The node pool metadata nodegate sets besides `user_data`: the same kubelet flags the
+    cloud-init passes, under `kubelet-extra-args`, so an autoscaler scaling the pool from zero
+    knows the taints its nodes are born with (gates carrying the startup prefix are dropped from
+    its template; permanent taints stay, and pods that do not tolerate them go elsewhere)."""
+    return {KUBELET_EXTRA_ARGS_KEY: kubelet_extra_args(rules, pool)}
+
+
+def metadata_size(metadata: dict[str, str]) -> int:
+    """Bytes the keys and values take in the instance metadata (OCI counts them together)."""
+    return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in metadata.items())
+
+
+def user_data_budget(rules: NodeRules, pool: NodePool) -> int:
+    """Bytes the pool's user_data may take (base64) next to its other node metadata."""
+    return OKE_USER_DATA_BUDGET - metadata_size(oke_node_metadata(rules, pool))
 
 
 def render_oke_bootstrap_script(
@@ -110,7 +129,7 @@ def render_oke_cloud_init(
     user_cloud_init: str | None = None,
     *,
     image_family: ImageFamily = "oracle-linux",
-    limit: int = OKE_USER_DATA_BUDGET,
+    limit: int | None = None,
 ) -> str:
     """The pool's complete user_data.
 
@@ -118,7 +137,8 @@ def render_oke_cloud_init(
     `#cloud-config` document or a `#!` script) it is a multipart MIME archive: the user's part,
     then nodegate's script, which cloud-init runs last. `limit` is the budget in bytes for the
     user_data as stored in the instance metadata (base64, gzipped if that is what makes it fit;
-    see `metadata_payload`).
+    see `metadata_payload`); by default OKE_USER_DATA_BUDGET less the pool's other metadata
+    (`oke_node_metadata`), which shares OCI's limit.
     """
     script = render_oke_bootstrap_script(rules, pool, image_family)
     if user_cloud_init is None or not user_cloud_init.strip():
@@ -126,5 +146,7 @@ def render_oke_cloud_init(
     else:
         ours = mime_part("text/x-shellscript", NODEGATE_SCRIPT_FILENAME, script)
         user_data = multipart(pool.name, (user_part(pool.name, user_cloud_init), ours))
+    if limit is None:
+        limit = user_data_budget(rules, pool)
     metadata_payload(pool.name, user_data, limit)  # raises if it cannot fit
     return user_data

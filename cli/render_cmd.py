@@ -7,6 +7,7 @@ for the format, print. Exit codes: 0 rendered; 1 the rules or the pool's bootstr
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -15,10 +16,17 @@ import typer
 
 from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.oke import ImageFamily, kubelet_extra_args, render_oke_cloud_init
+from nodegate.bootstrap.karpenter import render_karpenter_nodepool
+from nodegate.bootstrap.oke import (
+    ImageFamily,
+    kubelet_extra_args,
+    oke_node_metadata,
+    render_oke_cloud_init,
+)
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodePool, NodeRules
+from nodegate.manifests.yaml_out import dump_all
 
 
 class RenderFormat(StrEnum):
@@ -26,7 +34,9 @@ class RenderFormat(StrEnum):
 
     CLOUD_INIT = "cloud-init"
     KUBELET_ARGS = "kubelet-args"
+    OKE_METADATA = "oke-metadata"
     AKS_JSON = "aks-json"
+    KARPENTER_NODEPOOL = "karpenter-nodepool"
 
 
 class OkeImageFamily(StrEnum):
@@ -37,8 +47,9 @@ class OkeImageFamily(StrEnum):
 
 
 _PROVIDER_FORMATS = {
-    "oke": (RenderFormat.CLOUD_INIT, RenderFormat.KUBELET_ARGS),
+    "oke": (RenderFormat.CLOUD_INIT, RenderFormat.KUBELET_ARGS, RenderFormat.OKE_METADATA),
     "aks": (RenderFormat.AKS_JSON,),
+    "karpenter": (RenderFormat.KARPENTER_NODEPOOL,),
 }
 
 _USAGE_ERROR = 2
@@ -53,8 +64,8 @@ def render(
         RenderFormat | None,
         typer.Option(
             "--format",
-            help="cloud-init or kubelet-args for an oke pool, aks-json for an aks pool. "
-            "Default: cloud-init (oke) or aks-json (aks).",
+            help="cloud-init, kubelet-args or oke-metadata for an oke pool, aks-json for an aks "
+            "pool, karpenter-nodepool for a pool run by Karpenter. Default: the first of these.",
             show_default=False,
         ),
     ] = None,
@@ -94,7 +105,7 @@ def render(
             typer.echo(str(problem), err=True)
         raise typer.Exit(1) from err
     chosen = _pool(loaded, pool)
-    fmt = format or _PROVIDER_FORMATS[chosen.provider][0]
+    fmt = format or _PROVIDER_FORMATS[_kind(chosen)][0]
     _check_fits(chosen, fmt, user_data)
     try:
         text = _rendered(loaded, chosen, fmt, user_data, aks_initialization_taints, image_family)
@@ -113,11 +124,18 @@ def _pool(rules: NodeRules, name: str) -> NodePool:
     return found
 
 
+def _kind(pool: NodePool) -> str:
+    """What renders the pool: its provider's node pool, or a Karpenter NodePool."""
+    return "karpenter" if pool.autoscaler_type == "karpenter" else pool.provider
+
+
 def _check_fits(pool: NodePool, fmt: RenderFormat, user_data: Path | None) -> None:
-    allowed = _PROVIDER_FORMATS[pool.provider]
+    allowed = _PROVIDER_FORMATS[_kind(pool)]
     if fmt not in allowed:
+        run_by = " run by Karpenter" if _kind(pool) == "karpenter" else ""
         typer.echo(
-            f"--format {fmt} does not apply to pool '{pool.name}' (provider {pool.provider}); "
+            f"--format {fmt} does not apply to pool '{pool.name}' (provider {pool.provider}"
+            f"{run_by}); "
             f"use {' or '.join(f'--format {a}' for a in allowed)}",
             err=True,
         )
@@ -140,6 +158,10 @@ def _rendered(
 ) -> str:
     if fmt == RenderFormat.KUBELET_ARGS:
         return kubelet_extra_args(rules, pool) + "\n"
+    if fmt == RenderFormat.OKE_METADATA:
+        return json.dumps(oke_node_metadata(rules, pool), indent=2) + "\n"
+    if fmt == RenderFormat.KARPENTER_NODEPOOL:
+        return dump_all([render_karpenter_nodepool(rules, pool)])
     if fmt == RenderFormat.AKS_JSON:
         spec = render_aks_pool(
             rules, pool, initialization_taints_supported=aks_initialization_taints

@@ -8,26 +8,33 @@ from typing import Annotated
 import typer
 
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
+from nodegate.core.loader import check_rules_file
 
 
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Rules files to check.", show_default=False)],
 ) -> None:
-    """Check rules files; print every problem as FILE:LINE:COL: path: message. Exit 1 if any."""
+    """Check rules files; print every problem as FILE:LINE:COL: path: message. Exit 1 if any.
+
+    Warnings (FILE:LINE:COL: warning: path: message) are printed too but do not fail the check.
+    """
     failed = False
     for path in files:
         try:
-            rules = load_rules(path)
+            checked = check_rules_file(path)
         except RulesError as err:
             failed = True
             for problem in err.problems:
                 typer.echo(str(problem), err=True)
             continue
+        for warning in checked.warnings:
+            typer.echo(str(warning), err=True)
+        rules = checked.rules
+        warned = f", {len(checked.warnings)} warnings" if checked.warnings else ""
         typer.echo(
             f"{path}: ok ({len(rules.label_taints)} label taints, "
             f"{len(rules.condition_taints)} condition taints, {len(rules.startup_gates)} "
-            f"startup gates, {len(rules.node_pools)} pools)"
+            f"startup gates, {len(rules.node_pools)} pools{warned})"
         )
     if failed:
         raise typer.Exit(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 DocPath = tuple[str | int, ...]
 
@@ -30,10 +31,14 @@ class Problem:
     source: str
     path: DocPath
     message: str
+    severity: Literal["error", "warning"] = "error"
+    """A warning is printed (`FILE:LINE:COL: warning: path: message`) but does not refuse the
+    rules; every other problem does."""
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line}:{self.column}" if self.line else self.source
-        return f"{where}: {format_path(self.path)}: {self.message}"
+        kind = "warning: " if self.severity == "warning" else ""
+        return f"{where}: {kind}{format_path(self.path)}: {self.message}"
 
 
 class RulesError(ValueError):

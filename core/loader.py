@@ -7,11 +7,13 @@ what lets each error name its line); this module turns the plain data into `Node
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from nodegate.core.autoscaler_checks import autoscaler_findings
 from nodegate.core.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.located_errors import located_errors
@@ -19,14 +21,28 @@ from nodegate.core.model import NodeRules
 from nodegate.core.yaml_input import Positions, check_limits, read_limited, read_yaml
 
 
+@dataclass(frozen=True)
+class Checked:
+    """Valid rules and the warnings found in them (problems that do not refuse the rules)."""
+
+    rules: NodeRules
+    warnings: tuple[Problem, ...] = ()
+
+
 def load_rules(path: str | Path) -> NodeRules:
     """Read and validate a rules file; raise RulesError listing every problem."""
+    return check_rules_file(path).rules
+
+
+def check_rules_file(path: str | Path) -> Checked:
+    """`load_rules`, keeping the warnings (for `nodegate validate`)."""
     source = str(path)
     try:
         data = read_limited(path)
     except OSError as err:
         raise RulesError([Problem(0, 0, source, (), f"cannot read file: {err.strerror}")]) from err
-    return parse_rules(data, source)
+    tree, positions = read_yaml(data, source)
+    return check_rules_data(tree, source, positions)
 
 
 def parse_rules(data: str | bytes, source: str = "<rules>") -> NodeRules:
@@ -39,6 +55,11 @@ def parse_rules(data: str | bytes, source: str = "<rules>") -> NodeRules:
 
 def rules_from_data(data: Any, source: str, positions: Positions | None = None) -> NodeRules:
     """Validate rules already parsed into plain data (e.g. Pulumi structured config)."""
+    return check_rules_data(data, source, positions).rules
+
+
+def check_rules_data(data: Any, source: str, positions: Positions | None = None) -> Checked:
+    """`rules_from_data`, keeping the warnings."""
     if positions is None:  # not from read_yaml: hold it to the same depth and size bounds
         check_limits(data, source)
     positions = positions or {}
@@ -71,9 +92,14 @@ def rules_from_data(data: Any, source: str, positions: Positions | None = None) 
         Problem(*_position(positions, path), source, path, message)
         for path, message in pool_problems(rules)
     ]
+    findings = [
+        Problem(*_position(positions, f.path), source, f.path, f.message, f.severity)
+        for f in autoscaler_findings(rules)
+    ]
+    problems += [p for p in findings if p.severity == "error"]
     if problems:
         raise RulesError(problems)
-    return rules
+    return Checked(rules, tuple(sorted({p for p in findings if p.severity == "warning"})))
 
 
 def _position(positions: Positions, path: DocPath) -> tuple[int, int]:

@@ -21,13 +21,25 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
+from nodegate.core.autoscalers import (
+    STARTUP_TAINT_PREFIX,
+    STARTUP_TAINT_PREFIX_FLAG_SINCE,
+    STATUS_TAINT_PREFIX,
+    CaVersion,
+    format_version,
+    is_ca_gate_key,
+    parse_ca_version,
+)
 from nodegate.core.durations import format_duration, parse_duration
 from nodegate.core.k8s_names import (
+    OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
+    condition_rule_may_apply,
     label_owned_by_platform,
     label_value_problem,
     qualified_name_problem,
@@ -124,25 +136,83 @@ class Taint(Frozen):
     value: LabelValue = ""
     effect: Effect
 
+    # Keys other controllers own are refused here, except the few open to condition rules
+    # (node.kubernetes.io/out-of-service): every other rule kind refuses those itself
+    # (`_only_in_condition_rules`), where the error can say why.
     @model_validator(mode="after")
     def _not_owned_by_the_platform(self) -> Taint:
-        owner = taint_key_owner(self.key)
-        if owner:
+        if is_ca_gate_key(self.key):
             raise ValueError(
-                f"taint key '{self.key}' belongs to {owner}; nodegate must not add or remove "
-                "it. Use a key in your own domain, e.g. 'example.com/dedicated'"
+                f"'{self.key}' carries cluster-autoscaler's startup-taint prefix, which is for "
+                "startupGates only (the autoscaler reads such a taint as temporary); give this "
+                "rule a key in your own domain, e.g. 'example.com/dedicated'"
             )
+        _refuse_reserved(self.key)
         return self
 
     @property
     def identity(self) -> tuple[str, str]:
         return (self.key, self.effect)
 
+    # A taint is its key, value and effect, whichever rule it came from: a gate's GateTaint
+    # equals the Taint kubelet reads back from the flags (pydantic compares classes too).
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Taint):
+            return (self.key, self.value, self.effect) == (other.key, other.value, other.effect)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.value, self.effect))
+
     def flag(self) -> str:
         """The `--register-with-taints` form: key=value:Effect, or key:Effect if no value."""
         return (
             f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
         )
+
+
+def _refuse_reserved(key: str) -> None:
+    owner = taint_key_owner(key)
+    if owner and not condition_rule_may_apply(key):
+        raise ValueError(
+            f"taint key '{key}' belongs to {owner}; nodegate must not add or remove "
+            "it. Use a key in your own domain, e.g. 'example.com/dedicated'"
+        )
+
+
+class GateTaint(Taint):
+    """A startup gate's taint: it may carry cluster-autoscaler's startup-taint prefix.
+
+    The prefix is in cluster-autoscaler's reserved domain, but a gate is the one rule that
+    should use it: the autoscaler then knows the taint is temporary (nodegate.core.autoscalers).
+    The planner removes a reserved key only while a current rule names it, so lifting works.
+    """
+
+    @model_validator(mode="after")
+    def _not_owned_by_the_platform(self) -> GateTaint:
+        if self.key.startswith(STATUS_TAINT_PREFIX):
+            raise ValueError(
+                f"'{self.key}' is a cluster-autoscaler status taint: it means 'ready but "
+                "unusable', so the autoscaler counts the node as ready capacity and scales up "
+                f"again; a gate is a startup taint: use '{STARTUP_TAINT_PREFIX}"
+                f"{self.key.rpartition('/')[2]}'"
+            )
+        if not is_ca_gate_key(self.key):
+            _refuse_reserved(self.key)
+        return self
+
+
+class TaintRef(Frozen):
+    """A taint another tool declares (e.g. a Karpenter NodePool nodegate does not render):
+    described, not owned, so no ownership checks."""
+
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Effect
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.key, self.effect)
 
 
 class MatchExpression(Frozen):
@@ -191,12 +261,25 @@ class LabelSelector(Frozen):
         )
 
 
+def _only_in_condition_rules(taint: Taint) -> Taint:
+    if condition_rule_may_apply(taint.key):
+        raise ValueError(
+            f"taint key '{taint.key}' is allowed only in conditionTaints: only a node's "
+            "conditions can show that it is really shut down (Ready not True plus the "
+            "provider's preemption condition), and on a node that still runs this taint "
+            "force-detaches its volumes and deletes its pods"
+        )
+    return taint
+
+
 class LabelTaintRule(Frozen):
     """A label on the node implies a taint; when the label goes, the taint goes."""
 
     name: RuleName
     match: LabelSelector
     taint: Taint
+
+    _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
 
 class ConditionMatch(Frozen):
@@ -237,6 +320,29 @@ class ConditionTaintRule(Frozen):
     match: LabelSelector | None = Field(
         default=None, description="Optional: apply this rule only to nodes with these labels."
     )
+
+    @model_validator(mode="after")
+    def _out_of_service_only_on_shut_down_nodes(self) -> ConditionTaintRule:
+        """An error, not a warning: a rules ConfigMap edit reaches the cluster with nobody
+        reading warnings, and this taint on a running node corrupts data (docs/rules.md)."""
+        if self.taint.key != OUT_OF_SERVICE_TAINT:
+            return self
+        ready_guards = [c for c in self.conditions if c.type == "Ready"]
+        if not any(re.fullmatch(c.status, "True") is None for c in ready_guards):
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} must require the node's Ready "
+                'condition not True: add {type: Ready, status: "False|Unknown"} (a status that '
+                "never matches True); on a node that still runs, this taint force-detaches its "
+                "volumes and deletes its pods"
+            )
+        if len(self.conditions) == len(ready_guards):
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} must also require the condition "
+                "that says the node was shut down (the provider's preemption or termination "
+                "condition): Ready is not True on a node that is only cut off from the API "
+                "server and still writes to its volumes"
+            )
+        return self
 
 
 class PersistentLabels(Frozen):
@@ -352,7 +458,7 @@ class StartupGate(Frozen):
 
     name: RuleName
     match: LabelSelector
-    taint: Taint
+    taint: GateTaint
     ready_when: ReadyWhen
     timeout: Duration | None = Field(
         default=None, description="How long to wait for readiness; none waits forever."
@@ -375,6 +481,121 @@ class StartupGate(Frozen):
         "workload pods yet (only DaemonSet and static pods); a busy node is never touched.",
     )
 
+    _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+
+class CaFlags(Frozen):
+    """A self-managed cluster-autoscaler's startup-taint flags, as it is run."""
+
+    startup_taint: tuple[LabelKey, ...] = Field(
+        default=(), description="Keys given to `--startup-taint` (CA >= 1.29)."
+    )
+    ignore_taint: tuple[LabelKey, ...] = Field(
+        default=(), description="Keys given to the deprecated `--ignore-taint`."
+    )
+    startup_taint_prefix: tuple[Annotated[str, Field(min_length=1)], ...] = Field(
+        default=(), description="Prefixes given to `--startup-taint-prefix` (CA >= 1.36)."
+    )
+
+
+class NodeClassRef(Frozen):
+    """A Karpenter NodePool's `nodeClassRef`: the provider's node class it launches from."""
+
+    group: Annotated[str, Field(min_length=1)]
+    kind: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, Field(min_length=1)]
+
+
+_CA_FIELDS = ("managed", "version", "flags")
+_KARPENTER_FIELDS = ("node_pool", "node_class_ref", "requirements", "external_startup_taints")
+
+
+class Autoscaler(Frozen):
+    """Which node autoscaler adds this pool's nodes; startup gates are checked against it."""
+
+    type: Literal["none", "cluster-autoscaler", "karpenter"]
+    managed: bool | None = Field(
+        default=None,
+        description="cluster-autoscaler: the provider's (OKE add-on, AKS; default) or your own.",
+    )
+    version: str | None = Field(
+        default=None,
+        description="cluster-autoscaler version, e.g. '1.31' (required when not managed).",
+    )
+    flags: CaFlags | None = Field(
+        default=None, description="Self-managed cluster-autoscaler: its startup-taint flags."
+    )
+    node_pool: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        max_length=253,
+        description="karpenter: the Karpenter NodePool's name (default: this pool's name).",
+    )
+    node_class_ref: NodeClassRef | None = Field(
+        default=None,
+        description="karpenter: the NodePool's nodeClassRef (default on aks: AKS node "
+        "auto-provisioning's AKSNodeClass 'default').",
+    )
+    requirements: tuple[MatchExpression, ...] | None = Field(
+        default=None, description="karpenter: the NodePool's requirements."
+    )
+    external_startup_taints: tuple[TaintRef, ...] | None = Field(
+        default=None,
+        description="karpenter: the NodePool is not nodegate's (e.g. AKS NAP's own); these are "
+        "its startupTaints, which must hold every gate of the pool.",
+    )
+
+    @model_validator(mode="after")
+    def _fields_fit_type(self) -> Autoscaler:
+        ca = self.type == "cluster-autoscaler"
+        for field in (*_CA_FIELDS, *_KARPENTER_FIELDS):
+            belongs = "cluster-autoscaler" if field in _CA_FIELDS else "karpenter"
+            if getattr(self, field) is not None and belongs != self.type:
+                name = to_camel(field)
+                raise ValueError(f"'{name}' applies to type {belongs} only; remove it")
+        if ca:
+            self._check_cluster_autoscaler()
+        if self.external_startup_taints is not None and (
+            self.node_class_ref is not None or self.requirements is not None
+        ):
+            raise ValueError(
+                "externalStartupTaints describe a NodePool nodegate does not render; "
+                "nodeClassRef and requirements apply only to one it renders: keep one or the other"
+            )
+        return self
+
+    def _check_cluster_autoscaler(self) -> None:
+        if self.version is not None and parse_ca_version(self.version) is None:
+            raise ValueError(
+                f"version '{self.version}' is not a cluster-autoscaler version; write it as "
+                "'1.31' or '1.31.2'"
+            )
+        if self.is_managed and self.flags is not None:
+            raise ValueError(
+                "a managed cluster-autoscaler (OKE add-on, AKS) exposes no startup-taint flags "
+                "(Azure/AKS#3276); remove 'flags', or set managed: false for your own autoscaler"
+            )
+        if not self.is_managed and self.version is None:
+            raise ValueError(
+                "a self-managed cluster-autoscaler needs its 'version' (e.g. '1.31'): which "
+                "startup-taint prefixes and flags it knows depends on it"
+            )
+        since = STARTUP_TAINT_PREFIX_FLAG_SINCE
+        version = self.ca_version
+        if self.flags and self.flags.startup_taint_prefix and version and version < since:
+            raise ValueError(
+                f"--startup-taint-prefix exists from cluster-autoscaler {format_version(since)}; "
+                f"version {self.version} has no such flag: name each key in startupTaint instead"
+            )
+
+    @property
+    def is_managed(self) -> bool:
+        return self.managed is not False
+
+    @property
+    def ca_version(self) -> CaVersion | None:
+        return None if self.version is None else parse_ca_version(self.version)
+
 
 class NodePool(Frozen):
     """A cloud node pool whose nodes are born with the rules' taints and labels."""
@@ -392,6 +613,20 @@ class NodePool(Frozen):
             "node-role.kubernetes.io/*; the reconciler applies them after registration."
         ),
     )
+    autoscaler: Autoscaler | None = Field(
+        default=None,
+        description="The autoscaler that adds this pool's nodes. Default: none, or AKS's "
+        "managed cluster-autoscaler when the stack config gives the pool `autoscaling`.",
+    )
+
+    @property
+    def autoscaler_type(self) -> str:
+        return "none" if self.autoscaler is None else self.autoscaler.type
+
+    @property
+    def karpenter_node_pool(self) -> str:
+        """The Karpenter NodePool's name (meaningful for karpenter pools only)."""
+        return (self.autoscaler.node_pool if self.autoscaler else None) or self.name
 
     def eventual_labels(self) -> dict[str, str]:
         """Every label this pool's nodes end up with once the reconciler has run."""

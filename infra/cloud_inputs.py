@@ -21,10 +21,13 @@ AKS_WINDOWS_POOL_NAME_MAX = 6
 """Windows agent pool names are limited to 6 characters by AKS."""
 
 
-def encode_user_data(pool: str, cloud_init: str) -> str:
+def encode_user_data(pool: str, cloud_init: str, limit: int | None = None) -> str:
     """OCI expects `user_data` in instance metadata base64-encoded (gzipped when only that fits
-    the budget; rendering has already refused user_data that fits neither way)."""
-    return metadata_payload(pool, cloud_init).value
+    the budget, `limit` bytes or OKE_USER_DATA_BUDGET; rendering has already refused user_data
+    that fits neither way)."""
+    if limit is None:
+        return metadata_payload(pool, cloud_init).value
+    return metadata_payload(pool, cloud_init, limit).value
 
 
 def sha256_hex(text: str) -> str:

@@ -2,8 +2,10 @@
 
 The taints and labels reach kubelet through the pool's user_data (cloud-init running OKE's init
 script with `--register-with-taints` / `--node-labels`), rendered by `nodegate.bootstrap.oke`
-from the rules. OKE applies node metadata to nodes it creates *after* an update; existing nodes
-keep theirs until they are cycled (see docs/infra.md).
+from the rules; the same flags sit in the node metadata `kubelet-extra-args`, where
+cluster-autoscaler reads the taints of a pool it scales up from zero. OKE applies node metadata
+to nodes it creates *after* an update; existing nodes keep theirs until they are cycled (see
+docs/infra.md).
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_oci as oci
 
-from nodegate.bootstrap.oke import ImageFamily, render_oke_cloud_init
+from nodegate.bootstrap.oke import (
+    ImageFamily,
+    oke_node_metadata,
+    render_oke_cloud_init,
+    user_data_budget,
+)
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
@@ -169,6 +176,7 @@ class OkeNodePool(pulumi.ComponentResource):
         )
         labels = registration_labels(pool)
         taints = [t.flag() for t in registration_taints(rules, pool)]
+        budget = user_data_budget(rules, pool)
         shape_config = (
             None
             if args.ocpus is None and args.memory_in_gbs is None
@@ -241,7 +249,10 @@ class OkeNodePool(pulumi.ComponentResource):
                 ),
                 ssh_public_key=args.ssh_public_key,
                 node_metadata={
-                    "user_data": cloud_init.apply(lambda text: encode_user_data(pool.name, text))
+                    **oke_node_metadata(rules, pool),
+                    "user_data": cloud_init.apply(
+                        lambda text: encode_user_data(pool.name, text, budget)
+                    ),
                 },
                 initial_node_labels=[
                     oci.containerengine.NodePoolInitialNodeLabelArgs(

@@ -15,9 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.autoscaler_checks import MANAGED_CA, autoscaler_findings
+from nodegate.core.errors import format_path
+from nodegate.core.model import Autoscaler, NodePool, NodeRules
 from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
 from nodegate.infra.cloud_inputs import agent_pool_name_problem
+from nodegate.infra.karpenter_pool import KarpenterNodePoolArgs
 from nodegate.infra.oke_pool import (
     OkeNodeCyclingArgs,
     OkeNodePoolArgs,
@@ -47,6 +50,23 @@ class PoolPlans:
     oke: tuple[OkeNodePoolArgs, ...]
     aks: tuple[AksNodePoolArgs, ...]
     skipped: tuple[str, ...]
+    karpenter: tuple[KarpenterNodePoolArgs, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """What `nodegate validate` would warn about each pool's gates, autoscalers as the stack
+    makes them (to be logged, not to stop the program)."""
+
+
+def _kubeconfig(config: StackConfig, project_dir: Path) -> tuple[str | None, str | None]:
+    """The cluster the stack's Kubernetes objects go to: `nodegate:reconciler`'s kubeconfig
+    (a path is taken relative to the project directory) and context; None: the ambient one."""
+    section = config.reconciler
+    if section is None:
+        return None, None
+    kubeconfig = section.kubeconfig
+    if kubeconfig is not None and "\n" not in kubeconfig:  # a path, not the file's contents
+        path = Path(kubeconfig).expanduser()
+        kubeconfig = str(path if path.is_absolute() else project_dir / path)
+    return kubeconfig, section.context
 
 
 def plan_reconciler(
@@ -56,25 +76,26 @@ def plan_reconciler(
     section = config.reconciler
     if section is None:
         return None
-    kubeconfig = section.kubeconfig
-    if kubeconfig is not None and "\n" not in kubeconfig:  # a path, not the file's contents
-        path = Path(kubeconfig).expanduser()
-        kubeconfig = str(path if path.is_absolute() else project_dir / path)
-    return ReconcilerArgs(
-        rules=document, settings=section, kubeconfig=kubeconfig, context=section.context
-    )
+    kubeconfig, context = _kubeconfig(config, project_dir)
+    return ReconcilerArgs(rules=document, settings=section, kubeconfig=kubeconfig, context=context)
 
 
 def plan_pools(
-    rules: NodeRules, config: StackConfig, stack: str, read_text: Callable[[str], str]
+    rules: NodeRules,
+    config: StackConfig,
+    stack: str,
+    read_text: Callable[[str], str],
+    project_dir: Path | None = None,
 ) -> PoolPlans:
     """Match every rules pool to its stack settings and produce its component's Args;
     StackConfigError lists every mismatch. `read_text` reads a configured file (userCloudInit)
-    by its configured path."""
+    by its configured path; `project_dir` anchors a kubeconfig path (Karpenter NodePools)."""
     problems: list[ConfigProblem] = []
     oke: list[OkeNodePoolArgs] = []
     aks: list[AksNodePoolArgs] = []
+    karpenter: list[KarpenterNodePoolArgs] = []
     skipped: list[str] = []
+    kubeconfig, context = _kubeconfig(config, project_dir or Path.cwd())
     names = [p.name for p in rules.node_pools]
     for name in config.skip_pools:
         if name not in names:
@@ -83,6 +104,25 @@ def plan_pools(
         section = config.oke if pool.provider == "oke" else config.aks
         key = f"{NAMESPACE}:{pool.provider}.pools.{pool.name}"
         configured = section is not None and pool.name in section.pools
+        if pool.autoscaler_type == "karpenter":
+            if configured:
+                problems.append(
+                    ConfigProblem(
+                        key,
+                        f"pool '{pool.name}' is run by Karpenter: it has no {pool.provider} node "
+                        f"pool to configure (its Karpenter NodePool comes from the rules); remove "
+                        "this entry",
+                    )
+                )
+            elif pool.name in config.skip_pools or _external(pool):
+                skipped.append(pool.name)
+            else:
+                karpenter.append(
+                    KarpenterNodePoolArgs(
+                        rules=rules, pool_name=pool.name, kubeconfig=kubeconfig, context=context
+                    )
+                )
+            continue
         if pool.name in config.skip_pools:
             if configured:
                 problems.append(
@@ -114,9 +154,77 @@ def plan_pools(
             if name not in ours:
                 problems.append(_foreign_pool(rules, provider, name, ours))
     problems.extend(_duplicate_agent_pool_names(aks))
+    autoscaler_problems, warnings = _autoscaler_checks(rules, aks)
+    problems.extend(autoscaler_problems)
     if problems:
         raise StackConfigError(stack, problems)
-    return PoolPlans(tuple(oke), tuple(aks), tuple(skipped))
+    return PoolPlans(tuple(oke), tuple(aks), tuple(skipped), tuple(karpenter), warnings)
+
+
+def _autoscaler_checks(
+    rules: NodeRules, aks: list[AksNodePoolArgs]
+) -> tuple[list[ConfigProblem], tuple[str, ...]]:
+    """The gates checked against each pool's autoscaler as the stack makes it: problems for
+    AKS pools the stack autoscales, and every warning (`nodegate validate` prints the same)."""
+    overrides, problems = _stack_autoscalers(rules, aks)
+    warnings: list[str] = []
+    for finding in autoscaler_findings(rules, overrides):
+        where = f"{format_path(finding.path)}: {finding.message}"
+        if finding.severity == "warning":
+            warnings.append(f"warning: {where}")
+        else:  # only a pool the stack made autoscaled can fail here: the rules loaded
+            problems.append(
+                ConfigProblem(
+                    f"{NAMESPACE}:aks.pools.{finding.pool}.autoscaling",
+                    "makes the pool autoscaled by AKS's managed cluster-autoscaler (the rules "
+                    f"name no autoscaler for it), and then {where}",
+                )
+            )
+    return problems, tuple(dict.fromkeys(warnings))
+
+
+def _external(pool: NodePool) -> bool:
+    """A Karpenter NodePool nodegate does not render (autoscaler.externalStartupTaints)."""
+    return pool.autoscaler is not None and pool.autoscaler.external_startup_taints is not None
+
+
+def _stack_autoscalers(
+    rules: NodeRules, plans: list[AksNodePoolArgs]
+) -> tuple[dict[str, Autoscaler], list[ConfigProblem]]:
+    """AKS pools the stack autoscales: AKS's managed cluster-autoscaler unless the rules name
+    one; and where rules and stack disagree about it."""
+    overrides: dict[str, Autoscaler] = {}
+    problems: list[ConfigProblem] = []
+    for plan in plans:
+        pool = rules.pool(plan.pool_name)
+        assert pool is not None  # planning made Args only for the rules' own pools
+        key = f"{NAMESPACE}:aks.pools.{pool.name}.autoscaling"
+        said = pool.autoscaler
+        if plan.autoscaling is not None and said is None:
+            overrides[pool.name] = MANAGED_CA
+        elif plan.autoscaling is not None and said is not None and said.type == "none":
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"enables AKS's cluster-autoscaler on pool '{pool.name}', whose autoscaler "
+                    "the rules say is none; remove one of the two",
+                )
+            )
+        elif (
+            plan.autoscaling is None
+            and said is not None
+            and said.is_managed
+            and (said.type == "cluster-autoscaler")
+        ):
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"is not set, but the rules say pool '{pool.name}' runs AKS's managed "
+                    "cluster-autoscaler, which AKS runs only on a pool with autoscaling: set "
+                    "it to {minCount, maxCount}",
+                )
+            )
+    return overrides, problems
 
 
 def _merged(defaults: BaseModel, own: BaseModel) -> dict[str, Any]:
@@ -184,7 +292,7 @@ def _plan_oke(
             )
         ),
         preemptible=bool(s.preemptible),
-        ignore_changes=tuple(s.ignore_changes or ()),
+        ignore_changes=_ignored(pool, s.ignore_changes or ()),
         node_cycling=(
             OkeNodeCyclingArgs(
                 maximum_surge=cycling.maximum_surge,
@@ -194,6 +302,13 @@ def _plan_oke(
             else None
         ),
     )
+
+
+def _ignored(pool: NodePool, configured: tuple[str, ...]) -> tuple[str, ...]:
+    """An autoscaled pool's size belongs to its autoscaler: `pulumi up` must not revert it."""
+    if pool.autoscaler_type == "cluster-autoscaler" and "size" not in configured:
+        return (*configured, "size")
+    return configured
 
 
 def _plan_aks(

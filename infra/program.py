@@ -17,11 +17,13 @@ import pulumi
 
 from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
+from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
 from nodegate.core.yaml_input import decode, read_limited
 from nodegate.infra.aks_pool import INITIALIZATION_TAINTS_SUPPORTED, AksNodePool
+from nodegate.infra.karpenter_pool import KarpenterNodePool
 from nodegate.infra.oke_pool import OkeNodePool
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
@@ -69,6 +71,8 @@ def main(project_dir: Path | None = None) -> None:
             f"pools left to other stacks ({NAMESPACE}:skipPools): "
             + ", ".join(prepared.plans.skipped)
         )
+    for warning in prepared.plans.warnings:
+        pulumi.log.warn(warning)
     pools = declare_pools(prepared)
     if prepared.reconciler is None:
         pulumi.log.warn(
@@ -144,6 +148,7 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
             config,
             stack,
             lambda path: _resolve(project_dir, path).read_text(encoding="utf-8"),
+            project_dir,
         )
     # Config that does not fit these rules (unconfigured or unknown pools, bad settings).
     except StackConfigError as err:
@@ -168,6 +173,14 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
                 initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED,
             )
         # Same: a pool whose lists cannot be rendered must not be half-declared.
+        except BootstrapError as err:
+            failures.append(str(err))
+    for karpenter in plans.karpenter:
+        try:
+            pool = document.rules.pool(karpenter.pool_name)
+            assert pool is not None
+            render_karpenter_nodepool(document.rules, pool)
+        # Same: a NodePool that cannot be rendered must not be half-declared.
         except BootstrapError as err:
             failures.append(str(err))
     if failures:
@@ -213,6 +226,14 @@ def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
             "startupGateTaints": agent_pool.startup_gate_taints,
             "startupGatesVia": agent_pool.startup_gates_via,
             "bootstrapSha256": agent_pool.bootstrap_sha256,
+        }
+    for karpenter in prepared.plans.karpenter:
+        nodepool = KarpenterNodePool(karpenter.pool_name, karpenter)
+        outputs[karpenter.pool_name] = {
+            "provider": "karpenter",
+            "nodePoolName": nodepool.node_pool_name,
+            "taints": nodepool.taints,
+            "startupTaints": nodepool.startup_taints,
         }
     return outputs
 

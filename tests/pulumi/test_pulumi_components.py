@@ -6,6 +6,7 @@ import pytest
 from pulumi import Output
 
 from nodegate.bootstrap.aks import AksPoolSpec
+from nodegate.bootstrap.oke import kubelet_extra_args
 from nodegate.bootstrap.registration import permanent_taints
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
@@ -71,6 +72,19 @@ def test_oke_component_renders_user_cloud_init_given_as_an_output(rules: NodeRul
     assert kubelet_registration(cloud_init) == expected_registration("ci")
 
 
+def test_oke_node_metadata_carries_the_kubelet_flags_for_the_autoscaler(rules: NodeRules) -> None:
+    """cluster-autoscaler reads a pool-at-zero's taints from `kubelet-extra-args`, not from
+    user_data: the same flags must be in both."""
+    run = run_program({}, stack="t", program=lambda: OkeNodePool("gpu", oke_args(rules, "gpu")))
+
+    node_pool = run.one(OKE_NODE_POOL, "gpu-nodepool")
+    extra_args = node_pool.inputs["nodeMetadata"]["kubelet-extra-args"]
+    pool = rules.pool("gpu")
+    assert pool is not None
+    assert extra_args == kubelet_extra_args(rules, pool)
+    assert f"--kubelet-extra-args '{extra_args}'" in decode_user_data(node_pool)
+
+
 def test_aks_component_refuses_an_invalid_agent_pool_name(rules: NodeRules) -> None:
     args = AksNodePoolArgs(
         rules=rules,
@@ -109,10 +123,14 @@ def test_aks_component_declares_the_agent_pool_with_the_rules_taints(rules: Node
 def test_guard_refuses_a_startup_gate_in_node_taints() -> None:
     spec = AksPoolSpec(
         pool="batch",
-        node_taints=("startup.example.com/initializing=other:NoSchedule",),
+        node_taints=(
+            "startup-taint.cluster-autoscaler.kubernetes.io/initializing=other:NoSchedule",
+        ),
         node_labels={},
         node_initialization_taints=(),
-        startup_gate_taints=("startup.example.com/initializing=wait:NoSchedule",),
+        startup_gate_taints=(
+            "startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule",
+        ),
         startup_gates_via="webhook",
         note="",
     )

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodegate.bootstrap.oke import user_data_budget
 from nodegate.infra.program import BootstrapRenderError, InvalidStackConfigError
 from tests.pulumi.harness import (
     OKE_NODE_POOL,
@@ -200,7 +201,8 @@ def test_user_data_over_the_oci_limit_stops_the_program(
 
     assert isinstance(run.error, BootstrapRenderError)
     assert str(run.error).startswith("pool 'gpu': user_data is ")
-    assert "over the 24,000 bytes nodegate allows it" in str(run.error)
+    budget = user_data_budget(*example_pool("gpu"))  # 24,000 less the kubelet-extra-args
+    assert f"over the {budget:,} bytes nodegate allows it" in str(run.error)
 
 
 def _no_rules(c: dict[str, Any]) -> None:

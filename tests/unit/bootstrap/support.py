@@ -32,19 +32,26 @@ def awkward_rules() -> NodeRules:
     return load_rules(FIXTURES / "awkward-rules.yaml")
 
 
+def autoscaled_rules() -> NodeRules:
+    """Pools behind cluster-autoscaler (OKE add-on, AKS) and Karpenter (AKS NAP)."""
+    return load_rules(FIXTURES / "autoscaled-rules.yaml")
+
+
 RULE_SETS: dict[str, Callable[[], NodeRules]] = {
     "example": example_rules,
     "awkward": awkward_rules,
+    "autoscaled": autoscaled_rules,
 }
 
 
 def pools(provider: str) -> list[tuple[str, NodePool]]:
-    """(rules set name, pool) for every pool of `provider` in every rules set."""
+    """(rules set name, pool) for every pool of `provider` in every rules set that has a cloud
+    node pool (Karpenter pools have none: see `karpenter_pool_params`)."""
     return [
         (name, pool)
         for name, load in RULE_SETS.items()
         for pool in load().node_pools
-        if pool.provider == provider
+        if pool.provider == provider and pool.autoscaler_type != "karpenter"
     ]
 
 
@@ -53,6 +60,16 @@ def pool_params(provider: str) -> list[object]:
     return [
         pytest.param(rule_set, pool.name, id=f"{rule_set}-{pool.name}")
         for rule_set, pool in pools(provider)
+    ]
+
+
+def karpenter_pool_params() -> list[object]:
+    """pytest params (rule set, pool name) for every pool Karpenter runs."""
+    return [
+        pytest.param(name, pool.name, id=f"{name}-{pool.name}")
+        for name, load in RULE_SETS.items()
+        for pool in load().node_pools
+        if pool.autoscaler_type == "karpenter"
     ]
 
 

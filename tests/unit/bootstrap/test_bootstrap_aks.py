@@ -11,6 +11,7 @@ from nodegate.bootstrap.errors import BootstrapError
 from tests.unit.bootstrap.support import check_golden, pool_params, rules_and_pool
 
 AKS_POOLS = pool_params("aks")
+EXAMPLE_GATE = "startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule"
 SUPPORT = [
     pytest.param(False, id="no-init-taints"),
     pytest.param(True, id="init-taints"),
@@ -39,10 +40,8 @@ def test_gates_go_to_node_initialization_taints_when_the_api_has_them() -> None:
     rules, pool = rules_and_pool("example", "batch")
     spec = render_aks_pool(rules, pool, initialization_taints_supported=True)
     assert spec.startup_gates_via == "nodeInitializationTaints"
-    assert spec.node_initialization_taints == ("startup.example.com/initializing=wait:NoSchedule",)
-    assert json.loads(spec.to_json())["properties"]["nodeInitializationTaints"] == [
-        "startup.example.com/initializing=wait:NoSchedule"
-    ]
+    assert spec.node_initialization_taints == (EXAMPLE_GATE,)
+    assert json.loads(spec.to_json())["properties"]["nodeInitializationTaints"] == [EXAMPLE_GATE]
 
 
 def test_gates_go_to_the_webhook_when_the_api_lacks_initialization_taints() -> None:
@@ -50,7 +49,7 @@ def test_gates_go_to_the_webhook_when_the_api_lacks_initialization_taints() -> N
     spec = render_aks_pool(rules, pool)
     assert spec.startup_gates_via == "webhook"
     assert spec.node_initialization_taints == ()
-    assert spec.startup_gate_taints == ("startup.example.com/initializing=wait:NoSchedule",)
+    assert spec.startup_gate_taints == (EXAMPLE_GATE,)
     assert "admission webhook" in spec.note
     assert "nodeInitializationTaints" not in json.loads(spec.to_json())["properties"]
 

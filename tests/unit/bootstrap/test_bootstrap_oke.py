@@ -17,8 +17,10 @@ from nodegate.bootstrap.oke import (
     OCI_METADATA_LIMIT,
     OKE_USER_DATA_BUDGET,
     kubelet_extra_args,
+    oke_node_metadata,
     render_oke_bootstrap_script,
     render_oke_cloud_init,
+    user_data_budget,
 )
 from nodegate.bootstrap.user_data import (
     NODEGATE_SCRIPT_FILENAME,
@@ -228,13 +230,20 @@ def test_user_data_that_fits_neither_plain_nor_gzipped_is_refused_naming_pool_an
     with pytest.raises(UserDataTooLargeError) as caught:
         render_oke_cloud_init(rules, pool, _incompressible_script(30_000))
     err = caught.value
-    assert (err.pool, err.limit) == ("gpu", OKE_USER_DATA_BUDGET)
-    assert err.size > OKE_USER_DATA_BUDGET
+    assert (err.pool, err.limit) == ("gpu", user_data_budget(rules, pool))
+    assert err.size > err.limit
     assert err.gzipped_size is not None
-    assert err.gzipped_size > OKE_USER_DATA_BUDGET
+    assert err.gzipped_size > err.limit
     assert "pool 'gpu'" in str(err)
     assert f"{err.size:,} bytes" in str(err)
-    assert "24,000" in str(err)
+    assert f"{err.limit:,}" in str(err)
+
+
+def test_the_user_data_budget_leaves_room_for_the_kubelet_extra_args_metadata() -> None:
+    rules, pool = rules_and_pool("example", "gpu")
+    metadata = oke_node_metadata(rules, pool)
+    used = len("kubelet-extra-args") + len(metadata["kubelet-extra-args"])
+    assert user_data_budget(rules, pool) == OKE_USER_DATA_BUDGET - used
 
 
 def test_the_budget_leaves_room_for_okes_own_metadata_keys() -> None:
@@ -334,7 +343,7 @@ def test_a_rules_edit_that_does_not_touch_a_pool_leaves_its_rendering_alone() ->
     edited_text = (
         _example_text()
         .replace('value: "true", effect: PreferNoSchedule', "value: maybe, effect: NoExecute")
-        .replace("timeout: 30m", "timeout: 45m")
+        .replace("timeout: 10m", "timeout: 12m")
         + "  - name: extra\n    provider: oke\n    size: 1\n"
         + "    labels: {example.com/capacity: spot}\n"
     )

@@ -28,7 +28,7 @@ def _flags(taints: tuple[Taint, ...]) -> list[str]:
             "gpu",
             [
                 "nvidia.com/gpu=present:NoSchedule",
-                "startup.example.com/initializing=wait:NoSchedule",
+                "startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule",
             ],
             id="example-gpu",
         ),
@@ -38,7 +38,7 @@ def _flags(taints: tuple[Taint, ...]) -> list[str]:
             [
                 "example.com/spot=true:PreferNoSchedule",
                 "nvidia.com/gpu=present:NoSchedule",
-                "startup.example.com/initializing=wait:NoSchedule",
+                "startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule",
             ],
             id="example-batch",
         ),

@@ -15,6 +15,7 @@ from tests.unit.bootstrap.support import FIXTURES, GOLDEN
 
 EXAMPLE = str(Path(__file__).parents[3] / "examples" / "rules.yaml")
 AWKWARD = str(FIXTURES / "awkward-rules.yaml")
+AUTOSCALED = str(FIXTURES / "autoscaled-rules.yaml")
 
 
 def _app() -> typer.Typer:
@@ -43,6 +44,20 @@ def _run(*args: str) -> tuple[int, str, str]:
         pytest.param(EXAMPLE, "batch", "aks-json", "example/batch.aks.json", id="aks-json"),
         pytest.param(AWKWARD, "data-1", None, "awkward/data-1.cloud-init.sh", id="default-oke"),
         pytest.param(AWKWARD, "edge-aks", None, "awkward/edge-aks.aks.json", id="default-aks"),
+        pytest.param(
+            AUTOSCALED,
+            "gpu-oke",
+            "oke-metadata",
+            "autoscaled/gpu-oke.oke-metadata.json",
+            id="oke-metadata",
+        ),
+        pytest.param(
+            AUTOSCALED,
+            "gpu-nap",
+            None,
+            "autoscaled/gpu-nap.karpenter-nodepool.yaml",
+            id="default-karpenter",
+        ),
     ],
 )
 def test_render_prints_the_golden_rendering(
@@ -131,7 +146,7 @@ def test_oversize_user_data_is_refused_with_exit_1(tmp_path: Path) -> None:
     code, out, err = _run("--rules", EXAMPLE, "--pool", "ci", "--user-data", str(big))
     assert (code, out) == (1, "")
     assert "pool 'ci'" in err
-    assert "24,000" in err
+    assert "23,864" in err  # 24,000 less the pool's kubelet-extra-args metadata
 
 
 def test_image_family_ubuntu_prints_the_ubuntu_golden_rendering() -> None:
@@ -143,3 +158,18 @@ def test_image_family_ubuntu_prints_the_ubuntu_golden_rendering() -> None:
 def test_an_unknown_image_family_is_a_usage_error() -> None:
     code, out, _ = _run("--rules", EXAMPLE, "--pool", "ci", "--image-family", "debian")
     assert (code, out) == (2, "")
+
+
+def test_a_karpenter_pool_has_no_agent_pool_to_render() -> None:
+    code, out, err = _run("--rules", AUTOSCALED, "--pool", "gpu-nap", "--format", "aks-json")
+    assert (code, out) == (2, "")
+    assert err == (
+        "--format aks-json does not apply to pool 'gpu-nap' (provider aks run by Karpenter); "
+        "use --format karpenter-nodepool\n"
+    )
+
+
+def test_a_cloud_pool_has_no_karpenter_nodepool_to_render() -> None:
+    code, _, err = _run("--rules", AUTOSCALED, "--pool", "gpuaks", "--format", "karpenter-nodepool")
+    assert code == 2
+    assert "use --format aks-json" in err

@@ -40,6 +40,24 @@ def test_validate_exits_1_and_prints_every_problem_to_stderr(tmp_path: Path) -> 
     assert f"{RULES}: ok" in result.stdout
 
 
+def test_validate_prints_warnings_to_stderr_and_exits_0(tmp_path: Path) -> None:
+    warned = tmp_path / "warned.yaml"
+    warned.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nstartupGates:\n"
+        "  - name: g\n    match: {labels: {a: b}}\n"
+        "    taint: {key: startup-taint.cluster-autoscaler.kubernetes.io/g, effect: NoSchedule}\n"
+        "    readyWhen: {annotation: example.com/ready=true}\n    timeout: 20m\n"
+        "nodePools:\n  - name: p\n    provider: oke\n    size: 0\n    labels: {a: b}\n"
+        "    autoscaler: {type: cluster-autoscaler}\n"
+    )
+    result = runner.invoke(app, ["validate", str(warned)])
+    assert result.exit_code == 0
+    assert result.stdout == (
+        f"{warned}: ok (0 label taints, 0 condition taints, 1 startup gates, 1 pools, 1 warnings)\n"
+    )
+    assert result.stderr.startswith(f"{warned}:8:5: warning: startupGates[0].timeout: timeout 20m")
+
+
 def test_schema_is_json_with_the_rule_sections() -> None:
     result = runner.invoke(app, ["schema"])
     schema = json.loads(result.stdout)

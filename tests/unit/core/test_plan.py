@@ -387,3 +387,41 @@ def test_backfill_never_gates_a_node_that_was_gated_before() -> None:
 def test_a_timed_out_gate_is_reported() -> None:
     old = node({"pool": "gpu"}, taints=(GATE,), created=NOW - timedelta(minutes=11))
     assert plan(old, GATE_RULES, FACTS).timed_out_gates == ("warmup",)
+
+
+CA_GATE_RULES = rules(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup-taint.cluster-autoscaler.kubernetes.io/init, value: wait,
+                effect: NoSchedule}
+        readyWhen: {annotation: example.com/ready=true}
+    """
+)
+CA_GATE = NodeTaint("startup-taint.cluster-autoscaler.kubernetes.io/init", "NoSchedule", "wait")
+
+
+def test_a_gate_in_the_autoscalers_startup_domain_is_lifted_when_ready() -> None:
+    """The key is in cluster-autoscaler's reserved domain, but a current gate names it."""
+    ready = node({"pool": "gpu"}, taints=(CA_GATE,), annotations={"example.com/ready": "true"})
+    result = plan(ready, CA_GATE_RULES, FACTS)
+    assert [c.taint for c in result.remove_taints] == [CA_GATE]
+    assert result.lifted_gates == ("warmup",)
+
+
+def test_a_gate_in_the_autoscalers_startup_domain_stays_until_ready() -> None:
+    result = plan(node({"pool": "gpu"}, taints=(CA_GATE,)), CA_GATE_RULES, FACTS)
+    assert result.remove_taints == ()
+    assert result.owned_annotation == f"{CA_GATE.key}:{CA_GATE.effect}"
+
+
+def test_a_deleted_gate_in_the_autoscalers_domain_is_left_to_its_node() -> None:
+    """Once no current rule names it, the reserved key is never removed, history or not."""
+    claimed = node(
+        {"pool": "gpu"},
+        taints=(CA_GATE,),
+        annotations={OWNED_TAINTS_ANNOTATION: f"{CA_GATE.key}:{CA_GATE.effect}"},
+    )
+    history = PlanFacts(now=NOW, previously_owned=frozenset({CA_GATE.identity}))
+    assert plan(claimed, CI_RULES, history).remove_taints == ()

@@ -21,4 +21,4 @@ fetch_oke_init() {
   return 1
 }
 fetch_oke_init
-bash /var/run/oke-init.sh --kubelet-extra-args '--register-with-taints=nvidia.com/gpu=present:NoSchedule,startup.example.com/initializing=wait:NoSchedule --node-labels=example.com/accelerator=nvidia,nodegate.dev/pool=gpu,persist.example.com/team=ml'
+bash /var/run/oke-init.sh --kubelet-extra-args '--register-with-taints=nvidia.com/gpu=present:NoSchedule,startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule --node-labels=example.com/accelerator=nvidia,nodegate.dev/pool=gpu,persist.example.com/team=ml'

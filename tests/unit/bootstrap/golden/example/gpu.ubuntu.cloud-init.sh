@@ -5,4 +5,4 @@
 # keep theirs until they are cycled.
 set -euo pipefail
 # OKE's Ubuntu images join the cluster with the `oke` command they ship.
-oke bootstrap --kubelet-extra-args '--register-with-taints=nvidia.com/gpu=present:NoSchedule,startup.example.com/initializing=wait:NoSchedule --node-labels=example.com/accelerator=nvidia,nodegate.dev/pool=gpu,persist.example.com/team=ml'
+oke bootstrap --kubelet-extra-args '--register-with-taints=nvidia.com/gpu=present:NoSchedule,startup-taint.cluster-autoscaler.kubernetes.io/initializing=wait:NoSchedule --node-labels=example.com/accelerator=nvidia,nodegate.dev/pool=gpu,persist.example.com/team=ml'

@@ -1,0 +1,85 @@
+"""What the node autoscalers in front of a pool know about startup taints, as data.
+
+A startup gate works only if the autoscaler that adds the pool's nodes knows the taint is
+temporary; otherwise it reads a gated node as capacity the pending pod cannot use and adds
+another node, and a pool at zero never scales up at all. These are the upstream rules nodegate
+checks gates against (sources in docs/gates.md):
+
+* cluster-autoscaler (`cluster-autoscaler/utils/taints/taints.go`): a taint is a startup taint
+  when its *key* starts with `startup-taint.cluster-autoscaler.kubernetes.io/` (CA >= 1.29) or
+  the deprecated `ignore-taint.cluster-autoscaler.kubernetes.io/` (CA >= 1.18), is named by
+  `--startup-taint` / `--ignore-taint`, or starts with a `--startup-taint-prefix` (CA >= 1.36).
+  `status-taint.` keys mean "ready but unusable", which is wrong for a gate. A node still
+  carrying a startup taint after `--max-node-startup-time` (15 minutes) counts as unready.
+* Karpenter: a gate must be in the NodePool's `startupTaints`, matched by key and effect.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Final
+
+CA_DOMAIN: Final = "cluster-autoscaler.kubernetes.io"
+STARTUP_TAINT_PREFIX: Final = "startup-taint.cluster-autoscaler.kubernetes.io/"
+IGNORE_TAINT_PREFIX: Final = "ignore-taint.cluster-autoscaler.kubernetes.io/"
+STATUS_TAINT_PREFIX: Final = "status-taint.cluster-autoscaler.kubernetes.io/"
+GATE_PREFIXES: Final = (STARTUP_TAINT_PREFIX, IGNORE_TAINT_PREFIX)
+"""Key prefixes cluster-autoscaler reads as startup taints with no flag: the only way on
+managed autoscalers (OKE add-on, AKS), which expose no `--startup-taint`."""
+
+CaVersion = tuple[int, int]
+
+STARTUP_PREFIX_SINCE: Final[CaVersion] = (1, 29)
+"""kubernetes/autoscaler#6132 added `startup-taint.` (and `--startup-taint`); CA 1.29."""
+IGNORE_PREFIX_SINCE: Final[CaVersion] = (1, 18)
+"""kubernetes/autoscaler#2733 added the `ignore-taint.` prefix; CA 1.18."""
+STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[CaVersion] = (1, 36)
+"""kubernetes/autoscaler#9296 added `--startup-taint-prefix`; CA 1.36."""
+
+CA_STARTUP_WINDOW: Final = timedelta(minutes=15)
+"""cluster-autoscaler's `--max-node-startup-time` default: a node still gated after this long
+is unready to it."""
+CA_OK_TOTAL_UNREADY_COUNT: Final = 3
+CA_MAX_TOTAL_UNREADY_PERCENTAGE: Final = 45
+"""With more unready nodes than both (`--ok-total-unready-count`,
+`--max-total-unready-percentage`), cluster-autoscaler halts cluster-wide."""
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
+
+
+def parse_ca_version(text: str) -> CaVersion | None:
+    """'1.31', '1.31.2' or 'v1.31.2' as (1, 31); None if it is not such a version."""
+    found = _VERSION.match(text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def is_ca_gate_key(key: str) -> bool:
+    """Whether the key carries one of the prefixes cluster-autoscaler treats as a startup
+    taint without any flag (so a gate may use cluster-autoscaler's reserved domain)."""
+    return key.startswith(GATE_PREFIXES)
+
+
+def prefix_for(version: CaVersion | None) -> str:
+    """The startup-taint prefix a cluster-autoscaler of this version knows (None: current)."""
+    if version is not None and version < STARTUP_PREFIX_SINCE:
+        return IGNORE_TAINT_PREFIX
+    return STARTUP_TAINT_PREFIX
+
+
+def renamed_key(key: str, version: CaVersion | None) -> str:
+    """The gate key with cluster-autoscaler's startup prefix in place of its own domain."""
+    return prefix_for(version) + key.rpartition("/")[2]
+
+
+def prefix_known(key: str, version: CaVersion | None) -> bool:
+    """Whether a cluster-autoscaler of this version reads the key's prefix as a startup taint."""
+    if key.startswith(STARTUP_TAINT_PREFIX):
+        return version is None or version >= STARTUP_PREFIX_SINCE
+    if key.startswith(IGNORE_TAINT_PREFIX):
+        return version is None or version >= IGNORE_PREFIX_SINCE
+    return False
+
+
+def format_version(version: CaVersion) -> str:
+    return f"{version[0]}.{version[1]}"

@@ -1,0 +1,99 @@
+"""`KarpenterNodePool`: a Karpenter NodePool (AKS node auto-provisioning, or any Karpenter) whose
+nodes are born with the rules' taints: gates in `startupTaints`, permanent taints in `taints`.
+
+A pool run by Karpenter has no cloud node pool to declare: Karpenter launches its nodes from the
+NodePool, a Kubernetes object, so this component declares that object (rendered by
+`nodegate.bootstrap.karpenter`, the same function behind `nodegate render --format
+karpenter-nodepool`) on a Kubernetes provider for the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from nodegate.bootstrap.karpenter import render_karpenter_nodepool
+from nodegate.core.model import NodePool, NodeRules
+
+TYPE_TOKEN = "nodegate:index:KarpenterNodePool"
+
+
+@dataclass(frozen=True, kw_only=True)
+class KarpenterNodePoolArgs:
+    """Inputs of one Karpenter NodePool; everything in it comes from `rules`."""
+
+    rules: NodeRules
+    """The validated rules; `pool_name` must name a pool whose autoscaler is karpenter."""
+    pool_name: str
+    kubeconfig: pulumi.Input[str] | None = None
+    """Kubeconfig of the cluster (contents or a path); None: the ambient one."""
+    context: pulumi.Input[str] | None = None
+    """Kubeconfig context; None: the kubeconfig's current one."""
+    provider: k8s.Provider | None = None
+    """A Kubernetes provider of your own (then kubeconfig and context are ignored)."""
+
+
+def _checked_pool(args: KarpenterNodePoolArgs) -> NodePool:
+    pool = args.rules.pool(args.pool_name)
+    if pool is None:
+        names = ", ".join(p.name for p in args.rules.node_pools) or "none"
+        raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
+    if pool.autoscaler_type != "karpenter":
+        raise ValueError(
+            f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"
+        )
+    return pool
+
+
+class KarpenterNodePool(pulumi.ComponentResource):
+    """One Karpenter NodePool whose nodes are born with the rules' taints and labels."""
+
+    node_pool: k8s.apiextensions.CustomResource
+    node_pool_name: pulumi.Output[str]
+    taints: pulumi.Output[list[str]]
+    """The NodePool's `taints` (`key=value:Effect`): permanent label taints."""
+    startup_taints: pulumi.Output[list[str]]
+    """The NodePool's `startupTaints`: the pool's startup gates."""
+
+    def __init__(
+        self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        pool = _checked_pool(args)
+        rendered = render_karpenter_nodepool(args.rules, pool)  # pure: raises before declaring
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        provider = args.provider or k8s.Provider(
+            f"{name}-provider",
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.node_pool = k8s.apiextensions.CustomResource(
+            f"{name}-nodepool",
+            api_version=rendered["apiVersion"],
+            kind=rendered["kind"],
+            metadata=rendered["metadata"],
+            spec=rendered["spec"],
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        spec = rendered["spec"]["template"]["spec"]
+
+        def flags(key: str) -> list[str]:
+            return [
+                f"{t['key']}={t['value']}:{t['effect']}"
+                if "value" in t
+                else f"{t['key']}:{t['effect']}"
+                for t in spec.get(key, [])
+            ]
+
+        self.node_pool_name = pulumi.Output.from_input(rendered["metadata"]["name"])
+        self.taints = pulumi.Output.from_input(flags("taints"))
+        self.startup_taints = pulumi.Output.from_input(flags("startupTaints"))
+        self.register_outputs(
+            {
+                "nodePoolName": self.node_pool_name,
+                "taints": self.taints,
+                "startupTaints": self.startup_taints,
+            }
+        )
