@@ -378,7 +378,7 @@ def test_the_shipped_rbac_is_enough_for_the_webhook_and_no_more(
                     core_v1,
                     f"{unique_name}-c{next(attempts)}"[:63],
                     {"example.com/accelerator": "nvidia"},
-                    "startup.example.com/initializing",
+                    document.rules.startup_gates[0].taint.key,
                 ),
                 READY_TIMEOUT,
                 "a canary node born gated under the shipped RBAC",
