@@ -3,6 +3,7 @@
 #   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e...)
 #   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
 #   make fuzz   the fuzz tier with many more random examples (minutes)
+#   make bench  nodegate beside a kopf operator at 1,000 and 5,000 nodes (docs/benchmarks.md)
 # Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
 # podman (if no docker daemon answers) and the offline base image from Debian packages.
 
@@ -18,7 +19,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 # strict editable mode keeps a link tree of files: re-link so new modules are importable.
@@ -40,14 +41,21 @@ controlplane: setup
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
+# ansible-lint (production profile) checks the collection and the example playbooks, which find
+# the collection through a link in build/ (offline: Ansible Galaxy is never asked).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	mkdir -p build/ansible/ansible_collections/nodegate
+	ln -sfn ../../../../ansible/nodegate build/ansible/ansible_collections/nodegate/nodegate
+	ANSIBLE_COLLECTIONS_PATH=build/ansible PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint -q \
+	  -c ansible/nodegate/.ansible-lint ansible/nodegate examples/ansible
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image -p nodegate.migrate
 	$(BIN)/mypy tests
+	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
 fast: lint typecheck
 	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
@@ -56,6 +64,12 @@ fast: lint typecheck
 # (tests/fuzz/profiles.py), keeping failing examples in .hypothesis/ to replay next time.
 fuzz: setup
 	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
+
+# Benchmarks (tests/bench/README.md): tens of minutes, waits for a quiet machine first, rewrites
+# docs/benchmarks.md. Not part of `make test`, which runs its 50-node smoke size.
+# Options: make bench BENCH_ARGS="--nodes 1000 --write-qps 200"
+bench: setup controlplane
+	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
 test: lint typecheck controlplane image
 	$(BIN)/pytest tests

@@ -33,6 +33,22 @@ def format_kubelet_flags(taints: Sequence[Taint], labels: Mapping[str, str]) -> 
     return tuple(flags)
 
 
+def proven_kubelet_flags(
+    taints: Sequence[Taint], labels: Mapping[str, str], owner: str
+) -> tuple[str, ...]:
+    """`format_kubelet_flags`, parsed back the way kubelet parses them; BootstrapError naming
+    `owner` (e.g. "pool 'gpu'") if kubelet would refuse, drop or read anything differently."""
+    flags = format_kubelet_flags(taints, labels)
+    args = " ".join(flags)
+    try:
+        read_back = parse_kubelet_flags(args)
+    except BootstrapError as err:
+        raise BootstrapError(f"{owner}: {err}") from err
+    if read_back != (tuple(taints), dict(labels)):
+        raise BootstrapError(f"{owner}: kubelet would read {args!r} differently")
+    return flags
+
+
 def parse_kubelet_flags(args: str) -> tuple[tuple[Taint, ...], dict[str, str]]:
     """Registration taints and labels as kubelet would read them from `args`; BootstrapError if
     kubelet would refuse (or silently drop) any of them.

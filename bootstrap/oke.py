@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.kubelet_flags import format_kubelet_flags, parse_kubelet_flags
+from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags, proven_kubelet_flags
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.bootstrap.templating import render_template
 from nodegate.bootstrap.user_data import (
@@ -81,14 +81,7 @@ def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
     _require_oke(pool)
     taints = registration_taints(rules, pool)
     labels = registration_labels(pool)
-    args = " ".join(format_kubelet_flags(taints, labels))
-    try:
-        read_back = parse_kubelet_flags(args)
-    except BootstrapError as err:
-        raise BootstrapError(f"pool '{pool.name}': {err}") from err
-    if read_back != (taints, labels):
-        raise BootstrapError(f"pool '{pool.name}': kubelet would read {args!r} differently")
-    return args
+    return " ".join(proven_kubelet_flags(taints, labels, f"pool '{pool.name}'"))
 
 
 def oke_node_metadata(rules: NodeRules, pool: NodePool) -> dict[str, str]:

@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags
-from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.core.persisted_labels import record_name
+from nodegate.core.registration import registration_labels, registration_taints
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,

@@ -8,6 +8,7 @@ from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
 from nodegate.cli.labels_cmd import app as labels_app
 from nodegate.cli.manifests_cmd import manifests
+from nodegate.cli.migrate_cmd import app as migrate_app
 from nodegate.cli.reconcile_cmd import reconcile
 from nodegate.cli.render_cmd import render
 from nodegate.cli.schema_cmd import schema
@@ -28,3 +29,4 @@ app.command("demo")(demo)
 app.command("reconcile")(reconcile)
 app.command("manifests")(manifests)
 app.add_typer(labels_app, name="labels")
+app.add_typer(migrate_app, name="migrate")

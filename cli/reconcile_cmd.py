@@ -9,7 +9,11 @@ import typer
 from pydantic import ValidationError
 
 from nodegate.reconciler.main import run
-from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
+from nodegate.reconciler.settings import (
+    LeaderElectionSettings,
+    ReconcilerSettings,
+    WebhookSettings,
+)
 
 
 def reconcile(
@@ -61,6 +65,27 @@ def reconcile(
         typer.Option(help="Namespace of the reconciler's records (default: its Pod's)."),
     ] = None,
     list_page_size: Annotated[int, typer.Option(help="Objects per LIST page.")] = 200,
+    webhook_port: Annotated[
+        int | None,
+        typer.Option(help="Serve the Node admission webhook (HTTPS) on this port (0: any free)."),
+    ] = None,
+    webhook_service: Annotated[
+        str, typer.Option(help="The webhook's Service name, for its certificate's DNS names.")
+    ] = "nodegate-webhook",
+    webhook_host: Annotated[
+        list[str] | None,
+        typer.Option(help="Another DNS name or IP for the webhook certificate (repeatable)."),
+    ] = None,
+    webhook_configuration: Annotated[
+        str, typer.Option(help="MutatingWebhookConfiguration whose caBundle is kept.")
+    ] = "nodegate-node-admission",
+    webhook_tls_secret: Annotated[
+        str, typer.Option(help="Secret (own namespace) with the shared self-signed CA and cert.")
+    ] = "nodegate-webhook-tls",
+    webhook_cert_dir: Annotated[
+        Path | None,
+        typer.Option(help="Serve tls.crt/tls.key from here (e.g. cert-manager) instead."),
+    ] = None,
 ) -> None:
     """Keep every node's labels and taints what the rules want, for the life of the node."""
     try:
@@ -79,6 +104,16 @@ def reconcile(
             confirm_rules=confirm_rules,
             state_namespace=state_namespace,
             list_page_size=list_page_size,
+            webhook=None
+            if webhook_port is None
+            else WebhookSettings(
+                port=webhook_port,
+                service=webhook_service,
+                hosts=tuple(webhook_host or ()),
+                configuration=webhook_configuration,
+                tls_secret=webhook_tls_secret,
+                cert_dir=webhook_cert_dir,
+            ),
             leader_election=LeaderElectionSettings(
                 enabled=leader_elect,
                 lease_name=lease_name,

@@ -81,15 +81,31 @@ RESERVED_TAINT_DOMAINS: tuple[tuple[str, str], ...] = (
     ("kubernetes.azure.com", "AKS"),
     ("oci.oraclecloud.com", "OKE"),
 )
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service"
+"""Non-graceful node shutdown: with this taint the pod GC force-deletes the node's pods and the
+attach-detach controller force-detaches its volumes. Kubernetes applies it to no node itself: an
+operator or an external controller must, and only once the node is really shut down."""
+
 RESERVED_TAINT_KEYS: dict[str, str] = {
     "ToBeDeletedByClusterAutoscaler": "the cluster autoscaler",
     "DeletionCandidateOfClusterAutoscaler": "the cluster autoscaler",
     "CriticalAddonsOnly": "the platform (system node pools)",
+    OUT_OF_SERVICE_TAINT: "the cluster operator (non-graceful node shutdown)",
 }
+
+CONDITION_RULE_TAINT_KEYS = frozenset({OUT_OF_SERVICE_TAINT})
+"""Reserved keys a conditionTaints rule may apply, and no other rule: the node's conditions are
+the only evidence that it is shut down. They stay reserved for the planner, so only a current
+rule naming one may remove it (never a claim left by a deleted rule)."""
+
+
+def condition_rule_may_apply(key: str) -> bool:
+    """Whether this reserved taint key is open to conditionTaints rules (and only to them)."""
+    return key in CONDITION_RULE_TAINT_KEYS
 
 
 def taint_key_owner(key: str) -> str | None:
-    """Who owns a reserved taint key, or None if a nodegate rule may use it."""
+    """Who owns a reserved taint key, or None if any nodegate rule may use it."""
     if key in RESERVED_TAINT_KEYS:
         return RESERVED_TAINT_KEYS[key]
     namespace = key_namespace(key)

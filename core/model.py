@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -36,7 +37,9 @@ from nodegate.core.autoscalers import (
 )
 from nodegate.core.durations import format_duration, parse_duration
 from nodegate.core.k8s_names import (
+    OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
+    condition_rule_may_apply,
     label_owned_by_platform,
     label_value_problem,
     qualified_name_problem,
@@ -133,6 +136,9 @@ class Taint(Frozen):
     value: LabelValue = ""
     effect: Effect
 
+    # Keys other controllers own are refused here, except the few open to condition rules
+    # (node.kubernetes.io/out-of-service): every other rule kind refuses those itself
+    # (`_only_in_condition_rules`), where the error can say why.
     @model_validator(mode="after")
     def _not_owned_by_the_platform(self) -> Taint:
         if is_ca_gate_key(self.key):
@@ -167,7 +173,7 @@ class Taint(Frozen):
 
 def _refuse_reserved(key: str) -> None:
     owner = taint_key_owner(key)
-    if owner:
+    if owner and not condition_rule_may_apply(key):
         raise ValueError(
             f"taint key '{key}' belongs to {owner}; nodegate must not add or remove "
             "it. Use a key in your own domain, e.g. 'example.com/dedicated'"
@@ -255,12 +261,25 @@ class LabelSelector(Frozen):
         )
 
 
+def _only_in_condition_rules(taint: Taint) -> Taint:
+    if condition_rule_may_apply(taint.key):
+        raise ValueError(
+            f"taint key '{taint.key}' is allowed only in conditionTaints: only a node's "
+            "conditions can show that it is really shut down (Ready not True plus the "
+            "provider's preemption condition), and on a node that still runs this taint "
+            "force-detaches its volumes and deletes its pods"
+        )
+    return taint
+
+
 class LabelTaintRule(Frozen):
     """A label on the node implies a taint; when the label goes, the taint goes."""
 
     name: RuleName
     match: LabelSelector
     taint: Taint
+
+    _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
 
 class ConditionMatch(Frozen):
@@ -301,6 +320,29 @@ class ConditionTaintRule(Frozen):
     match: LabelSelector | None = Field(
         default=None, description="Optional: apply this rule only to nodes with these labels."
     )
+
+    @model_validator(mode="after")
+    def _out_of_service_only_on_shut_down_nodes(self) -> ConditionTaintRule:
+        """An error, not a warning: a rules ConfigMap edit reaches the cluster with nobody
+        reading warnings, and this taint on a running node corrupts data (docs/rules.md)."""
+        if self.taint.key != OUT_OF_SERVICE_TAINT:
+            return self
+        ready_guards = [c for c in self.conditions if c.type == "Ready"]
+        if not any(re.fullmatch(c.status, "True") is None for c in ready_guards):
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} must require the node's Ready "
+                'condition not True: add {type: Ready, status: "False|Unknown"} (a status that '
+                "never matches True); on a node that still runs, this taint force-detaches its "
+                "volumes and deletes its pods"
+            )
+        if len(self.conditions) == len(ready_guards):
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} must also require the condition "
+                "that says the node was shut down (the provider's preemption or termination "
+                "condition): Ready is not True on a node that is only cut off from the API "
+                "server and still writes to its volumes"
+            )
+        return self
 
 
 class PersistentLabels(Frozen):
@@ -438,6 +480,8 @@ class StartupGate(Frozen):
         description="Add the gate to a matching node that joined without it and runs no "
         "workload pods yet (only DaemonSet and static pods); a busy node is never touched.",
     )
+
+    _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
 
 class CaFlags(Frozen):

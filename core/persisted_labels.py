@@ -51,9 +51,15 @@ def persisted_view(labels: Mapping[str, str], config: PersistentLabels) -> dict[
 def record_key(node: NodeState, config: PersistentLabels) -> str:
     """The stable identity a record is kept under: providerID (or the name, when the node has
     none or `keyBy: nodeName`)."""
-    if config.key_by == "providerID" and node.provider_id:
-        return node.provider_id
-    return node.name
+    return key_for(node.name, node.provider_id, config)
+
+
+def key_for(name: str, provider_id: str, config: PersistentLabels) -> str:
+    """`record_key` from a node's name and providerID alone: the Node admission webhook's
+    lookup, before the node has a uid or a `NodeState`."""
+    if config.key_by == "providerID" and provider_id:
+        return provider_id
+    return name
 
 
 def record_name(key: str) -> str:

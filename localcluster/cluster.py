@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -46,8 +47,16 @@ class LocalControlPlane:
         with_scheduling: bool = False,
         bin_dir: Path | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
+        audit_policy: str | None = None,
+        kwok_stage_overrides: Mapping[str, Path] | None = None,
     ) -> None:
+        """`audit_policy` (an audit.k8s.io/v1 Policy as YAML text) turns on the API server's
+        audit log at `audit_log_path`: the benchmarks count each client's writes there.
+        `kwok_stage_overrides` replaces cached kwok Stage files by file name (e.g. a heartbeat
+        stage with another period)."""
         self.with_scheduling = with_scheduling
+        self._audit_policy = audit_policy
+        self._kwok_stage_overrides = dict(kwok_stage_overrides or {})
         self._bin_dir = bin_dir
         self._startup_timeout = startup_timeout
         self._workdir: Path | None = None
@@ -118,6 +127,14 @@ class LocalControlPlane:
             f"{name} (pid {pid})" for pid, name in self._started_pids.items() if pid_exists(pid)
         ]
 
+    def component_pids(self) -> dict[str, int]:
+        """`name -> pid` of the running components (the benchmarks read their CPU and memory)."""
+        return {
+            process.name: process.pid
+            for process in self._processes
+            if process.pid is not None and process.is_alive()
+        }
+
     # -- faults, for the tests that prove recovery ------------------------------------------
 
     def kill_component(self, name: str) -> None:
@@ -154,6 +171,11 @@ class LocalControlPlane:
     def kubeconfig_path(self) -> Path:
         """An admin kubeconfig for this control plane."""
         return self.workdir / "kubeconfig"
+
+    @property
+    def audit_log_path(self) -> Path:
+        """The API server's audit log (JSON lines); exists only with `audit_policy`."""
+        return self.workdir / "logs" / "audit.log"
 
     @property
     def client(self) -> k8s_client.ApiClient:
@@ -200,18 +222,19 @@ class LocalControlPlane:
 
         port = free_port()
         self.server_url = f"https://127.0.0.1:{port}"
-        self._spawn(
-            "kube-apiserver",
-            components.apiserver_argv(
-                bin_dir,
-                self._workdir / "apiserver-certs",
-                pki,
-                etcd,
-                secure_port=port,
-                service_account_admission=self.with_scheduling,
-            ),
-            logs,
+        apiserver = components.apiserver_argv(
+            bin_dir,
+            self._workdir / "apiserver-certs",
+            pki,
+            etcd,
+            secure_port=port,
+            service_account_admission=self.with_scheduling,
         )
+        if self._audit_policy is not None:
+            policy = self._workdir / "audit-policy.yaml"
+            policy.write_text(self._audit_policy)
+            apiserver += components.audit_argv(policy, self.audit_log_path)
+        self._spawn("kube-apiserver", apiserver, logs)
         write_kubeconfig(self.kubeconfig_path, self.server_url, pki)
         self._wait_for(f"{self.server_url}/readyz", self._tls_context(), deadline, "kube-apiserver")
 
@@ -223,7 +246,10 @@ class LocalControlPlane:
                 components.controller_manager_argv(bin_dir, kubeconfig, pki),
                 logs,
             )
-            stages = sorted((bin_dir / paths.KWOK_STAGES_DIR).glob("*.yaml"))
+            stages = [
+                self._kwok_stage_overrides.get(stage.name, stage)
+                for stage in sorted((bin_dir / paths.KWOK_STAGES_DIR).glob("*.yaml"))
+            ]
             self._spawn("kwok", components.kwok_argv(bin_dir, kubeconfig, stages), logs)
             self._wait_for_default_service_account(deadline)
 

@@ -95,6 +95,17 @@ def apiserver_argv(
     return argv
 
 
+def audit_argv(policy: Path, log_path: Path) -> list[str]:
+    """An audit log as JSON lines, written synchronously (blocking) so none is dropped."""
+    return [
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={log_path}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",
+        "--audit-log-maxsize=0",
+    ]
+
+
 def scheduler_argv(bin_dir: Path, kubeconfig: Path) -> list[str]:
     """The default scheduler; no serving port (nothing scrapes it) and no leader election."""
     return [

@@ -110,6 +110,8 @@ class Controller:
         self._now = clock
         self._health = health
         self.queue = WorkQueue()
+        # Counted when scraped: counting on every add would cost O(n) per node in a resync.
+        metrics.queue_depth.set_function(lambda: len(self.queue))
         self._limiter = TokenBucket(settings.write_qps, settings.write_burst)
         self._stop = threading.Event()
         self._keep_annotation = annotation_filter(None)
@@ -259,7 +261,6 @@ class Controller:
 
     def _enqueue(self, key: str, lane: str = "event") -> None:
         self.queue.add(key, "resync" if lane == "resync" else "event")
-        self._metrics.queue_depth.set(len(self.queue))
 
     def _facts(self, key: str) -> PlanFacts:
         return PlanFacts(
@@ -330,7 +331,6 @@ class Controller:
                 self._retry_later(key)
             finally:
                 self.queue.done(key)
-                self._metrics.queue_depth.set(len(self.queue))
 
     # --- one node -------------------------------------------------------------------------------
 

@@ -188,10 +188,15 @@ def watch_timeout(base_seconds: int) -> int:
 class KubeApi:
     """`Api` on the official client."""
 
-    def __init__(self, api_client: client.ApiClient) -> None:
+    def __init__(
+        self, api_client: client.ApiClient, request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    ) -> None:
+        """`request_timeout_seconds` bounds each ordinary call (connect included); the Node
+        admission webhook's client uses a short one to stay inside its own deadline."""
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
-        self._timeout = (CONNECT_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS)
+        connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
+        self._timeout = (connect, request_timeout_seconds)
 
     def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
         if selection.kind == "Node":

@@ -19,9 +19,10 @@ from nodegate.reconciler.leader import LeaderElector, LeaderFence
 from nodegate.reconciler.logs import configure_logging
 from nodegate.reconciler.metrics import Metrics
 from nodegate.reconciler.probes import serve
-from nodegate.reconciler.rules_source import RulesWatcher
+from nodegate.reconciler.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.taint_history import TaintHistory
+from nodegate.reconciler.webhook import LatestRules, WebhookServer, serve_webhook
 
 log = logging.getLogger("nodegate.reconciler")
 
@@ -62,18 +63,20 @@ def run(
         elector = LeaderElector(election_client, settings.leader_election, metrics)
         fence = elector.fence
     controller = Controller(settings, api, recorder, metrics, history, fence, health=health)
+    latest_rules = LatestRules()
     watcher = RulesWatcher(
         settings,
         api,
         recorder,
         metrics,
-        controller.offer_rules,
+        fan_out(latest_rules.offer, controller.offer_rules),
         lambda: controller.applied.generation if controller.applied else 0,
     )
 
     if not in_process:
         stop_on_signals(stop)
-    ready = readiness(watcher, controller, leading)
+    webhook = serve_webhook(settings, latest_rules, metrics.registry, stop, health)
+    ready = readiness(watcher, controller, leading, webhook)
     server = serve(settings.http_address, settings.http_port, metrics.registry, health.check, ready)
     log.info(
         "reconciler starting",
@@ -83,6 +86,7 @@ def run(
             "dry_run": settings.dry_run,
             "rules_source": str(settings.rules_file or settings.rules_configmap),
             "records_namespace": settings.records_namespace,
+            "webhook_port": webhook.port if webhook is not None else None,
         },
     )
     supervised("rules", watcher.run, stop, health)
@@ -108,8 +112,20 @@ def run(
     if elector is not None:
         elector.stop_and_release()
     server.shutdown()
+    if webhook is not None:
+        webhook.shutdown()
     log.info("reconciler stopped", extra={"lost_leadership": False})
     return 0
+
+
+def fan_out(*receivers: Callable[[RulesUpdate], None]) -> Callable[[RulesUpdate], None]:
+    """One rules update to several receivers (the controller, the webhook), in order."""
+
+    def offer(update: RulesUpdate) -> None:
+        for receive in receivers:
+            receive(update)
+
+    return offer
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -122,13 +138,19 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def readiness(
-    watcher: RulesWatcher, controller: Controller, leading: threading.Event
+    watcher: RulesWatcher,
+    controller: Controller,
+    leading: threading.Event,
+    webhook: WebhookServer | None = None,
 ) -> Callable[[], tuple[bool, str]]:
-    """/readyz: rules loaded and, on the leader, the node cache synced."""
+    """/readyz: rules loaded, the webhook (if served) has a certificate and, on the leader,
+    the node cache synced. The webhook Service sends reviews only to ready replicas."""
 
     def ready() -> tuple[bool, str]:
         if not watcher.loaded.is_set():
             return False, "no valid rules loaded yet"
+        if webhook is not None and not webhook.serving.is_set():
+            return False, "webhook has no serving certificate yet"
         if leading.is_set() and not controller.informer.synced.is_set():
             return False, "node cache not synced yet"
         applied = controller.applied

@@ -39,6 +39,45 @@ class LeaderElectionSettings(BaseModel):
         return self
 
 
+class WebhookSettings(BaseModel):
+    """The Node admission webhook served by every replica (leader or not: admission needs no
+    leadership). See docs/reconciler.md, "Node admission webhook"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    port: int = Field(default=9443, ge=0, le=65535)
+    """HTTPS port of the webhook (0 picks a free port)."""
+    address: str = "0.0.0.0"
+    path: str = "/mutate-nodes"
+    """URL path the MutatingWebhookConfiguration calls."""
+    service: str = "nodegate-webhook"
+    """Name of the webhook's Service in the reconciler's namespace: the serving certificate is
+    made for <service>.<namespace>.svc (and .svc.cluster.local)."""
+    hosts: tuple[str, ...] = ()
+    """More DNS names or IP addresses for the serving certificate (e.g. 127.0.0.1 in tests)."""
+    configuration: str = "nodegate-node-admission"
+    """MutatingWebhookConfiguration whose caBundle the webhook keeps (self-signed mode)."""
+    tls_secret: str = "nodegate-webhook-tls"
+    """Secret in the reconciler's namespace holding the CA and serving certificate that every
+    replica shares (self-signed mode); it must exist (the manifests create it empty)."""
+    cert_dir: Path | None = None
+    """Serve tls.crt/tls.key from this directory instead (cert-manager: a mounted Secret,
+    re-read when it changes); then neither the Secret nor the caBundle is touched."""
+    cert_check_seconds: float = Field(default=300.0, gt=0)
+    """How often the certificate is checked: renewal due, another replica renewed it, the
+    caBundle drifted, the files changed."""
+    lookup_timeout_seconds: float = Field(default=1.0, gt=0, le=10)
+    """Budget of the persisted-label record lookup in one review; past it the node is admitted
+    without its labels (the reconciler restores them a moment later). Keep it under the
+    configuration's timeoutSeconds."""
+
+    def certificate_hosts(self, namespace: str) -> tuple[str, ...]:
+        """Every name the serving certificate must be valid for."""
+        service = f"{self.service}.{namespace}"
+        names = (self.service, service, f"{service}.svc", f"{service}.svc.cluster.local")
+        return tuple(sorted({*names, *self.hosts}))
+
+
 class ReconcilerSettings(BaseModel):
     """How one reconciler process runs."""
 
@@ -85,6 +124,8 @@ class ReconcilerSettings(BaseModel):
     watch_timeout_seconds: int = Field(default=120, ge=10)
     """Server-side watch timeout (jittered up to twice this), after which the watch resumes."""
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    webhook: WebhookSettings | None = None
+    """Serve the Node admission webhook too (None: not served)."""
 
     @property
     def records_namespace(self) -> str:

@@ -23,9 +23,21 @@ from nodegate.localcluster.build import (
     karpenter_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
-from tests.e2e.reconciler_fixtures import make_node, reconciler, rules_configmap
+from tests.e2e.reconciler_fixtures import (
+    make_node,
+    reconciler,
+    records_namespace,
+    rules_configmap,
+    start_reconciler_with,
+)
 
-__all__ = ["make_node", "reconciler", "rules_configmap"]  # fixtures shared by the e2e tests
+__all__ = [  # fixtures shared by the e2e tests
+    "make_node",
+    "reconciler",
+    "records_namespace",
+    "rules_configmap",
+    "start_reconciler_with",
+]
 
 E2E_DIR = Path(__file__).parent
 E2E_TIMEOUT_SECONDS = 300

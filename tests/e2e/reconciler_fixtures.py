@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.persisted_labels import RECORD_LABEL, record_name
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
@@ -35,6 +37,10 @@ RULES = HEADER + textwrap.dedent(
     """
 )
 TIMEOUT = 20.0
+RECONCILES = "nodegate_reconcile_duration_seconds_count"
+"""One sample per node reconcile, empty plans included: a sync point for "nothing happened"."""
+
+Start = Callable[..., ReconcilerProcess]
 
 
 def read_node(core_v1: k8s_client.CoreV1Api, name: str) -> dict[str, Any]:
@@ -153,3 +159,75 @@ def reconciler(
     ) as process:
         yield process
     print(process.logs()[-4000:])
+
+
+@pytest.fixture
+def start_reconciler_with(
+    control_plane: LocalControlPlane, rules_configmap: Callable[..., str], tmp_path: Path
+) -> Iterator[Start]:
+    """start(rules_text, *flags): the rules into this test's ConfigMap, and a reconciler on them
+    (no leader election, share check off, as `reconciler`); all are stopped at the end."""
+    started: list[ReconcilerProcess] = []
+    with ExitStack() as stack:
+
+        def start(rules: str, *flags: str) -> ReconcilerProcess:
+            ref = rules_configmap(rules)
+            args = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+            started.append(
+                stack.enter_context(
+                    running_reconciler(control_plane.kubeconfig_path, tmp_path, *args, *flags)
+                )
+            )
+            return started[-1]
+
+        yield start
+    for process in started:
+        print(process.logs()[-3000:])
+
+
+def after_a_reconcile(process: ReconcilerProcess, change: Callable[[], object]) -> None:
+    """Make `change` and wait until the reconciler has reconciled a node since (in the plain
+    control plane only the test touches nodes, so that node is the one changed)."""
+    before = process.metric(RECONCILES)
+    change()
+    wait_until(lambda: process.metric(RECONCILES) > before, TIMEOUT, "a reconcile")
+
+
+@pytest.fixture
+def records_namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
+    """A namespace of the test's own for persisted-label records (`--state-namespace`)."""
+    namespace = unique_name[:63]
+    core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
+    yield namespace
+    core_v1.delete_namespace(namespace)
+
+
+def configmaps(
+    core_v1: k8s_client.CoreV1Api, namespace: str, selector: str | None = None
+) -> list[dict[str, Any]]:
+    response: Any = core_v1.list_namespaced_config_map(
+        namespace, label_selector=selector, _preload_content=False
+    )
+    items: list[dict[str, Any]] = json.loads(response.data)["items"]
+    return items
+
+
+def records(core_v1: k8s_client.CoreV1Api, namespace: str) -> dict[str, dict[str, Any]]:
+    return {
+        cm["metadata"]["name"]: json.loads((cm.get("data") or {}).get("record.json") or "{}")
+        for cm in configmaps(core_v1, namespace, RECORD_LABEL)
+    }
+
+
+def record_of(core_v1: k8s_client.CoreV1Api, namespace: str, key: str) -> dict[str, Any]:
+    return records(core_v1, namespace).get(record_name(key)) or {}
+
+
+def wait_for_record(
+    core_v1: k8s_client.CoreV1Api, namespace: str, key: str, check: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    return wait_until(
+        lambda: (r := record_of(core_v1, namespace, key)) and check(r) and r,
+        TIMEOUT,
+        f"record of {key}",
+    )

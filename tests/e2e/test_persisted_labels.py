@@ -6,18 +6,13 @@ same providerID). Records live in a namespace of each test's own.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.persisted_labels import RECORD_LABEL, record_name
+from nodegate.core.persisted_labels import record_name
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,
@@ -26,80 +21,32 @@ from nodegate.localcluster.nodes import (
     delete_node,
     wait_until,
 )
-from tests.e2e.reconciler_fixtures import RULES, TIMEOUT, patch_labels, read_node, wait_for_event
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.reconciler_fixtures import (
+    RULES,
+    TIMEOUT,
+    Start,
+    configmaps,
+    patch_labels,
+    read_node,
+    records,
+    wait_for_event,
+    wait_for_record,
+)
+from tests.e2e.reconciler_process import ReconcilerProcess
 
 TEAM = "persist.example.com/team"
 PERSIST = RULES + "persistentLabels: {prefixes: [persist.example.com/], forgetAfter: %s}\n"
 
-Start = Callable[..., ReconcilerProcess]
-
 
 @pytest.fixture
-def records_namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
-    namespace = unique_name[:63]
-    core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
-    yield namespace
-    core_v1.delete_namespace(namespace)
+def persisting(records_namespace: str, start_reconciler_with: Start) -> Start:
+    """Records namespace first, so it outlives the reconciler (teardown runs in reverse)."""
 
+    def start(forget_after: str = "720h") -> ReconcilerProcess:
+        rules = PERSIST % forget_after
+        return start_reconciler_with(rules, "--state-namespace", records_namespace)
 
-@pytest.fixture
-def persisting(
-    control_plane: LocalControlPlane,
-    rules_configmap: Callable[..., str],
-    records_namespace: str,
-    tmp_path: Path,
-) -> Iterator[Start]:
-    started: list[ReconcilerProcess] = []
-    with ExitStack() as stack:
-
-        def start(forget_after: str = "720h") -> ReconcilerProcess:
-            ref = rules_configmap(PERSIST % forget_after)
-            args = [
-                *("--rules-configmap", ref, "--state-namespace", records_namespace),
-                *("--no-leader-elect", "--max-untaint-share", "1"),
-            ]
-            started.append(
-                stack.enter_context(
-                    running_reconciler(control_plane.kubeconfig_path, tmp_path, *args)
-                )
-            )
-            return started[-1]
-
-        yield start
-    for process in started:
-        print(process.logs()[-3000:])
-
-
-def configmaps(
-    core_v1: k8s_client.CoreV1Api, namespace: str, selector: str | None = None
-) -> list[dict[str, Any]]:
-    response: Any = core_v1.list_namespaced_config_map(
-        namespace, label_selector=selector, _preload_content=False
-    )
-    items: list[dict[str, Any]] = json.loads(response.data)["items"]
-    return items
-
-
-def records(core_v1: k8s_client.CoreV1Api, namespace: str) -> dict[str, dict[str, Any]]:
-    return {
-        cm["metadata"]["name"]: json.loads((cm.get("data") or {}).get("record.json") or "{}")
-        for cm in configmaps(core_v1, namespace, RECORD_LABEL)
-    }
-
-
-def record_of(core_v1: k8s_client.CoreV1Api, namespace: str, key: str) -> dict[str, Any]:
-    return records(core_v1, namespace).get(record_name(key)) or {}
-
-
-def wait_for_record(
-    core_v1: k8s_client.CoreV1Api, namespace: str, key: str, check: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    return wait_until(
-        lambda: (r := record_of(core_v1, namespace, key)) and check(r) and r,
-        TIMEOUT,
-        f"record of {key}",
-    )
+    return start
 
 
 def node_uid(core_v1: k8s_client.CoreV1Api, name: str) -> str:

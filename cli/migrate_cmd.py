@@ -1,0 +1,108 @@
+"""`nodegate migrate TOOL ...`: print the rules that replace another tool, validated.
+
+The conversions are pure (`nodegate.migrate`); this reads their inputs (a file, flags, the
+environment the old tool read), prints the YAML, or every problem with the old setting's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nodegate.core.errors import Problem, RulesError
+from nodegate.core.yaml_input import decode, read_limited
+from nodegate.migrate.conversion import Conversion, to_yaml
+from nodegate.migrate.label_to_taint import (
+    LABEL_KEY,
+    LABEL_VALUE,
+    TAINT_EFFECT,
+    convert_label_to_taint,
+)
+from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from nodegate.migrate.tainter import convert_tainter
+
+app = typer.Typer(
+    help="Print the rules that replace another tool's settings (validated; notes on what "
+    "behaves differently come first, as comments).",
+    no_args_is_help=True,
+)
+OPERATOR = OperatorSettings()
+
+
+def _print(convert: Callable[[], Conversion]) -> None:
+    try:
+        typer.echo(to_yaml(convert()), nl=False)
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(1) from err
+
+
+@app.command("tainter")
+def tainter(
+    config: Annotated[Path, typer.Argument(help="Tainter's TOML file (its --config-file).")],
+) -> None:
+    """Tainter's matchers as conditionTaints."""
+
+    def convert() -> Conversion:
+        source = str(config)
+        try:
+            data = read_limited(config)
+        except OSError as err:
+            raise RulesError([_unreadable(source, err)]) from err
+        return convert_tainter(decode(data, source), source)
+
+    _print(convert)
+
+
+@app.command("label-to-taint")
+def label_to_taint(
+    label_key: Annotated[str, typer.Option(help="Its LABEL_KEY constant.")] = LABEL_KEY,
+    label_value: Annotated[str, typer.Option(help="Its LABEL_VALUE constant.")] = LABEL_VALUE,
+    effect: Annotated[str, typer.Option(help="Its TAINT_EFFECT constant.")] = TAINT_EFFECT,
+) -> None:
+    """The label-to-taint operator's constants as a labelTaints rule."""
+    _print(lambda: convert_label_to_taint(label_key, label_value, effect))
+
+
+@app.command("node-label-operator")
+def node_label_operator(
+    persist_label_prefix: Annotated[
+        str, typer.Option(envvar="PERSIST_LABEL_PREFIX", help="Label prefix to persist.")
+    ] = OPERATOR.persist_label_prefix,
+    operator_namespace: Annotated[
+        str, typer.Option(envvar="OPERATOR_NAMESPACE", help="Where its records lived.")
+    ] = OPERATOR.operator_namespace,
+    resync_interval_seconds: Annotated[
+        str, typer.Option(envvar="RESYNC_INTERVAL_SECONDS", help="Its resync period.")
+    ] = OPERATOR.resync_interval_seconds,
+    log_level: Annotated[
+        str, typer.Option(envvar="LOG_LEVEL", help="Its log level.")
+    ] = OPERATOR.log_level,
+    metrics_port: Annotated[
+        str, typer.Option(envvar="METRICS_PORT", help="Its metrics port.")
+    ] = OPERATOR.metrics_port,
+    key_by: Annotated[
+        str, typer.Option(help="nodeName (as the operator) or providerID (stable node IDs).")
+    ] = "nodeName",
+    forget_after: Annotated[
+        str, typer.Option(help="Forget a deleted node's record after this long.")
+    ] = "720h",
+) -> None:
+    """The node-label-operator's settings (flags, else its environment variables) as
+    persistentLabels and reconciler flags."""
+    settings = OperatorSettings(
+        persist_label_prefix=persist_label_prefix,
+        operator_namespace=operator_namespace,
+        resync_interval_seconds=resync_interval_seconds,
+        log_level=log_level,
+        metrics_port=metrics_port,
+    )
+    _print(lambda: convert_node_label_operator(settings, key_by, forget_after))
+
+
+def _unreadable(source: str, err: OSError) -> Problem:
+    return Problem(0, 0, source, (), f"cannot read file: {err.strerror}")

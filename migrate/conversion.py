@@ -1,0 +1,100 @@
+"""What every conversion produces, and the one way it is printed: only once it validates.
+
+A conversion is pure data: the rules document, what behaves differently from the old tool, and
+the `nodegate reconcile` flags its deployment settings become. `to_yaml` writes it with the
+manifests' YAML writer and reads the text back through the rules loader, so what is printed is
+exactly what was checked; a refusal names the old tool's setting, not the generated rule.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodegate.core.errors import DocPath, Problem, RulesError
+from nodegate.core.loader import parse_rules
+from nodegate.manifests.yaml_out import dump_all
+
+HEADER_WIDTH = 96
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """Another tool's settings as nodegate rules."""
+
+    command: str
+    """The command that made it, e.g. `nodegate migrate tainter`."""
+    source: str
+    """Names the input in errors: a file, or the settings the old tool read."""
+    rules: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    """What behaves differently from the old tool, one sentence or two each."""
+    reconciler_flags: tuple[str, ...] = ()
+    """`nodegate reconcile` flags the old tool's deployment settings become."""
+    places: Mapping[DocPath, DocPath] = field(default_factory=dict)
+    """Path in the rules -> the old tool's setting it came from (longest prefix wins)."""
+    problems: tuple[Problem, ...] = ()
+    """What the converter could not read; reported with whatever validation finds."""
+
+
+def rules_document(**sections: Any) -> dict[str, Any]:
+    """A NodeRules document holding `sections` (camelCase keys), in the order given."""
+    return {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", **sections}
+
+
+def to_yaml(conversion: Conversion) -> str:
+    """The rules as YAML, the notes as a comment header; RulesError naming the old settings if
+    nodegate would refuse them."""
+    text = dump_all([conversion.rules], header=_header(conversion))
+    problems = list(conversion.problems)
+    try:
+        parse_rules(text, f"<{conversion.command}>")
+    except RulesError as err:
+        problems += [
+            Problem(0, 0, conversion.source, _setting(conversion, p.path), p.message)
+            for p in err.problems
+        ]
+    if problems:
+        raise RulesError(problems)
+    return text
+
+
+def _setting(conversion: Conversion, path: DocPath) -> DocPath:
+    for end in range(len(path), 0, -1):
+        if path[:end] in conversion.places:
+            return conversion.places[path[:end]] + path[end:]
+    return path
+
+
+def _header(conversion: Conversion) -> str:
+    lines = _wrap(f"Made by `{conversion.command}` from {conversion.source}.")
+    if conversion.reconciler_flags:
+        lines += _wrap("Run the reconciler with: " + " ".join(conversion.reconciler_flags))
+    if conversion.notes:
+        lines.append("What behaves differently from before:")
+        for note in conversion.notes:
+            lines += _wrap(note, bullet=True)
+    return "\n".join(lines)
+
+
+def _wrap(text: str, bullet: bool = False) -> list[str]:
+    return textwrap.wrap(
+        text,
+        HEADER_WIDTH,
+        initial_indent="- " if bullet else "",
+        subsequent_indent="  " if bullet else "",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def rule_name(text: str, taken: Sequence[str]) -> str:
+    """A rule name (DNS label) made from `text`, unique among `taken`."""
+    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:50].strip("-") or "rule"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name

@@ -1,0 +1,104 @@
+"""The node-label-operator (github.com/miajohansson9/Demo, its kopf + ConfigMap version): labels
+with one prefix survive node deletion and re-creation, into `persistentLabels`.
+
+What it does, read from controller/main.py at 0ee8e9c: settings from the environment,
+`PERSIST_LABEL_PREFIX` (default `persist.demo/`), `OPERATOR_NAMESPACE` (`node-label-operator`,
+where its ConfigMaps live), `RESYNC_INTERVAL_SECONDS` (300), `METRICS_PORT` (9090) and
+`LOG_LEVEL` (INFO). One ConfigMap `node-labels-<node name>` per node holds `state.json`; on node
+create the ConfigMap is authoritative (stored labels are applied, overwriting other values),
+on update the node is (the ConfigMap follows, removals included), a deleted node's ConfigMap is
+kept forever, and a timer resyncs every node into its ConfigMap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodegate.core.errors import Problem
+from nodegate.migrate.conversion import Conversion, rules_document
+
+COMMAND = "nodegate migrate node-label-operator"
+SOURCE = "the operator's settings"
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """The operator's environment variables, as text, defaults as it has them."""
+
+    persist_label_prefix: str = "persist.demo/"
+    operator_namespace: str = "node-label-operator"
+    resync_interval_seconds: str = "300"
+    log_level: str = "INFO"
+    metrics_port: str = "9090"
+
+
+def convert_node_label_operator(
+    settings: OperatorSettings, key_by: str = "nodeName", forget_after: str = "720h"
+) -> Conversion:
+    """The operator's settings as `persistentLabels` plus the reconciler flags they become."""
+    resync, problems = _seconds(settings.resync_interval_seconds)
+    flags = ("--state-namespace", settings.operator_namespace, "--resync-seconds", resync)
+    if key_by == "nodeName":
+        keyed = (
+            "The operator keyed records by node name; keyBy: nodeName keeps that. Its users "
+            "asked for stable node IDs: with --key-by providerID an AKS VMSS instance re-imaged "
+            "under a new name gets its labels back (an OKE instance replaced under the same name "
+            "gets a new providerID: keep nodeName there)."
+        )
+    else:
+        keyed = (
+            f"The operator keyed records by node name; keyBy: {key_by} recognises a re-created "
+            "node by its spec.providerID instead (a node with none falls back to its name): an "
+            "OKE instance replaced under the same name gets a new providerID, so its labels do "
+            "not come back."
+        )
+    notes = [
+        keyed,
+        "A new node that already carries a persisted label: the operator overwrote it with the "
+        "stored value; nodegate never overwrites a label a new node carries.",
+        "Records: nodegate keeps its own (nodegate-labels-<sha256> ConfigMaps, record.json) and "
+        "does not read the operator's node-labels-<node> ConfigMaps. Labels on nodes that exist "
+        "when you switch are captured from the nodes; records of nodes deleted before the "
+        "switch are not carried over.",
+        "A deleted node's record: the operator kept it forever; nodegate forgets it after "
+        f"forgetAfter ({forget_after} here).",
+        "A record that is not valid JSON: the operator treated it as empty; nodegate "
+        "quarantines it (a copy is kept, with a Warning Event) and captures a fresh one.",
+        "Failed restores are counted (nodegate_label_restore_failures_total{reason}) and "
+        "alerted on: NodegateLabelRestoresFailing, in the PrometheusRule `nodegate manifests "
+        "--prometheus-rule` writes.",
+        f"METRICS_PORT ({settings.metrics_port}): nodegate serves /metrics with /healthz and "
+        "/readyz on --http-port (default 8080).",
+        f"LOG_LEVEL ({settings.log_level}) has no counterpart: nodegate logs JSON lines at INFO.",
+    ]
+    return Conversion(
+        command=COMMAND,
+        source=SOURCE,
+        rules=rules_document(
+            persistentLabels={
+                "prefixes": [settings.persist_label_prefix],
+                "keyBy": key_by,
+                "forgetAfter": forget_after,
+            }
+        ),
+        notes=tuple(notes),
+        reconciler_flags=flags,
+        places={
+            ("persistentLabels",): ("PERSIST_LABEL_PREFIX",),
+            ("persistentLabels", "keyBy"): ("--key-by",),
+            ("persistentLabels", "forgetAfter"): ("--forget-after",),
+        },
+        problems=problems,
+    )
+
+
+def _seconds(text: str) -> tuple[str, tuple[Problem, ...]]:
+    """RESYNC_INTERVAL_SECONDS as the operator reads it (`int(...)`), and above zero."""
+    try:
+        seconds = int(text)
+    except ValueError:
+        seconds = 0
+    if seconds > 0:
+        return str(seconds), ()
+    message = f"'{text}' is not a whole number of seconds above 0, e.g. 300"
+    return text, (Problem(0, 0, SOURCE, ("RESYNC_INTERVAL_SECONDS",), message),)

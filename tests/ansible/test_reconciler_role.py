@@ -1,0 +1,199 @@
+"""Role nodegate.nodegate.reconciler against the real local control plane (the e2e harness).
+
+examples/ansible/reconciler.yml runs three times in one module fixture: the example rules
+(over a stale rules ConfigMap someone else wrote), then the rules with one more label taint,
+then invalid rules. The objects are compared with
+what the one builder (nodegate.manifests.build_manifests) makes for the same inputs, and the
+API server itself is asked what the reconciler's ServiceAccount may do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.settings import DeploySettings
+from tests.ansible.playbooks import ROOT, PlaybookRun, inventory, run_playbook
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+RULES = ROOT / "examples" / "rules.yaml"
+EXTRA_RULE = """\
+  - name: arm-only
+    match: {labels: {kubernetes.io/arch: arm64}}
+    taint: {key: example.com/arch, value: arm64, effect: NoSchedule}
+"""
+Manifest = dict[str, Any]
+ObjectKey = tuple[str, str, str | None]
+
+
+@dataclass(frozen=True)
+class DeployRuns:
+    """The three runs, the inputs they were given, and what the cluster held after each."""
+
+    settings: dict[str, Any]
+    first: PlaybookRun
+    changed_rules: str
+    second: PlaybookRun
+    after_second: dict[ObjectKey, Manifest]
+    invalid_rules: Path
+    invalid: PlaybookRun
+    after_invalid: dict[ObjectKey, Manifest]
+
+
+def _key(obj: Manifest) -> ObjectKey:
+    return (obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+
+
+def _built(rules_text: str, settings: dict[str, Any]) -> list[Manifest]:
+    document = RulesDocument.parse(rules_text, "rules.yaml")
+    return build_manifests(document, DeploySettings.model_validate(settings))
+
+
+def _live(plane: LocalControlPlane, objects: list[Manifest]) -> dict[ObjectKey, Manifest]:
+    """Each object as the API server holds it now ({} if it does not exist)."""
+    dynamic = DynamicClient(plane.client)  # type: ignore[no-untyped-call]
+    live: dict[ObjectKey, Manifest] = {}
+    for obj in objects:
+        api = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        meta = obj["metadata"]
+        try:
+            found = api.get(name=meta["name"], namespace=meta.get("namespace"))
+        except NotFoundError:
+            live[_key(obj)] = {}
+            continue
+        live[_key(obj)] = found.to_dict()
+    return live
+
+
+def _written_by_someone_else(plane: LocalControlPlane, settings: dict[str, Any]) -> None:
+    """The namespace and a stale rules ConfigMap, as a hand edit or `kubectl apply` leaves them
+    (another field manager owns `data`)."""
+    core = k8s_client.CoreV1Api(plane.client)
+    namespace = settings["namespace"]
+    core.create_namespace(k8s_client.V1Namespace(metadata=k8s_client.V1ObjectMeta(name=namespace)))
+    core.create_namespaced_config_map(
+        namespace,
+        k8s_client.V1ConfigMap(
+            metadata=k8s_client.V1ObjectMeta(name="nodegate-rules"),
+            data={"rules.yaml": "# stale\n"},
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(
+    tmp_path_factory: pytest.TempPathFactory, collections: Path, control_plane: LocalControlPlane
+) -> DeployRuns:
+    work = tmp_path_factory.mktemp("reconciler-role")
+    suffix = uuid.uuid4().hex[:6]
+    settings: dict[str, Any] = {
+        "image": {"repository": "registry.example.com/nodegate"},
+        "namespace": f"nodegate-ansible-{suffix}",
+        "name": f"nodegate-ansible-{suffix}",  # ClusterRole names are cluster-wide
+    }
+    hosts = inventory(work, {"ungrouped": {}})
+    rules = work / "rules.yaml"
+
+    def play(text: str) -> PlaybookRun:
+        rules.write_text(text, encoding="utf-8")
+        extra = {
+            "nodegate_rules_file": str(rules),
+            "nodegate_reconciler": settings,
+            "nodegate_kubeconfig": str(control_plane.kubeconfig_path),
+            "nodegate_reconciler_wait": False,  # no kubelet runs the pods here
+        }
+        return run_playbook(work, collections, "reconciler.yml", hosts, extra)
+
+    _written_by_someone_else(control_plane, settings)
+    example = RULES.read_text(encoding="utf-8")
+    first = play(example)
+    changed = example.replace("labelTaints:\n", "labelTaints:\n" + EXTRA_RULE, 1)
+    second = play(changed)
+    after_second = _live(control_plane, _built(changed, settings))
+    invalid = play(changed.replace("effect: NoSchedule}", "effect: NoSchedul}", 1))
+    return DeployRuns(
+        settings,
+        first,
+        changed,
+        second,
+        after_second,
+        rules,
+        invalid,
+        _live(control_plane, _built(changed, settings)),
+    )
+
+
+def test_the_first_run_takes_over_objects_another_manager_wrote(runs: DeployRuns) -> None:
+    assert runs.first.returncode == 0, runs.first.text()
+
+
+def test_the_objects_exist_as_the_builder_makes_them(runs: DeployRuns) -> None:
+    assert runs.second.returncode == 0, runs.second.text()
+    for obj in _built(runs.changed_rules, runs.settings):
+        live = runs.after_second[_key(obj)]
+        assert live, f"{_key(obj)} does not exist"
+        for field in ("rules", "roleRef", "subjects", "data"):
+            assert live.get(field) == obj.get(field), (_key(obj), field)
+
+
+def test_the_service_account_gets_exactly_the_built_rbac(
+    runs: DeployRuns, control_plane: LocalControlPlane
+) -> None:
+    """Asked of the API server's own authorizer (SubjectAccessReview)."""
+    namespace, name = runs.settings["namespace"], runs.settings["name"]
+    authz = k8s_client.AuthorizationV1Api(control_plane.client)
+
+    def allowed(verb: str, resource: str, ns: str | None = None) -> bool:
+        review = k8s_client.V1SubjectAccessReview(
+            spec=k8s_client.V1SubjectAccessReviewSpec(
+                user=f"system:serviceaccount:{namespace}:{name}",
+                resource_attributes=k8s_client.V1ResourceAttributes(
+                    verb=verb, resource=resource, namespace=ns
+                ),
+            )
+        )
+        status = authz.create_subject_access_review(review).status
+        assert status is not None
+        return bool(status.allowed)
+
+    assert allowed("patch", "nodes")
+    assert allowed("watch", "nodes")
+    assert not allowed("delete", "nodes")
+    assert not allowed("list", "secrets", namespace)
+    assert not allowed("get", "configmaps", "kube-system")
+
+
+def test_a_rules_change_updates_the_configmap_and_leaves_the_deployment_alone(
+    runs: DeployRuns,
+) -> None:
+    assert runs.second.changed >= 1
+    [configmap] = [v for k, v in runs.after_second.items() if k[0] == "ConfigMap"]
+    assert configmap.get("data", {}).get("rules.yaml") == runs.changed_rules
+    [deployment] = [v for k, v in runs.after_second.items() if k[0] == "Deployment"]
+    assert deployment["metadata"]["generation"] == 1  # no rollout for a rules edit
+
+
+def test_invalid_rules_fail_the_play_before_any_object_is_changed(runs: DeployRuns) -> None:
+    assert runs.invalid.returncode != 0
+    validate = subprocess.run(
+        [sys.executable, "-m", "nodegate.cli", "validate", str(runs.invalid_rules)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    lines = validate.stderr.splitlines()
+    assert lines
+    assert all(line in runs.invalid.text() for line in lines)
+    before = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_second.items()}
+    after = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_invalid.items()}
+    assert after == before

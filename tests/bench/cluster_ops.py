@@ -1,0 +1,181 @@
+"""The benchmark's own API calls: nodes created in bulk, changes sent on a schedule, resets.
+
+Requests carry the User-Agent `nodegate-bench/` so the audit log never counts them as an
+operator's. Bodies go out as plain JSON and answers are not decoded into model classes: the
+load generator must not be the bottleneck it measures.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from tests.bench.scenario import (
+    BENCH_TAINT_KEYS,
+    FLIP_KEY,
+    PROBLEM_TYPE,
+    RACE_NAMESPACE,
+    Change,
+)
+
+USER_AGENT = "nodegate-bench/1"
+NOT_FOUND, CONFLICT = 404, 409
+
+
+def bench_api(plane: LocalControlPlane, pool_size: int = 16) -> k8s_client.CoreV1Api:
+    api = plane.api_client()
+    api.user_agent = USER_AGENT
+    api.configuration.connection_pool_maxsize = pool_size
+    api.rest_client.pool_manager.connection_pool_kw["maxsize"] = pool_size
+    return k8s_client.CoreV1Api(api)
+
+
+def parallel(work: Callable[[Any], object], items: Iterable[Any], threads: int = 8) -> None:
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(work, items):
+            pass
+
+
+def create_nodes(core: k8s_client.CoreV1Api, bodies: list[dict[str, Any]]) -> None:
+    parallel(lambda body: core.create_node(body, _preload_content=False), bodies)
+
+
+def delete_nodes(core: k8s_client.CoreV1Api, names: list[str]) -> None:
+    def delete(name: str) -> None:
+        try:
+            core.delete_node(name, _preload_content=False)
+        except ApiException as error:
+            if error.status != NOT_FOUND:
+                raise
+
+    parallel(delete, names)
+
+
+def _condition(status: bool) -> dict[str, str]:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        "type": PROBLEM_TYPE,
+        "status": "True" if status else "False",
+        "reason": "BenchFlip",
+        "message": "set by the benchmark",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def apply_change(core: k8s_client.CoreV1Api, change: Change) -> None:
+    """A label flip as an admin's `kubectl label`, a condition flip as node-problem-detector's
+    status patch (conditions merge by type, so the kubelet's stay untouched)."""
+    if change.kind == "label":
+        patch = {"metadata": {"labels": {FLIP_KEY: "on" if change.on else None}}}
+        core.patch_node(change.node, patch, _content_type=MERGE_PATCH, _preload_content=False)
+    else:
+        status: dict[str, Any] = {"status": {"conditions": [_condition(change.on)]}}
+        core.patch_node_status(
+            change.node, status, _content_type=STRATEGIC_MERGE_PATCH, _preload_content=False
+        )
+
+
+def send_on_schedule(
+    core: k8s_client.CoreV1Api, changes: list[Change], rate: float | None, threads: int = 16
+) -> list[float]:
+    """Send each change at its slot (`rate` per second; None = all at once) and return each
+    one's send time. Requests run on a pool so one slow answer does not delay the next slot."""
+    sent = [0.0] * len(changes)
+    errors: list[BaseException] = []
+    start = time.monotonic()
+    gate = threading.Barrier(min(threads, len(changes))) if rate is None else None
+
+    def send(index: int) -> None:
+        if rate is not None:
+            slot = start + index / rate
+            time.sleep(max(0.0, slot - time.monotonic()))
+        elif gate is not None and index < gate.parties:
+            gate.wait()  # a burst: the first wave leaves together
+        sent[index] = time.monotonic()
+        try:
+            apply_change(core, changes[index])
+        except ApiException as error:
+            errors.append(error)
+
+    parallel(send, range(len(changes)), threads)
+    if errors:
+        raise RuntimeError(f"{len(errors)} benchmark changes failed; first: {errors[0]}")
+    return sent
+
+
+def reset_node(core: k8s_client.CoreV1Api, name: str) -> None:
+    """Back to the starting state: no benchmark taint, flip label off, condition False.
+
+    The taint list is written with the resourceVersion read (a 409 means a heartbeat came in
+    between: read again), so taints the control plane owns are never lost.
+    """
+    core.patch_node_status(
+        name,
+        {"status": {"conditions": [_condition(False)]}},
+        _content_type=STRATEGIC_MERGE_PATCH,
+        _preload_content=False,
+    )
+    while True:
+        response: Any = core.read_node(name, _preload_content=False)  # urllib3's response
+        node = json.loads(response.data)
+        taints = node["spec"].get("taints") or []
+        kept = [t for t in taints if t["key"] not in BENCH_TAINT_KEYS]
+        labels = node["metadata"].get("labels") or {}
+        if kept == taints and FLIP_KEY not in labels:
+            return
+        patch = {
+            "metadata": {
+                "resourceVersion": node["metadata"]["resourceVersion"],
+                "labels": {FLIP_KEY: None},
+            },
+            "spec": {"taints": kept or None},
+        }
+        try:
+            core.patch_node(name, patch, _content_type=MERGE_PATCH, _preload_content=False)
+        except ApiException as error:
+            if error.status != CONFLICT:
+                raise
+            continue
+        return
+
+
+def create_race_pods(core: k8s_client.CoreV1Api, variant: str, nodes: list[str]) -> None:
+    """One pending pod per node about to join, pinned to it by hostname and tolerating none of
+    the benchmark taints: if it is bound, the scheduler saw its node without the taint."""
+    try:
+        namespace: Any = {"metadata": {"name": RACE_NAMESPACE}}  # plain JSON, as sent
+        core.create_namespace(namespace, _preload_content=False)
+    except ApiException as error:
+        if error.status != CONFLICT:
+            raise
+
+    def create(node: str) -> None:
+        body: Any = {  # plain JSON, as sent
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{variant}-{node}", "labels": {"bench": variant}},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "app", "image": "registry.example.com/app:1"}],
+                "terminationGracePeriodSeconds": 0,
+            },
+        }
+        core.create_namespaced_pod(RACE_NAMESPACE, body, _preload_content=False)
+
+    parallel(create, nodes)
+
+
+def delete_race_pods(core: k8s_client.CoreV1Api) -> None:
+    core.delete_collection_namespaced_pod(
+        RACE_NAMESPACE, grace_period_seconds=0, _preload_content=False
+    )

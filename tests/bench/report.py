@@ -1,0 +1,248 @@
+"""docs/benchmarks.md and its plot, from measured results only."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from nodegate.localcluster.versions import KUBERNETES_VERSION, KWOK_VERSION
+from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult
+from tests.bench.stats import ratio
+
+TARGETS = {
+    "p99": "≤ 500 ms at 5,000 nodes",
+    "resync": "0 writes",
+    "per change": "exactly 1",
+    "rss": "≤ 200 MiB at 5,000 nodes",
+    "race": "0 with registration taints",
+    "ratio p99": "≥ 3x",
+    "ratio rss": "≥ 5x",
+}
+
+
+def environment() -> dict[str, str]:
+    """Machine and versions, as they were when the run ended."""
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "machine": f"{os.cpu_count()} cores ({cpu}), {memory_kib / 2**20:.0f} GiB, shared",
+        "python": platform.python_version(),
+        "nodegate": f"{importlib.metadata.version('nodegate')} (commit {commit or '?'})",
+        "kopf": importlib.metadata.version("kopf"),
+        "kubernetes client": importlib.metadata.version("kubernetes"),
+        "control plane": f"kube-apiserver {KUBERNETES_VERSION}, kwok {KWOK_VERSION}",
+    }
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def _p99(result: OperatorResult | None, case: str) -> float | None:
+    latency = result.latencies.get(case) if result else None
+    return latency.p(99) if latency and latency.samples else None
+
+
+def _race(result: OperatorResult | None, variant: str) -> str:
+    race = result.race.get(variant) if result else None
+    if race is None:
+        return "-"
+    return f"{race.bound_before_taint} of {race.joined} ({race.pods_bound} bound)"
+
+
+def size_table(size: SizeResult) -> str:
+    ours, theirs = size.operators.get("nodegate"), size.operators.get("kopf")
+
+    def cell(result: OperatorResult | None, text: str) -> str:
+        return text if result else "-"
+
+    rows: list[tuple[str, str, str, str, str]] = []
+    for case in LATENCY_CASES:
+        rows.append(
+            (
+                f"change → taint, {case}: p50 / p95 / p99 ms",
+                cell(ours, ours.latencies[case].cell() if ours else ""),
+                cell(theirs, theirs.latencies[case].cell() if theirs else ""),
+                ratio(_p99(ours, case), _p99(theirs, case)) + " (p99)",
+                TARGETS["p99"] + "; " + TARGETS["ratio p99"],
+            )
+        )
+    rows += [
+        (
+            "cold converge: all N tainted (writes)",
+            cell(ours, f"{ours.converge_seconds:.1f} s ({ours.converge_writes})" if ours else ""),
+            cell(
+                theirs,
+                f"{theirs.converge_seconds:.1f} s ({theirs.converge_writes})" if theirs else "",
+            ),
+            ratio(
+                ours.converge_seconds if ours else None,
+                theirs.converge_seconds if theirs else None,
+            ),
+            "",
+        ),
+        (
+            "no-op full resync: wall time (writes)",
+            cell(
+                ours,
+                f"{_ms(ours.resync_seconds)} ({ours.resync_writes})" if ours else "",
+            ),
+            "n/a: kopf has no periodic resync",
+            "",
+            TARGETS["resync"],
+        ),
+        (
+            "API writes per real change (409s)",
+            cell(ours, _per_change(ours)),
+            cell(theirs, _per_change(theirs)),
+            ratio(
+                ours.writes_per_change if ours else None,
+                theirs.writes_per_change if theirs else None,
+            ),
+            TARGETS["per change"],
+        ),
+        (
+            "peak RSS",
+            cell(ours, f"{ours.peak_rss_mib:.0f} MiB" if ours else ""),
+            cell(theirs, f"{theirs.peak_rss_mib:.0f} MiB" if theirs else ""),
+            ratio(ours.peak_rss_mib if ours else None, theirs.peak_rss_mib if theirs else None),
+            TARGETS["rss"] + "; " + TARGETS["ratio rss"],
+        ),
+        (
+            "CPU seconds, whole run (of which cold converge)",
+            cell(ours, f"{ours.cpu_seconds:.1f} ({ours.converge_cpu_seconds:.1f})" if ours else ""),
+            cell(
+                theirs,
+                f"{theirs.cpu_seconds:.1f} ({theirs.converge_cpu_seconds:.1f})" if theirs else "",
+            ),
+            ratio(ours.cpu_seconds if ours else None, theirs.cpu_seconds if theirs else None),
+            "",
+        ),
+        (
+            "race: pods bound before the taint, registration taints",
+            _race(ours, "registration"),
+            "n/a (same node-side taints)",
+            "",
+            TARGETS["race"],
+        ),
+        (
+            "race: pods bound before the taint, tainted after joining",
+            _race(ours, "reconciler"),
+            _race(theirs, "reconciler"),
+            "",
+            "",
+        ),
+    ]
+    header = "| measure | nodegate | kopf baseline | nodegate vs kopf | target |\n"
+    header += "| --- | --- | --- | --- | --- |\n"
+    body = "".join(f"| {' | '.join(row)} |\n" for row in rows)
+    load = " ".join(f"{v:.2f}" for v in size.load_at_start)
+    quiet = "quiet" if size.quiet else "**CONTENDED: above the limit after waiting**"
+    notes = [n for r in size.operators.values() for n in (f"{r.operator}: {x}" for x in r.notes)]
+    lines = [
+        f"### {size.nodes:,} nodes\n",
+        f"Started {size.started}; load average at start {load} ({quiet}); "
+        f"{size.node_kib:.1f} KiB per Node as returned by the API server; "
+        f"background churn {size.heartbeat_events_per_second:.1f} Node status updates/s from "
+        f"kwok heartbeats; nodegate `--write-qps {size.write_qps:g} --write-burst "
+        f"{size.write_burst}`.\n",
+        header + body,
+        *(f"* {n}\n" for n in notes),
+        f"* nodes tainted not-ready/unreachable by the node-lifecycle controller after all were "
+        f"Ready (late kwok heartbeats): {size.lifecycle_tainted_nodes}\n",
+        "* control plane over the whole run (peak RSS, CPU seconds): "
+        + ", ".join(
+            f"{name} {u[0]:.0f} MiB {u[1]:.0f} s" if u else f"{name} gone"
+            for name, u in size.control_plane.items()
+        )
+        + "\n",
+    ]
+    return "\n".join(lines)
+
+
+def _per_change(result: OperatorResult | None) -> str:
+    if result is None or result.writes_per_change is None:
+        return "-"
+    return (
+        f"{result.writes_per_change:.2f} ({result.change_writes} for {result.changes}; "
+        f"{result.change_conflicts} 409s)"
+    )
+
+
+def plot(size: SizeResult, path: Path) -> None:
+    """Latency distributions (empirical CDFs) of one size, one panel per kind of change."""
+    import matplotlib  # only the report needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"nodegate": "tab:blue", "kopf": "tab:orange"}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, kind in zip(axes, ("label", "condition"), strict=True):
+        for name, result in size.operators.items():
+            for case, style in ((f"{kind}, steady", "-"), (f"{kind}, burst", "--")):
+                samples = sorted(result.latencies[case].samples)
+                if not samples:
+                    continue
+                ys = [(i + 1) / len(samples) for i in range(len(samples))]
+                label = f"{name}, {case.split(', ')[1]} (n={len(samples)})"
+                ax.step(samples, ys, style, where="post", color=colours[name], label=label)
+        ax.axvline(0.5, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.01)
+        ax.set_title(f"{size.nodes:,} nodes: {kind} flip → taint seen by a watcher")
+        ax.set_xlabel("seconds, log scale (dotted: 500 ms target)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    axes[0].set_ylabel("share of changes at or below")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def section(size: SizeResult, env: dict[str, str], plot_name: str) -> str:
+    """One size's section of docs/benchmarks.md: how it was run, the table, the plot."""
+    machine = "".join(f"* {key}: {value}\n" for key, value in env.items())
+    return (
+        f"{size_table(size)}\n{machine}* command: `{size.command}`\n\n"
+        f"![latency distributions at {size.nodes:,} nodes]({plot_name})\n"
+    )
+
+
+def update_document(doc: Path, size: SizeResult, env: dict[str, str]) -> str:
+    """Write this size's plot next to `doc` and replace its section (between markers) in it,
+    keeping everything else (the hand-written analysis) as it is. Returns the section."""
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    plot_path = doc.with_name(f"{doc.stem}-{size.nodes}.png")
+    plot(size, plot_path)
+    text = section(size, env, plot_path.name)
+    begin, end = f"<!-- bench:{size.nodes}:begin -->", f"<!-- bench:{size.nodes}:end -->"
+    current = doc.read_text() if doc.exists() else HEADER
+    if begin in current and end in current:
+        head, rest = current.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        updated = f"{head}{begin}\n{text}{end}{tail}"
+    else:
+        updated = f"{current.rstrip()}\n\n{begin}\n{text}{end}\n"
+    doc.write_text(updated)
+    return text
+
+
+HEADER = """# Benchmarks: nodegate and a kopf operator on the same nodes
+
+Generated by `make bench` (`tests/bench/`, README there); each size's section is rewritten by
+its run, every figure in it measured in that run.
+"""

@@ -1,0 +1,58 @@
+"""What one benchmark run measured, as plain data (written to JSON next to the report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tests.bench.stats import Latency
+
+LATENCY_CASES = ("label, steady", "label, burst", "condition, steady", "condition, burst")
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """Node joins with one pending pod pinned to each joining node."""
+
+    joined: int
+    pods_bound: int
+    bound_before_taint: int
+
+
+@dataclass
+class OperatorResult:
+    operator: str
+    converge_seconds: float = 0.0
+    converge_writes: int = 0
+    converge_conflicts: int = 0
+    latencies: dict[str, Latency] = field(default_factory=dict)
+    changes: int = 0
+    change_writes: int = 0
+    change_conflicts: int = 0
+    resync_seconds: float | None = None
+    resync_writes: int | None = None
+    peak_rss_mib: float = 0.0
+    cpu_seconds: float = 0.0
+    converge_cpu_seconds: float = 0.0
+    race: dict[str, RaceResult] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def writes_per_change(self) -> float | None:
+        return self.change_writes / self.changes if self.changes else None
+
+
+@dataclass
+class SizeResult:
+    nodes: int
+    started: str  # UTC, ISO 8601
+    load_at_start: tuple[float, float, float]
+    quiet: bool  # the 1-minute load average was below the limit when the run started
+    node_kib: float  # one benchmark Node as the API server returns it
+    command: str
+    write_qps: float
+    write_burst: int
+    operators: dict[str, OperatorResult] = field(default_factory=dict)
+    heartbeat_events_per_second: float = 0.0
+    lifecycle_tainted_nodes: int = 0  # nodes tainted not-ready/unreachable after all were Ready
+    control_plane: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    # component -> (peak RSS MiB, CPU seconds over the whole run), read at its end

@@ -1,0 +1,453 @@
+"""`make bench`: nodegate and the kopf baseline on the same simulated nodes, in one run.
+
+For each size N: start the local control plane (etcd, kube-apiserver with an audit log,
+scheduler, controller-manager, kwok), register N kwok-managed nodes of kubelet size, start the
+watcher, then for each operator in turn: cold converge, label and condition flips (steady and
+burst), nodegate's no-op resync, and the scheduling race, while its process's memory and CPU
+are read from /proc. Between the operators every node is put back to its starting state.
+Figures: docs/benchmarks.md (`report.py`), raw results: a JSON file next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+from nodegate.localcluster import paths
+from nodegate.localcluster.build import ensure_built
+from nodegate.localcluster.cluster import LocalControlPlane
+from tests.bench import cluster_ops, report
+from tests.bench.audit import AuditLog
+from tests.bench.operators import (
+    USER_AGENT,
+    NodegateSettings,
+    OperatorName,
+    RunningOperator,
+    start_kopf,
+    start_nodegate,
+)
+from tests.bench.procstat import usage
+from tests.bench.results import OperatorResult, RaceResult, SizeResult
+from tests.bench.scenario import (
+    AUDIT_POLICY,
+    BENCH_TAINT_KEYS,
+    CLASS_KEY,
+    HEARTBEAT_PERIOD_SECONDS,
+    HEARTBEAT_STAGE_FILE,
+    RACE_KEY,
+    Change,
+    bench_node,
+    burst_changes,
+    heartbeat_stage,
+    node_name,
+    race_node_name,
+    registration_taints_of_race_pool,
+    steady_changes,
+)
+from tests.bench.stats import Latency
+from tests.bench.watchlog import Keys, WatchLog
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each measurement; the defaults are the issue's, `--smoke` shrinks them."""
+
+    nodes: int
+    rate: float = 20.0
+    steady_seconds: float = 30.0
+    burst: int = 200
+    race_nodes: int = 1000
+    write_qps: float = 50.0
+    write_burst: int = 100
+    resync_seconds: float | None = None  # None: after the flips are done (see resync_period)
+    operators: tuple[OperatorName, ...] = ("nodegate", "kopf")
+    max_load: float = 2.0
+    load_wait_seconds: float = 40 * 60
+    settle_seconds: float = 10.0  # race: pods parked before the joins, and binding after them
+    profile_dir: Path | None = None  # py-spy each operator (collapsed stacks): not for figures
+
+    @property
+    def steady_nodes(self) -> int:
+        return round(self.rate * self.steady_seconds / 2)
+
+    def resync_period(self) -> float:
+        """Late enough that the resync measured follows cold converge and every flip phase."""
+        if self.resync_seconds is not None:
+            return self.resync_seconds
+        converge = self.nodes / self.write_qps
+        flips = 2 * self.steady_seconds + 60
+        return max(60.0, round(1.5 * converge + flips + 60))
+
+
+@dataclass
+class Bench:
+    """One control plane with its nodes, the watcher, and the audit log."""
+
+    plan: Plan
+    plane: LocalControlPlane
+    core: k8s_client.CoreV1Api
+    watch: WatchLog
+    audit: AuditLog
+    workdir: Path
+
+    @property
+    def names(self) -> list[str]:
+        return [node_name(i) for i in range(self.plan.nodes)]
+
+    def wait_all(self, names: list[str], predicate: Callable[[Keys], bool], what: str) -> float:
+        timeout = 120 + 3 * len(names) / self.plan.write_qps
+        return self.watch.wait(lambda w: w.count(names, predicate) == len(names), timeout, what)
+
+
+# --- the load gate ---------------------------------------------------------------------------
+
+
+def wait_for_quiet(max_load: float, max_wait: float) -> tuple[tuple[float, float, float], bool]:
+    """Wait (re-checking every minute) until the 1-minute load average is below `max_load`.
+
+    The machine is shared: figures taken while others load it measure them too. Returns the
+    load averages at the start and whether the machine was quiet; the caller records both.
+    """
+    deadline = time.monotonic() + max_wait
+    while True:
+        load = os.getloadavg()
+        if load[0] < max_load:
+            return load, True
+        if time.monotonic() >= deadline:
+            print(f"load average {load[0]:.2f} still >= {max_load} after waiting: CONTENDED run")
+            return load, False
+        print(f"load average {load[0]:.2f} >= {max_load}: waiting 60 s", flush=True)
+        time.sleep(60)
+
+
+# --- one size ----------------------------------------------------------------------------------
+
+
+def measure_size(plan: Plan, command: str) -> SizeResult:
+    bin_dir = ensure_built()
+    stock = (bin_dir / paths.KWOK_STAGES_DIR / HEARTBEAT_STAGE_FILE).read_text()
+    with tempfile.TemporaryDirectory(prefix="nodegate-bench-") as tmp:
+        workdir = Path(tmp)
+        stage = workdir / HEARTBEAT_STAGE_FILE
+        stage.write_text(heartbeat_stage(stock))
+        load, quiet = wait_for_quiet(plan.max_load, plan.load_wait_seconds)
+        started = datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
+        print(f"== {plan.nodes} nodes, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        plane = LocalControlPlane(
+            with_scheduling=True,
+            audit_policy=AUDIT_POLICY,
+            kwok_stage_overrides={HEARTBEAT_STAGE_FILE: stage},
+        )
+        with plane:
+            bench = Bench(
+                plan,
+                plane,
+                cluster_ops.bench_api(plane),
+                WatchLog(workdir / "watch.jsonl"),
+                AuditLog(plane.audit_log_path),
+                workdir,
+            )
+            watcher = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench.watcher", str(plane.kubeconfig_path),
+                 str(bench.watch.path)],
+                cwd=Path(__file__).resolve().parents[2],
+            )  # fmt: skip
+            try:
+                result = SizeResult(
+                    nodes=plan.nodes,
+                    started=started,
+                    load_at_start=(load[0], load[1], load[2]),
+                    quiet=quiet,
+                    node_kib=0.0,
+                    command=command,
+                    write_qps=plan.write_qps,
+                    write_burst=plan.write_burst,
+                    heartbeat_events_per_second=plan.nodes / HEARTBEAT_PERIOD_SECONDS,
+                )
+                _register_nodes(bench, result)
+                ready = time.monotonic()
+                for index, operator in enumerate(plan.operators):
+                    if index:
+                        _reset(bench)
+                    result.operators[operator] = _measure_operator(bench, operator)
+                result.lifecycle_tainted_nodes = _lifecycle_tainted(bench, ready)
+                result.control_plane = {
+                    name: _usage_or_none(pid) for name, pid in plane.component_pids().items()
+                }
+                return result
+            finally:
+                watcher.terminate()
+                watcher.wait(10)
+
+
+LIFECYCLE_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def _lifecycle_tainted(bench: Bench, since: float) -> int:
+    """Benchmark nodes the node-lifecycle controller tainted after they were all Ready: each
+    one is a kwok heartbeat that came too late (the control plane could not keep up)."""
+    bench.watch.refresh()
+    return sum(
+        1
+        for name in bench.names
+        if any(
+            t >= since and k is not None and k & LIFECYCLE_TAINTS
+            for t, k in zip(bench.watch.times[name], bench.watch.keys[name], strict=True)
+        )
+    )
+
+
+def _usage_or_none(pid: int) -> tuple[float, float] | None:
+    """(peak RSS MiB, CPU seconds) of a control-plane component, None if it is gone."""
+    try:
+        measured = usage(pid)
+    except FileNotFoundError:
+        return None
+    return (measured.peak_rss_mib, measured.cpu_seconds)
+
+
+def _register_nodes(bench: Bench, result: SizeResult) -> None:
+    started = time.monotonic()
+    bench.watch.wait(lambda w: {"nodes", "pods"} <= w.synced, 60, "the watcher's first LIST")
+    cluster_ops.create_nodes(bench.core, [bench_node(n) for n in bench.names])
+    sample: Any = bench.core.read_node(bench.names[0], _preload_content=False)  # urllib3's
+    result.node_kib = len(sample.data) / 1024
+    # Registered, Ready, and the admission-added not-ready taint lifted by the node-lifecycle
+    # controller: from here the nodes are a quiet, healthy cluster.
+    bench.wait_all(bench.names, lambda k: not k, "nodes registered and not-ready lifted")
+    print(f"{len(bench.names)} nodes of {result.node_kib:.1f} KiB ready in "
+          f"{time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
+
+
+def _reset(bench: Bench) -> None:
+    cluster_ops.parallel(lambda n: cluster_ops.reset_node(bench.core, n), bench.names, 16)
+    bench.wait_all(bench.names, lambda k: not (k & BENCH_TAINT_KEYS), "nodes reset")
+
+
+def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
+    plan = bench.plan
+    result = OperatorResult(operator=name)
+    mark = bench.audit.mark()
+    if name == "nodegate":
+        settings = NodegateSettings(plan.write_qps, plan.write_burst, plan.resync_period())
+        operator = start_nodegate(bench.plane.kubeconfig_path, bench.workdir, settings)
+    else:
+        operator = start_kopf(bench.plane.kubeconfig_path, bench.workdir)
+    profiler = _profile(operator, plan)
+    try:
+        done = bench.wait_all(bench.names, lambda k: CLASS_KEY in k, f"{name}: cold converge")
+        result.converge_seconds = done - operator.started
+        time.sleep(1)  # writes still in flight when the last taint became visible
+        writes = bench.audit.writes(mark, USER_AGENT[name])
+        result.converge_writes, result.converge_conflicts = writes.total, writes.conflicts
+        result.converge_cpu_seconds = operator.usage().cpu_seconds
+        print(f"{name}: cold converge {result.converge_seconds:.1f} s, {writes.total} writes",
+              flush=True)  # fmt: skip
+        operator.check_alive()
+        _measure_flips(bench, operator, result)
+        if name == "nodegate":
+            _measure_resync(bench, operator, result)
+        variants = ("registration", "reconciler") if name == "nodegate" else ("reconciler",)
+        for variant in variants:
+            result.race[variant] = _measure_race(bench, operator, variant)
+        operator.check_alive()
+        usage = operator.usage()
+        result.peak_rss_mib, result.cpu_seconds = usage.peak_rss_mib, usage.cpu_seconds
+    finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)  # py-spy writes its output when interrupted
+            profiler.wait(60)
+        operator.stop()
+    return result
+
+
+def _profile(operator: RunningOperator, plan: Plan) -> subprocess.Popen[bytes] | None:
+    """py-spy over every thread of the operator, sampled without pausing it (--nonblocking)."""
+    if plan.profile_dir is None:
+        return None
+    plan.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = plan.profile_dir / f"{operator.name}-{plan.nodes}.collapsed"
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    argv = [py_spy, "record", "--pid", str(operator.process.pid), "--rate", "50",
+            "--nonblocking", "--format", "raw", "--output", str(out)]  # fmt: skip
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
+    plan = bench.plan
+    names, steady, burst = bench.names, plan.steady_nodes, plan.burst
+    needed = 2 * steady + 2 * burst
+    if needed > len(names):
+        raise ValueError(f"the flips need {needed} distinct nodes; only {len(names)} exist")
+    slices = {
+        "label, steady": steady_changes("label", names[:steady]),
+        "condition, steady": steady_changes("condition", names[steady : 2 * steady]),
+        "label, burst": burst_changes("label", names[2 * steady : 2 * steady + burst]),
+        "condition, burst": burst_changes("condition", names[2 * steady + burst : needed]),
+    }
+    mark = bench.audit.mark()
+    for case, changes in slices.items():
+        rate = plan.rate if "steady" in case else None
+        sent = cluster_ops.send_on_schedule(bench.core, changes, rate)
+        result.latencies[case] = _latencies(bench, changes, sent, case)
+        result.changes += len(changes)
+        operator.check_alive()
+        print(f"{operator.name}: {case}: p50/p95/p99 ms {result.latencies[case].cell()}",
+              flush=True)  # fmt: skip
+    time.sleep(2)  # writes still in flight (e.g. a second write for one change) are counted
+    writes = bench.audit.writes(mark, USER_AGENT[operator.name])
+    result.change_writes, result.change_conflicts = writes.total, writes.conflicts
+
+
+def _latencies(bench: Bench, changes: list[Change], sent: list[float], case: str) -> Latency:
+    """Change sent → the watcher sees the node's taints as the change requires."""
+    with contextlib.suppress(TimeoutError):  # what did not arrive is reported as missing
+        bench.watch.wait(
+            lambda w: all(
+                w.first_at_or_after(c.node, t, c.satisfied_by) is not None
+                for c, t in zip(changes, sent, strict=True)
+            ),
+            60 + 3 * len(changes) / bench.plan.write_qps,
+            case,
+        )
+    samples, missing = [], 0
+    for change, t in zip(changes, sent, strict=True):
+        seen = bench.watch.first_at_or_after(change.node, t, change.satisfied_by)
+        if seen is None:
+            missing += 1
+        else:
+            samples.append(seen - t)
+    return Latency(tuple(samples), missing)
+
+
+def _measure_resync(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
+    """Wait for the next periodic resync; time it from the metrics (polled every 100 ms)."""
+    period = bench.plan.resync_period()
+    count = "nodegate_reconcile_duration_seconds_count"
+    before = operator.metric(count)
+    writes_before = operator.metric("nodegate_node_writes_total")
+    mark = bench.audit.mark()
+    deadline = time.monotonic() + period + 60
+    first = None
+    while time.monotonic() < deadline:
+        now, value = time.monotonic(), operator.metric(count)
+        if first is None and value > before:
+            first = now
+        if value - before >= len(bench.names) and operator.metric("nodegate_queue_depth") == 0:
+            if first is not None:
+                result.resync_seconds = now - first
+            break
+        time.sleep(0.1)
+    else:
+        result.notes.append("no full resync seen in time")
+        return
+    time.sleep(1)
+    metric_writes = operator.metric("nodegate_node_writes_total") - writes_before
+    audit_writes = bench.audit.writes(mark, USER_AGENT[operator.name]).total
+    result.resync_writes = max(int(metric_writes), audit_writes)
+    print(f"nodegate: no-op resync {result.resync_seconds:.2f} s, {result.resync_writes} writes",
+          flush=True)  # fmt: skip
+
+
+def _measure_race(bench: Bench, operator: RunningOperator, variant: str) -> RaceResult:
+    names = [race_node_name(f"{operator.name}-{variant}", i) for i in range(bench.plan.race_nodes)]
+    taints = tuple(registration_taints_of_race_pool()) if variant == "registration" else ()
+    prefix = f"{operator.name}-{variant}"
+    cluster_ops.create_race_pods(bench.core, prefix, names)
+    time.sleep(bench.plan.settle_seconds / 3)  # the scheduler tried them and parked them
+    bodies = [bench_node(n, labels={RACE_KEY: "yes"}, taints=taints) for n in names]
+    cluster_ops.create_nodes(bench.core, bodies)
+    bench.wait_all(names, lambda k: RACE_KEY in k, f"{prefix}: race nodes tainted")
+    time.sleep(bench.plan.settle_seconds)  # every binding the scheduler was going to make
+    bench.watch.refresh()
+    bound = before = 0
+    for pod, (when, node) in bench.watch.bindings.items():
+        if not pod.startswith(prefix + "-"):
+            continue
+        bound += 1
+        tainted = bench.watch.first_at_or_after(node, 0.0, lambda k: RACE_KEY in k)
+        if tainted is None or when < tainted:
+            before += 1
+    cluster_ops.delete_race_pods(bench.core)
+    cluster_ops.delete_nodes(bench.core, names)
+    bench.watch.wait(
+        lambda w: all(w.keys.get(n, [None])[-1] is None for n in names), 120, "race nodes gone"
+    )
+    operator.check_alive()
+    print(f"{operator.name}: race ({variant}): {bound} of {len(names)} pods bound, "
+          f"{before} before the taint", flush=True)  # fmt: skip
+    return RaceResult(joined=len(names), pods_bound=bound, bound_before_taint=before)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.run", description=__doc__)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--rate", type=float, default=20.0, help="steady changes per second")
+    parser.add_argument("--steady-seconds", type=float, default=30.0)
+    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--race-nodes", type=int, default=1000)
+    parser.add_argument("--write-qps", type=float, default=50.0, help="nodegate's --write-qps")
+    parser.add_argument("--write-burst", type=int, default=100)
+    parser.add_argument("--resync-seconds", type=float, default=None)
+    parser.add_argument("--operators", nargs="+", default=["nodegate", "kopf"])
+    parser.add_argument("--max-load", type=float, default=2.0)
+    parser.add_argument("--load-wait-minutes", type=float, default=40.0)
+    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy output directory")
+    return parser.parse_args(argv)
+
+
+def plans(args: argparse.Namespace) -> list[Plan]:
+    return [
+        Plan(
+            nodes=n,
+            rate=args.rate,
+            steady_seconds=args.steady_seconds,
+            burst=args.burst,
+            race_nodes=args.race_nodes,
+            write_qps=args.write_qps,
+            write_burst=args.write_burst,
+            resync_seconds=args.resync_seconds,
+            operators=tuple(args.operators),
+            max_load=args.max_load,
+            load_wait_seconds=args.load_wait_minutes * 60,
+            profile_dir=args.profile,
+        )
+        for n in args.nodes
+    ]
+
+
+def main(argv: list[str] | None = None) -> list[SizeResult]:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command = "python -m tests.bench.run " + shlex.join(sys.argv[1:] if argv is None else argv)
+    results = []
+    for plan in plans(args):
+        size = measure_size(plan, command)
+        results.append(size)
+        print(report.update_document(args.out, size, report.environment()), flush=True)
+        raw = args.out.with_name(f"{args.out.stem}-{size.nodes}.json")
+        raw.write_text(json.dumps(dataclasses.asdict(size), indent=1) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The benchmark harness at 50 nodes, so `make test` keeps it working between `make bench` runs.
+
+Figures are not asserted (the bench reports them); what is asserted is what must hold at any
+size: every change reached its taint state, nodegate wrote once per node and per change, a
+no-op resync wrote nothing, and nodes born with their registration taints let no pod in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.bench import report
+from tests.bench.results import LATENCY_CASES, SizeResult
+from tests.bench.run import Plan, measure_size
+
+SMOKE = Plan(
+    nodes=50,
+    steady_seconds=1.0,
+    burst=10,
+    race_nodes=10,
+    resync_seconds=6.0,
+    max_load=float("inf"),  # the smoke run never waits for a quiet machine
+    settle_seconds=2.0,
+)
+
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def smoke() -> SizeResult:
+    return measure_size(SMOKE, "pytest tests/bench/test_smoke.py")
+
+
+def test_every_change_reaches_its_taint_state_under_both_operators(smoke: SizeResult) -> None:
+    for operator in ("nodegate", "kopf"):
+        latencies = smoke.operators[operator].latencies
+        assert set(latencies) == set(LATENCY_CASES)
+        assert all(latency.missing == 0 for latency in latencies.values()), operator
+        assert all(latency.count > 0 for latency in latencies.values()), operator
+
+
+def test_nodegate_writes_once_per_node_at_cold_converge_and_once_per_change(
+    smoke: SizeResult,
+) -> None:
+    nodegate = smoke.operators["nodegate"]
+    assert nodegate.converge_writes == SMOKE.nodes
+    assert nodegate.change_writes == nodegate.changes
+    assert nodegate.change_conflicts == 0
+
+
+def test_a_no_op_resync_writes_nothing(smoke: SizeResult) -> None:
+    assert smoke.operators["nodegate"].resync_writes == 0
+
+
+def test_nodes_born_with_registration_taints_bind_no_pod_before_the_taint(
+    smoke: SizeResult,
+) -> None:
+    race = smoke.operators["nodegate"].race["registration"]
+    assert race.joined == SMOKE.race_nodes
+    assert race.pods_bound == 0
+
+
+def test_the_report_has_both_operators_memory_and_a_plot(smoke: SizeResult, tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    section = report.update_document(doc, smoke, report.environment())
+    assert "| peak RSS |" in section
+    assert all(smoke.operators[o].peak_rss_mib > 0 for o in ("nodegate", "kopf"))
+    assert (tmp_path / "benchmarks-50.png").stat().st_size > 0

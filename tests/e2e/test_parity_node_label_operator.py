@@ -1,0 +1,65 @@
+"""Parity with the node-label-operator: its quick start (label a node, delete it, register it
+again, the label is back) replayed on the real API server, the reconciler run with what
+`nodegate migrate node-label-operator` makes of its environment."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from kubernetes import client as k8s_client
+
+from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
+from nodegate.migrate.conversion import to_yaml
+from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from tests.e2e.reconciler_fixtures import (
+    TIMEOUT,
+    Start,
+    patch_labels,
+    read_node,
+    wait_for_event,
+    wait_for_record,
+)
+from tests.unit.migrate.support import env_file
+
+LABEL = "persist.demo/type"  # the label of its README's state example
+
+
+def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
+    records_namespace: str,
+    start_reconciler_with: Start,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    env = env_file("node-label-operator.env")
+    settings = OperatorSettings(
+        persist_label_prefix=env["PERSIST_LABEL_PREFIX"],
+        resync_interval_seconds=env["RESYNC_INTERVAL_SECONDS"],
+    )
+    conversion = convert_node_label_operator(
+        replace(settings, operator_namespace=records_namespace)
+    )
+    assert "--state-namespace" in conversion.reconciler_flags
+    start_reconciler_with(to_yaml(conversion), *conversion.reconciler_flags)
+
+    name = f"{unique_name}-worker"
+    create_node(core_v1, SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-1"))
+    patch_labels(core_v1, name, {LABEL: "expensive"})
+    wait_for_record(core_v1, records_namespace, name, lambda r: r["labels"] == {LABEL: "expensive"})
+
+    delete_node(core_v1, name)
+    kept = wait_for_record(core_v1, records_namespace, name, lambda r: bool(r["nodeGoneAt"]))
+    assert kept["labels"] == {LABEL: "expensive"}  # the deleted node keeps its record
+
+    registered = time.monotonic()  # a new instance under the same name (keyBy: nodeName)
+    create_node(core_v1, SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-2"))
+    wait_until(
+        lambda: read_node(core_v1, name)["metadata"]["labels"].get(LABEL) == "expensive",
+        TIMEOUT,
+        "restored label",
+        interval=0.02,
+    )
+    print(f"re-registered node carried no persisted label for {time.monotonic() - registered:.2f}s")
+    [event] = wait_for_event(core_v1, name, "NodegateLabelsRestored")
+    assert f"{LABEL}=expensive" in (event.message or "")
+    delete_node(core_v1, name)
