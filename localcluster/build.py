@@ -24,6 +24,8 @@ from nodegate.localcluster.gotool import Say, go_output, run_go
 from nodegate.localcluster.versions import (
     ETCD_MODULE,
     ETCD_VERSION,
+    KARPENTER_MODULE,
+    KARPENTER_VERSION,
     KUBERNETES,
     KUBERNETES_MODULE,
     KWOK_MODULE,
@@ -186,6 +188,7 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         KUBERNETES_MODULE: KUBERNETES.version,
         ETCD_MODULE: ETCD_VERSION,
         KWOK_MODULE: KWOK_VERSION,
+        KARPENTER_MODULE: KARPENTER_VERSION,
     }
     pinned = []
     for package in packages:
@@ -275,6 +278,85 @@ def _build_kwok(staging: Path, say: Say) -> None:
             target.write_bytes(yaml_file.read_bytes())
 
 
+KARPENTER_CRD_DIRS = ("kwok/charts/crds", "kwok/apis/crds")
+"""Where the module ships the CRDs Karpenter's kwok provider needs (NodePool, NodeClaim,
+NodeOverlay, KWOKNodeClass, ...); a file name in both is the same CRD, copied once."""
+
+
+def karpenter_stamp() -> dict[str, str]:
+    return {"karpenter": KARPENTER_VERSION, "package": f"{KARPENTER_MODULE}/kwok"}
+
+
+def karpenter_is_built() -> bool:
+    """True when Karpenter's kwok provider and its CRDs are cached for the pinned version."""
+    root = paths.karpenter_dir()
+    try:
+        recorded = json.loads((root / paths.STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    crds = root / paths.KARPENTER_CRDS_DIR
+    return (
+        recorded == karpenter_stamp()
+        and (root / paths.KARPENTER_KWOK).is_file()
+        and any(crds.glob("*.yaml"))
+    )
+
+
+def ensure_karpenter_built(say: Say | None = None) -> Path:
+    """Karpenter's directory (binary and crds/), building it first if the cache is cold.
+
+    Kept out of `ensure_built`: only the tests that run Karpenter pay for it. Same lock, same
+    build-then-rename as the control plane."""
+    out: Say = say or _print_flushed
+    if karpenter_is_built():
+        return paths.karpenter_dir()
+    paths.version_dir().mkdir(parents=True, exist_ok=True)
+    with _build_lock():
+        if not karpenter_is_built():
+            _timed(out, f"karpenter kwok provider {KARPENTER_VERSION}", _build_karpenter, Path())
+    return paths.karpenter_dir()
+
+
+def _build_karpenter(_: Path, say: Say) -> None:
+    """`go build sigs.k8s.io/karpenter/kwok` from the module (no replace directives), plus the
+    CRDs copied out of the module source, into a staging dir renamed into place."""
+    final = paths.karpenter_dir()
+    staging = final.parent / f"{final.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / paths.KARPENTER_CRDS_DIR).mkdir(parents=True)
+    try:
+        directory = _module_dir("karpenter")
+        upstream, source = _upstream(KARPENTER_MODULE, KARPENTER_VERSION, directory)
+        _write_gomod(
+            directory,
+            gomodule.plain_wrapper(
+                "karpenter", upstream.go_version, KARPENTER_MODULE, KARPENTER_VERSION
+            ),
+        )
+        _go_build(
+            directory,
+            [f"{KARPENTER_MODULE}/kwok"],
+            output=str(staging / paths.KARPENTER_KWOK),
+            ldflags="-s -w",
+            label="karpenter",
+            say=say,
+        )
+        for crd_dir in KARPENTER_CRD_DIRS:
+            for crd in sorted((source / crd_dir).glob("*.yaml")):
+                target = staging / paths.KARPENTER_CRDS_DIR / crd.name
+                if not target.exists():
+                    target.write_bytes(crd.read_bytes())
+        (staging / paths.STAMP_NAME).write_text(
+            json.dumps(karpenter_stamp(), indent=2) + "\n", encoding="utf-8"
+        )
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def _print_flushed(line: str) -> None:
     """Progress must appear while the build runs, even when stdout is a pipe (CI logs)."""
     print(line, flush=True)
@@ -284,8 +366,21 @@ def main(argv: list[str] | None = None) -> int:
     """CLI: build if needed and print the bin directory; `--force` rebuilds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    parser.add_argument(
+        "--karpenter",
+        action="store_true",
+        help="build Karpenter's kwok provider (only its e2e tests need it) instead",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.karpenter:
+        try:
+            directory = ensure_karpenter_built()
+        except Exception as error:  # the CLI's whole job is to report a failed build readably
+            print(f"karpenter build failed: {error}", file=sys.stderr, flush=True)
+            return 1
+        _print_flushed(f"karpenter {KARPENTER_VERSION} ready in {directory}")
+        return 0
     try:
         directory = ensure_built(force=args.force)
     except Exception as error:  # the CLI's whole job is to report a failed build readably

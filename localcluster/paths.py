@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nodegate.localcluster.versions import KUBERNETES_VERSION
+from nodegate.localcluster.versions import KARPENTER_VERSION, KUBERNETES_VERSION
 
 ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
@@ -50,3 +50,13 @@ def binary(name: str, kubernetes_version: str = KUBERNETES_VERSION) -> Path:
 def kwok_stages_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
     """kwok's Stage YAMLs copied from its module, so running kwok never needs GOMODCACHE."""
     return bin_dir(kubernetes_version) / KWOK_STAGES_DIR
+
+
+KARPENTER_KWOK = "karpenter-kwok"
+KARPENTER_CRDS_DIR = "crds"
+
+
+def karpenter_dir(version: str = KARPENTER_VERSION) -> Path:
+    """Karpenter's kwok provider and its CRDs: apart from bin/ because only the tests that run
+    Karpenter build it (renamed into place when complete, like bin/)."""
+    return version_dir() / "karpenter" / version

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 STOP_TIMEOUT_SECONDS = 10.0
@@ -22,10 +22,18 @@ STOP_TIMEOUT_SECONDS = 10.0
 class ManagedProcess:
     """One component: started in its own session, logs to `log_path`, stoppable exactly once."""
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
+        self.env = None if env is None else {**os.environ, **env}
+        """The environment: ours plus `env` (some components read settings only from it)."""
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,6 +52,7 @@ class ManagedProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 start_new_session=True,
                 # Only one pre-resolved libc call runs between fork and exec.
                 preexec_fn=_die_with_parent if _LIBC is not None else None,  # noqa: PLW1509

@@ -17,6 +17,11 @@ ETCD_VERSION = "v3.6.16"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 KWOK_VERSION = "v0.8.0"
 
+KARPENTER_MODULE = "sigs.k8s.io/karpenter"
+KARPENTER_VERSION = "v1.8.0"
+"""Karpenter with its kwok cloud provider (package `sigs.k8s.io/karpenter/kwok`): a real node
+autoscaler for the e2e tests of startup gates, built only for the tests that use it."""
+
 
 @dataclass(frozen=True)
 class KubeRelease:

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.localcluster.build import ensure_built, is_built
+from nodegate.localcluster.build import (
+    ensure_built,
+    ensure_karpenter_built,
+    is_built,
+    karpenter_is_built,
+)
 from nodegate.localcluster.cluster import LocalControlPlane, describe
 from tests.e2e.reconciler_fixtures import (
     make_node,
@@ -56,10 +61,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     already built them, so this is usually a no-op stamp check. Output is not captured here,
     so the progress lines reach the terminal.
     """
-    if not any(E2E_DIR in item.path.parents for item in session.items) or is_built():
+    if not any(E2E_DIR in item.path.parents for item in session.items):
         return
     try:
-        ensure_built()
+        if not is_built():
+            ensure_built()
+        # Karpenter's kwok provider only for the tests that run it (marker `karpenter`).
+        wanted = any(item.get_closest_marker("karpenter") for item in session.items)
+        if wanted and not karpenter_is_built():
+            ensure_karpenter_built()
     except Exception as error:  # reported by every e2e fixture instead of aborting the run
         session.config.stash[_BUILD_ERROR] = str(error)
 
