@@ -16,7 +16,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -49,14 +49,17 @@ class LocalControlPlane:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT_SECONDS,
         audit_policy: str | None = None,
         kwok_stage_overrides: Mapping[str, Path] | None = None,
+        extra_args: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """`audit_policy` (an audit.k8s.io/v1 Policy as YAML text) turns on the API server's
         audit log at `audit_log_path`: the benchmarks count each client's writes there.
         `kwok_stage_overrides` replaces cached kwok Stage files by file name (e.g. a heartbeat
-        stage with another period)."""
+        stage with another period). `extra_args` appends flags to a component's command line by
+        component name (e.g. a higher `--kube-api-qps` for kube-controller-manager)."""
         self.with_scheduling = with_scheduling
         self._audit_policy = audit_policy
         self._kwok_stage_overrides = dict(kwok_stage_overrides or {})
+        self._extra_args = {name: list(args) for name, args in (extra_args or {}).items()}
         self._bin_dir = bin_dir
         self._startup_timeout = startup_timeout
         self._workdir: Path | None = None
@@ -254,6 +257,7 @@ class LocalControlPlane:
             self._wait_for_default_service_account(deadline)
 
     def _spawn(self, name: str, argv: list[str], logs: Path) -> None:
+        argv = argv + self._extra_args.get(name, [])
         process = ManagedProcess(name, argv, logs / f"{name}.log")
         process.start()
         self._processes.append(process)

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from nodegate.localcluster.versions import KUBERNETES_VERSION, KWOK_VERSION
-from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult
+from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult, section_key
 from tests.bench.stats import ratio
 
 TARGETS = {
@@ -153,8 +153,10 @@ def size_table(size: SizeResult) -> str:
     quiet = "quiet" if size.quiet else "**CONTENDED: above the limit after waiting**"
     notes = [n for r in size.operators.values() for n in (f"{r.operator}: {x}" for x in r.notes)]
     lines = [
-        f"### {size.nodes:,} nodes\n",
-        f"Started {size.started}; load average at start {load} ({quiet}); "
+        f"### {size.nodes:,} nodes{f' ({size.tag})' if size.tag else ''}\n",
+        f"Started {size.started}; load average at start {load} ({quiet}); 1-minute load "
+        f"average during the run {size.load_during[0]:.1f} mean, {size.load_during[1]:.1f} max "
+        "(2 cores; the benchmark's own processes included); "
         f"{size.node_kib:.1f} KiB per Node as returned by the API server; "
         f"background churn {size.heartbeat_events_per_second:.1f} Node status updates/s from "
         f"kwok heartbeats; nodegate `--write-qps {size.write_qps:g} --write-burst "
@@ -226,10 +228,11 @@ def update_document(doc: Path, size: SizeResult, env: dict[str, str]) -> str:
     """Write this size's plot next to `doc` and replace its section (between markers) in it,
     keeping everything else (the hand-written analysis) as it is. Returns the section."""
     doc.parent.mkdir(parents=True, exist_ok=True)
-    plot_path = doc.with_name(f"{doc.stem}-{size.nodes}.png")
+    key = section_key(size)
+    plot_path = doc.with_name(f"{doc.stem}-{key}.png")
     plot(size, plot_path)
     text = section(size, env, plot_path.name)
-    begin, end = f"<!-- bench:{size.nodes}:begin -->", f"<!-- bench:{size.nodes}:end -->"
+    begin, end = f"<!-- bench:{key}:begin -->", f"<!-- bench:{key}:end -->"
     current = doc.read_text() if doc.exists() else HEADER
     if begin in current and end in current:
         head, rest = current.split(begin, 1)

@@ -52,7 +52,14 @@ class SizeResult:
     write_qps: float
     write_burst: int
     operators: dict[str, OperatorResult] = field(default_factory=dict)
+    tag: str = ""  # names a variant run (e.g. a higher write limit): its own section and plot
     heartbeat_events_per_second: float = 0.0
+    load_during: tuple[float, float] = (0.0, 0.0)  # 1-minute load average: mean, max
     lifecycle_tainted_nodes: int = 0  # nodes tainted not-ready/unreachable after all were Ready
     control_plane: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     # component -> (peak RSS MiB, CPU seconds over the whole run), read at its end
+
+
+def section_key(size: SizeResult) -> str:
+    """`5000`, or `5000-qps200` for a tagged variant run."""
+    return f"{size.nodes}-{size.tag}" if size.tag else str(size.nodes)
