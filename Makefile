@@ -29,11 +29,13 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/nodegate demo
 
-# deploy/reconciler.yaml is generated from the one manifest builder (nodegate.manifests) for the
-# example rules; tests/unit/manifests/test_deploy_yaml.py fails when it is stale.
+# deploy/reconciler.yaml (example rules) and deploy/reconciler-webhook.yaml (the AKS webhook
+# example, with the Node admission webhook) are generated from the one manifest builder;
+# tests/unit/manifests/test_deploy_yaml.py fails when either is stale.
 DEPLOY_IMAGE_REPOSITORY ?= registry.example.com/nodegate
 manifests: setup
 	$(BIN)/nodegate manifests --rules examples/rules.yaml --image-repository $(DEPLOY_IMAGE_REPOSITORY) > deploy/reconciler.yaml
+	$(BIN)/nodegate manifests --rules examples/aks-webhook-rules.yaml --settings deploy/webhook-settings.yaml --image-repository $(DEPLOY_IMAGE_REPOSITORY) > deploy/reconciler-webhook.yaml
 
 controlplane: setup
 	$(BIN)/python -m nodegate.localcluster.build

@@ -1,7 +1,8 @@
-"""deploy/reconciler.yaml is the builder's output for the example rules, never a hand copy."""
+"""deploy/*.yaml are the builder's output for the example rules, never hand copies."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,28 +13,57 @@ from nodegate.cli.main import app
 from tests.unit.manifests.support import EXAMPLE_RULES, REPO, REPOSITORY
 
 DEPLOY = REPO / "deploy" / "reconciler.yaml"
+DEPLOY_WEBHOOK = REPO / "deploy" / "reconciler-webhook.yaml"
+WEBHOOK_RULES = REPO / "examples" / "aks-webhook-rules.yaml"
 REGENERATE = "make manifests"
 
+# The exact commands `make manifests` runs, from the repository root.
+GENERATED = {
+    DEPLOY: ["--rules", "examples/rules.yaml"],
+    DEPLOY_WEBHOOK: [
+        "--rules",
+        "examples/aks-webhook-rules.yaml",
+        "--settings",
+        "deploy/webhook-settings.yaml",
+    ],
+}
 
-def test_deploy_yaml_is_what_make_manifests_generates(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The exact command `make manifests` runs, from the repository root.
+
+def _objects(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+
+
+@pytest.mark.parametrize("deployed", list(GENERATED), ids=lambda p: p.name)
+def test_deploy_yaml_is_what_make_manifests_generates(
+    deployed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(REPO)
     result = CliRunner().invoke(
-        app,
-        ["manifests", "--rules", "examples/rules.yaml", "--image-repository", REPOSITORY],
+        app, ["manifests", *GENERATED[deployed], "--image-repository", REPOSITORY]
     )
 
     assert result.exit_code == 0, result.output
-    assert DEPLOY.read_text(encoding="utf-8") == result.stdout, (
-        f"deploy/reconciler.yaml is stale: regenerate it with `{REGENERATE}` and commit it"
+    assert deployed.read_text(encoding="utf-8") == result.stdout, (
+        f"deploy/{deployed.name} is stale: regenerate it with `{REGENERATE}` and commit it"
     )
 
 
 def test_deploy_yaml_rules_configmap_holds_the_example_rules() -> None:
-    objects: list[dict[str, Any]] = [
-        d for d in yaml.safe_load_all(DEPLOY.read_text(encoding="utf-8")) if d
-    ]
-
-    configmap = next(o for o in objects if o["kind"] == "ConfigMap")
+    configmap = next(o for o in _objects(DEPLOY) if o["kind"] == "ConfigMap")
 
     assert configmap["data"]["rules.yaml"] == EXAMPLE_RULES.read_text(encoding="utf-8")
+
+
+def test_webhook_deploy_yaml_registers_the_node_webhook_with_ignore_policy() -> None:
+    objects = _objects(DEPLOY_WEBHOOK)
+
+    configuration = next(o for o in objects if o["kind"] == "MutatingWebhookConfiguration")
+    rules_configmap = next(
+        o for o in objects if o["kind"] == "ConfigMap" and "rules.yaml" in o.get("data", {})
+    )
+
+    (webhook,) = configuration["webhooks"]
+    assert webhook["failurePolicy"] == "Ignore"
+    assert webhook["rules"][0]["operations"] == ["CREATE"]
+    assert webhook["rules"][0]["resources"] == ["nodes"]
+    assert rules_configmap["data"]["rules.yaml"] == WEBHOOK_RULES.read_text(encoding="utf-8")
