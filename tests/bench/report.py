@@ -132,6 +132,13 @@ def size_table(size: SizeResult) -> str:
             "",
         ),
         (
+            "race control: pods bound on joining nodes no rule taints",
+            _race(ours, "untainted"),
+            "n/a (same nodes)",
+            "",
+            "all (the race can be seen)",
+        ),
+        (
             "race: pods bound before the taint, registration taints",
             _race(ours, "registration"),
             "n/a (same node-side taints)",

@@ -318,7 +318,11 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
         _measure_flips(bench, operator, result)
         if name == "nodegate":
             _measure_resync(bench, operator, result)
-        variants = ("registration", "reconciler") if name == "nodegate" else ("reconciler",)
+        # "untainted" (nodegate's turn only; no rule matches those nodes) is the control: pods
+        # do bind to nodes nobody taints, so a 0 in the other variants is a measurement.
+        variants = (
+            ("untainted", "registration", "reconciler") if name == "nodegate" else ("reconciler",)
+        )
         for variant in variants:
             result.race[variant] = _measure_race(bench, operator, variant)
         operator.check_alive()
@@ -420,20 +424,39 @@ def _measure_resync(bench: Bench, operator: RunningOperator, result: OperatorRes
           flush=True)  # fmt: skip
 
 
+def _wait_for_bindings(bench: Bench, prefix: str, expected: int) -> None:
+    """Until every pod of `prefix` is bound, or no new binding came for 30 s."""
+    seen, quiet_since = -1, time.monotonic()
+    while time.monotonic() - quiet_since < 30:
+        bench.watch.refresh()
+        bound = sum(1 for pod in bench.watch.bindings if pod.startswith(prefix + "-"))
+        if bound >= expected:
+            return
+        if bound != seen:
+            seen, quiet_since = bound, time.monotonic()
+        time.sleep(1)
+
+
 def _measure_race(bench: Bench, operator: RunningOperator, variant: str) -> RaceResult:
     names = [race_node_name(f"{operator.name}-{variant}", i) for i in range(bench.plan.race_nodes)]
     taints = tuple(registration_taints_of_race_pool()) if variant == "registration" else ()
     prefix = f"{operator.name}-{variant}"
     cluster_ops.create_race_pods(bench.core, prefix, names)
     time.sleep(bench.plan.settle_seconds / 3)  # the scheduler tried them and parked them
-    bodies = [bench_node(n, labels={RACE_KEY: "yes"}, taints=taints) for n in names]
+    if variant == "untainted":
+        bodies = [bench_node(n, in_class=False) for n in names]
+    else:
+        bodies = [bench_node(n, labels={RACE_KEY: "yes"}, taints=taints) for n in names]
     cluster_ops.create_nodes(bench.core, bodies)
-    bench.wait_all(
-        names,
-        lambda k: RACE_KEY in k,
-        f"{prefix}: race nodes tainted",
-        timeout=120 + REGISTRATION_SECONDS_PER_NODE * len(names),
-    )
+    if variant == "untainted":
+        _wait_for_bindings(bench, prefix, len(names))
+    else:
+        bench.wait_all(
+            names,
+            lambda k: RACE_KEY in k,
+            f"{prefix}: race nodes tainted",
+            timeout=120 + REGISTRATION_SECONDS_PER_NODE * len(names),
+        )
     time.sleep(bench.plan.settle_seconds)  # every binding the scheduler was going to make
     bench.watch.refresh()
     bound = before = 0
@@ -441,7 +464,7 @@ def _measure_race(bench: Bench, operator: RunningOperator, variant: str) -> Race
         if not pod.startswith(prefix + "-"):
             continue
         bound += 1
-        tainted = bench.watch.first_at_or_after(node, 0.0, lambda k: RACE_KEY in k)
+        tainted = bench.watch.first_at_or_after(node, 0.0, lambda k: bool(k & BENCH_TAINT_KEYS))
         if tainted is None or when < tainted:
             before += 1
     cluster_ops.delete_race_pods(bench.core)

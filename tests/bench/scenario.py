@@ -107,11 +107,13 @@ def bench_node(
     *,
     labels: Mapping[str, str] | None = None,
     taints: tuple[Mapping[str, str], ...] = (),
+    in_class: bool = True,
 ) -> dict[str, Any]:
-    """A kwok-managed Node of kubelet size, in the class every benchmark node belongs to."""
+    """A kwok-managed Node of kubelet size, in the class every benchmark node belongs to
+    (`in_class=False`: a node no benchmark rule matches, the race's control)."""
     return SimNode(
         name=name,
-        labels={CLASS_KEY: "general", **(labels or {})},
+        labels={**({CLASS_KEY: "general"} if in_class else {}), **(labels or {})},
         taints=taints,
         kwok=True,
         images=IMAGES_PER_NODE,

@@ -54,6 +54,12 @@ def test_a_no_op_resync_writes_nothing(smoke: SizeResult) -> None:
     assert smoke.operators["nodegate"].resync_writes == 0
 
 
+def test_the_race_sees_pods_bind_to_joining_nodes_nobody_taints(smoke: SizeResult) -> None:
+    # The control: without it, "0 bound" below could mean the harness never sees a binding.
+    race = smoke.operators["nodegate"].race["untainted"]
+    assert race.pods_bound == race.joined == SMOKE.race_nodes
+
+
 def test_nodes_born_with_registration_taints_bind_no_pod_before_the_taint(
     smoke: SizeResult,
 ) -> None:
