@@ -15,6 +15,8 @@ from nodegate.reconciler.settings import (
     WebhookSettings,
 )
 
+_DEFAULTS = ReconcilerSettings.model_fields  # one home for the defaults the flags show
+
 
 def reconcile(
     kubeconfig: Annotated[
@@ -35,7 +37,9 @@ def reconcile(
     resync_seconds: Annotated[
         float, typer.Option(help="Full pass over all nodes every N s.")
     ] = 300.0,
-    workers: Annotated[int, typer.Option(help="Nodes reconciled in parallel.")] = 4,
+    workers: Annotated[int, typer.Option(help="Nodes reconciled in parallel.")] = _DEFAULTS[
+        "workers"
+    ].default,
     http_port: Annotated[int, typer.Option(help="Port for /healthz /readyz /metrics.")] = 8080,
     leader_elect: Annotated[bool, typer.Option(help="Lease-based leader election.")] = True,
     lease_namespace: Annotated[
@@ -49,8 +53,10 @@ def reconcile(
     retry_period_seconds: Annotated[int, typer.Option(help="Retry period.")] = 2,
     write_qps: Annotated[
         float, typer.Option(help="Client-side limit on node writes per second.")
-    ] = 50.0,
-    write_burst: Annotated[int, typer.Option(help="Node writes allowed in a burst.")] = 100,
+    ] = _DEFAULTS["write_qps"].default,
+    write_burst: Annotated[int, typer.Option(help="Node writes allowed in a burst.")] = _DEFAULTS[
+        "write_burst"
+    ].default,
     max_untaint_share: Annotated[
         float,
         typer.Option(

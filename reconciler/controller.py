@@ -36,7 +36,7 @@ from nodegate.core.plan import (
     track_first_seen,
 )
 from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.events import EventRecorder
+from nodegate.reconciler.events import Recorder
 from nodegate.reconciler.gate_pods import GatePods, workload_pods_on
 from nodegate.reconciler.health import Health, supervised
 from nodegate.reconciler.informer import Informer
@@ -94,7 +94,7 @@ class Controller:
         self,
         settings: ReconcilerSettings,
         api: Api,
-        recorder: EventRecorder,
+        recorder: Recorder,
         metrics: Metrics,
         history: TaintHistory,
         fence: LeaderFence | None = None,

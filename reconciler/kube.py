@@ -112,11 +112,14 @@ def _json(response: Any) -> Any:
         raise TemporaryError(f"answer is not JSON: {err}") from err
 
 
-def load_api_client(kubeconfig: str | None) -> client.ApiClient:
+def load_api_client(kubeconfig: str | None, connections: int | None = None) -> client.ApiClient:
     """An ApiClient from a kubeconfig file, or the in-cluster service account.
 
     Its connection pool carries a default timeout, so calls made by library code that passes
-    none (the leader-election lock) cannot hang on a dead connection either.
+    none (the leader-election lock) cannot hang on a dead connection either. `connections`:
+    how many requests may be in flight at once (the client's default is 5 per core, 10 on 2
+    cores; a request beyond the pool opens a connection, with its TLS handshake, and drops it
+    afterwards), so the pool is sized to the workers and open watches that share it.
     """
     if kubeconfig:
         api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
@@ -124,6 +127,8 @@ def load_api_client(kubeconfig: str | None) -> client.ApiClient:
         config.load_incluster_config()
         api_client = client.ApiClient()
     pool = api_client.rest_client.pool_manager
+    if connections is not None:
+        pool.connection_pool_kw["maxsize"] = connections
     pool.connection_pool_kw["timeout"] = urllib3.Timeout(
         connect=CONNECT_TIMEOUT_SECONDS, read=REQUEST_TIMEOUT_SECONDS
     )

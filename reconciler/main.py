@@ -12,7 +12,7 @@ from types import FrameType
 from typing import NoReturn, TextIO
 
 from nodegate.reconciler.controller import Controller
-from nodegate.reconciler.events import EventRecorder
+from nodegate.reconciler.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.health import Health, supervised
 from nodegate.reconciler.kube import KubeApi, load_api_client
 from nodegate.reconciler.leader import LeaderElector, LeaderFence
@@ -30,6 +30,14 @@ EXIT_LOST_LEADERSHIP = 3
 FENCE_CHECK_SECONDS = 0.25
 
 
+def _node_api(settings: ReconcilerSettings) -> KubeApi:
+    """The client of the workers, the event sender and the watches (nodes, rules, label
+    records, init pods): its pool holds a connection for each."""
+    connections = settings.workers + 8
+    kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
+    return KubeApi(load_api_client(kubeconfig, connections))
+
+
 def run(
     settings: ReconcilerSettings,
     stop: threading.Event | None = None,
@@ -42,12 +50,11 @@ def run(
     """
     in_process = stop is not None
     configure_logging(stream=log_stream, root=not in_process)
-    api_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
-    api = KubeApi(api_client)
+    api = _node_api(settings)
     metrics = Metrics()
     health = Health(metrics)
     identity = settings.leader_election.identity
-    recorder = EventRecorder(api, settings.event_namespace, identity)
+    recorder = QueuedEvents(EventRecorder(api, settings.event_namespace, identity))
     history = TaintHistory(
         api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
@@ -89,6 +96,7 @@ def run(
             "webhook_port": webhook.port if webhook is not None else None,
         },
     )
+    supervised("events", recorder.run, stop, health)
     supervised("rules", watcher.run, stop, health)
 
     def lead() -> None:

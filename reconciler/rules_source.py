@@ -25,7 +25,7 @@ from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.yaml_input import read_limited
 from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.events import EventRecorder
+from nodegate.reconciler.events import Recorder
 from nodegate.reconciler.informer import Informer
 from nodegate.reconciler.kube import Api, RawObject, Selection
 from nodegate.reconciler.metrics import Metrics
@@ -54,9 +54,7 @@ class RulesUpdate:
         return self.confirmation is not None and self.confirmation.strip() == self.digest
 
 
-def report_on_source(
-    recorder: EventRecorder, ref: SourceRef | None, reason: str, message: str
-) -> None:
+def report_on_source(recorder: Recorder, ref: SourceRef | None, reason: str, message: str) -> None:
     """A Warning Event on the rules ConfigMap, or on our own Pod when the rules are a file."""
     if ref is not None:
         recorder.on_namespaced("ConfigMap", *ref, reason=reason, message=message)
@@ -70,7 +68,7 @@ class RulesWatcher:
         self,
         settings: ReconcilerSettings,
         api: Api,
-        recorder: EventRecorder,
+        recorder: Recorder,
         metrics: Metrics,
         on_valid: Callable[[RulesUpdate], None],
         generation_in_force: Callable[[], int] = lambda: 0,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from nodegate.reconciler.events import EventRecorder
+import threading
+
+from nodegate.reconciler.events import EventRecorder, QueuedEvents
 from tests.unit.reconciler.fakes import FakeApi
 
 
@@ -43,3 +45,51 @@ def test_an_event_that_cannot_be_recorded_is_only_logged() -> None:
     api.fail("create_event", TemporaryError("connection refused"))
     EventRecorder(api, "default", "me").on_node("n1", "uid-1", "R", "m")
     assert api.events == {}
+
+
+def _sent_by_the_sender(queued: QueuedEvents) -> None:
+    """Run the sender until the queue is empty (it drains what is left when stopped)."""
+    stop = threading.Event()
+    stop.set()
+    queued.run(stop)
+
+
+def test_queued_events_are_sent_in_order_by_the_sender_and_still_aggregated() -> None:
+    api = FakeApi()
+    queued = QueuedEvents(EventRecorder(api, "default", "me"))
+    queued.on_node("n1", "uid-1", "NodegateUpdated", "added taint a")
+    queued.on_node("n1", "uid-1", "NodegateUpdated", "added taint a")
+    queued.on_node("n2", "uid-2", "NodegateUpdated", "added taint b")
+
+    assert api.count("create_event") == 0  # the caller did not wait for the API server
+    _sent_by_the_sender(queued)
+
+    created = [
+        detail["involvedObject"]["name"] for call, detail in api.calls if call == "create_event"
+    ]
+    assert created == ["n1", "n2"]
+    assert api.count("patch_event") == 1
+
+
+def test_a_full_event_queue_drops_the_event_instead_of_blocking_the_writer() -> None:
+    api = FakeApi()
+    queued = QueuedEvents(EventRecorder(api, "default", "me"), capacity=2)
+    for i in range(3):
+        queued.on_node(f"n{i}", "uid", "NodegateUpdated", "added taint a")
+
+    assert queued.dropped == 1
+    _sent_by_the_sender(queued)
+    assert api.count("create_event") == 2
+
+
+def test_the_sender_goes_on_after_an_event_that_raised() -> None:
+    api = FakeApi()
+    api.fail("create_event", RuntimeError("a bug in a report"))
+    queued = QueuedEvents(EventRecorder(api, "default", "me"))
+    queued.on_node("n1", "uid-1", "R", "first")
+    queued.on_node("n2", "uid-2", "R", "second")
+
+    _sent_by_the_sender(queued)
+
+    [event] = api.events.values()
+    assert event["message"] == "second"
