@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tests.bench.stats import Latency
@@ -61,5 +62,7 @@ class SizeResult:
 
 
 def section_key(size: SizeResult) -> str:
-    """`5000`, or `5000-qps200` for a tagged variant run."""
-    return f"{size.nodes}-{size.tag}" if size.tag else str(size.nodes)
+    """`5000`, or `5000-write-limit-raised` for the variant run tagged "write limit raised"
+    (the key names files: no spaces)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", size.tag.lower()).strip("-")
+    return f"{size.nodes}-{slug}" if slug else str(size.nodes)

@@ -489,7 +489,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--race-nodes", type=int, default=1000)
     parser.add_argument("--write-qps", type=float, default=50.0, help="nodegate's --write-qps")
-    parser.add_argument("--write-burst", type=int, default=100)
+    parser.add_argument("--write-burst", type=int, default=200)
     parser.add_argument("--resync-seconds", type=float, default=None)
     parser.add_argument("--operators", nargs="+", default=["nodegate", "kopf"])
     parser.add_argument("--max-load", type=float, default=2.0)
