@@ -86,6 +86,7 @@ def print_explanation(
         console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
     for warning in result.warnings:
         console.print(f"  [yellow]! {warning}[/yellow]")
-    foreign = [t for t in node.taints if t.identity not in rules.owned_taints()]
+    named = rules.owned_taints() | rules.former_gate_taints()
+    foreign = [t for t in node.taints if t.identity not in named]
     if foreign:
         console.print("  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign))

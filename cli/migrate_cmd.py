@@ -22,6 +22,7 @@ from nodegate.migrate.label_to_taint import (
     convert_label_to_taint,
 )
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
 from nodegate.migrate.tainter import convert_tainter
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 OPERATOR = OperatorSettings()
+HANDLER = HandlerSettings()
 
 
 def _print(convert: Callable[[], Conversion]) -> None:
@@ -102,6 +104,49 @@ def node_label_operator(
         metrics_port=metrics_port,
     )
     _print(lambda: convert_node_label_operator(settings, key_by, forget_after))
+
+
+@app.command("nodetaintshandler")
+def nodetaintshandler(
+    startup_backfill: Annotated[
+        str, typer.Option(envvar="STARTUP_BACKFILL", help="Its STARTUP_BACKFILL ('1': on).")
+    ] = HANDLER.startup_backfill,
+    failure_policy: Annotated[
+        str, typer.Option(help="failurePolicy of its MutatingWebhookConfiguration.")
+    ] = HANDLER.failure_policy,
+    timeout_seconds: Annotated[
+        int, typer.Option(help="timeoutSeconds of its MutatingWebhookConfiguration.")
+    ] = HANDLER.timeout_seconds,
+    autoscaler: Annotated[
+        str,
+        typer.Option(
+            help="What adds the gated nodes: none, cluster-autoscaler or karpenter (then the "
+            "gate gets cluster-autoscaler's startup prefix and keeps the old key as former)."
+        ),
+    ] = "none",
+    namespace: Annotated[
+        str, typer.Option(help="Namespace of its init DaemonSet.")
+    ] = HANDLER.namespace,
+    init_selector: Annotated[
+        str, typer.Option(help="Labels of its init pods (StartPodLabelKey=StartPodLabelValue).")
+    ] = HANDLER.init_selector,
+    taint_key: Annotated[str, typer.Option(help="Its TaintKey.")] = HANDLER.taint_key,
+    taint_value: Annotated[str, typer.Option(help="Its TaintValue.")] = HANDLER.taint_value,
+    taint_effect: Annotated[str, typer.Option(help="Its TaintEffectStr.")] = HANDLER.taint_effect,
+) -> None:
+    """nodetaintshandler's settings (flags, else STARTUP_BACKFILL from the environment) as a
+    startupGates rule, with the webhook settings to deploy it with."""
+    settings = HandlerSettings(
+        taint_key=taint_key,
+        taint_value=taint_value,
+        taint_effect=taint_effect,
+        init_selector=init_selector,
+        namespace=namespace,
+        startup_backfill=startup_backfill,
+        failure_policy=failure_policy,
+        timeout_seconds=timeout_seconds,
+    )
+    _print(lambda: convert_nodetaintshandler(settings, autoscaler))
 
 
 def _unreadable(source: str, err: OSError) -> Problem:

@@ -75,6 +75,57 @@ def _conflicting_taints(doc: dict[str, Any]) -> Iterator[RawProblem]:
                 )
 
 
+def _former_keys(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    """A gate's former key is retired: the gate lifts it, so no other rule may use it, and no
+    two gates may claim it (each would lift it on its own readiness)."""
+    in_use: dict[str, DocPath] = {}
+    for section in RULE_SECTIONS:
+        for index, rule in _items(doc, section):
+            taint = rule.get("taint")
+            key = taint.get("key") if isinstance(taint, dict) else None
+            if isinstance(key, str):
+                in_use.setdefault(key, (section, index, "taint", "key"))
+    claimed: dict[str, DocPath] = {}
+    for index, gate in _items(doc, "startupGates"):
+        former = gate.get("formerKeys")
+        for position, key in enumerate(former if isinstance(former, list) else []):
+            if not isinstance(key, str):
+                continue
+            here: DocPath = ("startupGates", index, "formerKeys", position)
+            used = in_use.get(key)
+            if used is not None and used[:2] != ("startupGates", index):
+                yield (
+                    here,
+                    f"'{key}' is the taint key of {_at(used[:2])}; a former key is retired and "
+                    "lifted with this gate, so no current rule may use it: drop it here, or "
+                    "change that rule's key",
+                )
+            elif key in claimed and claimed[key][:2] != ("startupGates", index):
+                yield (
+                    here,
+                    f"'{key}' is already a former key of {_at(claimed[key][:2])}; each gate "
+                    "would lift it on its own readiness: list it under one gate",
+                )
+            claimed.setdefault(key, here)
+
+
+def _completion_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    first: dict[str, DocPath] = {}
+    for index, gate in _items(doc, "startupGates"):
+        annotation = gate.get("completionAnnotation")
+        key = annotation.get("key") if isinstance(annotation, dict) else None
+        if not isinstance(key, str):
+            continue
+        here: DocPath = ("startupGates", index, "completionAnnotation", "key")
+        if key in first:
+            yield (
+                here,
+                f"'{key}' is also the completionAnnotation of {_at(first[key][:2])}; each gate "
+                "would overwrite the other's time: give each gate its own key",
+            )
+        first.setdefault(key, here)
+
+
 def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
     seen_pools: dict[str, int] = {}
     for index, pool in _items(doc, "nodePools"):
@@ -131,7 +182,13 @@ def _mapping(value: object) -> dict[Any, Any]:
 
 def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
     """Every problem that only shows when several rules are read together."""
-    return [*_duplicate_names(doc), *_conflicting_taints(doc), *_pool_labels(doc)]
+    return [
+        *_duplicate_names(doc),
+        *_conflicting_taints(doc),
+        *_former_keys(doc),
+        *_completion_annotations(doc),
+        *_pool_labels(doc),
+    ]
 
 
 def pool_problems(rules: NodeRules) -> list[RawProblem]:

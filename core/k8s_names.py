@@ -170,6 +170,15 @@ owns: never persisted across re-creation (node.kubernetes.io/instance-type would
 replacement of another shape)."""
 
 
+NODEGATE_DOMAIN = "nodegate.dev"
+"""nodegate's own keys (its records and ownership annotation are `*nodegate.dev/*`)."""
+
+
+def in_nodegate_domain(key: str) -> bool:
+    """Whether a label or annotation key lies in nodegate's own namespace (or a subdomain)."""
+    return _in_namespace(key_namespace(key), NODEGATE_DOMAIN)
+
+
 def label_owned_by_platform(key: str) -> bool:
     namespace = key_namespace(key)
     return any(_in_namespace(namespace, domain) for domain in PLATFORM_LABEL_DOMAINS)

@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -40,6 +41,7 @@ from nodegate.core.k8s_names import (
     OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
     condition_rule_may_apply,
+    in_nodegate_domain,
     label_owned_by_platform,
     label_value_problem,
     qualified_name_problem,
@@ -190,16 +192,23 @@ class GateTaint(Taint):
 
     @model_validator(mode="after")
     def _not_owned_by_the_platform(self) -> GateTaint:
-        if self.key.startswith(STATUS_TAINT_PREFIX):
-            raise ValueError(
-                f"'{self.key}' is a cluster-autoscaler status taint: it means 'ready but "
-                "unusable', so the autoscaler counts the node as ready capacity and scales up "
-                f"again; a gate is a startup taint: use '{STARTUP_TAINT_PREFIX}"
-                f"{self.key.rpartition('/')[2]}'"
-            )
-        if not is_ca_gate_key(self.key):
-            _refuse_reserved(self.key)
+        _check_gate_key(self.key)
         return self
+
+
+def _check_gate_key(key: str) -> str:
+    """What a gate's key may be: cluster-autoscaler's startup prefix yes, its status prefix
+    and every other reserved key no."""
+    if key.startswith(STATUS_TAINT_PREFIX):
+        raise ValueError(
+            f"'{key}' is a cluster-autoscaler status taint: it means 'ready but "
+            "unusable', so the autoscaler counts the node as ready capacity and scales up "
+            f"again; a gate is a startup taint: use '{STARTUP_TAINT_PREFIX}"
+            f"{key.rpartition('/')[2]}'"
+        )
+    if not is_ca_gate_key(key):
+        _refuse_reserved(key)
+    return key
 
 
 class TaintRef(Frozen):
@@ -453,6 +462,42 @@ class ReadyWhen(Frozen):
         return _pair(self.annotation)
 
 
+def _check_former_key(key: str) -> str:
+    """A former key is lifted like the gate's own key, so it is held to the same checks."""
+    _check_gate_key(key)
+    if condition_rule_may_apply(key):
+        raise ValueError(
+            f"taint key '{key}' is allowed only in conditionTaints; it was never a gate's key"
+        )
+    return key
+
+
+FormerKey = Annotated[str, AfterValidator(_check_key), AfterValidator(_check_former_key)]
+
+
+class CompletionAnnotation(Frozen):
+    """An extra Node annotation written when the gate is lifted, in a format another tool's
+    readers expect (nodetaintshandler's `startup.k8s.io/completedAt=<unix seconds>`)."""
+
+    key: LabelKey
+    format: Literal["rfc3339", "unix"] = Field(
+        default="rfc3339",
+        description="rfc3339: '2026-11-23T10:00:00Z'; unix: whole seconds since the epoch, "
+        "as text ('1795428000').",
+    )
+
+    @field_validator("key")
+    @classmethod
+    def _not_nodegates_own(cls, key: str) -> str:
+        if in_nodegate_domain(key):
+            raise ValueError(
+                f"'{key}' is in nodegate's own namespace, where it keeps its records "
+                "(completed.gate.nodegate.dev/<gate> is written anyway); use the key your "
+                "dashboards read, e.g. 'startup.k8s.io/completedAt'"
+            )
+        return key
+
+
 class StartupGate(Frozen):
     """A taint a node is born with, lifted once the node is ready (never added afterwards)."""
 
@@ -480,8 +525,41 @@ class StartupGate(Frozen):
         description="Add the gate to a matching node that joined without it and runs no "
         "workload pods yet (only DaemonSet and static pods); a busy node is never touched.",
     )
+    former_keys: tuple[FormerKey, ...] = Field(
+        default=(),
+        description="Keys this gate's taint had before a switch (e.g. nodetaintshandler's "
+        "startup.k8s.io/initializing), with the gate's effect: a node carrying one is gated "
+        "and it is lifted with the gate. Never added, backfilled or put back.",
+    )
+    completion_annotation: CompletionAnnotation | None = Field(
+        default=None,
+        description="Also write this annotation when the gate is lifted (besides "
+        "completed.gate.nodegate.dev/<gate>); a node carrying it is never backfilled.",
+    )
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+    @field_validator("former_keys")
+    @classmethod
+    def _former_keys_are_other_keys(
+        cls, keys: tuple[str, ...], info: ValidationInfo
+    ) -> tuple[str, ...]:
+        taint = info.data.get("taint")
+        if isinstance(taint, Taint) and taint.key in keys:
+            raise ValueError(
+                f"'{taint.key}' is the gate's own key; list only keys its taint had before"
+            )
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key is listed twice; list each once")
+        return keys
+
+    @property
+    def former_taints(self) -> tuple[GateTaint, ...]:
+        """The gate's former taints: its value and effect under each former key."""
+        return tuple(
+            GateTaint(key=key, value=self.taint.value, effect=self.taint.effect)
+            for key in self.former_keys
+        )
 
 
 class CaFlags(Frozen):
@@ -648,11 +726,19 @@ class NodeRules(Frozen):
         return next((p for p in self.node_pools if p.name == name), None)
 
     def owned_taints(self) -> frozenset[tuple[str, str]]:
-        """(key, effect) of every taint some rule owns: only these may ever be removed."""
+        """(key, effect) of every taint some rule adds or keeps; with the gates' former taints,
+        the only ones a current rule lets nodegate remove."""
         taints = [r.taint for r in self.label_taints]
         taints += [r.taint for r in self.condition_taints]
         taints += [g.taint for g in self.startup_gates]
         return frozenset(t.identity for t in taints)
+
+    def former_gate_taints(self) -> frozenset[tuple[str, str]]:
+        """(key, effect) of the gates' former keys: removed only when their gate is lifted,
+        never added, and never recorded as owned (a key dropped from formerKeys is left)."""
+        return frozenset(
+            (key, gate.taint.effect) for gate in self.startup_gates for key in gate.former_keys
+        )
 
 
 def rules_json_schema() -> dict[str, Any]:

@@ -134,6 +134,8 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     rechecks += [g.recheck for g in gates if g.recheck is not None]
     warnings += [g.warning for g in gates if g.warning]
 
+    decisions += [d for g in gates for d in g.former]
+
     wanted: dict[tuple[str, str], list[RuleDecision]] = {}
     kept: set[tuple[str, str]] = set()
     for d in decisions:
@@ -175,14 +177,18 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     after = NodePlan(node.name, add_taints=tuple(add), remove_taints=tuple(remove)).taints_after(
         node
     )
-    managed = sorted({t.identity for t in after if t.identity in wanted or t.identity in kept})
+    # Former gate keys are lifted, never claimed: once dropped from formerKeys, they are left.
+    former = rules.former_gate_taints()
+    managed = sorted(
+        {t.identity for t in after if t.identity in wanted or (t.identity in kept - former)}
+    )
     annotation = ",".join(f"{key}:{effect}" for key, effect in managed)
     current_annotation = node.annotations.get(OWNED_TAINTS_ANNOTATION)
     new_annotation = None if annotation == (current_annotation or "") else annotation
 
     removed = {c.taint.identity for c in remove}
     added = {c.taint.identity for c in add}
-    lifted = [g for g in gates if g.lift and g.decision.taint.identity in removed]
+    lifted = [g for g in gates if g.lift and g.carried & removed]
     put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
     annotations = [a for g in (*lifted, *put_back) for a in g.annotations]
     return NodePlan(
@@ -229,9 +235,11 @@ def removable_taints(
     A current rule's taint, or a taint that the node's ownership annotation claims *and* that
     some earlier accepted rules owned (so a deleted rule still cleans up after itself). A claim
     alone is never enough, and a key another controller owns (`node.kubernetes.io/*`,
-    Karpenter, the autoscaler...) is never removable unless a current rule names it.
+    Karpenter, the autoscaler...) is never removable unless a current rule names it. A gate's
+    former keys are named by a current rule too (the planner only ever releases them with
+    their gate).
     """
-    current = rules.owned_taints()
+    current = rules.owned_taints() | rules.former_gate_taints()
     claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
     earlier = {
         identity for identity in claimed & previously_owned if taint_key_owner(identity[0]) is None
@@ -349,6 +357,18 @@ def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str]:
     return (GATE_COMPLETED + gate.name, GATE_BOOT + gate.name, GATE_REGATED + gate.name)
 
 
+def annotations_read(rules: NodeRules) -> frozenset[str]:
+    """Node annotations outside nodegate's own domain that the rules' gates read: ready
+    annotations, and completion annotations (a node carrying one is not backfilled)."""
+    ready = {
+        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
+    }
+    completion = {
+        g.completion_annotation.key for g in rules.startup_gates if g.completion_annotation
+    }
+    return frozenset(ready | completion)
+
+
 @dataclass(frozen=True)
 class _GateOutcome:
     decision: RuleDecision
@@ -358,13 +378,37 @@ class _GateOutcome:
     lift: bool = False
     put_back: bool = False
     timed_out: bool = False
+    carried: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of the gate's taints on the node: its own and any former key."""
+    former: tuple[RuleDecision, ...] = ()
+    """The same verdict for each former key the node carries (keep, or release on lift)."""
 
 
 def _gate_outcome(
     node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
 ) -> _GateOutcome:
-    if node.taint(gate.taint.identity) is None:
+    carried = _carried(node, gate)
+    if not carried:
         return _absent_gate(node, labels, gate, facts)
+    outcome = _carried_gate(node, gate, facts)
+    if carried == {gate.taint.identity}:
+        return replace(outcome, carried=carried)
+    former = tuple(
+        replace(outcome.decision, taint=taint)
+        for taint in gate.former_taints
+        if taint.identity in carried
+    )
+    return replace(outcome, carried=carried, former=former)
+
+
+def _carried(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:
+    """The gate's taints on the node: a node born under a former key (old bootstrap, another
+    tool's webhook) is gated by it until the gate is met."""
+    identities = [gate.taint.identity, *((key, gate.taint.effect) for key in gate.former_keys)]
+    return frozenset(i for i in identities if node.taint(i) is not None)
+
+
+def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> _GateOutcome:
     # `match` is not consulted here: labels often arrive after registration, so a gate the node
     # carries is lifted only by its readiness or its timeout, never by a label mismatch.
     signal = _gate_signal(node, gate, facts)
@@ -413,6 +457,10 @@ def _lifted(
 ) -> _GateOutcome:
     completed, boot, regated = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
+    extra = gate.completion_annotation
+    if extra is not None:
+        when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
+        annotations.append((extra.key, when))
     if node.boot_id:
         annotations.append((boot, node.boot_id))
     if regated in node.annotations:
@@ -440,7 +488,12 @@ def _absent_gate(
         and lifted_on != node.boot_id
     ):
         why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
-        annotations = ((completed, None), (regated, format_time(facts.now)))
+        annotations: tuple[tuple[str, str | None], ...] = (
+            (completed, None),
+            (regated, format_time(facts.now)),
+        )
+        if gate.completion_annotation is not None:
+            annotations += ((gate.completion_annotation.key, None),)
         return _GateOutcome(
             RuleDecision(gate.name, gate.taint, "want", why),
             annotations=annotations,
@@ -453,11 +506,14 @@ def _absent_gate(
 
 
 def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate) -> bool:
-    """A backfill candidate: opted in, matching, never gated here (no completion record)."""
+    """A backfill candidate: opted in, matching, not gated (under any of its keys), never
+    gated before (no completion record, nor the gate's completionAnnotation)."""
+    extra = gate.completion_annotation
     return (
         gate.backfill
-        and node.taint(gate.taint.identity) is None
+        and not _carried(node, gate)
         and GATE_COMPLETED + gate.name not in node.annotations
+        and (extra is None or extra.key not in node.annotations)
         and gate.match.matches(dict(labels))
     )
 
@@ -475,11 +531,8 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
     The reconciler compares views of the old and new object on every watch event, so a heartbeat
     or status update that changes nothing here costs no work.
     """
-    gate_annotations = {
-        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
-    }
     gate_records = {key for g in rules.startup_gates for key in gate_annotation_keys(g)}
-    read_annotations = gate_annotations | gate_records | {OWNED_TAINTS_ANNOTATION}
+    read_annotations = annotations_read(rules) | gate_records | {OWNED_TAINTS_ANNOTATION}
     return (
         tuple(sorted(node.labels.items())),
         tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),

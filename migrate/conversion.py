@@ -14,8 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.loader import parse_rules
+from nodegate.core.located_errors import located_errors
+from nodegate.manifests.settings import WebhookSettings
 from nodegate.manifests.yaml_out import dump_all
 
 HEADER_WIDTH = 96
@@ -38,6 +42,10 @@ class Conversion:
     """Path in the rules -> the old tool's setting it came from (longest prefix wins)."""
     problems: tuple[Problem, ...] = ()
     """What the converter could not read; reported with whatever validation finds."""
+    webhook: Mapping[str, Any] | None = None
+    """The `webhook:` deployment settings (`nodegate manifests --settings`, the stack's
+    `nodegate:reconciler`) the old tool's admission webhook becomes; checked like the rules,
+    printed in the header (paths in `places` start with "webhook")."""
 
 
 def rules_document(**sections: Any) -> dict[str, Any]:
@@ -49,17 +57,35 @@ def to_yaml(conversion: Conversion) -> str:
     """The rules as YAML, the notes as a comment header; RulesError naming the old settings if
     nodegate would refuse them."""
     text = dump_all([conversion.rules], header=_header(conversion))
-    problems = list(conversion.problems)
+    problems = list(conversion.problems) + _webhook_problems(conversion)
     try:
         parse_rules(text, f"<{conversion.command}>")
     except RulesError as err:
+        # A setting the converter could not read already has its own message.
+        unread = {p.path for p in conversion.problems}
+        located = [(_setting(conversion, p.path), p.message) for p in err.problems]
         problems += [
-            Problem(0, 0, conversion.source, _setting(conversion, p.path), p.message)
-            for p in err.problems
+            Problem(0, 0, conversion.source, path, message)
+            for path, message in located
+            if path not in unread
         ]
     if problems:
         raise RulesError(problems)
     return text
+
+
+def _webhook_problems(conversion: Conversion) -> list[Problem]:
+    if conversion.webhook is None:
+        return []
+    try:
+        WebhookSettings.model_validate(conversion.webhook)
+    # Permanent: settings the webhook would refuse, named by the old tool's setting.
+    except ValidationError as err:
+        return [
+            Problem(0, 0, conversion.source, _setting(conversion, ("webhook", *e.path)), e.message)
+            for e in located_errors(err, WebhookSettings)
+        ]
+    return []
 
 
 def _setting(conversion: Conversion, path: DocPath) -> DocPath:
@@ -73,6 +99,14 @@ def _header(conversion: Conversion) -> str:
     lines = _wrap(f"Made by `{conversion.command}` from {conversion.source}.")
     if conversion.reconciler_flags:
         lines += _wrap("Run the reconciler with: " + " ".join(conversion.reconciler_flags))
+    if conversion.webhook is not None:
+        lines += _wrap(
+            "Deploy the reconciler with the Node admission webhook: these settings in the file "
+            "given to `nodegate manifests --settings FILE` (or in the Pulumi stack's "
+            "nodegate:reconciler):"
+        )
+        settings = dump_all([{"webhook": dict(conversion.webhook)}])
+        lines += ["  " + line for line in settings.splitlines()]
     if conversion.notes:
         lines.append("What behaves differently from before:")
         for note in conversion.notes:

@@ -30,6 +30,7 @@ from nodegate.core.persisted_labels import (
 from nodegate.core.plan import (
     NodePlan,
     PlanFacts,
+    annotations_read,
     needs_backfill,
     plan,
     relevant_view,
@@ -203,11 +204,7 @@ class Controller:
     def _reads_new_annotations(self, rules: NodeRules) -> bool:
         """Whether the new rules read annotations the cache has been dropping."""
         old = self._keep_annotation
-        return any(
-            not old(pair[0])
-            for gate in rules.startup_gates
-            if (pair := gate.ready_when.annotation_pair) is not None
-        )
+        return any(not old(key) for key in annotations_read(rules))
 
     def _hold(self, update: RulesUpdate, reason: str) -> None:
         self._metrics.rules_held.set(1)

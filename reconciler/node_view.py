@@ -14,7 +14,7 @@ from typing import Any
 
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, annotations_read
 
 RawTaints = tuple[dict[str, Any], ...]
 
@@ -32,11 +32,7 @@ def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
     """Keep nodegate's own annotations and those the rules' gates read."""
     read = {OWNED_TAINTS_ANNOTATION}
     if rules is not None:
-        read |= {
-            pair[0]
-            for gate in rules.startup_gates
-            if (pair := gate.ready_when.annotation_pair) is not None
-        }
+        read |= annotations_read(rules)
     frozen = frozenset(read)
     return lambda key: key in frozen or key.partition("/")[0].endswith(NODEGATE_DOMAIN)
 

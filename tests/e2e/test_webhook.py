@@ -1,26 +1,12 @@
-"""The Node admission webhook registered with the real kube-apiserver.
-
-The reconciler process serves it (`nodegate reconcile --webhook-port`), makes its own CA and
-certificate in the Secret and writes the CA into the MutatingWebhookConfiguration, which is the
-one the manifests ship, pointed at `https://127.0.0.1:<port>` instead of the Service. What a
-Node is born with is read from the create response itself: the first version of the object.
-
-kube-apiserver runs the MutatingAdmissionWebhook plugin by default (localcluster's
-`apiserver_argv` adds NodeRestriction and disables nothing else but, without a signing key,
-ServiceAccount); `webhook_ready` proves it is on by a gated canary node before any test runs.
-The configuration here also carries an objectSelector on a test label, which the shipped one
-does not have, so nodes of other tests sharing this API server never reach this webhook.
-"""
+"""The Node admission webhook registered with the real kube-apiserver (tests/e2e/webhook_fixtures.py
+says how): what a Node is born with, read from the create response, the failure policies, the
+latency, and the shipped RBAC."""
 
 from __future__ import annotations
 
-import base64
-import json
 import textwrap
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -40,7 +26,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
 from nodegate.manifests.build import RulesDocument, build_manifests
 from nodegate.manifests.settings import DeploySettings
-from nodegate.manifests.webhook import PATH, mutating_webhook_configuration
+from nodegate.manifests.webhook import PATH
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
 from tests.e2e.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -48,9 +34,18 @@ from tests.e2e.shipped_manifests import (
     service_account_token,
     the_deployment,
 )
+from tests.e2e.webhook_fixtures import (
+    READY_TIMEOUT,
+    SELECTED,
+    Webhook,
+    gated_canary,
+    raw_create,
+    registered_webhook,
+    taints,
+    wait_in_force,
+)
 from tests.unit.manifests.support import EXAMPLE_RULES
 
-SELECTED = "e2e.nodegate.dev/webhook"
 GATE = {"key": "startup.example.com/initializing", "value": "wait", "effect": "NoSchedule"}
 FOREIGN = {
     "key": "node.cloudprovider.kubernetes.io/uninitialized",
@@ -71,99 +66,18 @@ RULES = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n" + textwrap.dedent(
       prefixes: ["persist.example.com/"]
     """
 )
-READY_TIMEOUT = 30.0
-
-
-@dataclass
-class Webhook:
-    namespace: str
-    configuration: str
-    port: int
-    start: Callable[[], ReconcilerProcess]
-
-
-def raw_create(core_v1: k8s_client.CoreV1Api, node: SimNode) -> dict[str, Any]:
-    """Create the node; the API server's answer as JSON: the object's first stored version."""
-    body = node.body()
-    body["metadata"]["labels"] = {**body["metadata"]["labels"], SELECTED: "yes"}
-    response: Any = core_v1.create_node(cast(Any, body), _preload_content=False)
-    created: dict[str, Any] = json.loads(response.data)
-    return created
-
-
-def taints(node: dict[str, Any]) -> list[dict[str, Any]]:
-    """The node's taints, but for the API server's own `node.kubernetes.io/not-ready`, which
-    its TaintNodesByCondition admission plugin adds to every new Node (before webhooks run)."""
-    every = (node.get("spec") or {}).get("taints") or []
-    return [t for t in every if t["key"] != "node.kubernetes.io/not-ready"]
 
 
 @pytest.fixture
 def webhook(
     control_plane: LocalControlPlane,
-    core_v1: k8s_client.CoreV1Api,
     rules_configmap: Callable[..., str],
     unique_name: str,
     tmp_path: Path,
 ) -> Iterator[Webhook]:
-    namespace = unique_name[:63]
-    admission = k8s_client.AdmissionregistrationV1Api(control_plane.client)
-    port = free_port()
-    core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
-    core_v1.create_namespaced_secret(
-        namespace, k8s_client.V1Secret(metadata={"name": "webhook-tls"}, type="Opaque")
-    )
-    settings = DeploySettings.model_validate(
-        {"image": {"repository": "registry.example.com/nodegate"}, "name": namespace, "webhook": {}}
-    )
-    configuration = mutating_webhook_configuration(
-        settings, {}, client_config={"url": f"https://127.0.0.1:{port}{PATH}"}
-    )
-    configuration["webhooks"][0]["objectSelector"] = {"matchLabels": {SELECTED: "yes"}}
-    admission.create_mutating_webhook_configuration(cast(Any, configuration))
     ref = rules_configmap(RULES)
-    with ExitStack() as stack:
-
-        def start() -> ReconcilerProcess:
-            args = [
-                *("--rules-configmap", ref, "--state-namespace", namespace),
-                *("--no-leader-elect", "--max-untaint-share", "1"),
-                *("--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
-                *("--webhook-configuration", namespace, "--webhook-tls-secret", "webhook-tls"),
-            ]
-            process: ReconcilerProcess = stack.enter_context(
-                running_reconciler(control_plane.kubeconfig_path, tmp_path, *args)
-            )
-            return process
-
-        try:
-            yield Webhook(namespace, namespace, port, start)
-        finally:
-            admission.delete_mutating_webhook_configuration(namespace)
-            listed: Any = core_v1.list_node(
-                label_selector=f"{SELECTED}=yes", _preload_content=False
-            )
-            for node in json.loads(listed.data)["items"]:
-                core_v1.delete_node(node["metadata"]["name"])
-            core_v1.delete_namespace(namespace)
-
-
-def gated_canary(
-    core_v1: k8s_client.CoreV1Api,
-    name: str,
-    labels: dict[str, str] | None = None,
-    gate: str = GATE["key"],
-) -> bool:
-    """Create a canary node; whether it was born with the gate (it is deleted either way)."""
-    try:
-        created = raw_create(core_v1, SimNode(name=name, labels=labels or {}))
-    finally:
-        try:
-            core_v1.delete_node(name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-    return any(t["key"] == gate for t in taints(created))
+    with registered_webhook(control_plane, ref, unique_name[:63], tmp_path) as hook:
+        yield hook
 
 
 @pytest.fixture
@@ -173,24 +87,7 @@ def webhook_ready(
     """The reconciler serving, its CA in the configuration, and the API server calling it."""
     started = time.monotonic()
     process = webhook.start()
-    admission = k8s_client.AdmissionregistrationV1Api(core_v1.api_client)
-
-    def ca_bundle() -> bytes | None:
-        read: Any = admission.read_mutating_webhook_configuration(
-            webhook.configuration, _preload_content=False
-        )
-        bundle = json.loads(read.data)["webhooks"][0]["clientConfig"].get("caBundle")
-        return base64.b64decode(bundle) if bundle else None
-
-    pem = wait_until(ca_bundle, READY_TIMEOUT, "the caBundle written by the reconciler")
-    assert pem.startswith(b"-----BEGIN CERTIFICATE-----")
-    attempts = iter(range(1000))
-    wait_until(
-        lambda: gated_canary(core_v1, f"{unique_name}-canary-{next(attempts)}"[:63]),
-        READY_TIMEOUT,
-        "a canary node born gated (is MutatingAdmissionWebhook on?)",
-        interval=0.1,
-    )
+    wait_in_force(webhook, core_v1, f"{unique_name}-canary", GATE["key"])
     print(f"webhook in force {time.monotonic() - started:.2f}s after the reconciler started")
     yield webhook, process
     print(process.logs()[-3000:])
@@ -377,8 +274,8 @@ def test_the_shipped_rbac_is_enough_for_the_webhook_and_no_more(
                 lambda: gated_canary(
                     core_v1,
                     f"{unique_name}-c{next(attempts)}"[:63],
-                    {"example.com/accelerator": "nvidia"},
                     document.rules.startup_gates[0].taint.key,
+                    {"example.com/accelerator": "nvidia"},
                 ),
                 READY_TIMEOUT,
                 "a canary node born gated under the shipped RBAC",
