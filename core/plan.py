@@ -387,7 +387,7 @@ class _GateOutcome:
 def _gate_outcome(
     node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
 ) -> _GateOutcome:
-    carried = _carried(node, gate)
+    carried = carried_gate_taints(node, gate)
     if not carried:
         return _absent_gate(node, labels, gate, facts)
     outcome = _carried_gate(node, gate, facts)
@@ -401,7 +401,7 @@ def _gate_outcome(
     return replace(outcome, carried=carried, former=former)
 
 
-def _carried(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:
+def carried_gate_taints(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:
     """The gate's taints on the node: a node born under a former key (old bootstrap, another
     tool's webhook) is gated by it until the gate is met."""
     identities = [gate.taint.identity, *((key, gate.taint.effect) for key in gate.former_keys)]
@@ -511,7 +511,7 @@ def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate
     extra = gate.completion_annotation
     return (
         gate.backfill
-        and not _carried(node, gate)
+        and not carried_gate_taints(node, gate)
         and GATE_COMPLETED + gate.name not in node.annotations
         and (extra is None or extra.key not in node.annotations)
         and gate.match.matches(dict(labels))

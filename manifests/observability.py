@@ -129,6 +129,65 @@ def alert_rules(namespace: str) -> list[dict[str, Any]]:
             "The node's StartupGateTimedOut Event names the gate; check that gate's init "
             "DaemonSet pods on those nodes (onTimeout says whether the gate was kept).",
         ),
+        # Before cluster-autoscaler's thresholds (docs/gates.md): a node still gated after
+        # --max-node-startup-time (15 min) counts as unready, and more than 3 unready nodes
+        # that are also more than 45 % of the cluster stop it from scaling at all.
+        _alert(
+            "NodegateGateHeldNearAutoscalerStartupWindow",
+            f"max by (gate, pool) (nodegate_gate_oldest_seconds{{{ns}}}) > 600",
+            "1m",
+            "warning",
+            "A node has carried startup gate {{ $labels.gate }} (pool {{ $labels.pool }}) for "
+            "over 10 minutes; at 15 cluster-autoscaler counts it as unready.",
+            "Find it with `kubectl get nodes -l nodegate.dev/pool={{ $labels.pool }}` and check "
+            "the gate's init pod on it; `nodegate explain` says what the gate waits for. If "
+            "init is slow by design, keep the gate's timeout under 15 minutes.",
+        ),
+        _alert(
+            "NodegateGatedShareNearAutoscalerHalt",
+            f"max(nodegate_gated_share{{{ns}}}) > 0.3 "
+            f"and on() sum(nodegate_gated_nodes{{{ns}}}) > 3",
+            "5m",
+            "warning",
+            "More than 30 % of all nodes (and more than 3) carry a startup gate; "
+            "cluster-autoscaler stops scaling when more than 45 % (and more than 3) are "
+            "unready.",
+            "Check the init DaemonSets of the gates in nodegate_gated_nodes (a broken image or "
+            "a missing toleration holds every new node), and that the reconciler is leading.",
+        ),
+        _alert(
+            "NodegateWebhookErrors",
+            f'sum(rate(nodegate_webhook_reviews_total{{{ns},result="error"}}[10m])) > 0',
+            "5m",
+            "warning",
+            "The Node admission webhook failed on some reviews and admitted those nodes "
+            "unchanged: they were born without their startup gates and persisted labels.",
+            "The webhook's log line 'admission patch failed' has the traceback; the reconciler "
+            "restores labels right after, and backfill (if on) gates idle nodes.",
+        ),
+        _alert(
+            "NodegateWebhookSlow",
+            "histogram_quantile(0.99, sum by (le) "
+            f"(rate(nodegate_webhook_review_duration_seconds_bucket{{{ns}}}[10m]))) > 1",
+            "10m",
+            "warning",
+            "Node admission reviews take over a second (p99); past the webhook's timeout "
+            "(2 s) the API server applies failurePolicy: nodes born ungated (Ignore) or "
+            "refused (Fail).",
+            "Check the reconciler pods' CPU and the record lookups "
+            "(nodegate_webhook_record_lookups_total by result).",
+        ),
+        _alert(
+            "NodegateWebhookRecordLookupsFailing",
+            "sum(rate(nodegate_webhook_record_lookups_total"
+            f'{{{ns},result=~"error|timeout|unreadable"}}[10m])) > 0',
+            "15m",
+            "info",
+            "The webhook could not read some persisted-label records: those nodes were born "
+            "without their persisted labels (the reconciler restores them after).",
+            "Check the reconciler's RBAC (get on its namespace's ConfigMaps) and the API "
+            "server's latency; unreadable records are quarantined (nodegate labels list).",
+        ),
         _alert(
             "NodegateLoopFailed",
             f"max(nodegate_loop_failed{{{ns}}}) == 1",

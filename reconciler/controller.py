@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
+from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.model import POOL_LABEL, NodeRules, PersistentLabels
 from nodegate.core.node import NodeState
 from nodegate.core.persisted_labels import (
@@ -135,6 +136,7 @@ class Controller:
             self._on_gate_pod_node,
             settings.watch_timeout_seconds,
         )
+        metrics.gate_census.source = self._gate_census
         self._reported: set[tuple[str, str, str]] = set()
         """(node uid, gate, what) already reported: timeouts and skipped backfills, once each."""
         self._deleted: dict[str, NodeState] = {}
@@ -146,6 +148,13 @@ class Controller:
         self._failures: dict[str, Backoff] = {}
         self._first_seen: dict[str, dict[tuple[str, str, str], datetime]] = {}
         self._dry_run_said: dict[str, str] = {}
+
+    def _gate_census(self) -> GateCensus | None:
+        rules = self.rules
+        if rules is None or not rules.startup_gates or not self.informer.synced.is_set():
+            return None
+        nodes = (cached.state for _, cached in self.informer.items())
+        return gate_census(nodes, rules, self._now())
 
     # --- rules: which are in force --------------------------------------------------------------
 

@@ -2,9 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from nodegate.core.gate_census import GateCensus
+
+
+class GateCensusCollector(Collector):
+    """Gated nodes per gate and pool, the oldest one's age, and the gated share of all nodes,
+    counted from the node cache when Prometheus scrapes (no O(n) work per node event).
+
+    `source` is set by the controller; None (no rules yet, cache not synced, a standby replica)
+    exports the families without samples, so alerts read only the leader's figures.
+    """
+
+    def __init__(self) -> None:
+        self.source: Callable[[], GateCensus | None] = lambda: None
+
+    def collect(self) -> Iterator[Metric]:
+        census = self.source()
+        gated = GaugeMetricFamily(
+            "nodegate_gated_nodes",
+            "Nodes carrying a startup gate's taint, by gate and pool (nodegate.dev/pool).",
+            labels=["gate", "pool"],
+        )
+        oldest = GaugeMetricFamily(
+            "nodegate_gate_oldest_seconds",
+            "Age (from creation) of the oldest node still carrying the gate, by gate and pool.",
+            labels=["gate", "pool"],
+        )
+        share = GaugeMetricFamily(
+            "nodegate_gated_share",
+            "Share of all nodes carrying at least one startup gate (0 to 1).",
+        )
+        if census is not None:
+            for group in census.groups:
+                gated.add_metric([group.gate, group.pool], group.nodes)
+                oldest.add_metric([group.gate, group.pool], group.oldest_seconds)
+            share.add_metric([], census.gated_share)
+        yield gated
+        yield oldest
+        yield share
 
 
 @dataclass
@@ -13,6 +55,8 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
+        self.gate_census = GateCensusCollector()
+        r.register(self.gate_census)
         self.changes = Counter(
             "nodegate_node_changes",
             "Changes made to nodes, by rule and kind of change.",

@@ -150,6 +150,35 @@ def test_the_init_pod_turning_ready_lifts_the_gate_and_records_when(
     assert reconciler.metric("nodegate_time_to_ungate_seconds_count", gate="warmup") == 1
 
 
+def test_metrics_count_a_gated_node_per_pool_with_its_age_until_the_lift(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    pool = unique_name[:63]
+    reconciler = gated(gate_rules(f"init-{unique_name}"[:63]))
+    name = f"{unique_name}-n"
+    labels = {"example.com/pool": "gpu", "nodegate.dev/pool": pool}
+    create_node(core_v1, SimNode(name=name, labels=labels, taints=[GATE_TAINT]))
+    cleanup.append(("node", name))
+
+    wait_until(
+        lambda: reconciler.metric("nodegate_gated_nodes", gate="warmup", pool=pool) == 1,
+        TIMEOUT,
+        "gated node counted",
+    )
+    first_age = reconciler.metric("nodegate_gate_oldest_seconds", gate="warmup", pool=pool)
+    time.sleep(1.1)
+    assert reconciler.metric("nodegate_gate_oldest_seconds", gate="warmup", pool=pool) > first_age
+    assert reconciler.metric("nodegate_gated_share") > 0
+
+    core_v1.patch_node(name, {"metadata": {"annotations": {"example.com/ready": "true"}}})
+    gate_gone(core_v1, node=name)
+    wait_until(
+        lambda: reconciler.metric("nodegate_gated_nodes", gate="warmup", pool=pool) == 0,
+        TIMEOUT,
+        "lifted node no longer counted",
+    )
+
+
 def test_annotation_only_mode_waits_for_the_pods_ready_annotation_not_its_readiness(
     gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
 ) -> None:

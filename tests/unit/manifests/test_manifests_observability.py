@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from nodegate.manifests.observability import alert_rules, dashboard_expressions, dashboard_json
 from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.webhook import WebhookMetrics
 
 PENDING_FROM_RECONCILER_WORK: set[str] = set()
 """Metrics a dashboard panel or alert already reads before the reconciler work that exports
@@ -18,6 +19,7 @@ them is merged (the startup-gates timeouts, when they land); empty means the che
 def _exported() -> set[str]:
     """Every sample name a fresh reconciler's registry can expose (with a label child each)."""
     metrics = Metrics(registry=CollectorRegistry())
+    WebhookMetrics(metrics.registry)  # the webhook's, on the same registry when it runs
     names: set[str] = set()
     for family in metrics.registry.collect():
         names.add(family.name)

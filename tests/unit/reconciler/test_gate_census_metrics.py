@@ -1,0 +1,32 @@
+"""The gate census on /metrics: the leader's figures, nothing from a replica without them."""
+
+from __future__ import annotations
+
+from prometheus_client import generate_latest
+
+from nodegate.core.gate_census import GateCensus, GatedGroup
+from nodegate.reconciler.metrics import Metrics
+
+
+def _exposition(metrics: Metrics) -> str:
+    return generate_latest(metrics.registry).decode()
+
+
+def test_the_census_is_exported_per_gate_and_pool_with_the_share() -> None:
+    metrics = Metrics()
+    census = GateCensus((GatedGroup("warmup", "gpu", 3, 640.0),), gated_nodes=3, all_nodes=4)
+    metrics.gate_census.source = lambda: census
+
+    text = _exposition(metrics)
+
+    assert 'nodegate_gated_nodes{gate="warmup",pool="gpu"} 3.0' in text
+    assert 'nodegate_gate_oldest_seconds{gate="warmup",pool="gpu"} 640.0' in text
+    assert "nodegate_gated_share 0.75" in text
+
+
+def test_a_replica_without_a_census_exports_no_samples() -> None:
+    text = _exposition(Metrics())
+    samples = [line for line in text.splitlines() if not line.startswith("#")]
+
+    assert "# TYPE nodegate_gated_share gauge" in text
+    assert not [s for s in samples if s.startswith(("nodegate_gated", "nodegate_gate_oldest"))]
