@@ -38,8 +38,9 @@ STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[CaVersion] = (1, 36)
 """kubernetes/autoscaler#9296 added `--startup-taint-prefix`; CA 1.36."""
 
 CA_STARTUP_WINDOW: Final = timedelta(minutes=15)
-"""cluster-autoscaler's `--max-node-startup-time` default: a node still gated after this long
-is unready to it."""
+"""cluster-autoscaler's `MaxNodeStartupTime` (a constant; from CA 1.35 the
+`--max-node-startup-time` default, overridable per node group): a node still gated this long
+after its creation is unready to it (`clusterstate.go: updateReadinessStats`)."""
 CA_OK_TOTAL_UNREADY_COUNT: Final = 3
 CA_MAX_TOTAL_UNREADY_PERCENTAGE: Final = 45
 """With more unready nodes than both (`--ok-total-unready-count`,

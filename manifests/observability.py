@@ -9,12 +9,24 @@ Grafana's dashboard sidecar; the alerts are a PrometheusRule for the Prometheus 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from importlib.resources import files
 from typing import Any
 
+from nodegate.core.autoscalers import CA_MAX_TOTAL_UNREADY_PERCENTAGE, CA_STARTUP_WINDOW
+from nodegate.core.gate_census import GATE_AGE_WARNING, GATED_COUNT_WARNING, GATED_SHARE_WARNING
 from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.webhook import WEBHOOK_NAME
 
 DASHBOARD_FILE = "grafana-dashboard.json"
+
+API_SERVER_METRICS = (
+    "apiserver_admission_webhook_fail_open_count",
+    "apiserver_admission_webhook_rejection_count",
+)
+"""kube-apiserver's own counters (Kubernetes >= 1.24) read by the webhook alerts: they see the
+calls that never reached the reconciler. Selected by the webhook's `name` label, since the API
+server's series carry no namespace; tests/e2e/test_webhook.py checks them on a real API server."""
 
 Manifest = dict[str, Any]
 
@@ -52,9 +64,25 @@ def _alert(
     }
 
 
-def alert_rules(namespace: str) -> list[dict[str, Any]]:
-    """The alerts, for the reconciler running in `namespace`."""
+def _minutes(delta: timedelta) -> int:
+    return int(delta.total_seconds() // 60)
+
+
+def alert_rules(namespace: str, webhook: bool = False) -> list[dict[str, Any]]:
+    """The alerts, for the reconciler running in `namespace` (and serving the Node admission
+    webhook, when `webhook`)."""
     ns = f'namespace="{namespace}"'
+    return _reconciler_alerts(namespace, ns) + (_api_server_webhook_alerts() if webhook else [])
+
+
+def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
+    late = GATE_AGE_WARNING.total_seconds()
+    window = _minutes(CA_STARTUP_WINDOW)
+    # Gated nodes older than the warning age: those cluster-autoscaler counts as unready within
+    # 5 minutes (all of them minus the bucket at the warning age; `le` spelled as
+    # client_python spells it, checked by a unit test).
+    age = "nodegate_gated_node_age_seconds_bucket"
+    late_nodes = f'(max({age}{{{ns},le="+Inf"}}) - max({age}{{{ns},le="{late!r}"}}))'
     return [
         _alert(
             "NodegateNoLeader",
@@ -129,31 +157,40 @@ def alert_rules(namespace: str) -> list[dict[str, Any]]:
             "The node's StartupGateTimedOut Event names the gate; check that gate's init "
             "DaemonSet pods on those nodes (onTimeout says whether the gate was kept).",
         ),
-        # Before cluster-autoscaler's thresholds (docs/gates.md): a node still gated after
-        # --max-node-startup-time (15 min) counts as unready, and more than 3 unready nodes
-        # that are also more than 45 % of the cluster stop it from scaling at all.
+        # Before cluster-autoscaler's thresholds (docs/gates.md, core/gate_census.py): a node
+        # still gated 15 minutes after its creation counts as unready and keeps its scale-up
+        # pending until it times out (the node group then backs off); more than 3 unready
+        # nodes that are also more than 45 % of all nodes stop it from scaling at all.
         _alert(
             "NodegateGateHeldNearAutoscalerStartupWindow",
-            f"max by (gate, pool) (nodegate_gate_oldest_seconds{{{ns}}}) > 600",
+            f"max by (gate, pool) (nodegate_gate_oldest_seconds{{{ns}}}) > {late:.0f}",
             "1m",
             "warning",
             "A node has carried startup gate {{ $labels.gate }} (pool {{ $labels.pool }}) for "
-            "over 10 minutes; at 15 cluster-autoscaler counts it as unready.",
+            f"over {_minutes(GATE_AGE_WARNING)} minutes; at {window} minutes "
+            "cluster-autoscaler counts it as unready, and a scale-up waiting for it times out "
+            "and backs the pool off.",
             "Find it with `kubectl get nodes -l nodegate.dev/pool={{ $labels.pool }}` and check "
             "the gate's init pod on it; `nodegate explain` says what the gate waits for. If "
-            "init is slow by design, keep the gate's timeout under 15 minutes.",
+            f"init is slow by design, keep the gate's timeout under {window} minutes.",
         ),
         _alert(
             "NodegateGatedShareNearAutoscalerHalt",
-            f"max(nodegate_gated_share{{{ns}}}) > 0.3 "
-            f"and on() sum(nodegate_gated_nodes{{{ns}}}) > 3",
-            "5m",
-            "warning",
-            "More than 30 % of all nodes (and more than 3) carry a startup gate; "
-            "cluster-autoscaler stops scaling when more than 45 % (and more than 3) are "
-            "unready.",
+            f"{late_nodes} > {GATED_COUNT_WARNING} "
+            f"and on() {late_nodes} / max(nodegate_nodes{{{ns}}}) > {GATED_SHARE_WARNING}",
+            "1m",
+            "critical",
+            f"More than {GATED_COUNT_WARNING} nodes, and more than "
+            f"{GATED_SHARE_WARNING * 100:.0f} % of all nodes, have carried a startup gate for "
+            f"over {_minutes(GATE_AGE_WARNING)} minutes: at {window} minutes they turn "
+            "unready, and "
+            f"cluster-autoscaler stops scaling the whole cluster when more than "
+            f"{GATED_COUNT_WARNING} unready nodes are over {CA_MAX_TOTAL_UNREADY_PERCENTAGE} % "
+            "of all nodes.",
             "Check the init DaemonSets of the gates in nodegate_gated_nodes (a broken image or "
-            "a missing toleration holds every new node), and that the reconciler is leading.",
+            "a missing toleration holds every new node) and that the reconciler is leading; "
+            "lifting the gates (or a gate timeout with onTimeout: lift) keeps the autoscaler "
+            "running.",
         ),
         _alert(
             "NodegateWebhookErrors",
@@ -199,9 +236,42 @@ def alert_rules(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def _api_server_webhook_alerts() -> list[dict[str, Any]]:
+    """What only the API server sees: calls to the webhook that failed (process down, no
+    endpoint, TLS or caBundle mismatch, timeout). The reconciler's own metrics stay silent."""
+    hook = f'name="{WEBHOOK_NAME}"'
+    return [
+        _alert(
+            "NodegateWebhookFailingOpen",
+            f"sum(increase(apiserver_admission_webhook_fail_open_count{{{hook}}}[10m])) > 0",
+            "1m",
+            "warning",
+            f"The API server could not call the Node webhook {WEBHOOK_NAME} and, under "
+            "failurePolicy Ignore, admitted nodes unchanged: born without their startup gates "
+            "and persisted labels.",
+            "Check the webhook Service's endpoints and the reconciler pods, and the API "
+            "server's 'failed calling webhook' message (certificate, caBundle, timeout). The "
+            "reconciler restores labels after; backfill (if on) gates idle nodes.",
+        ),
+        _alert(
+            "NodegateWebhookRefusingNodes",
+            "sum(increase(apiserver_admission_webhook_rejection_count"
+            f'{{{hook},error_type="calling_webhook_error"}}[10m])) > 0',
+            "1m",
+            "critical",
+            f"The API server could not call the Node webhook {WEBHOOK_NAME} and, under "
+            "failurePolicy Fail, refused node registrations: new nodes cannot join.",
+            "Check the webhook Service's endpoints and the reconciler pods, and the API "
+            "server's 'failed calling webhook' message (certificate, caBundle, timeout). To "
+            "let nodes join meanwhile, set the configuration's failurePolicy to Ignore.",
+        ),
+    ]
+
+
 def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> Manifest:
     """The alerts as a monitoring.coreos.com/v1 PrometheusRule."""
     assert settings.prometheus_rule is not None
+    rules = alert_rules(settings.namespace, webhook=settings.webhook is not None)
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
@@ -210,7 +280,7 @@ def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> 
             "namespace": settings.namespace,
             "labels": {**common_labels, **settings.prometheus_rule.labels},
         },
-        "spec": {"groups": [{"name": "nodegate", "rules": alert_rules(settings.namespace)}]},
+        "spec": {"groups": [{"name": "nodegate", "rules": rules}]},
     }
 
 

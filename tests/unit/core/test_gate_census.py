@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodegate.core.gate_census import GatedGroup, gate_census
-from nodegate.core.node import NodeTaint
+from nodegate.core.autoscalers import CA_STARTUP_WINDOW
+from nodegate.core.gate_census import AGE_BUCKETS, GATE_AGE_WARNING, GatedGroup, gate_census
+from nodegate.core.node import NodeState, NodeTaint
 from tests.unit.core.builders import NOW, node, rules
 
 RULES = rules(
@@ -68,3 +69,42 @@ def test_a_taint_with_the_gates_key_but_another_effect_is_not_the_gate() -> None
 
 def test_no_nodes_is_a_share_of_zero() -> None:
     assert gate_census([], RULES, NOW).gated_share == 0.0
+
+
+def _minutes_old(minutes: float, *taints: NodeTaint) -> NodeState:
+    return node(GPU, taints=taints, created=NOW - timedelta(minutes=minutes))
+
+
+def test_gated_nodes_are_bucketed_by_age_each_once_at_most_each_bound() -> None:
+    nodes = [
+        _minutes_old(0.5, WARMUP, DRIVERS),  # two gates, one node
+        _minutes_old(10, WARMUP),  # exactly at the 600 s bound: counted in it
+        _minutes_old(12, WARMUP),
+        _minutes_old(40),  # not gated
+    ]
+
+    census = gate_census(nodes, RULES, NOW)
+
+    assert dict(zip(AGE_BUCKETS, census.gated_by_age, strict=True)) == {
+        60.0: 1,
+        300.0: 1,
+        600.0: 2,
+        900.0: 3,
+        1800.0: 3,
+        3600.0: 3,
+    }
+    assert census.gated_nodes == 3
+    assert census.gated_age_sum == 30 + 600 + 720
+
+
+def test_the_age_buckets_hold_the_alerts_warning_age_and_the_autoscalers_window() -> None:
+    assert GATE_AGE_WARNING.total_seconds() in AGE_BUCKETS
+    assert CA_STARTUP_WINDOW.total_seconds() in AGE_BUCKETS
+    assert GATE_AGE_WARNING < CA_STARTUP_WINDOW
+
+
+def test_a_node_created_in_the_future_is_of_age_zero() -> None:
+    census = gate_census([_minutes_old(-1, WARMUP)], RULES, NOW)
+
+    assert census.gated_by_age[0] == 1
+    assert census.groups[0].oldest_seconds == 0.0

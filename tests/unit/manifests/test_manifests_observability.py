@@ -7,8 +7,14 @@ import re
 
 from prometheus_client import CollectorRegistry
 
-from nodegate.manifests.observability import alert_rules, dashboard_expressions, dashboard_json
-from nodegate.reconciler.metrics import Metrics
+from nodegate.manifests.observability import (
+    API_SERVER_METRICS,
+    alert_rules,
+    dashboard_expressions,
+    dashboard_json,
+)
+from nodegate.manifests.webhook import WEBHOOK_NAME
+from nodegate.reconciler.metrics import AGE_BUCKET_LABELS, Metrics
 from nodegate.reconciler.webhook import WebhookMetrics
 
 PENDING_FROM_RECONCILER_WORK: set[str] = set()
@@ -29,8 +35,11 @@ def _exported() -> set[str]:
     return names
 
 
-def _referenced(expressions: list[str]) -> set[str]:
-    return set(re.findall(r"\bnodegate_[a-z_]+", " ".join(expressions)))
+def _referenced(expressions: list[str], prefix: str = "nodegate_") -> set[str]:
+    return set(re.findall(rf"\b{prefix}[a-z_]+", " ".join(expressions)))
+
+
+ALL_ALERTS = alert_rules("ns", webhook=True)
 
 
 def test_every_metric_in_the_dashboard_is_exported() -> None:
@@ -40,9 +49,33 @@ def test_every_metric_in_the_dashboard_is_exported() -> None:
 
 
 def test_every_metric_in_the_alerts_is_exported() -> None:
-    missing = _referenced([r["expr"] for r in alert_rules("ns")]) - _exported()
+    missing = _referenced([r["expr"] for r in ALL_ALERTS]) - _exported()
 
     assert missing <= PENDING_FROM_RECONCILER_WORK, missing
+
+
+def test_the_api_servers_metrics_read_are_the_ones_checked_on_a_real_api_server() -> None:
+    """tests/e2e/test_webhook.py sees each of API_SERVER_METRICS move on kube-apiserver."""
+    expressions = [r["expr"] for r in ALL_ALERTS] + dashboard_expressions()
+
+    assert _referenced(expressions, "apiserver_") == set(API_SERVER_METRICS)
+
+
+def test_the_age_buckets_the_alerts_select_are_ones_the_reconciler_exports() -> None:
+    expressions = " ".join(r["expr"] for r in ALL_ALERTS) + " ".join(dashboard_expressions())
+    selected = set(
+        re.findall(r'nodegate_gated_node_age_seconds_bucket\{[^}]*le="([^"]+)"', expressions)
+    )
+
+    assert selected, "no alert reads the gated-age buckets"
+    assert selected <= {*AGE_BUCKET_LABELS, "+Inf"}, selected
+
+
+def test_the_api_server_webhook_alerts_come_only_with_the_webhook() -> None:
+    without = {r["alert"] for r in alert_rules("ns")}
+    with_webhook = {r["alert"] for r in ALL_ALERTS}
+
+    assert with_webhook - without == {"NodegateWebhookFailingOpen", "NodegateWebhookRefusingNodes"}
 
 
 def test_dashboard_covers_what_an_operator_watches() -> None:
@@ -57,6 +90,11 @@ def test_dashboard_covers_what_an_operator_watches() -> None:
         "nodegate_rules_last_update_valid",
         "nodegate_is_leader",
         "nodegate_label_restore_failures_total",
+        "nodegate_gated_nodes",
+        "nodegate_gate_oldest_seconds",
+        "nodegate_gated_node_age_seconds_bucket",
+        "nodegate_nodes",
+        *API_SERVER_METRICS,
     ):
         assert metric in expressions, metric
 
@@ -71,7 +109,9 @@ def test_dashboard_is_grafana_json_with_a_datasource_variable() -> None:
     assert all(p["datasource"]["uid"] == "${datasource}" for p in dashboard["panels"])
 
 
-def test_alerts_are_scoped_to_the_reconcilers_namespace() -> None:
-    for rule in alert_rules("ops"):
-        assert 'namespace="ops"' in rule["expr"], rule["alert"]
+def test_alerts_are_scoped_to_the_reconcilers_namespace_or_its_webhooks_name() -> None:
+    """The API server's series carry no namespace: its alerts select the webhook by name."""
+    for rule in alert_rules("ops", webhook=True):
+        scope = f'name="{WEBHOOK_NAME}"' if "apiserver_" in rule["expr"] else 'namespace="ops"'
+        assert scope in rule["expr"], rule["alert"]
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}

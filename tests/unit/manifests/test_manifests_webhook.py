@@ -151,3 +151,12 @@ def test_records_are_read_by_name_at_admission_only_when_labels_persist() -> Non
     assert get_any not in one(build(), "Role")["rules"]
     no_persistence = RulesDocument.parse(NO_POD_GATES, "rules")
     assert get_any not in one(build(no_persistence, **SELF_SIGNED), "Role")["rules"]
+
+
+def test_the_prometheus_rule_watches_the_webhook_from_the_api_server_when_it_is_served() -> None:
+    def alerts(**overrides: Any) -> set[str]:
+        rule = one(build(prometheusRule={}, **overrides), "PrometheusRule")
+        return {r["alert"] for r in rule["spec"]["groups"][0]["rules"]}
+
+    assert "NodegateWebhookFailingOpen" in alerts(webhook={})
+    assert "NodegateWebhookFailingOpen" not in alerts()

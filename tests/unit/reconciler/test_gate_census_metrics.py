@@ -29,4 +29,24 @@ def test_a_replica_without_a_census_exports_no_samples() -> None:
     samples = [line for line in text.splitlines() if not line.startswith("#")]
 
     assert "# TYPE nodegate_gated_share gauge" in text
-    assert not [s for s in samples if s.startswith(("nodegate_gated", "nodegate_gate_oldest"))]
+    assert not [s for s in samples if s.startswith(("nodegate_gate", "nodegate_nodes "))]
+
+
+def test_the_gated_ages_are_exported_as_a_gauge_histogram_with_all_nodes_beside() -> None:
+    metrics = Metrics()
+    census = GateCensus(
+        (GatedGroup("warmup", "gpu", 2, 700.0),),
+        gated_nodes=2,
+        all_nodes=5,
+        gated_by_age=(0, 1, 1, 2, 2, 2),
+        gated_age_sum=760.0,
+    )
+    metrics.gate_census.source = lambda: census
+
+    text = _exposition(metrics)
+
+    assert 'nodegate_gated_node_age_seconds_bucket{le="600.0"} 1.0' in text
+    assert 'nodegate_gated_node_age_seconds_bucket{le="900.0"} 2.0' in text
+    assert 'nodegate_gated_node_age_seconds_bucket{le="+Inf"} 2.0' in text
+    assert "nodegate_gated_node_age_seconds_gsum 760.0" in text
+    assert "nodegate_nodes 5.0" in text
