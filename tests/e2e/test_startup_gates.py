@@ -169,6 +169,10 @@ def test_metrics_count_a_gated_node_per_pool_with_its_age_until_the_lift(
     time.sleep(1.1)
     assert reconciler.metric("nodegate_gate_oldest_seconds", gate="warmup", pool=pool) > first_age
     assert reconciler.metric("nodegate_gated_share") > 0
+    assert reconciler.metric("nodegate_nodes") >= 1
+    # young: in the first age bucket, none past the alert's 10 minutes
+    age = "nodegate_gated_node_age_seconds_bucket"
+    assert reconciler.metric(age, le="60.0") == reconciler.metric(age, le="+Inf") >= 1
 
     core_v1.patch_node(name, {"metadata": {"annotations": {"example.com/ready": "true"}}})
     gate_gone(core_v1, node=name)

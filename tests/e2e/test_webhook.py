@@ -25,8 +25,9 @@ from nodegate.core.persisted_labels import (
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
 from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
-from nodegate.manifests.webhook import PATH
+from nodegate.manifests.webhook import PATH, WEBHOOK_NAME
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
 from tests.e2e.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -38,6 +39,7 @@ from tests.e2e.webhook_fixtures import (
     READY_TIMEOUT,
     SELECTED,
     Webhook,
+    api_server_metric,
     gated_canary,
     raw_create,
     registered_webhook,
@@ -173,12 +175,21 @@ def test_with_the_webhook_stopped_nodes_still_register_unless_the_policy_is_fail
 ) -> None:
     webhook, process = webhook_ready
     assert process.stop() == 0
+    # What the alerts read (manifests/observability.py API_SERVER_METRICS): only the API server
+    # sees these calls fail; the reconciler is not there to count them.
+    failed_open = "apiserver_admission_webhook_fail_open_count"
+    refused = "apiserver_admission_webhook_rejection_count"
+    refused_labels = {"name": WEBHOOK_NAME, "error_type": "calling_webhook_error"}
+    assert {failed_open, refused} == set(API_SERVER_METRICS)
+    open_before = api_server_metric(core_v1, failed_open, {"name": WEBHOOK_NAME})
+    refused_before = api_server_metric(core_v1, refused, refused_labels)
 
     started = time.monotonic()
     created = raw_create(core_v1, SimNode(name=f"{unique_name}-down"[:63]))
     elapsed = time.monotonic() - started
     assert taints(created) == []  # born ungated: what Ignore trades for availability
     print(f"create with the webhook down (Ignore) answered in {elapsed * 1000:.0f} ms")
+    assert api_server_metric(core_v1, failed_open, {"name": WEBHOOK_NAME}) == open_before + 1
 
     admission = k8s_client.AdmissionregistrationV1Api(core_v1.api_client)
     admission.patch_mutating_webhook_configuration(
@@ -187,7 +198,7 @@ def test_with_the_webhook_stopped_nodes_still_register_unless_the_policy_is_fail
     )
     attempts = iter(range(1000))
 
-    def refused() -> str | None:
+    def refusal() -> str | None:
         name = f"{unique_name}-fail-{next(attempts)}"[:63]
         try:
             raw_create(core_v1, SimNode(name=name))
@@ -196,8 +207,9 @@ def test_with_the_webhook_stopped_nodes_still_register_unless_the_policy_is_fail
         core_v1.delete_node(name)
         return None
 
-    message = wait_until(refused, READY_TIMEOUT, "node creation refused under Fail")
+    message = wait_until(refusal, READY_TIMEOUT, "node creation refused under Fail")
     assert "failed calling webhook" in message and "nodes.nodegate.dev" in message
+    assert api_server_metric(core_v1, refused, refused_labels) > refused_before
 
 
 def test_the_webhook_answers_well_inside_its_timeout(

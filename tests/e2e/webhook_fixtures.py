@@ -25,12 +25,17 @@ from typing import Any, cast
 
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, wait_until
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, mutating_webhook_configuration
-from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
+from tests.e2e.reconciler_process import (
+    ReconcilerProcess,
+    free_port,
+    running_reconciler,
+)
 
 SELECTED = "e2e.nodegate.dev/webhook"
 """The label the test configurations select nodes by (their objectSelector)."""
@@ -54,6 +59,22 @@ def raw_create(core_v1: k8s_client.CoreV1Api, node: SimNode) -> dict[str, Any]:
     response: Any = core_v1.create_node(cast(Any, body), _preload_content=False)
     created: dict[str, Any] = json.loads(response.data)
     return created
+
+
+def api_server_metric(core_v1: k8s_client.CoreV1Api, metric: str, labels: dict[str, str]) -> float:
+    """Sum of kube-apiserver's own samples of `metric` whose labels include `labels`."""
+    client = core_v1.api_client
+    request = client.param_serialize("GET", "/metrics", auth_settings=["BearerToken"])
+    text = client.call_api(*request).read().decode()
+    # By family: client_python's parser renames a counter's samples to `<name>_total`, which
+    # kube-apiserver's `..._count` counters are not called (Prometheus keeps the name as is).
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == metric
+        for sample in family.samples
+        if labels.items() <= sample.labels.items()
+    )
 
 
 def taints(node: dict[str, Any]) -> list[dict[str, Any]]:
