@@ -22,7 +22,7 @@ histogram's (600 is "600.0"): alerts select a bucket by this exact text."""
 class GateCensusCollector(Collector):
     """Gated nodes per gate and pool, the oldest one's age, the gated nodes by age and all
     nodes, counted from the node cache when Prometheus scrapes (no O(n) work per node event;
-    measured 16 ms for 5,000 nodes and two gates).
+    measured 18 to 23 ms per scrape for 5,000 nodes and two gates, 500 or all of them gated).
 
     `source` is set by the controller; None (no rules yet, cache not synced, a standby replica)
     exports the families without samples, so alerts read only the leader's figures.
