@@ -1,6 +1,6 @@
 """Monitoring that ships with the reconciler: a Grafana dashboard and Prometheus alerts.
 
-Both read only the metrics the reconciler exports (reconciler/metrics.py; a unit test checks
+Both read only the metrics the reconciler exports (reconciler/nodes/metrics.py; a unit test checks
 every metric name here against a live registry). The dashboard JSON is a file in the package
 (`grafana-dashboard.json`), importable into Grafana by hand or shipped as a ConfigMap for
 Grafana's dashboard sidecar; the alerts are a PrometheusRule for the Prometheus Operator.

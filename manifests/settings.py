@@ -264,4 +264,4 @@ class DeploySettings(_Model):
 
 HISTORY_CONFIGMAP = "nodegate-taint-history"
 """The ConfigMap in its namespace where the reconciler records which taint keys its rules have
-owned (reconciler/taint_history.py); the only ConfigMap it writes."""
+owned (reconciler/nodes/taint_history.py); the only ConfigMap it writes."""

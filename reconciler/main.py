@@ -11,18 +11,18 @@ from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn, TextIO
 
-from nodegate.reconciler.controller import Controller
-from nodegate.reconciler.events import EventRecorder, QueuedEvents
-from nodegate.reconciler.health import Health, supervised
-from nodegate.reconciler.kube import KubeApi, load_api_client
-from nodegate.reconciler.leader import LeaderElector, LeaderFence
-from nodegate.reconciler.logs import configure_logging
-from nodegate.reconciler.metrics import Metrics
-from nodegate.reconciler.probes import serve
-from nodegate.reconciler.rules_source import RulesUpdate, RulesWatcher
+from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
+from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.kube import KubeApi, load_api_client
+from nodegate.reconciler.kit.leader import LeaderElector, LeaderFence
+from nodegate.reconciler.kit.logs import configure_logging
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.kit.probes import serve
+from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.settings import ReconcilerSettings
-from nodegate.reconciler.taint_history import TaintHistory
-from nodegate.reconciler.webhook import LatestRules, WebhookServer, serve_webhook
+from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.webhook.admission import LatestRules, WebhookServer, serve_webhook
 
 log = logging.getLogger("nodegate.reconciler")
 

@@ -14,8 +14,8 @@ from nodegate.manifests.observability import (
     dashboard_json,
 )
 from nodegate.manifests.webhook import WEBHOOK_NAME
-from nodegate.reconciler.metrics import AGE_BUCKET_LABELS, Metrics
-from nodegate.reconciler.webhook import WebhookMetrics
+from nodegate.reconciler.nodes.metrics import AGE_BUCKET_LABELS, Metrics
+from nodegate.reconciler.webhook.admission import WebhookMetrics
 
 PENDING_FROM_RECONCILER_WORK: set[str] = set()
 """Metrics a dashboard panel or alert already reads before the reconciler work that exports

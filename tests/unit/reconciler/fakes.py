@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import Any
 
-from nodegate.reconciler.kube import (
+from nodegate.reconciler.kit.kube import (
     ConflictError,
     GoneError,
     NotFoundError,

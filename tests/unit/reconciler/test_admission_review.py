@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.reconciler.admission_review import (
+from nodegate.reconciler.webhook.review import (
     MAX_BODY_BYTES,
     NodeCreate,
     Refusal,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.ratelimit import TokenBucket
+from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.ratelimit import TokenBucket
 
 
 def test_backoff_doubles_from_800ms_to_a_30s_cap_with_up_to_100_percent_jitter() -> None:

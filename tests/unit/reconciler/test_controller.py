@@ -11,14 +11,14 @@ import pytest
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
-from nodegate.reconciler.controller import Controller
-from nodegate.reconciler.events import EventRecorder
-from nodegate.reconciler.kube import ConflictError, PermanentError, TemporaryError
-from nodegate.reconciler.leader import LeaderFence
-from nodegate.reconciler.metrics import Metrics
-from nodegate.reconciler.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.kit.events import EventRecorder
+from nodegate.reconciler.kit.kube import ConflictError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.leader import LeaderFence
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
-from nodegate.reconciler.taint_history import HISTORY_CONFIGMAP, TaintHistory
+from nodegate.reconciler.nodes.taint_history import HISTORY_CONFIGMAP, TaintHistory
 from tests.unit.reconciler.fakes import FakeApi, fake_node
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"

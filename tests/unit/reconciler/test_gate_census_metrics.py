@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 
 from nodegate.core.gate_census import GateCensus, GatedGroup
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import Metrics
 
 
 def _exposition(metrics: Metrics) -> str:

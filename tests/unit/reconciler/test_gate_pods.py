@@ -1,5 +1,5 @@
 """Which init pods on a node signal that its startup gate may be lifted (pure part of
-reconciler/gate_pods.py: the slim pod view and the readiness signal)."""
+reconciler/nodes/gate_pods.py: the slim pod view and the readiness signal)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodegate.core.model import StartupGate
-from nodegate.reconciler.gate_pods import PodView, signal_since, slim_pod
+from nodegate.reconciler.nodes.gate_pods import PodView, signal_since, slim_pod
 from tests.unit.core.builders import NOW, rules
 
 GATES = rules(

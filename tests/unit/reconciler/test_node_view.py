@@ -5,7 +5,7 @@ from __future__ import annotations
 from nodegate.core.loader import parse_rules
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
-from nodegate.reconciler.node_view import annotation_filter, slim_node
+from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
 from tests.unit.reconciler.fakes import fake_node
 
 RULES = parse_rules(to_yaml(convert_nodetaintshandler(HandlerSettings(startup_backfill="1"))))

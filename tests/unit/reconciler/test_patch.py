@@ -6,8 +6,8 @@ from typing import Any
 
 from nodegate.core.node import NodeState
 from nodegate.core.plan import PlanFacts, plan
-from nodegate.reconciler.node_view import slim_node
-from nodegate.reconciler.patch import describe, merge_patch
+from nodegate.reconciler.nodes.node_view import slim_node
+from nodegate.reconciler.nodes.patch import describe, merge_patch
 from tests.unit.core.builders import NOW, rules
 
 RULES = rules(

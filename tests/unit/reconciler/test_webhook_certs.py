@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from cryptography import x509
 
-from nodegate.reconciler.webhook_certs import (
+from nodegate.reconciler.webhook.certs import (
     BundleError,
     CertPolicy,
     ServingBundle,

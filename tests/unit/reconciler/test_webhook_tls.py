@@ -12,9 +12,9 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from nodegate.reconciler.kube import ConflictError, RawObject
-from nodegate.reconciler.webhook_certs import CertPolicy, bundle_from_secret_data, renew
-from nodegate.reconciler.webhook_tls import CertificateError, FileCertificates, SecretCertificates
+from nodegate.reconciler.kit.kube import ConflictError, RawObject
+from nodegate.reconciler.webhook.certs import CertPolicy, bundle_from_secret_data, renew
+from nodegate.reconciler.webhook.tls import CertificateError, FileCertificates, SecretCertificates
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 HOSTS = ("nodegate-webhook.ns.svc", "127.0.0.1")

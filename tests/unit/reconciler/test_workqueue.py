@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from nodegate.reconciler.workqueue import WorkQueue
+from nodegate.reconciler.kit.workqueue import WorkQueue
 
 
 def test_a_key_added_many_times_is_processed_once() -> None:

@@ -25,8 +25,8 @@ from kubernetes import client
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from nodegate.reconciler.kube import KubeError, call
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.kit.kube import KubeError, call
+from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.settings import LeaderElectionSettings
 
 log = logging.getLogger("nodegate.leader")

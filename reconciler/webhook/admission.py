@@ -38,19 +38,19 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from nodegate.core.model import NodeRules
 from nodegate.core.node_admission import admission_patch
 from nodegate.core.persisted_labels import RecordError, decode_record, key_for, record_name
-from nodegate.reconciler.admission_review import (
+from nodegate.reconciler.webhook.review import (
     MAX_BODY_BYTES,
     Refusal,
     decode_review,
     error_body,
     review_response,
 )
-from nodegate.reconciler.health import Health, supervised
-from nodegate.reconciler.kube import KubeError, load_api_client
-from nodegate.reconciler.rules_source import RulesUpdate
+from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.kube import KubeError, load_api_client
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
-from nodegate.reconciler.webhook_api import RecordReader, WebhookKubeApi
-from nodegate.reconciler.webhook_tls import FileCertificates, SecretCertificates
+from nodegate.reconciler.webhook.api import RecordReader, WebhookKubeApi
+from nodegate.reconciler.webhook.tls import FileCertificates, SecretCertificates
 
 log = logging.getLogger("nodegate.webhook")
 

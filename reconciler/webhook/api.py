@@ -12,7 +12,7 @@ from typing import Any, Protocol, cast
 
 from kubernetes import client
 
-from nodegate.reconciler.kube import KubeApi, RawObject
+from nodegate.reconciler.kit.kube import KubeApi, RawObject
 
 JSON_PATCH = "application/json-patch+json"
 

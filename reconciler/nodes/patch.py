@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, NodePlan
-from nodegate.reconciler.node_view import CachedNode
+from nodegate.reconciler.nodes.node_view import CachedNode
 
 RawObject = dict[str, Any]
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from nodegate.core.node import format_time
-from nodegate.reconciler.kube import Api, KubeError, NotFoundError, RawObject
+from nodegate.reconciler.kit.kube import Api, KubeError, NotFoundError, RawObject
 
 log = logging.getLogger("nodegate.events")
 

@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.kube import ConflictError, KubeError
-from nodegate.reconciler.webhook_api import CertApi
-from nodegate.reconciler.webhook_certs import (
+from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.kube import ConflictError, KubeError
+from nodegate.reconciler.webhook.api import CertApi
+from nodegate.reconciler.webhook.certs import (
     CERT_FILE,
     KEY_FILE,
     BundleError,

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.kube import Api, GoneError, RawObject, Selection, watch_timeout
+from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.kube import Api, GoneError, RawObject, Selection, watch_timeout
 
 log = logging.getLogger("nodegate.informer")
 

@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.health")
 

@@ -24,11 +24,11 @@ from nodegate.core.errors import Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.yaml_input import read_limited
-from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.events import Recorder
-from nodegate.reconciler.informer import Informer
-from nodegate.reconciler.kube import Api, RawObject, Selection
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import Api, RawObject, Selection
+from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")

@@ -37,12 +37,12 @@ from nodegate.core.plan import (
     relevant_view,
     track_first_seen,
 )
-from nodegate.reconciler.backoff import Backoff
-from nodegate.reconciler.events import Recorder
-from nodegate.reconciler.gate_pods import GatePods, workload_pods_on
-from nodegate.reconciler.health import Health, supervised
-from nodegate.reconciler.informer import Informer
-from nodegate.reconciler.kube import (
+from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.nodes.gate_pods import GatePods, workload_pods_on
+from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import (
     Api,
     ConflictError,
     NotFoundError,
@@ -50,16 +50,16 @@ from nodegate.reconciler.kube import (
     Selection,
     TemporaryError,
 )
-from nodegate.reconciler.label_store import LabelStore, StoredRecord
-from nodegate.reconciler.leader import LeaderFence
-from nodegate.reconciler.metrics import Metrics
-from nodegate.reconciler.node_view import CachedNode, annotation_filter, slim_node
-from nodegate.reconciler.patch import describe, merge_patch
-from nodegate.reconciler.ratelimit import TokenBucket
-from nodegate.reconciler.rules_source import CONFIRM_ANNOTATION, RulesUpdate, report_on_source
+from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
+from nodegate.reconciler.kit.leader import LeaderFence
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
+from nodegate.reconciler.nodes.patch import describe, merge_patch
+from nodegate.reconciler.kit.ratelimit import TokenBucket
+from nodegate.reconciler.nodes.rules_source import CONFIRM_ANNOTATION, RulesUpdate, report_on_source
 from nodegate.reconciler.settings import ReconcilerSettings
-from nodegate.reconciler.taint_history import TaintHistory
-from nodegate.reconciler.workqueue import WorkQueue
+from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.kit.workqueue import WorkQueue
 
 log = logging.getLogger("nodegate.controller")
 

@@ -26,9 +26,9 @@ from nodegate.core.persisted_labels import (
     decode_record,
     encode_record,
 )
-from nodegate.reconciler.informer import Informer
-from nodegate.reconciler.kube import Api, NotFoundError, RawObject, Selection
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import Api, NotFoundError, RawObject, Selection
+from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.labels")
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodegate.core.node import format_time
-from nodegate.reconciler.kube import Api, ConflictError, KubeError, RawObject
+from nodegate.reconciler.kit.kube import Api, ConflictError, KubeError, RawObject
 
 log = logging.getLogger("nodegate.history")
 

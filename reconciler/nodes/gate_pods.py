@@ -16,10 +16,10 @@ from datetime import datetime
 
 from nodegate.core.model import NodeRules, StartupGate
 from nodegate.core.node import parse_time
-from nodegate.reconciler.health import Health, supervised
-from nodegate.reconciler.informer import Informer
-from nodegate.reconciler.kube import Api, RawObject, Selection
-from nodegate.reconciler.metrics import Metrics
+from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import Api, RawObject, Selection
+from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.gates")
 
