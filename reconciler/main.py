@@ -8,21 +8,22 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn, TextIO
 
-from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.kube import KubeApi, load_api_client
 from nodegate.reconciler.kit.leader import LeaderElector, LeaderFence
 from nodegate.reconciler.kit.logs import configure_logging
-from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.kit.probes import serve
-from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
-from nodegate.reconciler.settings import ReconcilerSettings
+from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.rules_source import LatestRules, RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
-from nodegate.reconciler.webhook.admission import LatestRules, WebhookServer, serve_webhook
+from nodegate.reconciler.settings import ReconcilerSettings
+from nodegate.reconciler.webhook.server import WebhookServer, serve_webhook
 
 log = logging.getLogger("nodegate.reconciler")
 
@@ -50,26 +51,72 @@ def run(
     """
     in_process = stop is not None
     configure_logging(stream=log_stream, root=not in_process)
+    stop = stop or threading.Event()
+    parts = _build(settings)
+    if not in_process:
+        stop_on_signals(stop)
+    registry = parts.metrics.registry
+    webhook = serve_webhook(settings, parts.latest_rules, registry, stop, parts.health)
+    ready = readiness(parts.watcher, parts.controller, parts.leading, webhook)
+    server = serve(settings.http_address, settings.http_port, registry, parts.health.check, ready)
+    log.info(
+        "reconciler starting",
+        extra={
+            "identity": settings.leader_election.identity,
+            "http_port": server.server_address[1],
+            "dry_run": settings.dry_run,
+            "rules_source": str(settings.rules_file or settings.rules_configmap),
+            "records_namespace": settings.records_namespace,
+            "webhook_port": webhook.port if webhook is not None else None,
+        },
+    )
+    supervised("events", parts.recorder.run, stop, parts.health)
+    supervised("rules", parts.watcher.run, stop, parts.health)
+    lost = _lead_while_elected(parts, stop)
+    if lost:
+        exit_now(EXIT_LOST_LEADERSHIP)
+    if parts.elector is not None:
+        parts.elector.stop_and_release()
+    server.shutdown()
+    if webhook is not None:
+        webhook.shutdown()
+    log.info("reconciler stopped", extra={"lost_leadership": False})
+    return 0
+
+
+@dataclass
+class _Parts:
+    """The reconciler's parts, wired."""
+
+    metrics: Metrics
+    health: Health
+    recorder: QueuedEvents
+    controller: Controller
+    watcher: RulesWatcher
+    latest_rules: LatestRules
+    elector: LeaderElector | None
+    leading: threading.Event = field(default_factory=threading.Event)
+
+
+def _build(settings: ReconcilerSettings) -> _Parts:
     api = _node_api(settings)
     metrics = Metrics()
-    health = Health(metrics)
-    identity = settings.leader_election.identity
-    recorder = QueuedEvents(EventRecorder(api, settings.event_namespace, identity))
+    health = Health(lambda loop: metrics.loop_failed.labels(loop).set(1))
+    recorder = QueuedEvents(
+        EventRecorder(api, settings.event_namespace, settings.leader_election.identity)
+    )
     history = TaintHistory(
         api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
-    stop = stop or threading.Event()
-    lost = threading.Event()
-    leading = threading.Event()
-
     elector: LeaderElector | None = None
-    fence = LeaderFence(None)
     if settings.leader_election.enabled:
         # Its own client: lease renewals never queue behind node traffic.
         election_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
-        elector = LeaderElector(election_client, settings.leader_election, metrics)
-        fence = elector.fence
-    controller = Controller(settings, api, recorder, metrics, history, fence, health=health)
+        elector = LeaderElector(
+            election_client, settings.leader_election, lambda on: metrics.is_leader.set(int(on))
+        )
+    fence = elector.fence if elector is not None else LeaderFence(None)
+    controller = Controller(settings, api, recorder, metrics, history, health, fence)
     latest_rules = LatestRules()
     watcher = RulesWatcher(
         settings,
@@ -79,51 +126,29 @@ def run(
         fan_out(latest_rules.offer, controller.offer_rules),
         lambda: controller.applied.generation if controller.applied else 0,
     )
+    return _Parts(metrics, health, recorder, controller, watcher, latest_rules, elector)
 
-    if not in_process:
-        stop_on_signals(stop)
-    webhook = serve_webhook(settings, latest_rules, metrics.registry, stop, health)
-    ready = readiness(watcher, controller, leading, webhook)
-    server = serve(settings.http_address, settings.http_port, metrics.registry, health.check, ready)
-    log.info(
-        "reconciler starting",
-        extra={
-            "identity": identity,
-            "http_port": server.server_address[1],
-            "dry_run": settings.dry_run,
-            "rules_source": str(settings.rules_file or settings.rules_configmap),
-            "records_namespace": settings.records_namespace,
-            "webhook_port": webhook.port if webhook is not None else None,
-        },
-    )
-    supervised("events", recorder.run, stop, health)
-    supervised("rules", watcher.run, stop, health)
+
+def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
+    """Run the controller while this replica leads, until `stop`; True if leadership was lost."""
+    lost = threading.Event()
 
     def lead() -> None:
-        leading.set()
-        supervised("controller", controller.run, stop, health)
+        parts.leading.set()
+        supervised("controller", parts.controller.run, stop, parts.health)
 
     def lose() -> None:
         lost.set()
         stop.set()
 
-    if elector is not None:
-        elector.start(lead, lose)
+    if parts.elector is not None:
+        parts.elector.start(lead, lose)
     else:
         lead()
-
     while not stop.wait(FENCE_CHECK_SECONDS):
-        if elector is not None:
-            elector.watch_fence(lose)
-    if lost.is_set():
-        exit_now(EXIT_LOST_LEADERSHIP)
-    if elector is not None:
-        elector.stop_and_release()
-    server.shutdown()
-    if webhook is not None:
-        webhook.shutdown()
-    log.info("reconciler stopped", extra={"lost_leadership": False})
-    return 0
+        if parts.elector is not None:
+            parts.elector.watch_fence(lose)
+    return lost.is_set()
 
 
 def fan_out(*receivers: Callable[[RulesUpdate], None]) -> Callable[[RulesUpdate], None]:

@@ -17,10 +17,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from nodegate.core.node import format_time
-from nodegate.reconciler.kit.kube import Api, KubeError, NotFoundError, RawObject
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.kube import EventApi, RawObject
 
 log = logging.getLogger("nodegate.events")
+
+
+def format_time(value: datetime) -> str:
+    """An Event's timestamps: Kubernetes' `Time`, RFC 3339 in seconds with a Z."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
 
 COMPONENT = "nodegate-reconciler"
 MESSAGE_LIMIT = 1024  # the API server refuses Event messages longer than this
@@ -40,7 +46,7 @@ class _Recorded:
 class EventRecorder:
     def __init__(
         self,
-        api: Api,
+        api: EventApi,
         node_event_namespace: str,
         instance: str,
         clock: Callable[[], float] = time.monotonic,

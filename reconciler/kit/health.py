@@ -10,24 +10,24 @@ import logging
 import threading
 from collections.abc import Callable
 
-from nodegate.reconciler.nodes.metrics import Metrics
-
 log = logging.getLogger("nodegate.health")
 
 
 class Health:
     """Liveness: every long-running loop must keep running; one that ends fails /healthz,
-    so the kubelet restarts the pod instead of leaving a quietly half-dead reconciler."""
+    so the kubelet restarts the pod instead of leaving a quietly half-dead reconciler.
 
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
+    `on_failed(loop)` is told each loop that ended (for a gauge)."""
+
+    def __init__(self, on_failed: Callable[[str], None] = lambda _loop: None) -> None:
+        self._on_failed = on_failed
         self._failed: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def failed(self, loop: str, why: str) -> None:
         with self._lock:
             self._failed[loop] = why
-        self._metrics.loop_failed.labels(loop).set(1)
+        self._on_failed(loop)
         log.error("a long-running loop ended", extra={"loop": loop, "why": why})
 
     def check(self) -> tuple[bool, str]:

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.kube import Api, GoneError, RawObject, Selection, watch_timeout
+from nodegate.reconciler.kit.errors import GoneError
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection, watch_timeout
 
 log = logging.getLogger("nodegate.informer")
 
@@ -45,7 +46,7 @@ class Informer(Generic[V]):
     def __init__(
         self,
         name: str,
-        api: Api,
+        api: ListWatch,
         selection: Selection,
         transform: Callable[[RawObject], V],
         handler: Handler[V],

@@ -25,6 +25,15 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
+from nodegate.reconciler.kit.errors import (
+    ConflictError,
+    GoneError,
+    KubeError,
+    NotFoundError,
+    PermanentError,
+    TemporaryError,
+)
+
 RawObject = dict[str, Any]
 
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -32,38 +41,6 @@ REQUEST_TIMEOUT_SECONDS = 30.0
 """Read timeout of an ordinary call (a list page, a read, a write)."""
 WATCH_READ_SLACK_SECONDS = 30.0
 """A watch may be silent this long past its server-side timeout before the client gives up."""
-
-
-class KubeError(Exception):
-    """An API call failed."""
-
-
-class TemporaryError(KubeError):
-    """Network trouble, 5xx, 429: retry later with backoff (not before `retry_after`)."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class PermanentError(KubeError):
-    """400, 403, 422...: retrying the same request cannot succeed until something else changes."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class ConflictError(KubeError):
-    """409: the object changed since it was read. Re-read, re-plan, retry."""
-
-
-class NotFoundError(KubeError):
-    """404: the object is gone (a node deleted while we worked on it)."""
-
-
-class GoneError(KubeError):
-    """410: a watch's or a list continuation's resourceVersion is too old; list again."""
 
 
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
@@ -159,8 +136,8 @@ class Page:
     continue_token: str | None
 
 
-class Api(Protocol):
-    """The calls the reconciler makes: the boundary that unit tests replace with a fake."""
+class ListWatch(Protocol):
+    """What an informer needs (client-go's ListerWatcher)."""
 
     def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page: ...
 
@@ -168,13 +145,25 @@ class Api(Protocol):
         self, selection: Selection, resource_version: str, timeout_seconds: int
     ) -> Iterator[tuple[str, RawObject]]: ...
 
+
+class NodeApi(Protocol):
+    """Reading one Node fresh and writing it (the node writer, the re-read after a 409)."""
+
     def get_node(self, name: str) -> RawObject | None: ...
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject: ...
 
+
+class EventApi(Protocol):
+    """Creating Events and counting their repeats (the event recorder)."""
+
     def create_event(self, namespace: str, event: RawObject) -> RawObject: ...
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject: ...
+
+
+class ConfigMapApi(Protocol):
+    """The reconciler's own records (taint history, persisted labels)."""
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None: ...
 
@@ -183,6 +172,10 @@ class Api(Protocol):
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
+
+
+class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, Protocol):
+    """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
 
 
 def watch_timeout(base_seconds: int) -> int:

@@ -20,16 +20,33 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from kubernetes import client
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from nodegate.reconciler.kit.kube import KubeError, call
-from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.settings import LeaderElectionSettings
+from nodegate.reconciler.kit.errors import KubeError
+from nodegate.reconciler.kit.kube import call
 
 log = logging.getLogger("nodegate.leader")
+
+
+class LeaseSettings(Protocol):
+    """What the elector reads of its settings (the reconciler's LeaderElectionSettings)."""
+
+    @property
+    def lease_name(self) -> str: ...
+    @property
+    def lease_namespace(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
+    @property
+    def lease_duration_seconds(self) -> int: ...
+    @property
+    def renew_deadline_seconds(self) -> int: ...
+    @property
+    def retry_period_seconds(self) -> int: ...
 
 
 class LeaderFence:
@@ -89,12 +106,17 @@ class _Election(leaderelection.LeaderElection):
 
 
 class LeaderElector:
+    """`on_leading(True/False)` is told every change of leadership (for a gauge)."""
+
     def __init__(
-        self, api_client: client.ApiClient, settings: LeaderElectionSettings, metrics: Metrics
+        self,
+        api_client: client.ApiClient,
+        settings: LeaseSettings,
+        on_leading: Callable[[bool], None] = lambda _leading: None,
     ) -> None:
         self._api = client.CoordinationV1Api(api_client)
         self._settings = settings
-        self._metrics = metrics
+        self._on_leading = on_leading
         self._lock = _InjectedLeaseLock(
             api_client, settings.lease_name, settings.lease_namespace, settings.identity
         )
@@ -128,7 +150,7 @@ class LeaderElector:
         else:
             return
         self.leading = True
-        self._metrics.is_leader.set(1)
+        self._on_leading(True)
         log.info("became leader", extra={"identity": settings.identity})
         threading.Thread(target=on_started, name="lead", daemon=True).start()
         while not self._stop.wait(settings.retry_period_seconds):
@@ -150,7 +172,7 @@ class LeaderElector:
             return
         self.leading = False
         self.fence.revoke()
-        self._metrics.is_leader.set(0)
+        self._on_leading(False)
         log.error(
             "lost leadership: could not renew the Lease within the renew deadline",
             extra={"identity": self._settings.identity},
@@ -168,7 +190,7 @@ class LeaderElector:
         was_leading = self.leading and self.fence.holds()
         self.leading = False
         self.fence.revoke()
-        self._metrics.is_leader.set(0)
+        self._on_leading(False)
         if was_leading:
             self._release()
 

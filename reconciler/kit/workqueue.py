@@ -1,10 +1,14 @@
-"""A deduplicating work queue with delayed re-adds and two lanes, in the manner of client-go's.
+"""A deduplicating work queue with delayed re-adds, per-key retry state and two lanes, in the
+manner of client-go's `util/workqueue` (its rate-limiting, delaying and plain queues in one).
 
 Hand-written because no maintained Python library offers client-go's guarantees: a key queued
 many times is processed once; a key is never processed by two workers at the same time (a key
 added while it is being processed is queued again after `done`); a key waits for at most one
 delayed re-add (the earliest). Keys that something happened to (a node appeared or changed) go
 ahead of periodic resync work, so a new node is never stuck behind a 5,000-node resync.
+
+Retry state lives here, not in the caller (client-go's `AddRateLimited`, `Forget`,
+`NumRequeues`): each failing key backs off on its own, and `forget` ends it.
 """
 
 from __future__ import annotations
@@ -14,13 +18,24 @@ import itertools
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Literal
+
+from nodegate.reconciler.kit.backoff import Backoff
 
 Lane = Literal["event", "resync"]
 
 
+def retry_backoff() -> Backoff:
+    """A failing key waits 1 s, doubling to 30 s, each wait stretched by up to 100 % jitter."""
+    return Backoff(initial_seconds=1.0)
+
+
 class WorkQueue:
-    def __init__(self) -> None:
+    def __init__(self, backoff: Callable[[], Backoff] = retry_backoff) -> None:
+        self._new_backoff = backoff
+        self._retries: dict[str, tuple[int, Backoff]] = {}
+        """Keys that failed since they last succeeded: how often, and their backoff."""
         self._cond = threading.Condition()
         self._lanes: dict[Lane, deque[str]] = {"event": deque(), "resync": deque()}
         self._dirty: dict[str, Lane] = {}
@@ -94,9 +109,31 @@ class WorkQueue:
                 self._lanes[lane].append(key)
                 self._cond.notify()
 
-    def forget(self, key: str) -> None:
-        """Drop a pending delayed re-add (the node is gone)."""
+    def add_rate_limited(self, key: str, at_least: float = 0.0) -> float:
+        """Re-add a key that failed, after its own backoff (and not before `at_least` seconds,
+        a server's Retry-After); returns the delay chosen."""
         with self._cond:
+            count, backoff = self._retries.get(key) or (0, self._new_backoff())
+            self._retries[key] = (count + 1, backoff)
+            delay = max(backoff.next_delay(), at_least)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        """The key succeeded (or will never be retried): its next failure starts afresh."""
+        with self._cond:
+            self._retries.pop(key, None)
+
+    def num_requeues(self, key: str) -> int:
+        """Failures of the key since it was last forgotten."""
+        with self._cond:
+            entry = self._retries.get(key)
+            return entry[0] if entry is not None else 0
+
+    def discard(self, key: str) -> None:
+        """The key's object is gone: drop its retry state and any pending delayed re-add."""
+        with self._cond:
+            self._retries.pop(key, None)
             self._due.pop(key, None)
 
     def due_in(self, key: str) -> float | None:

@@ -18,7 +18,7 @@ from nodegate.core.model import NodeRules, StartupGate
 from nodegate.core.node import parse_time
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import Api, RawObject, Selection
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
 from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.gates")
@@ -85,7 +85,7 @@ class GatePods:
 
     def __init__(
         self,
-        api: Api,
+        api: ListWatch,
         metrics: Metrics,
         health: Health,
         on_node: Callable[[str], None],
@@ -193,7 +193,7 @@ def is_workload_pod(raw: RawObject) -> bool:
     return (raw.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def workload_pods_on(api: Api, node: str) -> list[str]:
+def workload_pods_on(api: ListWatch, node: str) -> list[str]:
     """namespace/name of the workload pods bound to `node` (one LIST, only for backfill)."""
     selection = Selection("Pod", None, field_selector=f"spec.nodeName={node}")
     found: list[str] = []

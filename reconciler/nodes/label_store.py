@@ -15,6 +15,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from nodegate.core.node import format_time
 from nodegate.core.persisted_labels import (
@@ -26,8 +27,9 @@ from nodegate.core.persisted_labels import (
     decode_record,
     encode_record,
 )
+from nodegate.reconciler.kit.errors import NotFoundError
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import Api, NotFoundError, RawObject, Selection
+from nodegate.reconciler.kit.kube import ConfigMapApi, ListWatch, RawObject, Selection
 from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.labels")
@@ -57,8 +59,12 @@ def stored_record(raw: RawObject) -> StoredRecord:
     )
 
 
+class RecordApi(ListWatch, ConfigMapApi, Protocol):
+    """Watching the records and writing them."""
+
+
 class LabelStore:
-    def __init__(self, api: Api, namespace: str, metrics: Metrics) -> None:
+    def __init__(self, api: RecordApi, namespace: str, metrics: Metrics) -> None:
         self._api = api
         self.namespace = namespace
         self._metrics = metrics

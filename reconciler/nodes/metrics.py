@@ -77,9 +77,16 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
-        r = self.registry
         self.gate_census = GateCensusCollector()
-        r.register(self.gate_census)
+        self.registry.register(self.gate_census)
+        self._writes(self.registry)
+        self._rules(self.registry)
+        self._process(self.registry)
+        self._labels(self.registry)
+        self._gates(self.registry)
+
+    def _writes(self, r: CollectorRegistry) -> None:
+        """What the workers did to nodes, and how it went."""
         self.changes = Counter(
             "nodegate_node_changes",
             "Changes made to nodes, by rule and kind of change.",
@@ -106,6 +113,14 @@ class Metrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
+        self.write_wait_seconds = Counter(
+            "nodegate_write_throttle_seconds",
+            "Seconds node writes waited for the client-side rate limit.",
+            registry=r,
+        )
+
+    def _rules(self, r: CollectorRegistry) -> None:
+        """The rules: accepted, refused, held."""
         self.rules_generation = Gauge(
             "nodegate_rules_generation",
             "Counts accepted rules versions since start (1 = the first rules loaded).",
@@ -119,6 +134,14 @@ class Metrics:
         self.rules_rejected = Counter(
             "nodegate_rules_rejected", "Rules updates refused as invalid.", registry=r
         )
+        self.rules_held = Gauge(
+            "nodegate_rules_held",
+            "1 while a valid rules update is held back by the blast-radius guard.",
+            registry=r,
+        )
+
+    def _process(self, r: CollectorRegistry) -> None:
+        """The process: leadership, queue, watches, loops."""
         self.is_leader = Gauge(
             "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
         )
@@ -134,6 +157,24 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.informer_errors = Counter(
+            "nodegate_informer_errors",
+            "List/watch failures by informer (each one backs off and retries).",
+            ["informer"],
+            registry=r,
+        )
+        self.cached_objects = Gauge(
+            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
+        )
+        self.loop_failed = Gauge(
+            "nodegate_loop_failed",
+            "1 if a long-running loop ended unexpectedly (/healthz then fails).",
+            ["loop"],
+            registry=r,
+        )
+
+    def _labels(self, r: CollectorRegistry) -> None:
+        """Persisted-label records."""
         self.label_records = Gauge(
             "nodegate_label_records", "Persisted-label records in the store.", registry=r
         )
@@ -158,6 +199,9 @@ class Metrics:
             "Unreadable records copied aside (never overwritten, never dropped).",
             registry=r,
         )
+
+    def _gates(self, r: CollectorRegistry) -> None:
+        """Startup gates."""
         self.time_to_ungate = Histogram(
             "nodegate_time_to_ungate_seconds",
             "From node creation to its startup gate being lifted.",
@@ -181,30 +225,5 @@ class Metrics:
             "nodegate_backfill_skipped",
             "Nodes not backfilled because they already run workload pods.",
             ["gate"],
-            registry=r,
-        )
-        self.rules_held = Gauge(
-            "nodegate_rules_held",
-            "1 while a valid rules update is held back by the blast-radius guard.",
-            registry=r,
-        )
-        self.write_wait_seconds = Counter(
-            "nodegate_write_throttle_seconds",
-            "Seconds node writes waited for the client-side rate limit.",
-            registry=r,
-        )
-        self.informer_errors = Counter(
-            "nodegate_informer_errors",
-            "List/watch failures by informer (each one backs off and retries).",
-            ["informer"],
-            registry=r,
-        )
-        self.cached_objects = Gauge(
-            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
-        )
-        self.loop_failed = Gauge(
-            "nodegate_loop_failed",
-            "1 if a long-running loop ended unexpectedly (/healthz then fails).",
-            ["loop"],
             registry=r,
         )

@@ -27,7 +27,7 @@ from nodegate.core.yaml_input import read_limited
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import Api, RawObject, Selection
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.settings import ReconcilerSettings
 
@@ -67,7 +67,7 @@ class RulesWatcher:
     def __init__(
         self,
         settings: ReconcilerSettings,
-        api: Api,
+        api: ListWatch,
         recorder: Recorder,
         metrics: Metrics,
         on_valid: Callable[[RulesUpdate], None],
@@ -191,3 +191,16 @@ class RulesWatcher:
         self._metrics.rules_valid.set(0)
         message = f"rules update refused ({keeping}): " + " | ".join(lines)
         report_on_source(self._recorder, ref, "RulesRejected", message)
+
+
+class LatestRules:
+    """The last valid rules the rules watcher accepted, for the webhook (every replica)."""
+
+    def __init__(self) -> None:
+        self._rules: NodeRules | None = None
+
+    def offer(self, update: RulesUpdate) -> None:
+        self._rules = update.rules
+
+    def __call__(self) -> NodeRules | None:
+        return self._rules

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodegate.core.node import format_time
-from nodegate.reconciler.kit.kube import Api, ConflictError, KubeError, RawObject
+from nodegate.reconciler.kit.errors import ConflictError, KubeError
+from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
 log = logging.getLogger("nodegate.history")
 
@@ -72,7 +73,7 @@ class TaintHistory:
 
     def __init__(
         self,
-        api: Api,
+        api: ConfigMapApi,
         namespace: str,
         on_error: Callable[[str], None] | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.kube import ConflictError, KubeError
+from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.webhook.api import CertApi
 from nodegate.reconciler.webhook.certs import (
     CERT_FILE,

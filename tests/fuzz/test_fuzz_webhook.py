@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from nodegate.core.loader import parse_rules
-from nodegate.reconciler.webhook.review import NodeCreate, Refusal, decode_review
 from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics
+from nodegate.reconciler.webhook.review import NodeCreate, Refusal, decode_review
 from tests.fuzz.profiles import fuzz
 
 GOOD: dict[str, Any] = {

@@ -15,14 +15,8 @@ from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import Any
 
-from nodegate.reconciler.kit.kube import (
-    ConflictError,
-    GoneError,
-    NotFoundError,
-    Page,
-    RawObject,
-    Selection,
-)
+from nodegate.reconciler.kit.errors import ConflictError, GoneError, NotFoundError
+from nodegate.reconciler.kit.kube import Page, RawObject, Selection
 
 END_OF_WATCH: tuple[str, RawObject] = ("END", {})
 

@@ -5,20 +5,22 @@ from __future__ import annotations
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
-from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import EventRecorder
-from nodegate.reconciler.kit.kube import ConflictError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.leader import LeaderFence
+from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.nodes.taint_history import HISTORY_CONFIGMAP, TaintHistory
+from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.fakes import FakeApi, fake_node
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
@@ -71,6 +73,7 @@ def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -
         EventRecorder(api, "default", "test"),
         Metrics(),
         TaintHistory(api, "nodegate-system"),
+        Health(),
         fence,
     )
     stop = threading.Event()
@@ -98,7 +101,7 @@ def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
     controller.offer_rules(update(CI_RULES))
     api.fail("patch_node", ConflictError("409"))
     api.fail("get_node", TemporaryError("connection refused"))
-    controller.reconcile("n1")
+    controller.process("n1")
     due = controller.queue.due_in("n1")
     assert due is not None and 0.5 < due <= 2.0
 
@@ -109,7 +112,7 @@ def test_throttling_is_retried_no_sooner_than_retry_after() -> None:
     controller = synced(api)
     controller.offer_rules(update(CI_RULES))
     api.fail("patch_node", TemporaryError("429 Too Many Requests", retry_after=7))
-    controller.reconcile("n1")
+    controller.process("n1")
     due = controller.queue.due_in("n1")
     assert due is not None and due > 6.5
     assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
@@ -121,11 +124,11 @@ def test_a_permanent_refusal_is_reported_once_and_not_retried_hot() -> None:
     controller = synced(api, resync_seconds=300)
     controller.offer_rules(update(CI_RULES))
     api.fail("patch_node", PermanentError("403 Forbidden", 403))
-    controller.reconcile("n1")
+    controller.process("n1")
     [refused] = events(api, "NodegateWriteRefused")
     assert refused["type"] == "Warning"
-    due = controller.queue.due_in("n1")
-    assert due is not None and due > 290
+    assert controller.queue.due_in("n1") is None  # not requeued: the next resync brings it back
+    assert controller.queue.num_requeues("n1") == 0
     assert metric(controller, "nodegate_errors_total", kind="permanent") == 1
 
 
@@ -135,10 +138,10 @@ def test_nothing_is_written_while_the_lease_is_not_proven() -> None:
     fence = LeaderFence(renew_deadline_seconds=10)  # never renewed
     controller = synced(api, fence)
     controller.offer_rules(update(CI_RULES))
-    controller.reconcile("n1")
+    controller.process("n1")
     assert api.count("patch_node") == 0
     fence.renewed(time.monotonic())
-    controller.reconcile("n1")
+    controller.process("n1")
     assert api.count("patch_node") == 1
 
 
@@ -198,7 +201,7 @@ def test_dry_run_records_the_same_would_be_change_once() -> None:
     controller = synced(api, dry_run=True)
     controller.offer_rules(update(CI_RULES))
     for _ in range(3):
-        controller.reconcile("n1")
+        controller.process("n1")
     assert len(events(api, "NodegateDryRun")) == 1
     assert api.count("patch_event") == 0
     assert api.count("patch_node") == 0
@@ -230,11 +233,11 @@ def test_a_node_re_created_under_a_new_name_gets_its_persisted_labels_back() -> 
     api = FakeApi()
     api.add_node(persisted_node("old", "uid-1", "oci://instance-1", **TEAM))
     controller = labelled(api)
-    controller.reconcile("old")  # the record is written from the node
+    controller.process("old")  # the record is written from the node
     del api.nodes["old"]
     api.add_node(persisted_node("new", "uid-2", "oci://instance-1"))
     controller.informer.put(api.nodes["new"])
-    controller.reconcile("new")
+    controller.process("new")
     assert api.nodes["new"]["metadata"]["labels"] == TEAM
     [restored] = events(api, "NodegateLabelsRestored")
     assert "persist.example.com/team=ml" in str(restored["message"])
@@ -258,7 +261,7 @@ def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> 
         "data": {"record.json": "{hand-edited"},
     }
     controller = labelled(api)
-    controller.reconcile("n1")
+    controller.process("n1")
     copies = [n for (_, n) in api.configmaps if n.startswith(f"{name}-quarantined-")]
     assert len(copies) == 1
     assert api.configmaps[("nodegate-system", copies[0])]["data"]["record.json"] == "{hand-edited"
@@ -266,3 +269,142 @@ def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> 
     assert events(api, "LabelRecordQuarantined")
     fresh = api.configmaps[("nodegate-system", name)]["data"]["record.json"]
     assert "persist.example.com/a" in fresh
+
+
+# --- what each outcome counts, and what is forgotten (issue 24's defects) ----------------------
+
+
+def test_a_failed_label_record_write_is_not_counted_as_a_node_write_error() -> None:
+    api = FakeApi()
+    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
+    controller = labelled(api)
+    api.fail("create_configmap", TemporaryError("503 Service Unavailable"))
+    controller.process("n1")
+    assert metric(controller, "nodegate_label_restore_failures_total", reason="record_write") == 1
+    assert metric(controller, "nodegate_node_writes_total", result="error") == 0
+    assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
+    assert controller.queue.due_in("n1") is not None
+
+
+def test_a_failed_re_read_after_a_conflict_is_not_counted_as_a_node_write_error() -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    controller = synced(api)
+    controller.offer_rules(update(CI_RULES))
+    api.fail("patch_node", ConflictError("409"))
+    api.fail("get_node", TemporaryError("connection refused"))
+    controller.process("n1")
+    assert metric(controller, "nodegate_write_conflicts_total") == 1
+    assert metric(controller, "nodegate_node_writes_total", result="error") == 0
+    assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
+
+
+EXITS: dict[str, Callable[[FakeApi], object]] = {
+    "no-rules": lambda api: None,
+    "node-not-cached": lambda api: api.nodes.pop("n1"),
+    "nothing-to-do": lambda api: api.nodes["n1"]["metadata"].update(labels={}),
+    "written": lambda api: None,
+    "refused": lambda api: api.fail("patch_node", PermanentError("403 Forbidden", 403)),
+    "temporary": lambda api: api.fail("patch_node", TemporaryError("503")),
+    "conflicts-exhausted": lambda api: api.fail("patch_node", *[ConflictError("409")] * 5),
+}
+
+
+@pytest.mark.parametrize("exit_path", list(EXITS))
+def test_every_exit_of_a_reconcile_is_timed_once(exit_path: str) -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    controller = synced(api)
+    if exit_path != "no-rules":
+        controller.offer_rules(update(CI_RULES))
+    EXITS[exit_path](api)
+    if exit_path in ("node-not-cached", "nothing-to-do"):
+        controller.informer.discard("n1")
+        if exit_path == "nothing-to-do":
+            controller.informer.put(api.nodes["n1"])
+    controller.process("n1")
+    assert metric(controller, "nodegate_reconcile_duration_seconds_count") == 1
+
+
+def test_a_node_waiting_for_the_label_records_cache_is_timed_and_looked_at_again() -> None:
+    api = FakeApi()
+    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
+    controller = synced(api)  # the records' informer never ran: not synced
+    controller.offer_rules(update(PERSIST_RULES))
+    controller.process("n1")
+    assert metric(controller, "nodegate_reconcile_duration_seconds_count") == 1
+    due = controller.queue.due_in("n1")
+    assert due is not None and due <= 1.0
+    assert api.count("patch_node") == 0
+
+
+GATE_RULES = HEADER + textwrap.dedent(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen: {annotation: example.com/ready=true}
+        timeout: 10m
+        onTimeout: keep
+    """
+)
+
+
+def gated_node(name: str) -> dict[str, object]:
+    node = fake_node(
+        name,
+        {"pool": "gpu"},
+        taints=[{"key": "startup.example.com/init", "value": "wait", "effect": "NoSchedule"}],
+    )
+    node["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    return node
+
+
+def test_what_is_remembered_about_a_node_s_gates_goes_when_the_node_is_deleted() -> None:
+    api = FakeApi()
+    api.add_node(gated_node("g1"))
+    controller = synced(api)
+    controller.offer_rules(update(GATE_RULES))
+    controller.process("g1")
+    assert len(events(api, "StartupGateTimedOut")) == 1
+    assert len(controller.gates) == 1
+
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
+    thread.start()
+    api.push_watch("DELETED", api.nodes.pop("g1"))
+    deadline = time.monotonic() + 5
+    while len(controller.gates) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(5)
+    assert len(controller.gates) == 0
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_gate_pod_loops_report_to_the_health_the_controller_was_given() -> None:
+    class Crash(BaseException):
+        """Gets past every `except Exception`, as a bug in the loop itself would."""
+
+    api = FakeApi()
+    health = Health()
+    controller = Controller(
+        ReconcilerSettings(rules_configmap="ns/rules", state_namespace="ns"),
+        api,
+        EventRecorder(api, "default", "test"),
+        Metrics(),
+        TaintHistory(api, "ns"),
+        health,
+    )
+    api.fail("list_page", Crash())
+    pod_gate = GATE_RULES.replace(
+        "readyWhen: {annotation: example.com/ready=true}",
+        "readyWhen: {pods: {namespace: kube-system, selector: {app: init}}}",
+    )
+    controller.gate_pods.follow(parse_rules(pod_gate))
+    deadline = time.monotonic() + 5
+    while health.check()[0] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    healthy, why = health.check()
+    assert not healthy and "kube-system" in why

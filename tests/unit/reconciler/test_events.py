@@ -39,7 +39,7 @@ def test_an_expired_event_is_created_afresh() -> None:
 
 
 def test_an_event_that_cannot_be_recorded_is_only_logged() -> None:
-    from nodegate.reconciler.kit.kube import TemporaryError
+    from nodegate.reconciler.kit.errors import TemporaryError
 
     api = FakeApi()
     api.fail("create_event", TemporaryError("connection refused"))

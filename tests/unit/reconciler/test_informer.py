@@ -10,8 +10,9 @@ from contextlib import contextmanager
 import urllib3
 
 from nodegate.reconciler.kit.backoff import Backoff
+from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import Page, RawObject, Selection, TemporaryError
+from nodegate.reconciler.kit.kube import Page, RawObject, Selection
 from tests.unit.reconciler.fakes import FakeApi, fake_node, gone
 
 Seen = list[tuple[str, str | None, str | None]]

@@ -21,10 +21,12 @@ from prometheus_client import CollectorRegistry
 
 from nodegate.core.loader import parse_rules
 from nodegate.core.persisted_labels import LabelRecord, encode_record, record_name
-from nodegate.reconciler.kit.kube import RawObject, TemporaryError
+from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.main import readiness
-from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics, WebhookServer
+from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics
 from nodegate.reconciler.webhook.certs import CertPolicy, renew
+from nodegate.reconciler.webhook.server import WebhookServer
 from tests.unit.reconciler.test_admission_review import review
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -12,7 +12,8 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from nodegate.reconciler.kit.kube import ConflictError, RawObject
+from nodegate.reconciler.kit.errors import ConflictError
+from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.webhook.certs import CertPolicy, bundle_from_secret_data, renew
 from nodegate.reconciler.webhook.tls import CertificateError, FileCertificates, SecretCertificates
 

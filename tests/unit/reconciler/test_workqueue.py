@@ -86,9 +86,35 @@ def test_a_resync_key_that_changes_moves_up_to_the_event_lane_and_is_handed_out_
     assert len(queue) == 0
 
 
-def test_forgotten_delayed_key_is_not_handed_out() -> None:
+def test_a_discarded_delayed_key_is_not_handed_out() -> None:
     queue = WorkQueue()
     queue.add_after("gone", 0.05)
-    queue.forget("gone")
+    queue.discard("gone")
     queue.add_after("other", 0.1)
     assert queue.get() == "other"
+
+
+def test_a_failing_key_backs_off_longer_each_time_until_forgotten() -> None:
+    queue = WorkQueue()
+    first = queue.add_rate_limited("n1")
+    second = queue.add_rate_limited("n1")
+    assert 1.0 <= first <= 2.0 and 2.0 <= second <= 4.0
+    assert queue.num_requeues("n1") == 2
+    queue.forget("n1")
+    assert queue.num_requeues("n1") == 0
+    assert queue.add_rate_limited("n1") <= 2.0
+
+
+def test_keys_back_off_independently() -> None:
+    queue = WorkQueue()
+    for _ in range(4):
+        queue.add_rate_limited("flaky")
+    assert queue.add_rate_limited("healthy") <= 2.0
+
+
+def test_a_discarded_key_loses_its_retry_state() -> None:
+    queue = WorkQueue()
+    queue.add_rate_limited("gone")
+    queue.discard("gone")
+    assert queue.num_requeues("gone") == 0
+    assert queue.due_in("gone") is None

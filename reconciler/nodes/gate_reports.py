@@ -1,0 +1,132 @@
+"""What startup gates need around a node's plan: the workload-pod count that decides a backfill,
+and the reports of what the plan did (a timeout, a skipped backfill, a lift, a gate put back),
+each said once per node.
+
+What is remembered is keyed by node uid and dropped when the node is deleted, so node churn
+cannot grow it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from nodegate.core.model import POOL_LABEL, NodeRules, StartupGate
+from nodegate.core.plan import NodePlan, needs_backfill
+from nodegate.reconciler.kit.errors import KubeError
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.kube import ListWatch
+from nodegate.reconciler.nodes.gate_pods import workload_pods_on
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_view import CachedNode
+
+log = logging.getLogger("nodegate.controller")
+
+BUSY_SHOWN = 5
+"""Workload pods named in a skipped-backfill Event."""
+
+
+class GateReports:
+    def __init__(
+        self,
+        api: ListWatch,
+        recorder: Recorder,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        dry_run: bool,
+    ) -> None:
+        self._api = api
+        self._recorder = recorder
+        self._metrics = metrics
+        self._now = clock
+        self._dry_run = dry_run
+        self._said: dict[str, set[tuple[str, str]]] = {}
+        """node uid -> (gate, what) already reported: timeouts and skipped backfills."""
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """Nodes something is remembered about."""
+        with self._lock:
+            return len(self._said)
+
+    def forget(self, uid: str) -> None:
+        """The node is deleted: nothing about it needs remembering any more."""
+        with self._lock:
+            self._said.pop(uid, None)
+
+    def workload_pods(self, node: CachedNode, rules: NodeRules) -> int | None:
+        """Workload pods on a backfill candidate (one LIST), None when no gate would backfill
+        it or the answer is unknown; a busy node is remembered and never looked at again."""
+        uid = node.state.uid
+        candidates = [
+            gate
+            for gate in rules.startup_gates
+            if needs_backfill(node.state, node.state.labels, gate)
+            and not self._was_said(uid, gate.name, "busy")
+        ]
+        if not candidates:
+            return None
+        try:
+            busy = workload_pods_on(self._api, node.state.name)
+        except KubeError as err:
+            log.warning("backfill check failed", extra={"node": node.state.name, "error": str(err)})
+            return None
+        if busy:
+            for gate in candidates:
+                self._skipped_backfill(node, gate, busy)
+        return len(busy)
+
+    def report_timeouts(self, node: CachedNode, node_plan: NodePlan) -> None:
+        for gate in node_plan.timed_out_gates:
+            if not self._say(node.state.uid, gate, "timeout"):
+                continue
+            lifted = gate in node_plan.lifted_gates
+            self._metrics.gate_timeouts.labels(gate, "lift" if lifted else "keep").inc()
+            self._recorder.on_node(
+                node.state.name,
+                node.state.uid,
+                "StartupGateTimedOut",
+                f"startup gate {gate} was not ready within its timeout; "
+                + ("lifted (onTimeout: lift)" if lifted else "kept (onTimeout: keep)"),
+                warning=True,
+            )
+
+    def count_written(self, node: CachedNode, node_plan: NodePlan) -> None:
+        """After a write: time to ungate of each lifted gate, and each gate put back."""
+        if self._dry_run:
+            return
+        pool = node.state.labels.get(POOL_LABEL, "")
+        created = node.state.created
+        for gate in node_plan.lifted_gates:
+            if created is not None:
+                elapsed = (self._now() - created).total_seconds()
+                self._metrics.time_to_ungate.labels(gate, pool).observe(max(elapsed, 0.0))
+        for gate in node_plan.gates_put_back:
+            self._metrics.gates_put_back.labels(gate).inc()
+
+    def _skipped_backfill(self, node: CachedNode, gate: StartupGate, busy: list[str]) -> None:
+        self._say(node.state.uid, gate.name, "busy")
+        self._metrics.backfill_skipped.labels(gate.name).inc()
+        shown = ", ".join(busy[:BUSY_SHOWN]) + (" ..." if len(busy) > BUSY_SHOWN else "")
+        self._recorder.on_node(
+            node.state.name,
+            node.state.uid,
+            "NodegateBackfillSkipped",
+            f"startup gate {gate.name} not backfilled: the node already runs workload "
+            f"pods ({shown}); a node with workloads is never gated afterwards",
+        )
+
+    def _was_said(self, uid: str, gate: str, what: str) -> bool:
+        with self._lock:
+            return (gate, what) in self._said.get(uid, ())
+
+    def _say(self, uid: str, gate: str, what: str) -> bool:
+        """Remember (gate, what) for the node; False if it was said before."""
+        with self._lock:
+            said = self._said.setdefault(uid, set())
+            if (gate, what) in said:
+                return False
+            said.add((gate, what))
+            return True

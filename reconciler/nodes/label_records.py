@@ -1,0 +1,222 @@
+"""Persisted labels around one node's reconcile: what its record says (read before the plan),
+the record brought up to date (after the write), unreadable records quarantined, records of
+deleted nodes marked gone and, after `forgetAfter`, forgotten.
+
+Every decision is `nodegate.core.persisted_labels`; this reads and writes the records through
+the `LabelStore` and says what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from nodegate.core.model import NodeRules, PersistentLabels
+from nodegate.core.node import NodeState
+from nodegate.core.persisted_labels import (
+    LabelDecision,
+    decide,
+    forget_due,
+    mark_gone,
+    record_key,
+    record_name,
+)
+from nodegate.reconciler.kit.errors import ConflictError, KubeError
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.worker import Retry
+from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_view import CachedNode
+
+log = logging.getLogger("nodegate.controller")
+
+
+@dataclass(frozen=True)
+class LabelWork:
+    """The persisted-label decision for one node, and where its record lives."""
+
+    name: str
+    stored: StoredRecord | None
+    decision: LabelDecision
+
+
+class LabelRecords:
+    def __init__(
+        self,
+        store: LabelStore,
+        recorder: Recorder,
+        metrics: Metrics,
+        clock: Callable[[], datetime],
+        dry_run: bool,
+    ) -> None:
+        self._store = store
+        self._recorder = recorder
+        self._metrics = metrics
+        self._now = clock
+        self._dry_run = dry_run
+        self._deleted: dict[str, NodeState] = {}
+        """Nodes deleted since their last reconcile: their records are marked gone."""
+        self._lock = threading.Lock()
+
+    @property
+    def informer(self) -> Informer[StoredRecord]:
+        return self._store.informer
+
+    def synced(self) -> bool:
+        """Whether the records are cached: before that, no node's labels can be decided."""
+        return self._store.informer.synced.is_set()
+
+    # --- one node's reconcile -------------------------------------------------------------------
+
+    def decide(self, node: CachedNode, config: PersistentLabels) -> LabelWork:
+        """What the node's record says (an unreadable record is quarantined, never used)."""
+        name = record_name(record_key(node.state, config))
+        stored = self._store.get(name)
+        if stored is not None and stored.record is None:
+            self._quarantine(node, stored)
+            stored = None
+        record = stored.record if stored is not None else None
+        return LabelWork(name, stored, decide(node.state, record, config, self._now()))
+
+    def after_write(self, node: CachedNode, work: LabelWork) -> Retry | None:
+        """After the node write: report restored labels, then bring the record up to date.
+        A failed record write is an outcome (retry the node), never a node-write error."""
+        restored = work.decision.restore
+        if restored and not self._dry_run:
+            self._metrics.label_restores.inc(len(restored))
+            listed = ", ".join(f"{k}={v}" for k, v in sorted(restored.items()))
+            log.info(
+                "restored persisted labels",
+                extra={"node": node.state.name, "record": work.name, "labels": restored},
+            )
+            self._recorder.on_node(
+                node.state.name,
+                node.state.uid,
+                "NodegateLabelsRestored",
+                f"restored label(s) {listed} from record {work.name}",
+            )
+        if work.decision.record is None or self._dry_run:
+            return None
+        try:
+            self._store.save(work.name, work.stored, work.decision.record)
+        except ConflictError as err:
+            # Someone else changed or created the record since it was read: plan again.
+            self._metrics.label_restore_failures.labels("record_conflict").inc()
+            return Retry(err, "label record changed meanwhile; planning again")
+        except KubeError as err:
+            self._metrics.label_restore_failures.labels("record_write").inc()
+            return Retry(err, "label record write failed")
+        return None
+
+    def refused(self, work: LabelWork | None) -> None:
+        """The node write carrying restored labels was refused."""
+        if work is not None and work.decision.restore:
+            self._metrics.label_restore_failures.labels("refused").inc()
+
+    # --- deleted nodes --------------------------------------------------------------------------
+
+    def node_deleted(self, key: str, state: NodeState) -> None:
+        """Remember a deleted node until its key is reconciled (then its record is marked)."""
+        with self._lock:
+            self._deleted[key] = state
+
+    def node_gone(self, key: str, config: PersistentLabels | None) -> None:
+        """The node of `key` is no longer cached: mark its record gone (from now on its
+        `forgetAfter` runs)."""
+        with self._lock:
+            gone = self._deleted.pop(key, None)
+        if gone is None or config is None or self._dry_run:
+            return
+        name = record_name(record_key(gone, config))
+        stored = self._store.get(name)
+        if stored is None or stored.record is None:
+            return
+        marked = mark_gone(stored.record, gone.uid, self._now())
+        if marked is None:
+            return
+        try:
+            self._store.save(name, stored, marked)
+        except KubeError as err:
+            log.warning(
+                "could not mark a record gone; the GC loop will",
+                extra={"record": name, "error": str(err)},
+            )
+
+    # --- garbage collection ---------------------------------------------------------------------
+
+    def collect(
+        self,
+        stop: threading.Event,
+        rules: Callable[[], NodeRules | None],
+        live: Callable[[], set[str] | None],
+    ) -> None:
+        """Until stopped: mark records of nodes deleted while nobody watched, and forget those
+        gone longer than forgetAfter. `live` gives the uids of every node (None: not synced)."""
+        while not stop.wait(gc_interval(rules())):
+            current = rules()
+            config = current.persistent_labels if current is not None else None
+            uids = live() if config is not None and not self._dry_run and self.synced() else None
+            if config is None or uids is None:
+                continue
+            for stored in self._store.all():
+                try:
+                    self._collect(stored, config, uids)
+                except KubeError as err:
+                    log.warning(
+                        "record GC failed; next round",
+                        extra={"record": stored.name, "error": str(err)},
+                    )
+
+    def _collect(self, stored: StoredRecord, config: PersistentLabels, live: set[str]) -> None:
+        record = stored.record
+        if record is None:
+            return  # quarantined when its node is next reconciled
+        now = self._now()
+        if record.node_gone_at is None and record.node_uid not in live:
+            marked = mark_gone(record, record.node_uid, now)
+            if marked is not None:
+                self._store.save(stored.name, stored, marked)
+            return
+        if not forget_due(record, config, now):
+            return
+        self._store.delete(stored)
+        self._metrics.label_records_forgotten.inc()
+        log.info("label record forgotten", extra={"record": stored.name, "key": record.key})
+        self._recorder.on_namespaced(
+            "ConfigMap",
+            self._store.namespace,
+            stored.name,
+            str((stored.raw.get("metadata") or {}).get("uid", "")),
+            "LabelRecordForgotten",
+            f"forgot the persisted labels of {', '.join(record.node_names)} "
+            f"(key {record.key}): gone since {record.node_gone_at}, forgetAfter passed",
+        )
+
+    def _quarantine(self, node: CachedNode, stored: StoredRecord) -> None:
+        try:
+            copy = self._store.quarantine(stored)
+        except KubeError as err:
+            log.warning(
+                "could not quarantine a record", extra={"record": stored.name, "error": str(err)}
+            )
+            return
+        self._recorder.on_node(
+            node.state.name,
+            node.state.uid,
+            "LabelRecordQuarantined",
+            f"persisted-label record {stored.name} is unreadable ({stored.error}); kept as "
+            f"{copy} for a human, the node keeps the labels it has",
+            warning=True,
+        )
+
+
+def gc_interval(rules: NodeRules | None) -> float:
+    """A quarter of forgetAfter (0.5 to 60 s); 5 s while no rules persist labels."""
+    config = rules.persistent_labels if rules is not None else None
+    if config is None or config.forget_after is None:
+        return 5.0  # cheap: look again soon in case rules with persistent labels arrive
+    return max(0.5, min(60.0, config.forget_after.total_seconds() / 4))

@@ -1,0 +1,141 @@
+"""One node: read it from the cache, plan it with the pure core, write the difference once, and
+say how it went as an outcome (`kit.worker`), which the worker alone turns into queue actions.
+
+On a 409 the node is read again and planned again, up to `max_conflict_retries` times.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from nodegate.core.model import NodeRules
+from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.reconciler.kit.errors import (
+    ConflictError,
+    KubeError,
+    NotFoundError,
+    PermanentError,
+    TemporaryError,
+)
+from nodegate.reconciler.kit.kube import NodeApi, RawObject
+from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry_after
+from nodegate.reconciler.nodes.gate_pods import GatePods
+from nodegate.reconciler.nodes.gate_reports import GateReports
+from nodegate.reconciler.nodes.label_records import LabelRecords, LabelWork
+from nodegate.reconciler.nodes.node_view import CachedNode
+from nodegate.reconciler.nodes.node_writer import NodeWriter
+
+log = logging.getLogger("nodegate.controller")
+
+RECHECK_SLACK_SECONDS = 0.05
+"""A re-check comes this much after the moment it waits for, so that moment has passed."""
+RECORDS_SYNC_WAIT_SECONDS = 1.0
+"""How soon a node is looked at again while the label records are not cached yet."""
+
+
+class NodeReconciler:
+    """`reconcile(key)` for the node controller; handed only what one node's work needs."""
+
+    def __init__(
+        self,
+        cached: Callable[[str], CachedNode | None],
+        rules: Callable[[], NodeRules | None],
+        facts: Callable[[str], PlanFacts],
+        api: NodeApi,
+        slim: Callable[[RawObject], CachedNode],
+        labels: LabelRecords,
+        gate_pods: GatePods,
+        gates: GateReports,
+        writer: NodeWriter,
+        max_conflict_retries: int,
+    ) -> None:
+        self._cached = cached
+        self._rules = rules
+        self._facts = facts
+        self._api = api
+        self._slim = slim
+        self._labels = labels
+        self._gate_pods = gate_pods
+        self._gates = gates
+        self._writer = writer
+        self._max_conflict_retries = max_conflict_retries
+
+    def reconcile(self, key: str) -> Outcome:
+        """Read, plan, write once; on 409 read again and re-plan. Zero writes if nothing differs."""
+        rules = self._rules()
+        if rules is None:
+            return Done()
+        node = self._cached(key)
+        if node is None:
+            self._labels.node_gone(key, rules.persistent_labels)
+            return Done()
+        if rules.persistent_labels is not None and not self._labels.synced():
+            return RequeueAfter(RECORDS_SYNC_WAIT_SECONDS)
+        for attempt in range(1, self._max_conflict_retries + 1):
+            outcome = self._attempt(key, node, rules)
+            if not isinstance(outcome, CachedNode):
+                return outcome
+            log.info("write conflict; re-reading", extra={"node": key, "attempt": attempt})
+            node = outcome
+        return Retry(
+            ConflictError(f"still conflicting after {self._max_conflict_retries} re-reads"),
+            "node write kept conflicting",
+        )
+
+    def _attempt(self, key: str, node: CachedNode, rules: NodeRules) -> Outcome | CachedNode:
+        """One plan and write; the node read again after a conflict (to plan again)."""
+        work = (
+            self._labels.decide(node, rules.persistent_labels)
+            if rules.persistent_labels is not None
+            else None
+        )
+        node_plan = self._plan(key, node, rules, work)
+        self._gates.report_timeouts(node, node_plan)
+        if node_plan.is_empty:
+            return self._finish(node, node_plan, work)
+        if not self._writer.leading():
+            log.warning("not writing: leadership not proven", extra={"node": key})
+            return Done()
+        try:
+            self._writer.write(node, node_plan)
+        except ConflictError:
+            return self._read_again(key)
+        except NotFoundError:
+            return Done()
+        except TemporaryError as err:
+            return Retry(err, "node write failed", retry_after(err))
+        except PermanentError as err:
+            self._labels.refused(work)
+            return Refused(err, "node write refused")
+        self._gates.count_written(node, node_plan)
+        return self._finish(node, node_plan, work)
+
+    def _plan(
+        self, key: str, node: CachedNode, rules: NodeRules, work: LabelWork | None
+    ) -> NodePlan:
+        facts = replace(
+            self._facts(key),
+            gate_pods_ready_since=self._gate_pods.ready_since(rules, key),
+            workload_pods=self._gates.workload_pods(node, rules),
+        )
+        if work is not None:
+            facts = replace(facts, restored_labels=work.decision.restore)
+        return plan(node.state, rules, facts)
+
+    def _read_again(self, key: str) -> Outcome | CachedNode:
+        try:
+            fresh = self._api.get_node(key)
+        except KubeError as err:
+            return Retry(err, "re-read after a conflict failed", retry_after(err))
+        return Done() if fresh is None else self._slim(fresh)
+
+    def _finish(self, node: CachedNode, node_plan: NodePlan, work: LabelWork | None) -> Outcome:
+        """The node is as planned: bring its label record up to date, then wait for the next
+        moment the plan depends on (a gate's timeout), if any."""
+        if work is not None and (failed := self._labels.after_write(node, work)) is not None:
+            return failed
+        if node_plan.recheck_after is not None:
+            return RequeueAfter(node_plan.recheck_after.total_seconds() + RECHECK_SLACK_SECONDS)
+        return Done()

@@ -1,0 +1,127 @@
+"""Which rules are in force: a valid update takes effect once the node cache is synced and the
+blast-radius guard lets it (or a human confirmed its digest); otherwise it is held and said so.
+
+The decision is `nodegate.core.blast_radius`; this keeps the offered, held and applied updates,
+records every taint the rules ever owned before they act, and reports a hold once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from nodegate.core.blast_radius import blast_radius, hold_reason
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState
+from nodegate.core.plan import PlanFacts
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.rules_source import (
+    CONFIRM_ANNOTATION,
+    RulesUpdate,
+    report_on_source,
+)
+from nodegate.reconciler.nodes.taint_history import TaintHistory
+
+log = logging.getLogger("nodegate.controller")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The rules in force and their generation (1 = the first rules applied)."""
+
+    update: RulesUpdate
+    generation: int
+
+    @property
+    def rules(self) -> NodeRules:
+        return self.update.rules
+
+
+class RulesInForce:
+    """Offered, held and applied rules; `on_applied` is told each update that takes effect."""
+
+    def __init__(
+        self,
+        history: TaintHistory,
+        recorder: Recorder,
+        metrics: Metrics,
+        max_untaint_share: float,
+        on_applied: Callable[[RulesUpdate], None],
+    ) -> None:
+        self._history = history
+        self._recorder = recorder
+        self._metrics = metrics
+        self._max_untaint_share = max_untaint_share
+        self._on_applied = on_applied
+        self._lock = threading.Lock()
+        self._offered: RulesUpdate | None = None
+        self._held: RulesUpdate | None = None
+        self.applied: Applied | None = None
+
+    @property
+    def rules(self) -> NodeRules | None:
+        applied = self.applied
+        return applied.rules if applied is not None else None
+
+    @property
+    def generation(self) -> int:
+        applied = self.applied
+        return applied.generation if applied is not None else 0
+
+    def offer(self, update: RulesUpdate) -> None:
+        """A valid update (any thread); `consider` decides whether it takes effect."""
+        with self._lock:
+            self._offered = update
+
+    def consider(self, nodes: Iterable[tuple[NodeState, PlanFacts]]) -> None:
+        """Apply the offered update if the guard lets it, given every cached node."""
+        with self._lock:
+            update, applied = self._offered, self.applied
+            if update is None or (applied is not None and applied.update == update):
+                return
+            radius = blast_radius(nodes, update.rules)
+            reason = hold_reason(radius, update.rules, self._max_untaint_share)
+            if reason is not None and not update.confirmed:
+                self._hold(update, reason)
+                return
+            self._history.record(
+                update.rules.owned_taints()
+                | (applied.rules.owned_taints() if applied else frozenset())
+            )
+            self.applied = Applied(update, self.generation + 1)
+            self._held = None
+        self._metrics.rules_held.set(0)
+        self._metrics.rules_generation.set(self.generation)
+        log.info(
+            "rules in force",
+            extra={
+                "source": update.source,
+                "digest": update.digest,
+                "generation": self.generation,
+                "untainting_nodes": radius.untainted_nodes,
+                "confirmed": update.confirmed,
+            },
+        )
+        self._on_applied(update)
+
+    def _hold(self, update: RulesUpdate, reason: str) -> None:
+        self._metrics.rules_held.set(1)
+        if self._held == update:
+            return
+        self._held = update
+        in_force = (
+            f"generation {self.generation} stays in force"
+            if self.applied
+            else "no rules are in force"
+        )
+        how = (
+            f"annotate the ConfigMap {CONFIRM_ANNOTATION}={update.digest}"
+            if update.ref is not None
+            else f"restart with --confirm-rules {update.digest}"
+        )
+        message = f"rules update held: {reason}; {in_force}. To apply it anyway, {how}."
+        log.error("rules update held", extra={"source": update.source, "reason": reason})
+        report_on_source(self._recorder, update.ref, "RulesHeld", message)
