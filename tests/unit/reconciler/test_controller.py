@@ -94,7 +94,8 @@ def metric(controller: Controller, name: str, **labels: str) -> float:
     return value or 0.0
 
 
-def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
+def conflict_then_failed_re_read() -> Controller:
+    """A node write answered 409, and the re-read that follows fails."""
     api = FakeApi()
     api.add_node(ci_node("n1"))
     controller = synced(api)
@@ -102,6 +103,11 @@ def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
     api.fail("patch_node", ConflictError("409"))
     api.fail("get_node", TemporaryError("connection refused"))
     controller.process("n1")
+    return controller
+
+
+def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
+    controller = conflict_then_failed_re_read()
     due = controller.queue.due_in("n1")
     assert due is not None and 0.5 < due <= 2.0
 
@@ -287,13 +293,7 @@ def test_a_failed_label_record_write_is_not_counted_as_a_node_write_error() -> N
 
 
 def test_a_failed_re_read_after_a_conflict_is_not_counted_as_a_node_write_error() -> None:
-    api = FakeApi()
-    api.add_node(ci_node("n1"))
-    controller = synced(api)
-    controller.offer_rules(update(CI_RULES))
-    api.fail("patch_node", ConflictError("409"))
-    api.fail("get_node", TemporaryError("connection refused"))
-    controller.process("n1")
+    controller = conflict_then_failed_re_read()
     assert metric(controller, "nodegate_write_conflicts_total") == 1
     assert metric(controller, "nodegate_node_writes_total", result="error") == 0
     assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
@@ -406,5 +406,8 @@ def test_gate_pod_loops_report_to_the_health_the_controller_was_given() -> None:
     deadline = time.monotonic() + 5
     while health.check()[0] and time.monotonic() < deadline:
         time.sleep(0.02)
+    for thread in threading.enumerate():
+        if thread.name.startswith("pods "):
+            thread.join(5)  # its exception is reported within this test
     healthy, why = health.check()
     assert not healthy and "kube-system" in why
