@@ -13,11 +13,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
-from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.errors import KubeError, TemporaryError
 from nodegate.reconciler.kit.workqueue import WorkQueue
 
-log = logging.getLogger("nodegate.worker")
+ErrorKind = Literal["temporary", "internal"]
 
 
 @dataclass(frozen=True)
@@ -35,32 +36,33 @@ class RequeueAfter:
 @dataclass(frozen=True)
 class Retry:
     """Failed for a reason that may pass: retry after the key's backoff (not before
-    `at_least` seconds, a server's Retry-After)."""
+    `at_least` seconds, a server's Retry-After). `kind` is what the failure counts as in the
+    error metric; None for a lost race that is no error (a 409 on a record)."""
 
     error: BaseException
     what: str
     at_least: float = 0.0
+    kind: ErrorKind | None = "temporary"
 
 
 @dataclass(frozen=True)
 class Refused:
     """Refused for good (403, 422...): the same attempt cannot succeed until something else
-    changes, so the key is not requeued; the next change or resync brings it back."""
+    changes, so the key is not retried; the next change or resync brings it back, and so does
+    `recheck_after`, a moment the key's plan waits for anyway (a gate's timeout)."""
 
     error: BaseException
     what: str
+    recheck_after: float | None = None
 
 
 Outcome = Done | RequeueAfter | Retry | Refused
 
 
-def error_kind(outcome: Retry | Refused) -> str:
-    """The `kind` an outcome's error is counted under: temporary, permanent or internal."""
-    if isinstance(outcome, Refused) or isinstance(outcome.error, PermanentError):
-        return "permanent"
-    if isinstance(outcome.error, KubeError):
-        return "temporary"
-    return "internal"
+def error_kind(outcome: Retry | Refused) -> str | None:
+    """The `kind` an outcome's error is counted under (temporary, permanent, internal), or
+    None when it is not counted."""
+    return "permanent" if isinstance(outcome, Refused) else outcome.kind
 
 
 def retry_after(err: KubeError) -> float:
@@ -72,7 +74,7 @@ class Worker:
     """Takes keys from the queue, reconciles each, and applies the outcome.
 
     `observe_seconds` gets every reconcile's duration, `count_error` the kind of every failed
-    one; `key_field` names the key in logs ("node").
+    one; `key_field` names the key in the logs, written to the controller's `log`.
     """
 
     def __init__(
@@ -81,12 +83,14 @@ class Worker:
         reconcile: Callable[[str], Outcome],
         observe_seconds: Callable[[float], None],
         count_error: Callable[[str], None],
+        log: logging.Logger,
         key_field: str = "key",
     ) -> None:
         self._queue = queue
         self._reconcile = reconcile
         self._observe_seconds = observe_seconds
         self._count_error = count_error
+        self._log = log
         self._key_field = key_field
 
     def run(self, _stop: threading.Event) -> None:
@@ -102,11 +106,13 @@ class Worker:
             outcome = self._reconcile(key)
         except Exception as err:
             # A bug or an unexpected answer for one key must not stop the others.
-            outcome = Retry(err, "reconcile failed")
+            outcome = Retry(err, "reconcile failed", kind="internal")
         finally:
-            self._observe_seconds(time.perf_counter() - started)
-            self._apply(key, outcome)
-            self._queue.done(key)
+            try:
+                self._observe_seconds(time.perf_counter() - started)
+                self._apply(key, outcome)
+            finally:
+                self._queue.done(key)  # else the key is never handed out again
         return outcome
 
     def _apply(self, key: str, outcome: Outcome) -> None:
@@ -117,20 +123,23 @@ class Worker:
             queue.forget(key)
             queue.add_after(key, outcome.seconds)
         elif isinstance(outcome, Retry):
-            kind = error_kind(outcome)
-            self._count_error(kind)
+            if outcome.kind is not None:
+                self._count_error(outcome.kind)
             delay = queue.add_rate_limited(key, outcome.at_least)
-            log.log(
-                logging.ERROR if kind == "internal" else logging.WARNING,
+            level = {"internal": logging.ERROR, "temporary": logging.WARNING}
+            self._log.log(
+                level.get(outcome.kind or "", logging.INFO),
                 outcome.what,
                 extra=self._context(key, outcome.error, retry_in_seconds=round(delay, 2)),
-                exc_info=outcome.error if kind == "internal" else None,
+                exc_info=outcome.error if outcome.kind == "internal" else None,
             )
         else:
             queue.forget(key)
+            if outcome.recheck_after is not None:
+                queue.add_after(key, outcome.recheck_after)
             self._count_error("permanent")
             status = getattr(outcome.error, "status", None)
-            log.error(outcome.what, extra=self._context(key, outcome.error, status=status))
+            self._log.error(outcome.what, extra=self._context(key, outcome.error, status=status))
 
     def _context(self, key: str, error: BaseException, **more: object) -> dict[str, object]:
         return {self._key_field: key, "error": f"{error}", **more}

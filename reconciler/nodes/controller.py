@@ -121,6 +121,7 @@ class Controller:
             self._node.reconcile,
             metrics.reconcile_seconds.observe,
             lambda kind: metrics.errors.labels(kind).inc(),
+            log,
             key_field="node",
         )
 
@@ -181,6 +182,10 @@ class Controller:
         if new is None:
             self._on_node_deleted(key, old)
             return
+        if old is not None and old.state.uid != new.state.uid:
+            # Deleted and created again while the watch was down: a new node of the same name.
+            self._forget_node(key, old.state.uid)
+            old = None
         if any(c.last_transition_time is None for c in new.state.conditions):
             self._first_seen[key] = track_first_seen(
                 self._first_seen.get(key, {}), new.state.conditions, self._now()
@@ -202,15 +207,20 @@ class Controller:
         record is marked gone."""
         self._metrics.node_events.labels("deleted").inc()
         self.queue.discard(key)
-        self._first_seen.pop(key, None)
-        self._writer.forget(key)
+        self._forget_node(key, old.state.uid if old is not None else None)
         if old is None:
             return
-        self.gates.forget(old.state.uid)
         rules = self.rules
         if rules is not None and rules.persistent_labels is not None:
             self.labels.node_deleted(key, old.state)
             self._enqueue(key, "event")
+
+    def _forget_node(self, key: str, uid: str | None) -> None:
+        """What was remembered about a node that is gone."""
+        self._first_seen.pop(key, None)
+        self._writer.forget(key)
+        if uid is not None:
+            self.gates.forget(uid)
 
     def _on_gate_pod_node(self, node: str) -> None:
         if self.rules is not None:
@@ -261,6 +271,8 @@ class Controller:
                 self._history.persist()
             if self.rules is not None:
                 self._enqueue_all("resync")
+            if (live := self._live_uids()) is not None:
+                self.gates.keep_only(live)
         self.queue.shutdown()
         self.gate_pods.stop_all()
         for thread in threads:

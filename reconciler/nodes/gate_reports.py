@@ -56,6 +56,13 @@ class GateReports:
         with self._lock:
             self._said.pop(uid, None)
 
+    def keep_only(self, live: set[str]) -> None:
+        """Forget every node not in `live` (uids): a delete missed in a watch gap, or a report
+        made by a worker just after the node's delete was handled."""
+        with self._lock:
+            for uid in [uid for uid in self._said if uid not in live]:
+                del self._said[uid]
+
     def workload_pods(self, node: CachedNode, rules: NodeRules) -> int | None:
         """Workload pods on a backfill candidate (one LIST), None when no gate would backfill
         it or the answer is unknown; a busy node is remembered and never looked at again."""

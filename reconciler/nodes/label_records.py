@@ -106,7 +106,7 @@ class LabelRecords:
         except ConflictError as err:
             # Someone else changed or created the record since it was read: plan again.
             self._metrics.label_restore_failures.labels("record_conflict").inc()
-            return Retry(err, "label record changed meanwhile; planning again")
+            return Retry(err, "label record changed meanwhile; planning again", kind=None)
         except KubeError as err:
             self._metrics.label_restore_failures.labels("record_write").inc()
             return Retry(err, "label record write failed")

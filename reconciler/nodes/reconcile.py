@@ -82,6 +82,7 @@ class NodeReconciler:
         return Retry(
             ConflictError(f"still conflicting after {self._max_conflict_retries} re-reads"),
             "node write kept conflicting",
+            kind=None,  # a race with other writers, counted in nodegate_write_conflicts_total
         )
 
     def _attempt(self, key: str, node: CachedNode, rules: NodeRules) -> Outcome | CachedNode:
@@ -93,6 +94,8 @@ class NodeReconciler:
         )
         node_plan = self._plan(key, node, rules, work)
         self._gates.report_timeouts(node, node_plan)
+        for warning in node_plan.warnings:
+            log.warning(warning, extra={"node": key})
         if node_plan.is_empty:
             return self._finish(node, node_plan, work)
         if not self._writer.leading():
@@ -108,7 +111,7 @@ class NodeReconciler:
             return Retry(err, "node write failed", retry_after(err))
         except PermanentError as err:
             self._labels.refused(work)
-            return Refused(err, "node write refused")
+            return Refused(err, "node write refused", recheck_after(node_plan))
         self._gates.count_written(node, node_plan)
         return self._finish(node, node_plan, work)
 
@@ -136,6 +139,12 @@ class NodeReconciler:
         moment the plan depends on (a gate's timeout), if any."""
         if work is not None and (failed := self._labels.after_write(node, work)) is not None:
             return failed
-        if node_plan.recheck_after is not None:
-            return RequeueAfter(node_plan.recheck_after.total_seconds() + RECHECK_SLACK_SECONDS)
-        return Done()
+        recheck = recheck_after(node_plan)
+        return Done() if recheck is None else RequeueAfter(recheck)
+
+
+def recheck_after(node_plan: NodePlan) -> float | None:
+    """Seconds until the next moment the plan waits for (a `for`, a gate's timeout), if any."""
+    if node_plan.recheck_after is None:
+        return None
+    return node_plan.recheck_after.total_seconds() + RECHECK_SLACK_SECONDS

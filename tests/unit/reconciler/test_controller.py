@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import textwrap
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
+from nodegate.core.node import format_time
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import EventRecorder
@@ -411,3 +415,86 @@ def test_gate_pod_loops_report_to_the_health_the_controller_was_given() -> None:
             thread.join(5)  # its exception is reported within this test
     healthy, why = health.check()
     assert not healthy and "kube-system" in why
+
+
+def test_a_record_that_changed_meanwhile_is_planned_again_without_counting_an_error() -> None:
+    api = FakeApi()
+    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
+    controller = labelled(api)
+    api.fail("create_configmap", ConflictError("409 already exists"))
+    controller.process("n1")
+    assert (
+        metric(controller, "nodegate_label_restore_failures_total", reason="record_conflict") == 1
+    )
+    assert metric(controller, "nodegate_errors_total", kind="temporary") == 0
+    assert controller.queue.num_requeues("n1") == 1
+
+
+def test_a_refused_write_still_comes_back_when_a_gate_times_out() -> None:
+    api = FakeApi()
+    node: dict[str, Any] = gated_node("g1")
+    node["metadata"]["labels"]["example.com/dedicated"] = "ci"  # needs the ci taint: a write
+    node["metadata"]["creationTimestamp"] = format_time(datetime.now(UTC) - timedelta(minutes=1))
+    api.add_node(node)
+    controller = synced(api)
+    controller.offer_rules(update(GATE_RULES + CI_RULES.removeprefix(HEADER)))
+    api.fail("patch_node", PermanentError("403 Forbidden", 403))
+    controller.process("g1")
+    due = controller.queue.due_in("g1")
+    assert due is not None and 500 < due < 600  # the gate's 10m timeout, 1m after creation
+    assert controller.queue.num_requeues("g1") == 0
+
+
+def test_a_gate_kept_past_its_timeout_is_logged_as_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = FakeApi()
+    api.add_node(gated_node("g1"))
+    controller = synced(api)
+    controller.offer_rules(update(GATE_RULES))
+    with caplog.at_level(logging.WARNING, logger="nodegate.controller"):
+        controller.process("g1")
+    said = [r for r in caplog.records if "timed out" in r.getMessage()]
+    assert said and getattr(said[0], "node", None) == "g1"
+
+
+def test_a_node_re_created_under_its_name_while_unwatched_is_forgotten_as_the_old_node() -> None:
+    api = FakeApi()
+    api.add_node(gated_node("g1"))
+    controller = synced(api)
+    controller.offer_rules(update(GATE_RULES))
+    controller.process("g1")
+    assert len(controller.gates) == 1
+    again: dict[str, Any] = gated_node("g1")
+    again["metadata"]["uid"] = "uid-g1-second"
+    api.nodes["g1"] = api.add_node(again)
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
+    thread.start()
+    api.push_watch("MODIFIED", api.nodes["g1"])  # what a relist after a watch gap reports
+    deadline = time.monotonic() + 5
+    while len(controller.gates) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(5)
+    assert len(controller.gates) == 0
+
+
+def test_the_resync_forgets_nodes_whose_delete_was_never_seen() -> None:
+    api = FakeApi()
+    api.add_node(gated_node("g1"))
+    controller = synced(api, resync_seconds=0.2, workers=1)
+    controller.offer_rules(update(GATE_RULES))
+    controller.process("g1")
+    assert len(controller.gates) == 1
+    del api.nodes["g1"]
+    controller.informer.discard("g1")  # gone without a DELETED event
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while len(controller.gates) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    thread.join(10)
+    assert len(controller.gates) == 0

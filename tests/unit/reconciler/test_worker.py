@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import pytest
 
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
@@ -15,6 +18,8 @@ from nodegate.reconciler.kit.worker import (
     error_kind,
 )
 from nodegate.reconciler.kit.workqueue import WorkQueue
+
+LOG = logging.getLogger("nodegate.test")
 
 
 class Recorded:
@@ -32,7 +37,9 @@ def worker_returning(outcome: Outcome | Exception) -> tuple[Worker, WorkQueue, R
             raise outcome
         return outcome
 
-    worker = Worker(queue, reconcile, seen.durations.append, seen.errors.append, "node")
+    worker = Worker(
+        queue, reconcile, seen.durations.append, seen.errors.append, LOG, key_field="node"
+    )
     return worker, queue, seen
 
 
@@ -78,12 +85,50 @@ def test_refused_is_counted_as_permanent_and_not_requeued() -> None:
     assert queue.num_requeues("n1") == 0
 
 
-def test_an_exception_is_an_internal_error_retried_with_backoff() -> None:
-    worker, queue, seen = worker_returning(RuntimeError("a bug"))
+def test_a_refused_key_comes_back_at_the_moment_its_plan_waits_for() -> None:
+    worker, queue, _ = worker_returning(Refused(PermanentError("403", 403), "x", 120.0))
+    worker.process("n1")
+    due = queue.due_in("n1")
+    assert due is not None and 119 < due <= 120
+    assert queue.num_requeues("n1") == 0
+
+
+def test_a_lost_race_is_retried_but_not_counted_as_an_error() -> None:
+    worker, queue, seen = worker_returning(Retry(ConflictError("409"), "raced", kind=None))
+    worker.process("n1")
+    assert seen.errors == []
+    assert queue.num_requeues("n1") == 1
+
+
+@pytest.mark.parametrize(
+    "raised", [RuntimeError("a bug"), TemporaryError("a stray API error")], ids=["bug", "api"]
+)
+def test_an_exception_is_an_internal_error_retried_with_backoff(raised: Exception) -> None:
+    worker, queue, seen = worker_returning(raised)
     outcome = worker.process("n1")
     assert isinstance(outcome, Retry)
     assert seen.errors == ["internal"]
     assert queue.due_in("n1") is not None
+
+
+def test_the_key_is_marked_done_even_when_counting_fails() -> None:
+    queue = WorkQueue()
+
+    def broken_histogram(_seconds: float) -> None:
+        raise ValueError("a bug in a metric")
+
+    worker = Worker(queue, lambda _key: Done(), broken_histogram, lambda _kind: None, LOG)
+    queue.add("n1")
+    assert queue.get() == "n1"
+    queue.add("n1")  # changed while being processed
+    with pytest.raises(ValueError):
+        worker.process("n1")
+    handed_out: list[str | None] = []
+    getter = threading.Thread(target=lambda: handed_out.append(queue.get()), daemon=True)
+    getter.start()
+    getter.join(2)
+    queue.shutdown()
+    assert handed_out == ["n1"]
 
 
 @pytest.mark.parametrize(
@@ -116,11 +161,11 @@ def test_a_processed_key_is_marked_done_so_it_can_be_handed_out_again() -> None:
     ("outcome", "kind"),
     [
         (Retry(TemporaryError("503"), "x"), "temporary"),
-        (Retry(ConflictError("409"), "x"), "temporary"),
-        (Retry(PermanentError("403", 403), "x"), "permanent"),
-        (Retry(ValueError("bug"), "x"), "internal"),
+        (Retry(PermanentError("403 on a record", 403), "x"), "temporary"),
+        (Retry(ConflictError("409"), "x", kind=None), None),
+        (Retry(ValueError("bug"), "x", kind="internal"), "internal"),
         (Refused(PermanentError("403", 403), "x"), "permanent"),
     ],
 )
-def test_error_kinds(outcome: Retry | Refused, kind: str) -> None:
+def test_error_kinds(outcome: Retry | Refused, kind: str | None) -> None:
     assert error_kind(outcome) == kind
