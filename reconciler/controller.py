@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
 from nodegate.core.gate_census import GateCensus, gate_census
+from nodegate.core.gate_plan import annotations_read, needs_backfill
 from nodegate.core.model import POOL_LABEL, NodeRules, PersistentLabels
 from nodegate.core.node import NodeState
 from nodegate.core.persisted_labels import (
@@ -31,8 +32,6 @@ from nodegate.core.persisted_labels import (
 from nodegate.core.plan import (
     NodePlan,
     PlanFacts,
-    annotations_read,
-    needs_backfill,
     plan,
     relevant_view,
     track_first_seen,
