@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from nodegate.core.autoscaler_checks import MANAGED_CA, autoscaler_findings
 from nodegate.core.errors import format_path
+from nodegate.core.loader import RulesDocument
 from nodegate.core.model import Autoscaler, NodePool, NodeRules
 from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
 from nodegate.infra.cloud_inputs import agent_pool_name_problem
@@ -40,7 +41,6 @@ from nodegate.infra.stack_config import (
     StackConfigError,
     config_problems,
 )
-from nodegate.manifests.build import RulesDocument
 
 
 @dataclass(frozen=True)

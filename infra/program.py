@@ -20,7 +20,7 @@ from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
+from nodegate.core.loader import RulesDocument, load_rules
 from nodegate.core.yaml_input import decode, read_limited
 from nodegate.infra.aks_pool import INITIALIZATION_TAINTS_SUPPORTED, AksNodePool
 from nodegate.infra.karpenter_pool import KarpenterNodePool
@@ -36,7 +36,6 @@ from nodegate.infra.stack_config import (
     StackConfigError,
     parse_stack_config,
 )
-from nodegate.manifests.build import RulesDocument
 
 
 class InvalidRulesError(pulumi.RunError):

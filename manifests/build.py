@@ -8,13 +8,9 @@ hot-reloads the ConfigMap, and no pod restarts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from io import StringIO
 from typing import Any
 
-from ruamel.yaml import YAML
-
-from nodegate.core.loader import parse_rules, rules_from_data
+from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
 from nodegate.manifests.args import ReconcileFlags
 from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
@@ -35,29 +31,6 @@ RULES_KEY = "rules.yaml"
 RUN_AS = 65532
 """The image's non-root user and group (Dockerfile `USER 65532:65532`)."""
 CONTAINER = "reconciler"
-
-
-@dataclass(frozen=True)
-class RulesDocument:
-    """Rules text that has been validated: what the rules ConfigMap holds, byte for byte."""
-
-    text: str
-    rules: NodeRules
-
-    @classmethod
-    def parse(cls, text: str, source: str) -> RulesDocument:
-        """Validate YAML text (RulesError naming `source` if it is wrong)."""
-        return cls(text, parse_rules(text, source))
-
-    @classmethod
-    def from_data(cls, data: Any, source: str) -> RulesDocument:
-        """Rules given as structured data (Pulumi `rulesInline`), validated, then as YAML."""
-        rules = rules_from_data(data, source)
-        yaml = YAML(typ="rt")  # round-trip: keeps the author's key order
-        yaml.default_flow_style = False
-        out = StringIO()
-        yaml.dump(data, out)
-        return cls(out.getvalue(), rules)
 
 
 def labels(settings: DeploySettings) -> dict[str, str]:

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.located_errors import located_errors
+from nodegate.core.yaml_output import dump_all
 from nodegate.manifests.settings import WebhookSettings
-from nodegate.manifests.yaml_out import dump_all
 
 HEADER_WIDTH = 96
 
