@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.model import NodeRules
-from nodegate.manifests.settings import DeploySettings, WebhookSettings
+from nodegate.manifests.settings import DeploySettings, WebhookDeploy
 
 Manifest = dict[str, Any]
 PolicyRule = dict[str, Any]
@@ -44,7 +44,7 @@ def configuration_name(settings: DeploySettings) -> str:
     return settings.name
 
 
-def _webhook(settings: DeploySettings) -> WebhookSettings:
+def _webhook(settings: DeploySettings) -> WebhookDeploy:
     assert settings.webhook is not None
     return settings.webhook
 
