@@ -12,15 +12,15 @@ from typing import Any
 
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
-from nodegate.manifests.args import ReconcileFlags
+from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
 from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
 from nodegate.manifests.webhook import container_ports as webhook_ports
-from nodegate.manifests.webhook import flags as webhook_flags
 from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rules
 from nodegate.manifests.webhook import objects as webhook_objects
+from nodegate.manifests.webhook import reconcile_settings as webhook_settings
 from nodegate.manifests.webhook import volumes as webhook_volumes
 
 Manifest = dict[str, Any]
@@ -52,15 +52,21 @@ def _meta(settings: DeploySettings, name: str, *, namespaced: bool = True) -> di
     return {"name": name, **namespace, "labels": labels(settings)}
 
 
-def reconcile_flags(settings: DeploySettings) -> ReconcileFlags:
-    """The flags the container runs `nodegate reconcile` with."""
-    return ReconcileFlags(
-        rules_configmap=f"{settings.namespace}/{settings.rules_config_map}",
-        lease_namespace=settings.namespace,
-        lease_name=settings.leader_election.lease_name,
-        http_port=settings.http_port,
-        **webhook_flags(settings),
-    )
+def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
+    """What the container's `nodegate reconcile` is told, as `ReconcilerSettings` values (the
+    rest stays at the reconciler's defaults); `reconcile_argv` writes them as flags."""
+    values: dict[str, Any] = {
+        "rules_configmap": f"{settings.namespace}/{settings.rules_config_map}",
+        "http_port": settings.http_port,
+        "leader_election": {
+            "lease_namespace": settings.namespace,
+            "lease_name": settings.leader_election.lease_name,
+        },
+    }
+    webhook = webhook_settings(settings)
+    if webhook is not None:
+        values["webhook"] = webhook
+    return values
 
 
 def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[Manifest]:
@@ -164,7 +170,7 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
         "name": CONTAINER,
         "image": image.reference,
         "imagePullPolicy": image.pull_policy,
-        "args": reconcile_flags(settings).argv(),
+        "args": reconcile_argv(reconcile_settings(settings)),
         "env": [
             {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
             for name, path in field.items()
