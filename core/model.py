@@ -50,6 +50,9 @@ KIND = "NodeRules"
 POOL_LABEL = "nodegate.dev/pool"
 """Label every pool's nodes are born with, so the reconciler knows a node's pool."""
 
+Provider = Literal["oke", "aks"]
+"""The clouds whose node pools nodegate renders and declares."""
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
@@ -648,7 +651,7 @@ class NodePool(Frozen):
     """A cloud node pool whose nodes are born with the rules' taints and labels."""
 
     name: RuleName
-    provider: Literal["oke", "aks"]
+    provider: Provider
     size: int = Field(ge=0, le=1000)
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="Set by the kubelet at registration."

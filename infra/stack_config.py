@@ -26,6 +26,7 @@ from pydantic import (
 from nodegate.core.errors import format_path
 from nodegate.core.frozen import Frozen
 from nodegate.core.located_errors import located_errors
+from nodegate.core.model import Provider
 from nodegate.manifests.settings import DeploySettings
 
 NAMESPACE = "nodegate"
@@ -331,6 +332,10 @@ class StackConfig(Frozen):
     """Rules pools this stack deliberately leaves alone (another stack manages them)."""
     reconciler: ReconcilerStackConfig | None = None
     """The reconciler deployment; None: this stack does not deploy the reconciler."""
+
+    def section(self, provider: Provider) -> OkeConfig | AksConfig | None:
+        """The `nodegate:<provider>` section (None: the stack has none)."""
+        return {"oke": self.oke, "aks": self.aks}[provider]
 
     @field_validator("rules")
     @classmethod
