@@ -16,15 +16,18 @@ STAMP := $(VENV)/.installed
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
-$(STAMP): pyproject.toml
+# Two distributions: the product (.) and the development harness (harness/: local control plane,
+# image builder, demo story), which the image never installs.
+HARNESS := harness
+$(STAMP): pyproject.toml $(HARNESS)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' -e ./$(HARNESS) --config-settings editable_mode=strict
 	touch $(STAMP)
 
 # strict editable mode keeps a link tree of files: re-link so new modules are importable.
 setup: $(STAMP)
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps -e . -e ./$(HARNESS) --config-settings editable_mode=strict
 
 demo: setup
 	$(BIN)/nodegate demo
@@ -55,7 +58,7 @@ lint: setup
 	  -c ansible/nodegate/.ansible-lint ansible/nodegate examples/ansible
 
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.localcluster -p nodegate.image -p nodegate.migrate
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 

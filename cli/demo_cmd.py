@@ -1,13 +1,14 @@
 """`nodegate demo`: the whole lifecycle on the embedded local control plane, no cloud account.
 
-Starts kube-apiserver, etcd, scheduler, controller-manager and kwok from the cached build (built,
-with progress, when missing), runs the reconciler in-process, and plays the story in
-`demo_story.py`. Everything is torn down at the end or on Ctrl-C, unless `--keep`.
+The rules are checked here; the control plane and the story are development tooling
+(`nodegate.demo` and `nodegate.localcluster`, in the `nodegate-harness` distribution under
+harness/), which the product package and the image do not ship. They are imported only when the
+demo runs, so `nodegate reconcile` never loads them; without them the command says how to get
+them.
 """
 
 from __future__ import annotations
 
-import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -15,11 +16,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nodegate.cli.demo_story import Story
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import parse_rules
-from nodegate.localcluster.build import ensure_built, is_built
-from nodegate.localcluster.cluster import LocalControlPlane
+
+HARNESS = "nodegate.demo"
+"""The harness package `nodegate demo` plays (harness/demo in the repository)."""
+
+HARNESS_MISSING = (
+    "nodegate demo: the demo harness is not installed (it is development tooling, not part of "
+    "the nodegate package or image). From a clone of the repository run `make demo`, or "
+    "`pip install -e ./harness` next to nodegate."
+)
 
 
 def demo(
@@ -32,7 +39,6 @@ def demo(
     ] = False,
 ) -> None:
     """Play nodegate's whole job on a local cluster: born tainted, gated, kept true."""
-    console = Console()
     text = (
         rules.read_text(encoding="utf-8")
         if rules
@@ -45,32 +51,14 @@ def demo(
         for problem in err.problems:
             typer.echo(str(problem), err=True)
         raise typer.Exit(1) from err
-    if not is_built():
-        console.print("[bold]Building the local control plane[/bold] (first run only, minutes)")
-        with console.status("starting the build") as status:
-            ensure_built(say=lambda line: status.update(line.strip()[:120]))
-    with console.status("starting kube-apiserver, etcd, scheduler, controller-manager, kwok"):
-        plane = LocalControlPlane(with_scheduling=True)
-        plane.start()
-    console.print(f"control plane up in {plane.startup_seconds:.1f}s at {plane.server_url}")
     try:
-        result = Story(plane, text, console).play()
-    finally:
-        if keep:
-            console.print(
-                f"\n[bold]cluster kept.[/bold] export KUBECONFIG={plane.kubeconfig_path}\n"
-                "  kubectl get nodes -o wide; kubectl get events -A | grep nodegate\n"
-                "  (Ctrl-C here stops it)"
-            )
-            _wait_for_interrupt()
-        plane.stop()
-    if not result.ok:
+        # Lazy on purpose: the harness is not shipped with the product (see the module doc).
+        from nodegate.demo.play import play  # noqa: PLC0415
+    # Only the harness itself missing is explained; a broken harness shows its own error.
+    except ModuleNotFoundError as err:
+        if err.name not in {HARNESS, f"{HARNESS}.play"}:
+            raise
+        typer.echo(HARNESS_MISSING, err=True)
+        raise typer.Exit(2) from err
+    if not play(text, Console(), keep=keep):
         raise typer.Exit(1)
-
-
-def _wait_for_interrupt() -> None:
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        return

@@ -17,12 +17,13 @@ import typer
 from pydantic import ValidationError
 
 from nodegate.core.errors import RulesError, format_path
+from nodegate.core.loader import RulesDocument
 from nodegate.core.located_errors import located_errors
 from nodegate.core.yaml_input import decode, read_limited, read_yaml
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.core.yaml_output import dump_all
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.version import package_version
-from nodegate.manifests.yaml_out import dump_all
 
 EXAMPLE_RULES = "examples/rules.yaml"
 _INVALID = 1

@@ -26,7 +26,7 @@ from nodegate.bootstrap.oke import (
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodePool, NodeRules
-from nodegate.manifests.yaml_out import dump_all
+from nodegate.core.yaml_output import dump_all
 
 
 class RenderFormat(StrEnum):

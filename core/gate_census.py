@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from nodegate.core.autoscalers import CA_OK_TOTAL_UNREADY_COUNT, CA_STARTUP_WINDOW
+from nodegate.core.gate_plan import carried_gate_taints
 from nodegate.core.model import POOL_LABEL, NodeRules
 from nodegate.core.node import NodeState
-from nodegate.core.plan import carried_gate_taints
 
 GATE_AGE_WARNING: Final = CA_STARTUP_WINDOW - timedelta(minutes=5)
 """A node gated this long is late: 5 minutes before cluster-autoscaler counts it as unready."""

@@ -8,10 +8,12 @@ what lets each error name its line); this module turns the plain data into `Node
 from __future__ import annotations
 
 from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from ruamel.yaml import YAML
 
 from nodegate.core.autoscaler_checks import autoscaler_findings
 from nodegate.core.crosschecks import cross_rule_problems, pool_problems
@@ -56,6 +58,29 @@ def parse_rules(data: str | bytes, source: str = "<rules>") -> NodeRules:
 def rules_from_data(data: Any, source: str, positions: Positions | None = None) -> NodeRules:
     """Validate rules already parsed into plain data (e.g. Pulumi structured config)."""
     return check_rules_data(data, source, positions).rules
+
+
+@dataclass(frozen=True)
+class RulesDocument:
+    """Rules text that has been validated: what the rules ConfigMap holds, byte for byte."""
+
+    text: str
+    rules: NodeRules
+
+    @classmethod
+    def parse(cls, text: str, source: str) -> RulesDocument:
+        """Validate YAML text (RulesError naming `source` if it is wrong)."""
+        return cls(text, parse_rules(text, source))
+
+    @classmethod
+    def from_data(cls, data: Any, source: str) -> RulesDocument:
+        """Rules given as structured data (Pulumi `rulesInline`), validated, then as YAML."""
+        rules = rules_from_data(data, source)
+        yaml = YAML(typ="rt")  # round-trip: keeps the author's key order
+        yaml.default_flow_style = False
+        out = StringIO()
+        yaml.dump(data, out)
+        return cls(out.getvalue(), rules)
 
 
 def check_rules_data(data: Any, source: str, positions: Positions | None = None) -> Checked:

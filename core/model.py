@@ -15,9 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PlainSerializer,
     ValidationInfo,
@@ -37,14 +35,13 @@ from nodegate.core.autoscalers import (
     parse_ca_version,
 )
 from nodegate.core.durations import format_duration, parse_duration
+from nodegate.core.frozen import Frozen, LabelKey, LabelValue, check_key
 from nodegate.core.k8s_names import (
     OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
     condition_rule_may_apply,
     in_nodegate_domain,
     label_owned_by_platform,
-    label_value_problem,
-    qualified_name_problem,
     taint_key_owner,
 )
 
@@ -53,34 +50,11 @@ KIND = "NodeRules"
 POOL_LABEL = "nodegate.dev/pool"
 """Label every pool's nodes are born with, so the reconciler knows a node's pool."""
 
+Provider = Literal["oke", "aks"]
+"""The clouds whose node pools nodegate renders and declares."""
+
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-class Frozen(BaseModel):
-    """Base for every rules object: unknown keys refused, camelCase in YAML, immutable."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        alias_generator=to_camel,
-        populate_by_name=True,
-        str_strip_whitespace=False,
-    )
-
-
-def _check_key(key: str) -> str:
-    problem = qualified_name_problem(key)
-    if problem:
-        raise ValueError(f"'{key}' is not a valid Kubernetes key: {problem}")
-    return key
-
-
-def _check_value(value: str) -> str:
-    problem = label_value_problem(value)
-    if problem:
-        raise ValueError(f"not a valid Kubernetes label/taint value: {problem}")
-    return value
 
 
 def _check_effect(value: object) -> object:
@@ -111,8 +85,6 @@ def _parse_duration(value: object) -> object:
     return parse_duration(value)
 
 
-LabelKey = Annotated[str, AfterValidator(_check_key)]
-LabelValue = Annotated[str, AfterValidator(_check_value)]
 Effect = Annotated[TaintEffect, BeforeValidator(_check_effect)]
 Regex = Annotated[str, AfterValidator(_check_regex)]
 Duration = Annotated[
@@ -374,7 +346,7 @@ class PersistentLabels(Frozen):
                 raise ValueError(
                     f"prefix '{prefix}' must end with '/', e.g. '{prefix.rstrip('/')}/'"
                 )
-            _check_key(prefix + "x")
+            check_key(prefix + "x")
             if label_owned_by_platform(prefix + "x"):
                 raise ValueError(
                     f"prefix '{prefix}' is in a namespace the platform owns "
@@ -398,7 +370,7 @@ def _check_annotation(text: str) -> str:
     key, eq, _ = text.partition("=")
     if not eq:
         raise ValueError(f"'{text}' must be 'key=value', e.g. 'nodegate.dev/ready=true'")
-    _check_key(key)
+    check_key(key)
     return text
 
 
@@ -472,7 +444,7 @@ def _check_former_key(key: str) -> str:
     return key
 
 
-FormerKey = Annotated[str, AfterValidator(_check_key), AfterValidator(_check_former_key)]
+FormerKey = Annotated[str, AfterValidator(check_key), AfterValidator(_check_former_key)]
 
 
 class CompletionAnnotation(Frozen):
@@ -679,7 +651,7 @@ class NodePool(Frozen):
     """A cloud node pool whose nodes are born with the rules' taints and labels."""
 
     name: RuleName
-    provider: Literal["oke", "aks"]
+    provider: Provider
     size: int = Field(ge=0, le=1000)
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict, description="Set by the kubelet at registration."

@@ -2,62 +2,46 @@
 
 Pure: no API calls, no clock. The caller passes the facts the planner cannot see on the Node
 itself (the time, which init pods are Ready, which persisted labels to restore). The reconciler,
-`nodegate explain`, the demo and the benchmarks all call this one function.
+`nodegate explain`, the demo and the benchmarks all call this one function. Label and condition
+taints are decided here; startup gates in `gate_plan.py`; the plan merges both.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Literal
 
+from nodegate.core.decisions import PlanFacts, RuleDecision, Verdict
+from nodegate.core.gate_plan import annotations_read, gate_annotation_keys, gate_outcome
 from nodegate.core.k8s_names import taint_key_owner
 from nodegate.core.model import (
     POOL_LABEL,
     ConditionMatch,
     ConditionTaintRule,
     NodeRules,
-    StartupGate,
-    Taint,
 )
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time, parse_time
+from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
+
+__all__ = [
+    "OWNED_TAINTS_ANNOTATION",
+    "OWNERSHIP_ANNOTATION_LIMIT",
+    "LabelChange",
+    "NodePlan",
+    "PlanFacts",
+    "RuleDecision",
+    "TaintChange",
+    "condition_identity",
+    "parse_ownership",
+    "plan",
+    "relevant_view",
+    "removable_taints",
+    "track_first_seen",
+]
 
 OWNED_TAINTS_ANNOTATION = "nodegate.dev/owned-taints"
 """key:Effect of every taint nodegate manages on this node, so deleted rules still clean up."""
-
-Verdict = Literal["want", "keep", "release"]
-"""want: the taint must be there; keep: leave it as it is; release: it must go (if present)."""
-
-
-@dataclass(frozen=True)
-class PlanFacts:
-    """What the planner needs beyond the Node object itself."""
-
-    now: datetime
-    restored_labels: Mapping[str, str] = field(default_factory=dict)
-    """Persisted labels to put back on a re-created node (absent keys only)."""
-    previously_owned: frozenset[tuple[str, str]] = frozenset()
-    """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
-    where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
-    conditions_first_seen: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
-    """When the reconciler first saw each (type, status, reason) that has no lastTransitionTime."""
-    gate_pods_ready_since: Mapping[str, datetime] = field(default_factory=dict)
-    """Gate name -> since when its init pod on this node has signalled ready (Ready, or the
-    pod's ready annotation), for gates whose pod signal is met now."""
-    workload_pods: int | None = None
-    """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
-
-
-@dataclass(frozen=True)
-class RuleDecision:
-    """One rule's verdict on one node, with the reason in words (for events and explain)."""
-
-    rule: str
-    taint: Taint
-    verdict: Verdict
-    why: str
 
 
 @dataclass(frozen=True)
@@ -128,11 +112,11 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed."""
     label_changes = _label_changes(node, rules, facts)
     labels = {**node.labels, **{c.key: c.value for c in label_changes}}
-    decisions, rechecks, warnings = _decide(node, labels, rules, facts)
-    gates = [_gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
+    decisions, rechecks = _decide(node, labels, rules, facts)
+    gates = [gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
     decisions += [g.decision for g in gates]
     rechecks += [g.recheck for g in gates if g.recheck is not None]
-    warnings += [g.warning for g in gates if g.warning]
+    warnings = [g.warning for g in gates if g.warning]
 
     decisions += [d for g in gates for d in g.former]
 
@@ -262,10 +246,10 @@ def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[
 
 def _decide(
     node: NodeState, labels: Mapping[str, str], rules: NodeRules, facts: PlanFacts
-) -> tuple[list[RuleDecision], list[timedelta], list[str]]:
+) -> tuple[list[RuleDecision], list[timedelta]]:
+    """Label and condition taint rules' verdicts, and when time alone may change them."""
     decisions: list[RuleDecision] = []
     rechecks: list[timedelta] = []
-    warnings: list[str] = []
     for rule in rules.label_taints:
         if rule.match.matches(dict(labels)):
             decisions.append(RuleDecision(rule.name, rule.taint, "want", "node labels match"))
@@ -278,7 +262,7 @@ def _decide(
         decisions.append(decision)
         if recheck is not None:
             rechecks.append(recheck)
-    return decisions, rechecks, warnings
+    return decisions, rechecks
 
 
 def _matching_condition(
@@ -343,186 +327,6 @@ def track_first_seen(
         if condition.last_transition_time is None
         for identity in (condition_identity(condition),)
     }
-
-
-GATE_COMPLETED = "completed.gate.nodegate.dev/"
-"""+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
-GATE_BOOT = "boot.gate.nodegate.dev/"
-"""+ gate name: the node's bootID when the gate was lifted (a new one means a reboot)."""
-GATE_REGATED = "regated.gate.nodegate.dev/"
-"""+ gate name: when the gate was put back after a reboot (older readiness does not count)."""
-
-
-def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str]:
-    return (GATE_COMPLETED + gate.name, GATE_BOOT + gate.name, GATE_REGATED + gate.name)
-
-
-def annotations_read(rules: NodeRules) -> frozenset[str]:
-    """Node annotations outside nodegate's own domain that the rules' gates read: ready
-    annotations, and completion annotations (a node carrying one is not backfilled)."""
-    ready = {
-        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
-    }
-    completion = {
-        g.completion_annotation.key for g in rules.startup_gates if g.completion_annotation
-    }
-    return frozenset(ready | completion)
-
-
-@dataclass(frozen=True)
-class _GateOutcome:
-    decision: RuleDecision
-    recheck: timedelta | None = None
-    warning: str | None = None
-    annotations: tuple[tuple[str, str | None], ...] = ()
-    lift: bool = False
-    put_back: bool = False
-    timed_out: bool = False
-    carried: frozenset[tuple[str, str]] = frozenset()
-    """(key, effect) of the gate's taints on the node: its own and any former key."""
-    former: tuple[RuleDecision, ...] = ()
-    """The same verdict for each former key the node carries (keep, or release on lift)."""
-
-
-def _gate_outcome(
-    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
-) -> _GateOutcome:
-    carried = carried_gate_taints(node, gate)
-    if not carried:
-        return _absent_gate(node, labels, gate, facts)
-    outcome = _carried_gate(node, gate, facts)
-    if carried == {gate.taint.identity}:
-        return replace(outcome, carried=carried)
-    former = tuple(
-        replace(outcome.decision, taint=taint)
-        for taint in gate.former_taints
-        if taint.identity in carried
-    )
-    return replace(outcome, carried=carried, former=former)
-
-
-def carried_gate_taints(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:
-    """The gate's taints on the node: a node born under a former key (old bootstrap, another
-    tool's webhook) is gated by it until the gate is met."""
-    identities = [gate.taint.identity, *((key, gate.taint.effect) for key in gate.former_keys)]
-    return frozenset(i for i in identities if node.taint(i) is not None)
-
-
-def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> _GateOutcome:
-    # `match` is not consulted here: labels often arrive after registration, so a gate the node
-    # carries is lifted only by its readiness or its timeout, never by a label mismatch.
-    signal = _gate_signal(node, gate, facts)
-    if signal is not None:
-        held = _min_hold_left(node, gate, facts.now)
-        if held is not None:
-            why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
-            return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
-        return _lifted(node, gate, facts, signal)
-    if gate.timeout is not None and node.created is not None:
-        remaining = node.created + gate.timeout - facts.now
-        if remaining <= timedelta(0):
-            if gate.on_timeout == "lift":
-                return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
-            warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
-            decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
-            return _GateOutcome(decision, warning=warning, timed_out=True)
-        decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
-        return _GateOutcome(decision, recheck=remaining)
-    return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
-
-
-def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
-    """Why the gate may be lifted now (its readiness signal), or None."""
-    pair = gate.ready_when.annotation_pair
-    if pair is not None and node.annotations.get(pair[0]) == pair[1]:
-        return f"annotation {gate.ready_when.annotation}"
-    since = facts.gate_pods_ready_since.get(gate.name)
-    if since is None:
-        return None
-    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
-    if regated is not None and since < regated:
-        return None  # readiness from before the reboot does not count
-    return "init pod is Ready"
-
-
-def _min_hold_left(node: NodeState, gate: StartupGate, now: datetime) -> timedelta | None:
-    if gate.min_hold is None or node.created is None:
-        return None
-    left = node.created + gate.min_hold - now
-    return left if left > timedelta(0) else None
-
-
-def _lifted(
-    node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
-) -> _GateOutcome:
-    completed, boot, regated = gate_annotation_keys(gate)
-    annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
-    extra = gate.completion_annotation
-    if extra is not None:
-        when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
-        annotations.append((extra.key, when))
-    if node.boot_id:
-        annotations.append((boot, node.boot_id))
-    if regated in node.annotations:
-        annotations.append((regated, None))
-    return _GateOutcome(
-        RuleDecision(gate.name, gate.taint, "release", why),
-        annotations=tuple(annotations),
-        lift=True,
-        timed_out=timed_out,
-    )
-
-
-def _absent_gate(
-    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
-) -> _GateOutcome:
-    """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
-    onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
-    completed, boot, regated = gate_annotation_keys(gate)
-    lifted_on = node.annotations.get(boot)
-    if (
-        gate.regate_on_reboot
-        and completed in node.annotations
-        and node.boot_id
-        and lifted_on
-        and lifted_on != node.boot_id
-    ):
-        why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
-        annotations: tuple[tuple[str, str | None], ...] = (
-            (completed, None),
-            (regated, format_time(facts.now)),
-        )
-        if gate.completion_annotation is not None:
-            annotations += ((gate.completion_annotation.key, None),)
-        return _GateOutcome(
-            RuleDecision(gate.name, gate.taint, "want", why),
-            annotations=annotations,
-            put_back=True,
-        )
-    if needs_backfill(node, labels, gate) and facts.workload_pods == 0:
-        why = "backfill: the node joined without the gate and runs no workload pods"
-        return _GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
-    return _GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
-
-
-def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate) -> bool:
-    """A backfill candidate: opted in, matching, not gated (under any of its keys), never
-    gated before (no completion record, nor the gate's completionAnnotation)."""
-    extra = gate.completion_annotation
-    return (
-        gate.backfill
-        and not carried_gate_taints(node, gate)
-        and GATE_COMPLETED + gate.name not in node.annotations
-        and (extra is None or extra.key not in node.annotations)
-        and gate.match.matches(dict(labels))
-    )
-
-
-def parse_time_or_none(value: str | None) -> datetime | None:
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None  # a node may write anything in its annotations
 
 
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:

@@ -11,6 +11,7 @@ registration; the component says so in its `startupGatesVia` output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_azure_native as azure_native
@@ -24,6 +25,7 @@ from nodegate.infra.cloud_inputs import (
     sorted_labels,
     taint_identity,
 )
+from nodegate.infra.planned_pool import DeclareContext
 
 TYPE_TOKEN = "nodegate:index:AksNodePool"
 
@@ -68,6 +70,38 @@ class AksNodePoolArgs:
     """'Linux' or 'Windows'; a Windows os_sku needs 'Windows' (AKS defaults to Linux)."""
     orchestrator_version: pulumi.Input[str] | None = None
     """Kubernetes version, e.g. '1.31'; None: the control plane's."""
+
+    def check(self) -> None:
+        """What `AksNodePool` checks and renders before declaring (see `PlannedPool`)."""
+        _checked(self)
+
+    def declare(self, context: DeclareContext) -> dict[str, Any]:
+        """Declare the `AksNodePool`; its outputs, as the stack exports them. Warns when its
+        gates need a webhook the stack does not deploy."""
+        agent_pool = AksNodePool(self.pool_name, self)
+        _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=context.deploys_webhook)
+        return {
+            "provider": "aks",
+            "agentPoolId": agent_pool.agent_pool_id,
+            "registrationTaints": agent_pool.registration_taints,
+            "registrationLabels": agent_pool.node_labels,
+            "nodeTaints": agent_pool.node_taints,
+            "startupGateTaints": agent_pool.startup_gate_taints,
+            "startupGatesVia": agent_pool.startup_gates_via,
+            "bootstrapSha256": agent_pool.bootstrap_sha256,
+        }
+
+
+def _checked(args: AksNodePoolArgs) -> tuple[NodePool, str, AksPoolSpec]:
+    """The rules pool, agent pool name and rendered taints and labels, checked: what the
+    component declares from, or the error it would raise."""
+    pool, agent_pool_name = _checked_pool(args)
+    spec = _checked_spec(
+        render_aks_pool(
+            args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
+        )
+    )
+    return pool, agent_pool_name, spec
 
 
 def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
@@ -134,12 +168,7 @@ class AksNodePool(pulumi.ComponentResource):
         args: AksNodePoolArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        pool, agent_pool_name = _checked_pool(args)
-        spec = _checked_spec(
-            render_aks_pool(
-                args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
-            )
-        )
+        pool, agent_pool_name, spec = _checked(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
 
         scaling = args.autoscaling
@@ -194,3 +223,21 @@ class AksNodePool(pulumi.ComponentResource):
                 "bootstrapSha256": self.bootstrap_sha256,
             }
         )
+
+
+def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bool) -> None:
+    """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy
+    (the stack's `nodegate:reconciler` has no `webhook` section)."""
+
+    def warn(args: list[Any]) -> None:
+        via, gates = args
+        if via == "webhook" and not deploys_webhook:
+            pulumi.log.warn(
+                f"pool '{pool}': startup gates ({', '.join(gates)}) are not AKS node taints; "
+                "nodegate's Node admission webhook adds them at registration. Until that "
+                "webhook is deployed (nodegate:reconciler webhook: {}), new nodes of this pool "
+                "register without them.",
+                resource=agent_pool,
+            )
+
+    pulumi.Output.all(agent_pool.startup_gates_via, agent_pool.startup_gate_taints).apply(warn)

@@ -10,12 +10,14 @@ karpenter-nodepool`) on a Kubernetes provider for the cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.core.model import NodePool, NodeRules
+from nodegate.infra.planned_pool import DeclareContext
 
 TYPE_TOKEN = "nodegate:index:KarpenterNodePool"
 
@@ -34,6 +36,20 @@ class KarpenterNodePoolArgs:
     provider: k8s.Provider | None = None
     """A Kubernetes provider of your own (then kubeconfig and context are ignored)."""
 
+    def check(self) -> None:
+        """What `KarpenterNodePool` checks and renders before declaring (see `PlannedPool`)."""
+        _checked(self)
+
+    def declare(self, context: DeclareContext) -> dict[str, Any]:
+        """Declare the `KarpenterNodePool`; its outputs, as the stack exports them."""
+        nodepool = KarpenterNodePool(self.pool_name, self)
+        return {
+            "provider": "karpenter",
+            "nodePoolName": nodepool.node_pool_name,
+            "taints": nodepool.taints,
+            "startupTaints": nodepool.startup_taints,
+        }
+
 
 def _checked_pool(args: KarpenterNodePoolArgs) -> NodePool:
     pool = args.rules.pool(args.pool_name)
@@ -45,6 +61,11 @@ def _checked_pool(args: KarpenterNodePoolArgs) -> NodePool:
             f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"
         )
     return pool
+
+
+def _checked(args: KarpenterNodePoolArgs) -> dict[str, Any]:
+    """The NodePool rendered from the checked pool (pure: raises before declaring)."""
+    return render_karpenter_nodepool(args.rules, _checked_pool(args))
 
 
 class KarpenterNodePool(pulumi.ComponentResource):
@@ -60,8 +81,7 @@ class KarpenterNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        pool = _checked_pool(args)
-        rendered = render_karpenter_nodepool(args.rules, pool)  # pure: raises before declaring
+        rendered = _checked(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
         provider = args.provider or k8s.Provider(
             f"{name}-provider",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_oci as oci
@@ -25,6 +26,7 @@ from nodegate.bootstrap.oke import (
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
+from nodegate.infra.planned_pool import DeclareContext
 
 TYPE_TOKEN = "nodegate:index:OkeNodePool"
 
@@ -118,6 +120,21 @@ class OkeNodePoolArgs:
     """Preemptible capacity in every placement (nodes are terminated when reclaimed)."""
     ignore_changes: Sequence[str] = ()
     """Keys of IGNORABLE that `pulumi up` leaves as they are found (changed outside Pulumi)."""
+
+    def check(self) -> None:
+        """What `OkeNodePool` checks and renders before declaring (see `PlannedPool`)."""
+        _checked_pool(self)
+
+    def declare(self, context: DeclareContext) -> dict[str, Any]:
+        """Declare the `OkeNodePool`; its outputs, as the stack exports them."""
+        node_pool = OkeNodePool(self.pool_name, self)
+        return {
+            "provider": "oke",
+            "nodePoolId": node_pool.node_pool_id,
+            "registrationTaints": node_pool.registration_taints,
+            "registrationLabels": node_pool.registration_labels,
+            "bootstrapSha256": node_pool.bootstrap_sha256,
+        }
 
 
 def _checked_pool(args: OkeNodePoolArgs) -> NodePool:

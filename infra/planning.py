@@ -1,8 +1,11 @@
 """Match the stack config to the rules' pools, and produce each component's Args directly.
 
-Pure: the validated stack config and rules in, `OkeNodePoolArgs` / `AksNodePoolArgs` /
-`ReconcilerArgs` out (or a StackConfigError listing every mismatch). The program only reads
-files through the `read_text` it passes in and declares what comes out of here.
+Pure: the validated stack config and rules in, the planned pools (`OkeNodePoolArgs` /
+`AksNodePoolArgs` / `KarpenterNodePoolArgs`, each a `PlannedPool`) and `ReconcilerArgs` out (or
+a StackConfigError listing every mismatch). The program only reads files through the
+`read_text` it passes in, and checks and declares what comes out of here. A provider's stack
+settings become its component's Args in one function (`_plan_oke`, `_plan_aks`), found through
+`PLANNERS`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from nodegate.core.autoscaler_checks import MANAGED_CA, autoscaler_findings
 from nodegate.core.errors import format_path
-from nodegate.core.model import Autoscaler, NodePool, NodeRules
+from nodegate.core.loader import RulesDocument
+from nodegate.core.model import Autoscaler, NodePool, NodeRules, Provider
 from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
 from nodegate.infra.cloud_inputs import agent_pool_name_problem
 from nodegate.infra.karpenter_pool import KarpenterNodePoolArgs
@@ -27,30 +31,27 @@ from nodegate.infra.oke_pool import (
     OkePlacementArgs,
     OkePodNetworkArgs,
 )
+from nodegate.infra.planned_pool import PlannedPool
 from nodegate.infra.reconciler import ReconcilerArgs
 from nodegate.infra.stack_config import (
     NAMESPACE,
-    AksConfig,
     AksMode,
     AksPoolSettings,
     ConfigProblem,
-    OkeConfig,
     OkePoolSettings,
     StackConfig,
     StackConfigError,
     config_problems,
 )
-from nodegate.manifests.build import RulesDocument
 
 
 @dataclass(frozen=True)
 class PoolPlans:
     """Which rules pools this stack declares (as component Args), and which it leaves alone."""
 
-    oke: tuple[OkeNodePoolArgs, ...]
-    aks: tuple[AksNodePoolArgs, ...]
+    pools: tuple[PlannedPool, ...]
+    """In the rules' order; each checks and declares itself."""
     skipped: tuple[str, ...]
-    karpenter: tuple[KarpenterNodePoolArgs, ...] = ()
     warnings: tuple[str, ...] = ()
     """What `nodegate validate` would warn about each pool's gates, autoscalers as the stack
     makes them (to be logged, not to stop the program)."""
@@ -91,9 +92,7 @@ def plan_pools(
     StackConfigError lists every mismatch. `read_text` reads a configured file (userCloudInit)
     by its configured path; `project_dir` anchors a kubeconfig path (Karpenter NodePools)."""
     problems: list[ConfigProblem] = []
-    oke: list[OkeNodePoolArgs] = []
-    aks: list[AksNodePoolArgs] = []
-    karpenter: list[KarpenterNodePoolArgs] = []
+    pools: list[PlannedPool] = []
     skipped: list[str] = []
     kubeconfig, context = _kubeconfig(config, project_dir or Path.cwd())
     names = [p.name for p in rules.node_pools]
@@ -101,7 +100,7 @@ def plan_pools(
         if name not in names:
             problems.append(_unknown_pool(f"{NAMESPACE}:skipPools", name, names))
     for pool in rules.node_pools:
-        section = config.oke if pool.provider == "oke" else config.aks
+        section = config.section(pool.provider)
         key = f"{NAMESPACE}:{pool.provider}.pools.{pool.name}"
         configured = section is not None and pool.name in section.pools
         if pool.autoscaler_type == "karpenter":
@@ -117,7 +116,7 @@ def plan_pools(
             elif pool.name in config.skip_pools or _external(pool):
                 skipped.append(pool.name)
             else:
-                karpenter.append(
+                pools.append(
                     KarpenterNodePoolArgs(
                         rules=rules, pool_name=pool.name, kubeconfig=kubeconfig, context=context
                     )
@@ -135,30 +134,26 @@ def plan_pools(
         if section is None or not configured:
             problems.append(_unconfigured(pool, section is None))
             continue
-        planned = (
-            _plan_oke(rules, pool, section, read_text)
-            if isinstance(section, OkeConfig)
-            else _plan_aks(rules, pool, section)
-        )
-        if isinstance(planned, OkeNodePoolArgs):
-            oke.append(planned)
-        elif isinstance(planned, AksNodePoolArgs):
-            aks.append(planned)
-        else:
+        planned = PLANNERS[pool.provider](rules, pool, config, read_text)
+        if isinstance(planned, list):
             problems.extend(planned)
-    for provider, section in (("oke", config.oke), ("aks", config.aks)):
+        else:
+            pools.append(planned)
+    for provider in PLANNERS:
+        section = config.section(provider)
         if section is None:
             continue
         ours = [p.name for p in rules.node_pools if p.provider == provider]
         for name in section.pools:
             if name not in ours:
                 problems.append(_foreign_pool(rules, provider, name, ours))
+    aks = [p for p in pools if isinstance(p, AksNodePoolArgs)]
     problems.extend(_duplicate_agent_pool_names(aks))
     autoscaler_problems, warnings = _autoscaler_checks(rules, aks)
     problems.extend(autoscaler_problems)
     if problems:
         raise StackConfigError(stack, problems)
-    return PoolPlans(tuple(oke), tuple(aks), tuple(skipped), tuple(karpenter), warnings)
+    return PoolPlans(tuple(pools), tuple(skipped), warnings)
 
 
 def _autoscaler_checks(
@@ -236,9 +231,12 @@ def _merged(defaults: BaseModel, own: BaseModel) -> dict[str, Any]:
 
 
 def _plan_oke(
-    rules: NodeRules, pool: NodePool, section: OkeConfig, read_text: Callable[[str], str]
+    rules: NodeRules, pool: NodePool, config: StackConfig, read_text: Callable[[str], str]
 ) -> OkeNodePoolArgs | list[ConfigProblem]:
-    """The pool's OkeNodePool Args from its merged settings, or what is wrong with them."""
+    """The pool's OkeNodePool Args from its merged settings, or what is wrong with them: the
+    one place OKE stack settings become component inputs."""
+    section = config.oke
+    assert section is not None  # plan_pools plans only pools whose section is configured
     key = f"{NAMESPACE}:oke.pools.{pool.name}"
     try:
         s = OkePoolSettings.model_validate(_merged(section.defaults, section.pools[pool.name]))
@@ -312,9 +310,12 @@ def _ignored(pool: NodePool, configured: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _plan_aks(
-    rules: NodeRules, pool: NodePool, section: AksConfig
+    rules: NodeRules, pool: NodePool, config: StackConfig, read_text: Callable[[str], str]
 ) -> AksNodePoolArgs | list[ConfigProblem]:
-    """The pool's AksNodePool Args (derived name, count, mode), or what is wrong with them."""
+    """The pool's AksNodePool Args (derived name, count, mode), or what is wrong with them: the
+    one place AKS stack settings become component inputs."""
+    section = config.aks
+    assert section is not None  # plan_pools plans only pools whose section is configured
     key = f"{NAMESPACE}:aks.pools.{pool.name}"
     try:
         settings = AksPoolSettings.model_validate(
@@ -384,6 +385,16 @@ def _plan_aks(
         os_type=os_type,
         orchestrator_version=settings.orchestrator_version,
     )
+
+
+Planner = Callable[
+    [NodeRules, NodePool, StackConfig, Callable[[str], str]], PlannedPool | list[ConfigProblem]
+]
+"""A provider's planning: (rules, pool, stack config, read_text) -> its Args, or problems."""
+
+PLANNERS: dict[Provider, Planner] = {"oke": _plan_oke, "aks": _plan_aks}
+"""Each cloud provider's planning, by the rules' `provider` (Karpenter pools are planned apart:
+they have no cloud pool)."""
 
 
 def _duplicate_agent_pool_names(plans: list[AksNodePoolArgs]) -> list[ConfigProblem]:

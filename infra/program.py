@@ -15,16 +15,11 @@ from typing import Any
 
 import pulumi
 
-from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.karpenter import render_karpenter_nodepool
-from nodegate.bootstrap.oke import render_oke_cloud_init
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
+from nodegate.core.loader import RulesDocument, load_rules
 from nodegate.core.yaml_input import decode, read_limited
-from nodegate.infra.aks_pool import INITIALIZATION_TAINTS_SUPPORTED, AksNodePool
-from nodegate.infra.karpenter_pool import KarpenterNodePool
-from nodegate.infra.oke_pool import OkeNodePool
+from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
 from nodegate.infra.stack_config import (
@@ -36,7 +31,6 @@ from nodegate.infra.stack_config import (
     StackConfigError,
     parse_stack_config,
 )
-from nodegate.manifests.build import RulesDocument
 
 
 class InvalidRulesError(pulumi.RunError):
@@ -155,32 +149,11 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
         raise InvalidStackConfigError(str(err)) from err
 
     failures: list[str] = []
-    for oke in plans.oke:
+    for planned in plans.pools:
         try:
-            pool = document.rules.pool(oke.pool_name)
-            assert pool is not None  # planning made Args only for the rules' own pools
-            render_oke_cloud_init(document.rules, pool, _text(oke.user_cloud_init))
-        # Rendering refuses inputs a node would choke on; report them all before declaring.
-        except BootstrapError as err:
-            failures.append(str(err))
-    for aks in plans.aks:
-        try:
-            pool = document.rules.pool(aks.pool_name)
-            assert pool is not None
-            render_aks_pool(
-                document.rules,
-                pool,
-                initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED,
-            )
-        # Same: a pool whose lists cannot be rendered must not be half-declared.
-        except BootstrapError as err:
-            failures.append(str(err))
-    for karpenter in plans.karpenter:
-        try:
-            pool = document.rules.pool(karpenter.pool_name)
-            assert pool is not None
-            render_karpenter_nodepool(document.rules, pool)
-        # Same: a NodePool that cannot be rendered must not be half-declared.
+            planned.check()
+        # Rendering refuses inputs a node would choke on: report every pool's before declaring
+        # any, so no stack is half-declared (each pool checks what its component renders).
         except BootstrapError as err:
             failures.append(str(err))
     if failures:
@@ -193,67 +166,13 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
     )
 
 
-def _text(value: object) -> str | None:
-    """Planning gives user cloud-init as plain text (or None); never an Output."""
-    assert value is None or isinstance(value, str)
-    return value
-
-
 def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
     """Declare one component per planned pool; return the per-pool outputs to export."""
-    outputs: dict[str, dict[str, Any]] = {}
-    for oke in prepared.plans.oke:
-        node_pool = OkeNodePool(oke.pool_name, oke)
-        outputs[oke.pool_name] = {
-            "provider": "oke",
-            "nodePoolId": node_pool.node_pool_id,
-            "registrationTaints": node_pool.registration_taints,
-            "registrationLabels": node_pool.registration_labels,
-            "bootstrapSha256": node_pool.bootstrap_sha256,
-        }
-    for aks in prepared.plans.aks:
-        agent_pool = AksNodePool(aks.pool_name, aks)
-        deploys_webhook = (
-            prepared.reconciler is not None and prepared.reconciler.settings.webhook is not None
-        )
-        _warn_about_gates(aks.pool_name, agent_pool, deploys_webhook=deploys_webhook)
-        outputs[aks.pool_name] = {
-            "provider": "aks",
-            "agentPoolId": agent_pool.agent_pool_id,
-            "registrationTaints": agent_pool.registration_taints,
-            "registrationLabels": agent_pool.node_labels,
-            "nodeTaints": agent_pool.node_taints,
-            "startupGateTaints": agent_pool.startup_gate_taints,
-            "startupGatesVia": agent_pool.startup_gates_via,
-            "bootstrapSha256": agent_pool.bootstrap_sha256,
-        }
-    for karpenter in prepared.plans.karpenter:
-        nodepool = KarpenterNodePool(karpenter.pool_name, karpenter)
-        outputs[karpenter.pool_name] = {
-            "provider": "karpenter",
-            "nodePoolName": nodepool.node_pool_name,
-            "taints": nodepool.taints,
-            "startupTaints": nodepool.startup_taints,
-        }
-    return outputs
-
-
-def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bool) -> None:
-    """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy
-    (the stack's `nodegate:reconciler` has no `webhook` section)."""
-
-    def warn(args: list[Any]) -> None:
-        via, gates = args
-        if via == "webhook" and not deploys_webhook:
-            pulumi.log.warn(
-                f"pool '{pool}': startup gates ({', '.join(gates)}) are not AKS node taints; "
-                "nodegate's Node admission webhook adds them at registration. Until that "
-                "webhook is deployed (nodegate:reconciler webhook: {}), new nodes of this pool "
-                "register without them.",
-                resource=agent_pool,
-            )
-
-    pulumi.Output.all(agent_pool.startup_gates_via, agent_pool.startup_gate_taints).apply(warn)
+    reconciler = prepared.reconciler
+    context = DeclareContext(
+        deploys_webhook=reconciler is not None and reconciler.settings.webhook is not None
+    )
+    return {planned.pool_name: planned.declare(context) for planned in prepared.plans.pools}
 
 
 def _resolve(project_dir: Path, configured: str) -> Path:

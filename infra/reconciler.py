@@ -17,7 +17,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.core.loader import RulesDocument
+from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 
 TYPE_TOKEN = "nodegate:index:Reconciler"

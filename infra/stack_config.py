@@ -17,16 +17,16 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
 from nodegate.core.errors import format_path
+from nodegate.core.frozen import Frozen
 from nodegate.core.located_errors import located_errors
+from nodegate.core.model import Provider
 from nodegate.manifests.settings import DeploySettings
 
 NAMESPACE = "nodegate"
@@ -57,14 +57,6 @@ class StackConfigError(ValueError):
         self.problems = tuple(problems)
         source = f"Pulumi.{stack}.yaml"
         super().__init__("\n".join(f"{source}: {p}" for p in self.problems))
-
-
-class _Model(BaseModel):
-    """Config objects: camelCase keys as Pulumi stack files use, unknown keys refused, frozen."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
 
 
 def _prefix(*prefixes: str) -> Any:
@@ -105,7 +97,7 @@ PoolSize = Annotated[int, Field(ge=0, le=1000)]
 # --- OKE -------------------------------------------------------------------------------------
 
 
-class OkePlacement(_Model):
+class OkePlacement(Frozen):
     """Where a pool's nodes go: one entry per availability domain."""
 
     availability_domain: NonEmpty
@@ -116,7 +108,7 @@ class OkePlacement(_Model):
     """Optional fault domains, e.g. ['FAULT-DOMAIN-1']; empty lets OCI choose."""
 
 
-class OkeShapeConfig(_Model):
+class OkeShapeConfig(Frozen):
     """Size of a flexible shape (e.g. VM.Standard.E5.Flex); leave unset for fixed shapes."""
 
     ocpus: float | None = Field(default=None, gt=0)
@@ -125,7 +117,7 @@ class OkeShapeConfig(_Model):
     """Memory per node, in GB."""
 
 
-class OkeNodeCycling(_Model):
+class OkeNodeCycling(Frozen):
     """Opt-in: let OKE replace existing nodes when the pool changes (enhanced clusters only)."""
 
     maximum_surge: CountOrPercent = "1"
@@ -147,7 +139,7 @@ def _ssh_key(value: object) -> object:
     return value
 
 
-class OkePodNetwork(_Model):
+class OkePodNetwork(Frozen):
     """How pods get IP addresses: OCI VCN-native pod networking, or flannel overlay."""
 
     cni_type: Literal["OCI_VCN_IP_NATIVE", "FLANNEL_OVERLAY"]
@@ -171,7 +163,7 @@ class OkePodNetwork(_Model):
         return self
 
 
-class OkePoolFields(_Model):
+class OkePoolFields(Frozen):
     """Per-pool OKE settings; in `defaults` and in `pools.<name>` every field is optional."""
 
     name: NonEmpty | None = None
@@ -221,7 +213,7 @@ class OkePoolSettings(OkePoolFields):
     placements: tuple[OkePlacement, ...] = Field(min_length=1)
 
 
-class OkeConfig(_Model):
+class OkeConfig(Frozen):
     """`nodegate:oke`: the OKE cluster and the pools this stack manages in it."""
 
     compartment_id: CompartmentOcid
@@ -256,7 +248,7 @@ def _not_retired(value: object) -> object:
     return value
 
 
-class AksAutoscaling(_Model):
+class AksAutoscaling(Frozen):
     """Cluster autoscaler bounds; `count` (or the rules size) is the initial node count."""
 
     min_count: PoolSize
@@ -269,7 +261,7 @@ class AksAutoscaling(_Model):
         return self
 
 
-class AksPoolFields(_Model):
+class AksPoolFields(Frozen):
     """Per-pool AKS settings; in `defaults` and in `pools.<name>` every field is optional."""
 
     agent_pool_name: NonEmpty | None = None
@@ -296,7 +288,7 @@ class AksPoolSettings(AksPoolFields):
     vm_size: NonEmpty
 
 
-class AksConfig(_Model):
+class AksConfig(Frozen):
     """`nodegate:aks`: the AKS cluster and the pools this stack manages in it."""
 
     resource_group_name: NonEmpty
@@ -327,7 +319,7 @@ class ReconcilerStackConfig(DeploySettings):
 # --- the whole stack -------------------------------------------------------------------------
 
 
-class StackConfig(_Model):
+class StackConfig(Frozen):
     """Everything under `nodegate:` in a stack."""
 
     rules: NonEmpty | None = None
@@ -340,6 +332,10 @@ class StackConfig(_Model):
     """Rules pools this stack deliberately leaves alone (another stack manages them)."""
     reconciler: ReconcilerStackConfig | None = None
     """The reconciler deployment; None: this stack does not deploy the reconciler."""
+
+    def section(self, provider: Provider) -> OkeConfig | AksConfig | None:
+        """The `nodegate:<provider>` section (None: the stack has none)."""
+        return {"oke": self.oke, "aks": self.aks}[provider]
 
     @field_validator("rules")
     @classmethod

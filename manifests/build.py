@@ -8,23 +8,19 @@ hot-reloads the ConfigMap, and no pod restarts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from io import StringIO
 from typing import Any
 
-from ruamel.yaml import YAML
-
-from nodegate.core.loader import parse_rules, rules_from_data
+from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
-from nodegate.manifests.args import ReconcileFlags
+from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
 from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
 from nodegate.manifests.webhook import container_ports as webhook_ports
-from nodegate.manifests.webhook import flags as webhook_flags
 from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rules
 from nodegate.manifests.webhook import objects as webhook_objects
+from nodegate.manifests.webhook import reconcile_settings as webhook_settings
 from nodegate.manifests.webhook import volumes as webhook_volumes
 
 Manifest = dict[str, Any]
@@ -35,29 +31,6 @@ RULES_KEY = "rules.yaml"
 RUN_AS = 65532
 """The image's non-root user and group (Dockerfile `USER 65532:65532`)."""
 CONTAINER = "reconciler"
-
-
-@dataclass(frozen=True)
-class RulesDocument:
-    """Rules text that has been validated: what the rules ConfigMap holds, byte for byte."""
-
-    text: str
-    rules: NodeRules
-
-    @classmethod
-    def parse(cls, text: str, source: str) -> RulesDocument:
-        """Validate YAML text (RulesError naming `source` if it is wrong)."""
-        return cls(text, parse_rules(text, source))
-
-    @classmethod
-    def from_data(cls, data: Any, source: str) -> RulesDocument:
-        """Rules given as structured data (Pulumi `rulesInline`), validated, then as YAML."""
-        rules = rules_from_data(data, source)
-        yaml = YAML(typ="rt")  # round-trip: keeps the author's key order
-        yaml.default_flow_style = False
-        out = StringIO()
-        yaml.dump(data, out)
-        return cls(out.getvalue(), rules)
 
 
 def labels(settings: DeploySettings) -> dict[str, str]:
@@ -79,15 +52,21 @@ def _meta(settings: DeploySettings, name: str, *, namespaced: bool = True) -> di
     return {"name": name, **namespace, "labels": labels(settings)}
 
 
-def reconcile_flags(settings: DeploySettings) -> ReconcileFlags:
-    """The flags the container runs `nodegate reconcile` with."""
-    return ReconcileFlags(
-        rules_configmap=f"{settings.namespace}/{settings.rules_config_map}",
-        lease_namespace=settings.namespace,
-        lease_name=settings.leader_election.lease_name,
-        http_port=settings.http_port,
-        **webhook_flags(settings),
-    )
+def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
+    """What the container's `nodegate reconcile` is told, as `ReconcilerSettings` values (the
+    rest stays at the reconciler's defaults); `reconcile_argv` writes them as flags."""
+    values: dict[str, Any] = {
+        "rules_configmap": f"{settings.namespace}/{settings.rules_config_map}",
+        "http_port": settings.http_port,
+        "leader_election": {
+            "lease_namespace": settings.namespace,
+            "lease_name": settings.leader_election.lease_name,
+        },
+    }
+    webhook = webhook_settings(settings)
+    if webhook is not None:
+        values["webhook"] = webhook
+    return values
 
 
 def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[Manifest]:
@@ -191,7 +170,7 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
         "name": CONTAINER,
         "image": image.reference,
         "imagePullPolicy": image.pull_policy,
-        "args": reconcile_flags(settings).argv(),
+        "args": reconcile_argv(reconcile_settings(settings)),
         "env": [
             {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
             for name, path in field.items()

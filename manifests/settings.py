@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, Field, model_validator
 
-from nodegate.core.k8s_names import label_value_problem, qualified_name_problem
+from nodegate.core.frozen import Frozen, LabelKey, LabelValue
 from nodegate.manifests.version import package_version
 
 # The image reference grammar of the OCI distribution spec (distribution/reference): a
@@ -63,33 +62,7 @@ def _check_digest(value: str) -> str:
     return value
 
 
-def _check_label_key(value: str) -> str:
-    problem = qualified_name_problem(value)
-    if problem:
-        raise ValueError(f"'{value}' is not a valid label key: {problem}")
-    return value
-
-
-def _check_label_value(value: str) -> str:
-    problem = label_value_problem(value)
-    if problem:
-        raise ValueError(f"not a valid label value: {problem}")
-    return value
-
-
-LabelKey = Annotated[str, AfterValidator(_check_label_key)]
-LabelValue = Annotated[str, AfterValidator(_check_label_value)]
-
-
-class _Model(BaseModel):
-    """Settings objects: camelCase keys as Kubernetes and Pulumi stack files use, frozen."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class ImageSettings(_Model):
+class ImageSettings(Frozen):
     """The reconciler's container image: built from the repository's Dockerfile, pushed by you."""
 
     repository: Annotated[str, AfterValidator(_check_repository)]
@@ -125,7 +98,7 @@ def _default_limits() -> dict[ResourceName, str]:
     return {"memory": "256Mi"}
 
 
-class ResourceSettings(_Model):
+class ResourceSettings(Frozen):
     """CPU and memory of the reconciler container (Kubernetes quantities)."""
 
     requests: dict[ResourceName, Quantity] = Field(default_factory=_default_requests)
@@ -134,7 +107,7 @@ class ResourceSettings(_Model):
     """Hard caps; no CPU limit by default, so a relist is never throttled."""
 
 
-class Toleration(_Model):
+class Toleration(Frozen):
     """A Kubernetes toleration of the reconciler's pods."""
 
     key: str | None = None
@@ -151,14 +124,16 @@ def _default_tolerations() -> tuple[Toleration, ...]:
     )
 
 
-class LeaderElectionSettings(_Model):
-    """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace."""
+class LeaderElectionDeploy(Frozen):
+    """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace
+    (deploy side: what the manifests name; the reconciler's own Lease timing is
+    `nodegate.reconciler.settings.LeaderElectionSettings`)."""
 
     lease_name: DnsSubdomain = "nodegate-reconciler"
     """Name of the Lease; the Role may get and update this one Lease only."""
 
 
-class MetricsSettings(_Model):
+class MetricsSettings(Frozen):
     """The metrics Service in front of the replicas' /metrics."""
 
     service: bool = True
@@ -167,7 +142,7 @@ class MetricsSettings(_Model):
     """Add the common prometheus.io/scrape, /port, /path annotations to that Service."""
 
 
-class DashboardSettings(_Model):
+class DashboardSettings(Frozen):
     """A ConfigMap holding nodegate's Grafana dashboard, for Grafana's dashboard sidecar."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=lambda: {"grafana_dashboard": "1"})
@@ -176,14 +151,14 @@ class DashboardSettings(_Model):
     """Namespace of the ConfigMap; default: the reconciler's (the sidecar must watch it)."""
 
 
-class PrometheusRuleSettings(_Model):
+class PrometheusRuleSettings(Frozen):
     """A PrometheusRule (Prometheus Operator CRD) with nodegate's alerts."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Labels the Prometheus ruleSelector matches, e.g. {release: kube-prometheus-stack}."""
 
 
-class CertManagerIssuer(_Model):
+class CertManagerIssuer(Frozen):
     """The cert-manager issuer that signs the webhook's serving certificate."""
 
     name: DnsSubdomain
@@ -191,10 +166,11 @@ class CertManagerIssuer(_Model):
     """An Issuer must be in the reconciler's namespace."""
 
 
-class WebhookSettings(_Model):
+class WebhookDeploy(Frozen):
     """The optional Node admission webhook: nodes that no nodegate bootstrap made (AKS pools
     without nodeInitializationTaints, autoscaler-made or self-managed nodes) are still born
-    with their startup gates and persisted labels. See docs/reconciler.md."""
+    with their startup gates and persisted labels. See docs/reconciler.md. Deploy side: the
+    objects around the webhook; the server is `nodegate.reconciler.settings.WebhookSettings`."""
 
     port: int = Field(default=9443, ge=1, le=65535)
     """Container port of the webhook's HTTPS server (the Service listens on 443)."""
@@ -212,7 +188,7 @@ class WebhookSettings(_Model):
     (no Secret access for the reconciler)."""
 
 
-class DeploySettings(_Model):
+class DeploySettings(Frozen):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
     image: ImageSettings
@@ -242,13 +218,13 @@ class DeploySettings(_Model):
     """Default: tolerate every NoSchedule/PreferNoSchedule taint, so the reconciler runs on
     gated and dedicated nodes too (it is what lifts the gates), but not NoExecute: a failing
     node evicts it to a healthy one."""
-    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    leader_election: LeaderElectionDeploy = Field(default_factory=LeaderElectionDeploy)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     grafana_dashboard: DashboardSettings | None = None
     """Ship the Grafana dashboard as a ConfigMap (off by default)."""
     prometheus_rule: PrometheusRuleSettings | None = None
     """Ship the alerts as a PrometheusRule; needs the Prometheus Operator CRDs (off by default)."""
-    webhook: WebhookSettings | None = None
+    webhook: WebhookDeploy | None = None
     """The Node admission webhook (off by default); its objects come from
     `nodegate.manifests.webhook`."""
 

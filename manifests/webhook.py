@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.model import NodeRules
-from nodegate.manifests.settings import DeploySettings, WebhookSettings
+from nodegate.manifests.settings import DeploySettings, WebhookDeploy
 
 Manifest = dict[str, Any]
 PolicyRule = dict[str, Any]
@@ -44,7 +44,7 @@ def configuration_name(settings: DeploySettings) -> str:
     return settings.name
 
 
-def _webhook(settings: DeploySettings) -> WebhookSettings:
+def _webhook(settings: DeploySettings) -> WebhookDeploy:
     assert settings.webhook is not None
     return settings.webhook
 
@@ -99,19 +99,17 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
     return granted
 
 
-def flags(settings: DeploySettings) -> dict[str, Any]:
-    """`nodegate reconcile` flags that serve the webhook (none when it is off)."""
+def reconcile_settings(settings: DeploySettings) -> dict[str, Any] | None:
+    """The reconciler's `webhook` settings (`nodegate.reconciler.settings.WebhookSettings`
+    values) that serve this webhook; None when it is off."""
     if settings.webhook is None:
-        return {}
-    chosen: dict[str, Any] = {
-        "webhook_port": settings.webhook.port,
-        "webhook_service": service_name(settings),
-    }
+        return None
+    chosen: dict[str, Any] = {"port": settings.webhook.port, "service": service_name(settings)}
     if self_signed(settings):
-        chosen["webhook_configuration"] = configuration_name(settings)
-        chosen["webhook_tls_secret"] = tls_secret_name(settings)
+        chosen["configuration"] = configuration_name(settings)
+        chosen["tls_secret"] = tls_secret_name(settings)
     else:
-        chosen["webhook_cert_dir"] = CERT_DIR
+        chosen["cert_dir"] = CERT_DIR
     return chosen
 
 

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.located_errors import located_errors
-from nodegate.manifests.settings import WebhookSettings
-from nodegate.manifests.yaml_out import dump_all
+from nodegate.core.yaml_output import dump_all
+from nodegate.manifests.settings import WebhookDeploy
 
 HEADER_WIDTH = 96
 
@@ -78,12 +78,12 @@ def _webhook_problems(conversion: Conversion) -> list[Problem]:
     if conversion.webhook is None:
         return []
     try:
-        WebhookSettings.model_validate(conversion.webhook)
+        WebhookDeploy.model_validate(conversion.webhook)
     # Permanent: settings the webhook would refuse, named by the old tool's setting.
     except ValidationError as err:
         return [
             Problem(0, 0, conversion.source, _setting(conversion, ("webhook", *e.path)), e.message)
-            for e in located_errors(err, WebhookSettings)
+            for e in located_errors(err, WebhookDeploy)
         ]
     return []
 

@@ -1,4 +1,11 @@
-"""Reconciler settings: every knob in one typed, documented place (CLI flags map onto these)."""
+"""Reconciler settings: every knob in one typed, documented place, and each one's flag.
+
+This model is the one declaration of `nodegate reconcile`'s flags (`nodegate.core.flags`): a
+field's flag is its name in kebab case (after its group's prefix, or as its `Flag` marker says),
+its default the field's, its help the attribute docstring under it. The CLI's options and the
+Deployment's arguments (`nodegate.manifests.args`) are derived from it; a new flag is a new
+documented field here and nothing else.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +13,38 @@ import os
 import socket
 import uuid
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from nodegate.core.flags import Flag, FlagGroup
+
+_SETTINGS = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+"""Unknown settings refused, frozen, and each field's docstring kept as its flag's help."""
 
 
 class LeaderElectionSettings(BaseModel):
     """A coordination.k8s.io Lease so two replicas never both write."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _SETTINGS
 
-    enabled: bool = True
+    enabled: Annotated[bool, Flag("leader-elect")] = True
+    """Lease-based leader election: one replica writes, the others stand by to take over."""
     lease_name: str = "nodegate-reconciler"
+    """Name of the leader Lease."""
     lease_namespace: str = "kube-system"
+    """Namespace of the leader Lease."""
     lease_duration_seconds: int = Field(default=15, ge=2)
     """How long a standby waits after the leader's last renewal before taking over."""
     renew_deadline_seconds: int = Field(default=10, ge=1)
     """How long the leader keeps trying to renew before it gives up leadership (and exits)."""
     retry_period_seconds: int = Field(default=2, ge=1)
     """Pause between acquire/renew attempts."""
-    identity: str = Field(
+    identity: Annotated[str, Flag("lease-identity")] = Field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     )
+    """This replica's name in the Lease (its holderIdentity); default: the host name, the
+    process id and a random suffix."""
 
     @model_validator(mode="after")
     def _ordered(self) -> LeaderElectionSettings:
@@ -43,17 +61,18 @@ class WebhookSettings(BaseModel):
     """The Node admission webhook served by every replica (leader or not: admission needs no
     leadership). See docs/reconciler.md, "Node admission webhook"."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _SETTINGS
 
     port: int = Field(default=9443, ge=0, le=65535)
     """HTTPS port of the webhook (0 picks a free port)."""
     address: str = "0.0.0.0"
+    """Address the webhook's HTTPS server listens on."""
     path: str = "/mutate-nodes"
     """URL path the MutatingWebhookConfiguration calls."""
     service: str = "nodegate-webhook"
     """Name of the webhook's Service in the reconciler's namespace: the serving certificate is
     made for <service>.<namespace>.svc (and .svc.cluster.local)."""
-    hosts: tuple[str, ...] = ()
+    hosts: Annotated[tuple[str, ...], Flag("host")] = ()
     """More DNS names or IP addresses for the serving certificate (e.g. 127.0.0.1 in tests)."""
     configuration: str = "nodegate-node-admission"
     """MutatingWebhookConfiguration whose caBundle the webhook keeps (self-signed mode)."""
@@ -81,10 +100,10 @@ class WebhookSettings(BaseModel):
 class ReconcilerSettings(BaseModel):
     """How one reconciler process runs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _SETTINGS
 
     kubeconfig: Path | None = None
-    """Kubeconfig file; None means in-cluster service account config."""
+    """Kubeconfig file; without one, the Pod's service account (in-cluster config)."""
     rules_file: Path | None = None
     """Rules read from a file (a mounted ConfigMap); re-read when its content changes."""
     rules_configmap: str | None = None
@@ -104,6 +123,7 @@ class ReconcilerSettings(BaseModel):
     http_port: int = Field(default=8080, ge=0, le=65535)
     """Port for /healthz, /readyz and /metrics (0 picks a free port)."""
     http_address: str = "0.0.0.0"
+    """Address of the /healthz, /readyz and /metrics server."""
     event_namespace: str = "default"
     """Namespace for Events about Nodes (cluster-scoped objects' events live in 'default')."""
     state_namespace: str | None = None
@@ -125,9 +145,13 @@ class ReconcilerSettings(BaseModel):
     """Objects per LIST page when (re)listing: bounds the memory a relist needs."""
     watch_timeout_seconds: int = Field(default=120, ge=10)
     """Server-side watch timeout (jittered up to twice this), after which the watch resumes."""
-    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
-    webhook: WebhookSettings | None = None
-    """Serve the Node admission webhook too (None: not served)."""
+    leader_election: Annotated[LeaderElectionSettings, FlagGroup()] = Field(
+        default_factory=LeaderElectionSettings
+    )
+    """Leader election: the --leader-elect and --lease-* (and timing) flags."""
+    webhook: Annotated[WebhookSettings | None, FlagGroup("webhook-", enabled_by="port")] = None
+    """Serve the Node admission webhook too (None: not served): the --webhook-* flags, turned on
+    by --webhook-port."""
 
     @property
     def records_namespace(self) -> str:

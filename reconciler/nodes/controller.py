@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from nodegate.core.decisions import PlanFacts
 from nodegate.core.gate_census import GateCensus, gate_census
+from nodegate.core.gate_plan import annotations_read
 from nodegate.core.model import NodeRules
-from nodegate.core.plan import PlanFacts, annotations_read, relevant_view, track_first_seen
+from nodegate.core.plan import relevant_view, track_first_seen
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder

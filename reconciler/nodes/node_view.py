@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nodegate.core.gate_plan import annotations_read
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, annotations_read
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 
 RawTaints = tuple[dict[str, Any], ...]
 

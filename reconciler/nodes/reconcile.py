@@ -10,8 +10,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
+from nodegate.core.decisions import PlanFacts
 from nodegate.core.model import NodeRules
-from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.core.plan import NodePlan, plan
 from nodegate.reconciler.kit.errors import (
     ConflictError,
     KubeError,

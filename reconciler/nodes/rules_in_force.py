@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
+from nodegate.core.decisions import PlanFacts
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
-from nodegate.core.plan import PlanFacts
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import (

@@ -185,7 +185,7 @@ class LoadSampler(threading.Thread):
 
 def measure_size(plan: Plan, command: str) -> SizeResult:
     bin_dir = ensure_built()
-    stock = (bin_dir / paths.KWOK_STAGES_DIR / HEARTBEAT_STAGE_FILE).read_text()
+    stock = (paths.kwok_stages_dir(bin_dir) / HEARTBEAT_STAGE_FILE).read_text()
     with tempfile.TemporaryDirectory(prefix="nodegate-bench-") as tmp:
         workdir = Path(tmp)
         stage = workdir / HEARTBEAT_STAGE_FILE

@@ -7,7 +7,7 @@ from importlib.resources import files
 
 from rich.console import Console
 
-from nodegate.cli.demo_story import Story
+from nodegate.demo.story import Story
 from nodegate.localcluster.cluster import LocalControlPlane
 
 

@@ -16,9 +16,10 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.e2e.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
 from tests.e2e.reconciler_process import running_reconciler

@@ -157,6 +157,32 @@ def test_the_image_holds_the_package_and_its_runtime_dependencies_only(
     assert config["Entrypoint"] == ["python", "-m", "nodegate.cli", "reconcile"]
 
 
+def test_the_image_holds_no_harness_package(built: tuple[Engine, BuiltImage]) -> None:
+    # The local control plane, the image builder and the demo are development tooling
+    # (harness/); the image's nodegate is the product alone.
+    engine, record = built
+    program = (
+        "import json, nodegate, pathlib;"
+        "print(json.dumps([p.name for d in nodegate.__path__ for p in pathlib.Path(d).iterdir()]))"
+    )
+    argv = [
+        engine.name,
+        "run",
+        "--rm",
+        "--network=none",
+        *run_isolation_flags(engine, host_hard_limits()),
+    ]
+    done = subprocess.run(
+        [*argv, "--entrypoint", "python", record.id, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    packages = set(json.loads(done.stdout))
+    assert "core" in packages
+    assert not packages & {"localcluster", "image", "demo"}
+
+
 def test_the_image_has_no_compiler(built: tuple[Engine, BuiltImage]) -> None:
     engine, record = built
     compilers = ("gcc", "cc", "c++", "clang", "make")

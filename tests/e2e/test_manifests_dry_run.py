@@ -21,8 +21,9 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
+from nodegate.core.loader import RulesDocument
 from nodegate.localcluster.nodes import wait_until
-from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.unit.manifests.support import EXAMPLE_RULES, NO_POD_GATES
 

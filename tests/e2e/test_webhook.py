@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.loader import RulesDocument
 from nodegate.core.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -24,7 +25,7 @@ from nodegate.core.persisted_labels import (
 )
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, WEBHOOK_NAME

@@ -3,17 +3,23 @@ changes; AKS OS type and SKUs checked against the SDK's enums."""
 
 from __future__ import annotations
 
+import base64
+import random
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 from pulumi_azure_native import containerservice
 
+from nodegate.bootstrap.errors import BootstrapError
+from nodegate.bootstrap.oke import ImageFamily, render_oke_cloud_init
 from nodegate.infra.program import InvalidStackConfigError
 from nodegate.infra.stack_config import AksMode, AksOsSku, AksOsType
 from tests.pulumi.harness import (
     AKS_AGENT_POOL,
     OKE_NODE_POOL,
     decode_user_data,
+    example_pool,
     expected_registration,
     kubelet_registration,
     run_program,
@@ -48,6 +54,44 @@ def test_ubuntu_pools_boot_with_oke_bootstrap_and_the_same_registration(
     assert kubelet_registration(cloud_init) == expected_registration("ci")
     gpu = decode_user_data(run.one(OKE_NODE_POOL, "gpu-nodepool"))
     assert "bash /var/run/oke-init.sh --kubelet-extra-args" in gpu  # the default family
+
+
+def _user_script(size: int) -> str:
+    """A user cloud-init script of about `size` bytes that gzip cannot shrink."""
+    noise = base64.b64encode(random.Random(7).randbytes(size)).decode()[:size]
+    return f"#!/bin/bash\n# {noise}\n"
+
+
+def _fits(family: ImageFamily, size: int) -> bool:
+    rules, pool = example_pool("gpu")
+    try:
+        render_oke_cloud_init(rules, pool, _user_script(size), image_family=family)
+    except BootstrapError:
+        return False
+    return True
+
+
+def test_an_ubuntu_pool_is_checked_against_its_own_user_data_not_oracle_linuxs(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    # The largest user script that fits beside the (shorter) Ubuntu boot script: beside Oracle
+    # Linux's it would not, so a pre-flight that renders the wrong family refuses the stack.
+    low, high = 0, 24_000
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if _fits("ubuntu", middle) else (low, middle - 1)
+    assert not _fits("oracle-linux", low), "the test needs a script only Ubuntu's fits beside"
+    oke_example["nodegate:rules"] = "rules.yaml"
+    (project / "big.sh").write_text(_user_script(low), encoding="utf-8")
+    oke_example["nodegate:oke"]["pools"]["gpu"].update(
+        {"userCloudInit": "big.sh", "imageFamily": "ubuntu"}
+    )
+
+    run = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    assert run.error is None, run.error
+    cloud_init = decode_user_data(run.one(OKE_NODE_POOL, "gpu-nodepool"))
+    assert "\noke bootstrap --kubelet-extra-args '" in cloud_init
 
 
 def test_vcn_native_pod_network_nsgs_key_and_ssh_reach_the_node_pool(

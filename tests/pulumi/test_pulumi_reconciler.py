@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.core.loader import RulesDocument
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.pulumi.harness import (
     REPO,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -107,3 +109,15 @@ def test_explain_with_invalid_rules_exits_1(tmp_path: Path) -> None:
     result = runner.invoke(app, ["explain", "--rules", str(bad), "--node", str(NODE)])
     assert result.exit_code == 1
     assert f"{bad}:2:1: kind: 'Rules' is not allowed: use 'NodeRules'" in result.stderr
+
+
+def test_demo_without_the_harness_says_how_to_get_it_and_exits_2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A None entry makes `import nodegate.demo…` fail as it does where harness/ is not installed.
+    monkeypatch.setitem(sys.modules, "nodegate.demo", None)
+    monkeypatch.delitem(sys.modules, "nodegate.demo.play", raising=False)
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 2
+    assert "demo harness is not installed" in result.stderr
+    assert "make demo" in result.stderr

@@ -10,12 +10,12 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nodegate.core.gate_plan import needs_backfill
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, NodeTaint
 from nodegate.core.plan import (
     OWNED_TAINTS_ANNOTATION,
     PlanFacts,
-    needs_backfill,
     plan,
     relevant_view,
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nodegate.manifests.build import Manifest, RulesDocument, build_manifests
+from nodegate.core.loader import RulesDocument
+from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,8 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
-from nodegate.manifests.args import ReconcileFlags
-from tests.unit.manifests.support import build, one
+from nodegate.manifests.args import reconcile_argv
+from nodegate.manifests.build import reconcile_settings
+from nodegate.reconciler.settings import ReconcilerSettings
+from tests.unit.manifests.support import build, one, settings
 
 
 def _parse_with_the_real_cli(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
@@ -55,13 +57,46 @@ def test_a_misspelt_flag_is_refused_by_the_cli(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_flags_are_written_as_kebab_case_options() -> None:
-    flags = ReconcileFlags(
-        rules_configmap="ns/rules", lease_namespace="ns", lease_name="l", http_port=1
+    argv = reconcile_argv(
+        {
+            "rules_configmap": "ns/rules",
+            "http_port": 1,
+            "leader_election": {"lease_namespace": "ns", "lease_name": "l"},
+        }
     )
 
-    assert flags.argv() == [
+    assert argv == [
         "--rules-configmap=ns/rules",
-        "--lease-namespace=ns",
-        "--lease-name=l",
         "--http-port=1",
+        "--lease-name=l",
+        "--lease-namespace=ns",
     ]
+
+
+DEPLOYMENTS = {
+    "defaults": {},
+    "namespace-and-port": {"namespace": "ops", "httpPort": 9090},
+    "own-lease": {"leaderElection": {"leaseName": "ng-lease"}},
+    "webhook-self-signed": {"webhook": {"port": 10250}},
+    "webhook-cert-manager": {"webhook": {"certManager": {"name": "issuer"}}},
+}
+
+
+@pytest.mark.parametrize("overrides", DEPLOYMENTS.values(), ids=DEPLOYMENTS.keys())
+def test_deployment_args_round_trip_through_the_cli_into_the_same_settings(
+    overrides: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = reconcile_settings(settings(**overrides))
+    container = one(build(**overrides), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+
+    parsed = _parse_with_the_real_cli(container["args"], monkeypatch)
+
+    identity = {"leader_election": {"identity"}}
+    assert parsed.model_dump(exclude=identity) == ReconcilerSettings.model_validate(
+        values
+    ).model_dump(exclude=identity)
+
+
+def test_settings_the_cli_would_refuse_never_become_deployment_args() -> None:
+    with pytest.raises(ValueError, match="namespace/name"):
+        reconcile_argv({"rules_configmap": "no-namespace"})

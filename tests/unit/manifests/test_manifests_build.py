@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.core.loader import RulesDocument
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
 from nodegate.manifests.settings import HISTORY_CONFIGMAP
 from tests.unit.manifests.support import (
@@ -146,17 +147,6 @@ def test_rules_configmap_carries_exactly_the_validated_rules_text() -> None:
     configmap = one(build(), "ConfigMap", "nodegate-rules")
 
     assert configmap["data"] == {"rules.yaml": text}
-
-
-def test_inline_rules_become_yaml_that_validates_to_the_same_rules() -> None:
-    import yaml
-
-    data = yaml.safe_load(EXAMPLE_RULES.read_text(encoding="utf-8"))
-
-    document = RulesDocument.from_data(data, "Pulumi.test.yaml (nodegate:rulesInline)")
-
-    assert RulesDocument.parse(document.text, "again").rules == example_document().rules
-    assert document.text.startswith("apiVersion: nodegate.dev/v1\nkind: NodeRules\n")
 
 
 def test_deployment_depends_on_the_settings_only_never_on_the_rules() -> None:

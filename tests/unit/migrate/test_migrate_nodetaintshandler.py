@@ -10,10 +10,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from nodegate.cli.main import app
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.loader import RulesDocument, load_rules, parse_rules
 from nodegate.core.node import NodeTaint
 from nodegate.core.plan import PlanFacts, plan
-from nodegate.manifests.build import RulesDocument, build_manifests
+from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler

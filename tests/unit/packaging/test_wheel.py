@@ -48,3 +48,25 @@ def test_every_package_is_typed(wheel_files: set[str]) -> None:
 def test_wheel_ships_the_grafana_dashboard(wheel_files: set[str]) -> None:
     # `nodegate manifests --dashboard` reads it from the installed package.
     assert "nodegate/manifests/grafana-dashboard.json" in wheel_files
+
+
+def test_wheel_ships_no_harness(wheel_files: set[str]) -> None:
+    # The local control plane, the image builder and the demo story live in harness/, a
+    # distribution of their own that the image never installs.
+    packages = {n.split("/")[1] for n in wheel_files if n.startswith("nodegate/")}
+    assert "core" in packages
+    assert not packages & {"localcluster", "image", "demo"}
+
+
+def test_the_nodegate_command_loads_no_harness_module() -> None:
+    # `nodegate reconcile` (the image's entry point) imports the whole CLI: none of it may pull
+    # in the harness, which is not in the image.
+    program = (
+        "import sys, nodegate.cli.main;"
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('nodegate.localcluster', 'nodegate.image', 'nodegate.demo'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -20,9 +20,10 @@ try:
     from pydantic import ValidationError
 
     from nodegate.core.errors import RulesError, format_path
+    from nodegate.core.loader import RulesDocument
     from nodegate.core.located_errors import located_errors
     from nodegate.core.yaml_input import decode, read_limited
-    from nodegate.manifests.build import RulesDocument, build_manifests
+    from nodegate.manifests.build import build_manifests
     from nodegate.manifests.settings import DeploySettings
 except ImportError as err:
     NODEGATE_MISSING = err

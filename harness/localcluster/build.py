@@ -268,7 +268,7 @@ def _build_kwok(staging: Path, say: Say) -> None:
         label="kwok",
         say=say,
     )
-    stages = staging / paths.KWOK_STAGES_DIR
+    stages = paths.kwok_stages_dir(staging)
     stages.mkdir()
     for stage_set in KWOK_STAGE_SETS:
         for yaml_file in sorted((source / "kustomize" / "stage" / stage_set).glob("*.yaml")):

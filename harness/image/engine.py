@@ -179,12 +179,6 @@ def inspect_image(engine: Engine, ref: str) -> dict[str, Any] | None:
     return records[0] if records else None
 
 
-def image_labels(record: Mapping[str, Any]) -> dict[str, str]:
-    """The labels of an `image inspect` record (same place in docker's and podman's output)."""
-    labels = (record.get("Config") or {}).get("Labels") or {}
-    return {str(k): str(v) for k, v in labels.items()}
-
-
 def try_pull(engine: Engine, ref: str) -> str | None:
     """Pull `ref`; None on success, else the engine's last error line."""
     try:

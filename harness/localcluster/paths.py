@@ -47,9 +47,11 @@ def binary(name: str, kubernetes_version: str = KUBERNETES_VERSION) -> Path:
     return bin_dir(kubernetes_version) / name
 
 
-def kwok_stages_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
-    """kwok's Stage YAMLs copied from its module, so running kwok never needs GOMODCACHE."""
-    return bin_dir(kubernetes_version) / KWOK_STAGES_DIR
+def kwok_stages_dir(binaries: Path) -> Path:
+    """kwok's Stage YAMLs, copied from its module beside the binaries (`binaries`: `bin_dir()`,
+    or the staging directory a build renames into place), so running kwok never needs
+    GOMODCACHE."""
+    return binaries / KWOK_STAGES_DIR
 
 
 KARPENTER_KWOK = "karpenter-kwok"

@@ -179,14 +179,6 @@ def delete_node(core_v1: k8s_client.CoreV1Api, name: str, timeout: float = 30.0)
     wait_until(lambda: not _node_exists(core_v1, name), timeout, f"node {name} deleted")
 
 
-def recreate_node(
-    core_v1: k8s_client.CoreV1Api, node: SimNode, timeout: float = 30.0
-) -> k8s_client.V1Node:
-    """Delete and register again under the same name: what a replaced cloud instance does."""
-    delete_node(core_v1, node.name, timeout)
-    return create_node(core_v1, node)
-
-
 def mark_pod_ready(core_v1: k8s_client.CoreV1Api, name: str, namespace: str) -> k8s_client.V1Pod:
     """Set a pod Running and Ready via the status subresource, as its kubelet would.
 

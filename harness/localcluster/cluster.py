@@ -251,7 +251,7 @@ class LocalControlPlane:
             )
             stages = [
                 self._kwok_stage_overrides.get(stage.name, stage)
-                for stage in sorted((bin_dir / paths.KWOK_STAGES_DIR).glob("*.yaml"))
+                for stage in sorted(paths.kwok_stages_dir(bin_dir).glob("*.yaml"))
             ]
             self._spawn("kwok", components.kwok_argv(bin_dir, kubeconfig, stages), logs)
             self._wait_for_default_service_account(deadline)

@@ -1,7 +1,9 @@
-"""Objects to YAML for `kubectl apply -f`: one document per object, readable multi-line text.
+"""Objects to YAML for people and `kubectl apply -f`: one document per object, readable text.
 
-ruamel.yaml (already the rules loader's YAML library) writes the rules ConfigMap's text as a
-literal block (`|`), so `deploy/reconciler.yaml` shows the rules as their author wrote them.
+The one YAML writer: `nodegate manifests` (and `deploy/reconciler.yaml`), `nodegate render
+--format karpenter-nodepool` and `nodegate migrate` all print through `dump_all`. ruamel.yaml
+(already the rules loader's YAML library) writes multi-line strings such as the rules
+ConfigMap's text as literal blocks (`|`), so the rules read as their author wrote them.
 """
 
 from __future__ import annotations

@@ -49,6 +49,17 @@ ACCELERATOR = {"example.com/accelerator": "nvidia"}
 SHOWN_LABEL_PREFIXES = ("example.com/", "persist.example.com/", "node-role.kubernetes.io/")
 
 
+class StepFailedError(Exception):
+    """A step of the story did not do what it says (a check, not an `assert`: `python -O`
+    must not turn a failed demo into a passing one)."""
+
+
+def check(condition: bool, failure: str) -> None:
+    """Raise StepFailedError(`failure`) unless `condition` holds."""
+    if not condition:
+        raise StepFailedError(failure)
+
+
 @dataclass
 class Step:
     title: str
@@ -116,18 +127,19 @@ class Story:
         self._wait(lambda: "node-role.kubernetes.io/ci" in self._labels(ci), "ci role label")
         gpu = self._name("gpu-1")
         gate = self.rules.startup_gates[0].taint.key
-        assert gate in self._taint_keys(gpu), "the gpu node was born without its gate"
+        check(gate in self._taint_keys(gpu), "the gpu node was born without its gate")
         return "nodes carry their registration taints from their first version"
 
     def gate(self) -> str:
         gate = self.rules.startup_gates[0]
         gpu = self._name("gpu-1")
         pods = gate.ready_when.pods
-        assert pods is not None, "the demo's gate waits for an init pod"
+        if pods is None:
+            raise StepFailedError("the demo's gate waits for an init pod")
         work = self._name("inference")
         self._create_workload(work)
         time.sleep(2.0)
-        assert not self._bound(work), "the workload was bound while the gate was up"
+        check(not self._bound(work), "the workload was bound while the gate was up")
         self.console.print("  [dim]workload pending behind the gate; starting the init DaemonSet")
         self._create_init_daemonset(pods.namespace, dict(pods.selector))
         self._wait(lambda: gate.taint.key not in self._taint_keys(gpu), "gate lifted")
@@ -152,7 +164,7 @@ class Story:
         self.console.print(f"  [dim]{kind}=Kaput; waiting the rule's for: {hold}s[/dim]")
         self._wait(lambda: rule.taint.key in self._taint_keys(gpu), "condition taint", hold + 60)
         added = next(t for t in self._taints(gpu) if t["key"] == rule.taint.key)
-        assert added.get("timeAdded"), "a NoExecute taint carries timeAdded"
+        check(bool(added.get("timeAdded")), "a NoExecute taint carries timeAdded")
         self._show()
         set_node_condition(self.core, gpu, condition_type=kind, status="OK", reason="NicUp")
         self._wait(lambda: rule.taint.key not in self._taint_keys(gpu), "condition taint gone")
@@ -184,7 +196,7 @@ class Story:
             NAMESPACE, field_selector=f"involvedObject.name={RULES_CONFIGMAP}"
         ).items
         refused = [e for e in events if e.reason == "RulesRejected"]
-        assert refused, "no RulesRejected Event on the ConfigMap"
+        check(bool(refused), "no RulesRejected Event on the ConfigMap")
         self.console.print(f"  [red]{(refused[-1].message or '')[:300]}[/red]")
         self._put_rules(self.rules_text)
         return "the typo was refused with its file, line and fix; the old rules kept working"
@@ -196,7 +208,7 @@ class Story:
         try:
             detail = step()
             outcome = Step(title, True, detail)
-        except (AssertionError, TimeoutError, ApiException) as err:
+        except (StepFailedError, TimeoutError, ApiException) as err:
             outcome = Step(title, False, f"{type(err).__name__}: {err}")
         self._show()
         self._new_events()
@@ -243,7 +255,8 @@ class Story:
 
     def _pool(self, name: str) -> NodePool:
         pool = self.rules.pool(name)
-        assert pool is not None, f"the rules have no pool '{name}'"
+        if pool is None:
+            raise StepFailedError(f"the rules have no pool '{name}'")
         return pool
 
     def _name(self, suffix: str) -> str:

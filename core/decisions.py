@@ -1,0 +1,46 @@
+"""The planner's vocabulary: the facts it is given beyond the Node, and one rule's verdict.
+
+Shared by the taint planner (`plan.py`: label and condition taints, and the plan as a whole) and
+the startup-gate planner (`gate_plan.py`), so neither has to import the other's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from nodegate.core.model import Taint
+
+Verdict = Literal["want", "keep", "release"]
+"""want: the taint must be there; keep: leave it as it is; release: it must go (if present)."""
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What the planner needs beyond the Node object itself."""
+
+    now: datetime
+    restored_labels: Mapping[str, str] = field(default_factory=dict)
+    """Persisted labels to put back on a re-created node (absent keys only)."""
+    previously_owned: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
+    where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
+    conditions_first_seen: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
+    """When the reconciler first saw each (type, status, reason) that has no lastTransitionTime."""
+    gate_pods_ready_since: Mapping[str, datetime] = field(default_factory=dict)
+    """Gate name -> since when its init pod on this node has signalled ready (Ready, or the
+    pod's ready annotation), for gates whose pod signal is met now."""
+    workload_pods: int | None = None
+    """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
+
+
+@dataclass(frozen=True)
+class RuleDecision:
+    """One rule's verdict on one node, with the reason in words (for events and explain)."""
+
+    rule: str
+    taint: Taint
+    verdict: Verdict
+    why: str

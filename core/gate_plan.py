@@ -1,0 +1,197 @@
+"""Startup gates, planned: when a gate's taint stays, goes, or comes back on one node.
+
+Pure, like `plan.py`, which calls `gate_outcome` once per gate and merges the verdicts with the
+label and condition taints'. A gate's life: carried from registration (under its key or a
+former one) until its readiness signal or its timeout lifts it (`minHold` permitting); the lift
+is recorded in annotations on the node; a gate the node does not carry comes back only after a
+reboot (`regateOnReboot`) or as a backfill onto an idle node that never had it (`backfill`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from nodegate.core.decisions import PlanFacts, RuleDecision
+from nodegate.core.model import NodeRules, StartupGate
+from nodegate.core.node import NodeState, format_time, parse_time
+
+GATE_COMPLETED = "completed.gate.nodegate.dev/"
+"""+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
+GATE_BOOT = "boot.gate.nodegate.dev/"
+"""+ gate name: the node's bootID when the gate was lifted (a new one means a reboot)."""
+GATE_REGATED = "regated.gate.nodegate.dev/"
+"""+ gate name: when the gate was put back after a reboot (older readiness does not count)."""
+
+
+def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str]:
+    return (GATE_COMPLETED + gate.name, GATE_BOOT + gate.name, GATE_REGATED + gate.name)
+
+
+def annotations_read(rules: NodeRules) -> frozenset[str]:
+    """Node annotations outside nodegate's own domain that the rules' gates read: ready
+    annotations, and completion annotations (a node carrying one is not backfilled)."""
+    ready = {
+        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
+    }
+    completion = {
+        g.completion_annotation.key for g in rules.startup_gates if g.completion_annotation
+    }
+    return frozenset(ready | completion)
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    decision: RuleDecision
+    recheck: timedelta | None = None
+    warning: str | None = None
+    annotations: tuple[tuple[str, str | None], ...] = ()
+    lift: bool = False
+    put_back: bool = False
+    timed_out: bool = False
+    carried: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of the gate's taints on the node: its own and any former key."""
+    former: tuple[RuleDecision, ...] = ()
+    """The same verdict for each former key the node carries (keep, or release on lift)."""
+
+
+def gate_outcome(
+    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
+) -> GateOutcome:
+    carried = carried_gate_taints(node, gate)
+    if not carried:
+        return _absent_gate(node, labels, gate, facts)
+    outcome = _carried_gate(node, gate, facts)
+    if carried == {gate.taint.identity}:
+        return replace(outcome, carried=carried)
+    former = tuple(
+        replace(outcome.decision, taint=taint)
+        for taint in gate.former_taints
+        if taint.identity in carried
+    )
+    return replace(outcome, carried=carried, former=former)
+
+
+def carried_gate_taints(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:
+    """The gate's taints on the node: a node born under a former key (old bootstrap, another
+    tool's webhook) is gated by it until the gate is met."""
+    identities = [gate.taint.identity, *((key, gate.taint.effect) for key in gate.former_keys)]
+    return frozenset(i for i in identities if node.taint(i) is not None)
+
+
+def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateOutcome:
+    # `match` is not consulted here: labels often arrive after registration, so a gate the node
+    # carries is lifted only by its readiness or its timeout, never by a label mismatch.
+    signal = _gate_signal(node, gate, facts)
+    if signal is not None:
+        held = _min_hold_left(node, gate, facts.now)
+        if held is not None:
+            why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
+            return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
+        return _lifted(node, gate, facts, signal)
+    if gate.timeout is not None and node.created is not None:
+        remaining = node.created + gate.timeout - facts.now
+        if remaining <= timedelta(0):
+            if gate.on_timeout == "lift":
+                return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
+            warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
+            decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
+            return GateOutcome(decision, warning=warning, timed_out=True)
+        decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
+        return GateOutcome(decision, recheck=remaining)
+    return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
+
+
+def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
+    """Why the gate may be lifted now (its readiness signal), or None."""
+    pair = gate.ready_when.annotation_pair
+    if pair is not None and node.annotations.get(pair[0]) == pair[1]:
+        return f"annotation {gate.ready_when.annotation}"
+    since = facts.gate_pods_ready_since.get(gate.name)
+    if since is None:
+        return None
+    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
+    if regated is not None and since < regated:
+        return None  # readiness from before the reboot does not count
+    return "init pod is Ready"
+
+
+def _min_hold_left(node: NodeState, gate: StartupGate, now: datetime) -> timedelta | None:
+    if gate.min_hold is None or node.created is None:
+        return None
+    left = node.created + gate.min_hold - now
+    return left if left > timedelta(0) else None
+
+
+def _lifted(
+    node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
+) -> GateOutcome:
+    completed, boot, regated = gate_annotation_keys(gate)
+    annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
+    extra = gate.completion_annotation
+    if extra is not None:
+        when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
+        annotations.append((extra.key, when))
+    if node.boot_id:
+        annotations.append((boot, node.boot_id))
+    if regated in node.annotations:
+        annotations.append((regated, None))
+    return GateOutcome(
+        RuleDecision(gate.name, gate.taint, "release", why),
+        annotations=tuple(annotations),
+        lift=True,
+        timed_out=timed_out,
+    )
+
+
+def _absent_gate(
+    node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
+) -> GateOutcome:
+    """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
+    onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
+    completed, boot, regated = gate_annotation_keys(gate)
+    lifted_on = node.annotations.get(boot)
+    if (
+        gate.regate_on_reboot
+        and completed in node.annotations
+        and node.boot_id
+        and lifted_on
+        and lifted_on != node.boot_id
+    ):
+        why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
+        annotations: tuple[tuple[str, str | None], ...] = (
+            (completed, None),
+            (regated, format_time(facts.now)),
+        )
+        if gate.completion_annotation is not None:
+            annotations += ((gate.completion_annotation.key, None),)
+        return GateOutcome(
+            RuleDecision(gate.name, gate.taint, "want", why),
+            annotations=annotations,
+            put_back=True,
+        )
+    if needs_backfill(node, labels, gate) and facts.workload_pods == 0:
+        why = "backfill: the node joined without the gate and runs no workload pods"
+        return GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
+    return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
+
+
+def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate) -> bool:
+    """A backfill candidate: opted in, matching, not gated (under any of its keys), never
+    gated before (no completion record, nor the gate's completionAnnotation)."""
+    extra = gate.completion_annotation
+    return (
+        gate.backfill
+        and not carried_gate_taints(node, gate)
+        and GATE_COMPLETED + gate.name not in node.annotations
+        and (extra is None or extra.key not in node.annotations)
+        and gate.match.matches(dict(labels))
+    )
+
+
+def parse_time_or_none(value: str | None) -> datetime | None:
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None  # a node may write anything in its annotations

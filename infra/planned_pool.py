@@ -1,0 +1,40 @@
+"""What the program does with every pool it plans, whatever its provider: check, then declare.
+
+Each component's Args (`OkeNodePoolArgs`, `AksNodePoolArgs`, `KarpenterNodePoolArgs`) is a
+`PlannedPool`: `check()` runs exactly the checks and rendering its component's constructor
+runs (the same function), so the program's pre-flight refuses what the component would refuse
+and nothing else; `declare()` declares the component and returns the outputs the stack
+exports for the pool. The program has one loop for each, and a new provider adds a component
+module and its planning, never a loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class DeclareContext:
+    """What a pool's declaration may need to know about the rest of the stack."""
+
+    deploys_webhook: bool
+    """The stack deploys nodegate's Node admission webhook (AKS pools' gates depend on it)."""
+
+
+class PlannedPool(Protocol):
+    """One rules pool as this stack declares it."""
+
+    @property
+    def pool_name(self) -> str:
+        """The rules pool it realises (the component's name, the key of its exported outputs)."""
+        ...
+
+    def check(self) -> None:
+        """Everything its component checks and renders before declaring anything (raises
+        BootstrapError for what cannot be rendered), run now, before any pool is declared."""
+        ...
+
+    def declare(self, context: DeclareContext) -> dict[str, Any]:
+        """Declare the component; the outputs to export for the pool."""
+        ...
