@@ -90,10 +90,6 @@ def server(pki: tuple[bytes, bytes, Path]) -> Iterator[WebhookServer]:
     served.shutdown()
 
 
-def _server_threads() -> int:
-    return sum(1 for t in threading.enumerate() if t.name.startswith("webhook"))
-
-
 def _tls_connection(server: WebhookServer, ca_file: Path) -> ssl.SSLSocket:
     context = ssl.create_default_context(cafile=str(ca_file))
     raw = socket.create_connection(("127.0.0.1", server.port), timeout=5)
@@ -104,6 +100,7 @@ def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time
     server: WebhookServer, pki: tuple[bytes, bytes, Path]
 ) -> None:
     attack_seconds = 8.0
+    baseline = threading.active_count()  # this process's threads, the server's loop among them
     attack = subprocess.Popen(
         [
             sys.executable,
@@ -130,24 +127,28 @@ def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time
         threads = open_ = 0
         while attack.poll() is None and len(answered) < 20:
             started = time.monotonic()
-            status, out = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
+            status, answer = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
             answered.append(time.monotonic() - started)
-            assert status == 200 and len(patch_of(out)) == 2
-            threads = max(threads, _server_threads())
+            assert status == 200 and len(patch_of(answer)) == 2
+            threads = max(threads, threading.active_count() - baseline)
             open_ = max(open_, server.open_connections)
             time.sleep(0.2)
     finally:
-        attack.wait(attack_seconds + 30)
-    cut = int((attack.stdout.read() if attack.stdout else "0").strip() or 0)
+        try:  # the clients stop on their own once the attack time is over
+            out, _ = attack.communicate(timeout=attack_seconds + 20)
+        except subprocess.TimeoutExpired:  # a server that never cuts them: they still wait
+            attack.kill()
+            out, _ = attack.communicate()
+    cut = int(out.strip() or 0) if attack.returncode == 0 else 0
 
     print(
         f"{len(answered)} reviews under {SLOW_CLIENTS} slow clients (up to {open_} connections "
         f"open, {cut} cut): median {statistics.median(answered) * 1000:.0f} ms, "
-        f"max {max(answered) * 1000:.0f} ms; server threads at most {threads}"
+        f"max {max(answered) * 1000:.0f} ms; threads added at most {threads}"
     )
+    assert threads <= ServerLimits().workers  # review threads only, whatever the clients
     assert len(answered) >= 10
     assert max(answered) < WEBHOOK_TIMEOUT_SECONDS
-    assert threads <= 1 + ServerLimits().workers
     assert cut >= SLOW_CLIENTS  # every slow client was cut at least once, bytes or not
 
 
