@@ -144,6 +144,7 @@ class WebhookServer:
         review: Callable[[bytes], tuple[int, bytes]],
         max_body_bytes: int = MAX_BODY_BYTES,
         limits: ServerLimits | None = None,
+        metrics: WebhookMetrics | None = None,
     ) -> None:
         self.serving = threading.Event()
         """Set once a certificate is loaded: before, connections are closed at once."""
@@ -151,6 +152,7 @@ class WebhookServer:
         self._review = review
         self._max_body_bytes = max_body_bytes
         self._limits = _within_open_file_limit(limits or ServerLimits())
+        self._metrics = metrics
         self._context: ssl.SSLContext | None = None
         # Bound now, so the port is known (and taken) before the server starts.
         self._socket = socket.create_server((address, port), backlog=128)
@@ -209,8 +211,11 @@ class WebhookServer:
         context = self._context
         if context is None or self._open >= self._limits.max_connections:
             writer.transport.abort()  # refused at once: no certificate yet, or at the cap
+            if context is not None:
+                self._refused("connections")
             return
         self._open += 1
+        self._count_open()
         peer = writer.get_extra_info("peername")
         try:
             sock = writer.get_extra_info("socket")
@@ -221,14 +226,20 @@ class WebhookServer:
             async with asyncio.timeout_at(deadline):
                 await writer.start_tls(context)
             await self._requests(reader, writer, deadline)
-        # A client that is slow, silent, gone or speaks no TLS: close it, log it, keep serving.
-        except (TimeoutError, OSError, ssl.SSLError, asyncio.IncompleteReadError) as err:
+        # A client too slow for the deadline: cut, counted (a debug line: an attack must not
+        # flood the log).
+        except TimeoutError:
+            self._refused("deadline")
+            log.debug("webhook request past its deadline", extra={"client": str(peer)})
+        # A client that is gone or speaks no TLS: close it, log it, keep serving.
+        except (OSError, ssl.SSLError, asyncio.IncompleteReadError) as err:
             log.debug("webhook connection closed", extra={"client": str(peer), "why": repr(err)})
         # A bug here must cost one connection, never the loop that serves them all.
         except Exception:
             log.exception("webhook connection failed", extra={"client": str(peer)})
         finally:
             self._open -= 1
+            self._count_open()
             writer.transport.abort()
 
     async def _requests(
@@ -243,18 +254,24 @@ class WebhookServer:
                 async with asyncio.timeout_at(deadline):
                     head = first + await reader.readuntil(b"\r\n\r\n")
             except asyncio.LimitOverrunError:
+                self._refused("headers")
                 await self._reply(writer, 431, "request line and headers too large", deadline)
                 return
             request = _parse_head(head, limits.max_headers)
-            if isinstance(request, str):
-                status = 431 if "headers" in request else 400
-                await self._reply(writer, status, request, deadline)
+            if isinstance(request, _Refusal):
+                if request.status == 431:
+                    self._refused("headers")
+                await self._reply(writer, request.status, request.reason, deadline)
                 return
             keep = await self._answer(request, reader, writer, deadline)
             if not keep:
                 return
-            async with asyncio.timeout(limits.idle_seconds):
-                first = await reader.readexactly(1)  # the next request's first byte
+            try:
+                async with asyncio.timeout(limits.idle_seconds):
+                    first = await reader.readexactly(1)  # the next request's first byte
+            # Idle for long enough, or closed by the client: the usual end of a connection.
+            except (TimeoutError, asyncio.IncompleteReadError):
+                return
             deadline = loop.time() + limits.request_deadline_seconds
 
     async def _answer(
@@ -282,6 +299,7 @@ class WebhookServer:
             await self._reply(writer, 413, reason, deadline)
             return False
         if self._body_bytes + length > self._limits.max_body_bytes_in_flight:
+            self._refused("body_budget")
             await self._reply(writer, 503, "too many request bodies in flight; retry", deadline)
             return False
         self._body_bytes += length
@@ -303,6 +321,14 @@ class WebhookServer:
         finally:
             self._body_bytes -= length
         return await self._send(writer, status, answer, request.keep_alive)
+
+    def _refused(self, limit: str) -> None:
+        if self._metrics is not None:
+            self._metrics.refused.labels(limit).inc()
+
+    def _count_open(self) -> None:
+        if self._metrics is not None:
+            self._metrics.open_connections.set(self._open)
 
     async def _reply(
         self,
@@ -341,6 +367,12 @@ def _within_open_file_limit(limits: ServerLimits) -> ServerLimits:
 
 
 @dataclass(frozen=True)
+class _Refusal:
+    status: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class _Request:
     method: str
     target: str
@@ -349,30 +381,31 @@ class _Request:
     expects_continue: bool
 
 
-def _parse_head(head: bytes, max_headers: int) -> _Request | str:
+def _parse_head(head: bytes, max_headers: int) -> _Request | _Refusal:
     """The request line and headers (already bounded in size), or what is wrong with them.
 
     The header block is parsed by the standard library's own parser (`http.client`), as
     `http.server` does; chunked bodies are refused (the API server always sends a length)."""
     line, _, rest = head.partition(b"\r\n")
     if rest.count(b"\r\n") - 1 > max_headers:
-        return f"more than {max_headers} headers"
+        return _Refusal(431, f"more than {max_headers} headers")
     parts = line.decode("latin-1").split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        return "not an HTTP/1.x request line"
+        return _Refusal(400, "not an HTTP/1.x request line")
     method, target, version = parts
     try:
         headers = http.client.parse_headers(io.BytesIO(rest))
     # Malformed headers (over-long lines, too many, undecodable): refused like a bad request.
     except (http.client.HTTPException, ValueError) as err:
-        return f"unreadable headers: {type(err).__name__}"
+        status = 431 if isinstance(err, http.client.HTTPException) else 400
+        return _Refusal(status, f"unreadable headers: {type(err).__name__}")
     if headers.get("Transfer-Encoding") is not None:
-        return "chunked bodies are not accepted: send a Content-Length"
+        return _Refusal(400, "chunked bodies are not accepted: send a Content-Length")
     raw_length = headers.get("Content-Length")
     length: int | None = None
     if raw_length is not None:
         if not raw_length.strip().isdigit():
-            return "Content-Length is not a number"
+            return _Refusal(400, "Content-Length is not a number")
         length = int(raw_length)
     connection = (headers.get("Connection") or "").lower()
     keep_alive = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
@@ -398,7 +431,9 @@ def serve_webhook(
     namespace = settings.records_namespace
     lookup = RecordLookup(api, namespace, webhook.lookup_timeout_seconds, metrics)
     admission = NodeAdmission(rules, lookup, metrics)
-    server = WebhookServer(webhook.address, webhook.port, webhook.path, admission.review)
+    server = WebhookServer(
+        webhook.address, webhook.port, webhook.path, admission.review, metrics=metrics
+    )
     source: SecretCertificates | FileCertificates
     if webhook.cert_dir is not None:
         source = FileCertificates(

@@ -80,12 +80,26 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture
-def server(pki: tuple[bytes, bytes, Path]) -> Iterator[WebhookServer]:
-    review_of, _ = admission(FakeReader(record()))
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+def _serve(pki: tuple[bytes, bytes, Path], limits: ServerLimits | None = None) -> WebhookServer:
+    review_of, metrics = admission(FakeReader(record()))
+    served = WebhookServer(
+        "127.0.0.1", 0, "/mutate-nodes", review_of.review, limits=limits, metrics=metrics
+    )
     served.use_certificate(pki[0], pki[1])
     served.start()
+    return served
+
+
+def _refused(server: WebhookServer, limit: str) -> float:
+    metrics = server._metrics
+    assert metrics is not None
+    value: float = metrics.refused.labels(limit)._value.get()
+    return value
+
+
+@pytest.fixture
+def server(pki: tuple[bytes, bytes, Path]) -> Iterator[WebhookServer]:
+    served = _serve(pki)
     yield served
     served.shutdown()
 
@@ -150,6 +164,7 @@ def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time
     assert len(answered) >= 10
     assert max(answered) < WEBHOOK_TIMEOUT_SECONDS
     assert cut >= SLOW_CLIENTS  # every slow client was cut at least once, bytes or not
+    assert _refused(server, "deadline") >= cut
 
 
 def test_a_client_trickling_bytes_is_cut_at_the_request_deadline(
@@ -172,16 +187,13 @@ def test_a_client_trickling_bytes_is_cut_at_the_request_deadline(
                 break
     assert closed_after is not None, "the server kept a trickling client past every byte"
     assert closed_after < REQUEST_DEADLINE_SECONDS + 1.0
+    assert _refused(server, "deadline") == 1
 
 
 def test_past_the_connection_cap_a_client_is_refused_at_once(
     pki: tuple[bytes, bytes, Path],
 ) -> None:
-    review_of, _ = admission(FakeReader(record()))
-    limits = ServerLimits(max_connections=5, request_deadline_seconds=5.0)
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, limits=limits)
-    served.use_certificate(pki[0], pki[1])
-    served.start()
+    served = _serve(pki, ServerLimits(max_connections=5, request_deadline_seconds=5.0))
     held = [_tls_connection(served, pki[2]) for _ in range(5)]
     try:
         started = time.monotonic()
@@ -192,6 +204,7 @@ def test_past_the_connection_cap_a_client_is_refused_at_once(
                 refused = True
         assert refused
         assert time.monotonic() - started < 1.0  # at once, not at a timeout
+        assert _refused(served, "connections") == 1
     finally:
         for conn in held:
             conn.close()
@@ -233,6 +246,7 @@ def test_over_long_headers_are_refused(
     answer = _raw_request(server, pki[2], (head + "Content-Length: 0\r\n\r\n").encode())
     assert answer.startswith(b"HTTP/1.1 431 ") or answer == b""
     assert time.monotonic() - started < 2.0
+    assert _refused(server, "headers") == 1
     assert post(server, pki[2], "/mutate-nodes", body())[0] == 200
 
 
