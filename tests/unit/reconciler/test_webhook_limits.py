@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from nodegate.manifests.settings import WebhookDeploy
+from nodegate.reconciler.settings import WebhookSettings
 from nodegate.reconciler.webhook.server import (
     REQUEST_DEADLINE_SECONDS,
     ServerLimits,
@@ -271,3 +273,12 @@ def test_a_chunked_body_is_refused_for_a_content_length(
     head = b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     answer = _raw_request(server, pki[2], head)
     assert answer.startswith(b"HTTP/1.1 400 ")
+
+
+def test_the_request_deadline_and_the_lookup_budget_fit_the_webhooks_timeout() -> None:
+    # The API server gives up after timeoutSeconds: reading a request and looking its record
+    # up must both fit, with room, inside the default the manifests ship.
+    lookup = WebhookSettings.model_fields["lookup_timeout_seconds"].default
+    shipped = WebhookDeploy.model_fields["timeout_seconds"].default
+
+    assert REQUEST_DEADLINE_SECONDS + lookup < shipped
