@@ -9,6 +9,7 @@ import typer
 
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import check_rules_file
+from nodegate.manifests.tolerations import describe_gate_tolerations
 
 
 def validate(
@@ -17,6 +18,8 @@ def validate(
     """Check rules files; print every problem as FILE:LINE:COL: path: message. Exit 1 if any.
 
     Warnings (FILE:LINE:COL: warning: path: message) are printed too but do not fail the check.
+    A valid file with startup gates gets one `info:` line: the gates the reconciler's
+    Deployment tolerates (its manifests derive them from the rules).
     """
     failed = False
     for path in files:
@@ -36,5 +39,8 @@ def validate(
             f"{len(rules.condition_taints)} condition taints, {len(rules.startup_gates)} "
             f"startup gates, {len(rules.node_pools)} pools{warned})"
         )
+        tolerated = describe_gate_tolerations(rules)
+        if tolerated is not None:
+            typer.echo(f"{path}: info: {tolerated}")
     if failed:
         raise typer.Exit(1)

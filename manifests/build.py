@@ -1,9 +1,10 @@
 """`build_manifests`: the reconciler's Kubernetes objects, in the order they can be applied.
 
 Pure: validated rules text and settings in, a list of plain-data objects out. The Deployment
-depends on the settings only, never on the rules: a rules edit changes the rules ConfigMap
-(and, if it adds or drops init-pod gates, the ClusterRole), the running reconciler
-hot-reloads the ConfigMap, and no pod restarts.
+depends on the settings and, of the rules, only on the gates' keys and effects (its pods
+tolerate their own gates: `nodegate.manifests.tolerations`): any other rules edit changes the
+rules ConfigMap (and, if it adds or drops init-pod gates, the ClusterRole), the running
+reconciler hot-reloads the ConfigMap, and no pod restarts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
 from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.tolerations import pod_tolerations
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
 from nodegate.manifests.webhook import container_ports as webhook_ports
 from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rules
@@ -84,7 +86,7 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
         _service_account(settings),
         *_rbac(document.rules, settings),
         rules_configmap(document, settings),
-        deployment(settings),
+        deployment(settings, document.rules),
         _pod_disruption_budget(settings),
     ]
     if settings.metrics.service:
@@ -215,8 +217,9 @@ def _topology_spread(settings: DeploySettings) -> list[dict[str, Any]]:
     ]
 
 
-def deployment(settings: DeploySettings) -> Manifest:
-    """The reconciler Deployment; a function of the settings alone (see the module doc)."""
+def deployment(settings: DeploySettings, rules: NodeRules) -> Manifest:
+    """The reconciler Deployment: the settings, and the rules' gates as tolerations (see the
+    module doc)."""
     priority = settings.priority_class_name
     pod: dict[str, Any] = {
         "serviceAccountName": settings.name,
@@ -229,9 +232,7 @@ def deployment(settings: DeploySettings) -> Manifest:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "nodeSelector": dict(sorted(settings.node_selector.items())),
-        "tolerations": [
-            t.model_dump(by_alias=True, exclude_none=True) for t in settings.tolerations
-        ],
+        "tolerations": pod_tolerations(rules, settings),
         "topologySpreadConstraints": _topology_spread(settings),
         "terminationGracePeriodSeconds": 30,
         "containers": [_container(settings)],

@@ -216,8 +216,9 @@ class DeploySettings(Frozen):
     """Where the pods may run (the image is Linux-only)."""
     tolerations: tuple[Toleration, ...] = Field(default_factory=_default_tolerations)
     """Default: tolerate every NoSchedule/PreferNoSchedule taint, so the reconciler runs on
-    gated and dedicated nodes too (it is what lifts the gates), but not NoExecute: a failing
-    node evicts it to a healthy one."""
+    dedicated nodes too, but not NoExecute: a failing node evicts it to a healthy one. The
+    rules' own gates are tolerated whatever this says and whatever their effect (the
+    reconciler is what lifts them): `nodegate.manifests.tolerations`."""
     leader_election: LeaderElectionDeploy = Field(default_factory=LeaderElectionDeploy)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     grafana_dashboard: DashboardSettings | None = None

@@ -20,7 +20,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from nodegate.core.model import NodeRules
 from nodegate.core.node_admission import admission_patch
@@ -56,6 +56,19 @@ class WebhookMetrics:
             "nodegate_webhook_review_duration_seconds",
             "Time to answer one admission review, record lookup included.",
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=registry,
+        )
+        self.refused = Counter(
+            "nodegate_webhook_refused",
+            "Connections and requests the server refused at one of its limits (connections: "
+            "at the cap; deadline: a request not read in time; headers: too large or too many; "
+            "body_budget: too many body bytes in flight).",
+            ["limit"],
+            registry=registry,
+        )
+        self.open_connections = Gauge(
+            "nodegate_webhook_open_connections",
+            "Connections the webhook server holds right now (at most its cap).",
             registry=registry,
         )
         self.lookups = Counter(

@@ -186,6 +186,19 @@ def test_a_rules_change_updates_the_configmap_and_leaves_the_deployment_alone(
     assert deployment["metadata"]["generation"] == 1  # no rollout for a rules edit
 
 
+def test_the_deployed_pods_tolerate_the_rules_gates_as_the_builder_says(runs: DeployRuns) -> None:
+    [deployment] = [v for k, v in runs.after_second.items() if k[0] == "Deployment"]
+    [built] = [o for o in _built(runs.changed_rules, runs.settings) if o["kind"] == "Deployment"]
+    live = deployment["spec"]["template"]["spec"]["tolerations"]
+
+    assert live == built["spec"]["template"]["spec"]["tolerations"]
+    assert live[0] == {  # the example rules' gate (manifests/tolerations.py)
+        "key": "startup-taint.cluster-autoscaler.kubernetes.io/initializing",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    }
+
+
 def test_invalid_rules_fail_the_play_before_any_object_is_changed(runs: DeployRuns) -> None:
     assert runs.invalid.returncode != 0
     validate = subprocess.run(

@@ -167,6 +167,23 @@ def test_rules_that_drop_init_pod_gates_drop_pod_access(
     assert resources == ["nodes", "events"]
 
 
+def test_the_deployment_tolerates_a_noexecute_gate_of_the_stacks_rules(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    oke_example["nodegate:rules"] = "rules.yaml"
+    data = example_rules_data()
+    gate = data["startupGates"][0]["taint"]
+    gate["effect"] = "NoExecute"
+    write_rules(project, data)
+
+    run = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    assert run.error is None
+    tolerations = _one(run, "Deployment").inputs["spec"]["template"]["spec"]["tolerations"]
+    assert tolerations[0] == {"key": gate["key"], "operator": "Exists", "effect": "NoExecute"}
+    assert not [t for t in tolerations if t["effect"] == "NoExecute" and "key" not in t]
+
+
 def test_dashboard_and_alerts_are_declared_when_asked(oke_example: dict[str, Any]) -> None:
     oke_example["nodegate:reconciler"]["grafanaDashboard"] = {}
     oke_example["nodegate:reconciler"]["prometheusRule"] = {"labels": {"release": "kps"}}

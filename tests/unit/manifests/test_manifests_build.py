@@ -149,10 +149,18 @@ def test_rules_configmap_carries_exactly_the_validated_rules_text() -> None:
     assert configmap["data"] == {"rules.yaml": text}
 
 
-def test_deployment_depends_on_the_settings_only_never_on_the_rules() -> None:
-    other = RulesDocument.parse(NO_POD_GATES, "other.yaml")
+def test_deployment_depends_on_the_rules_only_through_the_gates_it_tolerates() -> None:
+    same_gate = EXAMPLE_RULES.read_text(encoding="utf-8").replace("timeout: 10m", "timeout: 5m")
+    other_gate = RulesDocument.parse(NO_POD_GATES, "other.yaml")
 
-    assert one(build(other), "Deployment") == one(build(), "Deployment")
+    assert one(build(RulesDocument.parse(same_gate, "r.yaml")), "Deployment") == one(
+        build(), "Deployment"
+    )
+    changed = one(build(other_gate), "Deployment")
+    changed["spec"]["template"]["spec"].pop("tolerations")
+    example = one(build(), "Deployment")
+    example["spec"]["template"]["spec"].pop("tolerations")
+    assert changed == example
 
 
 def _pod(objects: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""What the reconciler's pods tolerate: the settings' tolerations and, always, its own gates.
+
+The reconciler is what lifts startup gates, so it must be able to run on a node that carries
+one, whatever the gate's effect. On a new cluster, a replaced pool or a pool scaled from zero
+every node may be gated; a pod that does not tolerate a `NoExecute` gate (Cilium's
+`node.cilium.io/agent-not-ready` is one) then stays Pending, and nothing ever lifts the gates
+(kubernetes-sigs/node-readiness-controller#98 is the same deadlock).
+
+Why exactly the gates (key and effect, `operator: Exists`) rather than a blanket `NoExecute`
+toleration as node-readiness-controller's chart has: a toleration of every `NoExecute` taint
+tolerates `node.kubernetes.io/unreachable` and `not-ready` for ever, so a replica on a dead node
+is never evicted and the Deployment never replaces it; and it would keep the pods on nodes a
+condition rule (or anyone else) taints `NoExecute` to empty them. node-readiness-controller
+tolerates broadly only because its gates are any `readiness.k8s.io/*` key and Kubernetes has no
+wildcard toleration; nodegate knows every gate key from the rules. `Exists`, not `Equal`: the
+value is not part of a gate's identity (key and effect are, as for the planner), and a node
+born with another value is still gated.
+
+Pure: rules and settings in, tolerations out. The Deployment depends on the rules through this
+function only, so a rules edit that adds, drops or re-keys a gate rolls the pods; other edits
+change the rules ConfigMap alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.core.model import NodeRules
+from nodegate.manifests.settings import DeploySettings, Toleration
+
+
+def gate_tolerations(rules: NodeRules) -> tuple[Toleration, ...]:
+    """One toleration per gate taint (key and effect, any value), former keys included: a node
+    still born with a gate's former key is gated as much as one with its key."""
+    taints = {
+        taint.identity: taint
+        for gate in rules.startup_gates
+        for taint in (gate.taint, *gate.former_taints)
+    }
+    return tuple(Toleration(key=t.key, operator="Exists", effect=t.effect) for t in taints.values())
+
+
+def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str, Any]]:
+    """The Deployment's `tolerations`: the gates' first, then the settings' (minus repeats).
+
+    The gates come first and are not part of the settings, so no `tolerations` setting can
+    drop them; first, because the taint manager evicts by the first toleration that matches a
+    `NoExecute` taint, so a setting with `tolerationSeconds` cannot time the pods out of a
+    gated node either.
+    """
+    listed: list[dict[str, Any]] = []
+    for toleration in (*gate_tolerations(rules), *settings.tolerations):
+        entry = toleration.model_dump(by_alias=True, exclude_none=True)
+        if entry not in listed:
+            listed.append(entry)
+    return listed
+
+
+def describe_gate_tolerations(rules: NodeRules) -> str | None:
+    """The line `nodegate validate` prints: what the reconciler's Deployment tolerates because
+    of these rules (None: no gates, nothing to say), so a gate's effect surprises no one at
+    deploy time. Informational: tolerating exactly its own gates is never the risky part."""
+    gates = gate_tolerations(rules)
+    if not gates:
+        return None
+    listed = ", ".join(f"{t.key}:{t.effect}" for t in gates)
+    return (
+        f"the reconciler's Deployment tolerates its gates ({listed}, any value) besides the "
+        "deploy settings' tolerations"
+    )

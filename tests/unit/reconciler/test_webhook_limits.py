@@ -1,0 +1,284 @@
+"""The webhook server's limits (issue 27): slow clients cost no threads and are cut at the
+whole-request deadline, a legitimate review is still answered within the webhook's timeout,
+past the connection cap a client is refused at once, over-long headers are refused.
+
+The slow clients run in a child process (their TLS handshakes and trickles must not share the
+server's interpreter lock); the server is the real `WebhookServer` on loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodegate.manifests.settings import WebhookDeploy
+from nodegate.reconciler.settings import WebhookSettings
+from nodegate.reconciler.webhook.server import (
+    REQUEST_DEADLINE_SECONDS,
+    ServerLimits,
+    WebhookServer,
+)
+from tests.unit.reconciler.test_webhook import (
+    FakeReader,
+    admission,
+    body,
+    patch_of,
+    pki,
+    post,
+    record,
+)
+
+__all__ = ["pki"]  # the module-scoped certificate fixture, shared with test_webhook
+
+WEBHOOK_TIMEOUT_SECONDS = 2.0
+"""The MutatingWebhookConfiguration's default timeoutSeconds (manifests/settings.py)."""
+SLOW_CLIENTS = 300
+
+SLOW_CLIENT_SCRIPT = r"""
+import asyncio, ssl, sys, time
+
+port, cafile, clients, seconds, every = sys.argv[1:6]
+context = ssl.create_default_context(cafile=cafile)
+cut = 0
+
+async def slow_client(n):
+    global cut
+    stop = time.monotonic() + float(seconds)
+    await asyncio.sleep(n * 0.005)  # stagger the handshakes
+    while time.monotonic() < stop:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(port), ssl=context)
+            for byte in b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\nContent-Length: 9":
+                writer.write(bytes([byte]))
+                await writer.drain()
+                try:
+                    if await asyncio.wait_for(reader.read(1), float(every)) == b"":
+                        break  # the server closed it
+                except asyncio.TimeoutError:
+                    continue  # still open: the next byte
+            else:
+                continue  # every byte sent and never cut: not counted
+        except (OSError, ssl.SSLError):
+            pass
+        cut += 1
+        await asyncio.sleep(0.05)  # and straight back, as an attacker would
+
+async def main():
+    await asyncio.gather(*(slow_client(n) for n in range(int(clients))))
+    print(cut)
+
+asyncio.run(main())
+"""
+
+
+def _serve(pki: tuple[bytes, bytes, Path], limits: ServerLimits | None = None) -> WebhookServer:
+    review_of, metrics = admission(FakeReader(record()))
+    served = WebhookServer(
+        "127.0.0.1", 0, "/mutate-nodes", review_of.review, limits=limits, metrics=metrics
+    )
+    served.use_certificate(pki[0], pki[1])
+    served.start()
+    return served
+
+
+def _refused(server: WebhookServer, limit: str) -> float:
+    metrics = server._metrics
+    assert metrics is not None
+    value: float = metrics.refused.labels(limit)._value.get()
+    return value
+
+
+@pytest.fixture
+def server(pki: tuple[bytes, bytes, Path]) -> Iterator[WebhookServer]:
+    served = _serve(pki)
+    yield served
+    served.shutdown()
+
+
+def _tls_connection(server: WebhookServer, ca_file: Path) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(ca_file))
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time(
+    server: WebhookServer, pki: tuple[bytes, bytes, Path]
+) -> None:
+    attack_seconds = 8.0
+    baseline = threading.active_count()  # this process's threads, the server's loop among them
+    attack = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SLOW_CLIENT_SCRIPT,
+            str(server.port),
+            str(pki[2]),
+            str(SLOW_CLIENTS),
+            str(attack_seconds),
+            "3",  # a byte every 3 s, as long as the server keeps the connection
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        opened = 0
+        deadline = time.monotonic() + attack_seconds / 2
+        while opened < SLOW_CLIENTS * 2 // 3 and time.monotonic() < deadline:
+            opened = max(opened, server.open_connections)
+            time.sleep(0.02)
+        assert opened >= SLOW_CLIENTS * 2 // 3, f"the attack never got going ({opened} open)"
+
+        answered: list[float] = []
+        threads = open_ = 0
+        while attack.poll() is None and len(answered) < 20:
+            started = time.monotonic()
+            status, answer = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
+            answered.append(time.monotonic() - started)
+            assert status == 200 and len(patch_of(answer)) == 2
+            threads = max(threads, threading.active_count() - baseline)
+            open_ = max(open_, server.open_connections)
+            time.sleep(0.2)
+    finally:
+        try:  # the clients stop on their own once the attack time is over
+            out, _ = attack.communicate(timeout=attack_seconds + 20)
+        except subprocess.TimeoutExpired:  # a server that never cuts them: they still wait
+            attack.kill()
+            out, _ = attack.communicate()
+    cut = int(out.strip() or 0) if attack.returncode == 0 else 0
+
+    print(
+        f"{len(answered)} reviews under {SLOW_CLIENTS} slow clients (up to {open_} connections "
+        f"open, {cut} cut): median {statistics.median(answered) * 1000:.0f} ms, "
+        f"max {max(answered) * 1000:.0f} ms; threads added at most {threads}"
+    )
+    assert threads <= ServerLimits().workers  # review threads only, whatever the clients
+    assert len(answered) >= 10
+    assert max(answered) < WEBHOOK_TIMEOUT_SECONDS
+    assert cut >= SLOW_CLIENTS  # every slow client was cut at least once, bytes or not
+    assert _refused(server, "deadline") >= cut
+
+
+def test_a_client_trickling_bytes_is_cut_at_the_request_deadline(
+    server: WebhookServer, pki: tuple[bytes, bytes, Path]
+) -> None:
+    with _tls_connection(server, pki[2]) as conn:
+        started = time.monotonic()
+        closed_after: float | None = None
+        for byte in b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\n" * 10:
+            try:
+                conn.sendall(bytes([byte]))
+                conn.settimeout(0.1)
+                if conn.recv(1) == b"":
+                    closed_after = time.monotonic() - started
+                    break
+            except TimeoutError:
+                continue  # still open; another byte
+            except (ConnectionError, ssl.SSLError):
+                closed_after = time.monotonic() - started
+                break
+    assert closed_after is not None, "the server kept a trickling client past every byte"
+    assert closed_after < REQUEST_DEADLINE_SECONDS + 1.0
+    assert _refused(server, "deadline") == 1
+
+
+def test_past_the_connection_cap_a_client_is_refused_at_once(
+    pki: tuple[bytes, bytes, Path],
+) -> None:
+    served = _serve(pki, ServerLimits(max_connections=5, request_deadline_seconds=5.0))
+    held = [_tls_connection(served, pki[2]) for _ in range(5)]
+    try:
+        started = time.monotonic()
+        with socket.create_connection(("127.0.0.1", served.port), timeout=5) as extra:
+            try:
+                refused = extra.recv(10) == b""
+            except ConnectionResetError:
+                refused = True
+        assert refused
+        assert time.monotonic() - started < 1.0  # at once, not at a timeout
+        assert _refused(served, "connections") == 1
+    finally:
+        for conn in held:
+            conn.close()
+    try:
+        wait = time.monotonic() + 5
+        while served.open_connections and time.monotonic() < wait:
+            time.sleep(0.01)
+        assert post(served, pki[2], "/mutate-nodes", body())[0] == 200
+    finally:
+        served.shutdown()
+
+
+def _raw_request(server: WebhookServer, ca_file: Path, head: bytes) -> bytes:
+    with _tls_connection(server, ca_file) as conn:
+        # Closed while we were still sending: that is a refusal too.
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
+            conn.sendall(head)
+        answer = b""
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
+            while chunk := conn.recv(65536):
+                answer += chunk
+        return answer
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [f"X-Big: {'a' * 65000}"] * 100,  # 100 x 64 KiB, what http.server let through
+        [f"X-{n}: 1" for n in range(65)],
+        [f"X-Long: {'a' * 20000}"],
+    ],
+    ids=["100x64KiB", "65-headers", "one-20KiB-header"],
+)
+def test_over_long_headers_are_refused(
+    server: WebhookServer, pki: tuple[bytes, bytes, Path], headers: list[str]
+) -> None:
+    head = "POST /mutate-nodes HTTP/1.1\r\nHost: x\r\n" + "".join(f"{h}\r\n" for h in headers)
+    started = time.monotonic()
+    answer = _raw_request(server, pki[2], (head + "Content-Length: 0\r\n\r\n").encode())
+    assert answer.startswith(b"HTTP/1.1 431 ") or answer == b""
+    assert time.monotonic() - started < 2.0
+    assert _refused(server, "headers") == 1
+    assert post(server, pki[2], "/mutate-nodes", body())[0] == 200
+
+
+def test_a_kept_alive_connection_serves_one_review_after_another(
+    server: WebhookServer, pki: tuple[bytes, bytes, Path]
+) -> None:
+    context = ssl.create_default_context(cafile=str(pki[2]))
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=5)
+    try:
+        for _ in range(3):
+            connection.request("POST", "/mutate-nodes", body=body())
+            response = connection.getresponse()
+            assert response.status == 200
+            assert len(patch_of(response.read())) == 2
+    finally:
+        connection.close()
+
+
+def test_a_chunked_body_is_refused_for_a_content_length(
+    server: WebhookServer, pki: tuple[bytes, bytes, Path]
+) -> None:
+    head = b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    answer = _raw_request(server, pki[2], head)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+
+
+def test_the_request_deadline_and_the_lookup_budget_fit_the_webhooks_timeout() -> None:
+    # The API server gives up after timeoutSeconds: reading a request and looking its record
+    # up must both fit, with room, inside the default the manifests ship.
+    lookup = WebhookSettings.model_fields["lookup_timeout_seconds"].default
+    shipped = WebhookDeploy.model_fields["timeout_seconds"].default
+
+    assert REQUEST_DEADLINE_SECONDS + lookup < shipped
