@@ -11,21 +11,13 @@ hundred lines of code.
 from __future__ import annotations
 
 import asyncio
-import http.client
-import io
 import logging
-import os
-import resource
 import socket
 import ssl
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from http import HTTPStatus
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
@@ -44,84 +36,16 @@ from nodegate.reconciler.webhook.review import (
     MAX_BODY_BYTES,
     error_body,
 )
-from nodegate.reconciler.webhook.tls import FileCertificates, SecretCertificates
+from nodegate.reconciler.webhook.tls import FileCertificates, SecretCertificates, server_context
+from nodegate.reconciler.webhook.wire import (
+    Refusal,
+    Request,
+    ServerLimits,
+    parse_head,
+    within_open_file_limit,
+)
 
 log = logging.getLogger("nodegate.webhook")
-
-SOCKET_TIMEOUT_SECONDS = 10.0
-"""A kept-alive connection idle this long between requests is closed."""
-REQUEST_DEADLINE_SECONDS = 0.5
-"""The whole-request deadline: reading a request (its TLS handshake too, on a new connection)
-and getting a review thread. The API server sends a review at once and waits `timeoutSeconds`
-(2 s by default, manifests/webhook.py) for the answer: 0.5 s here plus the record lookup's
-budget (1 s) leaves the answer well inside it."""
-
-
-@contextmanager
-def _pem_path(data: bytes) -> Iterator[str]:
-    """A path holding `data`, for `SSLContext.load_cert_chain` (which reads only files).
-
-    An anonymous in-memory file on Linux (the image's root filesystem is read-only, and the
-    key never touches a disk); a private temporary file elsewhere.
-    """
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("nodegate-webhook-pem", os.MFD_CLOEXEC)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            yield f"/proc/self/fd/{fd}"
-        finally:
-            os.close(fd)
-        return
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "pem"
-        path.write_bytes(data)
-        path.chmod(0o600)
-        yield str(path)
-
-
-def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
-    """A TLS (1.2+) server context serving this certificate and key."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    with _pem_path(cert_pem) as cert_file, _pem_path(key_pem) as key_file:
-        context.load_cert_chain(cert_file, key_file)
-    return context
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    """What one replica's webhook server gives any client, whoever it is.
-
-    The port is reachable by whatever can reach the pod (admission webhooks are not
-    authenticated), and the server runs in the leader's process; under `failurePolicy: Fail` a
-    starved server blocks node registration, under `Ignore` nodes are born ungated. So every
-    resource a client can hold is bounded, and past a bound the client is refused at once
-    (connection closed, or 503) instead of queued behind the others: the API server then
-    applies the failure policy now, not at its timeout.
-    """
-
-    max_connections: int = 512
-    """Open connections at once; one more is accepted and closed at once. A connection costs a
-    socket, a coroutine and TLS buffers (tens of KiB), not a thread, so the cap can sit above
-    any number of slow clients a legitimate review must still get past; it is lowered to leave
-    the process 128 descriptors under its open-file limit, so the API client never runs out."""
-    request_deadline_seconds: float = REQUEST_DEADLINE_SECONDS
-    """From a request's first byte (from the accept, TLS handshake included, for a connection's
-    first request) to the end of its body and a free review worker; past it the connection is
-    closed, however steadily the client trickles bytes."""
-    idle_seconds: float = SOCKET_TIMEOUT_SECONDS
-    """How long a kept-alive connection may wait for its next request."""
-    max_header_bytes: int = 16 * 1024
-    """Request line and headers together; more is answered 431 and the connection closed."""
-    max_headers: int = 64
-    """Header lines; more is answered 431 (the API server sends about ten)."""
-    workers: int = 8
-    """Threads that run reviews (the record lookup is a blocking API call)."""
-    max_body_bytes_in_flight: int = 16 * 1024 * 1024
-    """Bodies held at once across connections; a request that would exceed it is answered 503
-    unread, so many large bodies cannot exhaust the container's memory."""
 
 
 class WebhookServer:
@@ -151,7 +75,7 @@ class WebhookServer:
         self._path = path
         self._review = review
         self._max_body_bytes = max_body_bytes
-        self._limits = _within_open_file_limit(limits or ServerLimits())
+        self._limits = within_open_file_limit(limits or ServerLimits())
         self._metrics = metrics
         self._context: ssl.SSLContext | None = None
         # Bound now, so the port is known (and taken) before the server starts.
@@ -163,6 +87,8 @@ class WebhookServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         self._running = threading.Event()
+        self._shut = threading.Event()
+        """Set by `shutdown`: the server loop ending then is expected."""
         self._thread: threading.Thread | None = None
 
     @property
@@ -180,14 +106,16 @@ class WebhookServer:
         self._context = server_context(cert_pem, key_pem)
         self.serving.set()
 
-    def start(self) -> None:
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._serve()), name="webhook", daemon=True
+    def start(self, health: Health | None = None) -> None:
+        """Serve in a thread of its own; with `health`, a server loop that ends before
+        `shutdown` (a bug) fails /healthz instead of leaving the webhook quietly gone."""
+        self._thread = supervised(
+            "webhook", lambda _stop: asyncio.run(self._serve()), self._shut, health or Health()
         )
-        self._thread.start()
         self._running.wait(5)
 
     def shutdown(self) -> None:
+        self._shut.set()
         loop, stopping = self._loop, self._stopping
         if loop is not None and stopping is not None and self._thread is not None:
             loop.call_soon_threadsafe(stopping.set)
@@ -257,8 +185,8 @@ class WebhookServer:
                 self._refused("headers")
                 await self._reply(writer, 431, "request line and headers too large", deadline)
                 return
-            request = _parse_head(head, limits.max_headers)
-            if isinstance(request, _Refusal):
+            request = parse_head(head, limits.max_headers)
+            if isinstance(request, Refusal):
                 if request.status == 431:
                     self._refused("headers")
                 await self._reply(writer, request.status, request.reason, deadline)
@@ -276,7 +204,7 @@ class WebhookServer:
 
     async def _answer(
         self,
-        request: _Request,
+        request: Request,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         deadline: float,
@@ -336,7 +264,7 @@ class WebhookServer:
         status: int,
         reason: str,
         deadline: float,
-        request: _Request | None = None,
+        request: Request | None = None,
     ) -> bool:
         """An error answer; the connection is kept only after a well-formed, fully read request."""
         keep = request is not None and request.keep_alive and request.content_length in (None, 0)
@@ -357,60 +285,6 @@ class WebhookServer:
         async with asyncio.timeout(self._limits.request_deadline_seconds):
             await writer.drain()
         return keep
-
-
-def _within_open_file_limit(limits: ServerLimits) -> ServerLimits:
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or limits.max_connections <= soft - 128:
-        return limits
-    return replace(limits, max_connections=max(1, soft - 128))
-
-
-@dataclass(frozen=True)
-class _Refusal:
-    status: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class _Request:
-    method: str
-    target: str
-    keep_alive: bool
-    content_length: int | None
-    expects_continue: bool
-
-
-def _parse_head(head: bytes, max_headers: int) -> _Request | _Refusal:
-    """The request line and headers (already bounded in size), or what is wrong with them.
-
-    The header block is parsed by the standard library's own parser (`http.client`), as
-    `http.server` does; chunked bodies are refused (the API server always sends a length)."""
-    line, _, rest = head.partition(b"\r\n")
-    if rest.count(b"\r\n") - 1 > max_headers:
-        return _Refusal(431, f"more than {max_headers} headers")
-    parts = line.decode("latin-1").split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        return _Refusal(400, "not an HTTP/1.x request line")
-    method, target, version = parts
-    try:
-        headers = http.client.parse_headers(io.BytesIO(rest))
-    # Malformed headers (over-long lines, too many, undecodable): refused like a bad request.
-    except (http.client.HTTPException, ValueError) as err:
-        status = 431 if isinstance(err, http.client.HTTPException) else 400
-        return _Refusal(status, f"unreadable headers: {type(err).__name__}")
-    if headers.get("Transfer-Encoding") is not None:
-        return _Refusal(400, "chunked bodies are not accepted: send a Content-Length")
-    raw_length = headers.get("Content-Length")
-    length: int | None = None
-    if raw_length is not None:
-        if not raw_length.strip().isdigit():
-            return _Refusal(400, "Content-Length is not a number")
-        length = int(raw_length)
-    connection = (headers.get("Connection") or "").lower()
-    keep_alive = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
-    expects = (headers.get("Expect") or "").lower() == "100-continue"
-    return _Request(method, target, keep_alive, length, expects)
 
 
 def serve_webhook(
@@ -449,7 +323,7 @@ def serve_webhook(
             server.use_certificate,
             interval_seconds=webhook.cert_check_seconds,
         )
-    server.start()
+    server.start(health)
     supervised("webhook-certificates", source.run, stop, health)
     log.info(
         "webhook starting",

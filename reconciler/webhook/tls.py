@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
+import ssl
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -200,3 +204,36 @@ def _keep_syncing(sync: Callable[[], None], interval: float, stop: threading.Eve
             log.exception("webhook certificate check failed")
             delay = backoff.next_delay()
         stop.wait(delay)
+
+
+@contextmanager
+def _pem_path(data: bytes) -> Iterator[str]:
+    """A path holding `data`, for `SSLContext.load_cert_chain` (which reads only files).
+
+    An anonymous in-memory file on Linux (the image's root filesystem is read-only, and the
+    key never touches a disk); a private temporary file elsewhere.
+    """
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("nodegate-webhook-pem", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "pem"
+        path.write_bytes(data)
+        path.chmod(0o600)
+        yield str(path)
+
+
+def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+    """A TLS (1.2+) server context serving this certificate and key."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with _pem_path(cert_pem) as cert_file, _pem_path(key_pem) as key_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context

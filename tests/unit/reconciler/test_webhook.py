@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from nodegate.core.loader import parse_rules
 from nodegate.core.persisted_labels import LabelRecord, encode_record, record_name
 from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.main import readiness
 from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics
@@ -287,3 +288,32 @@ def test_a_replica_serving_the_webhook_is_not_ready_before_it_has_a_certificate(
         assert ready()[0] is True
     finally:
         served.shutdown()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_server_loop_that_ends_before_shutdown_fails_health() -> None:
+    review_of, _ = admission(FakeReader(record()))
+    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+
+    async def broken() -> None:
+        raise RuntimeError("a bug in the server loop")
+
+    served._serve = broken  # type: ignore[method-assign]
+    health = Health()
+    served.start(health)
+    deadline = time.monotonic() + 5
+    while health.check()[0] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if served._thread is not None:
+        served._thread.join(5)  # its exception is reported within this test
+    healthy, why = health.check()
+    assert not healthy and "webhook" in why
+    served.shutdown()
+
+
+def test_a_server_shut_down_leaves_health_alone() -> None:
+    health = Health()
+    other = WebhookServer("127.0.0.1", 0, "/mutate-nodes", lambda body: (200, b""))
+    other.start(health)
+    other.shutdown()
+    assert health.check() == (True, "ok")
