@@ -88,6 +88,8 @@ class Controller:
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         metrics.gate_census.source = self._gate_census
         self._first_seen: dict[str, dict[tuple[str, str, str], datetime]] = {}
+        self._running = threading.Event()
+        """Set while `run` runs: only then are watches started for the rules."""
 
     def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
@@ -160,12 +162,20 @@ class Controller:
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.gate_pods.follow(update.rules)
+        self._follow_records()
         old = self._keep_annotation
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
         self._keep_annotation = annotation_filter(update.rules)
         if needs_relist:  # the new rules read annotations the cache has been dropping
             self.informer.request_relist()
         self._enqueue_all("resync")
+
+    def _follow_records(self) -> None:
+        """Watch the label records while the rules in force persist labels (once running)."""
+        rules = self.rules
+        wanted = rules is not None and rules.persistent_labels is not None
+        if self._running.is_set():
+            self.labels.follow(wanted, self._health)
 
     def _gate_census(self) -> GateCensus | None:
         rules = self.rules
@@ -256,7 +266,6 @@ class Controller:
         health = self._health
         threads = [
             supervised("informer", self.informer.run, stop, health),
-            supervised("label-records", self.labels.informer.run, stop, health),
             supervised(
                 "label-gc",
                 lambda s: self.labels.collect(s, lambda: self.rules, self._live_uids),
@@ -268,6 +277,8 @@ class Controller:
             supervised(f"worker-{i}", self._worker.run, stop, health)
             for i in range(self._settings.workers)
         ]
+        self._running.set()
+        self._follow_records()
         while not stop.wait(self._settings.resync_seconds):
             if not self._history.persisted:
                 self._history.persist()
@@ -275,6 +286,8 @@ class Controller:
                 self._enqueue_all("resync")
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
+        self._running.clear()
+        self.labels.follow(False, health)
         self.queue.shutdown()
         self.gate_pods.stop_all()
         for thread in threads:

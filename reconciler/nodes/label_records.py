@@ -26,6 +26,7 @@ from nodegate.core.persisted_labels import (
 )
 from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.worker import Retry
 from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
@@ -61,10 +62,23 @@ class LabelRecords:
         self._deleted: dict[str, NodeState] = {}
         """Nodes deleted since their last reconcile: their records are marked gone."""
         self._lock = threading.Lock()
+        self._watching: threading.Event | None = None
+        """The stop event of the records' watch while it runs."""
 
     @property
     def informer(self) -> Informer[StoredRecord]:
         return self._store.informer
+
+    def follow(self, wanted: bool, health: Health) -> None:
+        """Watch the records while the rules persist labels, and only then: the shipped RBAC
+        lets the reconciler list them only for such rules (least privilege)."""
+        with self._lock:
+            if wanted and self._watching is None:
+                self._watching = threading.Event()
+                supervised("label-records", self._store.informer.run, self._watching, health)
+            elif not wanted and self._watching is not None:
+                self._watching.set()
+                self._watching = None
 
     def synced(self) -> bool:
         """Whether the records are cached: before that, no node's labels can be decided."""

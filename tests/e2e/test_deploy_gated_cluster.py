@@ -211,13 +211,8 @@ def test_every_node_gated_noexecute_the_shipped_reconciler_is_scheduled_and_lift
             "the untolerating pod bound once the gates were lifted",
         )
         assert reconciler.metric("nodegate_errors_total") == 0
-        # The label-record informer lists record ConfigMaps whatever the rules, while the
-        # builder grants that only to rules with persistentLabels (these have none): a known
-        # gap, reported with issue 27 and not this test's subject. Nothing else is refused.
-        refused = [
-            line
-            for line in reconciler.logs().splitlines()
-            if "Forbidden" in line and '"informer": "label-records"' not in line
-        ]
+        # The shipped RBAC is least privilege (no record ConfigMaps for rules that persist no
+        # labels) and the reconciler asks for nothing more: nothing is refused.
+        refused = [line for line in reconciler.logs().splitlines() if "Forbidden" in line]
         assert refused == []
     print(f"gates lifted {lifted:.1f}s after the reconciler process started")

@@ -498,3 +498,26 @@ def test_the_resync_forgets_nodes_whose_delete_was_never_seen() -> None:
     stop.set()
     thread.join(10)
     assert len(controller.gates) == 0
+
+
+def records_listed(api: FakeApi) -> int:
+    return sum(1 for name, detail in api.calls if name == "list_page" and detail[0] == "ConfigMap")
+
+
+def test_label_records_are_watched_only_while_the_rules_persist_labels() -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    controller = synced(api, resync_seconds=60, workers=1)
+    controller.offer_rules(update(CI_RULES))
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    assert records_listed(api) == 0  # the shipped RBAC grants no list for such rules
+    controller.offer_rules(update(PERSIST_RULES))
+    deadline = time.monotonic() + 5
+    while not controller.labels.synced() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(10)
+    assert records_listed(api) >= 1 and controller.labels.synced()
