@@ -231,3 +231,32 @@ def wait_for_record(
         TIMEOUT,
         f"record of {key}",
     )
+
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def init_daemonset(
+    app: str, node_selector: dict[str, str], gate_key: str, requests: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The per-node agent a startup gate waits for: it tolerates the gate, as an init or CNI
+    agent does, so it runs on gated nodes (kwok runs its pod; the image is never pulled)."""
+    container: dict[str, Any] = {"name": "init", "image": PAUSE_IMAGE}
+    if requests is not None:
+        container["resources"] = {"requests": requests}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": app},
+        "spec": {
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {
+                    "nodeSelector": node_selector,
+                    "tolerations": [{"key": gate_key, "operator": "Exists"}],
+                    "containers": [container],
+                },
+            },
+        },
+    }

@@ -31,7 +31,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
-from tests.e2e.reconciler_fixtures import taints_of
+from tests.e2e.reconciler_fixtures import init_daemonset, taints_of
 from tests.e2e.reconciler_process import running_reconciler
 from tests.e2e.shipped_manifests import (
     service_account_kubeconfig,
@@ -61,26 +61,6 @@ def _rules(pool: str, init_app: str) -> str:
               pods: {{namespace: default, selector: {{app: {init_app}}}}}
         """
     )
-
-
-def _init_daemonset(app: str, on_pool: dict[str, str]) -> dict[str, Any]:
-    """The per-node agent the gate waits for; it tolerates the gate, as a CNI agent does."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": app},
-        "spec": {
-            "selector": {"matchLabels": {"app": app}},
-            "template": {
-                "metadata": {"labels": {"app": app}},
-                "spec": {
-                    "nodeSelector": on_pool,
-                    "tolerations": [{"key": GATE[0], "operator": "Exists"}],
-                    "containers": [{"name": "agent", "image": POD_IMAGE}],
-                },
-            },
-        },
-    }
 
 
 def _untolerating_pod(name: str, on_pool: dict[str, str]) -> dict[str, Any]:
@@ -145,7 +125,7 @@ def gated_cluster(
         stack.callback(_ignore_missing, rbac.delete_cluster_role_binding, name)
         stack.callback(_ignore_missing, core.delete_namespace, namespace)
         utils.create_from_yaml(plane.client, yaml_objects=objects)  # type: ignore[no-untyped-call]
-        daemonset = _init_daemonset(init_app, on_pool)
+        daemonset = init_daemonset(init_app, on_pool, GATE[0])
         apps.create_namespaced_daemon_set("default", daemonset)  # type: ignore[arg-type]
         stack.callback(_ignore_missing, apps.delete_namespaced_daemon_set, init_app, "default")
         core.create_namespaced_pod("default", _untolerating_pod(waiting, on_pool))  # type: ignore[arg-type]

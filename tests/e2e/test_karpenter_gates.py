@@ -29,7 +29,13 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS, LocalKarpenter
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.reconciler_fixtures import HEADER, configmap_putter, taints_of, wait_for_event
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    configmap_putter,
+    init_daemonset,
+    taints_of,
+    wait_for_event,
+)
 from tests.e2e.reconciler_process import running_reconciler
 
 pytestmark = [pytest.mark.karpenter, pytest.mark.timeout(600)]
@@ -145,31 +151,6 @@ def born_gated_policy(nodepool: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return policy, binding
 
 
-def init_daemonset(app: str, pool: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": app},
-        "spec": {
-            "selector": {"matchLabels": {"app": app}},
-            "template": {
-                "metadata": {"labels": {"app": app}},
-                "spec": {
-                    "nodeSelector": {POOL_LABEL: pool},
-                    "tolerations": [{"key": GATE_KEY, "operator": "Exists"}],
-                    "containers": [
-                        {
-                            "name": "init",
-                            "image": POD_IMAGE,
-                            "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}},
-                        }
-                    ],
-                },
-            },
-        },
-    }
-
-
 def workload(name: str, pool: str) -> dict[str, Any]:
     """Pods that fit one node together and do not tolerate the gate."""
     return {
@@ -261,7 +242,10 @@ def start_scene(
         "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings", binding
     )
     time.sleep(2.0)  # the API server loads new admission policies asynchronously
-    scene.apps.create_namespaced_daemon_set("default", init_daemonset(scene.app, scene.pool))  # type: ignore[arg-type]
+    agent = init_daemonset(
+        scene.app, {POOL_LABEL: scene.pool}, GATE_KEY, {"cpu": "50m", "memory": "32Mi"}
+    )
+    scene.apps.create_namespaced_daemon_set("default", agent)  # type: ignore[arg-type]
     stack.callback(scene.apps.delete_namespaced_daemon_set, scene.app, "default")
     pool = rules.pool(scene.pool)
     assert pool is not None

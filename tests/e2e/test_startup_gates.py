@@ -22,6 +22,7 @@ from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     configmap_putter,
+    init_daemonset,
     read_node,
     taints_of,
     wait_for_event,
@@ -292,26 +293,6 @@ def test_backfill_gates_an_idle_node_and_leaves_a_busy_one_alone(
     assert GATE not in taints_of(core_v1, busy)
 
 
-def init_daemonset(app: str, node_selector: dict[str, str]) -> dict[str, Any]:
-    """The per-node init DaemonSet: it tolerates the gate, so it runs on gated nodes."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": app},
-        "spec": {
-            "selector": {"matchLabels": {"app": app}},
-            "template": {
-                "metadata": {"labels": {"app": app}},
-                "spec": {
-                    "nodeSelector": node_selector,
-                    "tolerations": [{"key": GATE[0], "operator": "Exists"}],
-                    "containers": [{"name": "init", "image": POD_IMAGE}],
-                },
-            },
-        },
-    }
-
-
 def workload_deployment(name: str, node_selector: dict[str, str]) -> dict[str, Any]:
     """Two replicas that do not tolerate the gate: they wait for the lift."""
     return {
@@ -378,7 +359,7 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
     with ExitStack() as stack:
         reconciler = start_reconciler(stack, scheduling_control_plane, tmp_path, unique_name)(rules)
         on_pool = {"example.com/pool": pool}
-        daemonset = init_daemonset(app, on_pool)
+        daemonset = init_daemonset(app, on_pool, GATE[0])
         workload = workload_deployment(f"work-{unique_name}"[:63], on_pool)
         apps.create_namespaced_daemon_set("default", daemonset)  # type: ignore[arg-type]
         apps.create_namespaced_deployment("default", workload)  # type: ignore[arg-type]
