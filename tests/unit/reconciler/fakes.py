@@ -101,14 +101,14 @@ class FakeApi:
     ) -> Iterator[tuple[str, RawObject]]:
         self._enter("watch", resource_version)
         self.watch_timeouts.append(timeout_seconds)
-        quiet_until = time.monotonic() + self.watch_quiet_seconds
+        opened = time.monotonic()
         while True:
             if cancel is not None and cancel.cancelled:
                 return  # cut by the informer
             try:
                 event = self.watch_events.get(timeout=0.05)
             except queue.Empty:
-                if time.monotonic() < quiet_until:
+                if time.monotonic() - opened < self.watch_quiet_seconds:
                     continue  # a quiet but open watch, as a real one is until its timeout
                 return  # the server ended the watch
             if event == END_OF_WATCH:
