@@ -146,6 +146,12 @@ class Metrics:
         self.is_leader = Gauge(
             "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
         )
+        self.fence_held = Gauge(
+            "nodegate_leader_fence_held",
+            "1 while this replica may write to nodes: leader election is off, or its last "
+            "Lease renewal started less than the renew deadline ago.",
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "nodegate_queue_depth",
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
