@@ -170,13 +170,14 @@ def test_a_leader_cut_off_from_the_api_server_stops_before_the_standby_leads(
 
 LEASE_FOR_SLOW_READS = (
     "--lease-duration-seconds",
-    "12",
+    "16",
     "--renew-deadline-seconds",
-    "9",
+    "12",
     "--retry-period-seconds",
     "1",
 )
-"""Lease reads slowed by 4 s: a renewal every ~5 s, well inside the 9 s renew deadline."""
+"""Lease reads slowed by 4 s: a renewal every ~5 s; the fence must span from one attempt's start
+to the next one's end (4 + 1 + 4 s and the writes), inside the 12 s renew deadline."""
 
 
 def fence_held(replica: ReconcilerProcess) -> bool:
