@@ -17,8 +17,9 @@ client-go does (ReadIdleTimeout 30 s + PingTimeout 15 s):
 * a watch asks the server to end it after `timeout_seconds` (about 20 s): kube-apiserver sends a
   bookmark 2 s before that and then ends it, so a healthy watch is never silent for longer, and
   one silent for `WATCH_SILENCE_SLACK_SECONDS` more is presumed dead (`WatchStalledError`);
-* a timed-out read drops the pool's idle connections (they took the same path), so the retry
-  dials afresh instead of finding the next dead connection;
+* a timed-out read drops the pool's idle connections and severs every other open watch of the
+  client (they took the same path), so all are re-established at once, on new connections,
+  instead of each after its own silence or on the next dead pooled connection;
 * TCP keepalive is on, so the kernel closes an idle pooled connection whose peer vanished.
 
 Every failure leaves this module as one of the `KubeError` kinds below, whatever the transport
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import itertools
 import json
 import random
 import threading
@@ -279,6 +281,23 @@ class KubeApi:
         self.core = client.CoreV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
+        self._watches: dict[int, tuple[Any, list[bool]]] = {}
+        """Open watches: their responses, and whether each was severed (below)."""
+        self._watch_ids = itertools.count()
+        self._watches_lock = threading.Lock()
+
+    def _path_dead(self, but: int | None = None) -> None:
+        """A read timed out: the path to the API server is presumed dead. Its idle connections
+        are dropped and every other open watch is severed (its read cut, a `WatchStalledError`
+        raised), so all of them are re-established now, not each after its own silence: one
+        dead HTTP/2 connection takes all its streams with it in client-go too."""
+        drop_idle_connections(self.api_client)
+        with self._watches_lock:
+            others = [watch for key, watch in self._watches.items() if key != but]
+        for response, severed in others:
+            severed[0] = True
+            with contextlib.suppress(Exception):
+                response.shutdown()
 
     def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
         if selection.kind == "Node":
@@ -352,18 +371,29 @@ class KubeApi:
             raise WatchStalledError(f"watch not answered within {silence:.0f}s: {err}") from err
         if cancel is not None:
             cancel.on_cancel(response.shutdown)
+        key, severed = next(self._watch_ids), [False]
+        with self._watches_lock:
+            self._watches[key] = (response, severed)
         try:
             lines = iter_resp_lines(response)
             while True:
                 try:
                     line = next(lines)
                 except StopIteration:
+                    if severed[0]:
+                        raise WatchStalledError(
+                            "another watch went silent: presumed dead too"
+                        ) from None
                     return
                 except _TRANSPORT_ERRORS as err:
                     if cancel is not None and cancel.cancelled:
                         return
+                    if severed[0]:
+                        raise WatchStalledError(
+                            "another watch went silent: presumed dead too"
+                        ) from err
                     if _timed_out(err):
-                        drop_idle_connections(self.api_client)
+                        self._path_dead(but=key)
                         raise WatchStalledError(
                             f"watch delivered nothing for {silence:.0f}s: presumed dead"
                         ) from err
@@ -384,6 +414,8 @@ class KubeApi:
                     raise classify(ApiException(status=status, reason=str(raw.get("message"))))
                 yield kind, raw
         finally:
+            with self._watches_lock:
+                self._watches.pop(key, None)
             response.close()
             response.release_conn()
 
@@ -446,11 +478,11 @@ class KubeApi:
         return cast(RawObject, _json(response))
 
     def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`call`, and after a timed-out read, the pool's idle connections dropped."""
+        """`call`; a timed-out read means the path is dead (`_path_dead`)."""
         try:
             return call(function, *args, **kwargs)
         except TimedOutError:
-            drop_idle_connections(self.api_client)
+            self._path_dead()
             raise
 
     def _read_or_none(self, read_call: Callable[..., Any], *args: Any) -> RawObject | None:

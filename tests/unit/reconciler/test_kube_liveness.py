@@ -78,3 +78,29 @@ def test_a_cancelled_watch_ends_at_once_even_while_its_read_is_blocked(silent: K
     started = time.monotonic()
     assert list(events) == []
     assert time.monotonic() - started < 3
+
+
+def test_one_silent_watch_takes_the_clients_other_watches_with_it(
+    silent: KubeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other watches took the same path: re-established now, not after their own bound."""
+    monkeypatch.setattr(kube, "WATCH_SILENCE_SLACK_SECONDS", 0.5)
+    long = silent.watch(Selection("Node"), "1", timeout_seconds=60)
+    assert next(long)[0] == "BOOKMARK"
+    failed: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            list(long)
+        except BaseException as err:
+            failed.append(err)
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    short = silent.watch(Selection("Node"), "1", timeout_seconds=1)
+    assert next(short)[0] == "BOOKMARK"
+    with pytest.raises(WatchStalledError):
+        next(short)
+    follower.join(timeout=3)
+    assert not follower.is_alive()
+    assert len(failed) == 1 and isinstance(failed[0], WatchStalledError)
