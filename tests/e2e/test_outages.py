@@ -160,6 +160,7 @@ def test_changes_made_during_a_silent_partition_converge_within_45s_after_it_hea
             assert took < PARTITION_BAR_SECONDS
         logs = "".join(r.logs() for r in started)
         assert "presumed dead" in logs
+        assert "Retrying" not in logs  # urllib3's line per connect retry
         for informer in ("nodes", "rules"):
             starts = [
                 line
