@@ -116,6 +116,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
             election_client, settings.leader_election, lambda on: metrics.is_leader.set(int(on))
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
+    metrics.fence_held.set_function(lambda: int(fence.holds()))
     controller = Controller(settings, api, recorder, metrics, history, health, fence)
     latest_rules = LatestRules()
     watcher = RulesWatcher(

@@ -143,8 +143,11 @@ class ReconcilerSettings(BaseModel):
     `nodegate.dev/confirm-rules=<digest>`). The held-rules Event names the digest."""
     list_page_size: int = Field(default=200, ge=10, le=5000)
     """Objects per LIST page when (re)listing: bounds the memory a relist needs."""
-    watch_timeout_seconds: int = Field(default=120, ge=10)
-    """Server-side watch timeout (jittered up to twice this), after which the watch resumes."""
+    watch_timeout_seconds: int = Field(default=20, ge=10, le=55)
+    """Server-side watch timeout (jittered up to a quarter more), after which the watch resumes.
+    It is also each watch's liveness bound: the API server sends a bookmark 2 s before it ends a
+    watch, so one silent for this long plus 5 s is presumed dead (a silent partition) and
+    resumed on a new connection. Keep it under the server's 60 s bookmark period."""
     leader_election: Annotated[LeaderElectionSettings, FlagGroup()] = Field(
         default_factory=LeaderElectionSettings
     )

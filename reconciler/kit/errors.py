@@ -34,3 +34,14 @@ class NotFoundError(KubeError):
 
 class GoneError(KubeError):
     """410: a watch's or a list continuation's resourceVersion is too old; list again."""
+
+
+class TimedOutError(TemporaryError):
+    """No byte arrived within the call's read deadline: the connection is presumed dead (a
+    partition that neither closes nor refuses it), so the pool's idle connections, which took
+    the same path, are dropped too."""
+
+
+class WatchStalledError(TimedOutError):
+    """A watch delivered nothing (no event, no bookmark, no end) for longer than its liveness
+    bound: presumed dead, and resumed from the last resourceVersion on a new connection."""

@@ -4,7 +4,17 @@ The official client offers the watch stream but no informer, so this keeps clien
 reflector contract: a paginated LIST, then WATCH from its resourceVersion; a watch that ends or
 breaks is resumed from the last resourceVersion seen; 410 Gone means LIST again and report the
 difference, so no event is lost across reconnects. Every failure backs off with jitter
-(800 ms doubling to 30 s), whatever was raised: the loop only ends when `stop` is set.
+(800 ms doubling to 15 s, each wait stretched by up to 100 %), whatever was raised: the loop
+only ends when `stop` is set. The cap is half client-go's so that, after an outage of any
+length, the next attempt comes at most 30 s after the network is back.
+
+A watch that stays silent past its liveness bound (`kube.WatchStalledError`) is one more
+failure: resumed from the last resourceVersion on a new connection. A run of failures (a
+partition, an outage) is logged once when it starts and once when it ends, not once per retry;
+`on_error` is told every failure, for metrics.
+
+`request_relist` interrupts the current watch (its read is cut), so a relist after a rules
+change that reads more of each object happens at once, not when the watch would have ended.
 
 Memory: the cache holds what `transform` makes of each object (a slim view), never the raw
 object, and a relist replaces entries page by page instead of building a second full cache.
@@ -19,13 +29,21 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import GoneError
-from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection, watch_timeout
+from nodegate.reconciler.kit.errors import GoneError, WatchStalledError
+from nodegate.reconciler.kit.kube import (
+    ListWatch,
+    RawObject,
+    Selection,
+    WatchCancel,
+    watch_timeout,
+)
 
 log = logging.getLogger("nodegate.informer")
 
 V = TypeVar("V")
 
+MAX_RETRY_SECONDS = 15.0
+"""The informers' backoff cap (jitter may stretch a wait to twice this)."""
 MIN_WATCH_SECONDS = 1.0
 """A watch that ends sooner than this having delivered nothing counts as a failure."""
 
@@ -52,7 +70,7 @@ class Informer(Generic[V]):
         handler: Handler[V],
         *,
         page_size: int = 200,
-        watch_timeout_seconds: int = 120,
+        watch_timeout_seconds: int = 20,
         backoff: Backoff | None = None,
         on_error: ErrorHook | None = None,
         on_synced: Callable[[], None] | None = None,
@@ -64,12 +82,15 @@ class Informer(Generic[V]):
         self._handler = handler
         self._page_size = page_size
         self._watch_timeout = watch_timeout_seconds
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or Backoff(cap_seconds=MAX_RETRY_SECONDS)
         self._on_error = on_error
         self.on_synced = on_synced
         self._cache: dict[str, V] = {}
         self._lock = threading.Lock()
         self._relist_requested = threading.Event()
+        self._current_watch: WatchCancel | None = None
+        self._failing_since: float | None = None
+        self._failures = 0
         self._resource_version = ""
         self.synced = threading.Event()
 
@@ -104,8 +125,12 @@ class Informer(Generic[V]):
             self._cache.pop(key, None)
 
     def request_relist(self) -> None:
-        """List again at the next opportunity (what `transform` keeps has changed)."""
+        """List again now (what `transform` keeps has changed): the current watch is cut."""
         self._relist_requested.set()
+        with self._lock:
+            current = self._current_watch
+        if current is not None:
+            current.cancel()
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -116,7 +141,7 @@ class Informer(Generic[V]):
                 if not self._resource_version or self._relist_requested.is_set():
                     self._relist_requested.clear()
                     self._resource_version = self._relist(stop)
-                    self._backoff.reset()
+                    self._succeeded()
                 self._watch(stop)
             except GoneError:
                 log.info("watch expired (410); listing again", extra={"informer": self.name})
@@ -124,18 +149,45 @@ class Informer(Generic[V]):
             except Exception as err:
                 # Anything at all (network, API, a bug in a handler): back off and carry on
                 # from the last resourceVersion seen; a stale one answers 410 and forces a relist.
-                delay = self._backoff.next_delay()
-                log.warning(
-                    "list/watch failed; retrying",
-                    extra={
-                        "informer": self.name,
-                        "error": f"{type(err).__name__}: {err}",
-                        "retry_in_seconds": round(delay, 2),
-                    },
-                )
-                if self._on_error is not None:
-                    self._on_error(self.name, err)
-                stop.wait(delay)
+                self._failed(err, stop)
+
+    def _failed(self, err: Exception, stop: threading.Event) -> None:
+        """Back off; the first failure of a run is logged (a warning), later ones are not."""
+        delay = self._backoff.next_delay()
+        self._failures += 1
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+            stalled = isinstance(err, WatchStalledError)
+            log.warning(
+                "watch silent past its bound; presumed dead, resuming on a new connection"
+                if stalled
+                else "list/watch failed; retrying with backoff until it works (logged once)",
+                extra={
+                    "informer": self.name,
+                    "error": f"{type(err).__name__}: {err}",
+                    "retry_in_seconds": round(delay, 2),
+                },
+            )
+        else:
+            log.debug("list/watch failed again", extra={"informer": self.name, "error": str(err)})
+        if self._on_error is not None:
+            self._on_error(self.name, err)
+        stop.wait(delay)
+
+    def _succeeded(self) -> None:
+        """A list or a watch event went through: the end of a run of failures is logged once."""
+        self._backoff.reset()
+        if self._failing_since is not None:
+            log.warning(
+                "list/watch works again",
+                extra={
+                    "informer": self.name,
+                    "failures": self._failures,
+                    "down_seconds": round(time.monotonic() - self._failing_since, 1),
+                },
+            )
+            self._failing_since = None
+            self._failures = 0
 
     def _relist(self, stop: threading.Event) -> str:
         """A paginated LIST; entries are replaced as pages arrive, deletions reported last."""
@@ -173,15 +225,21 @@ class Informer(Generic[V]):
         """Follow one watch until it ends, recording each resourceVersion as it is seen."""
         started = time.monotonic()
         delivered = 0
+        cancel = WatchCancel()
+        with self._lock:
+            self._current_watch = cancel
+        if self._relist_requested.is_set():
+            return  # asked for between the check in `run` and now: relist first
         events = self._api.watch(
-            self._selection, self._resource_version, watch_timeout(self._watch_timeout)
+            self._selection, self._resource_version, watch_timeout(self._watch_timeout), cancel
         )
         for kind, raw in events:
             delivered += 1
-            if stop.is_set():
+            if stop.is_set() or cancel.cancelled:
                 break
             meta = raw.get("metadata") or {}
             self._resource_version = str(meta.get("resourceVersion") or self._resource_version)
+            self._succeeded()
             if kind == "BOOKMARK":
                 continue
             if kind == "DELETED":
@@ -191,7 +249,8 @@ class Informer(Generic[V]):
                 self._dispatch(key, old, None)
             else:
                 self._upsert(raw, None)
-            self._backoff.reset()
+        if cancel.cancelled:
+            return
         if not delivered and time.monotonic() - started < MIN_WATCH_SECONDS and not stop.is_set():
             # Something in between closes watches at once: don't reconnect in a hot loop.
             stop.wait(self._backoff.next_delay())

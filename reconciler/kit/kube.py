@@ -6,16 +6,34 @@ reconciler keeps only a slim view of each object anyway (see `informer.py`). Wat
 read line by line here for the same reason: the client's `Watch.stream` deserialises every event
 into model classes (and its `deserialize=False` path cannot read ERROR events).
 
-Every call carries a client-side timeout, so a half-open connection cannot hang a thread, and
-every failure leaves this module as one of the `KubeError` kinds below, whatever the transport
+Every connection has a liveness bound, because a partition that neither closes nor refuses a
+connection (a stuck load balancer, a NAT that lost its state) is otherwise noticed only by the
+kernel, after many minutes, and Python's client speaks HTTP/1.1, so it has no HTTP/2 pings as
+client-go does (ReadIdleTimeout 30 s + PingTimeout 15 s):
+
+* an ordinary call waits at most `REQUEST_TIMEOUT_SECONDS` for a byte, and a timed-out read is
+  never retried under the caller (urllib3 would retry a GET three times, on the pool's other
+  dead connections);
+* a watch asks the server to end it after `timeout_seconds` (about 20 s): kube-apiserver sends a
+  bookmark 2 s before that and then ends it, so a healthy watch is never silent for longer, and
+  one silent for `WATCH_SILENCE_SLACK_SECONDS` more is presumed dead (`WatchStalledError`);
+* a timed-out read drops the pool's idle connections and severs every other open watch of the
+  client (they took the same path), so all are re-established at once, on new connections,
+  instead of each after its own silence or on the next dead pooled connection;
+* TCP keepalive is on, so the kernel closes an idle pooled connection whose peer vanished.
+
+Every failure leaves this module as one of the `KubeError` kinds below, whatever the transport
 raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import itertools
 import json
 import random
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
@@ -23,6 +41,7 @@ from typing import Any, Literal, Protocol, cast
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 from kubernetes.watch.watch import iter_resp_lines
 
 from nodegate.reconciler.kit.errors import (
@@ -32,15 +51,24 @@ from nodegate.reconciler.kit.errors import (
     NotFoundError,
     PermanentError,
     TemporaryError,
+    TimedOutError,
+    WatchStalledError,
 )
 
 RawObject = dict[str, Any]
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 REQUEST_TIMEOUT_SECONDS = 30.0
-"""Read timeout of an ordinary call (a list page, a read, a write)."""
-WATCH_READ_SLACK_SECONDS = 30.0
-"""A watch may be silent this long past its server-side timeout before the client gives up."""
+"""Read timeout of an ordinary call (a list page, a read, a write): its deadline, since a
+timed-out read is not retried."""
+WATCH_SILENCE_SLACK_SECONDS = 5.0
+"""A watch may be silent this long past its server-side timeout before it is presumed dead (the
+server ends it at the timeout, after a bookmark 2 s before)."""
+KEEPALIVE_IDLE_SECONDS = 15
+KEEPALIVE_INTERVAL_SECONDS = 5
+KEEPALIVE_PROBES = 3
+"""TCP keepalive: an idle connection whose peer is gone is closed by the kernel within
+15 + 3 x 5 = 30 s, so the pool never hands it out (client-go asks for 30 s idle, Go's 15 s x 9)."""
 
 
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
@@ -71,6 +99,14 @@ def classify(err: ApiException) -> KubeError:
     return PermanentError(text, status)
 
 
+def _timed_out(err: BaseException) -> bool:
+    """A read that waited past its deadline (also when urllib3 wraps it in MaxRetryError)."""
+    reason = getattr(err, "reason", None)
+    return isinstance(err, urllib3.exceptions.ReadTimeoutError) or isinstance(
+        reason, urllib3.exceptions.ReadTimeoutError
+    )
+
+
 def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run one client call, mapping every failure to a `KubeError` kind."""
     try:
@@ -78,7 +114,14 @@ def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except ApiException as err:
         raise classify(err) from err
     except _TRANSPORT_ERRORS as err:
-        raise TemporaryError(f"{type(err).__name__}: {err}") from err
+        kind = TimedOutError if _timed_out(err) else TemporaryError
+        raise kind(f"{type(err).__name__}: {err}") from err
+
+
+def drop_idle_connections(api_client: client.ApiClient) -> None:
+    """Close the pool's idle connections: after one timed out, the others (same path, same
+    partition) are presumed dead too. Connections in use are closed when they come back."""
+    api_client.rest_client.pool_manager.clear()
 
 
 def _json(response: Any) -> Any:
@@ -109,6 +152,11 @@ def load_api_client(kubeconfig: str | None, connections: int | None = None) -> c
     pool.connection_pool_kw["timeout"] = urllib3.Timeout(
         connect=CONNECT_TIMEOUT_SECONDS, read=REQUEST_TIMEOUT_SECONDS
     )
+    # A read that timed out is the caller's to retry (on a new connection), never urllib3's.
+    pool.connection_pool_kw["retries"] = urllib3.Retry(total=3, read=0, redirect=0)
+    pool.connection_pool_kw["socket_options"] = tcp_keepalive_socket_options(
+        KEEPALIVE_IDLE_SECONDS, KEEPALIVE_INTERVAL_SECONDS, KEEPALIVE_PROBES
+    )
     return api_client
 
 
@@ -136,13 +184,50 @@ class Page:
     continue_token: str | None
 
 
+class WatchCancel:
+    """Ends one watch from another thread, at once: a blocked read is interrupted (the informer
+    asks for it when a relist must not wait for the watch's own end)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._hooks: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        with self._lock:
+            return self._cancelled
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Call `hook` when cancelled (at once if already cancelled)."""
+        with self._lock:
+            if not self._cancelled:
+                self._hooks.append(hook)
+                return
+        hook()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            with contextlib.suppress(Exception):
+                hook()
+
+
 class ListWatch(Protocol):
     """What an informer needs (client-go's ListerWatcher)."""
 
     def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page: ...
 
     def watch(
-        self, selection: Selection, resource_version: str, timeout_seconds: int
+        self,
+        selection: Selection,
+        resource_version: str,
+        timeout_seconds: int,
+        cancel: WatchCancel | None = None,
     ) -> Iterator[tuple[str, RawObject]]: ...
 
 
@@ -179,8 +264,9 @@ class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, Protocol):
 
 
 def watch_timeout(base_seconds: int) -> int:
-    """A server-side watch timeout in [base, 2*base), so replicas don't reconnect in step."""
-    return base_seconds + random.randrange(max(1, base_seconds))
+    """A server-side watch timeout in [base, 1.25*base), so replicas don't reconnect in step
+    (the jitter is small: the timeout is also the watch's liveness bound)."""
+    return base_seconds + random.randrange(max(1, base_seconds // 4))
 
 
 class KubeApi:
@@ -195,6 +281,23 @@ class KubeApi:
         self.core = client.CoreV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
+        self._watches: dict[int, tuple[Any, list[bool]]] = {}
+        """Open watches: their responses, and whether each was severed (below)."""
+        self._watch_ids = itertools.count()
+        self._watches_lock = threading.Lock()
+
+    def _path_dead(self, but: int | None = None) -> None:
+        """A read timed out: the path to the API server is presumed dead. Its idle connections
+        are dropped and every other open watch is severed (its read cut, a `WatchStalledError`
+        raised), so all of them are re-established now, not each after its own silence: one
+        dead HTTP/2 connection takes all its streams with it in client-go too."""
+        drop_idle_connections(self.api_client)
+        with self._watches_lock:
+            others = [watch for key, watch in self._watches.items() if key != but]
+        for response, severed in others:
+            severed[0] = True
+            with contextlib.suppress(Exception):
+                response.shutdown()
 
     def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
         if selection.kind == "Node":
@@ -225,7 +328,7 @@ class KubeApi:
         kwargs: dict[str, Any] = {"limit": limit, **self._selectors(selection)}
         if continue_token:
             kwargs["_continue"] = continue_token
-        response = call(
+        response = self._call(
             list_call, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
         )
         data = _json(response)
@@ -237,36 +340,68 @@ class KubeApi:
         )
 
     def watch(
-        self, selection: Selection, resource_version: str, timeout_seconds: int
+        self,
+        selection: Selection,
+        resource_version: str,
+        timeout_seconds: int,
+        cancel: WatchCancel | None = None,
     ) -> Iterator[tuple[str, RawObject]]:
         """(type, raw object) events after `resource_version`, until the server ends the watch.
 
         An ERROR event becomes the matching `KubeError` (410 -> `GoneError`); the generator ends
-        normally when the server closes the stream at its timeout.
+        normally when the server closes the stream at its timeout, or when `cancel` is
+        cancelled. Silence past `timeout_seconds + WATCH_SILENCE_SLACK_SECONDS` raises
+        `WatchStalledError`: the server would have sent a bookmark or ended the watch by then.
         """
         list_call, args = self._list_call(selection)
-        response = call(
-            list_call,
-            *args,
-            watch=True,
-            resource_version=resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout_seconds,
-            _preload_content=False,
-            _request_timeout=(CONNECT_TIMEOUT_SECONDS, timeout_seconds + WATCH_READ_SLACK_SECONDS),
-            **self._selectors(selection),
-        )
+        silence = timeout_seconds + WATCH_SILENCE_SLACK_SECONDS
+        try:
+            response = self._call(
+                list_call,
+                *args,
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_seconds,
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT_SECONDS, silence),
+                **self._selectors(selection),
+            )
+        except TimedOutError as err:
+            raise WatchStalledError(f"watch not answered within {silence:.0f}s: {err}") from err
+        if cancel is not None:
+            cancel.on_cancel(response.shutdown)
+        key, severed = next(self._watch_ids), [False]
+        with self._watches_lock:
+            self._watches[key] = (response, severed)
         try:
             lines = iter_resp_lines(response)
             while True:
                 try:
                     line = next(lines)
                 except StopIteration:
+                    if severed[0]:
+                        raise WatchStalledError(
+                            "another watch went silent: presumed dead too"
+                        ) from None
                     return
                 except _TRANSPORT_ERRORS as err:
+                    if cancel is not None and cancel.cancelled:
+                        return
+                    if severed[0]:
+                        raise WatchStalledError(
+                            "another watch went silent: presumed dead too"
+                        ) from err
+                    if _timed_out(err):
+                        self._path_dead(but=key)
+                        raise WatchStalledError(
+                            f"watch delivered nothing for {silence:.0f}s: presumed dead"
+                        ) from err
                     raise TemporaryError(
                         f"watch stream broke: {type(err).__name__}: {err}"
                     ) from err
+                if cancel is not None and cancel.cancelled:
+                    return
                 if not line.strip():
                     continue
                 try:
@@ -279,6 +414,8 @@ class KubeApi:
                     raise classify(ApiException(status=status, reason=str(raw.get("message"))))
                 yield kind, raw
         finally:
+            with self._watches_lock:
+                self._watches.pop(key, None)
             response.close()
             response.release_conn()
 
@@ -335,10 +472,18 @@ class KubeApi:
 
     def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
         """One call with our timeout, answered as raw JSON."""
-        response = call(
+        response = self._call(
             function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
         )
         return cast(RawObject, _json(response))
+
+    def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`call`; a timed-out read means the path is dead (`_path_dead`)."""
+        try:
+            return call(function, *args, **kwargs)
+        except TimedOutError:
+            self._path_dead()
+            raise
 
     def _read_or_none(self, read_call: Callable[..., Any], *args: Any) -> RawObject | None:
         """The object as raw JSON, or None if it does not exist."""

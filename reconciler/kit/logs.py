@@ -41,3 +41,6 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None, root: b
         logger.propagate = False
     logging.getLogger("kubernetes").setLevel(logging.WARNING)
     logging.getLogger("urllib3").setLevel(logging.WARNING)
+    # urllib3 warns on each connect retry ("Retrying ... after connection broken"): during an
+    # outage that is a line per attempt, which the informers and the elector already say once.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)

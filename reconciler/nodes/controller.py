@@ -79,7 +79,7 @@ class Controller:
             self._on_node_event,
             page_size=settings.list_page_size,
             watch_timeout_seconds=settings.watch_timeout_seconds,
-            on_error=lambda informer, _err: metrics.informer_errors.labels(informer).inc(),
+            on_error=metrics.on_informer_error,
             on_synced=self._consider_rules,
         )
         self._in_force = RulesInForce(

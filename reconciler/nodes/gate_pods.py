@@ -141,7 +141,7 @@ class GatePods:
             lambda raw: slim_pod(raw, self._keep),
             lambda key, old, new: self._on_pod(source, key, old, new),
             watch_timeout_seconds=self._watch_timeout,
-            on_error=lambda name, _err: self._metrics.informer_errors.labels(name).inc(),
+            on_error=self._metrics.on_informer_error,
         )
         self._informers[source] = (informer, informer_stop)
         self._by_node[source] = {}

@@ -75,7 +75,7 @@ class LabelStore:
             Selection("ConfigMap", namespace, label_selector=selector),
             stored_record,
             self._on_record,
-            on_error=lambda informer, _err: metrics.informer_errors.labels(informer).inc(),
+            on_error=metrics.on_informer_error,
         )
 
     def _on_record(self, _key: str, _old: StoredRecord | None, _new: StoredRecord | None) -> None:

@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from nodegate.core.gate_census import AGE_BUCKETS, GateCensus
+from nodegate.reconciler.kit.errors import WatchStalledError
 
 _go_float = cast(Callable[[float], str], floatToGoString)  # untyped in prometheus_client
 AGE_BUCKET_LABELS = tuple(_go_float(bound) for bound in AGE_BUCKETS)
@@ -145,6 +146,12 @@ class Metrics:
         self.is_leader = Gauge(
             "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
         )
+        self.fence_held = Gauge(
+            "nodegate_leader_fence_held",
+            "1 while this replica may write to nodes: leader election is off, or its last "
+            "Lease renewal started less than the renew deadline ago.",
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "nodegate_queue_depth",
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
@@ -163,6 +170,13 @@ class Metrics:
             ["informer"],
             registry=r,
         )
+        self.watch_stalls = Counter(
+            "nodegate_watch_stalls",
+            "Watches presumed dead after a silence past their liveness bound (a partition that "
+            "neither closes nor refuses the connection); each is resumed on a new connection.",
+            ["informer"],
+            registry=r,
+        )
         self.cached_objects = Gauge(
             "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
         )
@@ -172,6 +186,12 @@ class Metrics:
             ["loop"],
             registry=r,
         )
+
+    def on_informer_error(self, informer: str, err: BaseException) -> None:
+        """The informers' `on_error`: every failure counted, a dead watch also as a stall."""
+        self.informer_errors.labels(informer).inc()
+        if isinstance(err, WatchStalledError):
+            self.watch_stalls.labels(informer).inc()
 
     def _labels(self, r: CollectorRegistry) -> None:
         """Persisted-label records."""

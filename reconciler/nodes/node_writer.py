@@ -59,10 +59,18 @@ class NodeWriter:
         waited = self._limiter.wait(self.stop)
         if waited:
             self._metrics.write_wait_seconds.inc(waited)
-        if not self._fence.holds():
-            raise TemporaryError("leadership not proven after the rate-limit wait")
+        # Refused (TemporaryError) unless leading, and counted in flight while it runs, so a
+        # hand-back of the Lease waits for it.
+        with self._fence.writing():
+            self._patch(node, node_plan)
+        self._metrics.writes.labels("ok").inc()
+        self._count_changes(node_plan)
+        log.info("changed node", extra={"node": name, "change": summary})
+        self._recorder.on_node(name, node.state.uid, "NodegateUpdated", summary)
+
+    def _patch(self, node: CachedNode, node_plan: NodePlan) -> None:
         try:
-            self._api.patch_node(name, merge_patch(node, node_plan))
+            self._api.patch_node(node.state.name, merge_patch(node, node_plan))
         except ConflictError:
             self._metrics.conflicts.inc()
             raise
@@ -73,10 +81,6 @@ class NodeWriter:
             self._metrics.writes.labels("error").inc()
             self._refused(node, err)
             raise
-        self._metrics.writes.labels("ok").inc()
-        self._count_changes(node_plan)
-        log.info("changed node", extra={"node": name, "change": summary})
-        self._recorder.on_node(name, node.state.uid, "NodegateUpdated", summary)
 
     def forget(self, name: str) -> None:
         """The node is gone: a node of the same name later is told its dry run afresh."""

@@ -96,7 +96,7 @@ class RulesWatcher:
             lambda raw: raw,
             self._on_configmap,
             watch_timeout_seconds=self._settings.watch_timeout_seconds,
-            on_error=lambda informer, _err: self._metrics.informer_errors.labels(informer).inc(),
+            on_error=self._metrics.on_informer_error,
         )
         informer.on_synced = lambda: None if len(informer) else self._missing(namespace, name)
         informer.run(stop)

@@ -77,14 +77,21 @@ class ReconcilerProcess:
 
 @contextmanager
 def running_reconciler(
-    kubeconfig: Path, log_dir: Path, *args: str, wait_ready: bool = True
+    kubeconfig: Path,
+    log_dir: Path,
+    *args: str,
+    wait_ready: bool = True,
+    module: str = "nodegate.cli",
+    env: dict[str, str] | None = None,
 ) -> Iterator[ReconcilerProcess]:
+    """`module` and `env`: a wrapper of the CLI and its settings (tests.e2e.skewed_reconciler)."""
     port = free_port()
     log_path = log_dir / f"reconciler-{port}.log"
-    argv = [sys.executable, "-m", "nodegate.cli", "reconcile", "--kubeconfig", str(kubeconfig)]
+    argv = [sys.executable, "-m", module, "reconcile", "--kubeconfig", str(kubeconfig)]
     argv += ["--http-port", str(port), *args]
+    environ = {**os.environ, **(env or {})}
     with log_path.open("wb") as log_file:
-        process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=os.environ)
+        process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=environ)
     reconciler = ReconcilerProcess(process, port, log_path)
     try:
         if wait_ready:

@@ -2,18 +2,31 @@
 outage (a network partition), while other clients still reach the server.
 
 Hand-written test support (no library offers a partition switch on loopback): bytes are pumped
-both ways by two threads per connection; `partition()` stops forwarding on open connections
-and leaves new ones unanswered, so requests hang as on a half-open connection until the
-client's own timeout, the hardest case for a leader to notice.
+both ways by two threads per connection. `partition()` stops forwarding on every open
+connection without closing it (no FIN, no RST): what a stuck load balancer or a NAT that dropped
+its state does, so requests hang until the client's own deadline, the hardest case to notice.
+Those connections stay dead after `heal()`, as they would behind a NAT that forgot them; only
+new connections work again. During the partition new connections are black-holed the same way,
+or, with `refuse_new=True`, refused (reset at once) as by a load balancer with no backend.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Link:
+    """One client connection and its upstream; `dead` once a partition caught it."""
+
+    sockets: tuple[socket.socket, socket.socket]
+    dead: threading.Event = field(default_factory=threading.Event)
 
 
 class PartitionProxy:
@@ -21,59 +34,82 @@ class PartitionProxy:
         self._upstream = ("127.0.0.1", upstream_port)
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
-        self._open = threading.Event()
-        self._open.set()
-        self._closed = False
-        self._sockets: list[socket.socket] = []
+        self._partitioned = False
+        self._refusing = False
+        self._closing = threading.Event()
+        self._links: list[_Link] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def partition(self) -> None:
-        self._open.clear()
+    def partition(self, refuse_new: bool = False) -> None:
+        """Stop forwarding on every open connection, for good; new ones are black-holed too,
+        or refused with `refuse_new`, until `heal()`."""
+        with self._lock:
+            self._partitioned, self._refusing = True, refuse_new
+            for link in self._links:
+                link.dead.set()
 
     def heal(self) -> None:
-        self._open.set()
+        """New connections work again (the ones the partition caught stay dead)."""
+        with self._lock:
+            self._partitioned = self._refusing = False
 
     def close(self) -> None:
-        self._closed = True
-        self._open.set()
+        self._closing.set()
         with self._lock:
-            for sock in [self._listener, *self._sockets]:
-                with contextlib.suppress(OSError):
-                    sock.close()
+            sockets = [self._listener, *(s for link in self._links for s in link.sockets)]
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def _accept(self) -> None:
-        while not self._closed:
+        while not self._closing.is_set():
             try:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            with self._lock:
+                refusing, partitioned = self._refusing, self._partitioned
+            if refusing:
+                # SO_LINGER 0: close with RST, as a refused connection looks to the client.
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self._upstream, timeout=5)
+                upstream.settimeout(None)
             except OSError:
                 client.close()
                 continue
+            link = _Link((client, upstream))
+            if partitioned:
+                link.dead.set()
             with self._lock:
-                self._sockets += [client, upstream]
+                self._links.append(link)
             for source, target in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(link, source, target), daemon=True
+                ).start()
 
-    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+    def _pump(self, link: _Link, source: socket.socket, target: socket.socket) -> None:
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
-                self._open.wait()  # partitioned: hold the bytes, as a dead network would
-                if self._closed:
-                    break
+                if link.dead.is_set():
+                    # Black-holed: hold the bytes and the connection, say nothing, for good.
+                    self._closing.wait()
+                    return
                 target.sendall(data)
         except OSError:
             pass
-        finally:
-            for sock in (source, target):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        if link.dead.is_set():
+            self._closing.wait()  # a dead path carries no FIN either
+            return
+        for sock in (source, target):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 @contextmanager

@@ -166,3 +166,54 @@ def test_a_leader_cut_off_from_the_api_server_stops_before_the_standby_leads(
                 wait_for_taints(
                     core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t
                 )
+
+
+LEASE_FOR_SLOW_READS = (
+    "--lease-duration-seconds",
+    "16",
+    "--renew-deadline-seconds",
+    "12",
+    "--retry-period-seconds",
+    "1",
+)
+"""Lease reads slowed by 4 s: a renewal every ~5 s; the fence must span from one attempt's start
+to the next one's end (4 + 1 + 4 s and the writes), inside the 12 s renew deadline."""
+
+
+def fence_held(replica: ReconcilerProcess) -> bool:
+    return "\nnodegate_leader_fence_held 1.0" in replica.get("/metrics")[1]
+
+
+def test_a_stepped_wall_clock_and_slow_lease_reads_never_put_both_fences_up(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[[str], str],
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """The leader's Lease reads take 4 s (its renewals still in time); the standby's wall clock
+    steps 60 s forward. Takeover is decided on each replica's monotonic clock, so the standby
+    keeps waiting and the two write fences are never up at once (sampled every ~20 ms)."""
+    ref = rules_configmap(RULES)
+    lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
+    args = ("--rules-configmap", ref, *lease, *LEASE_FOR_SLOW_READS)
+    step_file = tmp_path / "wall-step"
+    step_file.write_text("0")
+    skewed = "tests.e2e.skewed_reconciler"
+    slow = {"NODEGATE_TEST_LEASE_READ_DELAY": "4"}
+    stepped = {"NODEGATE_TEST_WALL_STEP_FILE": str(step_file)}
+    kubeconfig = control_plane.kubeconfig_path
+    with running_reconciler(kubeconfig, tmp_path, *args, module=skewed, env=slow) as leader:
+        wait_until(lambda: leader_of([leader]), 30, "first replica leads")
+        with running_reconciler(kubeconfig, tmp_path, *args, module=skewed, env=stepped) as standby:
+            time.sleep(2)
+            step_file.write_text("60")
+            samples = both = 0
+            until = time.monotonic() + 15
+            while time.monotonic() < until:
+                leader_fence, standby_fence = fence_held(leader), fence_held(standby)
+                samples += 1
+                both += leader_fence and standby_fence
+                time.sleep(0.02)
+            print(f"clock step: both fences up in {both} of {samples} samples")
+            assert both == 0
+            assert leader_of([leader, standby]) == [leader]

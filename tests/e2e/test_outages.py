@@ -1,12 +1,15 @@
-"""The reconciler rides out an API-server crash: no restart, no lost or duplicated writes.
+"""The reconciler rides out an API-server crash (no restart, no lost or duplicated writes) and
+a silent partition (noticed and healed within 45 s of the network's return).
 
-A control plane of its own (module-scoped), since its API server is killed mid-run.
+The crash test has a control plane of its own (module-scoped), since its API server is killed
+mid-run; the partition tests share the session's, since only their own proxy fails.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,9 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.reconciler_fixtures import RULES, patch_labels, wait_for_taints
+from tests.e2e.reconciler_fixtures import HEADER, RULES, patch_labels, wait_for_taints
 from tests.e2e.reconciler_process import running_reconciler
+from tests.e2e.tcp_proxy import partition_proxy
 
 CI = ("example.com/dedicated", "NoSchedule")
 CONVERGE_SECONDS = 30
@@ -68,3 +72,100 @@ def test_reconciler_recovers_from_an_api_server_crash_without_a_restart(
 def _taints(core: k8s_client.CoreV1Api, name: str) -> set[tuple[str, str]]:
     spec = core.read_node(name).spec
     return {(t.key, t.effect) for t in ((spec.taints if spec else None) or [])}
+
+
+PARTITION_BAR_SECONDS = 45.0
+"""The bar (client-go notices a dead HTTP/2 connection in about 45 s): a change made during a
+silent partition is in force this soon after the network returns."""
+OUTAGES = (8, 35)
+LEASE_SURVIVING_A_SHORT_OUTAGE = (
+    "--lease-duration-seconds",
+    "20",
+    "--renew-deadline-seconds",
+    "15",
+    "--retry-period-seconds",
+    "2",
+)
+"""An 8 s partition is shorter than the renew deadline, so the leader keeps leading and its own
+dead watches must be noticed; a 35 s one ends its leadership (exit 3) and the standby, cut off
+too, takes over once the network is back."""
+
+
+def _via(proxy_port: int, plane: LocalControlPlane, path: Path) -> Path:
+    path.write_text(
+        plane.kubeconfig_path.read_text().replace(
+            plane.server_url, f"https://127.0.0.1:{proxy_port}"
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize("leader_election", [False, True], ids=["alone", "two-replicas-on-a-lease"])
+def test_changes_made_during_a_silent_partition_converge_within_45s_after_it_heals(
+    leader_election: bool,
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """Every connection of the reconciler goes through a proxy that stops forwarding without
+    closing anything and refuses new connections: a stuck load balancer. An 8 s and then a
+    35 s partition; during each a node is created and another node's label flips."""
+    value = unique_name[-6:]
+    label = "example.com/partitioned"
+    taint = (label, "NoSchedule")
+    rules = HEADER + (
+        "labelTaints:\n"
+        f"  - {{name: partitioned, match: {{labels: {{{label}: '{value}'}}}}, "
+        f"taint: {{key: {label}, value: '{value}', effect: NoSchedule}}}}\n"
+    )
+    ref = rules_configmap(rules)
+    flags: tuple[str, ...] = ("--rules-configmap", ref, "--no-leader-elect")
+    if leader_election:
+        lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
+        flags = ("--rules-configmap", ref, *lease, *LEASE_SURVIVING_A_SHORT_OUTAGE)
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    with partition_proxy(api_port) as proxy, ExitStack() as replicas:
+        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+        started = [
+            replicas.enter_context(running_reconciler(kubeconfig, tmp_path, *flags))
+            for _ in range(2 if leader_election else 1)
+        ]
+        existing = make_node("existing", labels={label: value})
+        wait_for_taints(core_v1, existing, lambda t: taint in t)
+        labelled = True
+        for outage in OUTAGES:
+            proxy.partition(refuse_new=True)
+            new = make_node(f"new-{outage}", labels={label: value})
+            labelled = not labelled
+            patch_labels(core_v1, existing, {label: value if labelled else None})
+            time.sleep(outage)
+            proxy.heal()
+            healed = time.monotonic()
+
+            def converged(new: str = new, labelled: bool = labelled) -> bool:
+                on_existing = taint in _taints(core_v1, existing)
+                return taint in _taints(core_v1, new) and on_existing == labelled
+
+            wait_until(
+                converged,
+                PARTITION_BAR_SECONDS + 30,
+                f"convergence after a {outage}s partition",
+                interval=0.2,
+            )
+            took = time.monotonic() - healed
+            print(f"{outage}s silent partition: converged {took:.1f}s after the network returned")
+            assert took < PARTITION_BAR_SECONDS
+        logs = "".join(r.logs() for r in started)
+        assert "presumed dead" in logs
+        assert "Retrying" not in logs  # urllib3's line per connect retry
+        for informer in ("nodes", "rules"):
+            starts = [
+                line
+                for line in logs.splitlines()
+                if f'"informer": "{informer}"' in line
+                and ("list/watch failed" in line or "presumed dead" in line)
+            ]
+            assert len(starts) <= len(OUTAGES) * len(started), starts  # once per outage

@@ -11,12 +11,13 @@ import copy
 import itertools
 import queue
 import threading
+import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import Any
 
 from nodegate.reconciler.kit.errors import ConflictError, GoneError, NotFoundError
-from nodegate.reconciler.kit.kube import Page, RawObject, Selection
+from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
 
 END_OF_WATCH: tuple[str, RawObject] = ("END", {})
 
@@ -37,6 +38,9 @@ class FakeApi:
         self.failures: dict[str, deque[BaseException]] = defaultdict(deque)
         self.calls: list[tuple[str, Any]] = []
         self.watch_events: queue.Queue[tuple[str, RawObject]] = queue.Queue()
+        self.watch_quiet_seconds = 0.0
+        """How long a watch with nothing to deliver stays open (0: it ends at once)."""
+        self.watch_timeouts: list[int] = []
         self._rv = itertools.count(1)
         self._names = itertools.count(1)
         self._lock = threading.Lock()
@@ -89,13 +93,23 @@ class FakeApi:
         return Page(page, str(next(self._rv)), str(start + limit) if more else None)
 
     def watch(
-        self, selection: Selection, resource_version: str, timeout_seconds: int
+        self,
+        selection: Selection,
+        resource_version: str,
+        timeout_seconds: int,
+        cancel: WatchCancel | None = None,
     ) -> Iterator[tuple[str, RawObject]]:
         self._enter("watch", resource_version)
+        self.watch_timeouts.append(timeout_seconds)
+        opened = time.monotonic()
         while True:
+            if cancel is not None and cancel.cancelled:
+                return  # cut by the informer
             try:
                 event = self.watch_events.get(timeout=0.05)
             except queue.Empty:
+                if time.monotonic() - opened < self.watch_quiet_seconds:
+                    continue  # a quiet but open watch, as a real one is until its timeout
                 return  # the server ended the watch
             if event == END_OF_WATCH:
                 return

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
 import urllib3
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.errors import TemporaryError, WatchStalledError
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection
 from tests.unit.reconciler.fakes import FakeApi, fake_node, gone
@@ -169,3 +171,74 @@ def test_a_failing_handler_does_not_stop_the_informer() -> None:
     stop.set()
     thread.join(timeout=5)
     assert handled == ["b"]
+
+
+def test_request_relist_cuts_the_current_watch_and_lists_at_once() -> None:
+    """A rules change that reads more of each object must not wait for the watch to end."""
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.watch_quiet_seconds = 60.0  # an open, quiet watch: it would end only after a minute
+    with running(api, []) as informer:
+        eventually(informer.synced.is_set)
+        eventually(lambda: api.count("watch") == 1)
+        asked = time.monotonic()
+        informer.request_relist()
+        eventually(lambda: api.count("list_page") == 2, timeout=2.0)
+        relisted_after = time.monotonic() - asked
+        api.watch_quiet_seconds = 0.0
+    assert relisted_after < 1.0
+
+
+def test_a_stalled_watch_resumes_from_the_last_resource_version_and_is_reported() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    errors: list[BaseException] = []
+    informer: Informer[str] = Informer(
+        "nodes",
+        api,
+        Selection("Node"),
+        names,
+        lambda *_: None,
+        backoff=Backoff(initial_seconds=0.01, cap_seconds=0.05),
+        on_error=lambda _n, err: errors.append(err),
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        eventually(informer.synced.is_set)
+        bookmark = {"metadata": {"resourceVersion": "91"}}
+        api.push_watch("BOOKMARK", bookmark)
+        api.push_watch("RAISE", {"error": WatchStalledError("silent for 25s")})
+        eventually(lambda: api.count("watch") >= 2)
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+    assert api.count("list_page") == 1
+    assert [rv for call, rv in api.calls if call == "watch"][1] == "91"
+    assert any(isinstance(err, WatchStalledError) for err in errors)
+
+
+def test_a_run_of_failures_is_logged_once_when_it_starts_and_once_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.fail("list_page", *[TemporaryError("connection refused") for _ in range(6)])
+    caplog.set_level(logging.INFO, logger="nodegate.informer")
+    with running(api, []) as informer:
+        eventually(informer.synced.is_set)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("list/watch failed")
+    assert warnings[1] == "list/watch works again"
+    assert api.count("list_page") == 7
+
+
+def test_watches_ask_the_server_to_end_them_within_a_quarter_past_the_timeout() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    with running(api, [], watch_timeout_seconds=20) as informer:
+        eventually(informer.synced.is_set)
+        eventually(lambda: len(api.watch_timeouts) >= 20)
+    assert all(20 <= t < 25 for t in api.watch_timeouts)

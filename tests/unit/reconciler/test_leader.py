@@ -1,0 +1,219 @@
+"""Leader election decided on each replica's own monotonic clock, and the fence that covers
+writes in flight at hand-back. A fake Lease API and injected clocks; the e2e tier runs the same
+against a real API server with a stepped wall clock and slowed Lease reads."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
+from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.kit.leader import Election, LeaderElector, LeaderFence
+
+
+@dataclass(frozen=True)
+class Settings:
+    identity: str
+    lease_name: str = "lease"
+    lease_namespace: str = "default"
+    lease_duration_seconds: int = 15
+    renew_deadline_seconds: int = 10
+    retry_period_seconds: int = 2
+
+
+class FakeLeaseApi:
+    def __init__(self) -> None:
+        self.lease: RawObject | None = None
+        self.replaced: list[RawObject] = []
+        self._rv = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def read_lease(self, namespace: str, name: str) -> RawObject | None:
+        with self._lock:
+            return copy.deepcopy(self.lease)
+
+    def create_lease(self, namespace: str, body: RawObject) -> RawObject:
+        with self._lock:
+            if self.lease is not None:
+                raise ConflictError("exists")
+            self.lease = {**copy.deepcopy(body), "metadata": {"resourceVersion": "0"}}
+            return copy.deepcopy(self.lease)
+
+    def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject:
+        with self._lock:
+            assert self.lease is not None
+            if body["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
+                raise ConflictError("changed")
+            self.lease = copy.deepcopy(body)
+            self.lease["metadata"] = {"resourceVersion": str(next(self._rv))}
+            self.replaced.append(copy.deepcopy(self.lease))
+            return copy.deepcopy(self.lease)
+
+    @property
+    def holder(self) -> str:
+        return str(((self.lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def election(api: FakeLeaseApi, me: str, clock: Clock, wall_offset: float = 0.0) -> Election:
+    start = datetime(2026, 11, 24, tzinfo=UTC)
+    settings = Settings(identity=me)
+    return Election(
+        api,
+        settings,
+        LeaderFence(settings.renew_deadline_seconds, clock),
+        clock,
+        wall=lambda: start + timedelta(seconds=clock.now + wall_offset),
+    )
+
+
+def test_a_standby_whose_wall_clock_steps_forward_never_takes_over_a_renewing_leader() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = election(api, "leader", clock)
+    assert leader.attempt()
+    standby = election(api, "standby", clock, wall_offset=60)  # its wall clock 60 s ahead
+    assert not standby.attempt()
+    for _ in range(30):  # a minute of renewals every 2 s
+        clock.now += 2
+        assert leader.attempt()
+        assert not standby.attempt()
+    assert api.holder == "leader"
+
+
+def test_a_standby_takes_over_a_lease_duration_after_it_last_saw_the_record_change() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = election(api, "leader", clock)
+    standby = election(api, "standby", clock)
+    assert leader.attempt()
+    clock.now += 5
+    assert not standby.attempt()  # first sight of the record: the wait starts now
+    clock.now += 14.9
+    assert not standby.attempt()
+    clock.now += 0.1
+    assert standby.attempt()
+    assert api.holder == "standby"
+
+
+def test_a_standby_does_not_trust_an_old_renew_time_in_the_record() -> None:
+    """The record's renewTime is an hour old by its writer's clock: only our own observation
+    counts, so a fresh standby still waits a whole lease duration."""
+    api, clock = FakeLeaseApi(), Clock()
+    old = election(api, "leader", clock, wall_offset=-3600)
+    assert old.attempt()
+    standby = election(api, "standby", clock)
+    assert not standby.attempt()
+    clock.now += 14
+    assert not standby.attempt()
+
+
+def test_a_released_lease_is_taken_at_once() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = election(api, "leader", clock)
+    standby = election(api, "standby", clock)
+    assert leader.attempt()
+    assert not standby.attempt()
+    leader.release()
+    assert standby.attempt()
+
+
+def test_a_leader_that_sees_another_holder_says_so() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = election(api, "leader", clock)
+    other = election(api, "other", clock)
+    assert leader.attempt()
+    assert not other.attempt()
+    clock.now += 16  # the leader was stuck; the other one took over
+    assert other.attempt()
+    assert not leader.attempt()
+    assert leader.held_by_other
+
+
+def test_a_renewal_that_lost_a_race_is_a_failed_attempt() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = election(api, "leader", clock)
+    assert leader.attempt()
+    original = api.replace_lease
+
+    def racing(namespace: str, name: str, body: RawObject) -> RawObject:
+        raise ConflictError("someone wrote first")
+
+    api.replace_lease = racing  # type: ignore[method-assign]
+    clock.now += 2
+    assert not leader.attempt()
+    api.replace_lease = original  # type: ignore[method-assign]
+
+
+def test_the_fence_refuses_a_write_once_revoked() -> None:
+    fence = LeaderFence(10)
+    fence.renewed(time.monotonic())
+    with fence.writing():
+        pass
+    fence.revoke()
+    with pytest.raises(TemporaryError), fence.writing():
+        pass
+
+
+def leading_elector(api: FakeLeaseApi) -> LeaderElector:
+    elector = LeaderElector(None, Settings("leader", retry_period_seconds=1), lease_api=api)
+    started = threading.Event()
+    elector.start(started.set, lambda: None)
+    assert started.wait(5)
+    return elector
+
+
+def test_a_hand_back_waits_for_the_writes_in_flight_before_releasing_the_lease() -> None:
+    api = FakeLeaseApi()
+    elector = leading_elector(api)
+    in_write, finish = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with elector.fence.writing():
+            in_write.set()
+            finish.wait(10)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert in_write.wait(5)
+    stopper = threading.Thread(target=elector.stop_and_release)
+    stopper.start()
+    time.sleep(1.5)
+    assert api.holder == "leader", "released while a write could still land"
+    with pytest.raises(TemporaryError), elector.fence.writing():
+        pass  # and no new write starts meanwhile
+    finish.set()
+    writer.join(5)
+    stopper.join(5)
+    assert api.holder == ""
+
+
+def test_a_write_still_in_flight_after_the_drain_keeps_the_lease() -> None:
+    api = FakeLeaseApi()
+    elector = leading_elector(api)
+    in_write, finish = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with elector.fence.writing():
+            in_write.set()
+            finish.wait(10)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert in_write.wait(5)
+    elector.stop_and_release(drain_seconds=0.2)
+    assert api.holder == "leader"  # the standby waits for it to expire, as after a crash
+    finish.set()
+    writer.join(5)
