@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.core.persisted_labels import RECORD_LABEL, RECORD_LABEL_VALUE
+from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.errors import KubeError
-from nodegate.reconciler.kit.kube import KubeApi, Selection, load_api_client
+from nodegate.reconciler.kit.kube import KubeApi, Selection
 from nodegate.reconciler.nodes.label_store import StoredRecord, stored_record
 
 app = typer.Typer(help="Inspect and drop persisted-label records.", no_args_is_help=True)

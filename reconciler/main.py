@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn, TextIO
 
+from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
+from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
-from nodegate.reconciler.kit.kube import KubeApi, load_api_client
-from nodegate.reconciler.kit.leader import LeaderElector, LeaderFence
+from nodegate.reconciler.kit.kube import KubeApi
+from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller

@@ -23,10 +23,10 @@ from nodegate.core.plan import relevant_view, track_first_seen
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Api, RawObject, Selection
-from nodegate.reconciler.kit.leader import LeaderFence
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue

@@ -14,8 +14,8 @@ import threading
 from nodegate.core.plan import NodePlan
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import NodeApi
-from nodegate.reconciler.kit.leader import LeaderFence
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode

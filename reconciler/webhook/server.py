@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 
+from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.health import Health, supervised
-from nodegate.reconciler.kit.kube import load_api_client
 from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.webhook.admission import (
     NodeAdmission,

@@ -18,8 +18,8 @@ from nodegate.core.node import format_time
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import EventRecorder
+from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
-from nodegate.reconciler.kit.leader import LeaderFence
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import RulesUpdate

@@ -14,8 +14,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
+from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import RawObject
-from nodegate.reconciler.kit.leader import Election, LeaderElector, LeaderFence
+from nodegate.reconciler.kit.leader import LeaderElector
+from nodegate.reconciler.kit.lease import Election
 
 
 @dataclass(frozen=True)

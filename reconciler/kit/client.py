@@ -1,0 +1,127 @@
+"""The transport under every API call: deadlines, TCP keepalive, the client and its pool, and
+what each failure is as one of our error kinds (why each bound exists: `kube.py`'s docstring).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+
+from nodegate.reconciler.kit.errors import (
+    ConflictError,
+    GoneError,
+    KubeError,
+    NotFoundError,
+    PermanentError,
+    TemporaryError,
+    TimedOutError,
+)
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+"""Read timeout of an ordinary call (a list page, a read, a write): its deadline, since a
+timed-out read is not retried."""
+WATCH_SILENCE_SLACK_SECONDS = 5.0
+"""A watch may be silent this long past its server-side timeout before it is presumed dead (the
+server ends it at the timeout, after a bookmark 2 s before)."""
+KEEPALIVE_IDLE_SECONDS = 15
+KEEPALIVE_INTERVAL_SECONDS = 5
+KEEPALIVE_PROBES = 3
+"""TCP keepalive: an idle connection whose peer is gone is closed by the kernel within
+15 + 3 x 5 = 30 s, so the pool never hands it out (client-go asks for 30 s idle, Go's 15 s x 9)."""
+
+
+TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+def _retry_after(err: ApiException) -> float | None:
+    headers = err.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def classify(err: ApiException) -> KubeError:
+    """Our kind for an HTTP error answer (also used for ERROR events inside a watch)."""
+    status = int(err.status or 0)
+    text = f"{status} {err.reason}: {str(err.body or '')[:500]}"
+    if status == 409:
+        return ConflictError(text)
+    if status == 404:
+        return NotFoundError(text)
+    if status == 410:
+        return GoneError(text)
+    # 401: a rotated token is picked up on the next call; 0: no HTTP answer at all.
+    if status in (0, 401, 429) or status >= 500:
+        return TemporaryError(text, _retry_after(err))
+    return PermanentError(text, status)
+
+
+def timed_out(err: BaseException) -> bool:
+    """A read that waited past its deadline (also when urllib3 wraps it in MaxRetryError)."""
+    reason = getattr(err, "reason", None)
+    return isinstance(err, urllib3.exceptions.ReadTimeoutError) or isinstance(
+        reason, urllib3.exceptions.ReadTimeoutError
+    )
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run one client call, mapping every failure to a `KubeError` kind."""
+    try:
+        return function(*args, **kwargs)
+    except ApiException as err:
+        raise classify(err) from err
+    except TRANSPORT_ERRORS as err:
+        kind = TimedOutError if timed_out(err) else TemporaryError
+        raise kind(f"{type(err).__name__}: {err}") from err
+
+
+def drop_idle_connections(api_client: client.ApiClient) -> None:
+    """Close the pool's idle connections: after one timed out, the others (same path, same
+    partition) are presumed dead too. Connections in use are closed when they come back."""
+    api_client.rest_client.pool_manager.clear()
+
+
+def json_body(response: Any) -> Any:
+    """Body of a `_preload_content=False` call; a body that is not JSON is a transport fault."""
+    try:
+        return json.loads(response.data)
+    except ValueError as err:
+        raise TemporaryError(f"answer is not JSON: {err}") from err
+
+
+def load_api_client(kubeconfig: str | None, connections: int | None = None) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file, or the in-cluster service account.
+
+    Its connection pool carries a default timeout, so calls made by library code that passes
+    none (the leader-election lock) cannot hang on a dead connection either. `connections`:
+    how many requests may be in flight at once (the client's default is 5 per core, 10 on 2
+    cores; a request beyond the pool opens a connection, with its TLS handshake, and drops it
+    afterwards), so the pool is sized to the workers and open watches that share it.
+    """
+    if kubeconfig:
+        api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
+    else:
+        config.load_incluster_config()
+        api_client = client.ApiClient()
+    pool = api_client.rest_client.pool_manager
+    if connections is not None:
+        pool.connection_pool_kw["maxsize"] = connections
+    pool.connection_pool_kw["timeout"] = urllib3.Timeout(
+        connect=CONNECT_TIMEOUT_SECONDS, read=REQUEST_TIMEOUT_SECONDS
+    )
+    # A read that timed out is the caller's to retry (on a new connection), never urllib3's.
+    pool.connection_pool_kw["retries"] = urllib3.Retry(total=3, read=0, redirect=0)
+    pool.connection_pool_kw["socket_options"] = tcp_keepalive_socket_options(
+        KEEPALIVE_IDLE_SECONDS, KEEPALIVE_INTERVAL_SECONDS, KEEPALIVE_PROBES
+    )
+    return api_client

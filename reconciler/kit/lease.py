@@ -1,0 +1,239 @@
+"""The Lease: its calls, its record, and the takeover rule decided on this replica's monotonic
+clock (client-go's `tryAcquireOrRenew`; why not the official client's: `leader.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol, cast
+
+from kubernetes import client
+
+from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, call, drop_idle_connections
+from nodegate.reconciler.kit.errors import (
+    ConflictError,
+    NotFoundError,
+    TemporaryError,
+    TimedOutError,
+)
+from nodegate.reconciler.kit.fence import Clock, LeaderFence
+from nodegate.reconciler.kit.kube import RawObject
+
+log = logging.getLogger("nodegate.leader")
+
+WallClock = Callable[[], datetime]
+
+
+class LeaseSettings(Protocol):
+    """What the elector reads of its settings (the reconciler's LeaderElectionSettings)."""
+
+    @property
+    def lease_name(self) -> str: ...
+    @property
+    def lease_namespace(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
+    @property
+    def lease_duration_seconds(self) -> int: ...
+    @property
+    def renew_deadline_seconds(self) -> int: ...
+    @property
+    def retry_period_seconds(self) -> int: ...
+
+
+class LeaseApi(Protocol):
+    """The Lease calls the elector makes (a fake in unit tests)."""
+
+    def read_lease(self, namespace: str, name: str) -> RawObject | None: ...
+
+    def create_lease(self, namespace: str, body: RawObject) -> RawObject: ...
+
+    def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
+
+
+class KubeLeaseApi:
+    """`LeaseApi` on the official client, each call cut at `timeout_seconds`."""
+
+    def __init__(self, api_client: client.ApiClient, timeout_seconds: float) -> None:
+        self._api_client = api_client
+        self._api = client.CoordinationV1Api(api_client)
+        self._timeout = (min(CONNECT_TIMEOUT_SECONDS, timeout_seconds), timeout_seconds)
+
+    def read_lease(self, namespace: str, name: str) -> RawObject | None:
+        try:
+            return self._raw(self._api.read_namespaced_lease, name, namespace)
+        except NotFoundError:
+            return None
+
+    def create_lease(self, namespace: str, body: RawObject) -> RawObject:
+        return self._raw(self._api.create_namespaced_lease, namespace, cast(Any, body))
+
+    def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject:
+        """PUT with the body's resourceVersion: a concurrent change answers 409."""
+        return self._raw(self._api.replace_namespaced_lease, name, namespace, cast(Any, body))
+
+    def _raw(self, function: Callable[..., Any], *args: Any) -> RawObject:
+        try:
+            response = call(function, *args, _preload_content=False, _request_timeout=self._timeout)
+        except TimedOutError:
+            drop_idle_connections(self._api_client)
+            raise
+        try:
+            return cast(RawObject, json.loads(response.data))
+        except ValueError as err:
+            raise TemporaryError(f"Lease answer is not JSON: {err}") from err
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """The Lease's spec as elections read it (client-go's LeaderElectionRecord)."""
+
+    holder: str
+    lease_duration_seconds: int
+    acquire_time: str | None
+    renew_time: str | None
+    transitions: int
+
+    @classmethod
+    def of(cls, lease: RawObject) -> LeaseRecord:
+        spec = lease.get("spec") or {}
+        return cls(
+            holder=str(spec.get("holderIdentity") or ""),
+            lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=spec.get("acquireTime"),
+            renew_time=spec.get("renewTime"),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        )
+
+    def spec(self) -> RawObject:
+        spec: RawObject = {
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "leaseTransitions": self.transitions,
+        }
+        if self.holder:
+            spec["holderIdentity"] = self.holder
+        if self.acquire_time:
+            spec["acquireTime"] = self.acquire_time
+        if self.renew_time:
+            spec["renewTime"] = self.renew_time
+        return spec
+
+
+def may_take(
+    record: LeaseRecord, me: str, observed_at: float, now: float, lease_duration: float
+) -> bool:
+    """Whether `me` may write itself into the Lease now (client-go's rule): it is free, or
+    ours, or its record has not changed for `lease_duration` on *our* monotonic clock since we
+    first observed it (`observed_at`). The record's own times are never compared with ours."""
+    if not record.holder or record.holder == me:
+        return True
+    return now - observed_at >= lease_duration
+
+
+def claimed(record: LeaseRecord | None, me: str, duration: int, now: str) -> LeaseRecord:
+    """The record that makes `me` the holder: a renewal keeps acquireTime and transitions, a
+    takeover starts its own."""
+    if record is not None and record.holder == me:
+        return LeaseRecord(me, duration, record.acquire_time or now, now, record.transitions)
+    transitions = 0 if record is None else record.transitions + (1 if record.holder else 0)
+    return LeaseRecord(me, duration, now, now, transitions)
+
+
+def micro_time(moment: datetime) -> str:
+    """A MicroTime as the API server writes it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Election:
+    """One replica's view of the Lease, and its acquire-or-renew attempts."""
+
+    def __init__(
+        self,
+        api: LeaseApi,
+        settings: LeaseSettings,
+        fence: LeaderFence,
+        clock: Clock = time.monotonic,
+        wall: WallClock = lambda: datetime.now(UTC),
+    ) -> None:
+        self._api = api
+        self._settings = settings
+        self._fence = fence
+        self._clock = clock
+        self._wall = wall
+        self._observed: LeaseRecord | None = None
+        self._observed_at = 0.0
+        self.held_by_other = False
+        """Set by an attempt that found another holder whose Lease has not expired."""
+        self._failing = False
+
+    def _observe(self, record: LeaseRecord) -> None:
+        """Remember when the record last changed, on our own clock, taken after the read
+        returned: the change happened before that, so waiting from here is never too short."""
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = self._clock()
+
+    def attempt(self) -> bool:
+        """One acquire-or-renew; True if we hold the Lease now. Any error at all is a failed
+        attempt (logged once per run of failures), never a dead thread."""
+        started = self._clock()
+        try:
+            ok = self._try(started)
+        except ConflictError:
+            ok = False  # someone wrote the Lease between our read and our write
+        except Exception as err:
+            if not self._failing:
+                self._failing = True
+                log.warning(
+                    "lease attempt failed; retrying every retry period (logged once)",
+                    extra={"error": f"{type(err).__name__}: {err}"},
+                )
+            return False
+        if self._failing:
+            self._failing = False
+            log.warning("lease calls work again")
+        if ok:
+            self._fence.renewed(started)
+        return ok
+
+    def _try(self, started: float) -> bool:
+        s = self._settings
+        me, duration = s.identity, s.lease_duration_seconds
+        lease = self._api.read_lease(s.lease_namespace, s.lease_name)
+        now = micro_time(self._wall())
+        if lease is None:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": s.lease_name, "namespace": s.lease_namespace},
+                "spec": claimed(None, me, duration, now).spec(),
+            }
+            self._observe(LeaseRecord.of(self._api.create_lease(s.lease_namespace, body)))
+            self.held_by_other = False
+            return True
+        record = LeaseRecord.of(lease)
+        self._observe(record)
+        if not may_take(record, me, self._observed_at, self._clock(), duration):
+            self.held_by_other = True
+            return False
+        self.held_by_other = False
+        body = {**lease, "spec": claimed(record, me, duration, now).spec()}
+        answer = self._api.replace_lease(s.lease_namespace, s.lease_name, body)
+        self._observe(LeaseRecord.of(answer))
+        return True
+
+    def release(self) -> None:
+        """Hand the Lease back (holder cleared, duration 1 s) if it is still ours."""
+        s = self._settings
+        lease = self._api.read_lease(s.lease_namespace, s.lease_name)
+        if lease is None or LeaseRecord.of(lease).holder != s.identity:
+            return
+        record = LeaseRecord.of(lease)
+        now = micro_time(self._wall())
+        released = LeaseRecord("", 1, now, now, record.transitions)
+        self._api.replace_lease(s.lease_namespace, s.lease_name, {**lease, "spec": released.spec()})
