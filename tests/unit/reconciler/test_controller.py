@@ -239,6 +239,13 @@ def labelled(api: FakeApi) -> Controller:
     return controller
 
 
+def persisted_n1() -> tuple[FakeApi, Controller]:
+    """A node with a persisted label, and a controller whose record cache is synced."""
+    api = FakeApi()
+    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
+    return api, labelled(api)
+
+
 def test_a_node_re_created_under_a_new_name_gets_its_persisted_labels_back() -> None:
     api = FakeApi()
     api.add_node(persisted_node("old", "uid-1", "oci://instance-1", **TEAM))
@@ -285,9 +292,7 @@ def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> 
 
 
 def test_a_failed_label_record_write_is_not_counted_as_a_node_write_error() -> None:
-    api = FakeApi()
-    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
-    controller = labelled(api)
+    api, controller = persisted_n1()
     api.fail("create_configmap", TemporaryError("503 Service Unavailable"))
     controller.process("n1")
     assert metric(controller, "nodegate_label_restore_failures_total", reason="record_write") == 1
@@ -418,9 +423,7 @@ def test_gate_pod_loops_report_to_the_health_the_controller_was_given() -> None:
 
 
 def test_a_record_that_changed_meanwhile_is_planned_again_without_counting_an_error() -> None:
-    api = FakeApi()
-    api.add_node(persisted_node("n1", "uid-1", "oci://instance-1", **TEAM))
-    controller = labelled(api)
+    api, controller = persisted_n1()
     api.fail("create_configmap", ConflictError("409 already exists"))
     controller.process("n1")
     assert (

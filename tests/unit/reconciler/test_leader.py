@@ -177,9 +177,8 @@ def leading_elector(api: FakeLeaseApi) -> LeaderElector:
     return elector
 
 
-def test_a_hand_back_waits_for_the_writes_in_flight_before_releasing_the_lease() -> None:
-    api = FakeLeaseApi()
-    elector = leading_elector(api)
+def write_in_flight(elector: LeaderElector) -> tuple[threading.Thread, threading.Event]:
+    """A node write under way on the leader; it ends when the returned event is set."""
     in_write, finish = threading.Event(), threading.Event()
 
     def write() -> None:
@@ -190,6 +189,13 @@ def test_a_hand_back_waits_for_the_writes_in_flight_before_releasing_the_lease()
     writer = threading.Thread(target=write)
     writer.start()
     assert in_write.wait(5)
+    return writer, finish
+
+
+def test_a_hand_back_waits_for_the_writes_in_flight_before_releasing_the_lease() -> None:
+    api = FakeLeaseApi()
+    elector = leading_elector(api)
+    writer, finish = write_in_flight(elector)
     stopper = threading.Thread(target=elector.stop_and_release)
     stopper.start()
     time.sleep(1.5)
@@ -205,16 +211,7 @@ def test_a_hand_back_waits_for_the_writes_in_flight_before_releasing_the_lease()
 def test_a_write_still_in_flight_after_the_drain_keeps_the_lease() -> None:
     api = FakeLeaseApi()
     elector = leading_elector(api)
-    in_write, finish = threading.Event(), threading.Event()
-
-    def write() -> None:
-        with elector.fence.writing():
-            in_write.set()
-            finish.wait(10)
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    assert in_write.wait(5)
+    writer, finish = write_in_flight(elector)
     elector.stop_and_release(drain_seconds=0.2)
     assert api.holder == "leader"  # the standby waits for it to expire, as after a crash
     finish.set()
