@@ -370,25 +370,38 @@ def gated_node(name: str) -> dict[str, object]:
     return node
 
 
-def test_what_is_remembered_about_a_node_s_gates_goes_when_the_node_is_deleted() -> None:
+def timed_out_gate(**settings: object) -> tuple[FakeApi, Controller]:
+    """A node gated past its gate's timeout (onTimeout: keep), reconciled once."""
     api = FakeApi()
     api.add_node(gated_node("g1"))
-    controller = synced(api)
+    controller = synced(api, None, **settings)
     controller.offer_rules(update(GATE_RULES))
     controller.process("g1")
-    assert len(events(api, "StartupGateTimedOut")) == 1
-    assert len(controller.gates) == 1
+    return api, controller
 
+
+def gates_remembered_after(
+    controller: Controller, api: FakeApi, kind: str, raw: dict[str, Any]
+) -> int:
+    """Nodes the gate reports still remember once the informer has seen this watch event."""
     stop = threading.Event()
     thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
     thread.start()
-    api.push_watch("DELETED", api.nodes.pop("g1"))
+    api.push_watch(kind, raw)
     deadline = time.monotonic() + 5
     while len(controller.gates) and time.monotonic() < deadline:
         time.sleep(0.02)
     stop.set()
     thread.join(5)
-    assert len(controller.gates) == 0
+    return len(controller.gates)
+
+
+def test_what_is_remembered_about_a_node_s_gates_goes_when_the_node_is_deleted() -> None:
+    api, controller = timed_out_gate()
+    assert len(events(api, "StartupGateTimedOut")) == 1
+    assert len(controller.gates) == 1
+
+    assert gates_remembered_after(controller, api, "DELETED", api.nodes.pop("g1")) == 0
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
@@ -451,44 +464,24 @@ def test_a_refused_write_still_comes_back_when_a_gate_times_out() -> None:
 def test_a_gate_kept_past_its_timeout_is_logged_as_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    api = FakeApi()
-    api.add_node(gated_node("g1"))
-    controller = synced(api)
-    controller.offer_rules(update(GATE_RULES))
     with caplog.at_level(logging.WARNING, logger="nodegate.controller"):
-        controller.process("g1")
+        timed_out_gate()
     said = [r for r in caplog.records if "timed out" in r.getMessage()]
     assert said and getattr(said[0], "node", None) == "g1"
 
 
 def test_a_node_re_created_under_its_name_while_unwatched_is_forgotten_as_the_old_node() -> None:
-    api = FakeApi()
-    api.add_node(gated_node("g1"))
-    controller = synced(api)
-    controller.offer_rules(update(GATE_RULES))
-    controller.process("g1")
+    api, controller = timed_out_gate()
     assert len(controller.gates) == 1
     again: dict[str, Any] = gated_node("g1")
     again["metadata"]["uid"] = "uid-g1-second"
     api.nodes["g1"] = api.add_node(again)
-    stop = threading.Event()
-    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
-    thread.start()
-    api.push_watch("MODIFIED", api.nodes["g1"])  # what a relist after a watch gap reports
-    deadline = time.monotonic() + 5
-    while len(controller.gates) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    thread.join(5)
-    assert len(controller.gates) == 0
+    # MODIFIED with a new uid: what a relist after a watch gap reports.
+    assert gates_remembered_after(controller, api, "MODIFIED", api.nodes["g1"]) == 0
 
 
 def test_the_resync_forgets_nodes_whose_delete_was_never_seen() -> None:
-    api = FakeApi()
-    api.add_node(gated_node("g1"))
-    controller = synced(api, resync_seconds=0.2, workers=1)
-    controller.offer_rules(update(GATE_RULES))
-    controller.process("g1")
+    api, controller = timed_out_gate(resync_seconds=0.2, workers=1)
     assert len(controller.gates) == 1
     del api.nodes["g1"]
     controller.informer.discard("g1")  # gone without a DELETED event
