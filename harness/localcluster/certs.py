@@ -121,6 +121,50 @@ def create_pki(directory: Path) -> ControlPlanePKI:
     return pki
 
 
+@dataclass(frozen=True)
+class ClientIdentity:
+    """A client certificate and key on disk, as a kubeconfig or ApiClient names them."""
+
+    user: str
+    cert: Path
+    key: Path
+
+
+NODES_GROUP = "system:nodes"
+
+
+def issue_node_identity(pki: ControlPlanePKI, node_name: str, directory: Path) -> ClientIdentity:
+    """A kubelet's credentials for `node_name`: CN `system:node:<name>`, O `system:nodes`.
+
+    This is what a compromised node holds; the Node authorizer and NodeRestriction decide what
+    it may write, exactly as on a real cluster.
+    """
+    user = f"system:node:{node_name}"
+    return issue_client_identity(pki, user, NODES_GROUP, directory)
+
+
+def issue_client_identity(
+    pki: ControlPlanePKI, user: str, group: str | None, directory: Path
+) -> ClientIdentity:
+    """A client certificate for `user` (optionally in `group`), signed by the cluster's CA."""
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key}: expected an EC private key")
+    key = _new_key()
+    cert = _leaf(
+        _name(user, organization=group), key, ca_cert, ca_key, usage=ExtendedKeyUsageOID.CLIENT_AUTH
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = user.replace(":", "_")
+    identity = ClientIdentity(
+        user=user, cert=directory / f"{stem}.crt", key=directory / f"{stem}.key"
+    )
+    _write_cert(identity.cert, cert)
+    _write_key(identity.key, key)
+    return identity
+
+
 def _new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 

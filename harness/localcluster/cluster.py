@@ -24,7 +24,12 @@ from kubernetes import client as k8s_client
 
 from nodegate.localcluster import components, paths
 from nodegate.localcluster.build import ensure_built
-from nodegate.localcluster.certs import ControlPlanePKI, create_pki
+from nodegate.localcluster.certs import (
+    ClientIdentity,
+    ControlPlanePKI,
+    create_pki,
+    issue_node_identity,
+)
 from nodegate.localcluster.kubeconfig import write_kubeconfig
 from nodegate.localcluster.processes import ManagedProcess, free_port, pid_exists
 
@@ -187,15 +192,32 @@ class LocalControlPlane:
             raise ControlPlaneError("control plane is not running")
         return self._client
 
-    def api_client(self) -> k8s_client.ApiClient:
-        """A fresh official-client ApiClient authenticated as the admin (caller closes it)."""
+    def api_client(self, identity: ClientIdentity | None = None) -> k8s_client.ApiClient:
+        """A fresh official-client ApiClient as `identity` (default: the admin); caller closes."""
+        pki = self._require_pki()
+        configuration = k8s_client.Configuration(host=self.server_url)
+        configuration.ssl_ca_cert = str(pki.ca_cert)
+        configuration.cert_file = str(identity.cert if identity else pki.admin_cert)
+        configuration.key_file = str(identity.key if identity else pki.admin_key)
+        return k8s_client.ApiClient(configuration)
+
+    def node_identity(self, node_name: str) -> ClientIdentity:
+        """Kubelet credentials for `node_name` (`system:node:<name>` in `system:nodes`).
+
+        What a compromised node holds: Node authorization and NodeRestriction apply to it.
+        """
+        return issue_node_identity(self._require_pki(), node_name, self.workdir / "identities")
+
+    def node_kubeconfig(self, node_name: str) -> Path:
+        """A kubeconfig for `node_name`'s kubelet credentials (for a real kubelet or kubectl)."""
+        identity = self.node_identity(node_name)
+        path = self.workdir / "identities" / f"{node_name}.kubeconfig"
+        return write_kubeconfig(path, self.server_url, self._require_pki(), identity)
+
+    def _require_pki(self) -> ControlPlanePKI:
         if self._pki is None:
             raise ControlPlaneError("control plane is not running")
-        configuration = k8s_client.Configuration(host=self.server_url)
-        configuration.ssl_ca_cert = str(self._pki.ca_cert)
-        configuration.cert_file = str(self._pki.admin_cert)
-        configuration.key_file = str(self._pki.admin_key)
-        return k8s_client.ApiClient(configuration)
+        return self._pki
 
     def log_tails(self, lines: int = 40) -> str:
         """The last lines of every component's log, for printing when something failed."""

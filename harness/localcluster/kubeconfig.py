@@ -9,13 +9,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nodegate.localcluster.certs import ControlPlanePKI
+from nodegate.localcluster.certs import ClientIdentity, ControlPlanePKI
 
 CONTEXT_NAME = "nodegate-e2e"
 
 
-def write_kubeconfig(path: Path, server_url: str, pki: ControlPlanePKI) -> Path:
-    """Write an admin kubeconfig (client cert in `system:masters`); JSON is valid YAML."""
+def write_kubeconfig(
+    path: Path, server_url: str, pki: ControlPlanePKI, identity: ClientIdentity | None = None
+) -> Path:
+    """Write a kubeconfig for `identity` (default: the admin, in `system:masters`).
+
+    JSON is valid YAML.
+    """
+    cert = identity.cert if identity else pki.admin_cert
+    key = identity.key if identity else pki.admin_key
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -32,8 +39,8 @@ def write_kubeconfig(path: Path, server_url: str, pki: ControlPlanePKI) -> Path:
             {
                 "name": CONTEXT_NAME,
                 "user": {
-                    "client-certificate": str(pki.admin_cert),
-                    "client-key": str(pki.admin_key),
+                    "client-certificate": str(cert),
+                    "client-key": str(key),
                 },
             }
         ],

@@ -23,6 +23,7 @@ from nodegate.localcluster.build import (
     karpenter_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
+from tests.e2e.node_identity import as_node
 from tests.e2e.reconciler_fixtures import (
     make_node,
     reconciler,
@@ -32,6 +33,7 @@ from tests.e2e.reconciler_fixtures import (
 )
 
 __all__ = [  # fixtures shared by the e2e tests
+    "as_node",
     "make_node",
     "reconciler",
     "records_namespace",
