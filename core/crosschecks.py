@@ -12,7 +12,7 @@ from typing import Any
 from nodegate.core.errors import DocPath
 from nodegate.core.errors import format_path as _at
 from nodegate.core.k8s_names import aks_reserves_label, kubelet_may_set_label
-from nodegate.core.model import POOL_LABEL, NodeRules
+from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodeRules
 
 RawProblem = tuple[DocPath, str]
 _AKS_RESERVED = "AKS reserves the 'kubernetes.azure.com' label namespace; '{key}' would be refused"
@@ -140,8 +140,18 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
         aks = pool.get("provider") == "aks"
         labels = _mapping(pool.get("labels"))
         extra = _mapping(pool.get("reconcilerLabels"))
+        for key in [*labels, *extra]:
+            if key == TRUSTED_POOL_LABEL:
+                section = "labels" if key in labels else "reconcilerLabels"
+                yield (
+                    ("nodePools", index, section, str(key)),
+                    f"'{TRUSTED_POOL_LABEL}' is set when the node registers, from "
+                    f"'{POOL_LABEL}' (by nodegate's Node admission webhook); remove it",
+                )
         for key in labels:
             path: DocPath = ("nodePools", index, "labels", str(key))
+            if key == TRUSTED_POOL_LABEL:
+                continue
             if key == POOL_LABEL:
                 yield (
                     path,
@@ -164,6 +174,8 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
                 yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
         for key in extra:
             path = ("nodePools", index, "reconcilerLabels", str(key))
+            if key == TRUSTED_POOL_LABEL:
+                continue
             if key == POOL_LABEL:
                 yield (
                     path,
@@ -180,6 +192,40 @@ def _mapping(value: object) -> dict[Any, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _selector_keys(match: object) -> Iterator[tuple[DocPath, str]]:
+    """(path under the rule, key) of every label a selector reads."""
+    selector = _mapping(match)
+    for key in _mapping(selector.get("labels")):
+        yield ("match", "labels", str(key)), str(key)
+    expressions = selector.get("expressions")
+    for index, expression in enumerate(expressions if isinstance(expressions, list) else []):
+        key = _mapping(expression).get("key")
+        if isinstance(key, str):
+            yield ("match", "expressions", index, "key"), key
+
+
+def _node_liftable_label_rules(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    """A label rule whose input the node itself may change lets a compromised node lift its
+    own taint (remove the label, or add the one a NotIn/DoesNotExist excludes): refused unless
+    the rule says it accepts that (docs/reconciler.md, "Security")."""
+    for index, rule in _items(doc, "labelTaints"):
+        if rule.get("nodeMayLift") is True:
+            continue
+        for path, key in _selector_keys(rule.get("match")):
+            if not kubelet_may_set_label(key):
+                continue
+            name = key.rpartition("/")[2]
+            yield (
+                ("labelTaints", index, *path),
+                f"'{key}' is a label the node's own kubelet may set and remove "
+                "(NodeRestriction allows it), so a compromised node could lift this taint by "
+                f"changing it. Match a label only admins and provisioning can write instead, "
+                f"e.g. 'node-restriction.kubernetes.io/{name}' (set it in the pool's "
+                "reconcilerLabels, a Karpenter NodePool's labels, or with kubectl), or accept "
+                f"the risk with labelTaints[{index}].nodeMayLift: true",
+            )
+
+
 def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
     """Every problem that only shows when several rules are read together."""
     return [
@@ -188,6 +234,7 @@ def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
         *_former_keys(doc),
         *_completion_annotations(doc),
         *_pool_labels(doc),
+        *_node_liftable_label_rules(doc),
     ]
 
 

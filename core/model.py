@@ -48,7 +48,18 @@ from nodegate.core.k8s_names import (
 API_VERSION = "nodegate.dev/v1"
 KIND = "NodeRules"
 POOL_LABEL = "nodegate.dev/pool"
-"""Label every pool's nodes are born with, so the reconciler knows a node's pool."""
+"""Label every pool's nodes are born with (kubelet `--node-labels`): the pool a node *claims*.
+
+A kubelet may change it on its own Node at any time, so it selects only what the node could do
+to itself (its bootstrap, its gates); membership that grants something comes from
+`TRUSTED_POOL_LABEL`."""
+TRUSTED_POOL_LABEL = "node-restriction.kubernetes.io/nodegate-pool"
+"""The pool a node was *registered in*: NodeRestriction forbids a kubelet to set or change it.
+
+nodegate's Node admission webhook copies `POOL_LABEL` into it when the node is created (the
+webhook runs after NodeRestriction, so the kubelet's registration is the provisioning's
+bootstrap speaking); Karpenter NodePools and admins may set it too. `reconcilerLabels` are applied
+on this label's evidence only (docs/reconciler.md, "Security")."""
 
 Provider = Literal["oke", "aks"]
 """The clouds whose node pools nodegate renders and declares."""
@@ -259,6 +270,13 @@ class LabelTaintRule(Frozen):
     name: RuleName
     match: LabelSelector
     taint: Taint
+    node_may_lift: bool = Field(
+        default=False,
+        description="Accept that the node itself may lift this taint: set it only when `match` "
+        "reads a label the node's own kubelet may change (NodeRestriction allows labels outside "
+        "kubernetes.io/k8s.io), because a compromised node could then remove the label and "
+        "with it the taint. Labels under node-restriction.kubernetes.io/ need no opt-in.",
+    )
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 

@@ -80,6 +80,8 @@ class NodeState:
     resource_version: str = ""
     uid: str = ""
     boot_id: str = ""
+    system_uuid: str = ""
+    """The machine's SMBIOS UUID as the kubelet reports it: the same across re-registration."""
 
     def taint(self, identity: tuple[str, str]) -> NodeTaint | None:
         return next((t for t in self.taints if t.identity == identity), None)
@@ -123,6 +125,7 @@ class NodeState:
             resource_version=str(meta.get("resourceVersion") or meta.get("resource_version") or ""),
             uid=str(meta.get("uid") or ""),
             boot_id=str(node_info.get("bootID") or node_info.get("boot_id") or ""),
+            system_uuid=str(node_info.get("systemUUID") or node_info.get("system_uuid") or ""),
         )
 
 

@@ -13,7 +13,10 @@ The patch only ever adds:
   pool's bootstrap matches its nodes' eventual labels;
 * every persisted label (as `persistentLabels` selects them) the node does not already carry,
   if its key and value are valid: a hand-edited record must not make the API server refuse the
-  whole node.
+  whole node;
+* the trusted pool label (`node-restriction.kubernetes.io/nodegate-pool`), a frozen copy of the
+  pool the node registers in (`nodegate.dev/pool`). The API server runs NodeRestriction before
+  admission webhooks, so the kubelet cannot set this label but the webhook can, once, at birth.
 
 Nothing is ever replaced or removed: every operation is an `add` of a member that is absent or
 null, or an append to the taint list. A part of the object that is not the shape the API
@@ -30,6 +33,7 @@ from typing import Any
 from nodegate.core.k8s_names import label_value_problem, qualified_name_problem
 from nodegate.core.model import NodeRules, Taint
 from nodegate.core.node import NodeTaint, format_time
+from nodegate.core.node_trust import registration_pool_label
 from nodegate.core.persisted_labels import persisted_view
 from nodegate.core.registration import gates_for
 
@@ -46,6 +50,8 @@ class AdmissionPatch:
     """Names of the gates whose taints are added."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Persisted labels added."""
+    pool: Mapping[str, str] = field(default_factory=dict)
+    """The trusted pool label added (empty: none)."""
     skipped: tuple[str, ...] = ()
     """What was wanted but not added, and why."""
 
@@ -144,10 +150,11 @@ def admission_patch(
     metadata = node.get("metadata")
     own = string_labels(metadata) if isinstance(metadata, Mapping) else {}
     restore, skipped = restorable_labels(own, stored_labels, rules)
-    label_ops = _label_ops(node, restore)
+    pool = registration_pool_label(own)
+    label_ops = _label_ops(node, {**restore, **pool})
     if label_ops is None:
         skipped += ("metadata.labels is not a map: no label added",)
-        restore, label_ops = {}, []
+        restore, pool, label_ops = {}, {}, []
 
     spec = node.get("spec")
     current = spec.get("taints") if isinstance(spec, Mapping) else None
@@ -164,4 +171,6 @@ def admission_patch(
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
         gates, taint_ops = [], []
-    return AdmissionPatch(tuple(label_ops + taint_ops), tuple(gates), restore, skipped)
+    return AdmissionPatch(
+        tuple(label_ops + taint_ops), tuple(gates), labels=restore, skipped=skipped, pool=pool
+    )

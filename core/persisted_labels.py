@@ -11,7 +11,18 @@ ConfigMap in its own namespace, and asks `decide` what to do each time it sees a
 * node deleted: the record is kept and marked gone;
 * gone longer than `forgetAfter`: the record is garbage-collected.
 
-The node-label-operator's authority model, keyed by a stable node identity instead of the name.
+The node-label-operator's authority model, keyed by a stable node identity instead of the name,
+with the limits a hostile node calls for (docs/reconciler.md, "Security"): a node may register
+with any providerID and any name it holds credentials for, so
+
+* one live node per key: while two live nodes claim a key, neither gets the record's labels and
+  neither takes the record over;
+* a record goes onto a new node object only if the machine it was kept for is provably this one
+  (providerID, else the SMBIOS system UUID the kubelet reports, agree; a name alone never does);
+* with `keyBy: providerID`, a node without a providerID has no record yet (never one keyed by a
+  name another machine may register under later);
+* a record holding a label the API server would refuse is unreadable, so it is quarantined and
+  can never block the node's other changes.
 """
 
 from __future__ import annotations
@@ -19,11 +30,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from nodegate.core.k8s_names import label_owned_by_platform
+from nodegate.core.k8s_names import (
+    label_owned_by_platform,
+    label_value_problem,
+    qualified_name_problem,
+)
 from nodegate.core.model import PersistentLabels
 from nodegate.core.node import NodeState, format_time, parse_time
 
@@ -49,15 +64,15 @@ def persisted_view(labels: Mapping[str, str], config: PersistentLabels) -> dict[
 
 
 def record_key(node: NodeState, config: PersistentLabels) -> str:
-    """The stable identity a record is kept under: providerID (or the name, when the node has
-    none or `keyBy: nodeName`)."""
+    """The stable identity a record is kept under: the providerID (`keyBy: providerID`; '' while
+    the node has none: no record yet) or the name (`keyBy: nodeName`)."""
     return key_for(node.name, node.provider_id, config)
 
 
 def key_for(name: str, provider_id: str, config: PersistentLabels) -> str:
     """`record_key` from a node's name and providerID alone: the Node admission webhook's
     lookup, before the node has a uid or a `NodeState`."""
-    if config.key_by == "providerID" and provider_id:
+    if config.key_by == "providerID":
         return provider_id
     return name
 
@@ -76,6 +91,10 @@ class LabelRecord:
     captured_at: datetime
     node_names: tuple[str, ...] = ()
     node_gone_at: datetime | None = None
+    provider_id: str = ""
+    """The providerID of the machine the labels were last synced with ('' if unknown)."""
+    system_uuid: str = ""
+    """Its SMBIOS system UUID as its kubelet reported it ('' if unknown)."""
 
 
 def encode_record(record: LabelRecord) -> dict[str, str]:
@@ -87,6 +106,8 @@ def encode_record(record: LabelRecord) -> dict[str, str]:
         "labels": dict(sorted(record.labels.items())),
         "capturedAt": format_time(record.captured_at),
         "nodeGoneAt": format_time(record.node_gone_at) if record.node_gone_at else None,
+        "providerID": record.provider_id,
+        "systemUUID": record.system_uuid,
     }
     return {DATA_KEY: json.dumps(document, indent=1, sort_keys=True)}
 
@@ -108,6 +129,10 @@ def decode_record(data: Mapping[str, Any] | None) -> LabelRecord:
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
         raise RecordError("'labels' must map strings to strings")
+    for label, value in labels.items():
+        problem = qualified_name_problem(label) or label_value_problem(value)
+        if problem:
+            raise RecordError(f"label {label!r}={value!r} would be refused: {problem}")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise RecordError("'nodeNames' must be a list of strings")
     try:
@@ -118,7 +143,12 @@ def decode_record(data: Mapping[str, Any] | None) -> LabelRecord:
     key, uid = document.get("key"), document.get("nodeUID")
     if not isinstance(key, str) or not key or not isinstance(uid, str) or captured is None:
         raise RecordError("'key', 'nodeUID' and 'capturedAt' are required")
-    return LabelRecord(key, uid, dict(labels), captured, tuple(names), gone)
+    provider_id, system_uuid = document.get("providerID", ""), document.get("systemUUID", "")
+    if not isinstance(provider_id, str) or not isinstance(system_uuid, str):
+        raise RecordError("'providerID' and 'systemUUID' must be strings")
+    return LabelRecord(
+        key, uid, dict(labels), captured, tuple(names), gone, provider_id, system_uuid
+    )
 
 
 @dataclass(frozen=True)
@@ -127,36 +157,113 @@ class LabelDecision:
     """Labels to put back on the node (keys it does not have)."""
     record: LabelRecord | None
     """The record as it must be stored after the node write; None: unchanged."""
+    refusal: str | None = None
+    """Why the record's labels are not restored onto this node (a Warning Event), if so."""
+    rivals: tuple[str, ...] = ()
+    """Other live nodes claiming the same key (the record is left alone while there are any)."""
+    dropped: Mapping[str, str] = field(default_factory=dict)
+    """Labels of another machine's record that this node's record replaces."""
+
+
+def same_machine(record: LabelRecord, node: NodeState, config: PersistentLabels) -> bool | None:
+    """Whether `node` is the machine `record` was kept for: True, False, or None (no evidence).
+
+    Evidence is what both sides know of the providerID and the system UUID, all of it agreeing;
+    a name is never evidence (OKE names nodes by private IP, and IPs are reused).
+    """
+    recorded_provider = record.provider_id or (record.key if config.key_by == "providerID" else "")
+    pairs = ((recorded_provider, node.provider_id), (record.system_uuid, node.system_uuid))
+    known = [(kept, seen) for kept, seen in pairs if kept and seen]
+    if not known:
+        return None
+    return all(kept == seen for kept, seen in known)
+
+
+def restore_refusal(
+    record: LabelRecord, node: NodeState, config: PersistentLabels, rivals: tuple[str, ...]
+) -> str | None:
+    """Why `record` must not be restored onto `node`, a node object it was not synced with."""
+    if rivals:
+        return (
+            f"node(s) {', '.join(rivals)} claim the same key {record.key!r}; no labels are "
+            "restored and the record is left alone until one node holds the key"
+        )
+    same = same_machine(record, node, config)
+    if same is None:
+        return (
+            f"record {record.key!r} was kept for {', '.join(record.node_names) or 'a node'}, and "
+            "nothing (providerID, system UUID) shows this node is that machine; its labels are "
+            "not restored (delete the record to start afresh)"
+        )
+    if not same:
+        return (
+            f"record {record.key!r} was kept for another machine (providerID or system UUID "
+            "differ); its labels are not restored, and the record now follows this node"
+        )
+    return None
 
 
 def decide(
-    node: NodeState, record: LabelRecord | None, config: PersistentLabels, now: datetime
+    node: NodeState,
+    record: LabelRecord | None,
+    config: PersistentLabels,
+    now: datetime,
+    rivals: tuple[str, ...] = (),
 ) -> LabelDecision:
+    """The labels to restore and the record to store, for a node whose key `rivals` (other live
+    nodes) may claim too."""
     current = persisted_view(node.labels, config)
     names = node_names(record, node.name)
+    machine = {"provider_id": node.provider_id, "system_uuid": node.system_uuid}
+    if rivals:
+        refusal = (
+            restore_refusal(record, node, config, rivals)
+            if record is not None
+            else f"node(s) {', '.join(rivals)} claim the same key; no record is kept"
+        )
+        return LabelDecision({}, None, refusal, rivals)
     if record is None:
-        fresh = LabelRecord(record_key(node, config), node.uid, current, now, names)
+        fresh = _fresh(record_key(node, config), node, current, now, names)
         return LabelDecision({}, fresh if current else None)
     stored = persisted_view(record.labels, config)
     if record.node_uid != node.uid:
-        restore = {k: v for k, v in stored.items() if k not in node.labels}
-        synced = replace(
-            record,
-            node_uid=node.uid,
-            labels={**stored, **current},
-            captured_at=now,
-            node_names=names,
-            node_gone_at=None,
-        )
-        return LabelDecision(restore, synced)
-    if (
-        current == dict(record.labels)
-        and record.node_gone_at is None
-        and names == record.node_names
-    ):
+        refusal = restore_refusal(record, node, config, ())
+        if refusal is None:
+            restore = {k: v for k, v in stored.items() if k not in node.labels}
+            synced = replace(
+                record,
+                node_uid=node.uid,
+                labels={**stored, **current},
+                captured_at=now,
+                node_names=names,
+                node_gone_at=None,
+                **machine,
+            )
+            return LabelDecision(restore, synced)
+        if same_machine(record, node, config) is None:
+            return LabelDecision({}, None, refusal)
+        fresh = _fresh(record.key, node, current, now, (node.name,))
+        return LabelDecision({}, fresh, refusal, dropped=stored)
+    followed = replace(
+        record, labels=current, captured_at=now, node_names=names, node_gone_at=None, **machine
+    )
+    if replace(followed, captured_at=record.captured_at) == record:
         return LabelDecision({}, None)
-    followed = replace(record, labels=current, captured_at=now, node_names=names, node_gone_at=None)
     return LabelDecision({}, followed)
+
+
+def _fresh(
+    key: str, node: NodeState, labels: Mapping[str, str], now: datetime, names: tuple[str, ...]
+) -> LabelRecord:
+    return LabelRecord(
+        key,
+        node.uid,
+        labels,
+        now,
+        names,
+        provider_id=node.provider_id,
+        system_uuid=node.system_uuid,
+    )
 
 
 def node_names(record: LabelRecord | None, name: str, keep: int = 5) -> tuple[str, ...]:

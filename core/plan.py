@@ -17,12 +17,13 @@ from nodegate.core.decisions import PlanFacts, RuleDecision, Verdict
 from nodegate.core.gate_plan import annotations_read, gate_annotation_keys, gate_outcome
 from nodegate.core.k8s_names import taint_key_owner
 from nodegate.core.model import (
-    POOL_LABEL,
+    TRUSTED_POOL_LABEL,
     ConditionMatch,
     ConditionTaintRule,
     NodeRules,
 )
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.node_trust import pool_membership
 
 __all__ = [
     "OWNED_TAINTS_ANNOTATION",
@@ -116,7 +117,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     gates = [gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
     decisions += [g.decision for g in gates]
     rechecks += [g.recheck for g in gates if g.recheck is not None]
-    warnings = [g.warning for g in gates if g.warning]
+    warnings = [g.warning for g in gates if g.warning] + _pool_claim_warnings(node, rules)
 
     decisions += [d for g in gates for d in g.former]
 
@@ -231,12 +232,22 @@ def removable_taints(
     return current | earlier
 
 
+def _pool_claim_warnings(node: NodeState, rules: NodeRules) -> list[str]:
+    claim = pool_membership(node.labels, rules).untrusted_claim
+    if claim is None:
+        return []
+    return [
+        f"node claims pool '{claim}' but carries no {TRUSTED_POOL_LABEL} label (set when it "
+        "registers): its reconcilerLabels are not applied"
+    ]
+
+
 def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[LabelChange]:
     changes: dict[str, LabelChange] = {}
     for key, value in sorted(facts.restored_labels.items()):
         if key not in node.labels:
             changes[key] = LabelChange(key, value, "restored persisted label")
-    pool = rules.pool(node.labels.get(POOL_LABEL, ""))
+    pool = pool_membership(node.labels, rules).pool
     if pool is not None:
         for key, value in sorted(pool.reconciler_labels.items()):
             if node.labels.get(key) != value:

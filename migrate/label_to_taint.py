@@ -12,7 +12,11 @@ without a resourceVersion. Its README recommends registering nodes with the same
 from __future__ import annotations
 
 from nodegate.core.errors import Problem, RulesError
-from nodegate.core.k8s_names import label_value_problem, qualified_name_problem
+from nodegate.core.k8s_names import (
+    kubelet_may_set_label,
+    label_value_problem,
+    qualified_name_problem,
+)
 from nodegate.migrate.conversion import Conversion, rule_name, rules_document
 
 COMMAND = "nodegate migrate label-to-taint"
@@ -53,11 +57,20 @@ def convert_label_to_taint(
     ]
     if effect == "NoExecute":
         notes.append("nodegate adds timeAdded to the NoExecute taint; the operator did not.")
-    rule = {
+    rule: dict[str, object] = {
         "name": rule_name(f"{label_key.rpartition('/')[2]}-{label_value}", []),
         "match": {"labels": {label_key: label_value}},
         "taint": {"key": label_key, "value": label_value, "effect": effect},
     }
+    if kubelet_may_set_label(label_key):
+        rule["nodeMayLift"] = True
+        notes.append(
+            f"Trust: '{label_key}' is a label the node's own kubelet may change, so a compromised "
+            "node could lift this taint by removing it (as it could under the operator). The "
+            "rule says so (nodeMayLift: true); to close that, match a "
+            f"'node-restriction.kubernetes.io/{label_key.rpartition('/')[2]}' label instead, "
+            "which only admins and provisioning can set (docs/reconciler.md, Security)."
+        )
     return Conversion(
         command=COMMAND,
         source=SOURCE,

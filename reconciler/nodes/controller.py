@@ -95,7 +95,14 @@ class Controller:
         """The collaborators of one node's reconcile, and the worker that runs it."""
         settings, metrics = self._settings, self._metrics
         store = LabelStore(api, settings.records_namespace, metrics)
-        self.labels = LabelRecords(store, recorder, metrics, clock, settings.dry_run)
+        self.labels = LabelRecords(
+            store,
+            recorder,
+            metrics,
+            clock,
+            settings.dry_run,
+            alive=lambda name: self.informer.get(name) is not None,
+        )
         self.gates = GateReports(api, recorder, metrics, clock, settings.dry_run)
         self.gate_pods = GatePods(
             api, metrics, self._health, self._on_gate_pod_node, settings.watch_timeout_seconds
@@ -162,6 +169,9 @@ class Controller:
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.gate_pods.follow(update.rules)
+        self.labels.keys.rebuild(
+            (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
+        )
         self._follow_records()
         old = self._keep_annotation
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
@@ -191,6 +201,7 @@ class Controller:
 
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
         self._metrics.cached_objects.labels("nodes").set(len(self.informer))
+        self.labels.keys.observe(key, new.state if new is not None else None)
         if new is None:
             self._on_node_deleted(key, old)
             return

@@ -32,6 +32,7 @@ from nodegate.reconciler.kit.worker import Retry
 from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
+from nodegate.reconciler.nodes.record_keys import RecordKeys
 
 log = logging.getLogger("nodegate.controller")
 
@@ -53,6 +54,7 @@ class LabelRecords:
         metrics: Metrics,
         clock: Callable[[], datetime],
         dry_run: bool,
+        alive: Callable[[str], bool] = lambda _name: True,
     ) -> None:
         self._store = store
         self._recorder = recorder
@@ -64,6 +66,8 @@ class LabelRecords:
         self._lock = threading.Lock()
         self._watching: threading.Event | None = None
         """The stop event of the records' watch while it runs."""
+        self.keys = RecordKeys(alive)
+        metrics.label_keys_contested.set_function(self.keys.contested)
 
     @property
     def informer(self) -> Informer[StoredRecord]:
@@ -86,19 +90,25 @@ class LabelRecords:
 
     # --- one node's reconcile -------------------------------------------------------------------
 
-    def decide(self, node: CachedNode, config: PersistentLabels) -> LabelWork:
-        """What the node's record says (an unreadable record is quarantined, never used)."""
-        name = record_name(record_key(node.state, config))
+    def decide(self, node: CachedNode, config: PersistentLabels) -> LabelWork | None:
+        """What the node's record says (an unreadable record is quarantined, never used); None
+        while the node has no key (`keyBy: providerID` and no providerID yet)."""
+        key = record_key(node.state, config)
+        if not key:
+            return None
+        name = record_name(key)
         stored = self._store.get(name)
         if stored is not None and stored.record is None:
             self._quarantine(node, stored)
             stored = None
         record = stored.record if stored is not None else None
-        return LabelWork(name, stored, decide(node.state, record, config, self._now()))
+        rivals = self.keys.rivals(node.state.name, key)
+        return LabelWork(name, stored, decide(node.state, record, config, self._now(), rivals))
 
     def after_write(self, node: CachedNode, work: LabelWork) -> Retry | None:
         """After the node write: report restored labels, then bring the record up to date.
         A failed record write is an outcome (retry the node), never a node-write error."""
+        self._report_withheld(node, work)
         restored = work.decision.restore
         if restored and not self._dry_run:
             self._metrics.label_restores.inc(len(restored))
@@ -126,6 +136,28 @@ class LabelRecords:
             return Retry(err, "label record write failed")
         return None
 
+    def _report_withheld(self, node: CachedNode, work: LabelWork) -> None:
+        """A record not restored onto this node: a Warning Event (aggregated) and a count."""
+        decision = work.decision
+        if decision.refusal is None or self._dry_run:
+            return
+        if decision.rivals:
+            reason = "contested"
+        elif decision.record is None:
+            reason = "unproven"
+        else:
+            reason = "other_machine"
+        self._metrics.label_records_withheld.labels(reason).inc()
+        dropped = ", ".join(f"{k}={v}" for k, v in sorted(decision.dropped.items()))
+        message = decision.refusal + (f" (labels no longer kept: {dropped})" if dropped else "")
+        log.warning(
+            "persisted labels withheld",
+            extra={"node": node.state.name, "record": work.name, "reason": reason},
+        )
+        self._recorder.on_node(
+            node.state.name, node.state.uid, "LabelRecordWithheld", message, warning=True
+        )
+
     def refused(self, work: LabelWork | None) -> None:
         """The node write carrying restored labels was refused."""
         if work is not None and work.decision.restore:
@@ -145,7 +177,10 @@ class LabelRecords:
             gone = self._deleted.pop(key, None)
         if gone is None or config is None or self._dry_run:
             return
-        name = record_name(record_key(gone, config))
+        key = record_key(gone, config)
+        if not key:
+            return
+        name = record_name(key)
         stored = self._store.get(name)
         if stored is None or stored.record is None:
             return

@@ -214,6 +214,20 @@ class Metrics:
             "Records of deleted nodes garbage-collected after forgetAfter.",
             registry=r,
         )
+        self.label_keys_contested = Gauge(
+            "nodegate_label_keys_contested",
+            "Persisted-label record keys (providerIDs, names) that more than one live node "
+            "claims: their records are neither restored nor taken over until one node is left.",
+            registry=r,
+        )
+        self.label_records_withheld = Counter(
+            "nodegate_label_records_withheld",
+            "Reconciles that left a record's labels off a node, by reason (contested: another "
+            "live node claims its key; unproven: nothing shows the node is the recorded machine; "
+            "other_machine: the record was another machine's and now follows this node).",
+            ["reason"],
+            registry=r,
+        )
         self.label_records_quarantined = Counter(
             "nodegate_label_records_quarantined",
             "Unreadable records copied aside (never overwritten, never dropped).",

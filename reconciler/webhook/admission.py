@@ -22,9 +22,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from nodegate.core.model import NodeRules
+from nodegate.core.model import API_VERSION, KIND, NodeRules
+from nodegate.core.node import NodeState
 from nodegate.core.node_admission import admission_patch
-from nodegate.core.persisted_labels import RecordError, decode_record, key_for, record_name
+from nodegate.core.persisted_labels import (
+    RecordError,
+    decode_record,
+    key_for,
+    record_name,
+    restore_refusal,
+)
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.webhook.api import RecordReader
 from nodegate.reconciler.webhook.review import (
@@ -38,6 +45,7 @@ log = logging.getLogger("nodegate.webhook")
 
 
 Clock = Callable[[], datetime]
+NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
 RulesProvider = Callable[[], NodeRules | None]
 LOOKUP_THREADS = 4
 
@@ -73,8 +81,8 @@ class WebhookMetrics:
         )
         self.lookups = Counter(
             "nodegate_webhook_record_lookups",
-            "Persisted-label record lookups, by result (found, absent, unreadable, error, "
-            "timeout).",
+            "Persisted-label record lookups, by result (found, absent, unreadable, refused: "
+            "another live node or another machine, error, timeout).",
             ["result"],
             registry=registry,
         )
@@ -131,6 +139,12 @@ class RecordLookup:
             return self._none("unreadable", f"record unreadable: {err}", context)
         if stored.key != key:
             return self._none("unreadable", f"record is for key {stored.key!r}", context)
+        # The reconciler's rules: one live node per key, and only the machine the record was
+        # kept for. Without a cache of every node, "live" is the record not yet marked gone.
+        holder = () if stored.node_gone_at is not None else stored.node_names[-1:] or ("?",)
+        refusal = restore_refusal(stored, NodeState.from_k8s(node), config, holder)
+        if refusal is not None:
+            return self._none("refused", refusal, context)
         self._metrics.lookups.labels("found").inc()
         return stored.labels
 
@@ -175,9 +189,9 @@ class NodeAdmission:
             return 200, review_response(request.uid)
         rules = self._rules()
         if rules is None:
-            self._metrics.reviews.labels("unchanged").inc()
-            log.warning("no rules yet; node admitted unchanged", extra={"node": request.name})
-            return 200, review_response(request.uid)
+            # No gates or records yet, but the pool the node registers in is frozen all the same.
+            log.warning("no rules yet; node admitted without gates", extra={"node": request.name})
+            rules = NO_RULES
         try:
             stored = self._lookup.labels(request.node, rules)
             patch = admission_patch(request.node, rules, stored, self._now())
@@ -193,6 +207,7 @@ class NodeAdmission:
                 "node": request.name,
                 "gates": list(patch.gates),
                 "labels": dict(patch.labels),
+                "pool": dict(patch.pool),
                 "skipped": list(patch.skipped),
                 "dry_run": request.dry_run,
             },

@@ -32,12 +32,15 @@ labelTaints:
   - name: bench-class
     match: {{labels: {{{CLASS_KEY}: general}}}}
     taint: {{key: {CLASS_KEY}, value: general, effect: NoSchedule}}
+    nodeMayLift: true
   - name: bench-flip
     match: {{labels: {{{FLIP_KEY}: "on"}}}}
     taint: {{key: {FLIP_KEY}, value: "on", effect: NoSchedule}}
+    nodeMayLift: true
   - name: bench-race
     match: {{labels: {{{RACE_KEY}: "yes"}}}}
     taint: {{key: {RACE_KEY}, value: "yes", effect: NoSchedule}}
+    nodeMayLift: true
 conditionTaints:
   - name: bench-problem
     conditions:

@@ -25,6 +25,7 @@ RULES = HEADER + textwrap.dedent(
       - name: ci-dedicated
         match: {labels: {example.com/dedicated: ci}}
         taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        nodeMayLift: true
     conditionTaints:
       - name: nic-broken
         conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]

@@ -51,6 +51,7 @@ def taint_only_gpu(rules: dict[str, Any]) -> None:
             "name": "only-gpu",
             "match": {"labels": {key: value}},
             "taint": {"key": "example.com/only-gpu", "value": "yes", "effect": "NoSchedule"},
+            "nodeMayLift": True,
         }
     )
 

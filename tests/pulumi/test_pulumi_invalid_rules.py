@@ -21,6 +21,7 @@ labelTaints:
   - name: ci-dedicated
     match: {labels: {example.com/dedicated: ci}}
     taint: {key: example.com/dedicated, value: ci, effect: Noschedule}
+    nodeMayLift: true
 nodePools:
   - name: ci
     provider: oke
@@ -55,7 +56,7 @@ def test_invalid_rules_stop_the_program_with_the_validate_text(
     assert str(run.error).splitlines() == [
         "rules.yaml:6:52: labelTaints[0].taint.effect: 'Noschedule' is not a taint effect: use "
         "one of NoSchedule, PreferNoSchedule, NoExecute; did you mean 'NoSchedule'?",
-        "rules.yaml:10:5: nodePools[0].size: Input should be greater than or equal to 0 (got -1)",
+        "rules.yaml:11:5: nodePools[0].size: Input should be greater than or equal to 0 (got -1)",
     ]
 
 

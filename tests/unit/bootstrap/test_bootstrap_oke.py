@@ -381,6 +381,7 @@ def test_the_order_of_rules_and_labels_in_the_file_does_not_change_the_rendering
         "  - name: spot-capacity\n"
         "    match: {labels: {example.com/capacity: spot}}\n"
         '    taint: {key: example.com/spot, value: "true", effect: PreferNoSchedule}\n'
+        "    nodeMayLift: true\n"
     )
     assert spot in reordered
     reordered = reordered.replace(spot, "").replace("labelTaints:\n", "labelTaints:\n" + spot)

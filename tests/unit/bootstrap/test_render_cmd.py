@@ -88,7 +88,7 @@ def test_invalid_rules_print_every_problem_line_and_exit_1(tmp_path: Path) -> No
     broken.write_text(
         "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
         "  - name: Bad_Name\n    match: {labels: {a: b}}\n"
-        "    taint: {key: a, value: b, effect: NoSchedul}\n",
+        "    taint: {key: a, value: b, effect: NoSchedul}\n    nodeMayLift: true\n",
         encoding="utf-8",
     )
     code, out, err = _run("--rules", str(broken), "--pool", "ci")

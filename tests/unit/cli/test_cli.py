@@ -21,7 +21,7 @@ runner = CliRunner()
 def test_validate_exits_0_for_valid_files() -> None:
     result = runner.invoke(app, ["validate", str(RULES)])
     assert result.exit_code == 0
-    assert result.stdout.startswith(f"{RULES}: ok (3 label taints")
+    assert result.stdout.startswith(f"{RULES}: ok (4 label taints")
 
 
 def test_validate_exits_1_and_prints_every_problem_to_stderr(tmp_path: Path) -> None:
@@ -29,14 +29,16 @@ def test_validate_exits_1_and_prints_every_problem_to_stderr(tmp_path: Path) -> 
     bad.write_text(
         "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
         "  - name: x\n    match: {labels: {a: b}}\n    taint: {key: a, effect: Nope}\n"
+        "    nodeMayLift: true\n"
         "  - name: x\n    match: {labels: {a: b}}\n    taint: {key: b, effect: NoSchedule}\n"
+        "    nodeMayLift: true\n"
     )
     result = runner.invoke(app, ["validate", str(RULES), str(bad)])
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
         f"{bad}:6:21: labelTaints[0].taint.effect: 'Nope' is not a taint effect: use one of "
         "NoSchedule, PreferNoSchedule, NoExecute",
-        f"{bad}:7:5: labelTaints[1].name: rule name 'x' is already used by labelTaints[0]; rule "
+        f"{bad}:8:5: labelTaints[1].name: rule name 'x' is already used by labelTaints[0]; rule "
         "names are the reason shown in events and metrics and must be unique",
     ]
     assert f"{RULES}: ok" in result.stdout

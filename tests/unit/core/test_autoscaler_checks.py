@@ -224,6 +224,7 @@ def test_the_startup_prefix_is_refused_outside_startup_gates() -> None:
           - name: ci
             match: {{labels: {{pool: ci}}}}
             taint: {{key: {PREFIXED}, effect: NoSchedule}}
+            nodeMayLift: true
         """
     )
     errors, _ = check(text)

@@ -45,7 +45,7 @@ def test_a_condition_rule_that_requires_shutdown_may_apply_out_of_service() -> N
     [
         (
             "labelTaints:\n  - {name: spot, match: {labels: {a: b}}, "
-            f"taint: {OUT_OF_SERVICE}}}\n",
+            f"taint: {OUT_OF_SERVICE}, nodeMayLift: true}}\n",
             "rules.yaml:4:43: labelTaints[0].taint",
         ),
         (
@@ -137,7 +137,8 @@ def test_out_of_service_left_by_a_deleted_rule_or_an_operator_is_never_removed()
     )
     history = PlanFacts(now=NOW, previously_owned=frozenset({TAINT.identity}))
     other_rules = rules(
-        "labelTaints: [{name: a, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}}]\n"
+        "labelTaints: [{name: a, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}, "
+        "nodeMayLift: true}]\n"
     )
     assert plan(claimed, other_rules, history).remove_taints == ()
 

@@ -35,7 +35,7 @@ def node(name: str = "n1", uid: str = "uid-1", provider_id: str = OKE, **labels:
 
 
 def record(uid: str = "uid-1", **labels: str) -> LabelRecord:
-    return LabelRecord(OKE, uid, labels, NOW - timedelta(days=1), ("n1",))
+    return LabelRecord(OKE, uid, labels, NOW - timedelta(days=1), ("n1",), provider_id=OKE)
 
 
 TEAM = {"persist.example.com/team": "ml"}
@@ -61,9 +61,9 @@ def test_record_names_are_valid_configmap_names_whatever_the_provider_id(provide
     assert record_name(provider_id) == name
 
 
-def test_records_are_keyed_by_provider_id_falling_back_to_the_name() -> None:
+def test_records_are_keyed_by_provider_id_and_a_node_without_one_has_no_key_yet() -> None:
     assert record_key(node(), CONFIG) == OKE
-    assert record_key(node(provider_id=""), CONFIG) == "n1"
+    assert record_key(node(provider_id=""), CONFIG) == ""
     by_name = PersistentLabels(prefixes=("persist.example.com/",), key_by="nodeName")
     assert record_key(node(), by_name) == "n1"
 

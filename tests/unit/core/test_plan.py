@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from nodegate.core.model import TRUSTED_POOL_LABEL
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
 from tests.unit.core.builders import NOW, node, rules
@@ -17,6 +18,7 @@ CI_RULES = rules(
       - name: ci
         match: {labels: {example.com/dedicated: ci}}
         taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        nodeMayLift: true
     """
 )
 CI_TAINT = NodeTaint("example.com/dedicated", "NoSchedule", "ci")
@@ -114,9 +116,11 @@ def test_another_rule_wanting_the_same_taint_keeps_it() -> None:
           - name: ci
             match: {labels: {pool: ci}}
             taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+            nodeMayLift: true
           - name: ci-team
             match: {labels: {team: ci}}
             taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+            nodeMayLift: true
         """
     )
     result = plan(node({"team": "ci"}, taints=(CI_TAINT,)), two, FACTS)
@@ -269,9 +273,7 @@ def test_startup_gate_on_a_node_whose_labels_do_not_match_still_lifts_when_ready
     assert [c.taint for c in plan(ready, GATE_RULES, FACTS).remove_taints] == [GATE]
 
 
-def test_reconciler_labels_of_the_nodes_pool_are_applied() -> None:
-    pooled = rules(
-        """\
+POOLED_RULES_TEXT = """\
         labelTaints:
           - name: ci
             match: {labels: {node-role.kubernetes.io/ci: ""}}
@@ -281,11 +283,30 @@ def test_reconciler_labels_of_the_nodes_pool_are_applied() -> None:
             provider: oke
             size: 1
             reconcilerLabels: {node-role.kubernetes.io/ci: ""}
+          - name: payments
+            provider: oke
+            size: 1
+            reconcilerLabels: {node-restriction.kubernetes.io/tenant: payments}
         """
-    )
-    result = plan(node({"nodegate.dev/pool": "ci"}), pooled, FACTS)
+
+
+def test_reconciler_labels_of_the_pool_the_node_registered_in_are_applied() -> None:
+    registered = {"nodegate.dev/pool": "ci", TRUSTED_POOL_LABEL: "ci"}
+    result = plan(node(registered), rules(POOLED_RULES_TEXT), FACTS)
     assert [(c.key, c.value) for c in result.set_labels] == [("node-role.kubernetes.io/ci", "")]
     assert [c.taint.key for c in result.add_taints] == ["example.com/ci"]
+
+
+def test_a_pool_the_node_only_claims_with_its_own_label_grants_no_reconciler_labels() -> None:
+    claimed = plan(node({"nodegate.dev/pool": "payments"}), rules(POOLED_RULES_TEXT), FACTS)
+    assert claimed.set_labels == ()
+    assert any("claims pool 'payments'" in warning for warning in claimed.warnings)
+
+
+def test_a_claim_of_another_pool_than_the_registered_one_is_ignored() -> None:
+    steered = {"nodegate.dev/pool": "payments", TRUSTED_POOL_LABEL: "ci"}
+    result = plan(node(steered), rules(POOLED_RULES_TEXT), FACTS)
+    assert [(c.key, c.value) for c in result.set_labels] == [("node-role.kubernetes.io/ci", "")]
 
 
 def test_restored_persistent_label_never_overwrites_a_present_one() -> None:

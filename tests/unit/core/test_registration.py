@@ -19,6 +19,7 @@ RULES = rules(
       - name: ci
         match: {labels: {example.com/dedicated: ci}}
         taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        nodeMayLift: true
     startupGates:
       - name: user-warmup
         match:

@@ -42,6 +42,7 @@ def test_duplicate_key_is_refused() -> None:
             name: gpu
             match: {labels: {dedicated: ci}}
             taint: {key: dedicated, value: ci, effect: NoSchedule}
+            nodeMayLift: true
         """
     ) == [
         "rules.yaml:5:5: (document): duplicate key 'name' (the mapping starts at line 4); "
@@ -56,6 +57,7 @@ def test_unknown_field_suggests_the_closest_known_one() -> None:
           - name: ci
             match: {labels: {dedicated: ci}}
             taint: {key: dedicated, value: ci, efect: NoSchedule}
+            nodeMayLift: true
         """
     ) == [
         "rules.yaml:6:5: labelTaints[0].taint.effect: required field 'effect' is missing",
@@ -71,6 +73,7 @@ def test_unquoted_boolean_label_value_says_to_quote_it() -> None:
           - name: spot
             match: {labels: {spot: true}}
             taint: {key: spot, value: "true", effect: PreferNoSchedule}
+            nodeMayLift: true
         """
     ) == [
         "rules.yaml:5:22: labelTaints[0].match.labels.spot: expected a string, got True; YAML "
@@ -114,6 +117,7 @@ def test_unknown_taint_effect_suggests_the_closest(effect: str, suggestion: str)
           - name: ci
             match: {{labels: {{dedicated: ci}}}}
             taint: {{key: dedicated, value: ci, effect: {effect}}}
+            nodeMayLift: true
         """
     )
     assert problem == (
@@ -147,6 +151,7 @@ def test_taint_key_kubernetes_would_reject_is_refused(key: str, reason: str) -> 
           - name: gpu
             match: {{labels: {{gpu: "yes"}}}}
             taint: {{key: "{key}", effect: NoSchedule}}
+            nodeMayLift: true
         """
     )
     assert problem == (
@@ -162,6 +167,7 @@ def test_label_value_kubernetes_would_reject_is_refused() -> None:
           - name: gpu
             match: {labels: {gpu: "a100 80gb"}}
             taint: {key: gpu, effect: NoSchedule}
+            nodeMayLift: true
         """
     )
     assert problem == (
@@ -178,6 +184,7 @@ def test_label_value_longer_than_63_characters_is_refused() -> None:
           - name: gpu
             match: {{labels: {{gpu: ok}}}}
             taint: {{key: gpu, value: {"v" * 64}, effect: NoSchedule}}
+            nodeMayLift: true
         """
     )
     assert problem.endswith(f"'{'v' * 64}' is longer than 63 characters")
@@ -206,6 +213,7 @@ def test_two_rules_wanting_one_taint_with_different_values_are_refused() -> None
           - name: ci
             match: {labels: {pool: ci}}
             taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+            nodeMayLift: true
         conditionTaints:
           - name: broken
             conditions: [{type: Broken, status: "True"}]
@@ -213,7 +221,7 @@ def test_two_rules_wanting_one_taint_with_different_values_are_refused() -> None
         """
     )
     assert problem == (
-        "rules.yaml:10:41: conditionTaints[0].taint.value: taint example.com/dedicated:NoSchedule "
+        "rules.yaml:11:41: conditionTaints[0].taint.value: taint example.com/dedicated:NoSchedule "
         "wants value 'broken' but labelTaints[0].taint wants 'ci'; a node can carry one "
         "example.com/dedicated:NoSchedule taint, so give both rules the same value or "
         "different keys"
@@ -229,9 +237,11 @@ def test_same_taint_with_same_value_in_two_rules_is_allowed() -> None:
               - name: ci
                 match: {labels: {pool: ci}}
                 taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+                nodeMayLift: true
               - name: ci-too
                 match: {labels: {team: ci}}
                 taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+                nodeMayLift: true
             """
         )
     )
@@ -256,6 +266,7 @@ def test_taint_key_owned_by_kubernetes_or_platform_is_refused(key: str, owner: s
           - name: mine
             match: {{labels: {{pool: ci}}}}
             taint: {{key: {key}, effect: NoSchedule}}
+            nodeMayLift: true
         """
     )
     assert problem == (
@@ -322,7 +333,7 @@ def test_duplicate_rule_names_are_refused() -> None:
     [problem] = problems_of(
         """\
         labelTaints:
-          - {name: ci, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}}
+          - {name: ci, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}, nodeMayLift: true}
         startupGates:
           - name: ci
             match: {labels: {a: b}}
@@ -339,7 +350,7 @@ def test_startup_gate_sharing_a_taint_with_another_rule_is_refused() -> None:
     [problem] = problems_of(
         """\
         labelTaints:
-          - {name: ci, match: {labels: {a: b}}, taint: {key: warm, effect: NoSchedule}}
+          - {name: ci, match: {labels: {a: b}}, taint: {key: warm, effect: NoSchedule}, nodeMayLift: true}
         startupGates:
           - name: warmup
             match: {labels: {a: b}}
@@ -360,6 +371,7 @@ def test_every_problem_in_a_file_is_reported_in_one_run() -> None:
           - name: ci
             match: {labels: {dedicated: ci}}
             taint: {key: dedicated, value: ci, effect: Noschedule}
+            nodeMayLift: true
         conditionTaints:
           - name: nic
             conditions: [{type: NIC, status: "("}]
@@ -419,6 +431,7 @@ def test_value_less_taint_bound_for_an_aks_pool_is_refused() -> None:
           - name: gpu
             match: {labels: {example.com/gpu: a100}}
             taint: {key: nvidia.com/gpu, effect: NoSchedule}
+            nodeMayLift: true
         nodePools:
           - {name: batch, provider: aks, size: 1, labels: {example.com/gpu: a100}}
         """

@@ -78,11 +78,12 @@ def test_a_former_key_another_rule_uses_is_refused() -> None:
           - name: old
             match: {labels: {pool: gpu}}
             taint: {key: example.com/old, value: x, effect: NoExecute}
+            nodeMayLift: true
         startupGates:
         """
     ) + gate("[example.com/old]")
     assert problems_of(body) == [
-        "rules.yaml:12:18: startupGates[0].formerKeys[0]: 'example.com/old' is the taint key of "
+        "rules.yaml:13:18: startupGates[0].formerKeys[0]: 'example.com/old' is the taint key of "
         "labelTaints[0]; a former key is retired and lifted with this gate, so no current rule "
         "may use it: drop it here, or change that rule's key"
     ]

@@ -20,6 +20,7 @@ labelTaints:
   - name: ci-dedicated
     match: {labels: {example.com/dedicated: ci}}
     taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    nodeMayLift: true
 startupGates:
   - name: warmup
     match: {labels: {pool: gpu}}

@@ -34,9 +34,11 @@ CI_RULES = HEADER + textwrap.dedent(
       - name: ci
         match: {labels: {example.com/dedicated: ci}}
         taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+        nodeMayLift: true
       - name: gpu
         match: {labels: {example.com/gpu: "true"}}
         taint: {key: example.com/gpu, value: "true", effect: NoSchedule}
+        nodeMayLift: true
     """
 )
 GPU_ONLY = HEADER + textwrap.dedent(
@@ -45,6 +47,7 @@ GPU_ONLY = HEADER + textwrap.dedent(
       - name: gpu
         match: {labels: {example.com/gpu: "true"}}
         taint: {key: example.com/gpu, value: "true", effect: NoSchedule}
+        nodeMayLift: true
     """
 )
 EMPTY = HEADER
@@ -252,6 +255,7 @@ def test_a_node_re_created_under_a_new_name_gets_its_persisted_labels_back() -> 
     controller = labelled(api)
     controller.process("old")  # the record is written from the node
     del api.nodes["old"]
+    controller.informer.discard("old")
     api.add_node(persisted_node("new", "uid-2", "oci://instance-1"))
     controller.informer.put(api.nodes["new"])
     controller.process("new")

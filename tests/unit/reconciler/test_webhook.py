@@ -54,7 +54,9 @@ GPU_NODE = {
 
 
 def record(key: str = PROVIDER_ID, labels: dict[str, str] | None = None) -> RawObject:
-    stored = LabelRecord(key, "old-uid", labels or {"persist.example.com/team": "ml"}, NOW)
+    stored = LabelRecord(
+        key, "old-uid", labels or {"persist.example.com/team": "ml"}, NOW, node_gone_at=NOW
+    )
     return {"metadata": {"name": record_name(key)}, "data": encode_record(stored)}
 
 
