@@ -19,7 +19,14 @@ from nodegate.bootstrap.registration import (
     registration_labels,
     startup_gate_taints,
 )
-from nodegate.core.model import POOL_LABEL, NodeClassRef, NodePool, NodeRules, Taint
+from nodegate.core.model import (
+    POOL_LABEL,
+    TRUSTED_POOL_LABEL,
+    NodeClassRef,
+    NodePool,
+    NodeRules,
+    Taint,
+)
 
 API_VERSION: Final = "karpenter.sh/v1"
 AKS_NODE_CLASS: Final = NodeClassRef(
@@ -64,6 +71,10 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
         raise BootstrapError(
             f"pool '{pool.name}': Karpenter refuses NodePool template labels {', '.join(refused)}"
         )
+    # Karpenter applies node-restriction.kubernetes.io labels to the Node itself (its label
+    # domain exceptions), never through the kubelet: the pool the node was provisioned in,
+    # as evidence for its reconcilerLabels that the node cannot forge (docs/reconciler.md).
+    labels = {**labels, TRUSTED_POOL_LABEL: pool.name}
     spec: dict[str, Any] = {
         "nodeClassRef": node_class.model_dump(),
         "requirements": [

@@ -14,9 +14,10 @@ The patch only ever adds:
 * every persisted label (as `persistentLabels` selects them) the node does not already carry,
   if its key and value are valid: a hand-edited record must not make the API server refuse the
   whole node;
-* the trusted pool label (`node-restriction.kubernetes.io/nodegate-pool`), a frozen copy of the
-  pool the node registers in (`nodegate.dev/pool`). The API server runs NodeRestriction before
-  admission webhooks, so the kubelet cannot set this label but the webhook can, once, at birth.
+* the registration seal (`nodegate.dev/registered-pool=<pool>:PreferNoSchedule`): the pool the
+  node registers in (`nodegate.dev/pool`), frozen where its kubelet can no longer change it (a
+  taint), until the reconciler records it in `node-restriction.kubernetes.io/nodegate-pool`
+  (core/node_trust.py says why not that label at once).
 
 Nothing is ever replaced or removed: every operation is an `add` of a member that is absent or
 null, or an append to the taint list. A part of the object that is not the shape the API
@@ -33,7 +34,7 @@ from typing import Any
 from nodegate.core.k8s_names import label_value_problem, qualified_name_problem
 from nodegate.core.model import NodeRules, Taint
 from nodegate.core.node import NodeTaint, format_time
-from nodegate.core.node_trust import registration_pool_label
+from nodegate.core.node_trust import seal_for_registration
 from nodegate.core.persisted_labels import persisted_view
 from nodegate.core.registration import gates_for
 
@@ -50,8 +51,8 @@ class AdmissionPatch:
     """Names of the gates whose taints are added."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Persisted labels added."""
-    pool: Mapping[str, str] = field(default_factory=dict)
-    """The trusted pool label added (empty: none)."""
+    sealed: str | None = None
+    """The pool sealed at registration (None: no seal added)."""
     skipped: tuple[str, ...] = ()
     """What was wanted but not added, and why."""
 
@@ -96,6 +97,17 @@ def restorable_labels(
 
 def _taint_identities(taints: list[Any]) -> set[tuple[str, str]]:
     return {(str(t.get("key")), str(t.get("effect"))) for t in taints if isinstance(t, Mapping)}
+
+
+def _node_taints(taints: object) -> list[NodeTaint]:
+    """The well-formed taints of a raw taint list (others are the API server's to refuse)."""
+    if not isinstance(taints, list):
+        return []
+    return [
+        NodeTaint.from_k8s(t)
+        for t in taints
+        if isinstance(t, Mapping) and isinstance(t.get("key"), str)
+    ]
 
 
 def _raw_taint(taint: Taint, now: datetime) -> dict[str, Any]:
@@ -150,17 +162,19 @@ def admission_patch(
     metadata = node.get("metadata")
     own = string_labels(metadata) if isinstance(metadata, Mapping) else {}
     restore, skipped = restorable_labels(own, stored_labels, rules)
-    pool = registration_pool_label(own)
-    label_ops = _label_ops(node, {**restore, **pool})
+    label_ops = _label_ops(node, restore)
     if label_ops is None:
         skipped += ("metadata.labels is not a map: no label added",)
-        restore, pool, label_ops = {}, {}, []
+        restore, label_ops = {}, []
 
     spec = node.get("spec")
     current = spec.get("taints") if isinstance(spec, Mapping) else None
     carried = _taint_identities(current) if isinstance(current, list) else set()
     gates: list[str] = []
     taints: list[dict[str, Any]] = []
+    seal = seal_for_registration(own, _node_taints(current))
+    if seal is not None:
+        taints.append(dict(seal.to_k8s()))
     for gate in gates_for(rules, {**restore, **own}):
         if gate.taint.identity in carried:
             continue
@@ -170,7 +184,11 @@ def admission_patch(
     taint_ops = _taint_ops(spec, taints)
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
-        gates, taint_ops = [], []
+        gates, taint_ops, seal = [], [], None
     return AdmissionPatch(
-        tuple(label_ops + taint_ops), tuple(gates), labels=restore, skipped=skipped, pool=pool
+        tuple(label_ops + taint_ops),
+        tuple(gates),
+        labels=restore,
+        skipped=skipped,
+        sealed=seal.value if seal is not None else None,
     )

@@ -5,14 +5,27 @@ compromised node controls. Kubernetes' NodeRestriction admission plugin draws th
 outside kubernetes.io/k8s.io, annotations, status, and at registration its taints and
 providerID); nodegate must never become a way across it. Pure: the planner and the webhook ask
 here which pool a node is trusted to be in.
+
+The pool a node *registered* in is as trustworthy as its providerID: both are what its bootstrap
+said when the Node was created. The claim label (`nodegate.dev/pool`) can be changed later, so
+the webhook seals it at creation into a taint (a kubelet may not change its taints once
+registered; NodeRestriction re-checks labels on every admission pass, so a label could not be
+added for it), and the reconciler turns the seal into `node-restriction.kubernetes.io/
+nodegate-pool`, which no kubelet may set or change, and removes the seal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodePool, NodeRules
+from nodegate.core.node import NodeTaint
+
+REGISTRATION_SEAL_KEY = "nodegate.dev/registered-pool"
+REGISTRATION_SEAL_EFFECT = "PreferNoSchedule"
+"""The softest effect: the seal lives from the Node's creation to the reconciler's first write
+(about a second), while the node is not Ready anyway, and must never keep a pod off it."""
 
 
 @dataclass(frozen=True)
@@ -24,14 +37,29 @@ class PoolMembership:
     """A pool named only by a label the node may write itself (a warning, never acted on)."""
 
 
-def pool_membership(labels: Mapping[str, str], rules: NodeRules) -> PoolMembership:
-    """The node's pool, from the label its kubelet may not set (`TRUSTED_POOL_LABEL`) only.
+def registration_seal(taints: Iterable[NodeTaint]) -> str | None:
+    """The pool sealed at the node's creation, if its seal is still on it."""
+    for taint in taints:
+        if taint.key == REGISTRATION_SEAL_KEY and taint.effect == REGISTRATION_SEAL_EFFECT:
+            return taint.value
+    return None
+
+
+def registered_pool(labels: Mapping[str, str], taints: Iterable[NodeTaint]) -> str | None:
+    """The pool the node registered in: the trusted label, else the seal still on it."""
+    return labels.get(TRUSTED_POOL_LABEL) or registration_seal(taints)
+
+
+def pool_membership(
+    labels: Mapping[str, str], taints: Iterable[NodeTaint], rules: NodeRules
+) -> PoolMembership:
+    """The node's pool, from what its kubelet could not change since registration only.
 
     `POOL_LABEL` is a claim: a node setting it to another pool must not gain that pool's
     `reconcilerLabels` (node-role.kubernetes.io/*, node-restriction.kubernetes.io/* ...), the
     very labels NodeRestriction keeps kubelets from setting.
     """
-    registered = labels.get(TRUSTED_POOL_LABEL)
+    registered = registered_pool(labels, taints)
     if registered is not None:
         return PoolMembership(rules.pool(registered))
     claimed = labels.get(POOL_LABEL)
@@ -41,14 +69,16 @@ def pool_membership(labels: Mapping[str, str], rules: NodeRules) -> PoolMembersh
     return PoolMembership(None)
 
 
-def registration_pool_label(labels: Mapping[str, str]) -> dict[str, str]:
-    """The trusted pool label to add to a Node being created: its claimed pool, frozen.
+def seal_taint(pool: str) -> NodeTaint:
+    return NodeTaint(REGISTRATION_SEAL_KEY, REGISTRATION_SEAL_EFFECT, pool)
 
-    At registration the claim is the pool's bootstrap speaking (kubelet `--node-labels`); after
-    it, the node may change `POOL_LABEL` but never this copy. Nothing when the node already
-    carries one (set by Karpenter or an admin) or claims no pool.
-    """
+
+def seal_for_registration(
+    labels: Mapping[str, str], taints: Iterable[NodeTaint]
+) -> NodeTaint | None:
+    """The seal to add to a Node being created: its claimed pool, frozen. None when it claims no
+    pool, already names its pool in the trusted label (Karpenter, an admin), or is sealed."""
     claimed = labels.get(POOL_LABEL)
-    if claimed is None or TRUSTED_POOL_LABEL in labels:
-        return {}
-    return {TRUSTED_POOL_LABEL: claimed}
+    if not claimed or TRUSTED_POOL_LABEL in labels or registration_seal(taints) is not None:
+        return None
+    return seal_taint(claimed)

@@ -23,7 +23,7 @@ from nodegate.core.model import (
     NodeRules,
 )
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
-from nodegate.core.node_trust import pool_membership
+from nodegate.core.node_trust import pool_membership, registration_seal, seal_taint
 
 __all__ = [
     "OWNED_TAINTS_ANNOTATION",
@@ -159,6 +159,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
         else:
             remove.append(TaintChange(taint, (), "no rule in the rules file owns it any more"))
 
+    remove += _seal_removal(node)
     after = NodePlan(node.name, add_taints=tuple(add), remove_taints=tuple(remove)).taints_after(
         node
     )
@@ -232,8 +233,17 @@ def removable_taints(
     return current | earlier
 
 
+def _seal_removal(node: NodeState) -> list[TaintChange]:
+    """The registration seal goes in the write that records it as the trusted pool label."""
+    seal = registration_seal(node.taints)
+    if seal is None:
+        return []
+    why = f"registration seal recorded as {TRUSTED_POOL_LABEL}={seal}"
+    return [TaintChange(seal_taint(seal), (), why)]
+
+
 def _pool_claim_warnings(node: NodeState, rules: NodeRules) -> list[str]:
-    claim = pool_membership(node.labels, rules).untrusted_claim
+    claim = pool_membership(node.labels, node.taints, rules).untrusted_claim
     if claim is None:
         return []
     return [
@@ -247,7 +257,12 @@ def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[
     for key, value in sorted(facts.restored_labels.items()):
         if key not in node.labels:
             changes[key] = LabelChange(key, value, "restored persisted label")
-    pool = pool_membership(node.labels, rules).pool
+    seal = registration_seal(node.taints)
+    if seal is not None and TRUSTED_POOL_LABEL not in node.labels:
+        changes[TRUSTED_POOL_LABEL] = LabelChange(
+            TRUSTED_POOL_LABEL, seal, "pool the node registered in (its registration seal)"
+        )
+    pool = pool_membership(node.labels, node.taints, rules).pool
     if pool is not None:
         for key, value in sorted(pool.reconciler_labels.items()):
             if node.labels.get(key) != value:

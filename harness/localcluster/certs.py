@@ -170,7 +170,9 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 
 def _name(common_name: str, organization: str | None = None) -> x509.Name:
-    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    # RFC 5280's 64-character bound on a CN is not one the API server applies, and
+    # `system:node:<name>` exceeds it for long node names (names may be 253 characters).
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name, _validate=False)]
     if organization:
         attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
     return x509.Name(attributes)

@@ -11,6 +11,7 @@ import datetime
 import hashlib
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -65,6 +66,10 @@ class SimNode:
     internal_ip: str = "10.0.10.10"
     images: int = 0
     """Container images to report in status.images, as a kubelet does (40 make a ~12 KB Node)."""
+    system_uuid: str | None = None
+    """The machine's SMBIOS UUID in status.nodeInfo; by default derived from the providerID,
+    so a node registered again with the same providerID reports the same machine, as a real
+    kubelet on the same instance does."""
 
     def body(self) -> dict[str, Any]:
         """The Node object; status is accepted on create for Nodes, as a kubelet registers."""
@@ -81,7 +86,13 @@ class SimNode:
             "topology.kubernetes.io/zone": "eu-frankfurt-1-ad-1",
             **self.labels,
         }
-        spec: dict[str, Any] = {"providerID": self.provider_id or oci_provider_id(self.name)}
+        provider_id = self.provider_id or oci_provider_id(self.name)
+        spec: dict[str, Any] = {"providerID": provider_id}
+        system_uuid = (
+            str(uuid.uuid5(uuid.NAMESPACE_URL, provider_id))
+            if self.system_uuid is None
+            else self.system_uuid
+        )
         if self.taints:
             spec["taints"] = [dict(taint) for taint in self.taints]
         resources = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods}
@@ -114,7 +125,7 @@ class SimNode:
                     "kubeletVersion": KUBERNETES_VERSION,
                     "kubeProxyVersion": "",
                     "machineID": "",
-                    "systemUUID": "",
+                    "systemUUID": system_uuid,
                     "bootID": "",
                 },
             },

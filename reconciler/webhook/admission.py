@@ -189,7 +189,7 @@ class NodeAdmission:
             return 200, review_response(request.uid)
         rules = self._rules()
         if rules is None:
-            # No gates or records yet, but the pool the node registers in is frozen all the same.
+            # No gates or records yet, but the pool the node registers in is sealed all the same.
             log.warning("no rules yet; node admitted without gates", extra={"node": request.name})
             rules = NO_RULES
         try:
@@ -207,7 +207,7 @@ class NodeAdmission:
                 "node": request.name,
                 "gates": list(patch.gates),
                 "labels": dict(patch.labels),
-                "pool": dict(patch.pool),
+                "sealed_pool": patch.sealed,
                 "skipped": list(patch.skipped),
                 "dry_run": request.dry_run,
             },

@@ -34,6 +34,7 @@ EXTRA_RULE = """\
   - name: arm-only
     match: {labels: {kubernetes.io/arch: arm64}}
     taint: {key: example.com/arch, value: arm64, effect: NoSchedule}
+    nodeMayLift: true
 """
 Manifest = dict[str, Any]
 ObjectKey = tuple[str, str, str | None]

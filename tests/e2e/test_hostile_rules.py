@@ -33,6 +33,7 @@ TEAM_RULE = """\
   - name: team-x
     match: {labels: {example.com/team: x}}
     taint: {key: example.com/team, value: x, effect: NoSchedule}
+    nodeMayLift: true
 """
 
 

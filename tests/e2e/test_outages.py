@@ -119,7 +119,7 @@ def test_changes_made_during_a_silent_partition_converge_within_45s_after_it_hea
     rules = HEADER + (
         "labelTaints:\n"
         f"  - {{name: partitioned, match: {{labels: {{{label}: '{value}'}}}}, "
-        f"taint: {{key: {label}, value: '{value}', effect: NoSchedule}}}}\n"
+        f"taint: {{key: {label}, value: '{value}', effect: NoSchedule}}, nodeMayLift: true}}\n"
     )
     ref = rules_configmap(rules)
     flags: tuple[str, ...] = ("--rules-configmap", ref, "--no-leader-elect")

@@ -1,6 +1,8 @@
 """Parity with the node-label-operator: its quick start (label a node, delete it, register it
 again, the label is back) replayed on the real API server, the reconciler run with what
-`nodegate migrate node-label-operator` makes of its environment."""
+`nodegate migrate node-label-operator` makes of its environment; and the one difference a
+hostile or recycled name calls for: another machine registering under the name (OKE names nodes
+by private IP, and IPs are reused) does not inherit the record."""
 
 from __future__ import annotations
 
@@ -25,12 +27,7 @@ from tests.unit.migrate.support import env_file
 LABEL = "persist.demo/type"  # the label of its README's state example
 
 
-def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
-    records_namespace: str,
-    start_reconciler_with: Start,
-    core_v1: k8s_client.CoreV1Api,
-    unique_name: str,
-) -> None:
+def start_migrated(records_namespace: str, start_reconciler_with: Start) -> None:
     env = env_file("node-label-operator.env")
     settings = OperatorSettings(
         persist_label_prefix=env["PERSIST_LABEL_PREFIX"],
@@ -42,17 +39,31 @@ def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
     assert "--state-namespace" in conversion.reconciler_flags
     start_reconciler_with(to_yaml(conversion), *conversion.reconciler_flags)
 
-    name = f"{unique_name}-worker"
-    create_node(core_v1, SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-1"))
+
+def labelled_then_deleted(core_v1: k8s_client.CoreV1Api, namespace: str, name: str) -> str:
+    """A node labelled as the quick start does, then deleted; its providerID."""
+    provider_id = f"oci://ocid1.instance.oc1.phx.{name}-1"
+    create_node(core_v1, SimNode(name=name, provider_id=provider_id))
     patch_labels(core_v1, name, {LABEL: "expensive"})
-    wait_for_record(core_v1, records_namespace, name, lambda r: r["labels"] == {LABEL: "expensive"})
-
+    wait_for_record(core_v1, namespace, name, lambda r: r["labels"] == {LABEL: "expensive"})
     delete_node(core_v1, name)
-    kept = wait_for_record(core_v1, records_namespace, name, lambda r: bool(r["nodeGoneAt"]))
+    kept = wait_for_record(core_v1, namespace, name, lambda r: bool(r["nodeGoneAt"]))
     assert kept["labels"] == {LABEL: "expensive"}  # the deleted node keeps its record
+    return provider_id
 
-    registered = time.monotonic()  # a new instance under the same name (keyBy: nodeName)
-    create_node(core_v1, SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-2"))
+
+def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
+    records_namespace: str,
+    start_reconciler_with: Start,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    start_migrated(records_namespace, start_reconciler_with)
+    name = f"{unique_name}-worker"
+    provider_id = labelled_then_deleted(core_v1, records_namespace, name)
+
+    registered = time.monotonic()  # the same machine registers again (keyBy: nodeName)
+    create_node(core_v1, SimNode(name=name, provider_id=provider_id))
     wait_until(
         lambda: read_node(core_v1, name)["metadata"]["labels"].get(LABEL) == "expensive",
         TIMEOUT,
@@ -62,4 +73,23 @@ def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
     print(f"re-registered node carried no persisted label for {time.monotonic() - registered:.2f}s")
     [event] = wait_for_event(core_v1, name, "NodegateLabelsRestored")
     assert f"{LABEL}=expensive" in (event.message or "")
+    delete_node(core_v1, name)
+
+
+def test_another_machine_registering_under_the_name_does_not_inherit_the_record(
+    records_namespace: str,
+    start_reconciler_with: Start,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    start_migrated(records_namespace, start_reconciler_with)
+    name = f"{unique_name}-worker"
+    labelled_then_deleted(core_v1, records_namespace, name)
+
+    other = SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-2")
+    create_node(core_v1, other)
+    [event] = wait_for_event(core_v1, name, "LabelRecordWithheld")
+    assert "another machine" in (event.message or "")
+    assert f"{LABEL}=expensive" in (event.message or "")  # the labels it no longer keeps
+    assert LABEL not in read_node(core_v1, name)["metadata"]["labels"]
     delete_node(core_v1, name)

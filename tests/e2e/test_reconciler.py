@@ -86,7 +86,8 @@ def test_foreign_taints_survive_every_change(
 def test_pool_reconciler_labels_are_applied_and_drive_label_rules(
     reconciler: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]
 ) -> None:
-    name = make_node(labels={"nodegate.dev/pool": "ci"})
+    registered = {"nodegate.dev/pool": "ci", "node-restriction.kubernetes.io/nodegate-pool": "ci"}
+    name = make_node(labels=registered)
     wait_until(
         lambda: "node-role.kubernetes.io/ci" in read_node(core_v1, name)["metadata"]["labels"],
         TIMEOUT,
@@ -230,7 +231,7 @@ def test_rules_change_applies_to_existing_nodes_without_restart(
     gpu_rules = RULES.replace(
         "labelTaints:\n",
         "labelTaints:\n  - name: gpu\n    match: {labels: {example.com/gpu: a100}}\n"
-        "    taint: {key: nvidia.com/gpu, effect: NoSchedule}\n",
+        "    taint: {key: nvidia.com/gpu, effect: NoSchedule}\n    nodeMayLift: true\n",
     )
     rules_configmap(gpu_rules)
     wait_for_taints(core_v1, name, lambda t: ("nvidia.com/gpu", "NoSchedule") in t)

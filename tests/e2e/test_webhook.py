@@ -4,6 +4,7 @@ latency, and the shipped RBAC."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +17,8 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.loader import RulesDocument
+from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL
+from nodegate.core.node_trust import REGISTRATION_SEAL_KEY
 from nodegate.core.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -29,6 +32,8 @@ from nodegate.manifests.build import build_manifests
 from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, WEBHOOK_NAME
+from tests.e2e.node_identity import AsNode
+from tests.e2e.reconciler_fixtures import read_node
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
 from tests.e2e.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -311,3 +316,35 @@ def test_the_shipped_rbac_is_enough_for_the_webhook_and_no_more(
         rbac.delete_cluster_role_binding(name)
         rbac.delete_cluster_role(name)
         core_v1.delete_namespace(name)
+
+
+def test_a_kubelet_registering_in_a_pool_is_sealed_and_cannot_change_the_pool_after(
+    webhook_ready: tuple[Webhook, ReconcilerProcess],
+    as_node: AsNode,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+) -> None:
+    """The webhook seals the claimed pool in a taint at creation (NodeRestriction re-checks
+    labels after webhooks, so not a label), the reconciler records it in the label no kubelet
+    may set and lifts the seal; from then on the kubelet can change neither."""
+    name = f"{unique_name}-kubelet"[:63]
+    kubelet = as_node(name)
+    node = SimNode(name=name, labels={POOL_LABEL: "payments", SELECTED: "yes"})
+    response: Any = kubelet.create_node(cast(Any, node.body()), _preload_content=False)
+    seal = {"key": REGISTRATION_SEAL_KEY, "value": "payments", "effect": "PreferNoSchedule"}
+    assert seal in taints(json.loads(response.data))
+
+    def recorded() -> dict[str, Any] | None:
+        current = read_node(core_v1, name)
+        labels = current["metadata"].get("labels") or {}
+        unsealed = seal not in taints(current)
+        return current if labels.get(TRUSTED_POOL_LABEL) == "payments" and unsealed else None
+
+    wait_until(recorded, READY_TIMEOUT, "the seal recorded as the trusted pool label")
+    for change in (
+        {"metadata": {"labels": {TRUSTED_POOL_LABEL: "ci"}}},
+        {"spec": {"taints": [{**seal, "value": "ci"}]}},
+    ):
+        with pytest.raises(ApiException) as refused:
+            kubelet.patch_node(name, change)
+        assert refused.value.status == 403

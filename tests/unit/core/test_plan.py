@@ -9,6 +9,7 @@ import pytest
 
 from nodegate.core.model import TRUSTED_POOL_LABEL
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.node_trust import seal_taint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
 from tests.unit.core.builders import NOW, node, rules
 
@@ -301,6 +302,18 @@ def test_a_pool_the_node_only_claims_with_its_own_label_grants_no_reconciler_lab
     claimed = plan(node({"nodegate.dev/pool": "payments"}), rules(POOLED_RULES_TEXT), FACTS)
     assert claimed.set_labels == ()
     assert any("claims pool 'payments'" in warning for warning in claimed.warnings)
+
+
+def test_a_registration_seal_becomes_the_trusted_label_and_goes_in_one_write() -> None:
+    sealed = replace(node({"nodegate.dev/pool": "payments"}), taints=(seal_taint("payments"),))
+    result = plan(sealed, rules(POOLED_RULES_TEXT), FACTS)
+    assert (TRUSTED_POOL_LABEL, "payments") in [(c.key, c.value) for c in result.set_labels]
+    assert ("node-restriction.kubernetes.io/tenant", "payments") in [
+        (c.key, c.value) for c in result.set_labels
+    ]
+    assert [c.taint for c in result.remove_taints] == [seal_taint("payments")]
+    after = result.apply(sealed)
+    assert plan(after, rules(POOLED_RULES_TEXT), FACTS).is_empty
 
 
 def test_a_claim_of_another_pool_than_the_registered_one_is_ignored() -> None:

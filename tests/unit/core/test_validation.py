@@ -333,7 +333,8 @@ def test_duplicate_rule_names_are_refused() -> None:
     [problem] = problems_of(
         """\
         labelTaints:
-          - {name: ci, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule}, nodeMayLift: true}
+          - {name: ci, match: {labels: {a: b}}, taint: {key: a, effect: NoSchedule},
+             nodeMayLift: true}
         startupGates:
           - name: ci
             match: {labels: {a: b}}
@@ -342,7 +343,7 @@ def test_duplicate_rule_names_are_refused() -> None:
         """
     )
     assert problem.startswith(
-        "rules.yaml:6:5: startupGates[0].name: rule name 'ci' is already used by labelTaints[0]"
+        "rules.yaml:7:5: startupGates[0].name: rule name 'ci' is already used by labelTaints[0]"
     )
 
 
@@ -350,7 +351,8 @@ def test_startup_gate_sharing_a_taint_with_another_rule_is_refused() -> None:
     [problem] = problems_of(
         """\
         labelTaints:
-          - {name: ci, match: {labels: {a: b}}, taint: {key: warm, effect: NoSchedule}, nodeMayLift: true}
+          - {name: ci, match: {labels: {a: b}}, taint: {key: warm, effect: NoSchedule},
+             nodeMayLift: true}
         startupGates:
           - name: warmup
             match: {labels: {a: b}}
@@ -359,7 +361,7 @@ def test_startup_gate_sharing_a_taint_with_another_rule_is_refused() -> None:
         """
     )
     assert problem.startswith(
-        "rules.yaml:8:5: startupGates[0].taint: taint warm:NoSchedule is also the taint of "
+        "rules.yaml:9:5: startupGates[0].taint: taint warm:NoSchedule is also the taint of "
         "labelTaints[0].taint"
     )
 

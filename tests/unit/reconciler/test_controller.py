@@ -92,6 +92,22 @@ def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -
     return controller
 
 
+def relist_until_cached(controller: Controller, name: str) -> None:
+    """List the nodes once more, so a node added since reaches the controller as an event."""
+    controller.informer.request_relist()
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while controller.informer.get(name) is None:
+            assert time.monotonic() < deadline, f"{name} never listed"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
 def events(api: FakeApi, reason: str) -> list[dict[str, object]]:
     return [e for e in api.events.values() if e["reason"] == reason]
 
@@ -262,6 +278,25 @@ def test_a_node_re_created_under_a_new_name_gets_its_persisted_labels_back() -> 
     assert api.nodes["new"]["metadata"]["labels"] == TEAM
     [restored] = events(api, "NodegateLabelsRestored")
     assert "persist.example.com/team=ml" in str(restored["message"])
+
+
+def test_two_live_nodes_claiming_one_provider_id_get_nothing_and_write_no_record() -> None:
+    api = FakeApi()
+    api.add_node(persisted_node("victim", "uid-1", "oci://shared", **TEAM))
+    controller = labelled(api)
+    controller.process("victim")  # the record is the victim's
+    recorded = dict(api.configmaps)
+    evil = {"persist.example.com/evil": "yes"}
+    api.add_node(persisted_node("evil-2", "uid-2", "oci://shared", **evil))
+    relist_until_cached(controller, "evil-2")  # an event: both nodes live, the key contested
+    controller.process("evil-2")
+    controller.process("victim")
+    assert api.nodes["evil-2"]["metadata"]["labels"] == evil
+    assert api.nodes["victim"]["metadata"]["labels"] == TEAM
+    assert api.configmaps == recorded
+    assert len(events(api, "LabelRecordWithheld")) == 2
+    assert metric(controller, "nodegate_label_keys_contested") == 1
+    assert metric(controller, "nodegate_label_records_withheld_total", reason="contested") == 2
 
 
 def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> None:

@@ -20,6 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from nodegate.core.loader import parse_rules
+from nodegate.core.model import POOL_LABEL
 from nodegate.core.persisted_labels import LabelRecord, encode_record, record_name
 from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.kit.health import Health
@@ -50,12 +51,24 @@ GPU_NODE = {
     "kind": "Node",
     "metadata": {"name": "n1", "labels": {"example.com/pool": "gpu"}},
     "spec": {"providerID": PROVIDER_ID},
+    "status": {"nodeInfo": {"systemUUID": "uuid-of-n1"}},
 }
 
 
-def record(key: str = PROVIDER_ID, labels: dict[str, str] | None = None) -> RawObject:
+def record(
+    key: str = PROVIDER_ID,
+    labels: dict[str, str] | None = None,
+    gone: bool = True,
+    system_uuid: str = "",
+) -> RawObject:
     stored = LabelRecord(
-        key, "old-uid", labels or {"persist.example.com/team": "ml"}, NOW, node_gone_at=NOW
+        key,
+        "old-uid",
+        labels or {"persist.example.com/team": "ml"},
+        NOW,
+        ("n1",),
+        node_gone_at=NOW if gone else None,
+        system_uuid=system_uuid,
     )
     return {"metadata": {"name": record_name(key)}, "data": encode_record(stored)}
 
@@ -116,6 +129,8 @@ def test_a_node_create_gets_its_gate_and_its_record_labels() -> None:
         pytest.param(None, "absent", id="no-record"),
         pytest.param({"data": {"record.json": "{not json"}}, "unreadable", id="corrupt-record"),
         pytest.param(record(key="oci://someone-else"), "unreadable", id="record-of-another-key"),
+        pytest.param(record(gone=False), "refused", id="record-of-a-live-node"),
+        pytest.param(record(system_uuid="uuid-of-another"), "refused", id="another-machine"),
     ],
 )
 def test_without_a_readable_record_the_node_gets_its_gate_only(
@@ -126,6 +141,14 @@ def test_without_a_readable_record_the_node_gets_its_gate_only(
     assert status == 200
     assert [op["path"] for op in patch_of(out)] == ["/spec/taints"]
     assert metrics.lookups.labels(result)._value.get() == 1
+
+
+def test_a_node_registering_in_a_pool_is_sealed_with_the_pool_it_cannot_change() -> None:
+    claimed = {**GPU_NODE, "metadata": {"name": "n1", "labels": {POOL_LABEL: "gpu"}}}
+    status, out = admission(FakeReader(None))[0].review(body(object=claimed))
+    assert status == 200
+    seal = {"key": "nodegate.dev/registered-pool", "value": "gpu", "effect": "PreferNoSchedule"}
+    assert patch_of(out) == [{"op": "add", "path": "/spec/taints", "value": [seal]}]
 
 
 def test_a_failing_lookup_admits_the_node_with_its_gate() -> None:

@@ -1,0 +1,127 @@
+"""Persisted-label records and a hostile node: one live node per key, only the recorded machine
+inherits a record, and a record the API server would refuse is unreadable (docs/reconciler.md,
+"Security")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodegate.core.model import PersistentLabels
+from nodegate.core.node import NodeState
+from nodegate.core.persisted_labels import (
+    LabelRecord,
+    RecordError,
+    decide,
+    decode_record,
+    encode_record,
+    key_for,
+    same_machine,
+)
+from tests.unit.core.builders import NOW
+
+BY_PROVIDER = PersistentLabels(prefixes=("persist.example.com/",))
+BY_NAME = PersistentLabels(prefixes=("persist.example.com/",), key_by="nodeName")
+OKE = "oci://ocid1.instance.oc1.phx.victim"
+TEAM = {"persist.example.com/team": "ml"}
+
+
+def node(
+    name: str = "10.0.10.7",
+    uid: str = "uid-2",
+    provider_id: str = OKE,
+    system_uuid: str = "uuid-a",
+    **labels: str,
+) -> NodeState:
+    return NodeState(
+        name=name, uid=uid, provider_id=provider_id, system_uuid=system_uuid, labels=labels
+    )
+
+
+def record(key: str = OKE, provider_id: str = OKE, system_uuid: str = "uuid-a") -> LabelRecord:
+    yesterday = NOW - timedelta(days=1)
+    return LabelRecord(
+        key, "uid-1", TEAM, yesterday, ("10.0.10.7",), yesterday, provider_id, system_uuid
+    )
+
+
+def test_a_node_without_a_provider_id_has_no_key_when_records_are_keyed_by_it() -> None:
+    assert key_for("10.0.10.7", "", BY_PROVIDER) == ""
+    assert key_for("10.0.10.7", "", BY_NAME) == "10.0.10.7"
+
+
+def test_a_record_is_restored_onto_the_same_machine_registered_again() -> None:
+    assert decide(node(), record(), BY_PROVIDER, NOW).restore == TEAM
+
+
+def test_a_record_keyed_by_name_is_not_inherited_by_another_machine_of_that_name() -> None:
+    other = node(provider_id="oci://ocid1.instance.oc1.phx.new", system_uuid="uuid-b")
+    decision = decide(other, record(key="10.0.10.7"), BY_NAME, NOW)
+    assert decision.restore == {}
+    assert decision.refusal is not None and "another machine" in decision.refusal
+    assert decision.dropped == TEAM
+    assert decision.record is not None and decision.record.labels == {}
+
+
+def test_a_record_keyed_by_name_with_nothing_to_compare_is_neither_restored_nor_taken() -> None:
+    unknown = node(provider_id="", system_uuid="")
+    decision = decide(unknown, record(key="10.0.10.7"), BY_NAME, NOW)
+    assert decision.restore == {} and decision.record is None
+    assert decision.refusal is not None and "nothing" in decision.refusal
+
+
+def test_the_same_provider_id_with_another_system_uuid_is_another_machine() -> None:
+    assert same_machine(record(), node(system_uuid="uuid-b"), BY_PROVIDER) is False
+
+
+def test_a_record_written_before_identities_were_kept_trusts_its_provider_id_key() -> None:
+    legacy = record(provider_id="", system_uuid="")
+    assert same_machine(legacy, node(), BY_PROVIDER) is True
+    assert same_machine(replace(legacy, key="10.0.10.7"), node(), BY_NAME) is None
+
+
+def test_while_another_live_node_claims_the_key_nothing_is_restored_or_written() -> None:
+    decision = decide(node(), record(), BY_PROVIDER, NOW, rivals=("victim",))
+    assert decision.restore == {} and decision.record is None
+    assert decision.rivals == ("victim",)
+
+
+def test_the_holder_of_a_contested_key_stops_writing_its_record_too() -> None:
+    holder = NodeState(
+        name="victim", uid="uid-1", provider_id=OKE, labels={"persist.example.com/x": "1"}
+    )
+    assert decide(holder, record(), BY_PROVIDER, NOW, rivals=("evil-2",)).record is None
+
+
+def test_a_record_with_a_label_value_the_api_server_refuses_is_unreadable() -> None:
+    bad = replace(record(), labels={"persist.example.com/team": "ml team"})
+    with pytest.raises(RecordError, match="would be refused"):
+        decode_record(encode_record(bad))
+
+
+def test_a_record_keeps_the_machine_it_was_synced_with() -> None:
+    fresh = decide(node(**TEAM), None, BY_PROVIDER, NOW).record
+    assert fresh is not None
+    assert (fresh.provider_id, fresh.system_uuid) == (OKE, "uuid-a")
+    assert decode_record(encode_record(fresh)) == fresh
+
+
+@given(
+    recorded=st.sampled_from(["", "p1", "p2"]),
+    seen=st.sampled_from(["", "p1", "p2"]),
+    recorded_uuid=st.sampled_from(["", "u1", "u2"]),
+    seen_uuid=st.sampled_from(["", "u1", "u2"]),
+)
+def test_labels_are_restored_only_when_some_identity_is_known_and_all_known_agree(
+    recorded: str, seen: str, recorded_uuid: str, seen_uuid: str
+) -> None:
+    kept = record(key="n1", provider_id=recorded, system_uuid=recorded_uuid)
+    newcomer = node(name="n1", provider_id=seen, system_uuid=seen_uuid)
+    restored = decide(newcomer, kept, BY_NAME, NOW).restore != {}
+    pairs = [(recorded, seen), (recorded_uuid, seen_uuid)]
+    known = [(a, b) for a, b in pairs if a and b]
+    assert restored == (bool(known) and all(a == b for a, b in known))
