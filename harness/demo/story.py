@@ -26,6 +26,7 @@ from rich.table import Table
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.node_trust import seal_for_registration
 from nodegate.core.persisted_labels import record_name
 from nodegate.core.registration import registration_labels, registration_taints
 from nodegate.localcluster.cluster import LocalControlPlane
@@ -270,9 +271,15 @@ class Story:
             else {"key": t.key, "effect": t.effect}
             for t in registration_taints(self.rules, pool)
         ]
+        labels = registration_labels(pool)
+        # The Node admission webhook (not run by the demo) seals the pool the kubelet registers
+        # in; the reconciler turns the seal into the label that grants reconcilerLabels.
+        seal = seal_for_registration(labels, ())
+        if seal is not None:
+            taints.append({"key": seal.key, "value": seal.value, "effect": seal.effect})
         node = SimNode(
             name=name,
-            labels=registration_labels(pool),
+            labels=labels,
             taints=taints,
             kwok=True,
             provider_id=provider_id or oci_provider_id(name),
