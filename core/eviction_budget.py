@@ -31,6 +31,7 @@ from nodegate.core.node import NodeState, parse_time
 from nodegate.core.plan import NodePlan
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
+TIME_ADDED_RESOLUTION = timedelta(seconds=1)
 SHARED = ""
 """The ledger of every rule without a budget of its own (the top-level `evictionBudget`)."""
 
@@ -164,8 +165,10 @@ def grants_on_nodes(nodes: Iterable[NodeState], rules: NodeRules, now: datetime)
             added = parse_time(taint.time_added) if taint.time_added else None
             if ledger is None or added is None:
                 continue
-            if now - budget_of(rules, ledger).window < added <= now:
-                found.append(Grant(ledger, node.name, place_of(node), added))
+            # timeAdded is in whole seconds: the taint went on within the second after it.
+            at = min(added + TIME_ADDED_RESOLUTION, now)
+            if now - budget_of(rules, ledger).window < at:
+                found.append(Grant(ledger, node.name, place_of(node), at))
     return found
 
 
@@ -193,12 +196,13 @@ def check(
 ) -> Verdict:
     """May `node` (at `where`) get an evicting taint of `ledger` now, given what was granted?
 
-    A node already counted in the window is not counted twice (a retried write, two rules).
+    A node already counted in the window is not counted twice (a retried write, two rules),
+    and counts from its latest grant (so its slot frees no earlier than the last one said).
     """
     recent: dict[str, Grant] = {}
     for grant in grants:
         fresh = grant.ledger == ledger and now - budget.window < grant.at <= now
-        if fresh and (grant.node not in recent or grant.at < recent[grant.node].at):
+        if fresh and (grant.node not in recent or grant.at > recent[grant.node].at):
             recent[grant.node] = grant
     if node in recent:
         return Verdict(True)
