@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 
 from nodegate.core.model import (
     POOL_LABEL,
-    UNLIMITED,
     ConditionTaintRule,
     EvictionLimit,
     LabelTaintRule,
@@ -115,16 +114,14 @@ def budgeted_effects(rules: NodeRules) -> frozenset[str]:
 def ledger_of(rules: NodeRules, rule: str) -> str | None:
     """Which budget a rule's additions count against (None: the rule is unlimited)."""
     for each in _taint_rules(rules):
-        if each.name == rule:
-            if each.eviction_budget == UNLIMITED:
-                return None
-            return SHARED if each.eviction_budget is None else rule
-    return SHARED
+        if each.name == rule and each.eviction_budget is not None:
+            return None if each.eviction_budget.unlimited else rule
+    return None if rules.eviction_budget.unlimited else SHARED
 
 
 def budget_of(rules: NodeRules, ledger: str) -> RuleEvictionBudget:
     for each in _taint_rules(rules):
-        if each.name == ledger and isinstance(each.eviction_budget, RuleEvictionBudget):
+        if each.name == ledger and each.eviction_budget is not None:
             return each.eviction_budget
     return rules.eviction_budget
 

@@ -263,9 +263,17 @@ class EvictionLimit(Frozen):
     one node, so a single failed node is always tainted at once."""
 
     max_share: float | None = Field(
-        default=None, gt=0, le=1, description="Share of the scope's nodes, e.g. 0.2 (20 %)."
+        default=None, description="Share of the scope's nodes, e.g. 0.2 (20 %)."
     )
     max_nodes: int | None = Field(default=None, ge=1, description="Number of nodes.")
+
+    @field_validator("max_share")
+    @classmethod
+    def _a_fraction(cls, share: float | None) -> float | None:
+        if share is not None and not 0 < share <= 1:
+            hint = f"; for {share:g} % write {share / 100:g}" if 1 < share <= 100 else ""
+            raise ValueError(f"maxShare {share:g} is not a share: give 0 < maxShare <= 1{hint}")
+        return share
 
     @model_validator(mode="after")
     def _something(self) -> EvictionLimit:
@@ -301,6 +309,12 @@ class RuleEvictionBudget(Frozen):
         description="Limit per zone (label topology.kubernetes.io/zone); null: none.",
     )
 
+    unlimited: bool = Field(
+        default=False,
+        description="No limit: the taint goes on every node that needs it at once (e.g. "
+        "out-of-service on a mass spot preemption). Shorthand: `evictionBudget: unlimited`.",
+    )
+
     @field_validator("window")
     @classmethod
     def _window_in_range(cls, window: timedelta) -> timedelta:
@@ -309,6 +323,14 @@ class RuleEvictionBudget(Frozen):
                 f"window {format_duration(window)} is out of range: give 1s to 24h, e.g. '5m'"
             )
         return window
+
+    @model_validator(mode="after")
+    def _unlimited_alone(self) -> RuleEvictionBudget:
+        if self.unlimited and self.model_fields_set - {"unlimited", "no_schedule"}:
+            raise ValueError(
+                "an unlimited budget takes no window or limits: remove them, or unlimited"
+            )
+        return self
 
 
 class EvictionBudget(RuleEvictionBudget):
@@ -321,9 +343,11 @@ class EvictionBudget(RuleEvictionBudget):
     )
 
 
-def _check_rule_budget(value: object) -> object:
-    """'unlimited' or a budget object; a near miss of the word is named, not a type error."""
-    if isinstance(value, str) and value != UNLIMITED:
+def _budget_shorthand(value: object) -> object:
+    """`unlimited` stands for {unlimited: true}; any other word is named, not a type error."""
+    if value == UNLIMITED:
+        return {"unlimited": True}
+    if isinstance(value, str):
         raise ValueError(
             f"'{value}' is not an eviction budget: write '{UNLIMITED}' (no limit for this "
             "rule) or an object such as {window: 5m, cluster: {maxShare: 0.5}}"
@@ -332,8 +356,8 @@ def _check_rule_budget(value: object) -> object:
 
 
 RuleBudget = Annotated[
-    Literal["unlimited"] | RuleEvictionBudget | None,
-    BeforeValidator(_check_rule_budget),
+    RuleEvictionBudget | None,
+    BeforeValidator(_budget_shorthand),
     Field(
         default=None,
         description="This rule's own eviction budget ('unlimited': none); default: the "
@@ -784,7 +808,7 @@ class NodeRules(Frozen):
     persistent_labels: PersistentLabels | None = None
     startup_gates: tuple[StartupGate, ...] = ()
     node_pools: tuple[NodePool, ...] = ()
-    eviction_budget: EvictionBudget = Field(
+    eviction_budget: Annotated[EvictionBudget, BeforeValidator(_budget_shorthand)] = Field(
         default=EvictionBudget(),
         description="How many nodes may get an evicting (NoExecute) taint per window.",
     )
