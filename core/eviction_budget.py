@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from nodegate.core.model import (
@@ -27,10 +27,12 @@ from nodegate.core.model import (
     RuleEvictionBudget,
 )
 from nodegate.core.node import NodeState, parse_time
-from nodegate.core.plan import NodePlan
+from nodegate.core.plan import NodePlan, PlanFacts, plan
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 TIME_ADDED_RESOLUTION = timedelta(seconds=1)
+WAITING = "waiting for the eviction budget"
+"""How a waiting rule's decision starts its `why` (read back by `waiting_rules`)."""
 SHARED = ""
 """The ledger of every rule without a budget of its own (the top-level `evictionBudget`)."""
 
@@ -285,8 +287,32 @@ def admit(
         if verdict.allowed:
             granted.append(Grant(charge.ledger, node.name, where, now))
             continue
-        waiting[charge.rule] = f"waiting for the eviction budget: {verdict.why}"
+        waiting[charge.rule] = f"{WAITING}: {verdict.why}"
         verdicts[charge.rule] = verdict
         if verdict.retry_at is not None:
             retry.append(verdict.retry_at)
     return Admission(tuple(granted), waiting, verdicts, min(retry) if retry else None)
+
+
+def plan_in_turn(
+    nodes: Sequence[NodeState], rules: NodeRules, facts: PlanFacts
+) -> list[tuple[NodeState, NodePlan]]:
+    """Plan every node of a list as the reconciler would, one after the other: what their
+    `timeAdded` says was spent counts, and each node's grants count for the nodes after it, so
+    the plans say which evicting taints would wait for the budget (`nodegate explain`)."""
+    spent = grants_on_nodes(nodes, rules, facts.now)
+    counts = census(nodes)
+    planned = []
+    for node in nodes:
+        result = plan(node, rules, facts)
+        decided = admit(rules, node, charges(node, result, rules), spent, counts, facts.now)
+        spent += decided.granted
+        if decided.waiting:
+            result = plan(node, rules, replace(facts, budget_waiting=decided.waiting))
+        planned.append((node, result))
+    return planned
+
+
+def waiting_rules(node_plan: NodePlan) -> frozenset[str]:
+    """Rules whose evicting taint waits for the budget in this plan (for explain and logs)."""
+    return frozenset(d.rule for d in node_plan.decisions if d.why.startswith(WAITING))
