@@ -39,14 +39,18 @@ def storm_node(name: str, **labels: str) -> NodeState:
     return NodeState(name=name, labels=labels, conditions=BROKEN)
 
 
+NOWHERE = Place()
+TWENTY = Census(20)
+
+
 def grants(
-    count: int, ago: timedelta = timedelta(0), place: Place = Place(), first: int = 0
+    count: int, ago: timedelta = timedelta(0), place: Place = NOWHERE, first: int = 0
 ) -> list[Grant]:
     return [Grant(SHARED, f"g{i}", place, NOW - ago) for i in range(first, first + count)]
 
 
 def default_check(
-    spent: list[Grant], where: Place = Place(), nodes: Census = Census(20), node: str = "x"
+    spent: list[Grant], where: Place = NOWHERE, nodes: Census = TWENTY, node: str = "x"
 ) -> bool:
     budget = rules("").eviction_budget
     return check(budget, SHARED, spent, node, where, nodes, NOW).allowed
