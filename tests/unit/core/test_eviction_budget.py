@@ -165,6 +165,16 @@ def test_a_removal_is_never_charged() -> None:
     assert result.remove_taints and charges(recovered, result, storm) == ()
 
 
+def test_a_value_change_of_a_taint_the_node_has_is_not_a_new_eviction() -> None:
+    storm = rules(STORM)
+    old = NodeState(
+        name="n", taints=(NodeTaint(TAINT.key, TAINT.effect, "old"),), conditions=BROKEN
+    )
+    result = plan(old, storm, PlanFacts(NOW))
+
+    assert result.add_taints and charges(old, result, storm) == ()
+
+
 def test_a_taint_waiting_for_the_budget_leaves_the_node_as_it_is() -> None:
     storm = rules(STORM)
     node = storm_node("n")
@@ -175,13 +185,24 @@ def test_a_taint_waiting_for_the_budget_leaves_the_node_as_it_is() -> None:
     assert [(d.verdict, d.why) for d in result.decisions] == [("keep", "over budget")]
 
 
-def test_a_waiting_rule_never_removes_a_taint_the_node_has() -> None:
+def test_a_removal_goes_ahead_even_while_its_rule_waits_for_the_budget() -> None:
+    storm = rules(STORM)
+    recovered = NodeState(
+        name="n", taints=(TAINT,), conditions=(NodeCondition("NetworkProblem", "False"),)
+    )
+
+    result = plan(recovered, storm, PlanFacts(NOW, budget_waiting={"network-problem": "over"}))
+
+    assert [c.taint.identity for c in result.remove_taints] == [TAINT.identity]
+
+
+def test_a_waiting_rule_leaves_a_taint_the_node_has() -> None:
     storm = rules(STORM)
     node = NodeState(name="n", taints=(TAINT,), conditions=BROKEN)
 
     result = plan(node, storm, PlanFacts(NOW, budget_waiting={"network-problem": "over budget"}))
 
-    assert result.is_empty or not result.remove_taints
+    assert not result.remove_taints
 
 
 def test_the_nodes_time_added_counts_as_spent_after_a_restart() -> None:
