@@ -11,11 +11,12 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.core.errors import RulesError
+from nodegate.core.eviction_budget import plan_in_turn, waiting_rules
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_file import parse_nodes
-from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.core.plan import NodePlan, PlanFacts
 from nodegate.core.yaml_input import read_limited
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
@@ -42,8 +43,10 @@ def explain(
     at = parse_time(now) or datetime.now(UTC)
     facts = PlanFacts(now=at, gate_pods_ready_since=dict.fromkeys(ready_gate or (), at))
     console = Console()
-    for node in _read_nodes(node_file):
-        print_explanation(console, node, rules, plan(node, rules, facts))
+    # A NodeList is planned as the reconciler would, node after node: evicting taints over the
+    # eviction budget (what the nodes' timeAdded says was spent counts) are shown waiting.
+    for node, result in plan_in_turn(_read_nodes(node_file), rules, facts):
+        print_explanation(console, node, rules, result)
 
 
 def _read_nodes(path: Path) -> list[NodeState]:
@@ -71,6 +74,12 @@ def print_explanation(
         style = _VERDICT_STYLE[d.verdict]
         table.add_row(d.rule, d.taint.flag(), f"[{style}]{d.verdict}[/{style}]", d.why)
     console.print(table)
+    waiting = [d for d in result.decisions if d.rule in waiting_rules(result)]
+    for d in waiting:
+        console.print(f"[yellow]  ~ taint {d.taint.flag()} would wait ({d.rule}: {d.why})[/yellow]")
+    if result.is_empty and waiting:
+        console.print(f"[yellow]node {node.name}: no write until the budget allows[/yellow]")
+        return
     if result.is_empty:
         console.print(f"[green]node {node.name} already matches the rules: no write needed[/green]")
         return

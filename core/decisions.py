@@ -34,6 +34,9 @@ class PlanFacts:
     pod's ready annotation), for gates whose pod signal is met now."""
     workload_pods: int | None = None
     """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
+    budget_waiting: Mapping[str, str] = field(default_factory=dict)
+    """Rule -> why its evicting taint waits for the eviction budget on this node
+    (`eviction_budget.admit`): the rule's "want" becomes "keep", so the node stays as it is."""
 
 
 @dataclass(frozen=True)

@@ -264,6 +264,119 @@ def _only_in_condition_rules(taint: Taint) -> Taint:
     return taint
 
 
+UNLIMITED = "unlimited"
+"""A rule's `evictionBudget: unlimited`: its evicting taint goes on every node that needs it."""
+
+
+class EvictionLimit(Frozen):
+    """How many nodes of a scope (the cluster, one pool, one zone) may get an evicting taint
+    per window: a share of the scope's nodes, a number, or the smaller of both; never below
+    one node, so a single failed node is always tainted at once."""
+
+    max_share: float | None = Field(
+        default=None, description="Share of the scope's nodes, e.g. 0.2 (20 %)."
+    )
+    max_nodes: int | None = Field(default=None, ge=1, description="Number of nodes.")
+
+    @field_validator("max_share")
+    @classmethod
+    def _a_fraction(cls, share: float | None) -> float | None:
+        if share is not None and not 0 < share <= 1:
+            hint = f"; for {share:g} % write {share / 100:g}" if 1 < share <= 100 else ""
+            raise ValueError(f"maxShare {share:g} is not a share: give 0 < maxShare <= 1{hint}")
+        return share
+
+    @model_validator(mode="after")
+    def _something(self) -> EvictionLimit:
+        if self.max_share is None and self.max_nodes is None:
+            raise ValueError("give 'maxShare' (e.g. 0.2), 'maxNodes' (e.g. 5) or both")
+        return self
+
+
+DEFAULT_EVICTION_WINDOW = timedelta(minutes=5)
+"""NVIDIA NVSentinel's circuit-breaker example window (docs/rules.md, "Eviction budget")."""
+DEFAULT_EVICTION_SHARE = 0.2
+"""Karpenter stops node repair when more than 20 % of a NodePool is unhealthy."""
+
+
+class RuleEvictionBudget(Frozen):
+    """At most so many nodes get an evicting taint per `window`, in the cluster and in each
+    pool and zone (a node counts in the scopes it is in; unlabelled, it is in the cluster)."""
+
+    window: Duration = Field(
+        default=DEFAULT_EVICTION_WINDOW,
+        description="The sliding window the limits count taint additions in.",
+    )
+    cluster: EvictionLimit = Field(
+        default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
+        description="Limit over all nodes.",
+    )
+    per_pool: EvictionLimit | None = Field(
+        default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
+        description=f"Limit per node pool (label {POOL_LABEL}); null: none.",
+    )
+    per_zone: EvictionLimit | None = Field(
+        default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
+        description="Limit per zone (label topology.kubernetes.io/zone); null: none.",
+    )
+
+    unlimited: bool = Field(
+        default=False,
+        description="No limit: the taint goes on every node that needs it at once (e.g. "
+        "out-of-service on a mass spot preemption). Shorthand: `evictionBudget: unlimited`.",
+    )
+
+    @field_validator("window")
+    @classmethod
+    def _window_in_range(cls, window: timedelta) -> timedelta:
+        if not timedelta(seconds=1) <= window <= timedelta(days=1):
+            raise ValueError(
+                f"window {format_duration(window)} is out of range: give 1s to 24h, e.g. '5m'"
+            )
+        return window
+
+    @model_validator(mode="after")
+    def _unlimited_alone(self) -> RuleEvictionBudget:
+        if self.unlimited and self.model_fields_set - {"unlimited", "no_schedule"}:
+            raise ValueError(
+                "an unlimited budget takes no window or limits: remove them, or unlimited"
+            )
+        return self
+
+
+class EvictionBudget(RuleEvictionBudget):
+    """The budget every rule without its own `evictionBudget` shares."""
+
+    no_schedule: bool = Field(
+        default=False,
+        description="Count NoSchedule taint additions against the budget too (they evict "
+        "nothing, so by default they are never held).",
+    )
+
+
+def _budget_shorthand(value: object) -> object:
+    """`unlimited` stands for {unlimited: true}; any other word is named, not a type error."""
+    if value == UNLIMITED:
+        return {"unlimited": True}
+    if isinstance(value, str):
+        raise ValueError(
+            f"'{value}' is not an eviction budget: write '{UNLIMITED}' (no limit for this "
+            "rule) or an object such as {window: 5m, cluster: {maxShare: 0.5}}"
+        )
+    return value
+
+
+RuleBudget = Annotated[
+    RuleEvictionBudget | None,
+    BeforeValidator(_budget_shorthand),
+    Field(
+        default=None,
+        description="This rule's own eviction budget ('unlimited': none); default: the "
+        "top-level evictionBudget, shared with the other rules.",
+    ),
+]
+
+
 class LabelTaintRule(Frozen):
     """A label on the node implies a taint; when the label goes, the taint goes."""
 
@@ -277,6 +390,7 @@ class LabelTaintRule(Frozen):
         "kubernetes.io/k8s.io), because a compromised node could then remove the label and "
         "with it the taint. Labels under node-restriction.kubernetes.io/ need no opt-in.",
     )
+    eviction_budget: RuleBudget
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
@@ -319,6 +433,7 @@ class ConditionTaintRule(Frozen):
     match: LabelSelector | None = Field(
         default=None, description="Optional: apply this rule only to nodes with these labels."
     )
+    eviction_budget: RuleBudget
 
     @model_validator(mode="after")
     def _out_of_service_only_on_shut_down_nodes(self) -> ConditionTaintRule:
@@ -711,6 +826,10 @@ class NodeRules(Frozen):
     persistent_labels: PersistentLabels | None = None
     startup_gates: tuple[StartupGate, ...] = ()
     node_pools: tuple[NodePool, ...] = ()
+    eviction_budget: Annotated[EvictionBudget, BeforeValidator(_budget_shorthand)] = Field(
+        default=EvictionBudget(),
+        description="How many nodes may get an evicting (NoExecute) taint per window.",
+    )
 
     def pool(self, name: str) -> NodePool | None:
         return next((p for p in self.node_pools if p.name == name), None)

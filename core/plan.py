@@ -120,6 +120,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     warnings = [g.warning for g in gates if g.warning] + _pool_claim_warnings(node, rules)
 
     decisions += [d for g in gates for d in g.former]
+    decisions = [_waiting(d, node, facts) for d in decisions]
 
     wanted: dict[tuple[str, str], list[RuleDecision]] = {}
     kept: set[tuple[str, str]] = set()
@@ -191,6 +192,14 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
         timed_out_gates=tuple(g.decision.rule for g in gates if g.timed_out),
         gates_put_back=tuple(g.decision.rule for g in put_back),
     )
+
+
+def _waiting(decision: RuleDecision, node: NodeState, facts: PlanFacts) -> RuleDecision:
+    """A wanted taint that is not on the node and waits for the eviction budget: kept out."""
+    why = facts.budget_waiting.get(decision.rule)
+    if why is None or decision.verdict != "want" or node.taint(decision.taint.identity) is not None:
+        return decision
+    return replace(decision, verdict="keep", why=why)
 
 
 OWNERSHIP_ANNOTATION_LIMIT = 64 * 1024

@@ -113,6 +113,18 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "the rules ConfigMap nodegate.dev/confirm-rules=<digest>, or fix the rules.",
         ),
         _alert(
+            "NodegateEvictionsWaiting",
+            f"max by (rule) (nodegate_evictions_waiting{{{ns}}}) > 0",
+            "1m",
+            "warning",
+            "NoExecute taints of rule {{ $labels.rule }} wait for the eviction budget: more "
+            "nodes wanted them within the budget's window than it allows (a condition storm?).",
+            "Read the EvictionBudgetSpent Event on the rules ConfigMap: it names the share and "
+            "the nodes waiting. They are tainted as the window allows, and not at all if their "
+            "condition recovers first. To let them through now, give the rule its own "
+            "evictionBudget (or 'unlimited'); docs/rules.md, 'Eviction budget'.",
+        ),
+        _alert(
             "NodegateNodeWriteErrors",
             f'sum(rate(nodegate_node_writes_total{{{ns},result="error"}}[10m])) > 0',
             "10m",

@@ -136,8 +136,9 @@ class ReconcilerSettings(BaseModel):
     node pool of 200 in one `kubectl label` reaches every node without waiting for the rate;
     `make bench` measured 100 adding about 2 s to such a burst's last changes)."""
     max_untaint_share: float = Field(default=0.5, ge=0, le=1)
-    """A rules update that would remove taints from more than this share of the nodes is held
-    until confirmed (1 disables the share check; empty rules that remove anything are held)."""
+    """A rules update that would remove taints from, or put new evicting (NoExecute) taints on,
+    more than this share of the nodes is held until confirmed (1 disables the share check;
+    empty rules that remove anything are held)."""
     confirm_rules: str | None = None
     """Digest of a held rules text to apply anyway (file mode; for a ConfigMap, annotate it
     `nodegate.dev/confirm-rules=<digest>`). The held-rules Event names the digest."""

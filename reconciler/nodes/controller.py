@@ -30,6 +30,7 @@ from nodegate.reconciler.kit.kube import Api, RawObject, Selection
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
+from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
@@ -39,7 +40,7 @@ from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, s
 from nodegate.reconciler.nodes.node_writer import NodeWriter
 from nodegate.reconciler.nodes.reconcile import NodeReconciler
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
 
@@ -115,6 +116,13 @@ class Controller:
             TokenBucket(settings.write_qps, settings.write_burst),
             settings.dry_run,
         )
+        self.breaker = EvictionBreaker(
+            recorder,
+            metrics,
+            lambda: [cached.state for _, cached in self.informer.items()],
+            self._rules_source,
+            clock,
+        )
         self._node = NodeReconciler(
             self.informer.get,
             lambda: self.rules,
@@ -126,6 +134,7 @@ class Controller:
             self.gates,
             self._writer,
             settings.max_conflict_retries,
+            self.breaker,
         )
         self._worker = Worker(
             self.queue,
@@ -179,6 +188,11 @@ class Controller:
         if needs_relist:  # the new rules read annotations the cache has been dropping
             self.informer.request_relist()
         self._enqueue_all("resync")
+
+    def _rules_source(self) -> SourceRef | None:
+        """The rules ConfigMap in force, where rules-wide Warnings go."""
+        applied = self.applied
+        return applied.update.ref if applied is not None else None
 
     def _follow_records(self) -> None:
         """Watch the label records while the rules in force persist labels (once running)."""
@@ -242,6 +256,7 @@ class Controller:
         """What was remembered about a node that is gone."""
         self._first_seen.pop(key, None)
         self._writer.forget(key)
+        self.breaker.forget(key)
         if uid is not None:
             self.gates.forget(uid)
 

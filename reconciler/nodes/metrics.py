@@ -140,6 +140,18 @@ class Metrics:
             "1 while a valid rules update is held back by the blast-radius guard.",
             registry=r,
         )
+        self.evictions_waiting = Gauge(
+            "nodegate_evictions_waiting",
+            "Nodes whose evicting (NoExecute) taint of a rule waits for the eviction budget.",
+            ["rule"],
+            registry=r,
+        )
+        self.eviction_holds = Counter(
+            "nodegate_eviction_holds",
+            "Times a node started waiting for the eviction budget, by rule.",
+            ["rule"],
+            registry=r,
+        )
 
     def _process(self, r: CollectorRegistry) -> None:
         """The process: leadership, queue, watches, loops."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 
 from nodegate.core.plan import NodePlan
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
@@ -81,6 +82,15 @@ class NodeWriter:
             self._metrics.writes.labels("error").inc()
             self._refused(node, err)
             raise
+
+    def say_waiting(self, node: CachedNode, waiting: Mapping[str, str]) -> None:
+        """In a dry run, say which taints would wait for the eviction budget (a real hold is
+        reported once for all nodes, by the breaker)."""
+        if self.dry_run:
+            held = "; ".join(f"rule {rule}: {why}" for rule, why in sorted(waiting.items()))
+            message = f"would wait to add evicting taints ({held})"
+            log.info("dry run: " + message, extra={"node": node.state.name})
+            self._recorder.on_node(node.state.name, node.state.uid, "NodegateDryRun", message)
 
     def forget(self, name: str) -> None:
         """The node is gone: a node of the same name later is told its dry run afresh."""

@@ -7,7 +7,7 @@ On a 409 the node is read again and planned again, up to `max_conflict_retries` 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from nodegate.core.decisions import PlanFacts
@@ -22,6 +22,7 @@ from nodegate.reconciler.kit.errors import (
 )
 from nodegate.reconciler.kit.kube import NodeApi, RawObject
 from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry_after
+from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker, Hold
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords, LabelWork
@@ -51,6 +52,7 @@ class NodeReconciler:
         gates: GateReports,
         writer: NodeWriter,
         max_conflict_retries: int,
+        breaker: EvictionBreaker,
     ) -> None:
         self._cached = cached
         self._rules = rules
@@ -62,6 +64,7 @@ class NodeReconciler:
         self._gates = gates
         self._writer = writer
         self._max_conflict_retries = max_conflict_retries
+        self._breaker = breaker
 
     def reconcile(self, key: str) -> Outcome:
         """Read, plan, write once; on 409 read again and re-plan. Zero writes if nothing differs."""
@@ -98,10 +101,18 @@ class NodeReconciler:
         for warning in node_plan.warnings:
             log.warning(warning, extra={"node": key})
         if node_plan.is_empty:
+            self._breaker.settle(key)
             return self._finish(node, node_plan, work)
         if not self._writer.leading():
             log.warning("not writing: leadership not proven", extra={"node": key})
             return Done()
+        # The eviction budget: evicting taints over it wait (the rest of the plan goes on).
+        hold = self._breaker.admit(node.state, node_plan, rules)
+        if hold.waiting:
+            node_plan = self._plan(key, node, rules, work, hold.waiting)
+            self._writer.say_waiting(node, hold.waiting)
+            if node_plan.is_empty:
+                return self._finish(node, node_plan, work, hold)
         try:
             self._writer.write(node, node_plan)
         except ConflictError:
@@ -114,15 +125,21 @@ class NodeReconciler:
             self._labels.refused(work)
             return Refused(err, "node write refused", recheck_after(node_plan))
         self._gates.count_written(node, node_plan)
-        return self._finish(node, node_plan, work)
+        return self._finish(node, node_plan, work, hold)
 
     def _plan(
-        self, key: str, node: CachedNode, rules: NodeRules, work: LabelWork | None
+        self,
+        key: str,
+        node: CachedNode,
+        rules: NodeRules,
+        work: LabelWork | None,
+        waiting: Mapping[str, str] | None = None,
     ) -> NodePlan:
         facts = replace(
             self._facts(key),
             gate_pods_ready_since=self._gate_pods.ready_since(rules, key),
             workload_pods=self._gates.workload_pods(node, rules),
+            budget_waiting=waiting or {},
         )
         if work is not None:
             facts = replace(facts, restored_labels=work.decision.restore)
@@ -135,12 +152,21 @@ class NodeReconciler:
             return Retry(err, "re-read after a conflict failed", retry_after(err))
         return Done() if fresh is None else self._slim(fresh)
 
-    def _finish(self, node: CachedNode, node_plan: NodePlan, work: LabelWork | None) -> Outcome:
+    def _finish(
+        self,
+        node: CachedNode,
+        node_plan: NodePlan,
+        work: LabelWork | None,
+        hold: Hold | None = None,
+    ) -> Outcome:
         """The node is as planned: bring its label record up to date, then wait for the next
-        moment the plan depends on (a gate's timeout), if any."""
+        moment the plan depends on (a gate's timeout, room in the eviction budget), if any."""
         if work is not None and (failed := self._labels.after_write(node, work)) is not None:
             return failed
-        recheck = recheck_after(node_plan)
+        moments = [recheck_after(node_plan)]
+        if hold is not None and hold.retry_after is not None:
+            moments.append(hold.retry_after + RECHECK_SLACK_SECONDS)
+        recheck = min((m for m in moments if m is not None), default=None)
         return Done() if recheck is None else RequeueAfter(recheck)
 
 

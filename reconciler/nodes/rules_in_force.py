@@ -82,7 +82,7 @@ class RulesInForce:
             update, applied = self._offered, self.applied
             if update is None or (applied is not None and applied.update == update):
                 return
-            radius = blast_radius(nodes, update.rules)
+            radius = blast_radius(nodes, update.rules, applied.rules if applied else None)
             reason = hold_reason(radius, update.rules, self._max_untaint_share)
             if reason is not None and not update.confirmed:
                 self._hold(update, reason)
@@ -102,6 +102,7 @@ class RulesInForce:
                 "digest": update.digest,
                 "generation": self.generation,
                 "untainting_nodes": radius.untainted_nodes,
+                "evicting_nodes": radius.evicted_nodes,
                 "confirmed": update.confirmed,
             },
         )

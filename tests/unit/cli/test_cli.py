@@ -100,6 +100,30 @@ def test_explain_reads_a_node_list_from_kubectl(tmp_path: Path) -> None:
     assert "changes for node gpu-pool-1" in result.stdout
 
 
+def test_explain_of_a_node_list_says_which_evicting_taints_would_wait_for_the_budget(
+    tmp_path: Path,
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nconditionTaints:\n"
+        "  - {name: net, conditions: [{type: Net, status: 'True'}],"
+        " taint: {key: example.com/net, effect: NoExecute}}\n"
+    )
+    broken = {"status": {"conditions": [{"type": "Net", "status": "True"}]}}
+    items = [{"kind": "Node", "metadata": {"name": f"n{i}"}, **broken} for i in range(10)]
+    listing = tmp_path / "nodes.json"
+    listing.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    result = runner.invoke(
+        app, ["explain", "--rules", str(rules), "--node", str(listing)], env={"COLUMNS": "200"}
+    )
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("+ taint example.com/net:NoExecute") == 2
+    assert result.stdout.count("no write until the budget allows") == 8
+    assert "would wait (net: waiting for the eviction budget: 2 of 10 nodes" in result.stdout
+
+
 def test_explain_refuses_something_that_is_not_a_node(tmp_path: Path) -> None:
     pod = tmp_path / "pod.yaml"
     pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")

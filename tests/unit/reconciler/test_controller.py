@@ -236,6 +236,35 @@ def test_dry_run_records_the_same_would_be_change_once() -> None:
     assert api.count("patch_node") == 0
 
 
+STORM_RULES = HEADER + textwrap.dedent(
+    """\
+    conditionTaints:
+      - name: network-problem
+        conditions: [{type: NetworkProblem, status: "True"}]
+        taint: {key: example.com/network-problem, effect: NoExecute}
+    """
+)
+
+
+def test_dry_run_says_which_evicting_taints_would_wait_for_the_budget() -> None:
+    api = FakeApi()
+    for i in range(10):
+        node = fake_node(f"n{i}")
+        node["status"]["conditions"] = [{"type": "NetworkProblem", "status": "True"}]
+        api.add_node(node)
+    controller = synced(api, dry_run=True)
+    # Held by the blast-radius guard otherwise (it would NoExecute every node): confirmed.
+    controller.offer_rules(update(STORM_RULES, rules_digest(STORM_RULES)))
+
+    for i in range(10):
+        controller.process(f"n{i}")
+
+    said = [str(e["message"]) for e in events(api, "NodegateDryRun")]
+    assert sum("would have added taint example.com/network-problem" in m for m in said) == 2
+    assert sum("would wait to add evicting taints (rule network-problem" in m for m in said) == 8
+    assert api.count("patch_node") == 0
+
+
 PERSIST_RULES = CI_RULES + "persistentLabels: {prefixes: [persist.example.com/]}\n"
 TEAM = {"persist.example.com/team": "ml"}
 
