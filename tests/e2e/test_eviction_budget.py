@@ -30,6 +30,7 @@ HARMLESS_RULES = HEADER + (
     "  - name: harmless\n"
     "    match: {labels: {example.com/never: here}}\n"
     "    taint: {key: example.com/never, effect: NoSchedule}\n"
+    "    nodeMayLift: true\n"
 )
 EVERY_READY_NODE = HARMLESS_RULES + (
     "conditionTaints:\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import pytest
 from kubernetes import client as k8s_client
 
 from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
@@ -52,15 +53,23 @@ def labelled_then_deleted(core_v1: k8s_client.CoreV1Api, namespace: str, name: s
     return provider_id
 
 
-def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
+@pytest.fixture
+def deleted_worker(
     records_namespace: str,
     start_reconciler_with: Start,
     core_v1: k8s_client.CoreV1Api,
     unique_name: str,
-) -> None:
+) -> tuple[str, str]:
+    """The quick start's labelled node, deleted under the migrated reconciler: name, providerID."""
     start_migrated(records_namespace, start_reconciler_with)
     name = f"{unique_name}-worker"
-    provider_id = labelled_then_deleted(core_v1, records_namespace, name)
+    return name, labelled_then_deleted(core_v1, records_namespace, name)
+
+
+def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
+    deleted_worker: tuple[str, str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    name, provider_id = deleted_worker
 
     registered = time.monotonic()  # the same machine registers again (keyBy: nodeName)
     create_node(core_v1, SimNode(name=name, provider_id=provider_id))
@@ -77,14 +86,9 @@ def test_a_node_deleted_and_registered_again_gets_its_persisted_labels_back(
 
 
 def test_another_machine_registering_under_the_name_does_not_inherit_the_record(
-    records_namespace: str,
-    start_reconciler_with: Start,
-    core_v1: k8s_client.CoreV1Api,
-    unique_name: str,
+    deleted_worker: tuple[str, str], core_v1: k8s_client.CoreV1Api
 ) -> None:
-    start_migrated(records_namespace, start_reconciler_with)
-    name = f"{unique_name}-worker"
-    labelled_then_deleted(core_v1, records_namespace, name)
+    name, _ = deleted_worker
 
     other = SimNode(name=name, provider_id=f"oci://ocid1.instance.oc1.phx.{name}-2")
     create_node(core_v1, other)
