@@ -14,6 +14,8 @@ import (
 	fakeremote "k8s.io/cri-client/pkg/fake"
 )
 
+const fakeImageSizeBytes = 1 << 20
+
 func main() {
 	endpoint := flag.String("endpoint", "", "where to serve, e.g. unix:///tmp/x/cri.sock")
 	flag.Parse()
@@ -22,6 +24,9 @@ func main() {
 		os.Exit(2)
 	}
 	runtime := fakeremote.NewFakeRemoteRuntime()
+	// A pulled image needs a size: kubelet refuses to start a container whose image status
+	// has none ("Id or size of image ... is not set"), and the fake's default is 0.
+	runtime.ImageService.SetFakeImageSize(fakeImageSizeBytes)
 	if err := runtime.Start(*endpoint); err != nil {
 		fmt.Fprintf(os.Stderr, "fakecri: %v\n", err)
 		os.Exit(1)
