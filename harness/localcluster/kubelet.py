@@ -160,7 +160,8 @@ class LocalKubelet:
         if reason is not None:
             raise KubeletError(reason)
         binaries = ensure_kubelet_built()
-        work = self._workdir = Path(tempfile.mkdtemp(prefix=f"nodegate-kubelet-{self.node_name}-"))
+        # Short: kubelet's unix sockets live under it, and a socket path has 107 bytes at most.
+        work = self._workdir = Path(tempfile.mkdtemp(prefix="nodegate-kubelet-"))
         try:
             socket = work / "cri.sock"
             self._spawn("fakecri", [str(binaries / paths.FAKE_CRI), f"--endpoint=unix://{socket}"])

@@ -27,15 +27,21 @@ _FAKE_CURL = '#!/bin/bash\nprintf "%s" "$INIT_B64"\n'
 
 def render(rules: Path, pool: str, *args: str) -> str:
     """`nodegate render --rules RULES --pool POOL ARGS...`: the CLI a user runs, its stdout."""
+    done = render_result(rules, pool, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def render_result(rules: Path, pool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The same run, whatever its outcome (exit code, stdout, stderr)."""
     cli = Path(sys.executable).parent / "nodegate"
-    done = subprocess.run(
+    return subprocess.run(
         [str(cli), "render", "--rules", str(rules), "--pool", pool, *args],
         capture_output=True,
         text=True,
         timeout=_TIMEOUT_SECONDS,
-        check=True,
+        check=False,
     )
-    return done.stdout
 
 
 def oke_boot_kubelet_flags(user_data: str, workdir: Path) -> list[str]:
