@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.localcluster.kubelet import KUBELET_OWN_DIRS
 from nodegate.localcluster.nodes import wait_until
 from tests.ansible.playbooks import ROOT
-from tests.e2e.real_kubelet import StartKubelet
+from tests.e2e.real_kubelet import StartKubelet, first_version, taint_set
 from tests.e2e.rendered_kubelet_args import render_result
 
 pytestmark = pytest.mark.kubelet
@@ -82,3 +82,16 @@ def test_kubelet_refuses_a_restricted_label_that_nodegate_refuses_to_render(
     with pytest.raises(ApiException) as missing:
         core_v1.read_node(unique_name)
     assert missing.value.status == 404
+
+
+def test_a_dropin_given_to_the_harness_is_merged_over_its_base_config(
+    start_kubelet: StartKubelet, core_v1: k8s_client.CoreV1Api, unique_name: str
+) -> None:
+    dropin = (
+        "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\n"
+        "registerWithTaints:\n"
+        '  - {key: e2e.example.com/dropin, value: "yes", effect: NoSchedule}\n'
+    )
+    first = first_version(core_v1, unique_name, lambda: start_kubelet(unique_name, dropin=dropin))
+    assert ("e2e.example.com/dropin", "yes", "NoSchedule") in taint_set(first.taints)
