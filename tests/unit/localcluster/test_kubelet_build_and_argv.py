@@ -4,11 +4,13 @@ started keeps it off the host (private mounts, no iptables on its PATH)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from nodegate.localcluster import build, paths
+from nodegate.localcluster import build, kubelet, paths
 from nodegate.localcluster.kubelet import (
     KUBELET_OWN_DIRS,
     PRIVATE_TMPFS,
@@ -62,3 +64,13 @@ def test_kubelet_execs_in_a_private_mount_namespace_after_hiding_its_own_paths()
     assert all(path in script for path in KUBELET_OWN_DIRS)
     assert script.endswith('exec "$0" "$@"')
     assert argv[-2:] == ["/x/kubelet", "--v=2"]
+
+
+def test_without_root_or_unshare_the_reason_a_kubelet_cannot_run_is_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert "needs root" in str(kubelet.why_no_kubelet())
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert "unshare" in str(kubelet.why_no_kubelet())
