@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane image lint typecheck unit fast fuzz e2e bench clean manifests
+.PHONY: demo test setup controlplane kubelet image lint typecheck unit fast fuzz e2e bench clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -42,6 +42,11 @@ manifests: setup
 
 controlplane: setup
 	$(BIN)/python -m nodegate.localcluster.build
+
+# kubelet and its fake CRI for the real-kubelet e2e tests (docs/bootstrap.md), under a stamp of
+# their own; after `controlplane`, whose Go build cache they reuse (a no-op when cached).
+kubelet: controlplane
+	$(BIN)/python -m nodegate.localcluster.build --kubelet
 
 image: setup
 	$(BIN)/python -m nodegate.image.build
@@ -76,7 +81,7 @@ fuzz: setup
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
-test: lint typecheck controlplane image
+test: lint typecheck controlplane kubelet image
 	$(BIN)/pytest tests
 
 clean:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
+from importlib import resources
 from pathlib import Path
 
 from nodegate.localcluster import gomodule, paths
@@ -192,6 +194,8 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
     }
     pinned = []
     for package in packages:
+        if package.startswith("./"):  # a package of the wrapper module itself: nothing to get
+            continue
         module = next(m for m in versions if package == m or package.startswith(m + "/"))
         pinned.append((package, versions[module]))
     return pinned
@@ -320,11 +324,9 @@ def ensure_karpenter_built(say: Say | None = None) -> Path:
 def _build_karpenter(_: Path, say: Say) -> None:
     """`go build sigs.k8s.io/karpenter/kwok` from the module (no replace directives), plus the
     CRDs copied out of the module source, into a staging dir renamed into place."""
-    final = paths.karpenter_dir()
-    staging = final.parent / f"{final.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / paths.KARPENTER_CRDS_DIR).mkdir(parents=True)
-    try:
+
+    def fill(staging: Path) -> None:
+        (staging / paths.KARPENTER_CRDS_DIR).mkdir()
         directory = _module_dir("karpenter")
         upstream, source = _upstream(KARPENTER_MODULE, KARPENTER_VERSION, directory)
         _write_gomod(
@@ -346,8 +348,89 @@ def _build_karpenter(_: Path, say: Say) -> None:
                 target = staging / paths.KARPENTER_CRDS_DIR / crd.name
                 if not target.exists():
                     target.write_bytes(crd.read_bytes())
+
+    _build_staged(paths.karpenter_dir(), karpenter_stamp(), fill)
+
+
+def kubelet_stamp() -> dict[str, str]:
+    """What kubelet's own stamp records: its Kubernetes version and the fake CRI's source, so
+    an edit of fakecri/main.go rebuilds both (never the control plane, which has its own)."""
+    return {
+        "kubelet": KUBERNETES.version,
+        "fakecri": hashlib.sha256(_fake_cri_source()).hexdigest(),
+    }
+
+
+def kubelet_is_built() -> bool:
+    """True when kubelet and the fake CRI are cached for the pinned version and source."""
+    return _is_stamped(paths.kubelet_dir(), kubelet_stamp(), paths.KUBELET_BINARIES)
+
+
+def ensure_kubelet_built(say: Say | None = None) -> Path:
+    """The kubelet directory (kubelet, fakecri), building it first if the cache is cold.
+
+    Kept out of `ensure_built` (only the real-kubelet tests need it) and stamped apart from
+    bin/, so another engineer's control-plane cache check never sees it. Same lock, same
+    build-then-rename as the control plane."""
+    out: Say = say or _print_flushed
+    if kubelet_is_built():
+        return paths.kubelet_dir()
+    paths.version_dir().mkdir(parents=True, exist_ok=True)
+    with _build_lock():
+        if not kubelet_is_built():
+            _timed(out, f"kubelet {KUBERNETES.version} and fakecri", _build_kubelet, Path())
+    return paths.kubelet_dir()
+
+
+def _fake_cri_source() -> bytes:
+    """fakecri/main.go, shipped beside this module: a CRI server over k8s.io/cri-client's fake."""
+    return (resources.files("nodegate.localcluster") / "fakecri" / "main.go").read_bytes()
+
+
+def _build_kubelet(_: Path, say: Say) -> None:
+    """kubelet and fakecri in ONE `go build` in a wrapper module with the control plane's pins
+    (its own directory, same Go build cache: warm, only kubelet's own packages compile)."""
+
+    def fill(staging: Path) -> None:
+        directory = _module_dir("kubelet")
+        upstream, _ = _upstream(KUBERNETES_MODULE, KUBERNETES.version, directory)
+        wrapper = gomodule.kubernetes_wrapper(
+            upstream, KUBERNETES.version, KUBERNETES.staging_version, name="kubelet"
+        )
+        _write_gomod(directory, wrapper)
+        (directory / paths.FAKE_CRI).mkdir(exist_ok=True)
+        (directory / paths.FAKE_CRI / "main.go").write_bytes(_fake_cri_source())
+        _go_build(
+            directory,
+            [f"{KUBERNETES_MODULE}/cmd/{paths.KUBELET}", f"./{paths.FAKE_CRI}"],
+            output=f"{staging}/",
+            ldflags=_kube_ldflags(),
+            label="kubelet",
+            say=say,
+        )
+
+    _build_staged(paths.kubelet_dir(), kubelet_stamp(), fill)
+
+
+def _is_stamped(root: Path, stamp: dict[str, str], files: tuple[str, ...]) -> bool:
+    """True when `root` holds `files` and a stamp equal to `stamp`."""
+    try:
+        recorded = json.loads((root / paths.STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return recorded == stamp and all((root / name).is_file() for name in files)
+
+
+def _build_staged(final: Path, stamp: dict[str, str], fill: Callable[[Path], None]) -> None:
+    """`fill` a staging directory beside `final`, stamp it, then rename it into place: a reader
+    sees the old complete directory or the new one, never half of one."""
+    staging = final.parent / f"{final.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        fill(staging)
         (staging / paths.STAMP_NAME).write_text(
-            json.dumps(karpenter_stamp(), indent=2) + "\n", encoding="utf-8"
+            json.dumps(stamp, indent=2) + "\n", encoding="utf-8"
         )
         if final.exists():
             shutil.rmtree(final)
@@ -371,8 +454,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="build Karpenter's kwok provider (only its e2e tests need it) instead",
     )
+    parser.add_argument(
+        "--kubelet",
+        action="store_true",
+        help="build kubelet and the fake CRI (only the real-kubelet e2e tests need them) instead",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.kubelet:
+        try:
+            directory = ensure_kubelet_built()
+        except Exception as error:  # the CLI's whole job is to report a failed build readably
+            print(f"kubelet build failed: {error}", file=sys.stderr, flush=True)
+            return 1
+        _print_flushed(
+            f"kubelet {KUBERNETES.version} ready in {directory} ({time.monotonic() - started:.2f}s)"
+        )
+        return 0
     if args.karpenter:
         try:
             directory = ensure_karpenter_built()

@@ -90,11 +90,18 @@ class WrapperModule:
 
 
 def kubernetes_wrapper(
-    upstream: UpstreamGoMod, kubernetes_version: str, staging_version: str
+    upstream: UpstreamGoMod,
+    kubernetes_version: str,
+    staging_version: str,
+    name: str = "kubernetes",
 ) -> WrapperModule:
-    """The wrapper for kube-apiserver, -scheduler and -controller-manager: one module, one build."""
+    """The wrapper for kube-apiserver, -scheduler and -controller-manager: one module, one build.
+
+    `name` gives kubelet (and the fake CRI beside it) the same pins in a module directory of its
+    own, so building them never touches the control plane's go.mod; Go's build cache still
+    shares every compiled package between the two."""
     return WrapperModule(
-        name="nodegate.local/controlplane/kubernetes",
+        name=f"nodegate.local/controlplane/{name}",
         go_version=upstream.go_version,
         requires={"k8s.io/kubernetes": kubernetes_version},
         replaces=dict.fromkeys(upstream.staging_modules, staging_version),

@@ -62,3 +62,14 @@ def karpenter_dir(version: str = KARPENTER_VERSION) -> Path:
     """Karpenter's kwok provider and its CRDs: apart from bin/ because only the tests that run
     Karpenter build it (renamed into place when complete, like bin/)."""
     return version_dir() / "karpenter" / version
+
+
+KUBELET = "kubelet"
+FAKE_CRI = "fake-cri"
+KUBELET_BINARIES = (KUBELET, FAKE_CRI)
+
+
+def kubelet_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """kubelet and the fake CRI it talks to: apart from bin/, with a stamp of their own, so adding
+    or rebuilding them never invalidates the control plane's cache (renamed into place too)."""
+    return version_dir(kubernetes_version) / "kubelet"

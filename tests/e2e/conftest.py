@@ -19,11 +19,14 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.build import (
     ensure_built,
     ensure_karpenter_built,
+    ensure_kubelet_built,
     is_built,
     karpenter_is_built,
+    kubelet_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
 from tests.e2e.node_identity import as_node
+from tests.e2e.real_kubelet import start_kubelet
 from tests.e2e.reconciler_fixtures import (
     make_node,
     reconciler,
@@ -38,6 +41,7 @@ __all__ = [  # fixtures shared by the e2e tests
     "reconciler",
     "records_namespace",
     "rules_configmap",
+    "start_kubelet",
     "start_reconciler_with",
 ]
 
@@ -72,6 +76,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         wanted = any(item.get_closest_marker("karpenter") for item in session.items)
         if wanted and not karpenter_is_built():
             ensure_karpenter_built()
+        # kubelet and its fake CRI only for the real-kubelet tests (marker `kubelet`).
+        kubelets = any(item.get_closest_marker("kubelet") for item in session.items)
+        if kubelets and not kubelet_is_built():
+            ensure_kubelet_built()
     except Exception as error:  # reported by every e2e fixture instead of aborting the run
         session.config.stash[_BUILD_ERROR] = str(error)
 
