@@ -61,15 +61,11 @@ def pod_source(gate: StartupGate) -> PodSource | None:
     return (pods.namespace, pods.label_selector) if pods is not None else None
 
 
-def signal_since(
-    gate: StartupGate, pods: list[PodView], node_born: datetime | None = None
-) -> datetime | None:
+def signal_since(gate: StartupGate, pods: list[PodView]) -> datetime | None:
     """Since when some init pod of this gate on the node signals ready (latest signal), or None.
 
     Readiness counts unless `requireAnnotation`; the pod's ready annotation counts from the
     pod's creation (an annotation left on a pod from before a reboot does not re-lift a gate).
-    A pod created before the Node object (`node_born`) was an earlier node's of the same name
-    (deleted and re-created, re-registered, reimaged): it says nothing about this one.
     """
     spec = gate.ready_when.pods
     if spec is None:
@@ -77,8 +73,6 @@ def signal_since(
     pair = spec.ready_annotation_pair
     signals = []
     for pod in pods:
-        if node_born is not None and (pod.created is None or pod.created < node_born):
-            continue
         if pod.ready_since is not None and not spec.require_annotation:
             signals.append(pod.ready_since)
         if pair is not None and pod.annotations.get(pair[0]) == pair[1]:
@@ -171,11 +165,8 @@ class GatePods:
         with self._lock:
             return all(informer.synced.is_set() for informer, _ in self._informers.values())
 
-    def ready_since(
-        self, rules: NodeRules, node: str, node_born: datetime | None = None
-    ) -> dict[str, datetime]:
-        """Gate name -> since when its init pod on `node` signals ready (gates that do); pods
-        created before the Node object (`node_born`) are not its pods."""
+    def ready_since(self, rules: NodeRules, node: str) -> dict[str, datetime]:
+        """Gate name -> since when its init pod on `node` signals ready (gates that do)."""
         result = {}
         with self._lock:
             for gate in rules.startup_gates:
@@ -183,7 +174,7 @@ class GatePods:
                 if source is None:
                     continue
                 pods = list(self._by_node.get(source, {}).get(node, {}).values())
-                since = signal_since(gate, pods, node_born)
+                since = signal_since(gate, pods)
                 if since is not None:
                     result[gate.name] = since
         return result

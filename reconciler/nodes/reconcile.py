@@ -121,7 +121,7 @@ class NodeReconciler:
     ) -> NodePlan:
         facts = replace(
             self._facts(key),
-            gate_pods_ready_since=self._gate_pods.ready_since(rules, key, node.state.created),
+            gate_pods_ready_since=self._gate_pods.ready_since(rules, key),
             workload_pods=self._gates.workload_pods(node, rules),
         )
         if work is not None:

@@ -176,6 +176,27 @@ def test_an_update_that_would_untaint_most_nodes_is_held_until_confirmed(text: s
     assert metric(controller, "nodegate_rules_held") == 0
 
 
+def test_a_held_update_reverted_clears_the_hold_and_a_re_offer_is_reported_again() -> None:
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    controller = synced(api)
+    controller.offer_rules(update(CI_RULES))
+    controller.offer_rules(update(GPU_ONLY))
+    assert metric(controller, "nodegate_rules_held") == 1
+
+    controller.offer_rules(update(CI_RULES))  # the admin reverts instead of confirming
+    assert metric(controller, "nodegate_rules_held") == 0
+    [cleared] = events(api, "RulesHoldCleared")
+    assert rules_digest(GPU_ONLY) in str(cleared["message"])
+    assert controller.applied is not None and controller.applied.generation == 1
+
+    controller.offer_rules(update(GPU_ONLY))  # offered again: held, and said so again
+    assert metric(controller, "nodegate_rules_held") == 1
+    [held] = events(api, "RulesHeld")
+    assert held["count"] == 2
+
+
 def test_an_update_touching_few_nodes_applies_at_once() -> None:
     api = FakeApi()
     api.add_node(ci_node("n0", tainted=True))
