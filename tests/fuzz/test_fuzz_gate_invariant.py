@@ -16,7 +16,7 @@ CONFIGS = st.builds(
     timeout=st.one_of(st.none(), st.integers(2, 30)),
     on_timeout=st.sampled_from(["keep", "lift"]),
     min_hold=st.one_of(st.none(), st.integers(1, 10)),
-)
+).filter(lambda c: c.min_hold is None or c.timeout is None or c.min_hold < c.timeout)
 HISTORIES = st.lists(st.tuples(st.sampled_from(STEPS), st.integers(0, 40)), max_size=25)
 
 # The histories that broke it on main (c8a625f), as hypothesis found and shrank them, plus the
