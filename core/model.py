@@ -519,13 +519,13 @@ class StartupGate(Frozen):
         # Both count from the same moment: a minHold at or past the timeout would keep a ready
         # node gated longer than an unready one (onTimeout: lift), or report a ready node as
         # timed out (keep).
-        if self.min_hold is not None and self.timeout is not None:
-            if self.min_hold >= self.timeout:
-                raise ValueError(
-                    f"minHold ({_seconds(self.min_hold)}) must be shorter than timeout "
-                    f"({_seconds(self.timeout)}): both count from the node's creation (or its "
-                    "reboot); shorten minHold or lengthen timeout"
-                )
+        hold, timeout = self.min_hold, self.timeout
+        if hold is not None and timeout is not None and hold >= timeout:
+            raise ValueError(
+                f"minHold ({_seconds(hold)}) must be shorter than timeout ({_seconds(timeout)}): "
+                "both count from the node's creation (or its reboot); shorten minHold or "
+                "lengthen timeout"
+            )
         return self
 
     @field_validator("former_keys")

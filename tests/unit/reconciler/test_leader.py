@@ -143,6 +143,7 @@ def test_the_leaders_note_reaches_the_standby_and_outlives_a_takeover_until_repl
     clock.now += 15
     assert standby.attempt()  # takes over, with nothing in force yet: the note stands
     assert standby.leader_note == "digest-1"
+    assert api.lease is not None
     assert LEADER_NOTE in api.lease["metadata"]["annotations"]
 
 
