@@ -538,3 +538,30 @@ def test_label_records_are_watched_only_while_the_rules_persist_labels() -> None
     stop.set()
     thread.join(10)
     assert records_listed(api) >= 1 and controller.labels.synced()
+
+
+def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
+    now = [datetime(2026, 11, 24, 12, 0, tzinfo=UTC)]
+    controller = Controller(
+        ReconcilerSettings(rules_configmap="nodegate-system/rules"),
+        FakeApi(),
+        EventRecorder(FakeApi(), "default", "test"),
+        Metrics(),
+        TaintHistory(FakeApi(), "nodegate-system"),
+        Health(),
+        clock=lambda: now[0],
+    )
+
+    def seen(boot: str, seconds: int) -> None:
+        now[0] += timedelta(seconds=seconds)
+        raw = fake_node("n1")
+        raw["status"]["nodeInfo"] = {"bootID": boot}
+        controller._on_node_event("n1", None, controller._slim(raw))
+
+    seen("boot-1", 0)
+    seen("boot-1", 10)
+    seen("boot-2", 5)
+    seen("boot-2", 30)  # a heartbeat later: the reboot was seen 30 s ago
+    facts = controller._facts("n1")
+    assert facts.boot_first_seen == datetime(2026, 11, 24, 12, 0, 15, tzinfo=UTC)
+    assert facts.previous_boot_seen == datetime(2026, 11, 24, 12, 0, 10, tzinfo=UTC)
