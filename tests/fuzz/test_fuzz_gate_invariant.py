@@ -43,6 +43,14 @@ STUCK_DOWN: list[Step] = [
     ("up", 1),
 ]
 """The same with nodegate down through the reboot."""
+STALE_AFTER_REBOOT: list[Step] = [
+    ("create", 0),
+    ("pod_ready", 0),
+    ("reconcile", 0),
+    ("reboot", 0),
+    ("reconcile", 0),
+]
+"""Kept from main's guard: the pod's status from before the reboot must not lift the re-gate."""
 HELD_GATE: list[Step] = [("create", 0), ("hold", 0), ("create", 0)]
 """A node born, while an update is held, with the held update's gate."""
 
@@ -53,6 +61,7 @@ HELD_GATE: list[Step] = [("create", 0), ("hold", 0), ("create", 0)]
 @example(config=GateConfig(timeout=2, on_timeout="lift"), history=EARLY_TIMEOUT)
 @example(config=GateConfig(), history=STUCK_THROTTLED)
 @example(config=GateConfig(), history=STUCK_DOWN)
+@example(config=GateConfig(), history=STALE_AFTER_REBOOT)
 @example(config=GateConfig(), history=HELD_GATE)
 def test_no_gate_is_stuck_or_lifted_by_the_wrong_evidence(
     config: GateConfig, history: list[Step]
