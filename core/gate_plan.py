@@ -191,6 +191,11 @@ def _absent_gate(
         annotations = (*reboot_records(node, gate, facts), (completed, None))
         if gate.completion_annotation is not None:
             annotations += ((gate.completion_annotation.key, None),)
+        ready = gate.ready_when.annotation_pair
+        if ready is not None and ready[0] in node.annotations:
+            # Set on the previous boot, it says nothing of this one: the node sets it again.
+            annotations += ((ready[0], None),)
+            why += f"; its ready annotation {ready[0]} (of the previous boot) removed"
         return GateOutcome(
             RuleDecision(gate.name, gate.taint, "want", why),
             annotations=annotations,

@@ -134,3 +134,22 @@ def test_a_boot_sight_remembers_when_the_previous_boot_was_last_seen() -> None:
         "boot-2", NOW + timedelta(seconds=30), NOW + timedelta(seconds=30), again.last_seen
     )
     assert track_boot(rebooted, "", NOW + timedelta(seconds=40)) == rebooted
+
+
+def test_a_re_gate_clears_the_nodes_ready_annotation_of_the_previous_boot() -> None:
+    rules_ = rules(
+        """\
+        startupGates:
+          - name: warmup
+            match: {labels: {pool: gpu}}
+            taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+            regateOnReboot: true
+        """
+    )
+    before = lifted_then_rebooted()
+    rebooted = replace(before, annotations={**before.annotations, "example.com/ready": "true"})
+    regated = plan(rebooted, rules_, PlanFacts(now=NOW)).apply(rebooted)
+    assert GATE in regated.taints
+    assert "example.com/ready" not in regated.annotations
+    assert plan(regated, rules_, PlanFacts(now=NOW)).remove_taints == ()
