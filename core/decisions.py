@@ -32,6 +32,11 @@ class PlanFacts:
     gate_pods_ready_since: Mapping[str, datetime] = field(default_factory=dict)
     """Gate name -> since when its init pod on this node has signalled ready (Ready, or the
     pod's ready annotation), for gates whose pod signal is met now."""
+    boot_first_seen: datetime | None = None
+    """When the reconciler first saw the node's current bootID (None: not tracked): a re-gate's
+    life begins then, however late the re-gate is written."""
+    previous_boot_seen: datetime | None = None
+    """When it last saw the node's bootID before the current one (None: it saw no other)."""
     workload_pods: int | None = None
     """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
     budget_waiting: Mapping[str, str] = field(default_factory=dict)

@@ -22,11 +22,21 @@ GATE_COMPLETED = "completed.gate.nodegate.dev/"
 GATE_BOOT = "boot.gate.nodegate.dev/"
 """+ gate name: the node's bootID when the gate was lifted (a new one means a reboot)."""
 GATE_REGATED = "regated.gate.nodegate.dev/"
-"""+ gate name: when the gate was put back after a reboot (older readiness does not count)."""
+"""+ gate name: when the reboot that put the gate back was first seen (the new bootID): this
+life of the gate began then, so its timeout and minHold count from it."""
+GATE_REBOOTED_AFTER = "rebooted-after.gate.nodegate.dev/"
+"""+ gate name, on a re-gated node: the last moment the previous boot was known up (its lift, or
+a later sight of its bootID). The reboot came after it, so readiness that began after it is of
+the new boot, even if the re-gate was written later (nodegate down, failing over, throttled)."""
 
 
-def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str]:
-    return (GATE_COMPLETED + gate.name, GATE_BOOT + gate.name, GATE_REGATED + gate.name)
+def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str]:
+    return (
+        GATE_COMPLETED + gate.name,
+        GATE_BOOT + gate.name,
+        GATE_REGATED + gate.name,
+        GATE_REBOOTED_AFTER + gate.name,
+    )
 
 
 def annotations_read(rules: NodeRules) -> frozenset[str]:
@@ -84,14 +94,15 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateO
     # `match` is not consulted here: labels often arrive after registration, so a gate the node
     # carries is lifted only by its readiness or its timeout, never by a label mismatch.
     signal = _gate_signal(node, gate, facts)
+    began = life_began(node, gate)
     if signal is not None:
-        held = _min_hold_left(node, gate, facts.now)
+        held = _min_hold_left(began, gate, facts.now)
         if held is not None:
             why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
             return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
         return _lifted(node, gate, facts, signal)
-    if gate.timeout is not None and node.created is not None:
-        remaining = node.created + gate.timeout - facts.now
+    if gate.timeout is not None and began is not None:
+        remaining = began + gate.timeout - facts.now
         if remaining <= timedelta(0):
             if gate.on_timeout == "lift":
                 return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
@@ -109,25 +120,43 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     if pair is not None and node.annotations.get(pair[0]) == pair[1]:
         return f"annotation {gate.ready_when.annotation}"
     since = facts.gate_pods_ready_since.get(gate.name)
-    if since is None:
+    if since is None or not _of_this_life(since, node, gate):
         return None
-    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
-    if regated is not None and since < regated:
-        return None  # readiness from before the reboot does not count
     return "init pod is Ready"
 
 
-def _min_hold_left(node: NodeState, gate: StartupGate, now: datetime) -> timedelta | None:
-    if gate.min_hold is None or node.created is None:
+def life_began(node: NodeState, gate: StartupGate) -> datetime | None:
+    """When this life of the gate began: the reboot as first seen, for a re-gate; else the
+    node's creation. Never before the Node object existed."""
+    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
+    if regated is None or node.created is None:
+        return regated or node.created
+    return max(regated, node.created)
+
+
+def _of_this_life(since: datetime, node: NodeState, gate: StartupGate) -> bool:
+    """Whether readiness that began at `since` is evidence for this life of the gate: not from
+    before the Node object existed, nor, after a reboot, from the previous boot."""
+    if node.created is not None and since < node.created:
+        return False
+    after = parse_time_or_none(node.annotations.get(GATE_REBOOTED_AFTER + gate.name))
+    if after is not None:
+        return since > after  # whole seconds: the previous boot's last second is not the new one
+    regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
+    return regated is None or since >= regated  # re-gated by an older nodegate: as it judged
+
+
+def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> timedelta | None:
+    if gate.min_hold is None or began is None:
         return None
-    left = node.created + gate.min_hold - now
+    left = began + gate.min_hold - now
     return left if left > timedelta(0) else None
 
 
 def _lifted(
     node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
 ) -> GateOutcome:
-    completed, boot, regated = gate_annotation_keys(gate)
+    completed, boot, regated, after = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
     extra = gate.completion_annotation
     if extra is not None:
@@ -135,8 +164,7 @@ def _lifted(
         annotations.append((extra.key, when))
     if node.boot_id:
         annotations.append((boot, node.boot_id))
-    if regated in node.annotations:
-        annotations.append((regated, None))
+    annotations += [(key, None) for key in (regated, after) if key in node.annotations]
     return GateOutcome(
         RuleDecision(gate.name, gate.taint, "release", why),
         annotations=tuple(annotations),
@@ -150,7 +178,7 @@ def _absent_gate(
 ) -> GateOutcome:
     """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
     onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
-    completed, boot, regated = gate_annotation_keys(gate)
+    completed, boot, _, _ = gate_annotation_keys(gate)
     lifted_on = node.annotations.get(boot)
     if (
         gate.regate_on_reboot
@@ -160,12 +188,14 @@ def _absent_gate(
         and lifted_on != node.boot_id
     ):
         why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
-        annotations: tuple[tuple[str, str | None], ...] = (
-            (completed, None),
-            (regated, format_time(facts.now)),
-        )
+        annotations = (*reboot_records(node, gate, facts), (completed, None))
         if gate.completion_annotation is not None:
             annotations += ((gate.completion_annotation.key, None),)
+        ready = gate.ready_when.annotation_pair
+        if ready is not None and ready[0] in node.annotations:
+            # Set on the previous boot, it says nothing of this one: the node sets it again.
+            annotations += ((ready[0], None),)
+            why += f"; its ready annotation {ready[0]} (of the previous boot) removed"
         return GateOutcome(
             RuleDecision(gate.name, gate.taint, "want", why),
             annotations=annotations,
@@ -175,6 +205,24 @@ def _absent_gate(
         why = "backfill: the node joined without the gate and runs no workload pods"
         return GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
     return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
+
+
+def reboot_records(
+    node: NodeState, gate: StartupGate, facts: PlanFacts
+) -> tuple[tuple[str, str | None], ...]:
+    """What a re-gate records: when the new boot was first seen (this life began; the re-gate
+    may be written much later), and the last moment the previous boot was known up."""
+    completed, _, regated, after = gate_annotation_keys(gate)
+    seen = facts.boot_first_seen if facts.boot_first_seen is not None else facts.now
+    known_up = [
+        t
+        for t in (parse_time_or_none(node.annotations.get(completed)), facts.previous_boot_seen)
+        if t is not None and t <= seen
+    ]
+    records: tuple[tuple[str, str | None], ...] = ((regated, format_time(min(seen, facts.now))),)
+    if known_up:
+        records += ((after, format_time(max(known_up))),)
+    return records
 
 
 def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate) -> bool:

@@ -611,14 +611,17 @@ class StartupGate(Frozen):
     taint: GateTaint
     ready_when: ReadyWhen
     timeout: Duration | None = Field(
-        default=None, description="How long to wait for readiness; none waits forever."
+        default=None,
+        description="How long to wait for readiness, from the node's creation (from the "
+        "reboot, for a gate put back by regateOnReboot); none waits forever.",
     )
     on_timeout: Literal["keep", "lift"] = Field(
         default="keep", description="After the timeout: keep the gate (and report) or lift it."
     )
     min_hold: Duration | None = Field(
         default=None,
-        description="The gate stays at least this long after node creation, even if ready.",
+        description="The gate stays at least this long after the node's creation (after the "
+        "reboot, for a gate put back by regateOnReboot), even if ready.",
     )
     regate_on_reboot: bool = Field(
         default=False,
@@ -644,6 +647,20 @@ class StartupGate(Frozen):
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
+    @model_validator(mode="after")
+    def _min_hold_within_timeout(self) -> StartupGate:
+        # Both count from the same moment: a minHold at or past the timeout would keep a ready
+        # node gated longer than an unready one (onTimeout: lift), or report a ready node as
+        # timed out (keep).
+        hold, timeout = self.min_hold, self.timeout
+        if hold is not None and timeout is not None and hold >= timeout:
+            raise ValueError(
+                f"minHold ({_seconds(hold)}) must be shorter than timeout ({_seconds(timeout)}): "
+                "both count from the node's creation (or its reboot); shorten minHold or "
+                "lengthen timeout"
+            )
+        return self
+
     @field_validator("former_keys")
     @classmethod
     def _former_keys_are_other_keys(
@@ -665,6 +682,10 @@ class StartupGate(Frozen):
             GateTaint(key=key, value=self.taint.value, effect=self.taint.effect)
             for key in self.former_keys
         )
+
+
+def _seconds(duration: timedelta) -> str:
+    return f"{int(duration.total_seconds())}s"
 
 
 class CaFlags(Frozen):

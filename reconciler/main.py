@@ -22,7 +22,8 @@ from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.rules_source import LatestRules, RulesUpdate, RulesWatcher
+from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
+from nodegate.reconciler.nodes.served_rules import ServedRules
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.webhook.server import WebhookServer, serve_webhook
@@ -58,7 +59,7 @@ def run(
     if not in_process:
         stop_on_signals(stop)
     registry = parts.metrics.registry
-    webhook = serve_webhook(settings, parts.latest_rules, registry, stop, parts.health)
+    webhook = serve_webhook(settings, parts.served_rules, registry, stop, parts.health)
     ready = readiness(parts.watcher, parts.controller, parts.leading, webhook)
     server = serve(settings.http_address, settings.http_port, registry, parts.health.check, ready)
     log.info(
@@ -95,7 +96,7 @@ class _Parts:
     recorder: QueuedEvents
     controller: Controller
     watcher: RulesWatcher
-    latest_rules: LatestRules
+    served_rules: ServedRules
     elector: LeaderElector | None
     leading: threading.Event = field(default_factory=threading.Event)
 
@@ -111,25 +112,34 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
     elector: LeaderElector | None = None
+    controller: Controller  # made below, once the fence is known; read only when called
+    # The webhook serves the rules in force: this replica's while it leads, else the leader's,
+    # whose digest the leader writes on the Lease (`served_rules`).
+    served = ServedRules(
+        lambda: controller.applied.update if controller.applied else None,
+        lambda: elector.leader_note if elector is not None else None,
+    )
     if settings.leader_election.enabled:
         # Its own client: lease renewals never queue behind node traffic.
         election_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
         elector = LeaderElector(
-            election_client, settings.leader_election, lambda on: metrics.is_leader.set(int(on))
+            election_client,
+            settings.leader_election,
+            lambda on: metrics.is_leader.set(int(on)),
+            note=served.digest_in_force,
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
     metrics.fence_held.set_function(lambda: int(fence.holds()))
     controller = Controller(settings, api, recorder, metrics, history, health, fence)
-    latest_rules = LatestRules()
     watcher = RulesWatcher(
         settings,
         api,
         recorder,
         metrics,
-        fan_out(latest_rules.offer, controller.offer_rules),
+        fan_out(served.offer, controller.offer_rules),
         lambda: controller.applied.generation if controller.applied else 0,
     )
-    return _Parts(metrics, health, recorder, controller, watcher, latest_rules, elector)
+    return _Parts(metrics, health, recorder, controller, watcher, served, elector)
 
 
 def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:

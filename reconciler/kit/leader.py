@@ -51,6 +51,7 @@ class LeaderElector:
         *,
         lease_api: LeaseApi | None = None,
         clock: Clock = time.monotonic,
+        note: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._settings = settings
         self._on_leading = on_leading
@@ -61,10 +62,15 @@ class LeaderElector:
                 raise ValueError("give an api_client or a lease_api")
             lease_api = KubeLeaseApi(api_client, timeout)
         api = lease_api
-        self._election = Election(api, settings, self.fence, clock)
+        self._election = Election(api, settings, self.fence, clock, note=note)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.leading = False
+
+    @property
+    def leader_note(self) -> str | None:
+        """What the leader last wrote for the standbys (`note` of the leading replica)."""
+        return self._election.leader_note
 
     def start(self, on_started: Callable[[], None], on_stopped: Callable[[], None]) -> None:
         """Compete for the Lease in a thread; `on_started` once leading, `on_stopped` if lost."""

@@ -144,9 +144,29 @@ def claimed(record: LeaseRecord | None, me: str, duration: int, now: str) -> Lea
     return LeaseRecord(me, duration, now, now, transitions)
 
 
+LEADER_NOTE = "nodegate.dev/leader-note"
+"""Annotation on the Lease: what the leader tells the standbys (they read the Lease anyway)."""
+
+
 def micro_time(moment: datetime) -> str:
     """A MicroTime as the API server writes it."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _claimed_lease(lease: RawObject, record: LeaseRecord, note: str | None) -> RawObject:
+    """The Lease with `record` as its spec and, if given, `note` in its annotations."""
+    body: RawObject = {**lease, "spec": record.spec()}
+    if note is not None:
+        metadata: dict[str, Any] = dict(lease.get("metadata") or {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), LEADER_NOTE: note}
+        body["metadata"] = metadata
+    return body
+
+
+def _note_of(lease: RawObject) -> str | None:
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    note = annotations.get(LEADER_NOTE)
+    return str(note) if note is not None else None
 
 
 class Election:
@@ -159,8 +179,12 @@ class Election:
         fence: LeaderFence,
         clock: Clock = time.monotonic,
         wall: WallClock = lambda: datetime.now(UTC),
+        note: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._api = api
+        self._note = note
+        self.leader_note: str | None = None
+        """The holder's note, as last read or written (`LEADER_NOTE`)."""
         self._settings = settings
         self._fence = fence
         self._clock = clock
@@ -218,11 +242,15 @@ class Election:
             return True
         record = LeaseRecord.of(lease)
         self._observe(record)
+        self.leader_note = _note_of(lease)
         if not may_take(record, me, self._observed_at, self._clock(), duration):
             self.held_by_other = True
             return False
         self.held_by_other = False
-        body = {**lease, "spec": claimed(record, me, duration, now).spec()}
+        note = self._note()
+        if note is not None:  # until it has one, the last leader's note stands
+            self.leader_note = note
+        body = _claimed_lease(lease, claimed(record, me, duration, now), note)
         answer = self._api.replace_lease(s.lease_namespace, s.lease_name, body)
         self._observe(LeaseRecord.of(answer))
         return True

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from nodegate.core.boot_sight import BootSight, track_boot
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.gate_plan import annotations_read
@@ -89,6 +90,7 @@ class Controller:
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         metrics.gate_census.source = self._gate_census
         self._first_seen: dict[str, dict[tuple[str, str, str], datetime]] = {}
+        self._boots: dict[str, BootSight] = {}
         self._running = threading.Event()
         """Set while `run` runs: only then are watches started for the rules."""
 
@@ -229,6 +231,8 @@ class Controller:
             )
         else:
             self._first_seen.pop(key, None)
+        if (boot := track_boot(self._boots.get(key), new.state.boot_id, self._now())) is not None:
+            self._boots[key] = boot
         rules = self.rules
         if rules is None:
             self._metrics.node_events.labels("no_rules").inc()
@@ -255,6 +259,7 @@ class Controller:
     def _forget_node(self, key: str, uid: str | None) -> None:
         """What was remembered about a node that is gone."""
         self._first_seen.pop(key, None)
+        self._boots.pop(key, None)
         self._writer.forget(key)
         self.breaker.forget(key)
         if uid is not None:
@@ -272,10 +277,13 @@ class Controller:
             self.queue.add(key, lane)
 
     def _facts(self, key: str) -> PlanFacts:
+        boot = self._boots.get(key)
         return PlanFacts(
             now=self._now(),
             previously_owned=self._history.known,
             conditions_first_seen=self._first_seen.get(key, {}),
+            boot_first_seen=boot.first_seen if boot is not None else None,
+            previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         )
 
     def _live_uids(self) -> set[str] | None:

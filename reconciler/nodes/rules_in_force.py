@@ -80,7 +80,12 @@ class RulesInForce:
         """Apply the offered update if the guard lets it, given every cached node."""
         with self._lock:
             update, applied = self._offered, self.applied
-            if update is None or (applied is not None and applied.update == update):
+            if update is None:
+                return
+            if applied is not None and applied.update == update:
+                superseded, self._held = self._held, None
+                if superseded is not None:
+                    self._superseded(superseded, update)
                 return
             radius = blast_radius(nodes, update.rules, applied.rules if applied else None)
             reason = hold_reason(radius, update.rules, self._max_untaint_share)
@@ -107,6 +112,17 @@ class RulesInForce:
             },
         )
         self._on_applied(update)
+
+    def _superseded(self, held: RulesUpdate, by: RulesUpdate) -> None:
+        """The held update was reverted (the source is back to the rules in force): nothing is
+        held any more, so the gauge and its alert clear, and offering it again holds it anew."""
+        self._metrics.rules_held.set(0)
+        message = (
+            f"held rules update {held.digest} superseded by {by.digest}, the rules in force "
+            f"(generation {self.generation}); nothing is held any more"
+        )
+        log.warning("held rules update superseded", extra={"held": held.digest, "by": by.digest})
+        report_on_source(self._recorder, by.ref, "RulesHoldCleared", message)
 
     def _hold(self, update: RulesUpdate, reason: str) -> None:
         self._metrics.rules_held.set(1)

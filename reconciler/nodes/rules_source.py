@@ -191,16 +191,3 @@ class RulesWatcher:
         self._metrics.rules_valid.set(0)
         message = f"rules update refused ({keeping}): " + " | ".join(lines)
         report_on_source(self._recorder, ref, "RulesRejected", message)
-
-
-class LatestRules:
-    """The last valid rules the rules watcher accepted, for the webhook (every replica)."""
-
-    def __init__(self) -> None:
-        self._rules: NodeRules | None = None
-
-    def offer(self, update: RulesUpdate) -> None:
-        self._rules = update.rules
-
-    def __call__(self) -> NodeRules | None:
-        return self._rules

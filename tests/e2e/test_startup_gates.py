@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import SimNode, create_node, mark_pod_ready, wait_until
+from nodegate.localcluster.nodes import (
+    SimNode,
+    create_node,
+    delete_node,
+    mark_pod_ready,
+    wait_until,
+)
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
@@ -32,6 +39,8 @@ from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 GATE = ("startup.example.com/init", "NoSchedule")
 GATE_TAINT = {"key": GATE[0], "value": "wait", "effect": GATE[1]}
 POD_IMAGE = "registry.k8s.io/pause:3.10"
+COMPLETED = "completed.gate.nodegate.dev/warmup"
+BOOT = "boot.gate.nodegate.dev/warmup"
 
 
 def gate_rules(app: str, extra: str = "", pod_extra: str = "") -> str:
@@ -391,3 +400,91 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
             f"first workload bound {observed['bound'] - observed['lifted']:.2f}s after"
         )
         assert reconciler.metric("nodegate_time_to_ungate_seconds_count", gate="warmup") == 1
+
+
+# --- each life of a gate counts from its own beginning (issue 28) ------------------------------
+
+
+def a_later_second_than(stamp: str) -> None:
+    """Wait until the wall clock is in a later second than `stamp` (RFC 3339): the API's times
+    are whole seconds, so what happens next is distinguishable from what happened then."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(seconds=1)
+    wait_until(lambda: datetime.now(UTC) >= moment, TIMEOUT, f"a second later than {stamp}")
+
+
+def lifted_once(
+    gated: Start,
+    core_v1: k8s_client.CoreV1Api,
+    cleanup: list[tuple[str, str]],
+    name: str,
+    rules: str,
+) -> tuple[ReconcilerProcess, str, str]:
+    """A gated node lifted by its init pod on boot-1: (reconciler, node, pod)."""
+    reconciler = gated(rules)
+    node = gated_node(core_v1, cleanup, f"{name}-n")
+    set_boot_id(core_v1, node, "boot-1")
+    pod = init_pod(core_v1, cleanup, f"{name}-init", node, f"init-{name}"[:63])
+    mark_pod_ready(core_v1, pod, "default")
+    gate_gone(core_v1, node)
+    return reconciler, node, pod
+
+
+def test_a_re_gate_written_after_the_init_pod_was_ready_again_is_lifted(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    """nodegate down through the reboot: the pod is Ready again before the re-gate is written,
+    and that readiness, from after the lift, lifts it."""
+    rules = gate_rules(f"init-{unique_name}"[:63], extra="regateOnReboot: true\n")
+    first, node, pod = lifted_once(gated, core_v1, cleanup, unique_name, rules)
+    first.stop()
+    a_later_second_than(read_node(core_v1, node)["metadata"]["annotations"][COMPLETED])
+    set_boot_id(core_v1, node, "boot-2")
+    mark_pod_ready(core_v1, pod, "default")  # the kubelet restarted it: Ready since now
+    started = time.monotonic()
+    gated(rules)
+    wait_until(
+        lambda: read_node(core_v1, node)["metadata"]["annotations"].get(BOOT) == "boot-2",
+        TIMEOUT,
+        "gate put back and lifted again on boot-2",
+    )
+    assert GATE not in taints_of(core_v1, node)
+    print(f"re-gated and lifted {time.monotonic() - started:.2f}s after nodegate started")
+
+
+def test_a_re_gates_timeout_counts_from_the_reboot_not_from_the_nodes_creation(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    extra = "regateOnReboot: true\ntimeout: 3s\nonTimeout: lift\n"
+    rules = gate_rules(f"init-{unique_name}"[:63], extra=extra)
+    _, node, _ = lifted_once(gated, core_v1, cleanup, unique_name, rules)
+    created = read_node(core_v1, node)["metadata"]["creationTimestamp"]
+    born = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    wait_until(lambda: datetime.now(UTC) > born + timedelta(seconds=4), TIMEOUT, "node past 3s")
+    set_boot_id(core_v1, node, "boot-2")  # its pod's readiness is from the previous boot
+    wait_until(lambda: GATE in taints_of(core_v1, node), TIMEOUT, "gate put back")
+    put_back = time.monotonic()
+    stays_gated(core_v1, node, 1.5)
+    gate_gone(core_v1, node)
+    held = time.monotonic() - put_back
+    assert held >= 1.5
+    print(f"re-gate held {held:.2f}s, then lifted by its 3s timeout")
+    assert any(
+        "timed out" in (e.message or "") for e in wait_for_event(core_v1, node, "NodegateUpdated")
+    )
+
+
+def test_a_node_re_created_under_its_name_is_not_lifted_by_the_old_nodes_ready_pod(
+    gated: Start, core_v1: k8s_client.CoreV1Api, cleanup: list[tuple[str, str]], unique_name: str
+) -> None:
+    app = f"init-{unique_name}"[:63]
+    gated(gate_rules(app))
+    node = gated_node(core_v1, cleanup, f"{unique_name}-n")
+    pod = init_pod(core_v1, cleanup, f"{unique_name}-init", node, app)
+    mark_pod_ready(core_v1, pod, "default")
+    gate_gone(core_v1, node)  # after the pod's readiness: a later second than the lift is too
+    a_later_second_than(read_node(core_v1, node)["metadata"]["annotations"][COMPLETED])
+    delete_node(core_v1, node)
+    gated_node(core_v1, cleanup, node)  # the same name, a new Node object; the old pod stays
+    stays_gated(core_v1, node, 1.5)
+    mark_pod_ready(core_v1, pod, "default")  # the kubelet now under that name reports it Ready
+    gate_gone(core_v1, node)

@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL
 from nodegate.core.node_trust import REGISTRATION_SEAL_KEY
@@ -33,7 +34,7 @@ from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, WEBHOOK_NAME
 from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import read_node
+from tests.e2e.reconciler_fixtures import read_node, wait_for_event, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
 from tests.e2e.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -348,3 +349,90 @@ def test_a_kubelet_registering_in_a_pool_is_sealed_and_cannot_change_the_pool_af
         with pytest.raises(ApiException) as refused:
             kubelet.patch_node(name, change)
         assert refused.value.status == 403
+
+
+LATE = {"key": "startup.example.com/late", "value": "wait", "effect": "NoSchedule"}
+
+
+def held_rules(unique_name: str) -> tuple[str, str]:
+    """(in force, held): the held update drops a label taint from this test's node (the guard,
+    at share 0, holds it) and adds a gate `late`."""
+    warmup = f"""\
+    startupGates:
+      - name: warmup
+        match: {{labels: {{{SELECTED}: "yes", example.com/kind: canary}}}}
+        taint: {{key: {GATE["key"]}, value: wait, effect: NoSchedule}}
+        readyWhen: {{annotation: example.com/ready=true}}
+    """
+    late = f"""\
+      - name: late
+        match: {{labels: {{{SELECTED}: "yes", example.com/kind: late}}}}
+        taint: {{key: {LATE["key"]}, value: wait, effect: NoSchedule}}
+        readyWhen: {{annotation: example.com/ready=true}}
+    """
+    label_taint = f"""\
+    labelTaints:
+      - name: held
+        match: {{labels: {{example.com/held: {unique_name[:63]}}}}}
+        taint: {{key: example.com/held, value: x, effect: NoSchedule}}
+        nodeMayLift: true
+    """
+    header = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+    in_force = header + textwrap.dedent(label_taint) + textwrap.dedent(warmup)
+    held = header + textwrap.dedent(warmup.rstrip(" ") + late)
+    return in_force, held
+
+
+def test_a_held_update_births_no_node_with_its_gate_and_a_revert_clears_the_hold(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    in_force, held = held_rules(unique_name)
+    ref = rules_configmap(in_force)
+    configmap = ref.split("/")[1]
+    with registered_webhook(control_plane, ref, unique_name[:63], tmp_path) as hook:
+        process = hook.start(max_untaint_share="0")
+        wait_in_force(
+            hook, core_v1, f"{unique_name}-c", GATE["key"], {"example.com/kind": "canary"}
+        )
+        owner = make_node(labels={"example.com/held": unique_name[:63]})
+        wait_for_taints(core_v1, owner, lambda t: ("example.com/held", "NoSchedule") in t)
+
+        rules_configmap(held)
+        wait_for_event(core_v1, configmap, "RulesHeld")
+        assert process.metric("nodegate_rules_held") == 1
+        born = raw_create(core_v1, SimNode(f"{unique_name}-late"[:63], labels=LATE_LABELS))
+        assert LATE not in taints(born)  # the held update's gate: no rule in force owns it
+
+        rules_configmap(in_force)  # reverted instead of confirmed
+        [cleared] = wait_for_event(core_v1, configmap, "RulesHoldCleared")
+        assert rules_digest(held) in (cleared.message or "")
+        assert process.metric("nodegate_rules_held") == 0
+
+        rules_configmap(held)  # offered again: held again, and said so again
+        wait_until(
+            lambda: sum(e.count or 1 for e in wait_for_event(core_v1, configmap, "RulesHeld")) == 2,
+            READY_TIMEOUT,
+            "a second RulesHeld",
+        )
+        assert process.metric("nodegate_rules_held") == 1
+
+        rules_configmap(held, annotations={"nodegate.dev/confirm-rules": rules_digest(held)})
+        attempts = iter(range(1000))
+        wait_until(
+            lambda: gated_canary(
+                core_v1, f"{unique_name}-l{next(attempts)}"[:63], LATE["key"], LATE_LABELS
+            ),
+            READY_TIMEOUT,
+            "confirmed: nodes born with the late gate",
+            interval=0.1,
+        )
+        assert process.metric("nodegate_rules_held") == 0
+
+
+LATE_LABELS = {"example.com/kind": "late"}
+CANARY_LABELS = {"example.com/kind": "canary"}

@@ -47,8 +47,9 @@ class Webhook:
     namespace: str
     configuration: str
     port: int
-    start: Callable[[], ReconcilerProcess]
-    """Start a reconciler serving the webhook (stopped when the registration ends)."""
+    start: Callable[..., ReconcilerProcess]
+    """start(max_untaint_share="1"): a reconciler serving the webhook (stopped when the
+    registration ends); a lower share lets its blast-radius guard hold updates."""
 
 
 def raw_create(core_v1: k8s_client.CoreV1Api, node: SimNode) -> dict[str, Any]:
@@ -117,10 +118,10 @@ def registered_webhook(
     admission.create_mutating_webhook_configuration(cast(Any, configuration))
     with ExitStack() as stack:
 
-        def start() -> ReconcilerProcess:
+        def start(max_untaint_share: str = "1") -> ReconcilerProcess:
             args = [
                 *("--rules-configmap", rules_ref, "--state-namespace", namespace),
-                *("--no-leader-elect", "--max-untaint-share", "1"),
+                *("--no-leader-elect", "--max-untaint-share", max_untaint_share),
                 *("--webhook-port", str(port), "--webhook-host", "127.0.0.1"),
                 *("--webhook-configuration", namespace, "--webhook-tls-secret", "webhook-tls"),
             ]

@@ -352,6 +352,7 @@ READY = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seco
 COMPLETED = "completed.gate.nodegate.dev/warmup"
 BOOT = "boot.gate.nodegate.dev/warmup"
 REGATED = "regated.gate.nodegate.dev/warmup"
+AFTER = "rebooted-after.gate.nodegate.dev/warmup"
 
 
 def gated(created_ago: timedelta, **annotations: str) -> NodeState:
@@ -382,7 +383,11 @@ def test_a_rebooted_node_gets_its_gate_back_when_regate_on_reboot_is_set() -> No
     result = plan(rebooted, LIFECYCLE_RULES, FACTS)
     assert [c.taint for c in result.add_taints] == [GATE]
     assert result.gates_put_back == ("warmup",)
-    assert dict(result.set_annotations) == {COMPLETED: None, REGATED: "2026-11-21T12:00:00Z"}
+    assert dict(result.set_annotations) == {
+        COMPLETED: None,
+        REGATED: "2026-11-21T12:00:00Z",
+        AFTER: "2026-11-21T11:00:00Z",
+    }
 
 
 def test_without_regate_on_reboot_a_lifted_gate_never_comes_back() -> None:
@@ -394,12 +399,14 @@ def test_without_regate_on_reboot_a_lifted_gate_never_comes_back() -> None:
 
 
 def test_readiness_from_before_the_reboot_does_not_lift_a_re_gated_node() -> None:
-    regated = gated(timedelta(hours=1), **{REGATED: "2026-11-21T11:59:58Z"})
+    records = {REGATED: "2026-11-21T11:50:00Z", AFTER: "2026-11-21T11:59:55Z"}
+    regated = gated(timedelta(hours=1), **records)
     assert plan(regated, LIFECYCLE_RULES, READY).remove_taints == ()  # ready since 11:59:55
     fresh = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
     result = plan(regated, LIFECYCLE_RULES, fresh)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert (REGATED, None) in result.set_annotations
+    assert (AFTER, None) in result.set_annotations
 
 
 @pytest.mark.parametrize(

@@ -443,3 +443,21 @@ def test_value_less_taint_bound_for_an_aks_pool_is_refused() -> None:
         "goes into the nodeTaints of AKS pool 'batch', which AKS takes only as key=value:Effect; "
         'give the taint a value, e.g. value: "present"'
     )
+
+
+def test_a_gates_min_hold_must_be_shorter_than_its_timeout() -> None:
+    assert problems_of(
+        """\
+        startupGates:
+          - name: warmup
+            match: {labels: {pool: gpu}}
+            taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+            timeout: 2m
+            onTimeout: lift
+            minHold: 5m
+        """
+    ) == [
+        "rules.yaml:4:5: startupGates[0]: minHold (300s) must be shorter than timeout (120s): "
+        "both count from the node's creation (or its reboot); shorten minHold or lengthen timeout"
+    ]

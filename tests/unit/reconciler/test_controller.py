@@ -195,6 +195,27 @@ def test_an_update_that_would_untaint_most_nodes_is_held_until_confirmed(text: s
     assert metric(controller, "nodegate_rules_held") == 0
 
 
+def test_a_held_update_reverted_clears_the_hold_and_a_re_offer_is_reported_again() -> None:
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    controller = synced(api)
+    controller.offer_rules(update(CI_RULES))
+    controller.offer_rules(update(GPU_ONLY))
+    assert metric(controller, "nodegate_rules_held") == 1
+
+    controller.offer_rules(update(CI_RULES))  # the admin reverts instead of confirming
+    assert metric(controller, "nodegate_rules_held") == 0
+    [cleared] = events(api, "RulesHoldCleared")
+    assert rules_digest(GPU_ONLY) in str(cleared["message"])
+    assert controller.applied is not None and controller.applied.generation == 1
+
+    controller.offer_rules(update(GPU_ONLY))  # offered again: held, and said so again
+    assert metric(controller, "nodegate_rules_held") == 1
+    [held] = events(api, "RulesHeld")
+    assert held["count"] == 2
+
+
 def test_an_update_touching_few_nodes_applies_at_once() -> None:
     api = FakeApi()
     api.add_node(ci_node("n0", tainted=True))
@@ -585,3 +606,30 @@ def test_label_records_are_watched_only_while_the_rules_persist_labels() -> None
     stop.set()
     thread.join(10)
     assert records_listed(api) >= 1 and controller.labels.synced()
+
+
+def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
+    now = [datetime(2026, 11, 24, 12, 0, tzinfo=UTC)]
+    controller = Controller(
+        ReconcilerSettings(rules_configmap="nodegate-system/rules"),
+        FakeApi(),
+        EventRecorder(FakeApi(), "default", "test"),
+        Metrics(),
+        TaintHistory(FakeApi(), "nodegate-system"),
+        Health(),
+        clock=lambda: now[0],
+    )
+
+    def seen(boot: str, seconds: int) -> None:
+        now[0] += timedelta(seconds=seconds)
+        raw = fake_node("n1")
+        raw["status"]["nodeInfo"] = {"bootID": boot}
+        controller._on_node_event("n1", None, controller._slim(raw))
+
+    seen("boot-1", 0)
+    seen("boot-1", 10)
+    seen("boot-2", 5)
+    seen("boot-2", 30)  # a heartbeat later: the reboot was seen 30 s ago
+    facts = controller._facts("n1")
+    assert facts.boot_first_seen == datetime(2026, 11, 24, 12, 0, 15, tzinfo=UTC)
+    assert facts.previous_boot_seen == datetime(2026, 11, 24, 12, 0, 10, tzinfo=UTC)

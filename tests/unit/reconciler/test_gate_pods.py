@@ -84,11 +84,10 @@ def test_require_annotation_ignores_readiness_alone() -> None:
     assert signal_since(STRICT, [view()]) is None
 
 
-def test_a_pod_ready_since_before_its_node_object_was_registered_again_still_counts() -> None:
-    # `kubectl delete node` and the same kubelet registers the Node again within seconds: its
-    # init pod kept running and is really Ready, and nothing will make it transition again,
-    # so it must count. (A different machine reusing the name, as an OKE private IP can be,
-    # registers minutes later, after the pod garbage collector removed the old node's pods.)
+def test_a_pod_from_before_its_node_object_still_reports_when_it_turned_ready() -> None:
+    # The pod says when it turned Ready; whether that is evidence for this Node object is the
+    # planner's call (`core.gate_plan`: readiness from before the Node existed never counts,
+    # a transition the kubelet reports afterwards, on an adopted pod, does).
     running = view(
         created=NODE_CREATED - timedelta(hours=2),
         ready_at=NODE_CREATED - timedelta(hours=2) + timedelta(seconds=30),

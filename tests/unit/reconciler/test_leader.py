@@ -8,6 +8,7 @@ import copy
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -17,7 +18,7 @@ from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.kit.leader import LeaderElector
-from nodegate.reconciler.kit.lease import Election
+from nodegate.reconciler.kit.lease import LEADER_NOTE, Election
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class FakeLeaseApi:
             if body["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
                 raise ConflictError("changed")
             self.lease = copy.deepcopy(body)
-            self.lease["metadata"] = {"resourceVersion": str(next(self._rv))}
+            self.lease["metadata"] = {**body["metadata"], "resourceVersion": str(next(self._rv))}
             self.replaced.append(copy.deepcopy(self.lease))
             return copy.deepcopy(self.lease)
 
@@ -71,7 +72,13 @@ class Clock:
         return self.now
 
 
-def election(api: FakeLeaseApi, me: str, clock: Clock, wall_offset: float = 0.0) -> Election:
+def election(
+    api: FakeLeaseApi,
+    me: str,
+    clock: Clock,
+    wall_offset: float = 0.0,
+    note: Callable[[], str | None] = lambda: None,
+) -> Election:
     start = datetime(2026, 11, 24, tzinfo=UTC)
     settings = Settings(identity=me)
     return Election(
@@ -80,6 +87,7 @@ def election(api: FakeLeaseApi, me: str, clock: Clock, wall_offset: float = 0.0)
         LeaderFence(settings.renew_deadline_seconds, clock),
         clock,
         wall=lambda: start + timedelta(seconds=clock.now + wall_offset),
+        note=note,
     )
 
 
@@ -120,6 +128,23 @@ def test_a_standby_does_not_trust_an_old_renew_time_in_the_record() -> None:
     assert not standby.attempt()
     clock.now += 14
     assert not standby.attempt()
+
+
+def test_the_leaders_note_reaches_the_standby_and_outlives_a_takeover_until_replaced() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    note: list[str | None] = ["digest-1"]
+    leader = election(api, "leader", clock, note=lambda: note[0])
+    standby = election(api, "standby", clock, note=lambda: None)
+    assert leader.attempt()  # creates the Lease
+    clock.now += 2
+    assert leader.attempt()  # renews it, with its note
+    assert not standby.attempt()
+    assert standby.leader_note == "digest-1"
+    clock.now += 15
+    assert standby.attempt()  # takes over, with nothing in force yet: the note stands
+    assert standby.leader_note == "digest-1"
+    assert api.lease is not None
+    assert LEADER_NOTE in api.lease["metadata"]["annotations"]
 
 
 def test_a_released_lease_is_taken_at_once() -> None:

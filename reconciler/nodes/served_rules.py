@@ -1,0 +1,57 @@
+"""The rules the Node admission webhook serves: the rules in force, never a held update.
+
+The webhook runs on every replica, the blast-radius guard only on the leader. A node born with
+the gate of an update the guard holds has a gate that no rule in force owns: if the update is
+then reverted, nothing may lift it. So the leader serves its rules in force, and tells the
+standbys their digest on the Lease (`kit.lease.LEADER_NOTE`); a standby serves the valid update
+it read with that digest. Until it has read it (a second or two), it serves the rules it served
+before; with nothing in force anywhere, nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from nodegate.core.model import NodeRules
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
+
+REMEMBERED = 16
+"""Valid updates remembered by digest: a held one, its revert and a few edits in between."""
+
+
+class ServedRules:
+    """Call it for the rules to gate a new node with; `offer` it every valid update read."""
+
+    def __init__(
+        self,
+        in_force: Callable[[], RulesUpdate | None],
+        leader_note: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        self._in_force = in_force
+        self._leader_note = leader_note
+        self._recent: OrderedDict[str, NodeRules] = OrderedDict()
+        self._served: NodeRules | None = None
+        self._lock = threading.Lock()
+
+    def offer(self, update: RulesUpdate) -> None:
+        with self._lock:
+            self._recent[update.digest] = update.rules
+            self._recent.move_to_end(update.digest)
+            while len(self._recent) > REMEMBERED:
+                self._recent.popitem(last=False)
+
+    def digest_in_force(self) -> str | None:
+        """What the leader writes on the Lease: the digest of its rules in force."""
+        update = self._in_force()
+        return update.digest if update is not None else None
+
+    def __call__(self) -> NodeRules | None:
+        update = self._in_force()
+        with self._lock:
+            if update is not None:
+                self._served = update.rules
+            elif (note := self._leader_note()) is not None and note in self._recent:
+                self._served = self._recent[note]
+            return self._served

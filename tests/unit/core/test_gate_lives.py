@@ -1,0 +1,155 @@
+"""Each life of a startup gate counts its times from its own beginning: the node's creation, or
+the reboot (first sight of the new bootID) for a re-gate; evidence from an earlier life (the
+previous boot, an earlier Node object of the same name) never lifts it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from nodegate.core.boot_sight import BootSight, track_boot
+from nodegate.core.decisions import PlanFacts
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState, NodeTaint
+from nodegate.core.plan import plan
+from tests.unit.core.builders import NOW, node, rules
+
+GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")
+COMPLETED = "completed.gate.nodegate.dev/warmup"
+BOOT = "boot.gate.nodegate.dev/warmup"
+REGATED = "regated.gate.nodegate.dev/warmup"
+AFTER = "rebooted-after.gate.nodegate.dev/warmup"
+
+
+def gate_rules(extra: str = "") -> NodeRules:
+    return rules(
+        """\
+        startupGates:
+          - name: warmup
+            match: {labels: {pool: gpu}}
+            taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+            readyWhen:
+              pods: {namespace: kube-system, selector: {app: init}}
+            regateOnReboot: true
+        """.rstrip(" ")
+        + "".join(f"            {line}\n" for line in extra.splitlines())
+    )
+
+
+REGATE = gate_rules()
+POOL = {"pool": "gpu"}
+LIFTED_AT = NOW - timedelta(days=2)
+
+
+def lifted_then_rebooted(created_ago: timedelta = timedelta(days=3)) -> NodeState:
+    """A node whose gate was lifted on boot-1 two days ago, now reporting boot-2."""
+    annotations = {COMPLETED: "2026-11-19T12:00:00Z", BOOT: "boot-1"}
+    return replace(node(POOL, annotations=annotations, created=NOW - created_ago), boot_id="boot-2")
+
+
+def regate(state: NodeState, facts: PlanFacts) -> NodeState:
+    result = plan(state, REGATE, facts)
+    assert result.gates_put_back == ("warmup",)
+    return result.apply(state)
+
+
+def test_readiness_after_the_reboot_lifts_a_re_gate_written_later() -> None:
+    # Reboot seen at NOW - 60 s (or nodegate was down); pod Ready 30 s ago; re-gate written NOW.
+    rebooted = lifted_then_rebooted()
+    facts = PlanFacts(now=NOW, boot_first_seen=NOW - timedelta(seconds=60))
+    ready = {"warmup": NOW - timedelta(seconds=30)}
+    regated = regate(rebooted, replace(facts, gate_pods_ready_since=ready))
+    later = PlanFacts(now=NOW + timedelta(seconds=1), gate_pods_ready_since=ready)
+    assert plan(regated, REGATE, later).lifted_gates == ("warmup",)
+
+
+def test_readiness_after_the_reboot_lifts_the_gate_when_nodegate_was_down_all_along() -> None:
+    # No sight of the reboot at all (nodegate started after it): only the lift bounds it.
+    ready = {"warmup": NOW - timedelta(seconds=30)}
+    regated = regate(lifted_then_rebooted(), PlanFacts(now=NOW, gate_pods_ready_since=ready))
+    week = PlanFacts(now=NOW + timedelta(days=7), gate_pods_ready_since=ready)
+    assert plan(regated, REGATE, week).lifted_gates == ("warmup",)
+
+
+def test_readiness_from_before_the_previous_boot_was_last_seen_does_not_lift() -> None:
+    seen_up = NOW - timedelta(seconds=20)
+    facts = PlanFacts(
+        now=NOW, boot_first_seen=NOW - timedelta(seconds=5), previous_boot_seen=seen_up
+    )
+    regated = regate(lifted_then_rebooted(), facts)
+    assert regated.annotations[AFTER] == "2026-11-21T11:59:40Z"
+    stale = {"warmup": seen_up}  # the pod's status from the old boot, not yet rewritten
+    assert plan(regated, REGATE, replace(facts, gate_pods_ready_since=stale)).remove_taints == ()
+    fresh = {"warmup": seen_up + timedelta(seconds=1)}
+    lifted = plan(regated, REGATE, replace(facts, gate_pods_ready_since=fresh))
+    assert lifted.lifted_gates == ("warmup",)
+
+
+def test_readiness_from_before_the_lift_never_lifts_a_re_gate() -> None:
+    regated = regate(lifted_then_rebooted(), PlanFacts(now=NOW))
+    stale = {"warmup": LIFTED_AT}
+    assert (
+        plan(regated, REGATE, PlanFacts(now=NOW, gate_pods_ready_since=stale)).remove_taints == ()
+    )
+
+
+def test_a_re_gates_timeout_counts_from_the_reboot_not_the_nodes_creation() -> None:
+    rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
+    facts = PlanFacts(now=NOW, boot_first_seen=NOW - timedelta(minutes=2))
+    regated = plan(lifted_then_rebooted(), rules_, facts).apply(lifted_then_rebooted())
+    assert GATE in regated.taints
+    soon = plan(regated, rules_, PlanFacts(now=NOW + timedelta(seconds=1)))
+    assert soon.remove_taints == ()
+    assert soon.recheck_after == timedelta(minutes=7, seconds=59)
+    late = plan(regated, rules_, PlanFacts(now=NOW + timedelta(minutes=8)))
+    assert late.timed_out_gates == ("warmup",)
+    assert late.lifted_gates == ("warmup",)
+
+
+def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
+    rules_ = gate_rules("minHold: 5m")
+    regated = plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)).apply(lifted_then_rebooted())
+    fresh = {"warmup": NOW + timedelta(seconds=10)}
+    early = PlanFacts(now=NOW + timedelta(seconds=20), gate_pods_ready_since=fresh)
+    assert plan(regated, rules_, early).remove_taints == ()
+    late = PlanFacts(now=NOW + timedelta(minutes=5), gate_pods_ready_since=fresh)
+    assert plan(regated, rules_, late).lifted_gates == ("warmup",)
+
+
+def test_readiness_from_before_the_node_object_existed_does_not_lift_its_gate() -> None:
+    fresh_node = node(POOL, taints=(GATE,), created=NOW)
+    old_pod = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seconds=1)})
+    assert plan(fresh_node, REGATE, old_pod).remove_taints == ()
+    same_second = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
+    assert plan(fresh_node, REGATE, same_second).lifted_gates == ("warmup",)
+
+
+def test_a_boot_sight_remembers_when_the_previous_boot_was_last_seen() -> None:
+    first = track_boot(None, "boot-1", NOW)
+    assert first == BootSight("boot-1", NOW, NOW)
+    again = track_boot(first, "boot-1", NOW + timedelta(seconds=10))
+    assert again == BootSight("boot-1", NOW, NOW + timedelta(seconds=10))
+    rebooted = track_boot(again, "boot-2", NOW + timedelta(seconds=30))
+    assert rebooted == BootSight(
+        "boot-2", NOW + timedelta(seconds=30), NOW + timedelta(seconds=30), again.last_seen
+    )
+    assert track_boot(rebooted, "", NOW + timedelta(seconds=40)) == rebooted
+
+
+def test_a_re_gate_clears_the_nodes_ready_annotation_of_the_previous_boot() -> None:
+    rules_ = rules(
+        """\
+        startupGates:
+          - name: warmup
+            match: {labels: {pool: gpu}}
+            taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+            regateOnReboot: true
+        """
+    )
+    before = lifted_then_rebooted()
+    rebooted = replace(before, annotations={**before.annotations, "example.com/ready": "true"})
+    regated = plan(rebooted, rules_, PlanFacts(now=NOW)).apply(rebooted)
+    assert GATE in regated.taints
+    assert "example.com/ready" not in regated.annotations
+    assert plan(regated, rules_, PlanFacts(now=NOW)).remove_taints == ()

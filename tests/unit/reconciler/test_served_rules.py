@@ -1,0 +1,66 @@
+"""The webhook serves the rules in force, never an update the blast-radius guard holds: the
+leader its own, a standby the one whose digest the leader wrote on the Lease."""
+
+from __future__ import annotations
+
+import textwrap
+
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.loader import parse_rules
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.served_rules import ServedRules
+
+HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+OLD = HEADER
+NEW = HEADER + textwrap.dedent(
+    """\
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen: {annotation: example.com/ready=true}
+    """
+)
+
+
+def update(text: str) -> RulesUpdate:
+    return RulesUpdate(parse_rules(text), rules_digest(text), "test")
+
+
+def test_the_leader_serves_its_rules_in_force_not_the_latest_update() -> None:
+    in_force = update(OLD)
+    served = ServedRules(lambda: in_force)
+    served.offer(in_force)
+    served.offer(update(NEW))  # held by the guard: not in force
+    assert served() == in_force.rules
+
+
+def test_a_standby_serves_the_update_the_leader_names_on_the_lease() -> None:
+    note: list[str | None] = [rules_digest(OLD)]
+    served = ServedRules(lambda: None, lambda: note[0])
+    served.offer(update(OLD))
+    served.offer(update(NEW))
+    assert served() == update(OLD).rules
+    note[0] = rules_digest(NEW)  # confirmed: the leader applies it and says so
+    assert served() == update(NEW).rules
+
+
+def test_a_standby_keeps_serving_what_it_served_until_it_has_read_the_leaders_rules() -> None:
+    note: list[str | None] = [rules_digest(OLD)]
+    served = ServedRules(lambda: None, lambda: note[0])
+    served.offer(update(OLD))
+    assert served() == update(OLD).rules
+    note[0] = rules_digest(NEW)  # not read here yet
+    assert served() == update(OLD).rules
+
+
+def test_with_nothing_in_force_anywhere_nothing_is_served() -> None:
+    served = ServedRules(lambda: None, lambda: None)
+    served.offer(update(NEW))
+    assert served() is None
+
+
+def test_the_leader_writes_the_digest_of_its_rules_in_force() -> None:
+    in_force = update(NEW)
+    assert ServedRules(lambda: in_force).digest_in_force() == rules_digest(NEW)
+    assert ServedRules(lambda: None).digest_in_force() is None
