@@ -313,11 +313,14 @@ class RuleEvictionBudget(Frozen):
     )
     per_pool: EvictionLimit | None = Field(
         default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
-        description=f"Limit per node pool (label {POOL_LABEL}); null: none.",
+        description=f"Limit per node pool (the pool a node registered in, {TRUSTED_POOL_LABEL}); "
+        "null: none.",
     )
     per_zone: EvictionLimit | None = Field(
-        default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
-        description="Limit per zone (label topology.kubernetes.io/zone); null: none.",
+        default=None,
+        description="Limit per zone (label topology.kubernetes.io/zone); default none: a node's "
+        "kubelet may change its zone label, so a compromised node could move into a zone and "
+        "hold that zone's budget (docs/reconciler.md, Security).",
     )
 
     unlimited: bool = Field(

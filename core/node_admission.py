@@ -172,7 +172,7 @@ def admission_patch(
     carried = _taint_identities(current) if isinstance(current, list) else set()
     gates: list[str] = []
     taints: list[dict[str, Any]] = []
-    seal = seal_for_registration(own, _node_taints(current))
+    seal = seal_for_registration(own, _node_taints(current), rules)
     if seal is not None:
         taints.append(dict(seal.to_k8s()))
     for gate in gates_for(rules, {**restore, **own}):

@@ -74,11 +74,14 @@ def seal_taint(pool: str) -> NodeTaint:
 
 
 def seal_for_registration(
-    labels: Mapping[str, str], taints: Iterable[NodeTaint]
+    labels: Mapping[str, str], taints: Iterable[NodeTaint], rules: NodeRules
 ) -> NodeTaint | None:
     """The seal to add to a Node being created: its claimed pool, frozen. None when it claims no
-    pool, already names its pool in the trusted label (Karpenter, an admin), or is sealed."""
+    pool of the rules, already names its pool in the trusted label (Karpenter, an admin), or is
+    sealed."""
     claimed = labels.get(POOL_LABEL)
-    if not claimed or TRUSTED_POOL_LABEL in labels or registration_seal(taints) is not None:
+    if not claimed or rules.pool(claimed) is None or TRUSTED_POOL_LABEL in labels:
+        return None
+    if registration_seal(taints) is not None:
         return None
     return seal_taint(claimed)

@@ -168,15 +168,18 @@ class LabelDecision:
 def same_machine(record: LabelRecord, node: NodeState, config: PersistentLabels) -> bool | None:
     """Whether `node` is the machine `record` was kept for: True, False, or None (no evidence).
 
-    Evidence is what both sides know of the providerID and the system UUID, all of it agreeing;
-    a name is never evidence (OKE names nodes by private IP, and IPs are reused).
+    Every identity the record holds (providerID, system UUID) must be shown by the node and
+    agree: a node that hides its UUID does not match on the providerID alone. A name is never
+    evidence (OKE names nodes by private IP, and IPs are reused).
     """
     recorded_provider = record.provider_id or (record.key if config.key_by == "providerID" else "")
     pairs = ((recorded_provider, node.provider_id), (record.system_uuid, node.system_uuid))
-    known = [(kept, seen) for kept, seen in pairs if kept and seen]
-    if not known:
-        return None
-    return all(kept == seen for kept, seen in known)
+    held = [(kept, seen) for kept, seen in pairs if kept]
+    if any(seen and kept != seen for kept, seen in held):
+        return False
+    if not held or any(not seen for _, seen in held):
+        return None  # an identity the record holds and the node does not show is no evidence
+    return True
 
 
 def restore_refusal(

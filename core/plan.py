@@ -87,6 +87,20 @@ class NodePlan:
             and self.owned_annotation is None
         )
 
+    def taints_only(self) -> NodePlan | None:
+        """This plan's taint changes alone, if it has any besides other changes.
+
+        What the API server refuses in a node write is almost always metadata the node itself
+        can spoil (its own annotations filled to the size limit, a label it set): the taints,
+        which protect workloads and lift gates, must not be held hostage by it.
+        """
+        has_other = (
+            bool(self.set_labels or self.set_annotations) or self.owned_annotation is not None
+        )
+        if not (self.add_taints or self.remove_taints) or not has_other:
+            return None
+        return replace(self, set_labels=(), set_annotations=(), owned_annotation=None)
+
     def taints_after(self, node: NodeState) -> tuple[NodeTaint, ...]:
         """The node's taint list after the plan: order of survivors kept, additions appended."""
         removed = {c.taint.identity for c in self.remove_taints}
@@ -247,7 +261,8 @@ def _seal_removal(node: NodeState) -> list[TaintChange]:
     seal = registration_seal(node.taints)
     if seal is None:
         return []
-    why = f"registration seal recorded as {TRUSTED_POOL_LABEL}={seal}"
+    why = f"registration seal of pool '{seal}' lifted (recorded as {TRUSTED_POOL_LABEL} if "
+    "the rules have that pool)"
     return [TaintChange(seal_taint(seal), (), why)]
 
 
@@ -267,7 +282,7 @@ def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[
         if key not in node.labels:
             changes[key] = LabelChange(key, value, "restored persisted label")
     seal = registration_seal(node.taints)
-    if seal is not None and TRUSTED_POOL_LABEL not in node.labels:
+    if seal is not None and TRUSTED_POOL_LABEL not in node.labels and rules.pool(seal):
         changes[TRUSTED_POOL_LABEL] = LabelChange(
             TRUSTED_POOL_LABEL, seal, "pool the node registered in (its registration seal)"
         )

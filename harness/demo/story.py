@@ -274,7 +274,7 @@ class Story:
         labels = registration_labels(pool)
         # The Node admission webhook (not run by the demo) seals the pool the kubelet registers
         # in; the reconciler turns the seal into the label that grants reconcilerLabels.
-        seal = seal_for_registration(labels, ())
+        seal = seal_for_registration(labels, (), self.rules)
         if seal is not None:
             taints.append({"key": seal.key, "value": seal.value, "effect": seal.effect})
         node = SimNode(

@@ -97,6 +97,12 @@ class Metrics:
         self.writes = Counter(
             "nodegate_node_writes", "Node writes by result.", ["result"], registry=r
         )
+        self.writes_refused = Counter(
+            "nodegate_node_writes_split",
+            "Node writes the API server refused whole, whose taint changes were then written "
+            "alone (something on the node keeps its labels and annotations from landing).",
+            registry=r,
+        )
         self.conflicts = Counter(
             "nodegate_write_conflicts",
             "409 conflicts on node writes (each one is re-read and re-planned).",

@@ -92,6 +92,19 @@ class NodeWriter:
             log.info("dry run: " + message, extra={"node": node.state.name})
             self._recorder.on_node(node.state.name, node.state.uid, "NodegateDryRun", message)
 
+    def say_written_alone(self, node: CachedNode, err: Exception) -> None:
+        """The node's whole write was refused and its taints went alone: a Warning for a human
+        (aggregated), and a count, since something on the node keeps its labels from landing."""
+        self._metrics.writes_refused.inc()
+        self._recorder.on_node(
+            node.state.name,
+            node.state.uid,
+            "NodegateTaintsWrittenAlone",
+            f"the API server refused this node's update ({err}); its taint changes were written "
+            "alone, its labels and annotations wait (look for what fills the node's metadata)",
+            warning=True,
+        )
+
     def forget(self, name: str) -> None:
         """The node is gone: a node of the same name later is told its dry run afresh."""
         self._dry_run_said.pop(name, None)

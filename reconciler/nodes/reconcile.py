@@ -34,6 +34,8 @@ log = logging.getLogger("nodegate.controller")
 RECHECK_SLACK_SECONDS = 0.05
 """A re-check comes this much after the moment it waits for, so that moment has passed."""
 RECORDS_SYNC_WAIT_SECONDS = 1.0
+INVALID_WRITE_STATUSES = frozenset({400, 413, 422})
+"""Refusals of the write's content (too large, invalid): its taints may still go alone."""
 """How soon a node is looked at again while the label records are not cached yet."""
 
 
@@ -123,9 +125,27 @@ class NodeReconciler:
             return Retry(err, "node write failed", retry_after(err))
         except PermanentError as err:
             self._labels.refused(work)
-            return Refused(err, "node write refused", recheck_after(node_plan))
+            return self._taints_alone(node, node_plan, err)
         self._gates.count_written(node, node_plan)
         return self._finish(node, node_plan, work, hold)
+
+    def _taints_alone(self, node: CachedNode, node_plan: NodePlan, err: PermanentError) -> Outcome:
+        """A write refused as invalid is tried once more with its taint changes alone
+        (`taints_only`), so nothing on the node can keep its taints from being added or its gate
+        from lifting. A refusal of permission (403) would refuse that too: not tried."""
+        refused = Refused(err, "node write refused", recheck_after(node_plan))
+        taints = node_plan.taints_only() if err.status in INVALID_WRITE_STATUSES else None
+        if taints is None:
+            return refused
+        try:
+            self._writer.write(node, taints)
+        except KubeError:
+            return refused
+        self._gates.count_written(node, taints)
+        self._writer.say_written_alone(node, err)
+        return Refused(
+            err, "node write refused; its taints were written alone", refused.recheck_after
+        )
 
     def _plan(
         self,

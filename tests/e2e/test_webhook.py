@@ -73,6 +73,8 @@ RULES = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n" + textwrap.dedent(
         readyWhen: {{annotation: example.com/ready=true}}
     persistentLabels:
       prefixes: ["persist.example.com/"]
+    nodePools:
+      - {{name: payments, provider: oke, size: 1}}
     """
 )
 

@@ -110,9 +110,15 @@ def test_a_pool_over_its_budget_holds_its_nodes_but_not_another_pools() -> None:
 def test_a_zone_over_its_budget_holds_its_nodes_but_not_another_zones() -> None:
     spent = grants(1, place=Place(zone="a"))
     nodes = Census(100, zones={"a": 5, "b": 95})
+    budget = rules("evictionBudget: {perZone: {maxShare: 0.2}}\n").eviction_budget
 
-    assert not default_check(spent, Place(zone="a"), nodes)
-    assert default_check(spent, Place(zone="b"), nodes)
+    assert not check(budget, SHARED, spent, "x", Place(zone="a"), nodes, NOW).allowed
+    assert check(budget, SHARED, spent, "x", Place(zone="b"), nodes, NOW).allowed
+
+
+def test_zones_are_not_limited_unless_asked_a_kubelet_may_change_its_zone_label() -> None:
+    spent = grants(1, place=Place(zone="a"))
+    assert default_check(spent, Place(zone="a"), Census(100, zones={"a": 5, "b": 95}))
 
 
 def test_a_node_already_counted_in_the_window_is_not_charged_twice() -> None:

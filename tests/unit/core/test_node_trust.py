@@ -46,10 +46,15 @@ def test_a_seal_of_another_effect_is_no_seal() -> None:
 
 
 def test_registration_seals_the_claimed_pool_once() -> None:
-    assert seal_for_registration({POOL_LABEL: "ci"}, ()) == seal_taint("ci")
-    assert seal_for_registration({POOL_LABEL: "ci", TRUSTED_POOL_LABEL: "gpu"}, ()) is None
-    assert seal_for_registration({POOL_LABEL: "ci"}, (seal_taint("gpu"),)) is None
-    assert seal_for_registration({}, ()) is None
+    payments = {POOL_LABEL: "payments"}
+    assert seal_for_registration(payments, (), POOLS) == seal_taint("payments")
+    assert seal_for_registration({**payments, TRUSTED_POOL_LABEL: "x"}, (), POOLS) is None
+    assert seal_for_registration(payments, (seal_taint("gpu"),), POOLS) is None
+    assert seal_for_registration({}, (), POOLS) is None
+
+
+def test_a_claim_of_a_pool_the_rules_do_not_have_is_not_sealed() -> None:
+    assert seal_for_registration({POOL_LABEL: "later"}, (), POOLS) is None
 
 
 def test_a_label_rule_on_a_label_the_kubelet_may_change_is_refused_with_the_safe_form() -> None:

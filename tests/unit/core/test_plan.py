@@ -316,6 +316,13 @@ def test_a_registration_seal_becomes_the_trusted_label_and_goes_in_one_write() -
     assert plan(after, rules(POOLED_RULES_TEXT), FACTS).is_empty
 
 
+def test_a_seal_of_a_pool_the_rules_do_not_have_is_lifted_and_not_recorded() -> None:
+    sealed = replace(node({}), taints=(seal_taint("later"),))
+    result = plan(sealed, rules(POOLED_RULES_TEXT), FACTS)
+    assert result.set_labels == ()
+    assert [c.taint for c in result.remove_taints] == [seal_taint("later")]
+
+
 def test_a_claim_of_another_pool_than_the_registered_one_is_ignored() -> None:
     steered = {"nodegate.dev/pool": "payments", TRUSTED_POOL_LABEL: "ci"}
     result = plan(node(steered), rules(POOLED_RULES_TEXT), FACTS)

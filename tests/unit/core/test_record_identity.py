@@ -116,12 +116,17 @@ def test_a_record_keeps_the_machine_it_was_synced_with() -> None:
     recorded_uuid=st.sampled_from(["", "u1", "u2"]),
     seen_uuid=st.sampled_from(["", "u1", "u2"]),
 )
-def test_labels_are_restored_only_when_some_identity_is_known_and_all_known_agree(
+def test_labels_are_restored_only_when_every_identity_the_record_holds_is_shown_and_agrees(
     recorded: str, seen: str, recorded_uuid: str, seen_uuid: str
 ) -> None:
     kept = record(key="n1", provider_id=recorded, system_uuid=recorded_uuid)
     newcomer = node(name="n1", provider_id=seen, system_uuid=seen_uuid)
     restored = decide(newcomer, kept, BY_NAME, NOW).restore != {}
-    pairs = [(recorded, seen), (recorded_uuid, seen_uuid)]
-    known = [(a, b) for a, b in pairs if a and b]
-    assert restored == (bool(known) and all(a == b for a, b in known))
+    held = [(a, b) for a, b in [(recorded, seen), (recorded_uuid, seen_uuid)] if a]
+    assert restored == (bool(held) and all(a == b for a, b in held))
+
+
+def test_a_node_hiding_the_system_uuid_the_record_holds_does_not_match_on_provider_id() -> None:
+    hidden = node(system_uuid="")
+    assert same_machine(record(), hidden, BY_PROVIDER) is None
+    assert decide(hidden, record(), BY_PROVIDER, NOW).restore == {}

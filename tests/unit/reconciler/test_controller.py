@@ -633,3 +633,30 @@ def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
     facts = controller._facts("n1")
     assert facts.boot_first_seen == datetime(2026, 11, 24, 12, 0, 15, tzinfo=UTC)
     assert facts.previous_boot_seen == datetime(2026, 11, 24, 12, 0, 10, tzinfo=UTC)
+
+
+def test_a_write_refused_as_invalid_still_writes_the_nodes_taints_alone() -> None:
+    """A node can fill its own annotations up to the size limit (a kubelet may write them):
+    that must not keep its taints from landing."""
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    controller = synced(api, resync_seconds=300)
+    controller.offer_rules(update(CI_RULES))
+    api.fail("patch_node", PermanentError("422 metadata.annotations: Too long", 422))
+    controller.process("n1")
+    taints = api.nodes["n1"]["spec"].get("taints") or []
+    assert [t["key"] for t in taints] == ["example.com/dedicated"]
+    assert OWNED_TAINTS_ANNOTATION not in (api.nodes["n1"]["metadata"].get("annotations") or {})
+    [alone] = events(api, "NodegateTaintsWrittenAlone")
+    assert alone["type"] == "Warning"
+    assert metric(controller, "nodegate_node_writes_split_total") == 1
+
+
+def test_a_write_refused_for_permission_is_not_split() -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    controller = synced(api, resync_seconds=300)
+    controller.offer_rules(update(CI_RULES))
+    api.fail("patch_node", PermanentError("403 Forbidden", 403))
+    controller.process("n1")
+    assert api.count("patch_node") == 1

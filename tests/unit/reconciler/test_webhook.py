@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import POOL_LABEL
+from nodegate.core.node_trust import REGISTRATION_SEAL_KEY
 from nodegate.core.persisted_labels import LabelRecord, encode_record, record_name
 from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.kit.health import Health
@@ -43,6 +44,8 @@ startupGates:
     readyWhen: {annotation: example.com/ready=true}
 persistentLabels:
   prefixes: ["persist.example.com/"]
+nodePools:
+  - {name: payments, provider: oke, size: 1}
 """
 )
 PROVIDER_ID = "oci://ocid1.instance.oc1.phx.n1"
@@ -144,10 +147,10 @@ def test_without_a_readable_record_the_node_gets_its_gate_only(
 
 
 def test_a_node_registering_in_a_pool_is_sealed_with_the_pool_it_cannot_change() -> None:
-    claimed = {**GPU_NODE, "metadata": {"name": "n1", "labels": {POOL_LABEL: "gpu"}}}
+    claimed = {**GPU_NODE, "metadata": {"name": "n1", "labels": {POOL_LABEL: "payments"}}}
     status, out = admission(FakeReader(None))[0].review(body(object=claimed))
     assert status == 200
-    seal = {"key": "nodegate.dev/registered-pool", "value": "gpu", "effect": "PreferNoSchedule"}
+    seal = {"key": REGISTRATION_SEAL_KEY, "value": "payments", "effect": "PreferNoSchedule"}
     assert patch_of(out) == [{"op": "add", "path": "/spec/taints", "value": [seal]}]
 
 
