@@ -19,9 +19,12 @@ The patch only ever adds:
   taint), until the reconciler records it in `node-restriction.kubernetes.io/nodegate-pool`
   (core/node_trust.py says why not that label at once).
 
-Nothing is ever replaced or removed: every operation is an `add` of a member that is absent or
-null, or an append to the taint list. A part of the object that is not the shape the API
-defines (a taint list that is not a list...) is left alone, and says so in `skipped`.
+* the ownership claim (`nodegate.dev/owned-taints`) of the gates it adds, joined to any claim
+  already there, so a gate the rules drop before the reconciler's first write is still lifted.
+
+Nothing is ever removed: every operation is an `add` of a member that is absent or null, an
+append to the taint list, or the claim annotation extended. A part of the object that is not the
+shape the API defines (a taint list that is not a list...) is left alone, and says so in `skipped`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from nodegate.core.model import NodeRules, Taint
 from nodegate.core.node import NodeTaint, format_time
 from nodegate.core.node_trust import seal_for_registration
 from nodegate.core.persisted_labels import persisted_view
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, parse_ownership
 from nodegate.core.registration import gates_for
 
 JsonPatchOp = dict[str, Any]
@@ -151,6 +155,30 @@ def _taint_ops(spec: Any, taints: list[dict[str, Any]]) -> list[JsonPatchOp] | N
     return [{"op": "add", "path": "/spec/taints/-", "value": t} for t in taints]
 
 
+def _claim_ops(metadata: object, gates: set[tuple[str, str]]) -> list[JsonPatchOp]:
+    """Claim the gates added in the node's ownership annotation, as the reconciler's writes do:
+    should the rules drop a gate before the reconciler first writes the node, the claim and the
+    taint history still let it lift the gate (a claim alone never does: `removable_taints`)."""
+    if not gates or not isinstance(metadata, Mapping):
+        return []
+    existing = metadata.get("annotations")
+    if existing is not None and not isinstance(existing, Mapping):
+        return []
+    held = (existing or {}).get(OWNED_TAINTS_ANNOTATION)
+    claims = gates | (parse_ownership(held) if isinstance(held, str) else frozenset())
+    value = ",".join(f"{key}:{effect}" for key, effect in sorted(claims))
+    if existing is None:
+        return [
+            {
+                "op": "add",
+                "path": "/metadata/annotations",
+                "value": {OWNED_TAINTS_ANNOTATION: value},
+            }
+        ]
+    path = f"/metadata/annotations/{pointer_token(OWNED_TAINTS_ANNOTATION)}"
+    return [{"op": "add", "path": path, "value": value}]
+
+
 def admission_patch(
     node: Mapping[str, Any], rules: NodeRules, stored_labels: Mapping[str, str], now: datetime
 ) -> AdmissionPatch:
@@ -185,8 +213,10 @@ def admission_patch(
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
         gates, taint_ops, seal = [], [], None
+    claimed = {g.taint.identity for g in rules.startup_gates if g.name in gates}
+    claim_ops = _claim_ops(metadata, claimed)
     return AdmissionPatch(
-        tuple(label_ops + taint_ops),
+        tuple(label_ops + taint_ops + claim_ops),
         tuple(gates),
         labels=restore,
         skipped=skipped,

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from nodegate.core.loader import load_rules
 from nodegate.core.node_admission import admission_patch, pointer_token
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, rules
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -216,3 +217,23 @@ def test_the_patch_never_drops_or_changes_an_existing_taint_or_label(
     added = [(t["key"], t["effect"]) for t in now[len(before) :]]
     assert len(set(added)) == len(added)
     assert not set(added) & {(t["key"], t["effect"]) for t in before}
+
+
+def test_the_gate_added_is_claimed_in_the_ownership_annotation() -> None:
+    annotations = admitted(gpu_node())["metadata"]["annotations"]
+    assert annotations[OWNED_TAINTS_ANNOTATION] == f"{GATE['key']}:{GATE['effect']}"
+
+
+def test_a_claim_the_node_registered_with_is_joined_never_replaced() -> None:
+    metadata = {
+        "name": "n1",
+        "labels": {"example.com/pool": "gpu"},
+        "annotations": {OWNED_TAINTS_ANNOTATION: "example.com/x:NoSchedule", "other": "kept"},
+    }
+    annotations = admitted(gpu_node(metadata=metadata))["metadata"]["annotations"]
+    claimed = f"example.com/x:NoSchedule,{GATE['key']}:{GATE['effect']}"
+    assert annotations == {OWNED_TAINTS_ANNOTATION: claimed, "other": "kept"}
+
+
+def test_no_gate_added_means_no_claim_written() -> None:
+    assert "annotations" not in admitted(gpu_node(metadata={"name": "n1"}))["metadata"]

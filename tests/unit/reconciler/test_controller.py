@@ -660,3 +660,24 @@ def test_a_write_refused_for_permission_is_not_split() -> None:
     api.fail("patch_node", PermanentError("403 Forbidden", 403))
     controller.process("n1")
     assert api.count("patch_node") == 1
+
+
+@pytest.mark.parametrize("claimed", [True, False], ids=["claimed-at-birth", "unclaimed"])
+def test_a_gate_the_rules_drop_before_the_first_write_is_lifted_if_the_webhook_claimed_it(
+    claimed: bool,
+) -> None:
+    """The webhook births a node with a gate of the rules in force and claims it; the rules drop
+    the gate before the reconciler ever wrote the node: the claim and the history lift it."""
+    api = FakeApi()
+    born: dict[str, Any] = gated_node("g1")
+    if claimed:
+        born["metadata"]["annotations"] = {
+            OWNED_TAINTS_ANNOTATION: "startup.example.com/init:NoSchedule"
+        }
+    api.add_node(born)
+    controller = synced(api, max_untaint_share=1.0)
+    controller.offer_rules(update(GATE_RULES))  # in force: its gate key enters the history
+    controller.offer_rules(update(CI_RULES))  # the gate dropped before the node was written
+    controller.process("g1")
+    left = [t["key"] for t in api.nodes["g1"]["spec"].get("taints") or []]
+    assert left == ([] if claimed else ["startup.example.com/init"])

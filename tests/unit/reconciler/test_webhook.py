@@ -58,6 +58,10 @@ GPU_NODE = {
 }
 
 
+GATE_ONLY = ["/spec/taints", "/metadata/annotations"]
+"""The paths of a patch adding the gate and its claim, and no label."""
+
+
 def record(
     key: str = PROVIDER_ID,
     labels: dict[str, str] | None = None,
@@ -123,6 +127,11 @@ def test_a_node_create_gets_its_gate_and_its_record_labels() -> None:
             "path": "/spec/taints",
             "value": [{"key": "startup.example.com/init", "value": "wait", "effect": "NoSchedule"}],
         },
+        {
+            "op": "add",
+            "path": "/metadata/annotations",
+            "value": {"nodegate.dev/owned-taints": "startup.example.com/init:NoSchedule"},
+        },
     ]
 
 
@@ -142,7 +151,7 @@ def test_without_a_readable_record_the_node_gets_its_gate_only(
     review_of, metrics = admission(FakeReader(answer))
     status, out = review_of.review(body())
     assert status == 200
-    assert [op["path"] for op in patch_of(out)] == ["/spec/taints"]
+    assert [op["path"] for op in patch_of(out)] == GATE_ONLY
     assert metrics.lookups.labels(result)._value.get() == 1
 
 
@@ -158,7 +167,10 @@ def test_a_failing_lookup_admits_the_node_with_its_gate() -> None:
     reader = FakeReader(record())
     reader.error = TemporaryError("503")
     status, out = admission(reader)[0].review(body())
-    assert status == 200 and [op["path"] for op in patch_of(out)] == ["/spec/taints"]
+    assert status == 200 and [op["path"] for op in patch_of(out)] == [
+        "/spec/taints",
+        "/metadata/annotations",
+    ]
 
 
 def test_a_slow_lookup_is_cut_at_its_budget() -> None:
@@ -166,7 +178,10 @@ def test_a_slow_lookup_is_cut_at_its_budget() -> None:
     started = time.monotonic()
     status, out = review_of.review(body())
     elapsed = time.monotonic() - started
-    assert status == 200 and [op["path"] for op in patch_of(out)] == ["/spec/taints"]
+    assert status == 200 and [op["path"] for op in patch_of(out)] == [
+        "/spec/taints",
+        "/metadata/annotations",
+    ]
     assert elapsed < 0.6, f"answered after {elapsed:.2f}s, budget 0.2s"
     assert metrics.lookups.labels("timeout")._value.get() == 1
 
@@ -242,7 +257,7 @@ def test_the_server_answers_a_review_over_tls_its_ca_trusts(
     server: WebhookServer, pki: tuple[bytes, bytes, Path]
 ) -> None:
     status, out = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
-    assert status == 200 and len(patch_of(out)) == 2
+    assert status == 200 and len(patch_of(out)) == 3
 
 
 def test_an_oversized_body_is_refused_unread(

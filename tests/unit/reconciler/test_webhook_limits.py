@@ -142,7 +142,7 @@ def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time
             started = time.monotonic()
             status, answer = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
             answered.append(time.monotonic() - started)
-            assert status == 200 and len(patch_of(answer)) == 2
+            assert status == 200 and len(patch_of(answer)) == 3
             threads = max(threads, threading.active_count() - baseline)
             open_ = max(open_, server.open_connections)
             time.sleep(0.2)
@@ -259,7 +259,7 @@ def test_a_kept_alive_connection_serves_one_review_after_another(
             connection.request("POST", "/mutate-nodes", body=body())
             response = connection.getresponse()
             assert response.status == 200
-            assert len(patch_of(response.read())) == 2
+            assert len(patch_of(response.read())) == 3
     finally:
         connection.close()
 
