@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet image lint typecheck unit fast fuzz e2e bench clean manifests
+.PHONY: demo test setup controlplane kubelet promtool image lint typecheck unit fast fuzz e2e bench clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -48,6 +48,12 @@ controlplane: setup
 kubelet: controlplane
 	$(BIN)/python -m nodegate.localcluster.build --kubelet
 
+# promtool (Prometheus 3.16, from its Go module) for the alert tests, `promtool check rules` and
+# `promtool test rules` on the shipped PrometheusRule (tests/unit/manifests/test_alerts_promtool.py),
+# cached under a stamp of its own in ~/.cache/nodegate/promtool (a no-op when cached).
+promtool: setup
+	$(BIN)/python -m nodegate.localcluster.build --promtool
+
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
@@ -67,7 +73,7 @@ typecheck: setup
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
-fast: lint typecheck
+fast: lint typecheck promtool
 	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
 
 # The fuzz tier runs in `make test` derandomized and short; this runs it random and long
@@ -81,7 +87,7 @@ fuzz: setup
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
-test: lint typecheck controlplane kubelet image
+test: lint typecheck controlplane kubelet promtool image
 	$(BIN)/pytest tests
 
 clean:

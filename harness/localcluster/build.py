@@ -32,6 +32,9 @@ from nodegate.localcluster.versions import (
     KUBERNETES_MODULE,
     KWOK_MODULE,
     KWOK_VERSION,
+    PROMETHEUS_MODULE,
+    PROMETHEUS_RELEASE,
+    PROMETHEUS_VERSION,
 )
 
 KUBE_COMMANDS = (paths.KUBE_APISERVER, paths.KUBE_SCHEDULER, paths.KUBE_CONTROLLER_MANAGER)
@@ -79,9 +82,10 @@ def ensure_built(say: Say | None = None, *, force: bool = False) -> Path:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    """An exclusive flock on `<version>/.lock`, released even when the build fails."""
-    with (paths.version_dir() / ".lock").open("w") as handle:
+def _build_lock(root: Path | None = None) -> Iterator[None]:
+    """An exclusive flock on `<root>/.lock` (root: the control plane's version dir unless
+    given), released even when the build fails."""
+    with ((root or paths.version_dir()) / ".lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -122,9 +126,10 @@ def _timed(say: Say, label: str, step: Callable[[Path, Say], None], staging: Pat
     say(f"- {label}: done in {time.monotonic() - started:.0f}s")
 
 
-def _module_dir(name: str) -> Path:
-    """The wrapper module's directory, kept between runs so a retry reuses its go.sum."""
-    directory = paths.version_dir() / "modules" / name
+def _module_dir(name: str, root: Path | None = None) -> Path:
+    """The wrapper module's directory, kept between runs so a retry reuses its go.sum (under the
+    control plane's version dir unless `root` is given)."""
+    directory = (root or paths.version_dir()) / "modules" / name
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 
@@ -151,13 +156,21 @@ def _write_gomod(directory: Path, wrapper: gomodule.WrapperModule) -> None:
 
 
 def _go_build(
-    directory: Path, packages: list[str], *, output: str, ldflags: str, label: str, say: Say
+    directory: Path,
+    packages: list[str],
+    *,
+    output: str,
+    ldflags: str,
+    label: str,
+    say: Say,
+    root: Path | None = None,
 ) -> None:
     """`go get` the packages (resolves and downloads modules), then `go build` them.
 
-    `output` is a file path for one package, or a directory ending in `/` for several.
+    `output` is a file path for one package, or a directory ending in `/` for several; the logs
+    go under `root` (the control plane's version dir unless given).
     """
-    logs = paths.version_dir() / "logs"
+    logs = (root or paths.version_dir()) / "logs"
     pinned = [f"{package}@{version}" for package, version in _pins(packages)]
     say(f"  {label}: resolving and downloading modules")
     started = time.monotonic()
@@ -191,6 +204,7 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         ETCD_MODULE: ETCD_VERSION,
         KWOK_MODULE: KWOK_VERSION,
         KARPENTER_MODULE: KARPENTER_VERSION,
+        PROMETHEUS_MODULE: PROMETHEUS_VERSION,
     }
     pinned = []
     for package in packages:
@@ -440,6 +454,63 @@ def _build_staged(final: Path, stamp: dict[str, str], fill: Callable[[Path], Non
         raise
 
 
+def promtool_stamp() -> dict[str, str]:
+    return {"prometheus": PROMETHEUS_VERSION, "package": f"{PROMETHEUS_MODULE}/cmd/promtool"}
+
+
+def promtool_is_built() -> bool:
+    """True when promtool is cached for the pinned Prometheus version."""
+    return _is_stamped(paths.promtool_dir(), promtool_stamp(), (paths.PROMTOOL,))
+
+
+def ensure_promtool_built(say: Say | None = None) -> Path:
+    """The cached promtool binary, building it first if the cache is cold.
+
+    The alert tests (tests/unit/manifests/test_alerts_promtool.py) run it. Its directory, stamp
+    and lock are its own (`<cache>/promtool/<version>`), so it never touches the control
+    plane's; the Go build cache is shared. Same build-then-rename as the control plane."""
+    out: Say = say or _print_flushed
+    if promtool_is_built():
+        return paths.promtool_binary()
+    root = paths.promtool_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        if not promtool_is_built():
+            _timed(out, f"promtool {PROMETHEUS_RELEASE}", _build_promtool, Path())
+    return paths.promtool_binary()
+
+
+def _build_promtool(_: Path, say: Say) -> None:
+    """`go build github.com/prometheus/prometheus/cmd/promtool` from the module (no replace
+    directives), with the version stamps Prometheus's own build (promu) sets."""
+
+    def fill(staging: Path) -> None:
+        root = paths.promtool_root()
+        directory = _module_dir("prometheus", root)
+        upstream, _ = _upstream(PROMETHEUS_MODULE, PROMETHEUS_VERSION, directory)
+        _write_gomod(
+            directory,
+            gomodule.plain_wrapper(
+                "prometheus", upstream.go_version, PROMETHEUS_MODULE, PROMETHEUS_VERSION
+            ),
+        )
+        common = "github.com/prometheus/common/version"
+        _go_build(
+            directory,
+            [f"{PROMETHEUS_MODULE}/cmd/promtool"],
+            output=str(staging / paths.PROMTOOL),
+            ldflags=(
+                f"-s -w -X {common}.Version={PROMETHEUS_RELEASE}"
+                f" -X {common}.Revision={PROMETHEUS_VERSION} -X {common}.Branch=module"
+            ),
+            label="promtool",
+            say=say,
+            root=root,
+        )
+
+    _build_staged(paths.promtool_dir(), promtool_stamp(), fill)
+
+
 def _print_flushed(line: str) -> None:
     """Progress must appear while the build runs, even when stdout is a pipe (CI logs)."""
     print(line, flush=True)
@@ -459,8 +530,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="build kubelet and the fake CRI (only the real-kubelet e2e tests need them) instead",
     )
+    parser.add_argument(
+        "--promtool",
+        action="store_true",
+        help="build Prometheus's promtool (the alert tests run it) instead",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.promtool:
+        try:
+            binary = ensure_promtool_built()
+        except Exception as error:  # the CLI's whole job is to report a failed build readably
+            print(f"promtool build failed: {error}", file=sys.stderr, flush=True)
+            return 1
+        _print_flushed(
+            f"promtool {PROMETHEUS_RELEASE} ready at {binary} ({time.monotonic() - started:.2f}s)"
+        )
+        return 0
     if args.kubelet:
         try:
             directory = ensure_kubelet_built()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nodegate.localcluster.versions import KARPENTER_VERSION, KUBERNETES_VERSION
+from nodegate.localcluster.versions import KARPENTER_VERSION, KUBERNETES_VERSION, PROMETHEUS_VERSION
 
 ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
@@ -73,3 +73,23 @@ def kubelet_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
     """kubelet and the fake CRI it talks to: apart from bin/, with a stamp of their own, so adding
     or rebuilding them never invalidates the control plane's cache (renamed into place too)."""
     return version_dir(kubernetes_version) / "kubelet"
+
+
+PROMTOOL = "promtool"
+
+
+def promtool_root(version: str = PROMETHEUS_VERSION) -> Path:
+    """Everything built for one Prometheus version: bin/, its wrapper module, build logs. Beside
+    the control plane's directories, not in them: it has nothing to do with a Kubernetes version,
+    and its stamp and lock are its own."""
+    return cache_root() / "promtool" / version
+
+
+def promtool_dir(version: str = PROMETHEUS_VERSION) -> Path:
+    """promtool and its stamp (renamed into place when complete, like bin/)."""
+    return promtool_root(version) / "bin"
+
+
+def promtool_binary(version: str = PROMETHEUS_VERSION) -> Path:
+    """The cached promtool of `version`."""
+    return promtool_dir(version) / PROMTOOL

@@ -47,3 +47,10 @@ class KubeRelease:
 
 
 KUBERNETES = KubeRelease(KUBERNETES_VERSION)
+
+PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
+PROMETHEUS_VERSION = "v0.316.0"
+"""Prometheus 3.16.0: its Go module is tagged v0.<minor>.<patch> (`VERSION` in the module says
+3.16.0). Only `cmd/promtool` is built, to test the shipped alerts (`promtool test rules`)."""
+PROMETHEUS_RELEASE = "3.16.0"
+"""What `promtool --version` reports (the module's VERSION file)."""
