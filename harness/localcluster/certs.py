@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,8 +172,11 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 def _name(common_name: str, organization: str | None = None) -> x509.Name:
     # RFC 5280's 64-character bound on a CN is not one the API server applies, and
-    # `system:node:<name>` exceeds it for long node names (names may be 253 characters).
-    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name, _validate=False)]
+    # `system:node:<name>` exceeds it for long node names (names may be 253 characters):
+    # cryptography warns and builds it all the same, which is what a kubelet's CSR gets too.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Attribute's length must be", UserWarning)
+        attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name, _validate=False)]
     if organization:
         attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
     return x509.Name(attributes)
