@@ -537,43 +537,43 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
+
+    def took() -> str:
+        return f"{time.monotonic() - started:.2f}s"
+
     if args.promtool:
-        try:
-            binary = ensure_promtool_built()
-        except Exception as error:  # the CLI's whole job is to report a failed build readably
-            print(f"promtool build failed: {error}", file=sys.stderr, flush=True)
-            return 1
-        _print_flushed(
-            f"promtool {PROMETHEUS_RELEASE} ready at {binary} ({time.monotonic() - started:.2f}s)"
+        return _report(
+            "promtool",
+            ensure_promtool_built,
+            lambda binary: f"promtool {PROMETHEUS_RELEASE} ready at {binary} ({took()})",
         )
-        return 0
     if args.kubelet:
-        try:
-            directory = ensure_kubelet_built()
-        except Exception as error:  # the CLI's whole job is to report a failed build readably
-            print(f"kubelet build failed: {error}", file=sys.stderr, flush=True)
-            return 1
-        _print_flushed(
-            f"kubelet {KUBERNETES.version} ready in {directory} ({time.monotonic() - started:.2f}s)"
+        return _report(
+            "kubelet",
+            ensure_kubelet_built,
+            lambda directory: f"kubelet {KUBERNETES.version} ready in {directory} ({took()})",
         )
-        return 0
     if args.karpenter:
-        try:
-            directory = ensure_karpenter_built()
-        except Exception as error:  # the CLI's whole job is to report a failed build readably
-            print(f"karpenter build failed: {error}", file=sys.stderr, flush=True)
-            return 1
-        _print_flushed(f"karpenter {KARPENTER_VERSION} ready in {directory}")
-        return 0
-    try:
-        directory = ensure_built(force=args.force)
-    except Exception as error:  # the CLI's whole job is to report a failed build readably
-        print(f"control-plane build failed: {error}", file=sys.stderr, flush=True)
-        return 1
-    _print_flushed(
-        f"control plane {KUBERNETES.version} ready in {directory} "
-        f"({time.monotonic() - started:.2f}s)"
+        return _report(
+            "karpenter",
+            ensure_karpenter_built,
+            lambda directory: f"karpenter {KARPENTER_VERSION} ready in {directory}",
+        )
+    return _report(
+        "control-plane",
+        lambda: ensure_built(force=args.force),
+        lambda directory: f"control plane {KUBERNETES.version} ready in {directory} ({took()})",
     )
+
+
+def _report(what: str, build: Callable[[], Path], ready: Callable[[Path], str]) -> int:
+    """Run one build for the CLI: its readiness line, or its failure said readably (exit 1)."""
+    try:
+        result = build()
+    except Exception as error:  # the CLI's whole job is to report a failed build readably
+        print(f"{what} build failed: {error}", file=sys.stderr, flush=True)
+        return 1
+    _print_flushed(ready(result))
     return 0
 
 

@@ -18,7 +18,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from kubernetes import client as k8s_client
 
@@ -31,7 +30,7 @@ from nodegate.localcluster.certs import (
     issue_node_identity,
 )
 from nodegate.localcluster.kubeconfig import write_kubeconfig
-from nodegate.localcluster.processes import ManagedProcess, free_port, pid_exists
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port, pid_exists
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 120.0
 _POLL_SECONDS = 0.2
@@ -43,7 +42,7 @@ class ControlPlaneError(RuntimeError):
     """The control plane failed to start; the message carries the components' log tails."""
 
 
-class LocalControlPlane:
+class LocalControlPlane(StartedWhileUsed):
     """Context manager owning every process and file of one local control plane."""
 
     def __init__(
@@ -76,18 +75,6 @@ class LocalControlPlane:
         self.startup_seconds = 0.0
 
     # -- lifecycle --------------------------------------------------------------------------
-
-    def __enter__(self) -> LocalControlPlane:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> LocalControlPlane:
         """Start every component and return once the API server is ready; on any failure stop

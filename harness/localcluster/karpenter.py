@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -20,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import ensure_karpenter_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.processes import ManagedProcess, free_port
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port
 
 KWOK_NODE_CLASS = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
 """The nodeClassRef of a NodePool Karpenter's kwok provider launches from."""
@@ -48,7 +47,7 @@ def karpenter_argv(binary: Path, metrics_port: int, probe_port: int) -> list[str
     ]
 
 
-class LocalKarpenter:
+class LocalKarpenter(StartedWhileUsed):
     """Karpenter (kwok provider) for one control plane: CRDs installed, `default` KWOKNodeClass
     created, the process started and stopped. A context manager."""
 
@@ -56,18 +55,6 @@ class LocalKarpenter:
         self.plane = plane
         self.log_dir = log_dir
         self.process: ManagedProcess | None = None
-
-    def __enter__(self) -> LocalKarpenter:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         root = ensure_karpenter_built()

@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
@@ -32,7 +31,7 @@ import yaml
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import ensure_kubelet_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.processes import ManagedProcess, free_port, pid_exists
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port, pid_exists
 
 PRIVATE_TMPFS = ("/var/lib", "/var/log")
 """Hidden by a tmpfs inside kubelet's mount namespace (the paths kubelet writes regardless)."""
@@ -110,7 +109,7 @@ def private_namespace_argv(argv: Sequence[str]) -> list[str]:
     return [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, *argv]
 
 
-class LocalKubelet:
+class LocalKubelet(StartedWhileUsed):
     """One kubelet for `node_name` on `plane`, with its fake CRI; a context manager.
 
     `flags` are extra kubelet flags exactly as a node's KUBELET_EXTRA_ARGS carries them;
@@ -133,18 +132,6 @@ class LocalKubelet:
         self._started_pids: dict[int, str] = {}
         self.started_at = 0.0
         """`time.monotonic()` when kubelet was spawned: registration latency counts from here."""
-
-    def __enter__(self) -> LocalKubelet:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def workdir(self) -> Path:

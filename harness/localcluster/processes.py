@@ -15,6 +15,8 @@ import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 STOP_TIMEOUT_SECONDS = 10.0
 
@@ -126,3 +128,26 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+class StartedWhileUsed:
+    """`with X(...) as x:` starts x and always stops it: the harness's process owners (control
+    plane, kubelet, Karpenter) are context managers by this one definition."""
+
+    def start(self) -> object:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

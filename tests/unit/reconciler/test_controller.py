@@ -147,13 +147,19 @@ def test_throttling_is_retried_no_sooner_than_retry_after() -> None:
     assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
 
 
-def test_a_permanent_refusal_is_reported_once_and_not_retried_hot() -> None:
+def refused_ci_write(error: PermanentError) -> tuple[FakeApi, Controller]:
+    """A node the ci rule taints, whose first write the API server refuses with `error`."""
     api = FakeApi()
     api.add_node(ci_node("n1"))
     controller = synced(api, resync_seconds=300)
     controller.offer_rules(update(CI_RULES))
-    api.fail("patch_node", PermanentError("403 Forbidden", 403))
+    api.fail("patch_node", error)
     controller.process("n1")
+    return api, controller
+
+
+def test_a_permanent_refusal_is_reported_once_and_not_retried_hot() -> None:
+    api, controller = refused_ci_write(PermanentError("403 Forbidden", 403))
     [refused] = events(api, "NodegateWriteRefused")
     assert refused["type"] == "Warning"
     assert controller.queue.due_in("n1") is None  # not requeued: the next resync brings it back
@@ -638,12 +644,8 @@ def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
 def test_a_write_refused_as_invalid_still_writes_the_nodes_taints_alone() -> None:
     """A node can fill its own annotations up to the size limit (a kubelet may write them):
     that must not keep its taints from landing."""
-    api = FakeApi()
-    api.add_node(ci_node("n1"))
-    controller = synced(api, resync_seconds=300)
-    controller.offer_rules(update(CI_RULES))
-    api.fail("patch_node", PermanentError("422 metadata.annotations: Too long", 422))
-    controller.process("n1")
+    too_long = PermanentError("422 metadata.annotations: Too long", 422)
+    api, controller = refused_ci_write(too_long)
     taints = api.nodes["n1"]["spec"].get("taints") or []
     assert [t["key"] for t in taints] == ["example.com/dedicated"]
     assert OWNED_TAINTS_ANNOTATION not in (api.nodes["n1"]["metadata"].get("annotations") or {})
@@ -653,12 +655,7 @@ def test_a_write_refused_as_invalid_still_writes_the_nodes_taints_alone() -> Non
 
 
 def test_a_write_refused_for_permission_is_not_split() -> None:
-    api = FakeApi()
-    api.add_node(ci_node("n1"))
-    controller = synced(api, resync_seconds=300)
-    controller.offer_rules(update(CI_RULES))
-    api.fail("patch_node", PermanentError("403 Forbidden", 403))
-    controller.process("n1")
+    api, _ = refused_ci_write(PermanentError("403 Forbidden", 403))
     assert api.count("patch_node") == 1
 
 
