@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet promtool image lint typecheck unit fast fuzz e2e bench clean manifests
+.PHONY: demo test setup controlplane kubelet promtool helm chart image lint typecheck unit fast fuzz e2e bench clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -54,6 +54,12 @@ kubelet: controlplane
 promtool: setup
 	$(BIN)/python -m nodegate.localcluster.build --promtool
 
+# helm (v3.22, from its Go module) for the chart tests (tests/unit/manifests/test_chart_helm.py:
+# `helm lint --strict`, `helm template` equal to the manifest builder, values.schema.json),
+# cached under a stamp of its own in ~/.cache/nodegate/helm (a no-op when cached).
+helm: setup
+	$(BIN)/python -m nodegate.localcluster.build --helm
+
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
@@ -73,7 +79,7 @@ typecheck: setup
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
-fast: lint typecheck promtool
+fast: lint typecheck promtool helm
 	$(BIN)/pytest tests/unit tests/pulumi tests/fuzz
 
 # The fuzz tier runs in `make test` derandomized and short; this runs it random and long
@@ -87,7 +93,7 @@ fuzz: setup
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
-test: lint typecheck controlplane kubelet promtool image
+test: lint typecheck controlplane kubelet promtool helm image
 	$(BIN)/pytest tests
 
 clean:

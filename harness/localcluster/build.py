@@ -26,6 +26,9 @@ from nodegate.localcluster.gotool import Say, go_output, run_go
 from nodegate.localcluster.versions import (
     ETCD_MODULE,
     ETCD_VERSION,
+    HELM_KUBE_MINOR,
+    HELM_MODULE,
+    HELM_VERSION,
     KARPENTER_MODULE,
     KARPENTER_VERSION,
     KUBERNETES,
@@ -205,6 +208,7 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         KWOK_MODULE: KWOK_VERSION,
         KARPENTER_MODULE: KARPENTER_VERSION,
         PROMETHEUS_MODULE: PROMETHEUS_VERSION,
+        HELM_MODULE: HELM_VERSION,
     }
     pinned = []
     for package in packages:
@@ -511,6 +515,64 @@ def _build_promtool(_: Path, say: Say) -> None:
     _build_staged(paths.promtool_dir(), promtool_stamp(), fill)
 
 
+def helm_stamp() -> dict[str, str]:
+    return {"helm": HELM_VERSION, "package": f"{HELM_MODULE}/cmd/helm"}
+
+
+def helm_is_built() -> bool:
+    """True when helm is cached for the pinned version."""
+    return _is_stamped(paths.helm_dir(), helm_stamp(), (paths.HELM,))
+
+
+def ensure_helm_built(say: Say | None = None) -> Path:
+    """The cached helm binary, building it first if the cache is cold.
+
+    The chart tests (tests/unit/manifests/test_chart_helm.py) run it. Its directory, stamp and
+    lock are its own (`<cache>/helm/<version>`), so it never touches the control plane's; the Go
+    build cache is shared. Same build-then-rename as the control plane."""
+    out: Say = say or _print_flushed
+    if helm_is_built():
+        return paths.helm_binary()
+    root = paths.helm_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        if not helm_is_built():
+            _timed(out, f"helm {HELM_VERSION}", _build_helm, Path())
+    return paths.helm_binary()
+
+
+def _build_helm(_: Path, say: Say) -> None:
+    """`go build helm.sh/helm/v3/cmd/helm` from the module (no replace directives), with the
+    version stamps helm's own Makefile sets."""
+
+    def fill(staging: Path) -> None:
+        root = paths.helm_root()
+        directory = _module_dir("helm", root)
+        upstream, _ = _upstream(HELM_MODULE, HELM_VERSION, directory)
+        _write_gomod(
+            directory,
+            gomodule.plain_wrapper("helm", upstream.go_version, HELM_MODULE, HELM_VERSION),
+        )
+        k8s = f"-X {HELM_MODULE}/pkg/lint/rules.k8sVersionMajor=1"
+        k8s += f" -X {HELM_MODULE}/pkg/lint/rules.k8sVersionMinor={HELM_KUBE_MINOR}"
+        k8s += f" -X {HELM_MODULE}/pkg/chartutil.k8sVersionMajor=1"
+        k8s += f" -X {HELM_MODULE}/pkg/chartutil.k8sVersionMinor={HELM_KUBE_MINOR}"
+        _go_build(
+            directory,
+            [f"{HELM_MODULE}/cmd/helm"],
+            output=str(staging / paths.HELM),
+            ldflags=(
+                f"-s -w -X {HELM_MODULE}/internal/version.version={HELM_VERSION}"
+                f" -X {HELM_MODULE}/internal/version.gitTreeState=module {k8s}"
+            ),
+            label="helm",
+            say=say,
+            root=root,
+        )
+
+    _build_staged(paths.helm_dir(), helm_stamp(), fill)
+
+
 def _print_flushed(line: str) -> None:
     """Progress must appear while the build runs, even when stdout is a pipe (CI logs)."""
     print(line, flush=True)
@@ -535,12 +597,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="build Prometheus's promtool (the alert tests run it) instead",
     )
+    parser.add_argument(
+        "--helm",
+        action="store_true",
+        help="build helm (the chart tests run it) instead",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
 
     def took() -> str:
         return f"{time.monotonic() - started:.2f}s"
 
+    if args.helm:
+        return _report(
+            "helm",
+            ensure_helm_built,
+            lambda binary: f"helm {HELM_VERSION} ready at {binary} ({took()})",
+        )
     if args.promtool:
         return _report(
             "promtool",

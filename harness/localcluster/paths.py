@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nodegate.localcluster.versions import KARPENTER_VERSION, KUBERNETES_VERSION, PROMETHEUS_VERSION
+from nodegate.localcluster.versions import (
+    HELM_VERSION,
+    KARPENTER_VERSION,
+    KUBERNETES_VERSION,
+    PROMETHEUS_VERSION,
+)
 
 ETCD = "etcd"
 KUBE_APISERVER = "kube-apiserver"
@@ -93,3 +98,22 @@ def promtool_dir(version: str = PROMETHEUS_VERSION) -> Path:
 def promtool_binary(version: str = PROMETHEUS_VERSION) -> Path:
     """The cached promtool of `version`."""
     return promtool_dir(version) / PROMTOOL
+
+
+HELM = "helm"
+
+
+def helm_root(version: str = HELM_VERSION) -> Path:
+    """Everything built for one helm version: bin/, its wrapper module, build logs. Beside the
+    control plane's directories, with its own stamp and lock (like promtool's)."""
+    return cache_root() / "helm" / version
+
+
+def helm_dir(version: str = HELM_VERSION) -> Path:
+    """helm and its stamp (renamed into place when complete, like bin/)."""
+    return helm_root(version) / "bin"
+
+
+def helm_binary(version: str = HELM_VERSION) -> Path:
+    """The cached helm of `version`."""
+    return helm_dir(version) / HELM

@@ -54,3 +54,11 @@ PROMETHEUS_VERSION = "v0.316.0"
 3.16.0). Only `cmd/promtool` is built, to test the shipped alerts (`promtool test rules`)."""
 PROMETHEUS_RELEASE = "3.16.0"
 """What `promtool --version` reports (the module's VERSION file)."""
+
+HELM_MODULE = "helm.sh/helm/v3"
+HELM_VERSION = "v3.22.0"
+"""Helm 3.22.0, the newest v3 release on the Go module proxy: `cmd/helm` is built to lint, render
+and package the chart (charts/nodegate) in the tests (`make helm`)."""
+HELM_KUBE_MINOR = "37"
+"""The Kubernetes minor of helm's client-go (v0.37.0): helm's Makefile stamps it into
+`helm lint`'s and `.Capabilities`' default Kubernetes version (1.37)."""
