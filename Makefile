@@ -60,6 +60,16 @@ promtool: setup
 helm: setup
 	$(BIN)/python -m nodegate.localcluster.build --helm
 
+# charts/nodegate is generated from the one manifest builder (nodegate.manifests.chart; the
+# example rules are the `rules` value's default), then packaged into build/charts/ by the real
+# helm; tests/unit/manifests/test_chart_helm.py fails when the chart is stale or drifts from
+# `nodegate manifests`.
+chart: helm
+	$(BIN)/nodegate chart --rules examples/rules.yaml --out charts/nodegate
+	mkdir -p build/charts
+	$$($(BIN)/python -c 'from nodegate.localcluster import paths; print(paths.helm_binary())') \
+	  package charts/nodegate --destination build/charts
+
 image: setup
 	$(BIN)/python -m nodegate.image.build
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from nodegate.cli.chart_cmd import chart
 from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
 from nodegate.cli.labels_cmd import app as labels_app
@@ -28,5 +29,6 @@ app.command("render")(render)
 app.command("demo")(demo)
 app.command("reconcile")(reconcile)
 app.command("manifests")(manifests)
+app.command("chart")(chart)
 app.add_typer(labels_app, name="labels")
 app.add_typer(migrate_app, name="migrate")

@@ -1,0 +1,38 @@
+"""`nodegate chart`: write charts/nodegate, generated from the manifest builder
+(`nodegate.manifests.chart`), for `helm package` / `helm install`."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nodegate.cli.manifests_cmd import EXAMPLE_RULES, load_rules
+from nodegate.manifests.chart import chart_files
+
+
+def chart(
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="The chart's directory (replaced).", show_default=True),
+    ] = Path("charts/nodegate"),
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules",
+            help=f"The NodeRules file: the `rules` value's default, and the gates the chart's "
+            f"Deployment tolerates. Default: nodegate's example rules ({EXAMPLE_RULES}).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write the Helm chart, generated from the same builder as `nodegate manifests`."""
+    files = chart_files(load_rules(rules))
+    shutil.rmtree(out / "templates", ignore_errors=True)
+    for name, text in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {len(files)} files to {out}")
