@@ -9,6 +9,7 @@ import typer
 
 from nodegate.core.errors import RulesError
 from nodegate.core.loader import check_rules_file
+from nodegate.core.node_trust import pool_evidence_advice
 from nodegate.manifests.tolerations import describe_gate_tolerations
 
 
@@ -19,7 +20,8 @@ def validate(
 
     Warnings (FILE:LINE:COL: warning: path: message) are printed too but do not fail the check.
     A valid file with startup gates gets one `info:` line: the gates the reconciler's
-    Deployment tolerates (its manifests derive them from the rules).
+    Deployment tolerates (its manifests derive them from the rules); and one per pool with
+    reconcilerLabels: the evidence of membership it needs on its cloud.
     """
     failed = False
     for path in files:
@@ -42,5 +44,7 @@ def validate(
         tolerated = describe_gate_tolerations(rules)
         if tolerated is not None:
             typer.echo(f"{path}: info: {tolerated}")
+        for advice in pool_evidence_advice(rules):
+            typer.echo(f"{path}: info: {advice}")
     if failed:
         raise typer.Exit(1)

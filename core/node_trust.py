@@ -85,3 +85,31 @@ def seal_for_registration(
     if registration_seal(taints) is not None:
         return None
     return seal_taint(claimed)
+
+
+def pool_evidence_advice(rules: NodeRules) -> list[str]:
+    """What `nodegate validate` says each pool with `reconcilerLabels` needs, by provider: the
+    evidence of membership a node cannot forge (docs/reconciler.md, "Security")."""
+    advice = []
+    for pool in rules.node_pools:
+        if not pool.reconciler_labels:
+            continue
+        head = f"pool '{pool.name}' ({pool.provider}): its reconcilerLabels go only to nodes "
+        head += f"registered in it ({TRUSTED_POOL_LABEL}={pool.name}); "
+        if pool.autoscaler is not None and pool.autoscaler.type == "karpenter":
+            advice.append(
+                head + "the Karpenter NodePool nodegate renders carries that label (Karpenter "
+                "applies it, never the kubelet)"
+            )
+            continue
+        aks = (
+            "; kubernetes.azure.com/agentpool is written by the kubelet and is no evidence either"
+            if pool.provider == "aks"
+            else ""
+        )
+        advice.append(
+            head + f"{POOL_LABEL}, which the kubelet sets, is no evidence. Deploy the Node "
+            "admission webhook (it seals the pool at registration for the reconciler to "
+            f"record), or label the nodes {TRUSTED_POOL_LABEL}={pool.name} yourself{aks}"
+        )
+    return advice

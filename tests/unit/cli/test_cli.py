@@ -150,3 +150,24 @@ def test_demo_without_the_harness_says_how_to_get_it_and_exits_2(
     assert result.exit_code == 2
     assert "demo harness is not installed" in result.stderr
     assert "make demo" in result.stderr
+
+
+def test_validate_says_what_each_pool_with_reconciler_labels_needs_on_its_cloud(
+    tmp_path: Path,
+) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nnodePools:\n"
+        "  - {name: ci, provider: oke, size: 1,\n"
+        "     reconcilerLabels: {node-role.kubernetes.io/ci: ''}}\n"
+        "  - {name: web, provider: aks, size: 1,\n"
+        "     reconcilerLabels: {node-role.kubernetes.io/web: ''}}\n"
+        "  - {name: plain, provider: oke, size: 1}\n"
+    )
+    result = runner.invoke(app, ["validate", str(rules)])
+    assert result.exit_code == 0
+    info = [line for line in result.stdout.splitlines() if ": info: pool" in line]
+    assert len(info) == 2
+    assert "node-restriction.kubernetes.io/nodegate-pool=ci" in info[0]
+    assert "Node admission webhook" in info[0]
+    assert "kubernetes.azure.com/agentpool" in info[1]
