@@ -74,7 +74,8 @@ def test_every_storm_phase_reaches_every_node_under_every_operator(smoke: SizeRe
         assert set(storm) == {"taint", "untaint"}, operator
         for phase in storm.values():
             assert phase.latency.missing == 0 and phase.latency.count == SMOKE.nodes, operator
-            assert phase.seconds >= phase.send_seconds > 0, operator
+            # Not ordered: the last taint may be seen before the last flip's answer returns.
+            assert phase.seconds > 0 and phase.send_seconds > 0, operator
 
 
 def test_the_api_server_floor_is_measured_for_both_phases_and_thread_counts(
