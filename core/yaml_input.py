@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import codecs
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ruamel.yaml import YAML

@@ -68,7 +68,9 @@ def main(crd: Path) -> None:
             return done.stdout
 
         kubectl("apply", "-f", str(crd))
-        kubectl("wait", "--for=condition=Established", "crd/nodereadinessrules.readiness.node.x-k8s.io")
+        kubectl(
+            "wait", "--for=condition=Established", "crd/nodereadinessrules.readiness.node.x-k8s.io"
+        )
         for rule in RULES:
             kubectl("apply", "-f", str(rule))
         for name, status in STATUS.items():
