@@ -70,7 +70,7 @@ def autoscaler_findings(
         findings += _pool_findings(index, pool, autoscaler)
         labels = pool.eventual_labels()
         for gate_index, gate in enumerate(rules.startup_gates):
-            if gate.match.matches(labels):
+            if not gate.dry_run and gate.match.matches(labels):
                 findings += _gate_findings(gate_index, gate, pool, autoscaler)
     return findings
 
