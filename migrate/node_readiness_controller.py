@@ -135,6 +135,11 @@ def convert_node_readiness_controller(
         legacy_keys=legacy_keys,
         dry_run=any(r.get("dryRun") for r in (*conditions, *gates)),
         renamed=renamed,
+        unknown_gates=[
+            g["name"]
+            for g in gates
+            if any(c["status"] == "Unknown" for c in g["readyWhen"]["conditions"])
+        ],
     )
     return Conversion(
         command=command,
@@ -490,6 +495,7 @@ def _notes(
     legacy_keys: Sequence[str],
     dry_run: bool,
     renamed: Sequence[str],
+    unknown_gates: Sequence[str] = (),
 ) -> tuple[str, ...]:
     notes: list[str] = []
     if continuous:
@@ -512,6 +518,12 @@ def _notes(
             "workload pods."
         )
         notes.append(_completion_note(keep, legacy_keys))
+    if unknown_gates:
+        notes.append(
+            f"requiredStatus Unknown ({', '.join(unknown_gates)}): NRC counted a condition the "
+            "node does not report as Unknown, so silence passed the bootstrap; a nodegate gate "
+            "lifts only on conditions the node reports."
+        )
     notes.append(
         "What nodegate adds: a gate timeout (timeout, onTimeout: keep or lift) and minHold; "
         "regateOnReboot (NRC never put a bootstrap taint back); the eviction budget, a "

@@ -396,6 +396,13 @@ def test_every_conversion_says_what_nodegate_adds_and_does_differently(phrase: s
     assert phrase in _notes(convert(rule()))
 
 
+def test_a_gate_waiting_for_unknown_is_told_silence_no_longer_lifts_it() -> None:
+    conditions = '[{type: A, requiredStatus: "Unknown"}]'
+    assert "so silence passed the bootstrap" not in _notes(convert(rule(mode="bootstrap-only")))
+    notes = _notes(convert(rule(mode="bootstrap-only", conditions=conditions)))
+    assert "requiredStatus Unknown (r): NRC counted a condition" in notes
+
+
 def test_the_dry_run_note_only_with_a_dry_run_rule() -> None:
     assert "nodegate_dry_run_changes_total" not in _notes(convert(rule()))
     assert "nodegate_dry_run_changes_total" in _notes(convert(rule(extra="dryRun: true\n")))
