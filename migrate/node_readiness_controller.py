@@ -366,7 +366,7 @@ def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
         return f"{what} is required: use {', '.join(allowed)}"
     close = difflib.get_close_matches(str(value), allowed, n=1, cutoff=0.5)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"{value!r} is not a {what}: use {', '.join(allowed)}{hint}"
+    return f"{value!r} is not a valid {what}: use {', '.join(allowed)}{hint}"
 
 
 def _unknown(key: str, known: Sequence[str], where: str) -> str:

@@ -254,7 +254,7 @@ def _kubectl_item(name: str) -> dict[str, Any]:
 
 def test_a_bad_enforcement_mode_is_located_with_the_closest_mode() -> None:
     assert problems_of(convert(rule(mode="bootstrap"))) == [
-        "in.yaml:8:3: spec.enforcementMode: 'bootstrap' is not a enforcementMode: use "
+        "in.yaml:8:3: spec.enforcementMode: 'bootstrap' is not a valid enforcementMode: use "
         "bootstrap-only, continuous; did you mean 'bootstrap-only'?"
     ]
 
@@ -300,7 +300,7 @@ def test_an_unknown_spec_field_is_refused_with_the_closest_field() -> None:
 
 def test_a_bad_required_status_is_refused() -> None:
     [problem] = problems_of(convert(rule(conditions="[{type: A, requiredStatus: true}]")))
-    assert "spec.conditions[0].requiredStatus: True is not a requiredStatus" in problem
+    assert "spec.conditions[0].requiredStatus: True is not a valid requiredStatus" in problem
 
 
 def test_another_kind_is_refused() -> None:
