@@ -359,3 +359,13 @@ def test_preemptible_is_not_a_capacity_type_and_is_refused_naming_spot() -> None
 
 def test_a_spot_oracle_pool_is_valid() -> None:
     assert check(document(PREFIXED, ORACLE % "spot")) == ([], [])
+
+
+def _dry_run(text: str) -> str:
+    return text.replace("    timeout: 10m\n", "    timeout: 10m\n    dryRun: true\n")
+
+
+def test_a_dry_run_gate_is_not_checked_against_the_autoscaler() -> None:
+    """It is never put on a node; listing it in an external NodePool would gate for real."""
+    assert check(_dry_run(document(NRC, KARPENTER_EXTERNAL % ""))) == ([], [])
+    assert check(_dry_run(document(NRC))) == ([], [])
