@@ -19,7 +19,6 @@ Events say the same), and a deleted rule's `readiness.k8s.io/` taint is released
 from __future__ import annotations
 
 import textwrap
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +32,12 @@ from tests.e2e.reconciler_fixtures import (
     Start,
     after_a_reconcile,
     node_events,
-    patch_labels,
     read_node,
+    settled,
     taints_of,
     wait_for_event,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess
 
 PENDING = "pending"
 NRC_RULE_UID = "550e8400-e29b-41d4-a716-446655440000"
@@ -80,14 +78,6 @@ def lacks(key: str) -> Callable[[dict[tuple[str, str], dict[str, Any]]], bool]:
 
 def condition(core: k8s_client.CoreV1Api, node: str, kind: str, status: str) -> None:
     set_node_condition(core, node, condition_type=kind, status=status, reason="E2E")
-
-
-def settled(process: ReconcilerProcess, core: k8s_client.CoreV1Api, node: str) -> None:
-    """The reconciler has planned `node` as it stands (a no-op label edit, then a reconcile,
-    then an empty queue): the sync point for asserting that nothing was written."""
-    poke = {"e2e.nodegate.dev/poke": str(time.monotonic_ns())}
-    after_a_reconcile(process, lambda: patch_labels(core, node, poke))
-    wait_until(lambda: process.metric("nodegate_queue_depth") == 0, TIMEOUT, "an empty queue")
 
 
 def pending(key: str) -> list[dict[str, str]]:
