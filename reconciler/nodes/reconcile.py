@@ -99,6 +99,8 @@ class NodeReconciler:
             else None
         )
         node_plan = self._plan(key, node, rules, work)
+        if self._writer.leading():
+            self._writer.say_would(node, node_plan.dry_run)
         self._gates.report_timeouts(node, node_plan)
         for warning in node_plan.warnings:
             log.warning(warning, extra={"node": key})
