@@ -9,7 +9,7 @@ image repository has none, because no default image is pullable by a cloud node.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -158,6 +158,33 @@ class PrometheusRuleSettings(Frozen):
     """Labels the Prometheus ruleSelector matches, e.g. {release: kube-prometheus-stack}."""
 
 
+DURATION_RE = r"^[0-9]+(ms|s|m|h)$"
+Duration = Annotated[str, Field(pattern=DURATION_RE)]
+
+
+class MonitorSettings(Frozen):
+    """A Prometheus Operator ServiceMonitor or PodMonitor for the replicas' /metrics."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Labels the Prometheus serviceMonitorSelector / podMonitorSelector matches, e.g.
+    {release: kube-prometheus-stack}."""
+    interval: Duration = "30s"
+    """Scrape interval (Prometheus duration)."""
+
+
+class NetworkPolicySettings(Frozen):
+    """A NetworkPolicy around the replicas: in, only their http port (metrics, probes) and the
+    webhook's; out, only the API server."""
+
+    api_server_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] = Field(
+        default=(443, 6443), min_length=1
+    )
+    """TCP ports the pods may connect to, to any address: the API server's endpoint ports
+    (CNIs enforce egress after the Service address is translated, so the endpoint's port
+    counts: 6443 on OKE and kubeadm, 443 on AKS). No DNS: the in-cluster client dials the
+    API server's IP."""
+
+
 class CertManagerIssuer(Frozen):
     """The cert-manager issuer that signs the webhook's serving certificate."""
 
@@ -219,8 +246,20 @@ class DeploySettings(Frozen):
     dedicated nodes too, but not NoExecute: a failing node evicts it to a healthy one. The
     rules' own gates are tolerated whatever this says and whatever their effect (the
     reconciler is what lifts them): `nodegate.manifests.tolerations`."""
+    affinity: dict[str, Any] = Field(default_factory=dict)
+    """The pods' Kubernetes `affinity` (nodeAffinity, podAffinity, podAntiAffinity), as in a
+    pod spec; none by default (the topology spread already spreads the replicas)."""
     leader_election: LeaderElectionDeploy = Field(default_factory=LeaderElectionDeploy)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    service_monitor: MonitorSettings | None = None
+    """A ServiceMonitor for the metrics Service (needs `metrics.service` and the Prometheus
+    Operator CRDs; off by default)."""
+    pod_monitor: MonitorSettings | None = None
+    """A PodMonitor for the pods' http port (needs the Prometheus Operator CRDs; off by
+    default). Use it or the ServiceMonitor, not both (each replica would be scraped twice)."""
+    network_policy: NetworkPolicySettings | None = None
+    """A NetworkPolicy limiting the pods' traffic (off by default: it needs a CNI that
+    enforces policies)."""
     grafana_dashboard: DashboardSettings | None = None
     """Ship the Grafana dashboard as a ConfigMap (off by default)."""
     prometheus_rule: PrometheusRuleSettings | None = None
@@ -228,6 +267,15 @@ class DeploySettings(Frozen):
     webhook: WebhookDeploy | None = None
     """The Node admission webhook (off by default); its objects come from
     `nodegate.manifests.webhook`."""
+
+    @model_validator(mode="after")
+    def _monitors(self) -> DeploySettings:
+        if self.service_monitor is not None and not self.metrics.service:
+            raise ValueError(
+                "serviceMonitor selects the metrics Service, which metrics.service: false "
+                "drops; keep the Service or use podMonitor"
+            )
+        return self
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DeploySettings:

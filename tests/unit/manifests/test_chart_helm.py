@@ -9,18 +9,30 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
+from nodegate.core.loader import RulesDocument
+from nodegate.core.model import rules_json_schema
 from nodegate.localcluster.build import ensure_helm_built
 from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.chart import chart_files, default_values, settings_for
+from nodegate.manifests.chart import (
+    MAP_SETTINGS,
+    chart_files,
+    default_values,
+    rules_text,
+    settings_for,
+    value_paths,
+)
+from nodegate.manifests.settings import DeploySettings
 from tests.unit.manifests.support import NO_POD_GATES, REPO, REPOSITORY, example_document
 
 CHART = REPO / "charts" / "nodegate"
@@ -103,13 +115,16 @@ def test_chart_is_what_nodegate_chart_generates() -> None:
 
 
 def test_helm_lint_strict(helm: Path) -> None:
-    linted = _run(helm, "lint", "--strict", str(CHART), "--set", f"image.repository={REPOSITORY}")
+    """With the example values that ct lint also uses (charts/nodegate/ci/)."""
+    example = CHART / "ci" / "example-values.yaml"
+    linted = _run(helm, "lint", "--strict", str(CHART), "--values", str(example))
     assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def _values(**overrides: Any) -> dict[str, Any]:
-    values = default_values(example_document())
+    values = default_values()
     values["image"]["repository"] = REPOSITORY
+    values["rules"] = example_document().text
     for path, value in overrides.items():
         *parents, leaf = path.split("__")
         node = values
@@ -118,6 +133,24 @@ def _values(**overrides: Any) -> dict[str, Any]:
         node[leaf] = value
     return values
 
+
+EVERY_OPTION = {
+    "webhook": {"enabled": True, "port": 10443, "failurePolicy": "Fail", "timeoutSeconds": 5},
+    "prometheusRule": {"enabled": True, "labels": {"release": "kps"}},
+    "grafanaDashboard": {"enabled": True},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}, "interval": "15s"},
+    "podMonitor": {"enabled": True, "interval": "1m"},
+    "networkPolicy": {"enabled": True, "apiServerPorts": [443, 6443, 8443]},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["sys"]}]}
+                ]
+            }
+        }
+    },
+}
 
 CASES = {
     "defaults": _values(),
@@ -132,15 +165,46 @@ CASES = {
     ),
     "image-and-resources": _values(
         image__tag="v9.9.9",
+        image__digest="sha256:" + "ab" * 32,
         image__pullPolicy="Always",
+        image__pullSecrets=["regcred", "mirror"],
         resources={
             "requests": {"cpu": "1", "memory": "1Gi"},
             "limits": {"cpu": "2", "memory": None},
         },
         nodeSelector={"kubernetes.io/os": "linux", "pool": "system"},
+        tolerations=[
+            {"operator": "Exists", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoExecute"},
+            {
+                "key": "startup-taint.cluster-autoscaler.kubernetes.io/initializing",
+                "operator": "Exists",
+                "effect": "NoSchedule",
+            },
+        ],
     ),
-    "no-namespace-no-metrics-service": _values(createNamespace=False, metrics={"service": False}),
+    "no-namespace-no-metrics-service-no-priority": _values(
+        createNamespace=False,
+        metrics={"service": False, "annotateForScraping": False},
+        priorityClassName="",
+    ),
+    "every-option": _values(**EVERY_OPTION),
+    "webhook-with-cert-manager-and-dashboard-elsewhere": _values(
+        webhook={"enabled": True, "certManager": {"enabled": True, "name": "ca", "kind": "Issuer"}},
+        grafanaDashboard={"enabled": True, "namespace": "monitoring", "labels": {"a": "b"}},
+        prometheusRule={"enabled": True},
+    ),
+    "rules-as-a-map": _values(rules=yaml.safe_load(example_document().text)),
 }
+
+
+def _comparable(manifest: Manifest) -> Manifest:
+    """The rules ConfigMap of a `rules` map holds helm's `toYaml` of it: its content counts."""
+    data = manifest.get("data") or {}
+    if manifest["kind"] == "ConfigMap" and "rules.yaml" in data:
+        manifest = copy.deepcopy(manifest)
+        manifest["data"]["rules.yaml"] = yaml.safe_load(data["rules.yaml"])
+    return manifest
 
 
 @pytest.mark.parametrize("values", list(CASES.values()), ids=list(CASES))
@@ -150,19 +214,43 @@ def test_helm_template_equals_the_builder(
     rendered = _template(helm, values, tmp_path)
     assert rendered.returncode == 0, rendered.stderr
     from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
-    built = sorted(
-        build_manifests(
-            example_document(), settings_for(_coalesced(default_values(example_document()), values))
-        ),
-        key=_key,
-    )
+    merged = _coalesced(default_values(), values)
+    document = RulesDocument.parse(rules_text(merged), "rules")
+    built = sorted(build_manifests(document, settings_for(merged)), key=_key)
     assert [_key(o) for o in from_helm] == [_key(o) for o in built]
     differences = [
         found
         for b, r in zip(built, from_helm, strict=True)
-        for found in _differences(b, r, "/".join(_key(b)))
+        for found in _differences(_comparable(b), _comparable(r), "/".join(_key(b)))
     ]
     assert not differences, "helm template drifts from the builder:\n" + "\n".join(differences)
+
+
+def test_every_option_renders_every_kind_the_builder_makes(helm: Path, tmp_path: Path) -> None:
+    rendered = _template(helm, CASES["every-option"], tmp_path)
+    kinds = {d["kind"] for d in yaml.safe_load_all(rendered.stdout) if d}
+    assert {
+        "MutatingWebhookConfiguration",
+        "Secret",
+        "PrometheusRule",
+        "ServiceMonitor",
+        "PodMonitor",
+        "NetworkPolicy",
+    } <= kinds
+
+
+BAD_RULES = {
+    "apiVersion": "nodegate.dev/v1",
+    "kind": "NodeRules",
+    "labelTaints": [
+        {
+            "name": "a",
+            "match": {"labels": {"a": "b"}},
+            "taint": {"key": "k", "effect": "NoSchedul"},
+            "nodeMayLift": True,
+        }
+    ],
+}
 
 
 @pytest.mark.parametrize(
@@ -171,12 +259,39 @@ def test_helm_template_equals_the_builder(
         ({"replicas": 0}, "/replicas"),
         ({"image": {"repository": "Not/A:Repo"}}, "/image/repository"),
         ({"image": {"repository": ""}}, "/image/repository"),
+        ({"image": {"digest": "sha256:short"}}, "/image/digest"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"namespace": "Upper_Case"}, "/namespace"),
         ({"resources": {"requests": {"cpu": "lots"}}}, "/resources/requests/cpu"),
-        ({"webhook": {}}, "webhook"),
+        ({"webhok": {}}, "webhok"),
+        ({"webhook": {"enabled": True, "failurePolicy": "Maybe"}}, "/webhook/failurePolicy"),
+        ({"webhook": {"certManager": {"enabled": True}}}, "/webhook/certManager/name"),
+        ({"tolerations": [{"key": "a", "effect": "NoSchedule"}]}, "/tolerations/0"),
+        (
+            {"serviceMonitor": {"enabled": True}, "metrics": {"service": False}},
+            "/metrics/service",
+        ),
+        ({"networkPolicy": {"apiServerPorts": [0]}}, "/networkPolicy/apiServerPorts/0"),
+        ({"rules": None}, "missing property 'rules'"),
+        ({"rules": BAD_RULES}, "/rules/labelTaints/0/taint/effect"),
     ],
-    ids=["replicas", "repository", "no-repository", "pull-policy", "namespace", "cpu", "unknown"],
+    ids=[
+        "replicas",
+        "repository",
+        "no-repository",
+        "digest",
+        "pull-policy",
+        "namespace",
+        "cpu",
+        "unknown",
+        "failure-policy",
+        "issuer-without-name",
+        "toleration-without-operator",
+        "service-monitor-without-service",
+        "api-server-port",
+        "no-rules",
+        "rules-map-with-a-bad-effect",
+    ],
 )
 def test_values_schema_refuses_an_invalid_value_naming_it(
     helm: Path, change: dict[str, Any], named: str, tmp_path: Path
@@ -184,7 +299,9 @@ def test_values_schema_refuses_an_invalid_value_naming_it(
     values = copy.deepcopy(_values())
     for key, value in change.items():
         values[key] = (
-            {**values[key], **value} if isinstance(value, dict) and key in values else value
+            _coalesced(values[key], value)
+            if isinstance(value, dict) and isinstance(values.get(key), dict)
+            else value
         )
     rendered = _template(helm, values, tmp_path)
     assert rendered.returncode != 0, f"helm accepted {change}"
@@ -192,11 +309,37 @@ def test_values_schema_refuses_an_invalid_value_naming_it(
     assert named in rendered.stderr, rendered.stderr
 
 
-def test_schema_is_the_settings_model_cut_to_the_chart() -> None:
+def _setting_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
+    """Every DeploySettings field by its camelCase path, read from the model itself."""
+    paths: set[str] = set()
+    for name, info in model.model_fields.items():
+        path = prefix + (info.alias or name)
+        members = [info.annotation, *typing.get_args(info.annotation)]
+        nested = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+        section = next(iter(nested), None)
+        if section is not None and path not in MAP_SETTINGS:
+            paths |= _setting_paths(section, f"{path}.")
+        else:
+            paths.add(path)
+    return paths
+
+
+def test_every_deploy_setting_is_a_chart_value_and_documented() -> None:
+    values = default_values()
+    settings = {p for p in value_paths(values) if not p.endswith(".enabled")} - {"rules"}
+    assert settings == _setting_paths(DeploySettings)
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    missing = [p for p in value_paths(values) if f"| `{p}` |" not in readme]
+    assert not missing, f"charts/nodegate/README.md lacks {missing}: run `{REGENERATE}`"
+
+
+def test_schema_embeds_the_rules_schema() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == set(default_values(example_document()))
-    assert schema["properties"]["replicas"]["maximum"] == 10
+    assert set(schema["properties"]) == set(default_values())
+    rules = schema["properties"]["rules"]["else"]
+    assert rules["properties"].keys() == rules_json_schema()["properties"].keys()
+    assert set(schema["$defs"]) == {f"rules.{d}" for d in rules_json_schema()["$defs"]}
 
 
 def test_a_rules_value_with_other_gates_is_refused(helm: Path, tmp_path: Path) -> None:
@@ -215,6 +358,37 @@ def test_a_rules_edit_that_keeps_the_gates_renders(helm: Path, tmp_path: Path) -
     rendered = _template(helm, values, tmp_path)
     assert rendered.returncode == 0, rendered.stderr
     assert "an edit that keeps every gate" in rendered.stdout
+
+
+TWO_GATES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+startupGates:
+  - name: first
+    match: {labels: {pool: gpu}}
+    taint: {key: b.example.com/warming, value: wait, effect: NoSchedule}
+    formerKeys: [a.example.com/old-warming]
+    readyWhen: {annotation: example.com/ready=true}
+  - name: second
+    match: {labels: {pool: gpu}}
+    taint: {key: a.example.com/initializing, value: wait, effect: NoExecute}
+    readyWhen: {annotation: example.com/ready=true}
+"""
+
+
+def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> None:
+    """The guard compares the gates in canonical form, not as the generating file lists them."""
+    chart = tmp_path / "chart"
+    for name, text in chart_files(RulesDocument.parse(TWO_GATES, "two-gates.yaml")).items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text, encoding="utf-8")
+    data = yaml.safe_load(TWO_GATES)
+    data["startupGates"].reverse()
+    values = {"image": {"repository": REPOSITORY}, "rules": data}
+    path = tmp_path / "values.json"
+    path.write_text(json.dumps(values), encoding="utf-8")
+    rendered = _run(helm, "template", "nodegate", str(chart), "--values", str(path))
+    assert rendered.returncode == 0, rendered.stderr
 
 
 def test_nodegate_chart_writes_the_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
