@@ -1064,6 +1064,8 @@ def chart_files(document: RulesDocument) -> dict[str, str]:
     schema = values_schema()
     return {
         "Chart.yaml": HEADER + yaml.safe_dump(chart, sort_keys=False),
+        ".helmignore": HEADER
+        + "# helm-unittest suites (hand-written, not generated): not packaged\ntests/\n",
         "values.yaml": HEADER + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
         "ci/example-values.yaml": HEADER + yaml.safe_dump(example, sort_keys=False, width=10_000),

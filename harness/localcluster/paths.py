@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from nodegate.localcluster.versions import (
+    HELM_UNITTEST_VERSION,
     HELM_VERSION,
     KARPENTER_VERSION,
     KUBERNETES_VERSION,
@@ -101,6 +102,16 @@ def promtool_binary(version: str = PROMETHEUS_VERSION) -> Path:
 
 
 HELM = "helm"
+HELM_UNITTEST = "helm-unittest"
+
+
+def helm_unittest_root(version: str = HELM_UNITTEST_VERSION) -> Path:
+    """helm-unittest's bin/, wrapper module and logs (its own stamp and lock, like helm's)."""
+    return cache_root() / "helm-unittest" / version
+
+
+def helm_unittest_binary(version: str = HELM_UNITTEST_VERSION) -> Path:
+    return helm_unittest_root(version) / "bin" / HELM_UNITTEST
 
 
 def helm_root(version: str = HELM_VERSION) -> Path:

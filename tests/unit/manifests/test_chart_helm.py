@@ -10,6 +10,7 @@ import copy
 import json
 import subprocess
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ from typer.testing import CliRunner
 from nodegate.cli.main import app
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import rules_json_schema
-from nodegate.localcluster.build import ensure_helm_built
+from nodegate.localcluster.build import ensure_helm_built, ensure_helm_unittest_built
 from nodegate.localcluster.gotool import GoError, find_go
+from nodegate.localcluster.versions import HELM4_VERSION
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.chart import (
     MAP_SETTINGS,
@@ -39,16 +41,25 @@ CHART = REPO / "charts" / "nodegate"
 REGENERATE = "make chart"
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
+def _built(build: Callable[[], Path], what: str) -> Path:
     try:
         find_go()
     except GoError as error:  # only a machine without Go may skip
-        pytest.skip(f"no Go toolchain to build helm: {error}")
+        pytest.skip(f"no Go toolchain to build {what}: {error}")
     try:
-        return ensure_helm_built()
+        return build()
     except Exception as error:  # any build failure: its message is the test's failure
-        pytest.fail(f"helm could not be built (make helm):\n{error}", pytrace=False)
+        pytest.fail(f"{what} could not be built (make helm):\n{error}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    return _built(ensure_helm_built, "helm")
+
+
+@pytest.fixture(scope="module")
+def helm4() -> Path:
+    return _built(lambda: ensure_helm_built(version=HELM4_VERSION), "helm 4")
 
 
 def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -63,6 +74,22 @@ def _template(
     path = tmp_path / "values.yaml"
     path.write_text(json.dumps(values), encoding="utf-8")
     return _run(helm, "template", "nodegate", str(CHART), "--values", str(path))
+
+
+def _drift(helm: Path, values: dict[str, Any], tmp_path: Path) -> list[str]:
+    """Every field where `helm template` differs from the builder for these values."""
+    rendered = _template(helm, values, tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
+    merged = _coalesced(default_values(), values)
+    document = RulesDocument.parse(rules_text(merged), "rules")
+    built = sorted(build_manifests(document, settings_for(merged)), key=_key)
+    assert [_key(o) for o in from_helm] == [_key(o) for o in built]
+    return [
+        found
+        for b, r in zip(built, from_helm, strict=True)
+        for found in _differences(_comparable(b), _comparable(r), "/".join(_key(b)))
+    ]
 
 
 def _coalesced(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +136,7 @@ def test_chart_is_what_nodegate_chart_generates() -> None:
     on_disk = {
         str(p.relative_to(CHART)): p.read_text(encoding="utf-8")
         for p in CHART.rglob("*")
-        if p.is_file()
+        if p.is_file() and p.relative_to(CHART).parts[0] != "tests"  # helm-unittest's, by hand
     }
     assert on_disk == expected, f"charts/nodegate is stale: run `{REGENERATE}`"
 
@@ -211,18 +238,7 @@ def _comparable(manifest: Manifest) -> Manifest:
 def test_helm_template_equals_the_builder(
     helm: Path, values: dict[str, Any], tmp_path: Path
 ) -> None:
-    rendered = _template(helm, values, tmp_path)
-    assert rendered.returncode == 0, rendered.stderr
-    from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
-    merged = _coalesced(default_values(), values)
-    document = RulesDocument.parse(rules_text(merged), "rules")
-    built = sorted(build_manifests(document, settings_for(merged)), key=_key)
-    assert [_key(o) for o in from_helm] == [_key(o) for o in built]
-    differences = [
-        found
-        for b, r in zip(built, from_helm, strict=True)
-        for found in _differences(_comparable(b), _comparable(r), "/".join(_key(b)))
-    ]
+    differences = _drift(helm, values, tmp_path)
     assert not differences, "helm template drifts from the builder:\n" + "\n".join(differences)
 
 
@@ -389,6 +405,31 @@ def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> N
     path.write_text(json.dumps(values), encoding="utf-8")
     rendered = _run(helm, "template", "nodegate", str(chart), "--values", str(path))
     assert rendered.returncode == 0, rendered.stderr
+
+
+def test_helm_unittest_suites_pass() -> None:
+    """charts/nodegate/tests: the chart users' contracts in helm-unittest's own format."""
+    binary = _built(ensure_helm_unittest_built, "helm-unittest")
+    ran = subprocess.run(
+        [str(binary), "--color=false", str(CHART)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Tests:       0 passed" not in ran.stdout
+
+
+def test_helm4_lints_and_renders_what_the_builder_builds(helm4: Path, tmp_path: Path) -> None:
+    """Helm 4 (server-side apply by default; its e2e install is in tests/e2e/test_helm_chart.py)
+    renders the chart as helm 3 does: field for field the builder's objects."""
+    example = CHART / "ci" / "example-values.yaml"
+    linted = _run(helm4, "lint", "--strict", str(CHART), "--values", str(example))
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert not _drift(helm4, CASES["every-option"], tmp_path)
+    refused = _template(helm4, _values(rules=BAD_RULES), tmp_path)
+    assert "/rules/labelTaints/0/taint/effect" in refused.stderr, refused.stderr
 
 
 def test_nodegate_chart_writes_the_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
