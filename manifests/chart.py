@@ -987,10 +987,12 @@ def notes() -> str:
         "A rules change (helm upgrade with other rules) is hot-reloaded from the ConfigMap "
         "{{ .Values.rulesConfigMap }}; the pods are not restarted.\n\n"
         "helm uninstall removes every object this chart made. It keeps, on purpose, what the "
-        "reconciler wrote at run time and helm does not own: the taints and labels on nodes, "
-        "the ConfigMap nodegate-taint-history and the persisted-label records (ConfigMaps "
-        "labelled nodegate.dev/record in {{ .Values.namespace }}), so a reinstall finds "
-        "them; delete the namespace to drop them (docs/reconciler.md, Deploying).\n"
+        "reconciler wrote at run time and helm never owned: the taints and labels on nodes, and "
+        "in namespace {{ .Values.namespace }} its taint record (ConfigMap nodegate-taint-history) "
+        "and persisted-label records (ConfigMaps labelled nodegate.dev/record), so a reinstall "
+        "carries on from them"
+        "{{ if .Values.createNamespace }}; this chart also made that namespace, and deleting it "
+        "deletes them{{ end }} (docs/reconciler.md, Deploying).\n"
     )
 
 
