@@ -25,6 +25,8 @@ from pathlib import Path
 from nodegate.localcluster import gomodule, paths
 from nodegate.localcluster.gotool import Say, go_output, run_go
 from nodegate.localcluster.versions import (
+    CHART_TESTING_MODULE,
+    CHART_TESTING_VERSION,
     ETCD_MODULE,
     ETCD_VERSION,
     HELM4_MODULE,
@@ -216,6 +218,7 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         HELM_MODULE: HELM_VERSION,
         HELM4_MODULE: HELM4_VERSION,
         HELM_UNITTEST_MODULE: HELM_UNITTEST_VERSION,
+        CHART_TESTING_MODULE: CHART_TESTING_VERSION,
     }
     pinned = []
     for package in packages:
@@ -642,10 +645,67 @@ def _build_helm_unittest(_: Path, say: Say) -> None:
     _build_staged(paths.helm_unittest_binary().parent, helm_unittest_stamp(), fill)
 
 
+def chart_testing_stamp() -> dict[str, str]:
+    return {"chart-testing": CHART_TESTING_VERSION, "package": f"{CHART_TESTING_MODULE}/ct"}
+
+
+def chart_testing_is_built() -> bool:
+    directory = paths.chart_testing_binary().parent
+    files = (paths.CHART_TESTING, "etc/chart_schema.yaml", "etc/lintconf.yaml")
+    return _is_stamped(directory, chart_testing_stamp(), files)
+
+
+def ensure_chart_testing_built(say: Say | None = None) -> Path:
+    """The cached `ct` binary (its config in `paths.chart_testing_config()`), built first if
+    the cache is cold; its own directory, stamp and lock, like helm's."""
+    out: Say = say or _print_flushed
+    if chart_testing_is_built():
+        return paths.chart_testing_binary()
+    root = paths.chart_testing_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        if not chart_testing_is_built():
+            _timed(out, f"chart-testing {CHART_TESTING_VERSION}", _build_chart_testing, Path())
+    return paths.chart_testing_binary()
+
+
+def _build_chart_testing(_: Path, say: Say) -> None:
+    """`go build github.com/helm/chart-testing/v3/ct` in a wrapper module (see versions.py for
+    why not `go install`), and its etc/ config files copied from the module's source."""
+
+    def fill(staging: Path) -> None:
+        root = paths.chart_testing_root()
+        directory = _module_dir("chart-testing", root)
+        upstream, source = _upstream(CHART_TESTING_MODULE, CHART_TESTING_VERSION, directory)
+        _write_gomod(
+            directory,
+            gomodule.plain_wrapper(
+                "chart-testing", upstream.go_version, CHART_TESTING_MODULE, CHART_TESTING_VERSION
+            ),
+        )
+        version = f"-X {CHART_TESTING_MODULE}/ct/cmd.Version={CHART_TESTING_VERSION}"
+        _go_build(
+            directory,
+            [f"{CHART_TESTING_MODULE}/ct"],
+            output=str(staging / paths.CHART_TESTING),
+            ldflags=f"-s -w {version}",
+            label="chart-testing",
+            say=say,
+            root=root,
+        )
+        (staging / "etc").mkdir()
+        for name in ("chart_schema.yaml", "lintconf.yaml"):
+            shutil.copyfile(source / "etc" / name, staging / "etc" / name)
+
+    _build_staged(paths.chart_testing_binary().parent, chart_testing_stamp(), fill)
+
+
 def ensure_chart_tools_built(say: Say | None = None) -> Path:
-    """helm v3 and v4 and helm-unittest, each cached on its own (`make helm`); helm v3's path."""
+    """helm v3 and v4, helm-unittest and ct, each cached on its own (`make helm`); helm v3's
+    path."""
     ensure_helm_built(say, HELM4_VERSION)
     ensure_helm_unittest_built(say)
+    ensure_chart_testing_built(say)
     return ensure_helm_built(say)
 
 
@@ -676,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--helm",
         action="store_true",
-        help="build helm v3 and v4 and helm-unittest (the chart tests run them) instead",
+        help="build helm v3 and v4, helm-unittest and ct (the chart tests run them) instead",
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -690,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_chart_tools_built,
             lambda directory: (
                 f"helm {HELM_VERSION} and {HELM4_VERSION}, helm-unittest "
-                f"{HELM_UNITTEST_VERSION} ready ({took()})"
+                f"{HELM_UNITTEST_VERSION}, chart-testing {CHART_TESTING_VERSION} ready ({took()})"
             ),
         )
     if args.promtool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,12 @@ from typer.testing import CliRunner
 from nodegate.cli.main import app
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import rules_json_schema
-from nodegate.localcluster.build import ensure_helm_built, ensure_helm_unittest_built
+from nodegate.localcluster import paths
+from nodegate.localcluster.build import (
+    ensure_chart_testing_built,
+    ensure_helm_built,
+    ensure_helm_unittest_built,
+)
 from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.localcluster.versions import HELM4_VERSION
 from nodegate.manifests.build import Manifest, build_manifests
@@ -419,6 +425,37 @@ def test_helm_unittest_suites_pass() -> None:
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Tests:       0 passed" not in ran.stdout
+
+
+def test_ct_lint_passes(helm: Path, tmp_path: Path) -> None:
+    """chart-testing's `ct lint` (yamllint, the Chart.yaml schema, `helm lint` with every
+    ci/*-values.yaml), as node-readiness-controller's chart workflow runs it; no maintainer
+    lookups (network) and no version-increment check (no target branch here). `ct install`
+    needs pods to become ready, which this control plane cannot run (no container runtime):
+    tests/e2e/test_helm_chart.py installs with helm and runs the reconciler instead."""
+    binary = _built(ensure_chart_testing_built, "chart-testing")
+    tools = Path(sys.executable).parent  # yamllint and yamale, from the dev extras
+    ran = subprocess.run(
+        [
+            str(binary),
+            "lint",
+            "--charts",
+            str(CHART),
+            "--validate-maintainers=false",
+            "--check-version-increment=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={
+            "CT_CONFIG_DIR": str(paths.chart_testing_config()),
+            "PATH": f"{helm.parent}:{tools}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+        },
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "example-values.yaml" in ran.stdout + ran.stderr
 
 
 def test_helm4_lints_and_renders_what_the_builder_builds(helm4: Path, tmp_path: Path) -> None:
