@@ -852,8 +852,10 @@ def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
-    """A value that may also be `""` (the chart's "not set")."""
-    return {"anyOf": [schema, {"const": ""}]}
+    """A value that may also be `""` (the chart's "not set"); its description kept outside."""
+    inner = {k: v for k, v in schema.items() if k != "description"}
+    described = {"description": schema["description"]} if "description" in schema else {}
+    return {"anyOf": [inner, {"const": ""}], **described}
 
 
 def _chart_schema(model: type[BaseModel], schema: dict[str, Any], defs: dict[str, Any]) -> Any:
@@ -869,8 +871,9 @@ def _chart_schema(model: type[BaseModel], schema: dict[str, Any], defs: dict[str
             required = converted.pop("required", [])
             for field_name in required:
                 converted["properties"][field_name] = _or_empty(converted["properties"][field_name])
+            summary = child.get("description", "").split(";")[0].split(" (")[0].rstrip(".")
             converted["properties"] = {
-                "enabled": {"type": "boolean", "description": f"Create the {key} objects."},
+                "enabled": {"type": "boolean", "description": f"Switch on: {summary}."},
                 **converted["properties"],
             }
             converted["if"] = {"properties": {"enabled": {"const": True}}}
@@ -997,6 +1000,8 @@ def notes() -> str:
 
 
 def _type(schema: dict[str, Any]) -> str:
+    if "if" in schema and "else" in schema:
+        return "string or map"
     if "anyOf" in schema:
         return " or ".join(sorted({_type(b) for b in schema["anyOf"]}))
     if "const" in schema:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from nodegate.core.frozen import Frozen, LabelKey, LabelValue
 from nodegate.manifests.version import package_version
@@ -62,7 +62,14 @@ def _check_digest(value: str) -> str:
     return value
 
 
-class ImageSettings(Frozen):
+class Documented(Frozen):
+    """A settings model whose attribute docstrings are its fields' descriptions in its JSON
+    Schema (values.schema.json and the chart's values table show them)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class ImageSettings(Documented):
     """The reconciler's container image: built from the repository's Dockerfile, pushed by you."""
 
     repository: Annotated[str, AfterValidator(_check_repository)]
@@ -98,7 +105,7 @@ def _default_limits() -> dict[ResourceName, str]:
     return {"memory": "256Mi"}
 
 
-class ResourceSettings(Frozen):
+class ResourceSettings(Documented):
     """CPU and memory of the reconciler container (Kubernetes quantities)."""
 
     requests: dict[ResourceName, Quantity] = Field(default_factory=_default_requests)
@@ -107,7 +114,7 @@ class ResourceSettings(Frozen):
     """Hard caps; no CPU limit by default, so a relist is never throttled."""
 
 
-class Toleration(Frozen):
+class Toleration(Documented):
     """A Kubernetes toleration of the reconciler's pods."""
 
     key: str | None = None
@@ -124,7 +131,7 @@ def _default_tolerations() -> tuple[Toleration, ...]:
     )
 
 
-class LeaderElectionDeploy(Frozen):
+class LeaderElectionDeploy(Documented):
     """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace
     (deploy side: what the manifests name; the reconciler's own Lease timing is
     `nodegate.reconciler.settings.LeaderElectionSettings`)."""
@@ -133,7 +140,7 @@ class LeaderElectionDeploy(Frozen):
     """Name of the Lease; the Role may get and update this one Lease only."""
 
 
-class MetricsSettings(Frozen):
+class MetricsSettings(Documented):
     """The metrics Service in front of the replicas' /metrics."""
 
     service: bool = True
@@ -142,7 +149,7 @@ class MetricsSettings(Frozen):
     """Add the common prometheus.io/scrape, /port, /path annotations to that Service."""
 
 
-class DashboardSettings(Frozen):
+class DashboardSettings(Documented):
     """A ConfigMap holding nodegate's Grafana dashboard, for Grafana's dashboard sidecar."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=lambda: {"grafana_dashboard": "1"})
@@ -151,7 +158,7 @@ class DashboardSettings(Frozen):
     """Namespace of the ConfigMap; default: the reconciler's (the sidecar must watch it)."""
 
 
-class PrometheusRuleSettings(Frozen):
+class PrometheusRuleSettings(Documented):
     """A PrometheusRule (Prometheus Operator CRD) with nodegate's alerts."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
@@ -162,7 +169,7 @@ DURATION_RE = r"^[0-9]+(ms|s|m|h)$"
 Duration = Annotated[str, Field(pattern=DURATION_RE)]
 
 
-class MonitorSettings(Frozen):
+class MonitorSettings(Documented):
     """A Prometheus Operator ServiceMonitor or PodMonitor for the replicas' /metrics."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
@@ -172,7 +179,7 @@ class MonitorSettings(Frozen):
     """Scrape interval (Prometheus duration)."""
 
 
-class NetworkPolicySettings(Frozen):
+class NetworkPolicySettings(Documented):
     """A NetworkPolicy around the replicas: in, only their http port (metrics, probes) and the
     webhook's; out, only the API server."""
 
@@ -185,15 +192,16 @@ class NetworkPolicySettings(Frozen):
     API server's IP."""
 
 
-class CertManagerIssuer(Frozen):
+class CertManagerIssuer(Documented):
     """The cert-manager issuer that signs the webhook's serving certificate."""
 
     name: DnsSubdomain
+    """Name of the Issuer or ClusterIssuer (required)."""
     kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
     """An Issuer must be in the reconciler's namespace."""
 
 
-class WebhookDeploy(Frozen):
+class WebhookDeploy(Documented):
     """The optional Node admission webhook: nodes that no nodegate bootstrap made (AKS pools
     without nodeInitializationTaints, autoscaler-made or self-managed nodes) are still born
     with their startup gates and persisted labels. See docs/reconciler.md. Deploy side: the
@@ -210,12 +218,12 @@ class WebhookDeploy(Frozen):
     """IfNeeded: called again if a later mutating webhook changed the node (e.g. added the
     labels a gate matches); the patch is idempotent, so a second call only fills gaps."""
     cert_manager: CertManagerIssuer | None = None
-    """None: nodegate makes and rotates its own CA and certificate, shared by the replicas
-    through one Secret. Set: cert-manager issues the certificate and injects the caBundle
-    (no Secret access for the reconciler)."""
+    """cert-manager issues the serving certificate and injects the caBundle (no Secret access
+    for the reconciler). Unset: nodegate makes and rotates its own CA and certificate, shared by
+    the replicas through one Secret."""
 
 
-class DeploySettings(Frozen):
+class DeploySettings(Documented):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
     image: ImageSettings
@@ -234,7 +242,7 @@ class DeploySettings(Frozen):
     resources: ResourceSettings = Field(default_factory=ResourceSettings)
     priority_class_name: DnsSubdomain | None = "system-cluster-critical"
     """Priority of the pods: the reconciler lifts startup gates, so it must not be preempted
-    by the workloads it lets in. None: the cluster's default priority."""
+    by the workloads it lets in. None (`""` in the chart): the cluster's default priority."""
     http_port: int = Field(default=8080, ge=1, le=65535)
     """Container port of /healthz, /readyz and /metrics."""
     node_selector: dict[LabelKey, LabelValue] = Field(
