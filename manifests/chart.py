@@ -382,7 +382,7 @@ def _mark(node: Any, subtrees: dict[str, Any]) -> Any:
             item = _replace_leaf(node[0], value[0])
             if item is not None:
                 return Mark(sub.path, item)
-        spliced = isinstance(node, list) and len(node) > len(value)
+        spliced = isinstance(node, list) and len(node) >= len(value)
         if sub.kind == "splice" and spliced and node[len(node) - len(value) :] == value:
             head = node[: len(node) - len(value)]
             return [_mark(v, subtrees) for v in head] + [Mark(sub.path, head)]

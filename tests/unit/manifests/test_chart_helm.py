@@ -75,16 +75,16 @@ def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _template(
-    helm: Path, values: dict[str, Any], tmp_path: Path
+    helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART
 ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "values.yaml"
     path.write_text(json.dumps(values), encoding="utf-8")
-    return _run(helm, "template", "nodegate", str(CHART), "--values", str(path))
+    return _run(helm, "template", "nodegate", str(chart), "--values", str(path))
 
 
-def _drift(helm: Path, values: dict[str, Any], tmp_path: Path) -> list[str]:
+def _drift(helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART) -> list[str]:
     """Every field where `helm template` differs from the builder for these values."""
-    rendered = _template(helm, values, tmp_path)
+    rendered = _template(helm, values, tmp_path, chart)
     assert rendered.returncode == 0, rendered.stderr
     from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
     merged = _coalesced(default_values(), values)
@@ -398,19 +398,42 @@ startupGates:
 """
 
 
-def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> None:
-    """The guard compares the gates in canonical form, not as the generating file lists them."""
+def _generated(document: RulesDocument, tmp_path: Path) -> Path:
     chart = tmp_path / "chart"
-    for name, text in chart_files(RulesDocument.parse(TWO_GATES, "two-gates.yaml")).items():
+    for name, text in chart_files(document).items():
         (chart / name).parent.mkdir(parents=True, exist_ok=True)
         (chart / name).write_text(text, encoding="utf-8")
+    return chart
+
+
+NO_GATES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+labelTaints:
+  - name: ci-dedicated
+    match: {labels: {example.com/dedicated: ci}}
+    taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    nodeMayLift: true
+"""
+
+
+def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> None:
+    """The guard compares the gates in canonical form, not as the generating file lists them."""
+    chart = _generated(RulesDocument.parse(TWO_GATES, "two-gates.yaml"), tmp_path)
     data = yaml.safe_load(TWO_GATES)
     data["startupGates"].reverse()
     values = {"image": {"repository": REPOSITORY}, "rules": data}
-    path = tmp_path / "values.json"
-    path.write_text(json.dumps(values), encoding="utf-8")
-    rendered = _run(helm, "template", "nodegate", str(chart), "--values", str(path))
+    rendered = _template(helm, values, tmp_path, chart)
     assert rendered.returncode == 0, rendered.stderr
+
+
+@pytest.mark.parametrize("rules", [TWO_GATES, NO_GATES], ids=["two-gates", "no-gates"])
+def test_a_chart_generated_for_other_rules_renders_the_builders_objects(
+    helm: Path, rules: str, tmp_path: Path
+) -> None:
+    chart = _generated(RulesDocument.parse(rules, "rules.yaml"), tmp_path)
+    values = _values(rules=rules, **EVERY_OPTION)
+    assert not _drift(helm, values, tmp_path, chart)
 
 
 def test_helm_unittest_suites_pass() -> None:
