@@ -1030,6 +1030,38 @@ def _rows(
         yield path, _type(child), json.dumps(default, ensure_ascii=False), description
 
 
+def _comment(text: str, pad: str) -> list[str]:
+    words = " ".join(text.split()).split(" ")
+    lines: list[str] = []
+    line = ""
+    for word in words:
+        if line and len(pad) + 2 + len(line) + 1 + len(word) > 99:
+            lines.append(f"{pad}# {line}")
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return [*lines, f"{pad}# {line}"] if line else lines
+
+
+def values_yaml(schema: dict[str, Any], values: dict[str, Any], prefix: str = "") -> str:
+    """values.yaml: every value with its description (from values.schema.json) above it."""
+    pad = "  " * prefix.count(".")
+    lines: list[str] = []
+    for key, value in values.items():
+        child = schema.get("properties", {}).get(key, {})
+        if not prefix and lines:
+            lines.append("")
+        lines += _comment(child.get("description", ""), pad)
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and "properties" in child and path not in MAP_SETTINGS:
+            lines.append(f"{pad}{key}:")
+            lines.append(values_yaml(child, value, f"{path}.").rstrip("\n"))
+            continue
+        dumped = yaml.safe_dump({key: value}, sort_keys=False, width=10_000).rstrip("\n")
+        lines += [f"{pad}{line}" for line in dumped.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
 def values_readme(schema: dict[str, Any], values: dict[str, Any]) -> str:
     """charts/nodegate/README.md: every value, from values.schema.json and values.yaml."""
     lines = [
@@ -1073,7 +1105,7 @@ def chart_files(document: RulesDocument) -> dict[str, str]:
         "Chart.yaml": HEADER + yaml.safe_dump(chart, sort_keys=False),
         ".helmignore": HEADER
         + "# helm-unittest suites (hand-written, not generated): not packaged\ntests/\n",
-        "values.yaml": HEADER + yaml.safe_dump(values, sort_keys=False),
+        "values.yaml": HEADER + "\n" + values_yaml(schema, values),
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
         "ci/example-values.yaml": HEADER + yaml.safe_dump(example, sort_keys=False, width=10_000),
         "templates/NOTES.txt": notes(),

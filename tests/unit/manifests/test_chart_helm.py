@@ -355,6 +355,12 @@ def test_every_deploy_setting_is_a_chart_value_and_documented() -> None:
     assert not missing, f"charts/nodegate/README.md lacks {missing}: run `{REGENERATE}`"
 
 
+def test_values_yaml_is_every_default_with_its_description() -> None:
+    text = (CHART / "values.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(text) == default_values()
+    assert "# Replicas: one leads" in text
+
+
 def test_schema_embeds_the_rules_schema() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
     assert schema["additionalProperties"] is False
