@@ -246,19 +246,18 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
     control_plane: LocalControlPlane,
     core_v1: k8s_client.CoreV1Api,
     package: Path,
-    namespace: str,
+    unique_name: str,
     tmp_path: Path,
 ) -> None:
     """The webhook's Secret data and the configuration's caBundle are the reconciler's: the
     chart renders neither, so helm 4's server-side apply neither conflicts with nor resets them
-    on upgrade."""
+    on upgrade. The chart makes its namespace here (the default), and uninstall deletes it."""
     api = control_plane.client
     helm = _helm(control_plane, tmp_path / "home", HELM4_VERSION)
-    release = namespace
+    namespace = release = unique_name[:40].rstrip("-")
     common: dict[str, Any] = {
         "namespace": namespace,
         "name": release,
-        "createNamespace": False,
         "webhook": {**default_values()["webhook"], "enabled": True, "port": free_port()},
         "networkPolicy": {"enabled": True, "apiServerPorts": [443, 6443]},
         "image": {"pullSecrets": ["regcred"], "digest": "sha256:" + "c" * 64},
@@ -266,7 +265,7 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
     first, first_file = _values(tmp_path, "first", **common)
     first["image"] = {**default_values()["image"], **common["image"], "repository": REPOSITORY}
     first_file.write_text(json.dumps(first), encoding="utf-8")
-    on = ["--namespace", namespace]
+    on = ["--namespace", "default"]  # the release record; the objects go to `namespace`
     admission: Any = k8s_client.AdmissionregistrationV1Api(api)
     try:
         installed = helm("install", release, str(package), "--values", str(first_file), *on)
@@ -300,3 +299,8 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
     with pytest.raises(ApiException) as gone:
         admission.read_mutating_webhook_configuration(release)
     assert gone.value.status == 404
+    try:  # deleted; Terminating for ever here, where no namespace controller empties it
+        left: Any = core_v1.read_namespace(namespace)
+        assert left.metadata.deletion_timestamp is not None
+    except ApiException as error:
+        assert error.status == 404
