@@ -12,9 +12,10 @@ created (kube-apiserver enforces the release's RBAC).
   as docs/reconciler.md says), rollback, uninstall: every object of the release is gone; what
   the reconciler wrote at run time (its taint record, the persisted-label record, the node's
   taints) is kept, as NOTES.txt says.
-* helm 4 (server-side apply by default): install with the webhook, the reconciler fills the
-  webhook's Secret and patches its caBundle (fields the chart does not render), and an upgrade
-  neither conflicts with them nor resets them.
+* helm 4 (server-side apply by default): install with the webhook (and the chart making its
+  namespace, the default), the reconciler fills the webhook's Secret and patches its caBundle
+  (fields the chart does not render), and an upgrade neither conflicts with them nor resets
+  them; uninstall deletes the namespace.
 """
 
 from __future__ import annotations
