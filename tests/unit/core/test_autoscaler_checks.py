@@ -251,3 +251,8 @@ def test_a_pool_the_stack_makes_autoscaled_is_checked_as_managed() -> None:
     assert [(f.severity, f.path) for f in findings] == [
         ("error", ("startupGates", 0, "taint", "key"))
     ]
+
+
+def test_a_dry_run_gate_is_not_checked_against_the_autoscaler_it_never_gates_for() -> None:
+    dry = document().replace("    timeout: 10m\n", "    timeout: 10m\n    dryRun: true\n")
+    assert check(dry) == ([], [])
