@@ -30,6 +30,7 @@ from nodegate.core.autoscalers import (
     STARTUP_TAINT_PREFIX_FLAG_SINCE,
     STATUS_TAINT_PREFIX,
     CaVersion,
+    KarpenterVersion,
     format_version,
     is_ca_gate_key,
     parse_ca_version,
@@ -844,7 +845,7 @@ class NodeClassRef(Frozen):
     name: Annotated[str, Field(min_length=1)]
 
 
-_CA_FIELDS = ("managed", "version", "flags")
+_CA_FIELDS = ("managed", "flags")
 _KARPENTER_FIELDS = ("node_pool", "node_class_ref", "requirements", "external_startup_taints")
 
 
@@ -858,7 +859,10 @@ class Autoscaler(Frozen):
     )
     version: str | None = Field(
         default=None,
-        description="cluster-autoscaler version, e.g. '1.31' (required when not managed).",
+        description="cluster-autoscaler: its version, e.g. '1.31' (required when not managed). "
+        "karpenter: the Karpenter (sigs.k8s.io/karpenter) version its provider is built on, "
+        "e.g. 'v1.13.0' (karpenter-provider-oci v1.0.0: v1.6.2); from v1.13.0 a "
+        "readiness.k8s.io/ key is a startup taint without being listed.",
     )
     flags: CaFlags | None = Field(
         default=None, description="Self-managed cluster-autoscaler: its startup-taint flags."
@@ -891,8 +895,17 @@ class Autoscaler(Frozen):
             if getattr(self, field) is not None and belongs != self.type:
                 name = to_camel(field)
                 raise ValueError(f"'{name}' applies to type {belongs} only; remove it")
+        if self.type == "none" and self.version is not None:
+            raise ValueError(
+                "'version' applies to types cluster-autoscaler and karpenter only; remove it"
+            )
         if ca:
             self._check_cluster_autoscaler()
+        elif self.version is not None and parse_ca_version(self.version) is None:
+            raise ValueError(
+                f"version '{self.version}' is not a Karpenter version; write it as 'v1.13.0' "
+                "(the sigs.k8s.io/karpenter version your provider is built on)"
+            )
         if self.external_startup_taints is not None and (
             self.node_class_ref is not None or self.requirements is not None
         ):
@@ -933,6 +946,11 @@ class Autoscaler(Frozen):
     @property
     def ca_version(self) -> CaVersion | None:
         return None if self.version is None else parse_ca_version(self.version)
+
+    @property
+    def karpenter_version(self) -> KarpenterVersion | None:
+        """karpenter: the Karpenter version given; None when not given (unknown)."""
+        return self.ca_version if self.type == "karpenter" else None
 
 
 class NodePool(Frozen):

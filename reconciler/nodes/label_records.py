@@ -28,7 +28,7 @@ from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.worker import Retry
+from nodegate.reconciler.kit.worker import Retry, retry
 from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
@@ -140,7 +140,7 @@ class LabelRecords:
             return Retry(err, "label record changed meanwhile; planning again", kind=None)
         except KubeError as err:
             self._metrics.label_restore_failures.labels("record_write").inc()
-            return Retry(err, "label record write failed")
+            return retry(err, "label record write failed")
         return None
 
     def _report_withheld(self, node: CachedNode, work: LabelWork) -> None:
