@@ -77,6 +77,8 @@ def print_explanation(
     waiting = [d for d in result.decisions if d.rule in waiting_rules(result)]
     for d in waiting:
         console.print(f"[yellow]  ~ taint {d.taint.flag()} would wait ({d.rule}: {d.why})[/yellow]")
+    for would in result.dry_run:
+        console.print(f"[cyan]  ? {would.message()}[/cyan]")
     if result.is_empty and waiting:
         console.print(f"[yellow]node {node.name}: no write until the budget allows[/yellow]")
         return
@@ -91,6 +93,8 @@ def print_explanation(
         console.print(f"  - taint {change.taint}  ({owner}: {change.why})")
     for label in result.set_labels:
         console.print(f"  + label {label.key}={label.value}  ({label.why})")
+    for adopted in result.adopted_taints:
+        console.print(f"  = taint {adopted.taint} adopted  ({', '.join(adopted.rules)})")
     if result.owned_annotation is not None:
         console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
     for warning in result.warnings:

@@ -291,11 +291,14 @@ def _adopted(
     """Taints this plan claims that were on the node, unclaimed, before nodegate wanted them
     (another tool's, or left by hand): adopted, so they are reported. A taint the node's own
     pool is born with (nodegate's bootstrap put it there) is not adoption."""
+    found = [i for i in managed if i not in not_new and node.taint(i) is not None]
+    if not found:
+        return ()
     born = _born_with(node, rules)
     adopted = []
-    for identity in managed:
+    for identity in found:
         taint = node.taint(identity)
-        if taint is None or identity in not_new or identity in born:
+        if taint is None or identity in born:
             continue
         names = tuple(sorted({d.rule for d in deciding.get(identity, ())}))
         adopted.append(TaintChange(taint, names, "already on the node, not claimed: adopted"))

@@ -5,12 +5,14 @@ own scenarios are in test_nrc_parity.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s_client
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
-from nodegate.localcluster.nodes import set_node_condition, wait_until
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, set_node_condition, wait_until
 from tests.e2e.node_identity import AsNode
 from tests.e2e.reconciler_fixtures import (
     HEADER,
@@ -22,6 +24,13 @@ from tests.e2e.reconciler_fixtures import (
     taints_of,
     wait_for_event,
     wait_for_taints,
+)
+from tests.e2e.webhook_fixtures import (
+    SELECTED,
+    raw_create,
+    registered_webhook,
+    taints,
+    wait_in_force,
 )
 
 KEY = "readiness.k8s.io/cni"
@@ -152,3 +161,28 @@ def test_a_readiness_taint_no_rule_names_is_left_alone_even_when_claimed(
     )
     settled(process, core_v1, node)
     assert (theirs, "NoSchedule") in taints_of(core_v1, node)
+
+
+def test_a_node_born_gated_by_the_webhook_is_lifted_by_its_condition(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    rules_configmap: Callable[..., str],
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    rules = gate_rules("anyOf").replace(
+        'match: {labels: {e2e.nodegate.dev/condition-gate: "yes"}}',
+        f'match: {{labels: {{{SELECTED}: "yes"}}}}',
+    )
+    ref = rules_configmap(rules)
+    name = f"{unique_name}-born"[:63]
+    with registered_webhook(control_plane, ref, unique_name[:63], tmp_path) as hook:
+        hook.start()
+        wait_in_force(hook, core_v1, f"{unique_name}-canary"[:63], KEY)
+        try:
+            born = raw_create(core_v1, SimNode(name=name))
+            assert taints(born) == [{"key": KEY, "effect": "NoSchedule"}]
+            condition(core_v1, name, "NetworkReady", "True")
+            wait_for_taints(core_v1, name, lifted)
+        finally:
+            core_v1.delete_node(name)

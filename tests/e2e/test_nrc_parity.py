@@ -2,13 +2,14 @@
 end-to-end suite (test/e2e/e2e_test.go, rules in test/e2e/testdata/*.yaml) replayed on the real
 control plane with a running reconciler.
 
-Each NodeReadinessRule is written as the nodegate rule it maps to (docs/gates.md, "Coming from
-node-readiness-controller"): `enforcementMode: bootstrap-only` is a startup gate lifting on the
-condition; `continuous` is a condition taint rule that taints while any required condition does
-not hold, a condition the node does not report counting as NRC's default `Unknown`
-(`conditionPolicy: anyOf`, `status` the other statuses, `defaultStatus: Unknown`); `nodeSelector`
-is `match`; `dryRun` is `dryRun`. Nodes carry the labels and conditions NRC's scenarios give
-them, and the rule is put in force after the node exists, as NRC's suite applies it.
+Each scenario's NodeReadinessRule is NRC's own file (tests/unit/migrate/nrc/test/e2e/, copied
+unchanged: testdata/*.yaml, and inline/*.yaml cut out of e2e_test.go) converted by `nodegate
+migrate node-readiness-controller` (docs/gates.md, "Coming from node-readiness-controller"):
+`enforcementMode: bootstrap-only` becomes a startup gate lifting on the condition; `continuous`
+a condition taint rule that taints while any required condition does not hold, a condition the
+node does not report counting as NRC's default `Unknown`. Nodes carry the labels and conditions
+NRC's scenarios give them, and the rule is put in force after the node exists, as NRC's suite
+applies it.
 
 NRC's suite also checks its rule status fields, field selectors on its CRD and its finalizer:
 nodegate has no CRD (field selectors and status have no counterpart; `nodegate explain` and the
@@ -20,12 +21,16 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s_client
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.yaml_input import read_yaml_documents
 from nodegate.localcluster.nodes import set_node_condition, wait_until
+from nodegate.migrate.conversion import to_yaml
+from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
@@ -40,32 +45,20 @@ from tests.e2e.reconciler_fixtures import (
 )
 
 PENDING = "pending"
-NRC_RULE_UID = "550e8400-e29b-41d4-a716-446655440000"
-"""A rule uid as NRC's own unit test spells one: its completion annotation's suffix."""
-NRC_COMPLETED = f"readiness.k8s.io/bootstrap-completed-{NRC_RULE_UID}"
+NRC_E2E = Path(__file__).resolve().parents[1] / "unit" / "migrate" / "nrc" / "test" / "e2e"
+NRC_COMPLETED = "readiness.k8s.io/bootstrap-completed-bootstrap-test-rule"
+"""NRC's completion annotation, kept by `--keep-completion-annotation`; the rule file has no
+uid (NRC keys it by uid on a cluster), so the converter uses the legacy name key NRC still
+reads."""
 
 
-def nodegate_rules(body: str) -> str:
-    return HEADER + textwrap.dedent(body)
-
-
-def continuous(name: str, selector: str, conditions: list[str], key: str, extra: str = "") -> str:
-    """An NRC continuous rule: taint while any required condition is not True."""
-    listed = "".join(
-        f'      - {{type: {c}, status: "False|Unknown", defaultStatus: Unknown}}\n'
-        for c in conditions
-    )
-    return (
-        HEADER
-        + "conditionTaints:\n"
-        + f"  - name: {name}\n"
-        + f"    match: {{labels: {{{selector}}}}}\n"
-        + "    conditionPolicy: anyOf\n"
-        + "    conditions:\n"
-        + listed
-        + f"    taint: {{key: {key}, value: {PENDING}, effect: NoSchedule}}\n"
-        + extra
-    )
+def converted(name: str, keep_completion_annotation: bool = False) -> str:
+    """NRC's rule file `name` as `nodegate migrate node-readiness-controller` converts it."""
+    path = NRC_E2E / name
+    nrc_file = NrcFile(str(path), tuple(read_yaml_documents(path.read_text(), str(path))))
+    conversion = convert_node_readiness_controller([nrc_file], keep_completion_annotation)
+    assert conversion.problems == ()
+    return to_yaml(conversion)
 
 
 def has(key: str) -> Callable[[dict[tuple[str, str], dict[str, Any]]], bool]:
@@ -94,17 +87,7 @@ def test_bootstrap_only_taint_is_kept_while_false_removed_on_true_and_stays_remo
     node = make_node("bootstrap", labels={"e2e-test": "bootstrap"}, taints=pending(key))
     condition(core_v1, node, "TestReady", "False")
     process = start_reconciler_with(
-        nodegate_rules(
-            f"""\
-            startupGates:
-              - name: bootstrap-test-rule
-                match: {{labels: {{e2e-test: bootstrap}}}}
-                taint: {{key: {key}, value: {PENDING}, effect: NoSchedule}}
-                readyWhen:
-                  conditions: [{{type: TestReady, status: "True"}}]
-                completionAnnotation: {{key: {NRC_COMPLETED}}}
-            """
-        )
+        converted("testdata/bootstrap-only-rule.yaml", keep_completion_annotation=True)
     )
     settled(process, core_v1, node)
     assert has(key)(taints_of(core_v1, node))
@@ -129,9 +112,7 @@ def test_continuous_rule_adds_and_removes_its_taint_as_the_condition_flips(
     key = "readiness.k8s.io/StorageReady"
     node = make_node("continuous", labels={"e2e-test": "continuous"})
     condition(core_v1, node, "StorageReady", "True")
-    process = start_reconciler_with(
-        continuous("continuous-test-rule", "e2e-test: continuous", ["StorageReady"], key)
-    )
+    process = start_reconciler_with(converted("testdata/continuous-rule.yaml"))
     settled(process, core_v1, node)
     assert lacks(key)(taints_of(core_v1, node))
 
@@ -152,14 +133,7 @@ def test_multi_condition_rule_lifts_only_when_all_conditions_hold(
     node = make_node("multi", labels={"e2e-test": "multi-condition"})
     condition(core_v1, node, "NetworkReady", "False")
     condition(core_v1, node, "StorageReady", "False")
-    process = start_reconciler_with(
-        continuous(
-            "multi-condition-rule",
-            "e2e-test: multi-condition",
-            ["NetworkReady", "StorageReady"],
-            key,
-        )
-    )
+    process = start_reconciler_with(converted("testdata/multi-condition-rule.yaml"))
     wait_for_taints(core_v1, node, has(key))
 
     after_a_reconcile(process, lambda: condition(core_v1, node, "NetworkReady", "True"))
@@ -179,9 +153,7 @@ def test_node_selector_taints_the_worker_and_leaves_the_control_plane_node_alone
     key = "readiness.k8s.io/test-taint"
     worker = make_node("worker", labels={"node-role.kubernetes.io/worker": ""})
     control = make_node("control-plane", labels={"node-role.kubernetes.io/control-plane": ""})
-    process = start_reconciler_with(
-        continuous("node-selector-rule", 'node-role.kubernetes.io/worker: ""', ["TestReady"], key)
-    )
+    process = start_reconciler_with(converted("testdata/node-selector-rule.yaml"))
     wait_for_taints(core_v1, worker, has(key))
     settled(process, core_v1, control)
     assert lacks(key)(taints_of(core_v1, control))
@@ -196,9 +168,7 @@ def test_dry_run_rule_writes_nothing_and_reports_what_it_would_add(
     key = "readiness.k8s.io/test-taint"
     node = make_node("dryrun", labels={"e2e-test": "dryrun"})
     condition(core_v1, node, "TestReady", "False")
-    process = start_reconciler_with(
-        continuous("dryrun-test-rule", "e2e-test: dryrun", ["TestReady"], key, "    dryRun: true\n")
-    )
+    process = start_reconciler_with(converted("testdata/dryrun-rule.yaml"))
     (event,) = wait_for_event(core_v1, node, "DryRunTaintWouldAdd")
     assert event.message == (
         f"dry run: rule dryrun-test-rule would add taint {key}={PENDING}:NoSchedule (a condition "
@@ -228,9 +198,7 @@ def test_a_pre_existing_taint_is_adopted_then_removed_and_added_again_with_event
     key = "readiness.k8s.io/EventTest"
     node = make_node("events", labels={"e2e-test": "events"}, taints=pending(key))
     condition(core_v1, node, "EventTest", "False")
-    process = start_reconciler_with(
-        continuous("event-test-rule", "e2e-test: events", ["EventTest"], key)
-    )
+    process = start_reconciler_with(converted("inline/event-test-rule.yaml"))
     (adopted,) = wait_for_event(core_v1, node, "TaintAdopted")
     assert "event-test-rule" in adopted.message
     assert process.metric("nodegate_taints_adopted_total", rule="event-test-rule") == 1.0
@@ -265,14 +233,7 @@ def test_a_node_not_reporting_the_condition_is_tainted_until_it_reports_it_true(
     key = "readiness.k8s.io/MissingConditionTest"
     node = make_node("missing", labels={"e2e-test": "missing-condition"})
     condition(core_v1, node, "Placeholder", "True")
-    start_reconciler_with(
-        continuous(
-            "missing-condition-rule",
-            "e2e-test: missing-condition",
-            ["MissingConditionTest"],
-            key,
-        )
-    )
+    start_reconciler_with(converted("inline/missing-condition-rule.yaml"))
     wait_for_taints(core_v1, node, has(key))
     condition(core_v1, node, "MissingConditionTest", "True")
     wait_for_taints(core_v1, node, lacks(key))
@@ -290,12 +251,10 @@ def test_deleting_the_rule_releases_its_readiness_taint_instead_of_removing_it(
     key = "readiness.k8s.io/FinalizerTest"
     node = make_node("finalizer", labels={"e2e-test": "finalizer"})
     condition(core_v1, node, "FinalizerTest", "False")
-    process = start_reconciler_with(
-        continuous("finalizer-test-rule", "e2e-test: finalizer", ["FinalizerTest"], key)
-    )
+    process = start_reconciler_with(converted("inline/finalizer-test-rule.yaml"))
     wait_for_taints(core_v1, node, has(key))
 
-    other = nodegate_rules(
+    other = HEADER + textwrap.dedent(
         """\
         labelTaints:
           - name: unrelated

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client as k8s_client
@@ -28,7 +29,9 @@ from tests.e2e.reconciler_fixtures import (
     configmaps,
     patch_labels,
     read_node,
+    record_of,
     records,
+    settled,
     wait_for_event,
     wait_for_record,
 )
@@ -221,3 +224,30 @@ def test_nodegate_labels_lists_shows_and_forgets_a_record(
     assert record_name(provider_id) not in records(core_v1, records_namespace)
     assert runner.invoke(app, ["labels", "show", "no-such-node", *where]).exit_code == 1
     delete_node(core_v1, name)
+
+
+def test_dry_run_persisted_labels_report_the_restore_and_neither_restore_nor_record(
+    persisting: Start,
+    core_v1: k8s_client.CoreV1Api,
+    records_namespace: str,
+    unique_name: str,
+    rules_configmap: Callable[..., str],
+) -> None:
+    process = persisting()
+    provider_id = azure_provider_id(unique_name[:30], 5)
+    old, new = f"{unique_name}-vmss000005"[:63], f"{unique_name}-vmss000005b"[:63]
+    labelled_node(core_v1, records_namespace, old, provider_id)
+    old_uid = node_uid(core_v1, old)
+    rules_configmap(RULES + "persistentLabels: {prefixes: [persist.example.com/], dryRun: true}\n")
+    wait_until(lambda: process.metric("nodegate_rules_generation") == 2, TIMEOUT, "dry-run rules")
+    delete_node(core_v1, old)
+
+    create_node(core_v1, SimNode(name=new, provider_id=provider_id))
+    (event,) = wait_for_event(core_v1, new, "DryRunLabelWouldRestore")
+    assert event.message.startswith(
+        f"dry run: rule persistentLabels would restore label {TEAM}=ml ("
+    )
+    settled(process, core_v1, new)
+    assert TEAM not in read_node(core_v1, new)["metadata"]["labels"]
+    record = record_of(core_v1, records_namespace, provider_id)
+    assert (record["nodeUID"], record.get("nodeGoneAt")) == (old_uid, None)

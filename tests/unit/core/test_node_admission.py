@@ -237,3 +237,18 @@ def test_a_claim_the_node_registered_with_is_joined_never_replaced() -> None:
 
 def test_no_gate_added_means_no_claim_written() -> None:
     assert "annotations" not in admitted(gpu_node(metadata={"name": "n1"}))["metadata"]
+
+
+def test_a_dry_run_gate_is_not_added_at_admission() -> None:
+    dry = rules(
+        """\
+        startupGates:
+          - name: warmup
+            dryRun: true
+            match: {labels: {example.com/pool: gpu}}
+            taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+            readyWhen: {annotation: example.com/ready=true}
+        """
+    )
+    patch = admission_patch(gpu_node(), dry, {}, NOW)
+    assert (patch.gates, patch.ops) == ((), ())

@@ -122,6 +122,22 @@ def test_dry_run_gate_is_not_rendered_into_bootstrap() -> None:
     assert registration_taints(DRY_GATE, pool) == ()
 
 
+def test_dry_run_label_rule_is_not_rendered_into_bootstrap() -> None:
+    pooled = rules(
+        """\
+        labelTaints:
+          - name: ci
+            dryRun: true
+            match: {labels: {example.com/ci: "yes"}}
+            taint: {key: example.com/ci, value: "yes", effect: NoSchedule}
+            nodeMayLift: true
+        nodePools:
+          - {name: ci, provider: oke, size: 1, labels: {example.com/ci: "yes"}}
+        """
+    )
+    assert registration_taints(pooled, pooled.node_pools[0]) == ()
+
+
 def test_dry_run_gate_reports_its_lift_once_and_keeps_the_taint() -> None:
     gated = node({"pool": "gpu"}, taints=(CNI,), conditions=(NET_READY,))
     result = plan(gated, DRY_GATE, FACTS)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from nodegate.core.dry_run import hands_off
 from nodegate.core.model import (
     ConditionMatch,
     ConditionTaintRule,
@@ -17,7 +18,7 @@ from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
 from tests.unit.core.builders import NOW
 
-KEYS = ["example.com/a", "example.com/b", "c", "d.io/e"]
+KEYS = ["example.com/a", "example.com/b", "c", "d.io/e", "readiness.k8s.io/r"]
 VALUES = ["", "x", "y"]
 EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 FOREIGN_KEYS = ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready", "other.io/f"]
@@ -39,15 +40,28 @@ def rule_sets(draw: st.DrawFn) -> NodeRules:
             selector = LabelSelector(
                 labels={draw(st.sampled_from(KEYS)): draw(st.sampled_from(VALUES))}
             )
-            label_rules.append(LabelTaintRule(name=f"l{n}", match=selector, taint=taint))
+            label_rules.append(
+                LabelTaintRule(
+                    name=f"l{n}", match=selector, taint=taint, dry_run=draw(st.booleans())
+                )
+            )
         else:
-            condition = ConditionMatch(type=draw(st.sampled_from(["A", "B"])), status="True")
+            conditions = tuple(
+                ConditionMatch(
+                    type=kind,
+                    status=draw(st.sampled_from(["True", "False|Unknown"])),
+                    default_status=draw(st.sampled_from([None, "True", "False", "Unknown"])),
+                )
+                for kind in draw(st.lists(st.sampled_from(["A", "B", "C"]), min_size=1, max_size=2))
+            )
             condition_rules.append(
                 ConditionTaintRule(
                     name=f"c{n}",
-                    conditions=(condition,),
+                    conditions=conditions,
+                    condition_policy=draw(st.sampled_from(["allOf", "anyOf"])),
                     taint=taint,
                     on_recovery=draw(st.sampled_from(["remove", "keep"])),
+                    dry_run=draw(st.booleans()),
                 )
             )
     return NodeRules(
@@ -119,6 +133,45 @@ def test_only_taints_that_rules_owned_are_ever_removed(
     survivors = [t for t in node.taints if t.identity not in may_remove]
     assert all(t in planned.taints for t in survivors)
     assert all(t in planned.taints for t in node.taints if t.key in RESERVED_KEYS)
+
+
+@settings(max_examples=300)
+@given(rule_sets(), nodes(), histories())
+def test_taints_only_dry_run_rules_name_are_never_written(
+    rules: NodeRules, node: NodeState, history: frozenset[tuple[str, str]]
+) -> None:
+    """A dry-run rule's taint, named by no live rule, is neither added nor removed, whatever
+    the node claims and earlier generations owned."""
+    facts = PlanFacts(now=NOW, previously_owned=history)
+    planned = plan(node, rules, facts).apply(node)
+    for identity in hands_off(rules):
+        assert planned.taint(identity) == node.taint(identity)
+
+
+LEFT_BY_AN_EARLIER_RULE = NodeState(
+    name="n",
+    taints=(NodeTaint("readiness.k8s.io/r", "NoSchedule"),),
+    annotations={OWNED_TAINTS_ANNOTATION: "readiness.k8s.io/r:NoSchedule"},
+)
+
+
+@settings(max_examples=300)
+@given(rule_sets(), nodes(), histories())
+@example(
+    NodeRules(api_version="nodegate.dev/v1", kind="NodeRules"),
+    LEFT_BY_AN_EARLIER_RULE,
+    frozenset({("readiness.k8s.io/r", "NoSchedule")}),
+)
+def test_a_readiness_taint_no_live_rule_names_is_never_removed(
+    rules: NodeRules, node: NodeState, history: frozenset[tuple[str, str]]
+) -> None:
+    named = {r.taint.identity for r in rules.label_taints if not r.dry_run}
+    named |= {r.taint.identity for r in rules.condition_taints if not r.dry_run}
+    facts = PlanFacts(now=NOW, previously_owned=history)
+    planned = plan(node, rules, facts).apply(node)
+    for taint in node.taints:
+        if taint.key.startswith("readiness.k8s.io/") and taint.identity not in named:
+            assert planned.taint(taint.identity) == taint
 
 
 @settings(max_examples=200)
