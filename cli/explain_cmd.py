@@ -199,6 +199,14 @@ def print_explanation(
     ]
     columns = (Column("rule"), Column("taint"), Column("verdict"), Column("why", wrap=True))
     print_table(console, columns, rows, title=f"rules on node {node.name}")
+    named = rules.owned_taints() | rules.former_gate_taints()
+    foreign = [t for t in node.taints if t.identity not in named]
+    if foreign:
+        console.print(
+            "  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign),
+            soft_wrap=True,
+        )
+        console.print("  [dim]these taints are not nodegate's: it never removes them[/dim]")
     waiting = [d for d in result.decisions if d.rule in waiting_rules(result)]
     for d in waiting:
         console.print(f"[yellow]  ~ taint {d.taint.flag()} would wait ({d.rule}: {d.why})[/yellow]")
@@ -220,11 +228,4 @@ def print_explanation(
         console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
     for warning in result.warnings:
         console.print(f"  [yellow]! {warning}[/yellow]")
-    named = rules.owned_taints() | rules.former_gate_taints()
-    foreign = [t for t in node.taints if t.identity not in named]
-    if foreign:
-        console.print(
-            "  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign),
-            soft_wrap=True,
-        )
-        console.print("  [dim]these taints are not nodegate's: it never removes them[/dim]")
+
