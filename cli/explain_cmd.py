@@ -225,7 +225,7 @@ def print_explanation(
     for label in result.set_labels:
         console.print(f"  + label {label.key}={label.value}  ({label.why})")
     if result.owned_annotation is not None:
-        console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
+        owned = ", ".join(result.owned_annotation.split(",")) or "(removed)"
+        console.print(Text(f"  ~ annotation nodegate.dev/owned-taints: {owned}"))
     for warning in result.warnings:
         console.print(f"  [yellow]! {warning}[/yellow]")
-

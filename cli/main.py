@@ -6,6 +6,10 @@ The same app is installed as `kubectl-nodegate`, so kubectl runs it as a plugin
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+
 from nodegate.cli.chart_cmd import chart
 from nodegate.cli.demo_cmd import demo
 from nodegate.cli.explain_cmd import explain
@@ -39,3 +43,20 @@ app.command("manifests", cls=Command)(manifests)
 app.command("chart", cls=Command)(chart)
 app.add_typer(labels_app, name="labels")
 app.add_typer(migrate_app, name="migrate")
+
+
+def kubectl_complete() -> None:
+    """`kubectl_complete-nodegate ARGS... INCOMPLETE`: what kubectl (1.26+) runs to complete
+    `kubectl nodegate ...`; the candidates come from typer's own bash completion, one a line,
+    then `:4` (kubectl's ShellCompDirectiveNoFileComp)."""
+    words = ["nodegate", *sys.argv[1:]] if len(sys.argv) > 1 else ["nodegate", ""]
+    os.environ.update(
+        {
+            "_NODEGATE_COMPLETE": "complete_bash",
+            "COMP_WORDS": " ".join(words),
+            "COMP_CWORD": str(len(words) - 1),
+        }
+    )
+    with contextlib.suppress(SystemExit):
+        app(prog_name="nodegate")
+    print(":4")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.console import Console
-from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -49,15 +49,38 @@ def print_table(
         )
     for row in rows:
         table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
-    if Measurement.get(console, console.options, table).minimum <= console.width:
+    if _needed_width(columns, rows) <= console.width:
         console.print(table)
         return
     for row in rows:
         if str(row[0]):
             console.print(Text(str(row[0]), style="bold"))
         for column, cell in zip(columns[1:], row[1:], strict=True):
-            if str(cell):
+            if not str(cell):
+                continue
+            one_line = f"  {column.name}: {cell}"
+            if "\n" not in one_line and len(one_line) <= console.width:
                 console.print(Text.assemble(f"  {column.name}: ", cell))
+            else:  # the value on lines of its own, indented, so a long taint is never cut
+                console.print(f"  {column.name}:")
+                console.print(Padding(cell, (0, 0, 0, 4), expand=False))
+
+
+GAP = 3
+"""Between two columns of a SIMPLE_HEAD table without outer edges: padding, rule, padding."""
+
+
+def _needed_width(columns: Sequence[Column], rows: Sequence[Sequence[str | Text]]) -> int:
+    """The width at which no cell is cut: whole cells, and the longest word of prose cells."""
+    widths = []
+    for index, column in enumerate(columns):
+        cells = [str(row[index]) for row in rows]
+        if column.wrap:
+            longest = max((len(word) for cell in cells for word in cell.split()), default=0)
+        else:
+            longest = max((len(line) for cell in cells for line in cell.splitlines()), default=0)
+        widths.append(max(len(column.name), longest))
+    return sum(widths) + GAP * (len(columns) - 1)
 
 
 def print_facts(console: Console, facts: Sequence[tuple[str, str]]) -> None:
