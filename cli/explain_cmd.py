@@ -20,7 +20,7 @@ from nodegate.cli.live.options import (
     RulesConfigMap,
     connect,
 )
-from nodegate.cli.live.render import Column, print_table
+from nodegate.cli.live.render import Column, print_items, print_table
 from nodegate.core.errors import RulesError
 from nodegate.core.eviction_budget import charges, plan_in_turn, waiting_rules
 from nodegate.core.loader import load_rules, parse_rules
@@ -138,8 +138,7 @@ def explain_live(
     lines = waits(node, rules, result, NodeContext(pods, held, quarantined), at)
     if lines:
         console.print(Text("waiting for:", style="bold"))
-        for line in lines:
-            console.print(Text(f"  ~ {line}", style="yellow"))
+        print_items(console, lines, "~", "yellow")
 
 
 def _rules_to_explain_with(

@@ -9,7 +9,7 @@ so "would be held" here means the reconciler would hold it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,13 +106,21 @@ class RulesChange:
         }
 
 
-def changes_of(result: NodePlan) -> frozenset[Change]:
-    """The taint and label changes of a plan (its bookkeeping annotations left out)."""
+def changes_of(
+    result: NodePlan, former_owners: Mapping[tuple[str, str], str] | None = None
+) -> frozenset[Change]:
+    """The taint and label changes of a plan (its bookkeeping annotations left out). A taint
+    removed because no rule owns it any more is attributed to the rule of `former_owners` (the
+    rules in force) that owned it, as `<rule> (removed)`."""
     found: set[Change] = set()
     for added in result.add_taints:
         found.add(Change("taint", "+", str(added.taint), _rule(added.rules)))
     for removed in result.remove_taints:
-        found.add(Change("taint", "-", str(removed.taint), _rule(removed.rules)))
+        rule = _rule(removed.rules)
+        owner = (former_owners or {}).get(removed.taint.identity)
+        if not removed.rules and owner is not None:
+            rule = f"{owner} (removed)"
+        found.add(Change("taint", "-", str(removed.taint), rule))
     for label in result.set_labels:
         found.add(Change("label", "+", f"{label.key}={label.value}", label.why))
     return frozenset(found)
@@ -136,8 +144,9 @@ def rules_change(
 
     `max_share` is the reconciler's `--max-untaint-share` (0.5 by default)."""
     changed: list[NodeChange] = []
+    owners = _owners(in_force) if in_force is not None else {}
     for node, facts in nodes:
-        wanted = changes_of(plan(node, new, facts))
+        wanted = changes_of(plan(node, new, facts), owners)
         if in_force is not None:
             wanted -= changes_of(plan(node, in_force, facts))
         if wanted:
@@ -150,6 +159,18 @@ def rules_change(
         radius,
         hold_reason(radius, new, max_share),
     )
+
+
+def _owners(rules: NodeRules) -> dict[tuple[str, str], str]:
+    """Which rule owns each taint (key, effect) under `rules`."""
+    owned: dict[tuple[str, str], str] = {}
+    for label_rule in rules.label_taints:
+        owned.setdefault(label_rule.taint.identity, label_rule.name)
+    for condition_rule in rules.condition_taints:
+        owned.setdefault(condition_rule.taint.identity, condition_rule.name)
+    for gate in rules.startup_gates:
+        owned.setdefault(gate.taint.identity, gate.name)
+    return owned
 
 
 def summarize(changed: Iterable[NodeChange]) -> tuple[SummaryRow, ...]:

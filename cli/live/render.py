@@ -91,3 +91,13 @@ def print_facts(console: Console, facts: Sequence[tuple[str, str]]) -> None:
     for name, value in facts:
         table.add_row(name, Text(value))
     console.print(table)
+
+
+def print_items(console: Console, items: Sequence[str], mark: str, style: str = "") -> None:
+    """`  <mark> item` lines whose continuation lines hang under the item's first word."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for item in items:
+        grid.add_row(f" {mark}", Text(item, style=style))
+    console.print(grid)

@@ -205,7 +205,7 @@ def test_explain_on_a_gated_node_names_the_init_pod_it_waits_for(
     result = day.run("explain", node)
 
     assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = " ".join(result.stdout.split())
     assert "explained with the rules in force: generation 1" in out
     assert "waiting for:" in out
     assert f"warmup: waits for init pod default/{pod} (Pending, not Ready)" in out
@@ -429,3 +429,22 @@ def test_kubectl_runs_nodegate_as_a_plugin(
     assert result.returncode == 0, result.stderr
     assert "warmup: waits for an init pod in default" in " ".join(result.stdout.split())
     assert str(BIN / "kubectl-nodegate") in listed.stdout
+
+
+def test_kubectl_completes_the_plugins_commands_and_flags() -> None:
+    kubectl = ensure_kubectl_built()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    def complete(*words: str) -> list[str]:
+        result = subprocess.run(
+            [str(kubectl), "__complete", "nodegate", *words],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        return result.stdout.split()
+
+    assert complete("sta") == ["status", ":4"]
+    assert "--summary" in complete("plan", "--su")

@@ -153,7 +153,8 @@ def test_removing_taints_from_more_than_the_share_is_held_and_exits_3() -> None:
     assert (change.verdict, change.exit_code) == ("held", HELD)
     assert change.hold is not None and "remove taints from 3 of 3 nodes" in change.hold
     assert all(
-        [str(c) for c in n.changes] == ["- taint example.com/team=a:NoSchedule"]
+        [(str(c), c.rule) for c in n.changes]
+        == [("- taint example.com/team=a:NoSchedule", "team (removed)")]
         for n in change.changed
     )
 
