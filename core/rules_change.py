@@ -70,6 +70,8 @@ class RulesChange:
     radius: BlastRadius
     hold: str | None
     """Why the reconciler's blast-radius guard would hold the new rules (None: it would not)."""
+    max_share: float = 0.5
+    """The guard's limit it was judged with (the reconciler's `--max-untaint-share`)."""
 
     @property
     def verdict(self) -> Verdict:
@@ -90,6 +92,7 @@ class RulesChange:
             "nodes": self.nodes,
             "changedNodes": len(self.changed),
             "hold": self.hold,
+            "maxUntaintShare": self.max_share,
             "blastRadius": {
                 "untaintedNodes": radius.untainted_nodes,
                 "removedTaints": radius.removed_taints,
@@ -158,6 +161,7 @@ def rules_change(
         summarize(changed),
         radius,
         hold_reason(radius, new, max_share),
+        max_share,
     )
 
 

@@ -322,7 +322,8 @@ def test_plan_of_the_rules_in_force_is_no_change_exit_0(
     result = day.run("plan", "--rules", str(same))
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "0 of" in result.stdout and "nodes would change" in result.stdout
+    assert "compared with the rules in force (generation 1): 0 of" in result.stdout
+    assert "nodes would change" in result.stdout
 
 
 def test_plan_that_adds_a_taint_lists_the_node_and_exits_2(
@@ -367,6 +368,7 @@ def test_plan_that_removes_a_taint_exits_2_within_the_limit_and_3_past_the_guard
     assert held.returncode == 3, held.stdout + held.stderr
     report = json.loads(held.stdout)
     assert report["verdict"] == "held"
+    assert report["maxUntaintShare"] == 0.0  # as the running reconciler published it
     assert "it would remove taints from" in report["hold"]
     assert {
         "node": node,

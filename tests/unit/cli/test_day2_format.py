@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from nodegate.cli.help_format import wrap
 from nodegate.cli.live.render import Column, print_table
 from nodegate.cli.main import app
 from nodegate.cli.plan_cmd import print_plan
@@ -199,3 +200,9 @@ def test_plan_reads_at_each_width(width: int) -> None:
     text = out.getvalue()
     assert fits(text, width), text
     assert "+ taint example.com/a-rather-long-taint-key-for-a-team=a:NoSchedule" in text
+
+
+def test_help_text_breaks_at_spaces_only_never_in_a_flag_or_a_long_path() -> None:
+    assert wrap("default: no-dry-run", 16) == ["default:", "no-dry-run"]
+    path = "/var/lib/nodegate/a-very-long-path-name"
+    assert wrap(f"see {path} there", 20) == ["see", path, "there"]
