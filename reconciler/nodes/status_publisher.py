@@ -1,10 +1,10 @@
 """The reconciler's status record (`nodegate.core.status_record`): written by the leader when the
 rules in force change or an update is held or released, read by `nodegate status|explain|plan`.
 
-Plain data in one ConfigMap of the reconciler's namespace. Written with the verbs the shipped
-Role already grants on ConfigMaps there (update, then create if it does not exist; no read), so
-it needs no new permission. A failed write is kept and tried again on the next resync: the
-record is for humans, and must never hold up the reconciler.
+Plain data in one ConfigMap of the reconciler's namespace, written with update, then create if it
+does not exist (no read: only the leader writes it); the shipped Role grants update on it by name
+(`manifests/rbac.py`). A failed write is kept and tried again on the next resync: the record is
+for humans, and must never hold up the reconciler.
 """
 
 from __future__ import annotations
