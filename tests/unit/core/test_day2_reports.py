@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+import yaml
 
 from nodegate.core.cluster_status import (
     EventView,
@@ -29,6 +30,7 @@ from nodegate.core.status_record import (
     decode_status,
     encode_status,
 )
+from nodegate.core.yaml_output import dump_all
 from tests.unit.core.builders import NOW, node, rules
 
 TEAM = """\
@@ -253,6 +255,12 @@ def test_status_as_data_is_plain_json_with_times_as_text() -> None:
         }
     ]
     assert data["leader"] is None and "a note" in data["notes"]
+
+
+def test_status_as_yaml_reads_back_as_the_same_data() -> None:
+    event = EventView("RulesHeld", "ConfigMap/rules", "held: a; b", 2, NOW)
+    report = status_report(NOW, [], None, None, None, None, RecordsView(), [event])
+    assert yaml.safe_load(dump_all([report.to_data()])) == report.to_data()
 
 
 @pytest.mark.parametrize(
