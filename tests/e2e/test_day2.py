@@ -23,6 +23,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.blast_radius import rules_digest
+from nodegate.core.persisted_labels import record_name
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
@@ -450,3 +451,36 @@ def test_kubectl_completes_the_plugins_commands_and_flags() -> None:
 
     assert complete("sta") == ["status", ":4"]
     assert "--summary" in complete("plan", "--su")
+
+
+def test_explain_and_status_name_a_quarantined_label_record(
+    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+) -> None:
+    day, _ = day2
+    persisting = rules_text(day.name) + textwrap.dedent(
+        """\
+        persistentLabels:
+          prefixes: [persist.day2.example.com/]
+          keyBy: nodeName
+        """
+    )
+    day.put_rules(persisting)
+    wait_until(lambda: day.status_record().get("generation") == 2, TIMEOUT, "generation 2")
+    node = nodes("kept")
+    copy = f"{record_name(node)}-quarantined-20261124t000000z"
+    body = k8s_client.V1ConfigMap(
+        metadata={
+            "name": copy,
+            "labels": {"nodegate.dev/quarantined": "true"},
+            "annotations": {"nodegate.dev/quarantine-reason": "record.json is not JSON"},
+        },
+        data={"record.json": "{"},
+    )
+    day.core_v1.create_namespaced_config_map(day.namespace, body)
+
+    explained = day.run("explain", node)
+    status = day.run("status", "-o", "json")
+
+    assert explained.returncode == 0, explained.stderr
+    assert f"persisted labels: record quarantined as {copy}" in " ".join(explained.stdout.split())
+    assert [copy, "record.json is not JSON"] in json.loads(status.stdout)["records"]["quarantined"]
