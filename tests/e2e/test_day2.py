@@ -484,3 +484,21 @@ def test_explain_and_status_name_a_quarantined_label_record(
     assert explained.returncode == 0, explained.stderr
     assert f"persisted labels: record quarantined as {copy}" in " ".join(explained.stdout.split())
     assert [copy, "record.json is not JSON"] in json.loads(status.stdout)["records"]["quarantined"]
+
+
+def test_explain_looks_only_at_the_init_pods_on_that_node(
+    day2: tuple[Day2, ReconcilerProcess],
+    nodes: Callable[..., str],
+    init_pod: Callable[[str, str, str], str],
+) -> None:
+    day, _ = day2
+    with_pod = gated_node(day, nodes, "with-pod")
+    without = gated_node(day, nodes, "without")
+    pod = init_pod(f"init-{with_pod}"[:63], with_pod, f"init-{day.name}")
+
+    result = day.run("explain", without)
+
+    out = " ".join(result.stdout.split())
+    assert "warmup: waits for an init pod in default with labels" in out
+    assert "on this node (none yet)" in out
+    assert pod not in out
