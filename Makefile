@@ -60,16 +60,18 @@ kubectl: controlplane
 promtool: setup
 	$(BIN)/python -m nodegate.localcluster.build --promtool
 
-# helm (v3.22, from its Go module) for the chart tests (tests/unit/manifests/test_chart_helm.py:
-# `helm lint --strict`, `helm template` equal to the manifest builder, values.schema.json),
-# cached under a stamp of its own in ~/.cache/nodegate/helm (a no-op when cached).
+# The chart tools, each from its Go module and cached under a stamp of its own in ~/.cache/nodegate
+# (a no-op when cached): helm v3.22 and v4.3 (`helm lint --strict`, `helm template` equal to the
+# manifest builder, values.schema.json; tests/e2e/test_helm_chart.py installs with both),
+# helm-unittest 1.1 (charts/nodegate/tests) and chart-testing 3.14 (`ct lint`).
 helm: setup
 	$(BIN)/python -m nodegate.localcluster.build --helm
 
 # charts/nodegate is generated from the one manifest builder (nodegate.manifests.chart; the
-# example rules are the `rules` value's default), then packaged into build/charts/ by the real
-# helm; tests/unit/manifests/test_chart_helm.py fails when the chart is stale or drifts from
-# `nodegate manifests`.
+# example rules decide the gates it tolerates and are ci/example-values.yaml's rules; values
+# documented in its README.md from values.schema.json), then packaged into build/charts/ by the
+# real helm; tests/unit/manifests/test_chart_helm.py fails when the chart is stale or drifts from
+# `nodegate manifests`. charts/nodegate/tests (helm-unittest) is written by hand.
 chart: helm
 	$(BIN)/nodegate chart --rules examples/rules.yaml --out charts/nodegate
 	mkdir -p build/charts

@@ -7,6 +7,16 @@ consolidation, only once every startup taint is gone (`initialization.go`, match
 effect). So a startup gate belongs in `startupTaints` and nowhere else: there Karpenter lets
 pending pods wait for the gated node instead of launching another, and the reconciler lifts it.
 Permanent, label-derived taints go in `taints`.
+
+Gates stay in `startupTaints` whatever the Karpenter version: from v1.13.0 Karpenter also treats
+an unlisted `readiness.k8s.io/` key as a startup taint (kubernetes-sigs/karpenter#3025), but
+listing it is what makes Karpenter put it on the node at registration, and older ones (Oracle's
+karpenter-provider-oci v1.0.0 is built on v1.6.2) know a gate only from that list.
+
+Oracle (a nodeClassRef in `oci.oraclecloud.com`, karpenter-provider-oci): a NodePool that may
+launch `spot` capacity also gets OKE's preemptible taint in `taints`, without which the provider
+offers no preemptible shape (nodegate.core.autoscalers); `nodepool_notes` says who must then
+tolerate it.
 """
 
 from __future__ import annotations
@@ -19,9 +29,19 @@ from nodegate.bootstrap.registration import (
     registration_labels,
     startup_gate_taints,
 )
+from nodegate.core.autoscalers import (
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPES,
+    OCI_NODE_CLASS_GROUP,
+    OKE_PREEMPTIBLE_TAINT_EFFECT,
+    OKE_PREEMPTIBLE_TAINT_KEY,
+    OKE_PREEMPTIBLE_TAINT_VALUE,
+)
 from nodegate.core.model import (
     POOL_LABEL,
     TRUSTED_POOL_LABEL,
+    Autoscaler,
+    MatchExpression,
     NodeClassRef,
     NodePool,
     NodeRules,
@@ -44,6 +64,41 @@ def _taint(taint: Taint) -> dict[str, str]:
         "effect": taint.effect,
         **({"value": taint.value} if taint.value else {}),
     }
+
+
+SPOT: Final = "spot"
+
+
+def capacity_types(requirements: tuple[MatchExpression, ...]) -> frozenset[str] | None:
+    """The capacity types the NodePool's requirements allow; None when they name none (then
+    they do not ask for spot, and karpenter-provider-oci offers no preemptible shape without
+    the taint, so such a pool stays on-demand)."""
+    named = [e for e in requirements if e.key == CAPACITY_TYPE_LABEL]
+    if not named:
+        return None
+    allowed = frozenset(CAPACITY_TYPES)
+    for e in named:
+        if e.operator == "In":
+            allowed &= frozenset(e.values)
+        elif e.operator == "NotIn":
+            allowed -= frozenset(e.values)
+        elif e.operator == "DoesNotExist":
+            allowed = frozenset()
+    return allowed
+
+
+def oracle_spot(autoscaler: Autoscaler) -> bool:
+    """A karpenter-provider-oci NodePool that may launch OCI preemptible (spot) instances."""
+    ref = autoscaler.node_class_ref
+    allowed = capacity_types(autoscaler.requirements or ())
+    return ref is not None and ref.group == OCI_NODE_CLASS_GROUP and SPOT in (allowed or ())
+
+
+PREEMPTIBLE_TAINT: Final = {
+    "key": OKE_PREEMPTIBLE_TAINT_KEY,
+    "effect": OKE_PREEMPTIBLE_TAINT_EFFECT,
+    "value": OKE_PREEMPTIBLE_TAINT_VALUE,
+}
 
 
 def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any]:
@@ -86,10 +141,12 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
             for e in autoscaler.requirements or ()
         ],
     }
-    taints = permanent_taints(rules, pool)
+    taints = [_taint(t) for t in permanent_taints(rules, pool)]
+    if oracle_spot(autoscaler):
+        taints.append(PREEMPTIBLE_TAINT)
     gates = startup_gate_taints(rules, pool)
     if taints:
-        spec["taints"] = [_taint(t) for t in taints]
+        spec["taints"] = taints
     if gates:
         spec["startupTaints"] = [_taint(t) for t in gates]
     return {
@@ -101,3 +158,40 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
         },
         "spec": {"template": {"metadata": {"labels": labels}, "spec": spec}},
     }
+
+
+def nodepool_notes(rules: NodeRules, pool: NodePool) -> tuple[str, ...]:
+    """What the NodePool asks of the pods bound for it (printed above `nodegate render`'s YAML,
+    logged by the Pulumi component): for an Oracle spot NodePool, the preemptible taint's
+    tolerations."""
+    autoscaler = pool.autoscaler
+    if autoscaler is None or not oracle_spot(autoscaler):
+        return ()
+    taint = f"{OKE_PREEMPTIBLE_TAINT_KEY}:{OKE_PREEMPTIBLE_TAINT_EFFECT}"
+    toleration = (
+        f"{{key: {OKE_PREEMPTIBLE_TAINT_KEY}, operator: Exists, "
+        f"effect: {OKE_PREEMPTIBLE_TAINT_EFFECT}}}"
+    )
+    labels = pool.eventual_labels()
+    pods = [
+        f"{g.ready_when.pods.namespace}/{g.ready_when.pods.label_selector} (gate '{g.name}')"
+        for g in rules.startup_gates
+        if g.ready_when.pods is not None and g.match.matches(labels)
+    ]
+    notes = [
+        f"Pool '{pool.name}' may launch spot capacity on karpenter-provider-oci, which offers "
+        f"OCI preemptible shapes only to a NodePool whose taints hold {taint}: it is declared "
+        "in spec.template.spec.taints, and OKE puts it on every preemptible node.",
+        f"Pods bound for these nodes need the toleration {toleration}, and so do the "
+        "DaemonSets that must run there"
+        + (f", the init pods that lift its gates ({', '.join(pods)}) above all" if pods else "")
+        + "; the reconciler needs it in its deploy settings' tolerations only if it must run "
+        "on these nodes.",
+    ]
+    if (capacity_types(autoscaler.requirements or ()) or frozenset()) - {SPOT}:
+        notes.append(
+            "The NodePool may launch other capacity types too, and Karpenter puts its taints "
+            f"on every node it launches: those nodes carry {taint} as well; give spot a "
+            "NodePool (pool) of its own if they should not."
+        )
+    return tuple(notes)

@@ -14,7 +14,7 @@ import typer
 
 from nodegate.cli.help_format import Command, typer_app
 from nodegate.core.errors import Problem, RulesError
-from nodegate.core.yaml_input import decode, read_limited
+from nodegate.core.yaml_input import decode, read_limited, read_yaml_documents
 from nodegate.migrate.conversion import Conversion, to_yaml
 from nodegate.migrate.label_to_taint import (
     LABEL_KEY,
@@ -23,6 +23,7 @@ from nodegate.migrate.label_to_taint import (
     convert_label_to_taint,
 )
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
 from nodegate.migrate.tainter import convert_tainter
 
@@ -148,6 +149,44 @@ def nodetaintshandler(
         timeout_seconds=timeout_seconds,
     )
     _print(lambda: convert_nodetaintshandler(settings, autoscaler))
+
+
+@app.command("node-readiness-controller")
+def node_readiness_controller(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="NodeReadinessRule YAML: one document, several, or the List `kubectl get nrr "
+            "-o yaml` prints."
+        ),
+    ],
+    keep_completion_annotation: Annotated[
+        bool,
+        typer.Option(
+            help="Gates also write readiness.k8s.io/bootstrap-completed-<rule uid> when lifted, "
+            "as node-readiness-controller did (for tools that read it)."
+        ),
+    ] = False,
+) -> None:
+    """node-readiness-controller's NodeReadinessRules as conditionTaints (continuous) and
+    startupGates (bootstrap-only)."""
+
+    def convert() -> Conversion:
+        read: list[NrcFile] = []
+        problems: list[Problem] = []
+        for path in files:
+            source = str(path)
+            try:
+                read.append(NrcFile(source, tuple(read_yaml_documents(read_limited(path), source))))
+            except OSError as err:
+                problems.append(_unreadable(source, err))
+            except RulesError as err:
+                problems += err.problems
+        if problems:
+            raise RulesError(problems)
+        return convert_node_readiness_controller(read, keep_completion_annotation)
+
+    _print(convert)
 
 
 def _unreadable(source: str, err: OSError) -> Problem:

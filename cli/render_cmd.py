@@ -8,6 +8,7 @@ for the format, print. Exit codes: 0 rendered; 1 the rules or the pool's bootstr
 from __future__ import annotations
 
 import json
+import textwrap
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +17,7 @@ import typer
 
 from nodegate.bootstrap.aks import render_aks_pool
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.karpenter import render_karpenter_nodepool
+from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
 from nodegate.bootstrap.oke import (
     ImageFamily,
     kubelet_extra_args,
@@ -161,7 +162,19 @@ def _rendered(
     if fmt == RenderFormat.OKE_METADATA:
         return json.dumps(oke_node_metadata(rules, pool), indent=2) + "\n"
     if fmt == RenderFormat.KARPENTER_NODEPOOL:
-        return dump_all([render_karpenter_nodepool(rules, pool)])
+        notes = [
+            line
+            for note in nodepool_notes(rules, pool)
+            for line in textwrap.wrap(
+                note,
+                96,
+                initial_indent="- ",
+                subsequent_indent="  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        ]
+        return dump_all([render_karpenter_nodepool(rules, pool)], header="\n".join(notes))
     if fmt == RenderFormat.AKS_JSON:
         spec = render_aks_pool(
             rules, pool, initialization_taints_supported=aks_initialization_taints

@@ -15,12 +15,19 @@ from nodegate.core.autoscalers import (
     CA_MAX_TOTAL_UNREADY_PERCENTAGE,
     CA_OK_TOTAL_UNREADY_COUNT,
     CA_STARTUP_WINDOW,
+    CAPACITY_TYPE_LABEL,
+    CAPACITY_TYPES,
     IGNORE_PREFIX_SINCE,
+    KARPENTER_NRC_PREFIX_SINCE,
+    KPO_KARPENTER_VERSION,
+    NRC_TAINT_PREFIX,
     STARTUP_PREFIX_SINCE,
     STARTUP_TAINT_PREFIX,
     STARTUP_TAINT_PREFIX_FLAG_SINCE,
     format_version,
     is_ca_gate_key,
+    is_nrc_key,
+    karpenter_knows_nrc_prefix,
     prefix_known,
     renamed_key,
 )
@@ -63,13 +70,14 @@ def autoscaler_findings(
         findings += _pool_findings(index, pool, autoscaler)
         labels = pool.eventual_labels()
         for gate_index, gate in enumerate(rules.startup_gates):
-            if gate.match.matches(labels):
+            if not gate.dry_run and gate.match.matches(labels):
                 findings += _gate_findings(gate_index, gate, pool, autoscaler)
     return findings
 
 
 def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterator[Finding]:
     path: DocPath = ("nodePools", index, "autoscaler")
+    yield from _capacity_types(path, pool, autoscaler)
     rendered = autoscaler.type == "karpenter" and autoscaler.external_startup_taints is None
     if rendered and pool.provider != "aks" and autoscaler.node_class_ref is None:
         yield Finding(
@@ -80,6 +88,28 @@ def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterat
             "({group, kind, name} of your Karpenter provider's node class); only aks pools "
             "have a default (AKS node auto-provisioning's AKSNodeClass 'default')",
         )
+
+
+def _capacity_types(path: DocPath, pool: NodePool, karpenter: Autoscaler) -> Iterator[Finding]:
+    """A capacity type Karpenter does not know matches no offering: a pool that never grows."""
+    for at, requirement in enumerate(karpenter.requirements or ()):
+        if requirement.key != CAPACITY_TYPE_LABEL:
+            continue
+        for value_at, value in enumerate(requirement.values):
+            if value in CAPACITY_TYPES:
+                continue
+            oracle = (
+                "; karpenter-provider-oci launches OCI preemptible instances for spot"
+                if value.lower() == "preemptible"
+                else ""
+            )
+            yield Finding(
+                pool.name,
+                "error",
+                (*path, "requirements", at, "values", value_at),
+                f"'{value}' is not a Karpenter capacity type (pool '{pool.name}'): use "
+                f"{', '.join(CAPACITY_TYPES)}{oracle}",
+            )
 
 
 def _gate_findings(
@@ -127,16 +157,42 @@ def _cluster_autoscaler_key(
         )
     path: DocPath = ("startupGates", index, "taint", "key")
     if ca.is_managed:
-        yield Finding(pool.name, "error", path, f"{problem}; {fix}")
+        nrc = (
+            f" (a managed autoscaler takes no --startup-taint-prefix, so it never reads "
+            f"{NRC_TAINT_PREFIX} keys as startup taints)"
+            if is_nrc_key(key)
+            else ""
+        )
+        yield Finding(pool.name, "error", path, f"{problem}; {fix}{nrc}")
         return
     flag = "--ignore-taint" if old else "--startup-taint"
     yield Finding(
         pool.name,
         "warning",
         path,
-        f"{problem}, unless the autoscaler runs with {flag}={key}: if it does, list the key in "
-        f"the pool's autoscaler.flags; otherwise {fix}",
+        f"{problem}, unless the autoscaler runs with {flag}={key}{_prefix_flag(key, ca)}: if "
+        f"it does, list {_what_to_list(key)} in the pool's autoscaler.flags; otherwise {fix}",
     )
+
+
+def _prefix_flag(key: str, ca: Autoscaler) -> str:
+    """For a node-readiness-controller key: the prefix flag that covers every such gate."""
+    if not is_nrc_key(key):
+        return ""
+    since = STARTUP_TAINT_PREFIX_FLAG_SINCE
+    version = ca.ca_version
+    if version is not None and version < since:
+        return (
+            f" (--startup-taint-prefix={NRC_TAINT_PREFIX}, which covers every "
+            f"{NRC_TAINT_PREFIX} gate, needs cluster-autoscaler {format_version(since)})"
+        )
+    return f" or --startup-taint-prefix={NRC_TAINT_PREFIX}"
+
+
+def _what_to_list(key: str) -> str:
+    if is_nrc_key(key):
+        return f"the key (startupTaint) or the prefix (startupTaintPrefix: [{NRC_TAINT_PREFIX}])"
+    return "the key"
 
 
 def _flag_covers(ca: Autoscaler, key: str) -> bool:
@@ -187,13 +243,42 @@ def _karpenter(
         return
     if gate.taint.identity in {t.identity for t in declared}:
         return
+    version = karpenter.karpenter_version
+    key = gate.taint.key
+    if is_nrc_key(key) and karpenter_knows_nrc_prefix(version):
+        return  # an ephemeral taint to this Karpenter, listed or not (karpenter#3025)
     yield Finding(
         pool.name,
         "error",
         ("startupGates", index, "taint"),
-        f"gate {gate.taint.key}:{gate.taint.effect} is not in the startupTaints of Karpenter "
+        f"gate {key}:{gate.taint.effect} is not in the startupTaints of Karpenter "
         f"NodePool '{pool.karpenter_node_pool}' (pool '{pool.name}'): Karpenter would read the "
         "gated node as unusable for the pending pods and keep provisioning new ones; add "
-        f"{{key: {gate.taint.key}, effect: {gate.taint.effect}}} to that NodePool's "
-        "spec.template.spec.startupTaints and to this pool's autoscaler.externalStartupTaints",
+        f"{{key: {key}, effect: {gate.taint.effect}}} to that NodePool's "
+        "spec.template.spec.startupTaints and to this pool's autoscaler.externalStartupTaints"
+        + _karpenter_key_advice(key, version),
     )
+
+
+def _karpenter_key_advice(key: str, version: tuple[int, int] | None) -> str:
+    """The other way out: a `readiness.k8s.io/` key on a Karpenter that treats it as startup."""
+    since = f"v{format_version(KARPENTER_NRC_PREFIX_SINCE)}.0"
+    if version is not None and karpenter_knows_nrc_prefix(version):
+        name = key.rpartition("/")[2]
+        return (
+            f", or rename the gate '{NRC_TAINT_PREFIX}{name}': Karpenter from {since} treats "
+            f"{NRC_TAINT_PREFIX} keys as startup taints without being listed"
+        )
+    if is_nrc_key(key):
+        kpo = f"v{format_version(KPO_KARPENTER_VERSION)}.2"
+        said = (
+            "no autoscaler.version is given"
+            if version is None
+            else f"Karpenter v{format_version(version)} is older"
+        )
+        return (
+            f"; Karpenter from {since} treats {NRC_TAINT_PREFIX} keys as startup taints without "
+            f"being listed, but {said} (karpenter-provider-oci v1.0.0 is built on {kpo}): if "
+            "yours is that new, set autoscaler.version"
+        )
+    return ""

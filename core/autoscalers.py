@@ -11,7 +11,12 @@ checks gates against (sources in docs/gates.md):
   `--startup-taint` / `--ignore-taint`, or starts with a `--startup-taint-prefix` (CA >= 1.36).
   `status-taint.` keys mean "ready but unusable", which is wrong for a gate. A node still
   carrying a startup taint after `--max-node-startup-time` (15 minutes) counts as unready.
-* Karpenter: a gate must be in the NodePool's `startupTaints`, matched by key and effect.
+  cluster-autoscaler reads no `readiness.k8s.io/` key (node-readiness-controller's) as a startup
+  taint unless it runs with `--startup-taint-prefix=readiness.k8s.io/` (or names the key).
+* Karpenter: a gate must be in the NodePool's `startupTaints`, matched by key and effect; from
+  Karpenter v1.13.0 a `readiness.k8s.io/` key is a known ephemeral taint without being listed
+  (kubernetes-sigs/karpenter#3025). A provider is only as new as the Karpenter it is built on:
+  oracle/karpenter-provider-oci v1.0.0 is built on v1.6.2.
 """
 
 from __future__ import annotations
@@ -37,6 +42,36 @@ IGNORE_PREFIX_SINCE: Final[CaVersion] = (1, 18)
 STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[CaVersion] = (1, 36)
 """kubernetes/autoscaler#9296 added `--startup-taint-prefix`; CA 1.36."""
 
+NRC_TAINT_PREFIX: Final = "readiness.k8s.io/"
+"""The only taint keys kubernetes-sigs/node-readiness-controller's CRD accepts (its #279)."""
+
+KarpenterVersion = tuple[int, int]
+
+KARPENTER_NRC_PREFIX_SINCE: Final[KarpenterVersion] = (1, 13)
+"""kubernetes-sigs/karpenter#3025 (in v1.13.0, not in v1.12.1): `KnownEphemeralTaintKeyPrefixes =
+["readiness.k8s.io/"]` in pkg/scheduling/taints.go. `IsKnownEphemeralTaint` is read by
+`KnownEphemeralTaintsRemoved` (nodeclaim/lifecycle/initialization.go: the node is not
+initialized while such a taint is on it) and `StateNode.Taints` (state/statenode.go: ignored
+for scheduling while the node is uninitialized), as a `startupTaints` entry is."""
+KPO_KARPENTER_VERSION: Final[KarpenterVersion] = (1, 6)
+"""oracle/karpenter-provider-oci v1.0.0 (its only release; go.mod: sigs.k8s.io/karpenter v1.6.2)."""
+
+OCI_NODE_CLASS_GROUP: Final = "oci.oraclecloud.com"
+"""The API group of karpenter-provider-oci's OCINodeClass: a NodePool launching OKE nodes."""
+OKE_PREEMPTIBLE_TAINT_KEY: Final = "oci.oraclecloud.com/oke-is-preemptible"
+OKE_PREEMPTIBLE_TAINT_VALUE: Final = "present"
+OKE_PREEMPTIBLE_TAINT_EFFECT: Final = "NoSchedule"
+"""karpenter-provider-oci v1.0.0 offers `spot` (OCI preemptible) shapes only when the NodePool's
+`spec.template.spec.taints` hold this key with effect NoSchedule (`checkTaintExists` in
+pkg/providers/instancetype/provider.go, fed `np.Spec.Template.Spec.Taints`, so not
+`startupTaints`; the value is not compared). Its docs/guide/faqs.md: "If this taint is not
+configured on the NodePool, Karpenter will not offer spot compute shapes", with the value
+`present`; OKE puts the same taint on every preemptible node it bootstraps."""
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+CAPACITY_TYPES: Final = ("on-demand", "spot", "reserved")
+"""Karpenter's capacity types; karpenter-provider-oci maps `spot` to OCI preemptible
+instances (docs/guide/advanced-use-cases.md, scheduling-labels.md): there is no `preemptible`."""
+
 CA_STARTUP_WINDOW: Final = timedelta(minutes=15)
 """cluster-autoscaler's `MaxNodeStartupTime` (a constant; from CA 1.35 the
 `--max-node-startup-time` default, overridable per node group): a node still gated this long
@@ -49,10 +84,25 @@ CA_MAX_TOTAL_UNREADY_PERCENTAGE: Final = 45
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
 
 
-def parse_ca_version(text: str) -> CaVersion | None:
-    """'1.31', '1.31.2' or 'v1.31.2' as (1, 31); None if it is not such a version."""
+def parse_version(text: str) -> tuple[int, int] | None:
+    """'1.31', '1.31.2' or 'v1.31.2' as (1, 31); None if it is not such a version. Minor
+    versions are enough: every boundary nodegate knows is a minor release (x.y.0)."""
     found = _VERSION.match(text)
     return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+parse_ca_version = parse_version
+
+
+def is_nrc_key(key: str) -> bool:
+    """Whether the key carries node-readiness-controller's `readiness.k8s.io/` prefix."""
+    return key.startswith(NRC_TAINT_PREFIX)
+
+
+def karpenter_knows_nrc_prefix(version: KarpenterVersion | None) -> bool:
+    """Whether this Karpenter treats `readiness.k8s.io/` keys as startup taints unlisted; an
+    unknown version does not (a provider may be built on an old Karpenter, as Oracle's is)."""
+    return version is not None and version >= KARPENTER_NRC_PREFIX_SINCE
 
 
 def is_ca_gate_key(key: str) -> bool:

@@ -84,7 +84,7 @@ def gate_census(nodes: Iterable[NodeState], rules: NodeRules, now: datetime) -> 
         age = max((now - node.created).total_seconds(), 0.0) if node.created is not None else 0.0
         held = False
         for gate in rules.startup_gates:
-            if not carried_gate_taints(node, gate):
+            if gate.dry_run or not carried_gate_taints(node, gate):
                 continue
             held = True
             group = (gate.name, node.labels.get(POOL_LABEL, ""))

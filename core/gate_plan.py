@@ -2,7 +2,8 @@
 
 Pure, like `plan.py`, which calls `gate_outcome` once per gate and merges the verdicts with the
 label and condition taints'. A gate's life: carried from registration (under its key or a
-former one) until its readiness signal or its timeout lifts it (`minHold` permitting); the lift
+former one) until its readiness signal (its init pod, an annotation or the node's conditions)
+or its timeout lifts it (`minHold` permitting); the lift
 is recorded in annotations on the node; a gate the node does not carry comes back only after a
 reboot (`regateOnReboot`) or as a backfill onto an idle node that never had it (`backfill`).
 """
@@ -13,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from nodegate.core.conditions import conditions_hold, matching_condition
 from nodegate.core.decisions import PlanFacts, RuleDecision
 from nodegate.core.model import NodeRules, StartupGate
-from nodegate.core.node import NodeState, format_time, parse_time
+from nodegate.core.node import NodeCondition, NodeState, format_time, parse_time
 
 GATE_COMPLETED = "completed.gate.nodegate.dev/"
 """+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
@@ -119,10 +121,47 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     pair = gate.ready_when.annotation_pair
     if pair is not None and node.annotations.get(pair[0]) == pair[1]:
         return f"annotation {gate.ready_when.annotation}"
+    met = _conditions_signal(node, gate, facts)
+    if met is not None:
+        return met
     since = facts.gate_pods_ready_since.get(gate.name)
     if since is None or not _of_this_life(since, node, gate):
         return None
     return "init pod is Ready"
+
+
+def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
+    """The gate's conditions, as the node reports them (a gate has no defaultStatus), if they
+    hold under its conditionPolicy; after a reboot, only conditions that took their status
+    after the previous boot's last sight count (a status carried over says nothing of this
+    boot)."""
+    ready_when = gate.ready_when
+    if not ready_when.conditions:
+        return None
+    found = [
+        c if c is not None and _condition_of_this_boot(c, node, gate, facts) else None
+        for c in (matching_condition(node.conditions, m) for m in ready_when.conditions)
+    ]
+    matched = conditions_hold(found, ready_when.condition_policy)
+    if matched is None:
+        return None
+    shown = ", ".join(f"{c.type}={c.status}" for c in matched)
+    return f"condition{'s' if len(matched) > 1 else ''} {shown}"
+
+
+def _condition_of_this_boot(
+    condition: NodeCondition, node: NodeState, gate: StartupGate, facts: PlanFacts
+) -> bool:
+    """Unlike a pod's readiness, a condition's time is not checked against the Node's
+    creation: the node's own clock may write it, and a clock behind the API server's must not
+    keep a gate on for ever. Only a re-gate's reboot is a line it must have crossed."""
+    after = parse_time_or_none(node.annotations.get(GATE_REBOOTED_AFTER + gate.name))
+    if after is None:
+        return True
+    since = condition.last_transition_time or facts.conditions_first_seen.get(
+        (condition.type, condition.status, condition.reason), facts.now
+    )
+    return since > after
 
 
 def life_began(node: NodeState, gate: StartupGate) -> datetime | None:

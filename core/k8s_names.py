@@ -182,3 +182,13 @@ def in_nodegate_domain(key: str) -> bool:
 def label_owned_by_platform(key: str) -> bool:
     namespace = key_namespace(key)
     return any(_in_namespace(namespace, domain) for domain in PLATFORM_LABEL_DOMAINS)
+
+
+READINESS_TAINT_PREFIX = "readiness.k8s.io/"
+"""node-readiness-controller's taint prefix (its CRD refuses any other key). nodegate may use
+it (a migrated rule keeps its key), but never touches such a taint that no current rule of its
+own names: the two can run side by side during a migration (docs/reconciler.md, Ownership)."""
+
+
+def is_readiness_taint(key: str) -> bool:
+    return key.startswith(READINESS_TAINT_PREFIX)

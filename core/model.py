@@ -30,6 +30,7 @@ from nodegate.core.autoscalers import (
     STARTUP_TAINT_PREFIX_FLAG_SINCE,
     STATUS_TAINT_PREFIX,
     CaVersion,
+    KarpenterVersion,
     format_version,
     is_ca_gate_key,
     parse_ca_version,
@@ -380,6 +381,52 @@ RuleBudget = Annotated[
 ]
 
 
+ConditionStatus = Literal["True", "False", "Unknown"]
+"""A node condition's status, as the API server allows it (corev1.ConditionStatus)."""
+ConditionPolicy = Literal["allOf", "anyOf"]
+"""How a list of conditions combines: all must match (allOf), or at least one (anyOf)."""
+MAX_CONDITIONS = 32
+"""Conditions per rule, at most: node-readiness-controller's own limit (its CRD's MaxItems)."""
+CONDITION_TYPE_MAX = 316
+"""Longest condition type: metav1.Condition's limit, which node-readiness-controller keeps."""
+
+
+def _check_condition_type(condition_type: str) -> str:
+    if not condition_type:
+        raise ValueError("a condition type is empty: name one, e.g. 'Ready'")
+    if len(condition_type) > CONDITION_TYPE_MAX:
+        raise ValueError(
+            f"condition type is {len(condition_type)} characters long; the API server allows "
+            f"{CONDITION_TYPE_MAX} at most (metav1.Condition), so no node reports it: shorten it"
+        )
+    return condition_type
+
+
+def _check_condition_count(conditions: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(conditions) > MAX_CONDITIONS:
+        raise ValueError(
+            f"{len(conditions)} conditions: a rule takes {MAX_CONDITIONS} at most (as "
+            "node-readiness-controller's); split it into several rules"
+        )
+    return conditions
+
+
+ConditionType = Annotated[
+    str,
+    AfterValidator(_check_condition_type),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": CONDITION_TYPE_MAX}),
+]
+
+
+def _dry_run_field(what: str) -> Any:
+    return Field(
+        default=False,
+        description=f"Plan this rule as if live, but write nothing: {what} is reported as an "
+        "Event on the node and the nodegate_dry_run_changes_total metric instead "
+        "(docs/rules.md, 'Dry run').",
+    )
+
+
 class LabelTaintRule(Frozen):
     """A label on the node implies a taint; when the label goes, the taint goes."""
 
@@ -394,6 +441,7 @@ class LabelTaintRule(Frozen):
         "with it the taint. Labels under node-restriction.kubernetes.io/ need no opt-in.",
     )
     eviction_budget: RuleBudget
+    dry_run: bool = _dry_run_field("each taint it would add or remove")
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
@@ -401,15 +449,26 @@ class LabelTaintRule(Frozen):
 class ConditionMatch(Frozen):
     """One node condition that must hold. `status` (and `reason`) are full-match regexes."""
 
-    type: str | None = Field(default=None, description="Condition type, exact.")
+    type: ConditionType | None = Field(default=None, description="Condition type, exact.")
     type_pattern: Regex | None = Field(default=None, description="Condition type, regex.")
     status: Regex = Field(description="Full-match regex on the condition's status.")
     reason: Regex | None = Field(default=None, description="Full-match regex on the reason.")
+    default_status: ConditionStatus | None = Field(
+        default=None,
+        description="The status this condition counts as while the node does not report it "
+        "(`status` and `reason` are matched against it, the reason as empty). Omitted: an "
+        "unreported condition never matches. Only with an exact `type`.",
+    )
 
     @model_validator(mode="after")
     def _one_type(self) -> ConditionMatch:
         if (self.type is None) == (self.type_pattern is None):
             raise ValueError("give exactly one of 'type' (exact) or 'typePattern' (regex)")
+        if self.default_status is not None and self.type_pattern is not None:
+            raise ValueError(
+                "defaultStatus needs an exact 'type': with typePattern there is no one condition "
+                "whose absence it could stand for; name the condition type, or drop defaultStatus"
+            )
         return self
 
     def matches_type(self, condition_type: str) -> bool:
@@ -418,11 +477,44 @@ class ConditionMatch(Frozen):
         return re.fullmatch(self.type_pattern or "", condition_type) is not None
 
 
+class GateCondition(ConditionMatch):
+    """A node condition that lifts a startup gate: an exact type, and only as reported."""
+
+    @field_validator("type_pattern")
+    @classmethod
+    def _exact_type(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            raise ValueError(
+                "a gate's condition needs an exact 'type' (a gate lifts once, on named evidence): "
+                "replace typePattern with type"
+            )
+        return pattern
+
+    @field_validator("default_status")
+    @classmethod
+    def _no_default(cls, status: str | None) -> str | None:
+        if status is not None:
+            raise ValueError(
+                "a gate must not lift on a condition the node has not reported, so defaultStatus "
+                "is not allowed in readyWhen.conditions (node-readiness-controller refuses it "
+                "with bootstrap-only too); remove it"
+            )
+        return status
+
+
 class ConditionTaintRule(Frozen):
-    """Node conditions imply a taint: all listed conditions must match (for `for`, if set)."""
+    """Node conditions imply a taint: all listed conditions must match (`conditionPolicy:
+    allOf`, the default) or at least one (`anyOf`), for `for` if set."""
 
     name: RuleName
-    conditions: tuple[ConditionMatch, ...] = Field(min_length=1)
+    conditions: Annotated[
+        tuple[ConditionMatch, ...], Field(min_length=1), AfterValidator(_check_condition_count)
+    ]
+    condition_policy: ConditionPolicy = Field(
+        default="allOf",
+        description="allOf: taint while every listed condition matches; anyOf: while at least "
+        "one does.",
+    )
     taint: Taint
     hold: Duration = Field(
         default=timedelta(0),
@@ -437,6 +529,7 @@ class ConditionTaintRule(Frozen):
         default=None, description="Optional: apply this rule only to nodes with these labels."
     )
     eviction_budget: RuleBudget
+    dry_run: bool = _dry_run_field("each taint it would add or remove")
 
     @model_validator(mode="after")
     def _out_of_service_only_on_shut_down_nodes(self) -> ConditionTaintRule:
@@ -444,6 +537,17 @@ class ConditionTaintRule(Frozen):
         reading warnings, and this taint on a running node corrupts data (docs/rules.md)."""
         if self.taint.key != OUT_OF_SERVICE_TAINT:
             return self
+        if self.condition_policy == "anyOf":
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} needs all its conditions (Ready not "
+                "True and the shutdown evidence): remove conditionPolicy: anyOf"
+            )
+        if any(c.default_status is not None for c in self.conditions):
+            raise ValueError(
+                f"a rule that applies {OUT_OF_SERVICE_TAINT} acts on reported conditions only: "
+                "a node that reports nothing yet is not shown to be shut down; remove "
+                "defaultStatus"
+            )
         ready_guards = [c for c in self.conditions if c.type == "Ready"]
         if not any(re.fullmatch(c.status, "True") is None for c in ready_guards):
             raise ValueError(
@@ -474,6 +578,7 @@ class PersistentLabels(Frozen):
         description="How long the record of a deleted node is kept (its labels come back if "
         "the node returns within this time); then it is garbage-collected.",
     )
+    dry_run: bool = _dry_run_field("each label it would restore (nothing is recorded or restored)")
 
     @model_validator(mode="after")
     def _prefixes_are_domains(self) -> PersistentLabels:
@@ -554,15 +659,35 @@ class InitPods(Frozen):
 
 
 class ReadyWhen(Frozen):
-    """A gate is lifted when the node's init pod is Ready, or the node has this annotation."""
+    """A gate is lifted when the node's init pod is Ready, the node has this annotation, or
+    its conditions say so: any one signal lifts it."""
 
     pods: InitPods | None = None
     annotation: AnnotationPair | None = None
+    conditions: Annotated[tuple[GateCondition, ...], AfterValidator(_check_condition_count)] = (
+        Field(
+            default=(),
+            description="Node conditions that lift the gate, as the node reports them (an "
+            "unreported condition never lifts it), combined by conditionPolicy.",
+        )
+    )
+    condition_policy: ConditionPolicy = Field(
+        default="allOf",
+        description="allOf: the gate lifts once every listed condition matches; anyOf: once "
+        "one does.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ReadyWhen:
-        if self.pods is None and self.annotation is None:
-            raise ValueError("give 'pods' or 'annotation' (or both: either one lifts the gate)")
+        if self.pods is None and self.annotation is None and not self.conditions:
+            raise ValueError(
+                "give 'pods', 'annotation' or 'conditions' (several: any one lifts the gate)"
+            )
+        if "condition_policy" in self.model_fields_set and not self.conditions:
+            raise ValueError(
+                "conditionPolicy combines 'conditions', and there are none: add conditions or "
+                "remove conditionPolicy"
+            )
         return self
 
     @property
@@ -647,6 +772,13 @@ class StartupGate(Frozen):
         description="Also write this annotation when the gate is lifted (besides "
         "completed.gate.nodegate.dev/<gate>); a node carrying it is never backfilled.",
     )
+    dry_run: bool = Field(
+        default=False,
+        description="Try the gate out without gating: it is not rendered into bootstrap or "
+        "the webhook and never added; on a node that carries its taint anyway (e.g. another "
+        "tool's), its lift is reported as an Event and the nodegate_dry_run_changes_total "
+        "metric, not done (docs/gates.md, 'Dry run').",
+    )
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
 
@@ -713,7 +845,7 @@ class NodeClassRef(Frozen):
     name: Annotated[str, Field(min_length=1)]
 
 
-_CA_FIELDS = ("managed", "version", "flags")
+_CA_FIELDS = ("managed", "flags")
 _KARPENTER_FIELDS = ("node_pool", "node_class_ref", "requirements", "external_startup_taints")
 
 
@@ -727,7 +859,10 @@ class Autoscaler(Frozen):
     )
     version: str | None = Field(
         default=None,
-        description="cluster-autoscaler version, e.g. '1.31' (required when not managed).",
+        description="cluster-autoscaler: its version, e.g. '1.31' (required when not managed). "
+        "karpenter: the Karpenter (sigs.k8s.io/karpenter) version its provider is built on, "
+        "e.g. 'v1.13.0' (karpenter-provider-oci v1.0.0: v1.6.2); from v1.13.0 a "
+        "readiness.k8s.io/ key is a startup taint without being listed.",
     )
     flags: CaFlags | None = Field(
         default=None, description="Self-managed cluster-autoscaler: its startup-taint flags."
@@ -760,8 +895,17 @@ class Autoscaler(Frozen):
             if getattr(self, field) is not None and belongs != self.type:
                 name = to_camel(field)
                 raise ValueError(f"'{name}' applies to type {belongs} only; remove it")
+        if self.type == "none" and self.version is not None:
+            raise ValueError(
+                "'version' applies to types cluster-autoscaler and karpenter only; remove it"
+            )
         if ca:
             self._check_cluster_autoscaler()
+        elif self.version is not None and parse_ca_version(self.version) is None:
+            raise ValueError(
+                f"version '{self.version}' is not a Karpenter version; write it as 'v1.13.0' "
+                "(the sigs.k8s.io/karpenter version your provider is built on)"
+            )
         if self.external_startup_taints is not None and (
             self.node_class_ref is not None or self.requirements is not None
         ):
@@ -802,6 +946,11 @@ class Autoscaler(Frozen):
     @property
     def ca_version(self) -> CaVersion | None:
         return None if self.version is None else parse_ca_version(self.version)
+
+    @property
+    def karpenter_version(self) -> KarpenterVersion | None:
+        """karpenter: the Karpenter version given; None when not given (unknown)."""
+        return self.ca_version if self.type == "karpenter" else None
 
 
 class NodePool(Frozen):

@@ -8,26 +8,40 @@ taints are decided here; startup gates in `gate_plan.py`; the plan merges both.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from nodegate.core.conditions import conditions_hold, is_assumed, matching_condition
 from nodegate.core.decisions import PlanFacts, RuleDecision, Verdict
-from nodegate.core.gate_plan import annotations_read, gate_annotation_keys, gate_outcome
-from nodegate.core.k8s_names import taint_key_owner
+from nodegate.core.dry_run import (
+    PERSISTENT_LABELS_RULE,
+    DryRunAction,
+    DryRunChange,
+    dry_run_rules,
+    hands_off,
+)
+from nodegate.core.gate_plan import (
+    GateOutcome,
+    annotations_read,
+    gate_annotation_keys,
+    gate_outcome,
+)
+from nodegate.core.k8s_names import is_readiness_taint, taint_key_owner
 from nodegate.core.model import (
+    POOL_LABEL,
     TRUSTED_POOL_LABEL,
-    ConditionMatch,
     ConditionTaintRule,
     NodeRules,
 )
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
 from nodegate.core.node_trust import pool_membership, registration_seal, seal_taint
+from nodegate.core.registration import TaintConflictError, registration_taints
 
 __all__ = [
     "OWNED_TAINTS_ANNOTATION",
     "OWNERSHIP_ANNOTATION_LIMIT",
+    "DryRunChange",
     "LabelChange",
     "NodePlan",
     "PlanFacts",
@@ -79,6 +93,11 @@ class NodePlan:
     timed_out_gates: tuple[str, ...] = ()
     gates_put_back: tuple[str, ...] = ()
     """Gates this plan adds back: re-gated after a reboot, or backfilled."""
+    adopted_taints: tuple[TaintChange, ...] = ()
+    """Taints already on the node, unclaimed, that this plan records as owned (the owned
+    annotation carries them): each is reported as adopted once written."""
+    dry_run: tuple[DryRunChange, ...] = ()
+    """What the dry-run rules would change: reported, never written (`nodegate.core.dry_run`)."""
 
     @property
     def is_empty(self) -> bool:
@@ -99,7 +118,9 @@ class NodePlan:
         )
         if not (self.add_taints or self.remove_taints) or not has_other:
             return None
-        return replace(self, set_labels=(), set_annotations=(), owned_annotation=None)
+        return replace(
+            self, set_labels=(), set_annotations=(), owned_annotation=None, adopted_taints=()
+        )
 
     def taints_after(self, node: NodeState) -> tuple[NodeTaint, ...]:
         """The node's taint list after the plan: order of survivors kept, additions appended."""
@@ -124,25 +145,73 @@ class NodePlan:
 
 
 def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
-    """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed."""
+    """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed.
+
+    Dry-run rules (`dryRun: true`) are planned as live ones, but their changes land in
+    `dry_run` (to be reported), not in the changes to write (`nodegate.core.dry_run`).
+    """
+    dry = dry_run_rules(rules)
+    restore_dry = rules.persistent_labels is not None and rules.persistent_labels.dry_run
+    live = _plan_once(node, rules, facts, dry, restore=not restore_dry)
+    if not dry and not (restore_dry and facts.restored_labels):
+        return live
+    full = _plan_once(node, rules, facts, frozenset(), restore=True)
+    return replace(live, dry_run=_would_be(full, live, dry))
+
+
+def _plan_once(
+    node: NodeState, rules: NodeRules, facts: PlanFacts, dry: frozenset[str], restore: bool
+) -> NodePlan:
+    """The plan with the `dry` rules' verdicts left out (their taints hands-off), and with the
+    persisted labels restored or not."""
+    if not restore:
+        facts = replace(facts, restored_labels={})
     label_changes = _label_changes(node, rules, facts)
     labels = {**node.labels, **{c.key: c.value for c in label_changes}}
     decisions, rechecks = _decide(node, labels, rules, facts)
     gates = [gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
     decisions += [g.decision for g in gates]
     rechecks += [g.recheck for g in gates if g.recheck is not None]
-    warnings = [g.warning for g in gates if g.warning] + _pool_claim_warnings(node, rules)
+    live_gates = [g for g in gates if g.decision.rule not in dry]
+    warnings = [g.warning for g in live_gates if g.warning] + _pool_claim_warnings(node, rules)
 
     decisions += [d for g in gates for d in g.former]
     decisions = [_waiting(d, node, facts) for d in decisions]
+    settled = _settle(
+        node,
+        rules,
+        facts,
+        [d for d in decisions if d.rule not in dry],
+        live_gates,
+        hands_off(rules) if dry else frozenset(),
+    )
+    return replace(
+        settled,
+        decisions=tuple(decisions),
+        set_labels=tuple(label_changes),
+        recheck_after=min(rechecks) if rechecks else None,
+        warnings=tuple(warnings),
+        timed_out_gates=tuple(g.decision.rule for g in live_gates if g.timed_out),
+    )
 
+
+def _settle(
+    node: NodeState,
+    rules: NodeRules,
+    facts: PlanFacts,
+    decisions: list[RuleDecision],
+    gates: list[GateOutcome],
+    untouched: frozenset[tuple[str, str]],
+) -> NodePlan:
+    """The taint, ownership and gate-record changes the verdicts call for; `untouched` taints
+    (named by dry-run rules only) are neither added, removed nor claimed anew."""
     wanted: dict[tuple[str, str], list[RuleDecision]] = {}
-    kept: set[tuple[str, str]] = set()
+    kept: dict[tuple[str, str], list[RuleDecision]] = {}
     for d in decisions:
         if d.verdict == "want":
             wanted.setdefault(d.taint.identity, []).append(d)
         elif d.verdict == "keep":
-            kept.add(d.taint.identity)
+            kept.setdefault(d.taint.identity, []).append(d)
 
     add: list[TaintChange] = []
     remove: list[TaintChange] = []
@@ -162,7 +231,7 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
             )
         )
 
-    owned = removable_taints(node, rules, facts.previously_owned)
+    owned = removable_taints(node, rules, facts.previously_owned) - untouched
     releasing = {d.taint.identity: d for d in decisions if d.verdict == "release"}
     for taint in node.taints:
         identity = taint.identity
@@ -180,8 +249,15 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     )
     # Former gate keys are lifted, never claimed: once dropped from formerKeys, they are left.
     former = rules.former_gate_taints()
+    claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
     managed = sorted(
-        {t.identity for t in after if t.identity in wanted or (t.identity in kept - former)}
+        {
+            t.identity
+            for t in after
+            if t.identity in wanted
+            or (t.identity in kept.keys() - former)
+            or (t.identity in untouched and t.identity in claimed)
+        }
     )
     annotation = ",".join(f"{key}:{effect}" for key, effect in managed)
     current_annotation = node.annotations.get(OWNED_TAINTS_ANNOTATION)
@@ -189,23 +265,91 @@ def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
 
     removed = {c.taint.identity for c in remove}
     added = {c.taint.identity for c in add}
+    adopted = _adopted(node, rules, managed, claimed | added, {**kept, **wanted})
     lifted = [g for g in gates if g.lift and g.carried & removed]
     put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
     annotations = [a for g in (*lifted, *put_back) for a in g.annotations]
     return NodePlan(
         node=node.name,
-        decisions=tuple(decisions),
         add_taints=tuple(add),
         remove_taints=tuple(sorted(remove, key=lambda c: c.taint.identity)),
-        set_labels=tuple(label_changes),
         owned_annotation=new_annotation,
-        recheck_after=min(rechecks) if rechecks else None,
-        warnings=tuple(warnings),
         set_annotations=tuple(annotations),
         lifted_gates=tuple(g.decision.rule for g in lifted),
-        timed_out_gates=tuple(g.decision.rule for g in gates if g.timed_out),
         gates_put_back=tuple(g.decision.rule for g in put_back),
+        adopted_taints=adopted,
     )
+
+
+def _adopted(
+    node: NodeState,
+    rules: NodeRules,
+    managed: list[tuple[str, str]],
+    not_new: set[tuple[str, str]] | frozenset[tuple[str, str]],
+    deciding: Mapping[tuple[str, str], list[RuleDecision]],
+) -> tuple[TaintChange, ...]:
+    """Taints this plan claims that were on the node, unclaimed, before nodegate wanted them
+    (another tool's, or left by hand): adopted, so they are reported. A taint the node's own
+    pool is born with (nodegate's bootstrap put it there) is not adoption."""
+    born = _born_with(node, rules)
+    adopted = []
+    for identity in managed:
+        taint = node.taint(identity)
+        if taint is None or identity in not_new or identity in born:
+            continue
+        names = tuple(sorted({d.rule for d in deciding.get(identity, ())}))
+        adopted.append(TaintChange(taint, names, "already on the node, not claimed: adopted"))
+    return tuple(adopted)
+
+
+def _born_with(node: NodeState, rules: NodeRules) -> frozenset[tuple[str, str]]:
+    """(key, effect) of the taints the node's pool (as it claims) registers with."""
+    pool = rules.pool(node.labels.get(POOL_LABEL, ""))
+    if pool is None:
+        return frozenset()
+    try:
+        return frozenset(t.identity for t in registration_taints(rules, pool))
+    except TaintConflictError:
+        return frozenset()  # rules built in code, never a validated file: nothing is born with
+
+
+def _would_be(full: NodePlan, live: NodePlan, dry: frozenset[str]) -> tuple[DryRunChange, ...]:
+    """What the plan with every rule live does that the written plan does not, by rule."""
+    why_of = {d.rule: d.why for d in full.decisions}
+    lifted = set(full.lifted_gates) - set(live.lifted_gates)
+    put_back = set(full.gates_put_back) - set(live.gates_put_back)
+    changes = [DryRunChange(g, "lift_gate", g, why_of.get(g, "")) for g in sorted(lifted)]
+    changes += [DryRunChange(g, "put_back_gate", g, why_of.get(g, "")) for g in sorted(put_back)]
+    live_adds = {(c.taint.identity, c.taint.value) for c in live.add_taints}
+    for c in full.add_taints:
+        if (c.taint.identity, c.taint.value) not in live_adds:
+            changes += _by_dry_rule(c, "add_taint", dry, put_back)
+    live_removes = {c.taint.identity for c in live.remove_taints}
+    for c in full.remove_taints:
+        if c.taint.identity not in live_removes:
+            changes += _by_dry_rule(c, "remove_taint", dry, lifted)
+    live_adopted = {c.taint.identity for c in live.adopted_taints}
+    for c in full.adopted_taints:
+        if c.taint.identity not in live_adopted:
+            changes += _by_dry_rule(c, "adopt_taint", dry, set())
+    live_labels = {(c.key, c.value) for c in live.set_labels}
+    changes += [
+        DryRunChange(PERSISTENT_LABELS_RULE, "restore_label", f"{c.key}={c.value}", c.why)
+        for c in full.set_labels
+        if (c.key, c.value) not in live_labels
+    ]
+    return tuple(changes)
+
+
+def _by_dry_rule(
+    change: TaintChange, action: DryRunAction, dry: frozenset[str], reported: set[str]
+) -> list[DryRunChange]:
+    """One would-be change per dry-run rule behind it (a gate's lift or put-back is reported
+    once, as such, not again as its taint's removal or addition)."""
+    names = [r for r in change.rules if r in dry and r not in reported]
+    if not change.rules:
+        names = ["(deleted rule)"]
+    return [DryRunChange(r, action, str(change.taint), change.why) for r in names]
 
 
 def _waiting(decision: RuleDecision, node: NodeState, facts: PlanFacts) -> RuleDecision:
@@ -244,14 +388,17 @@ def removable_taints(
     A current rule's taint, or a taint that the node's ownership annotation claims *and* that
     some earlier accepted rules owned (so a deleted rule still cleans up after itself). A claim
     alone is never enough, and a key another controller owns (`node.kubernetes.io/*`,
-    Karpenter, the autoscaler...) is never removable unless a current rule names it. A gate's
+    Karpenter, the autoscaler...) or a `readiness.k8s.io/` key (node-readiness-controller's,
+    which may run side by side) is never removable unless a current rule names it. A gate's
     former keys are named by a current rule too (the planner only ever releases them with
     their gate).
     """
     current = rules.owned_taints() | rules.former_gate_taints()
     claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
     earlier = {
-        identity for identity in claimed & previously_owned if taint_key_owner(identity[0]) is None
+        identity
+        for identity in claimed & previously_owned
+        if taint_key_owner(identity[0]) is None and not is_readiness_taint(identity[0])
     }
     return current | earlier
 
@@ -315,20 +462,6 @@ def _decide(
     return decisions, rechecks
 
 
-def _matching_condition(
-    conditions: Iterable[NodeCondition], match: ConditionMatch
-) -> NodeCondition | None:
-    for condition in conditions:
-        if not match.matches_type(condition.type):
-            continue
-        if re.fullmatch(match.status, condition.status) is None:
-            continue
-        if match.reason is not None and re.fullmatch(match.reason, condition.reason) is None:
-            continue
-        return condition
-    return None
-
-
 def _condition_decision(
     node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
 ) -> tuple[RuleDecision, timedelta | None]:
@@ -336,17 +469,24 @@ def _condition_decision(
     not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
     if rule.match is not None and not rule.match.matches(dict(labels)):
         return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
-    found = [_matching_condition(node.conditions, m) for m in rule.conditions]
-    if any(c is None for c in found):
+    found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
+    matched = conditions_hold(found, rule.condition_policy)
+    if matched is None:
         why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
         return RuleDecision(rule.name, rule.taint, not_matching, why), None
+    assumed = sorted({c.type for c in matched if is_assumed(c, node.conditions)})
+    said = "conditions match" if rule.condition_policy == "allOf" else "a condition matches"
+    if assumed:
+        said += " (not reported, counted as defaultStatus: " + ", ".join(assumed) + ")"
     if rule.hold:
-        since = max(_condition_since(c, facts) for c in found if c is not None)
+        # allOf: the list holds since its last condition matched; anyOf: since its first.
+        times = [_condition_since(c, facts) for c in matched]
+        since = max(times) if rule.condition_policy == "allOf" else min(times)
         remaining = since + rule.hold - now
         if remaining > timedelta(0):
-            why = f"conditions match, waiting {int(remaining.total_seconds())}s more of `for`"
+            why = f"{said}, waiting {int(remaining.total_seconds())}s more of `for`"
             return RuleDecision(rule.name, rule.taint, "keep", why), remaining
-    return RuleDecision(rule.name, rule.taint, "want", "conditions match"), None
+    return RuleDecision(rule.name, rule.taint, "want", said), None
 
 
 def _condition_since(condition: NodeCondition, facts: PlanFacts) -> datetime:

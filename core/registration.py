@@ -41,13 +41,17 @@ def sorted_unique(taints: Iterable[Taint], where: str) -> tuple[Taint, ...]:
 
 
 def label_taints_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[Taint, ...]:
-    """Taints of the label rules whose `match` these labels satisfy (rules order, repeats kept)."""
-    return tuple(r.taint for r in rules.label_taints if r.match.matches(dict(labels)))
+    """Taints of the label rules whose `match` these labels satisfy (rules order, repeats kept);
+    a dry-run rule's never (it writes nothing, at birth neither)."""
+    return tuple(
+        r.taint for r in rules.label_taints if not r.dry_run and r.match.matches(dict(labels))
+    )
 
 
 def gates_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[StartupGate, ...]:
-    """The startup gates whose `match` these labels satisfy, in rules order."""
-    return tuple(g for g in rules.startup_gates if g.match.matches(dict(labels)))
+    """The startup gates whose `match` these labels satisfy, in rules order; a dry-run gate's
+    never (it is not rendered into bootstrap, nor added by the webhook)."""
+    return tuple(g for g in rules.startup_gates if not g.dry_run and g.match.matches(dict(labels)))
 
 
 def _pool(pool: NodePool) -> str:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -35,6 +36,7 @@ from ruamel.yaml.reader import Reader, ReaderError
 
 from nodegate.core.errors import DocPath, Problem, RulesError
 
+_T = TypeVar("_T")
 Positions = dict[DocPath, tuple[int, int]]
 """Where each key or list item of a document stood: 1-based (line, column) by document path."""
 
@@ -76,12 +78,41 @@ def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
     `RulesError` for anything refused: see the module docstring.
     """
     text = decode(data, source)
+    tree = _load(text, source, lambda yaml: yaml.load(text))
+    positions: Positions = {(): (1, 1)}
+    return _plain(tree, (), positions), positions
+
+
+def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Positions]]:
+    """Every document of a `---`-separated YAML stream (empty ones dropped), each as plain data
+    with its positions: lines count from the start of the stream. The bounds hold for the whole
+    stream (`MAX_NODES` counts every document's values), so input other tools wrote (`kubectl
+    get -o yaml`, a directory of manifests concatenated) is read as safely as a rules file."""
+    text = decode(data, source)
+    trees = _load(text, source, lambda yaml: list(yaml.load_all(text)))
+    documents: list[tuple[Any, Positions]] = []
+    for tree in trees:
+        if tree is None:
+            continue
+        positions: Positions = {(): _start(tree)}
+        documents.append((_plain(tree, (), positions), positions))
+    return documents
+
+
+def _start(tree: Any) -> tuple[int, int]:
+    if isinstance(tree, CommentedMap | CommentedSeq) and tree.lc.line is not None:
+        return (tree.lc.line + 1, tree.lc.col + 1)
+    return (1, 1)
+
+
+def _load(text: str, source: str, load: Callable[[YAML], _T]) -> _T:
+    """`load` run on a bounded, locating parser; every failure a located RulesError."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     yaml.Composer = _BoundedComposer
     yaml.Constructor = _LocatingConstructor
     try:
-        tree = yaml.load(text)
+        return load(yaml)
     except _InputError as err:
         raise _error(source, err.mark, err.message) from err
     except DuplicateKeyError as err:
@@ -115,8 +146,6 @@ def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
                 )
             ]
         ) from err
-    positions: Positions = {(): (1, 1)}
-    return _plain(tree, (), positions), positions
 
 
 def decode(data: str | bytes, source: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nodegate.bootstrap.karpenter import render_karpenter_nodepool
+from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.infra.planned_pool import DeclareContext
 
@@ -107,6 +107,9 @@ class KarpenterNodePool(pulumi.ComponentResource):
                 for t in spec.get(key, [])
             ]
 
+        pool = _checked_pool(args)
+        for note in nodepool_notes(args.rules, pool):
+            pulumi.log.info(note, resource=self)
         self.node_pool_name = pulumi.Output.from_input(rendered["metadata"]["name"])
         self.taints = pulumi.Output.from_input(flags("taints"))
         self.startup_taints = pulumi.Output.from_input(flags("startupTaints"))

@@ -41,11 +41,18 @@ _RESOURCES: dict[tuple[str, str], _Factory] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
     ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
 }
 """The Pulumi resource class of each kind the builder makes; custom resources (the
-PrometheusRule, cert-manager's Certificate) go through `apiextensions.CustomResource`."""
+PrometheusRule, ServiceMonitor, PodMonitor, cert-manager's Certificate) go through
+`apiextensions.CustomResource`."""
 
-_CUSTOM = {("monitoring.coreos.com/v1", "PrometheusRule"), ("cert-manager.io/v1", "Certificate")}
+_CUSTOM = {
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+    ("cert-manager.io/v1", "Certificate"),
+}
 
 _ARGUMENT = {"roleRef": "role_ref", "imagePullSecrets": "image_pull_secrets"}
 """Top-level fields whose Python keyword differs from the field name."""

@@ -14,7 +14,13 @@ from typing import Any
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
 from nodegate.manifests.args import reconcile_argv
-from nodegate.manifests.observability import dashboard_configmap, prometheus_rule
+from nodegate.manifests.network import network_policy
+from nodegate.manifests.observability import (
+    dashboard_configmap,
+    pod_monitor,
+    prometheus_rule,
+    service_monitor,
+)
 from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.tolerations import pod_tolerations
@@ -95,6 +101,9 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
         objects.append(dashboard_configmap(settings, labels(settings)))
     if settings.prometheus_rule is not None:
         objects.append(prometheus_rule(settings, labels(settings)))
+    objects += service_monitor(settings, labels(settings), selector(settings))
+    objects += pod_monitor(settings, labels(settings), selector(settings))
+    objects += network_policy(settings, labels(settings), selector(settings))
     objects += webhook_objects(settings, labels(settings), selector(settings))
     return objects
 
@@ -232,6 +241,7 @@ def deployment(settings: DeploySettings, rules: NodeRules) -> Manifest:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "nodeSelector": dict(sorted(settings.node_selector.items())),
+        **({"affinity": settings.affinity} if settings.affinity else {}),
         "tolerations": pod_tolerations(rules, settings),
         "topologySpreadConstraints": _topology_spread(settings),
         "terminationGracePeriodSeconds": 30,

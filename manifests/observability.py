@@ -300,3 +300,57 @@ def dashboard_expressions() -> list[str]:
     """Every PromQL expression of the dashboard (for the metric-name check)."""
     panels = json.loads(dashboard_json())["panels"]
     return [target["expr"] for panel in panels for target in panel["targets"]]
+
+
+def service_monitor(
+    settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
+) -> list[Manifest]:
+    """A monitoring.coreos.com/v1 ServiceMonitor for the metrics Service (none when off)."""
+    monitor = settings.service_monitor
+    if monitor is None:
+        return []
+    return [
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": {
+                "name": settings.name,
+                "namespace": settings.namespace,
+                "labels": {**common_labels, **monitor.labels},
+            },
+            "spec": {
+                "selector": {"matchLabels": selector},
+                "namespaceSelector": {"matchNames": [settings.namespace]},
+                "endpoints": [
+                    {"port": "http-metrics", "path": "/metrics", "interval": monitor.interval}
+                ],
+            },
+        }
+    ]
+
+
+def pod_monitor(
+    settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
+) -> list[Manifest]:
+    """A monitoring.coreos.com/v1 PodMonitor for the pods' http port (none when off)."""
+    monitor = settings.pod_monitor
+    if monitor is None:
+        return []
+    return [
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PodMonitor",
+            "metadata": {
+                "name": settings.name,
+                "namespace": settings.namespace,
+                "labels": {**common_labels, **monitor.labels},
+            },
+            "spec": {
+                "selector": {"matchLabels": selector},
+                "namespaceSelector": {"matchNames": [settings.namespace]},
+                "podMetricsEndpoints": [
+                    {"port": "http", "path": "/metrics", "interval": monitor.interval}
+                ],
+            },
+        }
+    ]

@@ -9,9 +9,9 @@ image repository has none, because no default image is pullable by a cloud node.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from nodegate.core.frozen import Frozen, LabelKey, LabelValue
 from nodegate.core.status_record import STATUS_CONFIGMAP
@@ -63,7 +63,14 @@ def _check_digest(value: str) -> str:
     return value
 
 
-class ImageSettings(Frozen):
+class Documented(Frozen):
+    """A settings model whose attribute docstrings are its fields' descriptions in its JSON
+    Schema (values.schema.json and the chart's values table show them)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class ImageSettings(Documented):
     """The reconciler's container image: built from the repository's Dockerfile, pushed by you."""
 
     repository: Annotated[str, AfterValidator(_check_repository)]
@@ -99,7 +106,7 @@ def _default_limits() -> dict[ResourceName, str]:
     return {"memory": "256Mi"}
 
 
-class ResourceSettings(Frozen):
+class ResourceSettings(Documented):
     """CPU and memory of the reconciler container (Kubernetes quantities)."""
 
     requests: dict[ResourceName, Quantity] = Field(default_factory=_default_requests)
@@ -108,7 +115,7 @@ class ResourceSettings(Frozen):
     """Hard caps; no CPU limit by default, so a relist is never throttled."""
 
 
-class Toleration(Frozen):
+class Toleration(Documented):
     """A Kubernetes toleration of the reconciler's pods."""
 
     key: str | None = None
@@ -125,7 +132,7 @@ def _default_tolerations() -> tuple[Toleration, ...]:
     )
 
 
-class LeaderElectionDeploy(Frozen):
+class LeaderElectionDeploy(Documented):
     """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace
     (deploy side: what the manifests name; the reconciler's own Lease timing is
     `nodegate.reconciler.settings.LeaderElectionSettings`)."""
@@ -134,7 +141,7 @@ class LeaderElectionDeploy(Frozen):
     """Name of the Lease; the Role may get and update this one Lease only."""
 
 
-class MetricsSettings(Frozen):
+class MetricsSettings(Documented):
     """The metrics Service in front of the replicas' /metrics."""
 
     service: bool = True
@@ -143,7 +150,7 @@ class MetricsSettings(Frozen):
     """Add the common prometheus.io/scrape, /port, /path annotations to that Service."""
 
 
-class DashboardSettings(Frozen):
+class DashboardSettings(Documented):
     """A ConfigMap holding nodegate's Grafana dashboard, for Grafana's dashboard sidecar."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=lambda: {"grafana_dashboard": "1"})
@@ -152,22 +159,50 @@ class DashboardSettings(Frozen):
     """Namespace of the ConfigMap; default: the reconciler's (the sidecar must watch it)."""
 
 
-class PrometheusRuleSettings(Frozen):
+class PrometheusRuleSettings(Documented):
     """A PrometheusRule (Prometheus Operator CRD) with nodegate's alerts."""
 
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Labels the Prometheus ruleSelector matches, e.g. {release: kube-prometheus-stack}."""
 
 
-class CertManagerIssuer(Frozen):
+DURATION_RE = r"^[0-9]+(ms|s|m|h)$"
+Duration = Annotated[str, Field(pattern=DURATION_RE)]
+
+
+class MonitorSettings(Documented):
+    """A Prometheus Operator ServiceMonitor or PodMonitor for the replicas' /metrics."""
+
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Labels the Prometheus serviceMonitorSelector / podMonitorSelector matches, e.g.
+    {release: kube-prometheus-stack}."""
+    interval: Duration = "30s"
+    """Scrape interval (Prometheus duration)."""
+
+
+class NetworkPolicySettings(Documented):
+    """A NetworkPolicy around the replicas: in, only their http port (metrics, probes) and the
+    webhook's; out, only the API server."""
+
+    api_server_ports: tuple[Annotated[int, Field(ge=1, le=65535)], ...] = Field(
+        default=(443, 6443), min_length=1
+    )
+    """TCP ports the pods may connect to, to any address: the API server's endpoint ports
+    (CNIs enforce egress after the Service address is translated, so the endpoint's port
+    counts: 6443 on OKE and kubeadm, 443 on AKS). No DNS: the in-cluster client dials the
+    API server's IP."""
+
+
+class CertManagerIssuer(Documented):
     """The cert-manager issuer that signs the webhook's serving certificate."""
 
     name: DnsSubdomain
+    """Name of the Issuer or ClusterIssuer (required)."""
     kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
     """An Issuer must be in the reconciler's namespace."""
 
 
-class WebhookDeploy(Frozen):
+class WebhookDeploy(Documented):
     """The optional Node admission webhook: nodes that no nodegate bootstrap made (AKS pools
     without nodeInitializationTaints, autoscaler-made or self-managed nodes) are still born
     with their startup gates and persisted labels. See docs/reconciler.md. Deploy side: the
@@ -184,12 +219,12 @@ class WebhookDeploy(Frozen):
     """IfNeeded: called again if a later mutating webhook changed the node (e.g. added the
     labels a gate matches); the patch is idempotent, so a second call only fills gaps."""
     cert_manager: CertManagerIssuer | None = None
-    """None: nodegate makes and rotates its own CA and certificate, shared by the replicas
-    through one Secret. Set: cert-manager issues the certificate and injects the caBundle
-    (no Secret access for the reconciler)."""
+    """cert-manager issues the serving certificate and injects the caBundle (no Secret access
+    for the reconciler). Unset: nodegate makes and rotates its own CA and certificate, shared by
+    the replicas through one Secret."""
 
 
-class DeploySettings(Frozen):
+class DeploySettings(Documented):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
     image: ImageSettings
@@ -208,7 +243,7 @@ class DeploySettings(Frozen):
     resources: ResourceSettings = Field(default_factory=ResourceSettings)
     priority_class_name: DnsSubdomain | None = "system-cluster-critical"
     """Priority of the pods: the reconciler lifts startup gates, so it must not be preempted
-    by the workloads it lets in. None: the cluster's default priority."""
+    by the workloads it lets in. None (`""` in the chart): the cluster's default priority."""
     http_port: int = Field(default=8080, ge=1, le=65535)
     """Container port of /healthz, /readyz and /metrics."""
     node_selector: dict[LabelKey, LabelValue] = Field(
@@ -220,8 +255,20 @@ class DeploySettings(Frozen):
     dedicated nodes too, but not NoExecute: a failing node evicts it to a healthy one. The
     rules' own gates are tolerated whatever this says and whatever their effect (the
     reconciler is what lifts them): `nodegate.manifests.tolerations`."""
+    affinity: dict[str, Any] = Field(default_factory=dict)
+    """The pods' Kubernetes `affinity` (nodeAffinity, podAffinity, podAntiAffinity), as in a
+    pod spec; none by default (the topology spread already spreads the replicas)."""
     leader_election: LeaderElectionDeploy = Field(default_factory=LeaderElectionDeploy)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    service_monitor: MonitorSettings | None = None
+    """A ServiceMonitor for the metrics Service (needs `metrics.service` and the Prometheus
+    Operator CRDs; off by default)."""
+    pod_monitor: MonitorSettings | None = None
+    """A PodMonitor for the pods' http port (needs the Prometheus Operator CRDs; off by
+    default). Use it or the ServiceMonitor, not both (each replica would be scraped twice)."""
+    network_policy: NetworkPolicySettings | None = None
+    """A NetworkPolicy limiting the pods' traffic (off by default: it needs a CNI that
+    enforces policies)."""
     grafana_dashboard: DashboardSettings | None = None
     """Ship the Grafana dashboard as a ConfigMap (off by default)."""
     prometheus_rule: PrometheusRuleSettings | None = None
@@ -229,6 +276,15 @@ class DeploySettings(Frozen):
     webhook: WebhookDeploy | None = None
     """The Node admission webhook (off by default); its objects come from
     `nodegate.manifests.webhook`."""
+
+    @model_validator(mode="after")
+    def _monitors(self) -> DeploySettings:
+        if self.service_monitor is not None and not self.metrics.service:
+            raise ValueError(
+                "serviceMonitor selects the metrics Service, which metrics.service: false "
+                "drops; keep the Service or use podMonitor"
+            )
+        return self
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DeploySettings:

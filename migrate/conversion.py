@@ -19,10 +19,33 @@ from pydantic import ValidationError
 from nodegate.core.errors import DocPath, Problem, RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.located_errors import located_errors
+from nodegate.core.yaml_input import Positions
 from nodegate.core.yaml_output import dump_all
 from nodegate.manifests.settings import WebhookDeploy
 
 HEADER_WIDTH = 96
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a setting stood in one of several input files: the file, the path in its
+    document (a document index first when the file holds several), and the positions of that
+    document's keys, so a refusal names its line and column."""
+
+    source: str
+    path: DocPath
+    positions: Positions = field(default_factory=dict, compare=False, repr=False)
+    prefix: DocPath = ()
+    """Path elements shown before `path` but not part of the document (its index)."""
+
+    def problem(self, rest: DocPath, message: str) -> Problem:
+        """A problem at `path` + `rest`, at the line of its longest known prefix."""
+        path = (*self.path, *rest)
+        for end in range(len(path), -1, -1):
+            if path[:end] in self.positions:
+                line, column = self.positions[path[:end]]
+                return Problem(line, column, self.source, (*self.prefix, *path), message)
+        return Problem(0, 0, self.source, (*self.prefix, *path), message)
 
 
 @dataclass(frozen=True)
@@ -38,8 +61,9 @@ class Conversion:
     """What behaves differently from the old tool, one sentence or two each."""
     reconciler_flags: tuple[str, ...] = ()
     """`nodegate reconcile` flags the old tool's deployment settings become."""
-    places: Mapping[DocPath, DocPath] = field(default_factory=dict)
-    """Path in the rules -> the old tool's setting it came from (longest prefix wins)."""
+    places: Mapping[DocPath, DocPath | Place] = field(default_factory=dict)
+    """Path in the rules -> the old tool's setting it came from (longest prefix wins): a path
+    in `source`, or a `Place` in one of several input files."""
     problems: tuple[Problem, ...] = ()
     """What the converter could not read; reported with whatever validation finds."""
     webhook: Mapping[str, Any] | None = None
@@ -63,12 +87,8 @@ def to_yaml(conversion: Conversion) -> str:
     except RulesError as err:
         # A setting the converter could not read already has its own message.
         unread = {p.path for p in conversion.problems}
-        located = [(_setting(conversion, p.path), p.message) for p in err.problems]
-        problems += [
-            Problem(0, 0, conversion.source, path, message)
-            for path, message in located
-            if path not in unread
-        ]
+        located = [_located(conversion, p.path, p.message) for p in err.problems]
+        problems += [p for p in located if p.path not in unread]
     if problems:
         raise RulesError(problems)
     return text
@@ -88,10 +108,24 @@ def _webhook_problems(conversion: Conversion) -> list[Problem]:
     return []
 
 
+def _located(conversion: Conversion, path: DocPath, message: str) -> Problem:
+    """A refusal of the generated rules, at the old tool's setting it came from."""
+    for end in range(len(path), 0, -1):
+        place = conversion.places.get(path[:end])
+        if isinstance(place, Place):
+            return place.problem(path[end:], message)
+        if place is not None:
+            return Problem(0, 0, conversion.source, place + path[end:], message)
+    return Problem(0, 0, conversion.source, path, message)
+
+
 def _setting(conversion: Conversion, path: DocPath) -> DocPath:
     for end in range(len(path), 0, -1):
-        if path[:end] in conversion.places:
-            return conversion.places[path[:end]] + path[end:]
+        place = conversion.places.get(path[:end])
+        if isinstance(place, Place):
+            return (*place.prefix, *place.path, *path[end:])
+        if place is not None:
+            return place + path[end:]
     return path
 
 

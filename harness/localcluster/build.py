@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -24,10 +25,16 @@ from pathlib import Path
 from nodegate.localcluster import gomodule, paths
 from nodegate.localcluster.gotool import Say, go_output, run_go
 from nodegate.localcluster.versions import (
+    CHART_TESTING_MODULE,
+    CHART_TESTING_VERSION,
     ETCD_MODULE,
     ETCD_VERSION,
+    HELM4_MODULE,
+    HELM4_VERSION,
     HELM_KUBE_MINOR,
     HELM_MODULE,
+    HELM_UNITTEST_MODULE,
+    HELM_UNITTEST_VERSION,
     HELM_VERSION,
     KARPENTER_MODULE,
     KARPENTER_VERSION,
@@ -209,6 +216,9 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         KARPENTER_MODULE: KARPENTER_VERSION,
         PROMETHEUS_MODULE: PROMETHEUS_VERSION,
         HELM_MODULE: HELM_VERSION,
+        HELM4_MODULE: HELM4_VERSION,
+        HELM_UNITTEST_MODULE: HELM_UNITTEST_VERSION,
+        CHART_TESTING_MODULE: CHART_TESTING_VERSION,
     }
     pinned = []
     for package in packages:
@@ -565,62 +575,188 @@ def _build_promtool(_: Path, say: Say) -> None:
     _build_staged(paths.promtool_dir(), promtool_stamp(), fill)
 
 
-def helm_stamp() -> dict[str, str]:
-    return {"helm": HELM_VERSION, "package": f"{HELM_MODULE}/cmd/helm"}
+HELM_MODULES = {HELM_VERSION: HELM_MODULE, HELM4_VERSION: HELM4_MODULE}
+"""The helm releases the chart tests run: v3 and v4, each with its module."""
 
 
-def helm_is_built() -> bool:
+def helm_stamp(version: str = HELM_VERSION) -> dict[str, str]:
+    return {"helm": version, "package": f"{HELM_MODULES[version]}/cmd/helm"}
+
+
+def helm_is_built(version: str = HELM_VERSION) -> bool:
     """True when helm is cached for the pinned version."""
-    return _is_stamped(paths.helm_dir(), helm_stamp(), (paths.HELM,))
+    return _is_stamped(paths.helm_dir(version), helm_stamp(version), (paths.HELM,))
 
 
-def ensure_helm_built(say: Say | None = None) -> Path:
-    """The cached helm binary, building it first if the cache is cold.
+def ensure_helm_built(say: Say | None = None, version: str = HELM_VERSION) -> Path:
+    """The cached helm binary of `version` (v3 by default, or HELM4_VERSION), building it first
+    if the cache is cold.
 
     The chart tests (tests/unit/manifests/test_chart_helm.py) run it. Its directory, stamp and
     lock are its own (`<cache>/helm/<version>`), so it never touches the control plane's; the Go
     build cache is shared. Same build-then-rename as the control plane."""
     out: Say = say or _print_flushed
-    if helm_is_built():
-        return paths.helm_binary()
-    root = paths.helm_root()
+    if helm_is_built(version):
+        return paths.helm_binary(version)
+    root = paths.helm_root(version)
     root.mkdir(parents=True, exist_ok=True)
     with _build_lock(root):
-        if not helm_is_built():
-            _timed(out, f"helm {HELM_VERSION}", _build_helm, Path())
-    return paths.helm_binary()
+        if not helm_is_built(version):
+            _timed(out, f"helm {version}", lambda _, s: _build_helm(version, s), Path())
+    return paths.helm_binary(version)
 
 
-def _build_helm(_: Path, say: Say) -> None:
-    """`go build helm.sh/helm/v3/cmd/helm` from the module (no replace directives), with the
-    version stamps helm's own Makefile sets."""
+def _build_helm(version: str, say: Say) -> None:
+    """`go build helm.sh/helm/v<major>/cmd/helm` from the module (no replace directives), with
+    the version stamps helm's own Makefile sets (v3 also stamps its Kubernetes version)."""
+    module = HELM_MODULES[version]
 
     def fill(staging: Path) -> None:
-        root = paths.helm_root()
+        root = paths.helm_root(version)
         directory = _module_dir("helm", root)
-        upstream, _ = _upstream(HELM_MODULE, HELM_VERSION, directory)
+        upstream, _ = _upstream(module, version, directory)
         _write_gomod(
-            directory,
-            gomodule.plain_wrapper("helm", upstream.go_version, HELM_MODULE, HELM_VERSION),
+            directory, gomodule.plain_wrapper("helm", upstream.go_version, module, version)
         )
-        k8s = f"-X {HELM_MODULE}/pkg/lint/rules.k8sVersionMajor=1"
-        k8s += f" -X {HELM_MODULE}/pkg/lint/rules.k8sVersionMinor={HELM_KUBE_MINOR}"
-        k8s += f" -X {HELM_MODULE}/pkg/chartutil.k8sVersionMajor=1"
-        k8s += f" -X {HELM_MODULE}/pkg/chartutil.k8sVersionMinor={HELM_KUBE_MINOR}"
+        stamps = f"-X {module}/internal/version.version={version}"
+        stamps += f" -X {module}/internal/version.gitTreeState=module"
+        if module == HELM_MODULE:
+            for package in ("pkg/lint/rules", "pkg/chartutil"):
+                stamps += f" -X {module}/{package}.k8sVersionMajor=1"
+                stamps += f" -X {module}/{package}.k8sVersionMinor={HELM_KUBE_MINOR}"
         _go_build(
             directory,
-            [f"{HELM_MODULE}/cmd/helm"],
+            [f"{module}/cmd/helm"],
             output=str(staging / paths.HELM),
-            ldflags=(
-                f"-s -w -X {HELM_MODULE}/internal/version.version={HELM_VERSION}"
-                f" -X {HELM_MODULE}/internal/version.gitTreeState=module {k8s}"
-            ),
+            ldflags=f"-s -w {stamps}",
             label="helm",
             say=say,
             root=root,
         )
 
-    _build_staged(paths.helm_dir(), helm_stamp(), fill)
+    _build_staged(paths.helm_dir(version), helm_stamp(version), fill)
+
+
+def helm_unittest_stamp() -> dict[str, str]:
+    return {
+        "helm-unittest": HELM_UNITTEST_VERSION,
+        "package": f"{HELM_UNITTEST_MODULE}/cmd/helm-unittest",
+    }
+
+
+def helm_unittest_is_built() -> bool:
+    directory = paths.helm_unittest_binary().parent
+    return _is_stamped(directory, helm_unittest_stamp(), (paths.HELM_UNITTEST,))
+
+
+def ensure_helm_unittest_built(say: Say | None = None) -> Path:
+    """The cached helm-unittest binary (the chart's unit tests, charts/nodegate/tests), built
+    first if the cache is cold; its own directory, stamp and lock, like helm's."""
+    out: Say = say or _print_flushed
+    if helm_unittest_is_built():
+        return paths.helm_unittest_binary()
+    root = paths.helm_unittest_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        if not helm_unittest_is_built():
+            _timed(out, f"helm-unittest {HELM_UNITTEST_VERSION}", _build_helm_unittest, Path())
+    return paths.helm_unittest_binary()
+
+
+def _build_helm_unittest(_: Path, say: Say) -> None:
+    """`go build .../cmd/helm-unittest` from a wrapper module that copies the upstream go.mod's
+    one replace (`go install module@version` refuses a module with replaces)."""
+
+    def fill(staging: Path) -> None:
+        root = paths.helm_unittest_root()
+        directory = _module_dir("helm-unittest", root)
+        upstream, _ = _upstream(HELM_UNITTEST_MODULE, HELM_UNITTEST_VERSION, directory)
+        info = json.loads(
+            go_output(
+                ["mod", "download", "-json", f"{HELM_UNITTEST_MODULE}@{HELM_UNITTEST_VERSION}"],
+                cwd=directory,
+            )
+        )
+        replaces = gomodule.versioned_replaces(Path(info["GoMod"]).read_text(encoding="utf-8"))
+        wrapper = gomodule.plain_wrapper(
+            "helm-unittest", upstream.go_version, HELM_UNITTEST_MODULE, HELM_UNITTEST_VERSION
+        )
+        _write_gomod(directory, dataclasses.replace(wrapper, replace_lines=replaces))
+        _go_build(
+            directory,
+            [f"{HELM_UNITTEST_MODULE}/cmd/helm-unittest"],
+            output=str(staging / paths.HELM_UNITTEST),
+            ldflags="-s -w",
+            label="helm-unittest",
+            say=say,
+            root=root,
+        )
+
+    _build_staged(paths.helm_unittest_binary().parent, helm_unittest_stamp(), fill)
+
+
+def chart_testing_stamp() -> dict[str, str]:
+    return {"chart-testing": CHART_TESTING_VERSION, "package": f"{CHART_TESTING_MODULE}/ct"}
+
+
+def chart_testing_is_built() -> bool:
+    directory = paths.chart_testing_binary().parent
+    files = (paths.CHART_TESTING, "etc/chart_schema.yaml", "etc/lintconf.yaml")
+    return _is_stamped(directory, chart_testing_stamp(), files)
+
+
+def ensure_chart_testing_built(say: Say | None = None) -> Path:
+    """The cached `ct` binary (its config in `paths.chart_testing_config()`), built first if
+    the cache is cold; its own directory, stamp and lock, like helm's."""
+    out: Say = say or _print_flushed
+    if chart_testing_is_built():
+        return paths.chart_testing_binary()
+    root = paths.chart_testing_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        if not chart_testing_is_built():
+            _timed(out, f"chart-testing {CHART_TESTING_VERSION}", _build_chart_testing, Path())
+    return paths.chart_testing_binary()
+
+
+def _build_chart_testing(_: Path, say: Say) -> None:
+    """`go build github.com/helm/chart-testing/v3/ct` in a wrapper module (see versions.py for
+    why not `go install`), and its etc/ config files copied from the module's source."""
+
+    def fill(staging: Path) -> None:
+        root = paths.chart_testing_root()
+        directory = _module_dir("chart-testing", root)
+        upstream, source = _upstream(CHART_TESTING_MODULE, CHART_TESTING_VERSION, directory)
+        _write_gomod(
+            directory,
+            gomodule.plain_wrapper(
+                "chart-testing", upstream.go_version, CHART_TESTING_MODULE, CHART_TESTING_VERSION
+            ),
+        )
+        version = f"-X {CHART_TESTING_MODULE}/ct/cmd.Version={CHART_TESTING_VERSION}"
+        _go_build(
+            directory,
+            [f"{CHART_TESTING_MODULE}/ct"],
+            output=str(staging / paths.CHART_TESTING),
+            ldflags=f"-s -w {version}",
+            label="chart-testing",
+            say=say,
+            root=root,
+        )
+        (staging / "etc").mkdir()
+        for name in ("chart_schema.yaml", "lintconf.yaml"):
+            shutil.copyfile(source / "etc" / name, staging / "etc" / name)
+
+    _build_staged(paths.chart_testing_binary().parent, chart_testing_stamp(), fill)
+
+
+def ensure_chart_tools_built(say: Say | None = None) -> Path:
+    """helm v3 and v4, helm-unittest and ct, each cached on its own (`make helm`); helm v3's
+    path."""
+    ensure_helm_built(say, HELM4_VERSION)
+    ensure_helm_unittest_built(say)
+    ensure_chart_testing_built(say)
+    return ensure_helm_built(say)
 
 
 def _print_flushed(line: str) -> None:
@@ -655,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--helm",
         action="store_true",
-        help="build helm (the chart tests run it) instead",
+        help="build helm v3 and v4, helm-unittest and ct (the chart tests run them) instead",
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -666,8 +802,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.helm:
         return _report(
             "helm",
-            ensure_helm_built,
-            lambda binary: f"helm {HELM_VERSION} ready at {binary} ({took()})",
+            ensure_chart_tools_built,
+            lambda directory: (
+                f"helm {HELM_VERSION} and {HELM4_VERSION}, helm-unittest "
+                f"{HELM_UNITTEST_VERSION}, chart-testing {CHART_TESTING_VERSION} ready ({took()})"
+            ),
         )
     if args.promtool:
         return _report(

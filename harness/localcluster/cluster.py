@@ -27,6 +27,7 @@ from nodegate.localcluster.certs import (
     ClientIdentity,
     ControlPlanePKI,
     create_pki,
+    issue_client_identity,
     issue_node_identity,
 )
 from nodegate.localcluster.kubeconfig import write_kubeconfig
@@ -197,8 +198,17 @@ class LocalControlPlane(StartedWhileUsed):
 
     def node_kubeconfig(self, node_name: str) -> Path:
         """A kubeconfig for `node_name`'s kubelet credentials (for a real kubelet or kubectl)."""
-        identity = self.node_identity(node_name)
-        path = self.workdir / "identities" / f"{node_name}.kubeconfig"
+        return self._kubeconfig_for(self.node_identity(node_name), node_name)
+
+    def user_kubeconfig(self, user: str, group: str | None = None) -> Path:
+        """A kubeconfig for a plain `user` (not in `system:masters`): RBAC and API Priority and
+        Fairness treat it as they treat a controller's ServiceAccount."""
+        directory = self.workdir / "identities"
+        identity = issue_client_identity(self._require_pki(), user, group, directory)
+        return self._kubeconfig_for(identity, user.replace(":", "_"))
+
+    def _kubeconfig_for(self, identity: ClientIdentity, stem: str) -> Path:
+        path = self.workdir / "identities" / f"{stem}.kubeconfig"
         return write_kubeconfig(path, self.server_url, self._require_pki(), identity)
 
     def _require_pki(self) -> ControlPlanePKI:

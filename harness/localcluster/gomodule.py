@@ -65,6 +65,8 @@ class WrapperModule:
     requires: dict[str, str]
     replaces: dict[str, str] = field(default_factory=dict)
     godebug_lines: tuple[str, ...] = ()
+    replace_lines: tuple[str, ...] = ()
+    """Upstream `replace` lines copied as they are (a module replaced by another's version)."""
 
     def render(self) -> str:
         """The go.mod text; deterministic so the cache directory's content is reproducible."""
@@ -86,6 +88,8 @@ class WrapperModule:
                 f"\t{path} => {path} {version}" for path, version in sorted(self.replaces.items())
             ]
             lines += [")", ""]
+        if self.replace_lines:
+            lines += [f"replace {line}" for line in self.replace_lines] + [""]
         return "\n".join(lines)
 
 
@@ -116,3 +120,24 @@ def plain_wrapper(name: str, go_version: str, module: str, version: str) -> Wrap
         go_version=go_version,
         requires={module: version},
     )
+
+
+_VERSIONED_REPLACE = re.compile(r"^\s*(?:replace\s+)?(\S+(?:\s+v\S+)?\s*=>\s*\S+\s+v\S+)\s*$")
+
+
+def versioned_replaces(text: str) -> tuple[str, ...]:
+    """An upstream go.mod's replaces of a module by a published version of another (or the
+    same) module, `old [version] => new version`; local-path replaces are not copyable."""
+    found: list[str] = []
+    in_block = False
+    for raw in text.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if line.startswith("replace ("):
+            in_block = True
+            continue
+        if in_block and line == ")":
+            in_block = False
+            continue
+        if (in_block or line.startswith("replace ")) and (match := _VERSIONED_REPLACE.match(line)):
+            found.append(" ".join(match.group(1).split()))
+    return tuple(found)

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 
 from nodegate.localcluster.versions import (
+    CHART_TESTING_VERSION,
+    HELM_UNITTEST_VERSION,
     HELM_VERSION,
     KARPENTER_VERSION,
     KUBERNETES_VERSION,
@@ -115,6 +117,33 @@ def promtool_binary(version: str = PROMETHEUS_VERSION) -> Path:
 
 
 HELM = "helm"
+HELM_UNITTEST = "helm-unittest"
+
+
+CHART_TESTING = "ct"
+
+
+def chart_testing_root(version: str = CHART_TESTING_VERSION) -> Path:
+    """ct's bin/ (with its etc/ config beside it), wrapper module and logs."""
+    return cache_root() / "chart-testing" / version
+
+
+def chart_testing_binary(version: str = CHART_TESTING_VERSION) -> Path:
+    return chart_testing_root(version) / "bin" / CHART_TESTING
+
+
+def chart_testing_config(version: str = CHART_TESTING_VERSION) -> Path:
+    """What `CT_CONFIG_DIR` names: chart_schema.yaml and lintconf.yaml from the module."""
+    return chart_testing_root(version) / "bin" / "etc"
+
+
+def helm_unittest_root(version: str = HELM_UNITTEST_VERSION) -> Path:
+    """helm-unittest's bin/, wrapper module and logs (its own stamp and lock, like helm's)."""
+    return cache_root() / "helm-unittest" / version
+
+
+def helm_unittest_binary(version: str = HELM_UNITTEST_VERSION) -> Path:
+    return helm_unittest_root(version) / "bin" / HELM_UNITTEST
 
 
 def helm_root(version: str = HELM_VERSION) -> Path:

@@ -59,6 +59,22 @@ HELM_MODULE = "helm.sh/helm/v3"
 HELM_VERSION = "v3.22.0"
 """Helm 3.22.0, the newest v3 release on the Go module proxy: `cmd/helm` is built to lint, render
 and package the chart (charts/nodegate) in the tests (`make helm`)."""
+HELM4_MODULE = "helm.sh/helm/v4"
+HELM4_VERSION = "v4.3.1"
+"""Helm 4.3.1, the newest v4 release on the Go module proxy: the chart is also linted, rendered
+and installed with it (server-side apply by default), `make helm`."""
+HELM_UNITTEST_MODULE = "github.com/helm-unittest/helm-unittest"
+HELM_UNITTEST_VERSION = "v1.1.2"
+"""helm-unittest 1.1.2, the one version on the Go module proxy: `cmd/helm-unittest` runs the
+chart's unit tests (charts/nodegate/tests). Its go.mod replaces a dependency, so it is built from
+a wrapper module that copies that replace (`go install` refuses such modules)."""
+CHART_TESTING_MODULE = "github.com/helm/chart-testing/v3"
+CHART_TESTING_VERSION = "v3.14.0"
+"""chart-testing (`ct`) 3.14.0: the proxy refuses the module's version list (403), so
+`go install ...@latest` cannot resolve, and `go install ...@v3.14.0` fails loading its
+deprecation (the same list); the version itself is served, and a wrapper module builds it. `ct
+lint` runs on the chart in the tests; its config files (etc/chart_schema.yaml, lintconf.yaml)
+are copied from the module beside the binary."""
 HELM_KUBE_MINOR = "37"
 """The Kubernetes minor of helm's client-go (v0.37.0): helm's Makefile stamps it into
 `helm lint`'s and `.Capabilities`' default Kubernetes version (1.37)."""

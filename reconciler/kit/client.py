@@ -21,6 +21,7 @@ from nodegate.reconciler.kit.errors import (
     NotFoundError,
     PermanentError,
     TemporaryError,
+    ThrottledError,
     TimedOutError,
 )
 
@@ -60,8 +61,10 @@ def classify(err: ApiException) -> KubeError:
         return NotFoundError(text)
     if status == 410:
         return GoneError(text)
+    if status == 429:
+        return ThrottledError(text, _retry_after(err))
     # 401: a rotated token is picked up on the next call; 0: no HTTP answer at all.
-    if status in (0, 401, 429) or status >= 500:
+    if status in (0, 401) or status >= 500:
         return TemporaryError(text, _retry_after(err))
     return PermanentError(text, status)
 

@@ -16,6 +16,11 @@ class TemporaryError(KubeError):
         self.retry_after = retry_after
 
 
+class ThrottledError(TemporaryError):
+    """429: the API server's own flow control (API Priority and Fairness) turned the request
+    away. Not a fault: retried no sooner than its Retry-After, and counted apart from failures."""
+
+
 class PermanentError(KubeError):
     """400, 403, 422...: retrying the same request cannot succeed until something else changes."""
 

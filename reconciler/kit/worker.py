@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from nodegate.reconciler.kit.errors import KubeError, TemporaryError
+from nodegate.reconciler.kit.errors import KubeError, TemporaryError, ThrottledError
 from nodegate.reconciler.kit.workqueue import WorkQueue
 
-ErrorKind = Literal["temporary", "internal"]
+ErrorKind = Literal["temporary", "throttled", "internal"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,13 @@ def error_kind(outcome: Retry | Refused) -> str | None:
 def retry_after(err: KubeError) -> float:
     """A server's Retry-After (429, 503) as the least delay of the retry."""
     return (err.retry_after or 0.0) if isinstance(err, TemporaryError) else 0.0
+
+
+def retry(err: KubeError, what: str) -> Retry:
+    """A failed call retried with the key's backoff, no sooner than the server asked; a 429
+    (the API server's flow control at work) counts as `throttled`, not as a failure."""
+    kind: ErrorKind = "throttled" if isinstance(err, ThrottledError) else "temporary"
+    return Retry(err, what, retry_after(err), kind)
 
 
 class Worker:

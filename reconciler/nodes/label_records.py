@@ -28,7 +28,7 @@ from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.worker import Retry
+from nodegate.reconciler.kit.worker import Retry, retry
 from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
@@ -44,6 +44,9 @@ class LabelWork:
     name: str
     stored: StoredRecord | None
     decision: LabelDecision
+    dry_run: bool = False
+    """persistentLabels is in dry run: the record is neither written nor its labels restored
+    (the planner reports them as would-be restores)."""
 
 
 class LabelRecords:
@@ -99,18 +102,22 @@ class LabelRecords:
         name = record_name(key)
         stored = self._store.get(name)
         if stored is not None and stored.record is None:
-            self._quarantine(node, stored)
+            if not config.dry_run:
+                self._quarantine(node, stored)
             stored = None
         record = stored.record if stored is not None else None
         rivals = self.keys.rivals(node.state.name, key)
-        return LabelWork(name, stored, decide(node.state, record, config, self._now(), rivals))
+        decision = decide(node.state, record, config, self._now(), rivals)
+        return LabelWork(name, stored, decision, dry_run=config.dry_run)
 
     def after_write(self, node: CachedNode, work: LabelWork) -> Retry | None:
         """After the node write: report restored labels, then bring the record up to date.
         A failed record write is an outcome (retry the node), never a node-write error."""
-        self._report_withheld(node, work)
+        dry_run = self._dry_run or work.dry_run
+        if not dry_run:
+            self._report_withheld(node, work)
         restored = work.decision.restore
-        if restored and not self._dry_run:
+        if restored and not dry_run:
             self._metrics.label_restores.inc(len(restored))
             listed = ", ".join(f"{k}={v}" for k, v in sorted(restored.items()))
             log.info(
@@ -123,7 +130,7 @@ class LabelRecords:
                 "NodegateLabelsRestored",
                 f"restored label(s) {listed} from record {work.name}",
             )
-        if work.decision.record is None or self._dry_run:
+        if work.decision.record is None or dry_run:
             return None
         try:
             self._store.save(work.name, work.stored, work.decision.record)
@@ -133,7 +140,7 @@ class LabelRecords:
             return Retry(err, "label record changed meanwhile; planning again", kind=None)
         except KubeError as err:
             self._metrics.label_restore_failures.labels("record_write").inc()
-            return Retry(err, "label record write failed")
+            return retry(err, "label record write failed")
         return None
 
     def _report_withheld(self, node: CachedNode, work: LabelWork) -> None:
@@ -175,7 +182,7 @@ class LabelRecords:
         `forgetAfter` runs)."""
         with self._lock:
             gone = self._deleted.pop(key, None)
-        if gone is None or config is None or self._dry_run:
+        if gone is None or config is None or self._dry_run or config.dry_run:
             return
         key = record_key(gone, config)
         if not key:
@@ -208,7 +215,8 @@ class LabelRecords:
         while not stop.wait(gc_interval(rules())):
             current = rules()
             config = current.persistent_labels if current is not None else None
-            uids = live() if config is not None and not self._dry_run and self.synced() else None
+            writes = config is not None and not (self._dry_run or config.dry_run)
+            uids = live() if writes and self.synced() else None
             if config is None or uids is None:
                 continue
             for stored in self._store.all():

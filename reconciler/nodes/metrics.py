@@ -120,6 +120,27 @@ class Metrics:
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
+        self.taints_adopted = Counter(
+            "nodegate_taints_adopted",
+            "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
+            "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
+            ["rule"],
+            registry=r,
+        )
+        self.dry_run_changes = Counter(
+            "nodegate_dry_run_changes",
+            "Changes dry-run rules would have made (each counted once per node while it stays "
+            "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
+            "put_back_gate, restore_label).",
+            ["rule", "action"],
+            registry=r,
+        )
+        self.dry_run_nodes = Gauge(
+            "nodegate_dry_run_nodes",
+            "Nodes a dry-run rule would change now, by rule and action.",
+            ["rule", "action"],
+            registry=r,
+        )
         self.write_wait_seconds = Counter(
             "nodegate_write_throttle_seconds",
             "Seconds node writes waited for the client-side rate limit.",

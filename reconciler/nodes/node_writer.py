@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Mapping
 
+from nodegate.core.dry_run import DryRunChange
 from nodegate.core.plan import NodePlan
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
@@ -44,6 +45,11 @@ class NodeWriter:
         self.stop = threading.Event()
         """Set when the reconciler stops: a write waiting for the limit gives up."""
         self._dry_run_said: dict[str, str] = {}
+        self._would: dict[str, frozenset[DryRunChange]] = {}
+        """node -> what dry-run rules would change on it, as last reported."""
+        self._would_nodes: dict[tuple[str, str], int] = {}
+        """(rule, action) -> nodes it is pending on (nodegate_dry_run_nodes)."""
+        self._would_lock = threading.Lock()
 
     def leading(self) -> bool:
         """Whether this replica may write now (the Lease's fence)."""
@@ -68,6 +74,59 @@ class NodeWriter:
         self._count_changes(node_plan)
         log.info("changed node", extra={"node": name, "change": summary})
         self._recorder.on_node(name, node.state.uid, "NodegateUpdated", summary)
+        if node_plan.owned_annotation is not None:
+            self._say_adopted(node, node_plan)
+
+    def _say_adopted(self, node: CachedNode, node_plan: NodePlan) -> None:
+        """Each taint the write claimed from the node as it was: an Event and a count."""
+        for change in node_plan.adopted_taints:
+            rules = ", ".join(change.rules)
+            for rule in change.rules:
+                self._metrics.taints_adopted.labels(rule).inc()
+            log.info(
+                "adopted taint",
+                extra={"node": node.state.name, "taint": str(change.taint), "rules": rules},
+            )
+            self._recorder.on_node(
+                node.state.name,
+                node.state.uid,
+                "TaintAdopted",
+                f"taint {change.taint} was already on the node; it is now managed by rule "
+                f"{rules} (recorded in the owned-taints annotation)",
+            )
+
+    def say_would(self, node: CachedNode, changes: tuple[DryRunChange, ...]) -> None:
+        """What dry-run rules would change on the node: each change not pending before is an
+        Event (its reason by action, aggregated) and a count; the per-rule node gauge follows.
+        Reported by the leader only, like every write."""
+        name = node.state.name
+        now = frozenset(changes)
+        with self._would_lock:
+            before = self._would.get(name, frozenset())
+            if now == before:
+                return
+            if now:
+                self._would[name] = now
+            else:
+                self._would.pop(name, None)
+            self._recount(before, now)
+        for change in sorted(now - before, key=lambda c: (c.rule, c.action, c.subject)):
+            self._metrics.dry_run_changes.labels(change.rule, change.action).inc()
+            log.info(
+                "dry run: rule would change node",
+                extra={"node": name, "rule": change.rule, "action": change.action},
+            )
+            self._recorder.on_node(name, node.state.uid, change.reason, change.message())
+
+    def _recount(self, before: frozenset[DryRunChange], now: frozenset[DryRunChange]) -> None:
+        old = {(c.rule, c.action) for c in before}
+        new = {(c.rule, c.action) for c in now}
+        for pair in old - new:
+            self._would_nodes[pair] = self._would_nodes.get(pair, 1) - 1
+            self._metrics.dry_run_nodes.labels(*pair).set(self._would_nodes[pair])
+        for pair in new - old:
+            self._would_nodes[pair] = self._would_nodes.get(pair, 0) + 1
+            self._metrics.dry_run_nodes.labels(*pair).set(self._would_nodes[pair])
 
     def _patch(self, node: CachedNode, node_plan: NodePlan) -> None:
         try:
@@ -108,6 +167,8 @@ class NodeWriter:
     def forget(self, name: str) -> None:
         """The node is gone: a node of the same name later is told its dry run afresh."""
         self._dry_run_said.pop(name, None)
+        with self._would_lock:
+            self._recount(self._would.pop(name, frozenset()), frozenset())
 
     def _say_dry_run(self, node: CachedNode, summary: str) -> None:
         name = node.state.name

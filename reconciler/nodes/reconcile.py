@@ -21,7 +21,7 @@ from nodegate.reconciler.kit.errors import (
     TemporaryError,
 )
 from nodegate.reconciler.kit.kube import NodeApi, RawObject
-from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry_after
+from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker, Hold
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
@@ -99,6 +99,8 @@ class NodeReconciler:
             else None
         )
         node_plan = self._plan(key, node, rules, work)
+        if self._writer.leading():
+            self._writer.say_would(node, node_plan.dry_run)
         self._gates.report_timeouts(node, node_plan)
         for warning in node_plan.warnings:
             log.warning(warning, extra={"node": key})
@@ -122,7 +124,7 @@ class NodeReconciler:
         except NotFoundError:
             return Done()
         except TemporaryError as err:
-            return Retry(err, "node write failed", retry_after(err))
+            return retry(err, "node write failed")
         except PermanentError as err:
             self._labels.refused(work)
             return self._taints_alone(node, node_plan, err)
@@ -169,7 +171,7 @@ class NodeReconciler:
         try:
             fresh = self._api.get_node(key)
         except KubeError as err:
-            return Retry(err, "re-read after a conflict failed", retry_after(err))
+            return retry(err, "re-read after a conflict failed")
         return Done() if fresh is None else self._slim(fresh)
 
     def _finish(

@@ -22,6 +22,7 @@ from nodegate.localcluster.nodes import MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from tests.bench.scenario import (
     BENCH_TAINT_KEYS,
     FLIP_KEY,
+    FLOOR_KEY,
     PROBLEM_TYPE,
     RACE_NAMESPACE,
     Change,
@@ -111,6 +112,24 @@ def send_on_schedule(
     if errors:
         raise RuntimeError(f"{len(errors)} benchmark changes failed; first: {errors[0]}")
     return sent
+
+
+def floor_seconds(plane: LocalControlPlane, names: list[str], on: bool, threads: int) -> float:
+    """The API server alone: a plain client's taint patch on every node (`on`: the floor taint
+    put on; otherwise the taints emptied), `threads` at a time; seconds for all the answers.
+
+    Run while no operator runs and the nodes carry no taint, so emptying loses nothing."""
+    core = bench_api(plane, pool_size=threads)
+    taints = [{"key": FLOOR_KEY, "value": "floor", "effect": "NoSchedule"}] if on else []
+
+    def patch(name: str) -> None:
+        core.patch_node(
+            name, {"spec": {"taints": taints}}, _content_type=MERGE_PATCH, _preload_content=False
+        )
+
+    started = time.monotonic()
+    parallel(patch, names, threads)
+    return time.monotonic() - started
 
 
 def reset_node(core: k8s_client.CoreV1Api, name: str) -> None:

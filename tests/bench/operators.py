@@ -15,10 +15,18 @@ from tests.bench.procstat import ProcUsage, usage
 from tests.bench.scenario import RULES_YAML
 from tests.e2e.reconciler_process import free_port, http_get, metric_total
 
-OperatorName = Literal["nodegate", "kopf"]
+OperatorName = Literal["nodegate", "nodegate-unlimited", "kopf"]
 # What each one's requests carry as User-Agent, to find its writes in the audit log:
-# nodegate uses the official client's default, kopf names itself.
-USER_AGENT: dict[OperatorName, str] = {"nodegate": "OpenAPI-Generator/", "kopf": "kopf/"}
+# nodegate uses the official client's default, kopf names itself. The operators run one after
+# the other, so the two nodegate runs never share a window.
+USER_AGENT: dict[OperatorName, str] = {
+    "nodegate": "OpenAPI-Generator/",
+    "nodegate-unlimited": "OpenAPI-Generator/",
+    "kopf": "kopf/",
+}
+UNLIMITED_WRITES: tuple[float, int] = (1e9, 10**9)
+"""`--write-qps` and `--write-burst` of the run with no client-side limit (issue 33's yardstick:
+the storm phases at nodegate's defaults are compared with this run's)."""
 KOPF_OPERATOR = Path(__file__).with_name("kopf_operator.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]  # kopf imports tests.bench.scenario from here
 
@@ -62,7 +70,12 @@ class RunningOperator:
                 self.process.wait()
 
 
-def start_nodegate(kubeconfig: Path, workdir: Path, settings: NodegateSettings) -> RunningOperator:
+def start_nodegate(
+    kubeconfig: Path,
+    workdir: Path,
+    settings: NodegateSettings,
+    name: OperatorName = "nodegate",
+) -> RunningOperator:
     rules = workdir / "rules.yaml"
     rules.write_text(RULES_YAML)
     port = free_port()
@@ -78,7 +91,7 @@ def start_nodegate(kubeconfig: Path, workdir: Path, settings: NodegateSettings) 
         "--write-burst", str(settings.write_burst),
         "--resync-seconds", str(settings.resync_seconds),
     ]  # fmt: skip
-    return _spawn("nodegate", argv, workdir, os.environ.copy(), port)
+    return _spawn(name, argv, workdir, os.environ.copy(), port)
 
 
 def start_kopf(kubeconfig: Path, workdir: Path) -> RunningOperator:

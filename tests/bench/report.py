@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from nodegate.localcluster.versions import KUBERNETES_VERSION, KWOK_VERSION
-from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult, section_key
+from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult, StormPhase, section_key
 from tests.bench.stats import ratio
 
 TARGETS = {
@@ -20,7 +20,9 @@ TARGETS = {
     "race": "0 with registration taints",
     "ratio p99": "≥ 3x",
     "ratio rss": "≥ 5x",
+    "storm": "≤ 1.5x the run with no write limit (1,000 nodes); ≤ 2x the floor (5,000 nodes)",
 }
+STORM_COLUMNS = ("nodegate", "nodegate-unlimited", "kopf")
 
 
 def environment() -> dict[str, str]:
@@ -182,6 +184,82 @@ def size_table(size: SizeResult) -> str:
     return "\n".join(lines)
 
 
+def floor_seconds(size: SizeResult, phase: str) -> float | None:
+    """The API server's floor for a storm phase: its fastest plain-client time."""
+    times = size.floor.get(phase, {})
+    return min(times.values()) if times else None
+
+
+def _times(seconds: float | None, reference: float | None) -> str:
+    """`2.4x` of a reference (how many times as long), or nothing when either is missing."""
+    if seconds is None or reference is None or reference <= 0:
+        return ""
+    return f"{seconds / reference:.1f}x"
+
+
+def _storm_cell(size: SizeResult, name: str, phase: str) -> str:
+    result = size.operators.get(name)
+    storm: StormPhase | None = result.storm.get(phase) if result else None
+    if storm is None:
+        return "-"
+    unlimited = size.operators.get("nodegate-unlimited")
+    limitless = unlimited.storm.get(phase) if unlimited else None
+    parts = [f"{_times(storm.seconds, floor_seconds(size, phase))} floor"]
+    if name == "nodegate" and limitless is not None:
+        parts.append(f"{_times(storm.seconds, limitless.seconds)} no limit")
+    return f"{storm.seconds:.1f} s ({'; '.join(parts)})"
+
+
+def storm_table(size: SizeResult) -> str:
+    """The storm phases beside the API server's own time for the same writes."""
+    if not any(r.storm for r in size.operators.values()):
+        return ""
+    header = (
+        f"| storm over {size.nodes:,} nodes | nodegate, defaults | nodegate, no write limit | "
+        "kopf baseline | API server floor (" + " / ".join(
+            f"{t} threads" for t in sorted(next(iter(size.floor.values()), {}))
+        ) + ") | target |\n| --- | --- | --- | --- | --- | --- |\n"
+    )  # fmt: skip
+    rows = []
+    for phase, what in (("taint", "all flipped bad → all tainted"),
+                        ("untaint", "all flipped good → all untainted")):  # fmt: skip
+        floor = " / ".join(f"{s:.2f} s" for _, s in sorted(size.floor.get(phase, {}).items()))
+        rows.append(
+            (f"{phase}ing phase: {what}", *(_storm_cell(size, n, phase) for n in STORM_COLUMNS),
+             floor or "-", TARGETS["storm"])
+        )  # fmt: skip
+        rows.append(
+            (f"{phase}ing phase: of which sending the flips",
+             *(_storm_send(size, n, phase) for n in STORM_COLUMNS), "", "")
+        )  # fmt: skip
+        rows.append(
+            (f"{phase}ing phase: per node p50 / p90 / p99 ms",
+             *(_storm_latency(size, n, phase) for n in STORM_COLUMNS), "", "")
+        )  # fmt: skip
+    kopf = size.operators.get("kopf")
+    ours = size.operators.get("nodegate")
+    versus = [
+        f"{phase}ing: nodegate {ratio(ours.storm[phase].seconds, kopf.storm[phase].seconds)} "
+        "faster than kopf"
+        for phase in ("taint", "untaint")
+        if ours and kopf and phase in ours.storm and phase in kopf.storm
+    ]
+    body = "".join(f"| {' | '.join(row)} |\n" for row in rows)
+    return header + body + "".join(f"* {v}\n" for v in versus)
+
+
+def _storm_send(size: SizeResult, name: str, phase: str) -> str:
+    result = size.operators.get(name)
+    storm = result.storm.get(phase) if result else None
+    return f"{storm.send_seconds:.1f} s" if storm else "-"
+
+
+def _storm_latency(size: SizeResult, name: str, phase: str) -> str:
+    result = size.operators.get(name)
+    storm = result.storm.get(phase) if result else None
+    return storm.latency.cell((50, 90, 99)) if storm else "-"
+
+
 def _per_change(result: OperatorResult | None) -> str:
     if result is None or result.writes_per_change is None:
         return "-"
@@ -198,11 +276,13 @@ def plot(size: SizeResult, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"nodegate": "tab:blue", "kopf": "tab:orange"}
+    colours = {"nodegate": "tab:blue", "nodegate-unlimited": "tab:green", "kopf": "tab:orange"}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, kind in zip(axes, ("label", "condition"), strict=True):
         for name, result in size.operators.items():
             for case, style in ((f"{kind}, steady", "-"), (f"{kind}, burst", "--")):
+                if case not in result.latencies:  # the no-limit run measures the storm only
+                    continue
                 samples = sorted(result.latencies[case].samples)
                 if not samples:
                     continue
@@ -225,8 +305,10 @@ def plot(size: SizeResult, path: Path) -> None:
 def section(size: SizeResult, env: dict[str, str], plot_name: str) -> str:
     """One size's section of docs/benchmarks.md: how it was run, the table, the plot."""
     machine = "".join(f"* {key}: {value}\n" for key, value in env.items())
+    storm = storm_table(size)
     return (
-        f"{size_table(size)}\n{machine}* command: `{size.command}`\n\n"
+        f"{size_table(size)}\n{storm + chr(10) if storm else ''}{machine}"
+        f"* command: `{size.command}`\n\n"
         f"![latency distributions at {size.nodes:,} nodes]({plot_name})\n"
     )
 

@@ -19,6 +19,15 @@ class RaceResult:
     bound_before_taint: int
 
 
+@dataclass(frozen=True)
+class StormPhase:
+    """One phase of the storm: every node's condition flipped at once."""
+
+    seconds: float  # first flip sent → the watcher saw the last node in its taint state
+    send_seconds: float  # first flip sent → the last flip's answer (the load generator's share)
+    latency: Latency  # per node: its flip sent → its taint state seen
+
+
 @dataclass
 class OperatorResult:
     operator: str
@@ -35,6 +44,7 @@ class OperatorResult:
     cpu_seconds: float = 0.0
     converge_cpu_seconds: float = 0.0
     race: dict[str, RaceResult] = field(default_factory=dict)
+    storm: dict[str, StormPhase] = field(default_factory=dict)  # "taint", "untaint"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -58,6 +68,9 @@ class SizeResult:
     load_during: tuple[float, float] = (0.0, 0.0)  # 1-minute load average: mean, max
     lifecycle_tainted_nodes: int = 0  # nodes tainted not-ready/unreachable after all were Ready
     control_plane: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    # The API server's floor: seconds for a plain client to put a taint on every node and take
+    # it off again, by phase ("taint", "untaint") and client threads: {"taint": {16: 1.9}}.
+    floor: dict[str, dict[int, float]] = field(default_factory=dict)
     # component -> (peak RSS MiB, CPU seconds over the whole run), read at its end
 
 

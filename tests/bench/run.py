@@ -33,9 +33,11 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import ensure_built
 from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.reconciler.settings import ReconcilerSettings
 from tests.bench import cluster_ops, report
 from tests.bench.audit import AuditLog
 from tests.bench.operators import (
+    UNLIMITED_WRITES,
     USER_AGENT,
     NodegateSettings,
     OperatorName,
@@ -44,7 +46,7 @@ from tests.bench.operators import (
     start_nodegate,
 )
 from tests.bench.procstat import usage
-from tests.bench.results import OperatorResult, RaceResult, SizeResult, section_key
+from tests.bench.results import OperatorResult, RaceResult, SizeResult, StormPhase, section_key
 from tests.bench.scenario import (
     AUDIT_POLICY,
     BENCH_TAINT_KEYS,
@@ -52,6 +54,7 @@ from tests.bench.scenario import (
     HEARTBEAT_PERIOD_SECONDS,
     HEARTBEAT_STAGE_FILE,
     RACE_KEY,
+    STORM_PHASES,
     Change,
     bench_node,
     burst_changes,
@@ -60,6 +63,7 @@ from tests.bench.scenario import (
     race_node_name,
     registration_taints_of_race_pool,
     steady_changes,
+    storm_changes,
 )
 from tests.bench.stats import Latency
 from tests.bench.watchlog import Keys, WatchLog
@@ -75,6 +79,11 @@ CONTROL_PLANE_ARGS = {
     "kwok": ["--v=WARN"],
 }
 REGISTRATION_SECONDS_PER_NODE = 0.5  # generous: a timeout here means the control plane is stuck
+STORM_PERCENTILES = (50, 90, 99)  # as node-readiness-controller's scale report gives them
+FLOOR_THREADS = (16, 64)  # the load generator's own 16, and more than any operator runs
+# nodegate runs at its shipped defaults unless told otherwise (one declaration per setting).
+DEFAULT_WRITE_QPS: float = ReconcilerSettings.model_fields["write_qps"].default
+DEFAULT_WRITE_BURST: int = ReconcilerSettings.model_fields["write_burst"].default
 
 
 @dataclass(frozen=True)
@@ -86,10 +95,10 @@ class Plan:
     steady_seconds: float = 30.0
     burst: int = 200
     race_nodes: int = 1000
-    write_qps: float = 50.0
-    write_burst: int = 100
+    write_qps: float = DEFAULT_WRITE_QPS
+    write_burst: int = DEFAULT_WRITE_BURST
     resync_seconds: float | None = None  # None: after the flips are done (see resync_period)
-    operators: tuple[OperatorName, ...] = ("nodegate", "kopf")
+    operators: tuple[OperatorName, ...] = ("nodegate", "nodegate-unlimited", "kopf")
     max_load: float = 2.0
     load_wait_seconds: float = 40 * 60
     settle_seconds: float = 10.0  # race: pods parked before the joins, and binding after them
@@ -229,6 +238,7 @@ def measure_size(plan: Plan, command: str) -> SizeResult:
                     heartbeat_events_per_second=plan.nodes / HEARTBEAT_PERIOD_SECONDS,
                 )
                 _register_nodes(bench, result)
+                result.floor = _measure_floor(bench)
                 ready = time.monotonic()
                 for index, operator in enumerate(plan.operators):
                     if index:
@@ -290,6 +300,19 @@ def _register_nodes(bench: Bench, result: SizeResult) -> None:
           f"{time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
 
 
+def _measure_floor(bench: Bench) -> dict[str, dict[int, float]]:
+    """The API server's own time for the storm's writes, before any operator runs: a taint
+    patch on every node from a plain client, then one taking it off, per thread count."""
+    floor: dict[str, dict[int, float]] = {phase: {} for phase, _ in STORM_PHASES}
+    for threads in FLOOR_THREADS:
+        for phase, on in STORM_PHASES:
+            seconds = cluster_ops.floor_seconds(bench.plane, bench.names, on, threads)
+            floor[phase][threads] = seconds
+            print(f"floor: {phase} {len(bench.names)} nodes from {threads} threads: "
+                  f"{seconds:.2f} s", flush=True)  # fmt: skip
+    return floor
+
+
 def _reset(bench: Bench) -> None:
     cluster_ops.parallel(lambda n: cluster_ops.reset_node(bench.core, n), bench.names, 16)
     bench.wait_all(bench.names, lambda k: not (k & BENCH_TAINT_KEYS), "nodes reset")
@@ -302,6 +325,9 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
     if name == "nodegate":
         settings = NodegateSettings(plan.write_qps, plan.write_burst, plan.resync_period())
         operator = start_nodegate(bench.plane.kubeconfig_path, bench.workdir, settings)
+    elif name == "nodegate-unlimited":
+        settings = NodegateSettings(*UNLIMITED_WRITES, plan.resync_period())
+        operator = start_nodegate(bench.plane.kubeconfig_path, bench.workdir, settings, name)
     else:
         operator = start_kopf(bench.plane.kubeconfig_path, bench.workdir)
     profiler = _profile(operator, plan)
@@ -315,16 +341,20 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
         print(f"{name}: cold converge {result.converge_seconds:.1f} s, {writes.total} writes",
               flush=True)  # fmt: skip
         operator.check_alive()
-        _measure_flips(bench, operator, result)
+        if name != "nodegate-unlimited":  # that run is the storm's yardstick only
+            _measure_flips(bench, operator, result)
         if name == "nodegate":
             _measure_resync(bench, operator, result)
         # "untainted" (nodegate's turn only; no rule matches those nodes) is the control: pods
         # do bind to nodes nobody taints, so a 0 in the other variants is a measurement.
-        variants = (
-            ("untainted", "registration", "reconciler") if name == "nodegate" else ("reconciler",)
-        )
+        variants = {
+            "nodegate": ("untainted", "registration", "reconciler"),
+            "nodegate-unlimited": (),
+            "kopf": ("reconciler",),
+        }[name]
         for variant in variants:
             result.race[variant] = _measure_race(bench, operator, variant)
+        _measure_storm(bench, operator, result)
         operator.check_alive()
         usage = operator.usage()
         result.peak_rss_mib, result.cpu_seconds = usage.peak_rss_mib, usage.cpu_seconds
@@ -372,6 +402,27 @@ def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResu
     time.sleep(2)  # writes still in flight (e.g. a second write for one change) are counted
     writes = bench.audit.writes(mark, USER_AGENT[operator.name])
     result.change_writes, result.change_conflicts = writes.total, writes.conflicts
+
+
+def _measure_storm(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
+    """node-readiness-controller's scale workload: the condition turned bad on every node at
+    once, then good on every node at once; each phase timed from its first flip sent to the
+    last node seen in its taint state."""
+    for phase, on in STORM_PHASES:
+        changes = storm_changes(bench.names, on)
+        sent = cluster_ops.send_on_schedule(bench.core, changes, None)
+        send_seconds = time.monotonic() - min(sent)
+        latency = _latencies(bench, changes, sent, f"storm, {phase}")
+        last = max(
+            (bench.watch.first_at_or_after(c.node, t, c.satisfied_by) or 0.0)
+            for c, t in zip(changes, sent, strict=True)
+        )
+        result.storm[phase] = StormPhase(last - min(sent), send_seconds, latency)
+        operator.check_alive()
+        cell = latency.cell(STORM_PERCENTILES)
+        print(f"{operator.name}: storm, {phase}: {result.storm[phase].seconds:.1f} s "
+              f"(sending {send_seconds:.1f} s); per node p50/p90/p99 ms {cell}",
+              flush=True)  # fmt: skip
 
 
 def _latencies(bench: Bench, changes: list[Change], sent: list[float], case: str) -> Latency:
@@ -488,10 +539,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--steady-seconds", type=float, default=30.0)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--race-nodes", type=int, default=1000)
-    parser.add_argument("--write-qps", type=float, default=50.0, help="nodegate's --write-qps")
-    parser.add_argument("--write-burst", type=int, default=200)
+    parser.add_argument(
+        "--write-qps",
+        type=float,
+        default=DEFAULT_WRITE_QPS,
+        help="nodegate's --write-qps (default: the reconciler's)",
+    )
+    parser.add_argument("--write-burst", type=int, default=DEFAULT_WRITE_BURST)
     parser.add_argument("--resync-seconds", type=float, default=None)
-    parser.add_argument("--operators", nargs="+", default=["nodegate", "kopf"])
+    parser.add_argument(
+        "--operators", nargs="+", default=list(Plan.operators), choices=list(USER_AGENT)
+    )
     parser.add_argument("--max-load", type=float, default=2.0)
     parser.add_argument("--load-wait-minutes", type=float, default=40.0)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks.md"))

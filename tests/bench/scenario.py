@@ -21,6 +21,7 @@ FLIP_KEY = f"{PREFIX}/flip"  # the label that is flipped
 PROBLEM_TYPE = "BenchProblem"  # the node condition that is flipped
 PROBLEM_KEY = f"{PREFIX}/problem"
 RACE_KEY = f"{PREFIX}/race"  # joining nodes of the race pool carry it
+FLOOR_KEY = f"{PREFIX}/floor"  # put and taken off by a plain client: the API server's own time
 BENCH_TAINT_KEYS = frozenset({CLASS_KEY, FLIP_KEY, PROBLEM_KEY, RACE_KEY})
 RACE_POOL = "race"
 RACE_NAMESPACE = "bench-race"
@@ -151,3 +152,13 @@ def steady_changes(kind: ChangeKind, nodes: list[str]) -> list[Change]:
 def burst_changes(kind: ChangeKind, nodes: list[str]) -> list[Change]:
     """All at once: the thing turned on for every node."""
     return [Change(n, kind, True) for n in nodes]
+
+
+STORM_PHASES: tuple[tuple[str, bool], ...] = (("taint", True), ("untaint", False))
+"""node-readiness-controller's scale workload (its test/scale): every node's condition turns
+bad at once (the tainting phase), then good at once (the untainting phase)."""
+
+
+def storm_changes(nodes: list[str], on: bool) -> list[Change]:
+    """One storm phase: the condition flipped on every node, sent all at once."""
+    return [Change(n, "condition", on) for n in nodes]

@@ -32,11 +32,11 @@ class Latency:
     def p(self, q: float) -> float:
         return percentile(self.samples, q)
 
-    def cell(self) -> str:
-        """`p50 / p95 / p99` in ms, plus what did not arrive."""
+    def cell(self, percentiles: tuple[int, ...] = (50, 95, 99)) -> str:
+        """`p50 / p95 / p99` (or the `percentiles` asked) in ms, plus what did not arrive."""
         if not self.samples:
             return "none arrived" if self.missing else "-"
-        text = " / ".join(f"{self.p(q) * 1000:.0f}" for q in (50, 95, 99))
+        text = " / ".join(f"{self.p(q) * 1000:.0f}" for q in percentiles)
         return text + (f" ({self.missing} missing)" if self.missing else "")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench import report
-from tests.bench.results import LATENCY_CASES, OperatorResult, RaceResult, SizeResult
+from tests.bench.results import LATENCY_CASES, OperatorResult, RaceResult, SizeResult, StormPhase
 from tests.bench.stats import Latency, percentile, ratio
 
 pytestmark = pytest.mark.bench
@@ -79,3 +79,27 @@ def test_a_run_replaces_only_its_own_section_and_keeps_the_hand_written_text(
     assert "| 4.0x (p99) |" in text
     assert (tmp_path / "benchmarks-1000.png").exists()
     assert (tmp_path / "benchmarks-5000.png").exists()
+
+
+def _stormy(nodegate: float, unlimited: float, kopf: float) -> SizeResult:
+    size = _size(1000, 0.2)
+    phase = {"taint": 0.0, "untaint": 0.0}
+    for name, seconds in (("nodegate", nodegate), ("nodegate-unlimited", unlimited),
+                          ("kopf", kopf)):  # fmt: skip
+        result = size.operators.setdefault(name, OperatorResult(operator=name))
+        result.storm = {p: StormPhase(seconds, 1.0, Latency((0.5, 1.0, seconds))) for p in phase}
+    size.floor = {"taint": {16: 2.0, 64: 1.6}, "untaint": {16: 2.0, 64: 1.6}}
+    return size
+
+
+def test_a_storm_phase_is_given_as_a_ratio_to_the_floor_and_to_the_run_with_no_limit() -> None:
+    table = report.storm_table(_stormy(nodegate=4.0, unlimited=3.2, kopf=40.0))
+    assert "| 4.0 s (2.5x floor; 1.2x no limit) | 3.2 s (2.0x floor) | 40.0 s (25.0x floor) |" in (
+        table
+    )
+    assert "| 2.00 s / 1.60 s |" in table  # the floor per thread count; its fastest is the ratio's
+    assert "tainting: nodegate 10.0x faster than kopf" in table
+
+
+def test_a_run_without_storm_phases_has_no_storm_table() -> None:
+    assert report.storm_table(_size(1000, 0.2)) == ""

@@ -68,9 +68,27 @@ def test_nodes_born_with_registration_taints_bind_no_pod_before_the_taint(
     assert race.pods_bound == 0
 
 
+def test_every_storm_phase_reaches_every_node_under_every_operator(smoke: SizeResult) -> None:
+    for operator in ("nodegate", "nodegate-unlimited", "kopf"):
+        storm = smoke.operators[operator].storm
+        assert set(storm) == {"taint", "untaint"}, operator
+        for phase in storm.values():
+            assert phase.latency.missing == 0 and phase.latency.count == SMOKE.nodes, operator
+            # Not ordered: the last taint may be seen before the last flip's answer returns.
+            assert phase.seconds > 0 and phase.send_seconds > 0, operator
+
+
+def test_the_api_server_floor_is_measured_for_both_phases_and_thread_counts(
+    smoke: SizeResult,
+) -> None:
+    assert set(smoke.floor) == {"taint", "untaint"}
+    assert all(set(times) == {16, 64} and min(times.values()) > 0 for times in smoke.floor.values())
+
+
 def test_the_report_has_both_operators_memory_and_a_plot(smoke: SizeResult, tmp_path: Path) -> None:
     doc = tmp_path / "benchmarks.md"
     section = report.update_document(doc, smoke, report.environment())
     assert "| peak RSS |" in section
+    assert "| tainting phase: all flipped bad → all tainted |" in section
     assert all(smoke.operators[o].peak_rss_mib > 0 for o in ("nodegate", "kopf"))
     assert (tmp_path / "benchmarks-50.png").stat().st_size > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -192,6 +193,14 @@ def after_a_reconcile(process: ReconcilerProcess, change: Callable[[], object]) 
     before = process.metric(RECONCILES)
     change()
     wait_until(lambda: process.metric(RECONCILES) > before, TIMEOUT, "a reconcile")
+
+
+def settled(process: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, node: str) -> None:
+    """The reconciler has planned `node` as it stands now (an edit of a label no rule reads, a
+    reconcile, an empty queue): the sync point for asserting that nothing was written."""
+    poke: dict[str, str | None] = {"e2e.nodegate.dev/poke": str(time.monotonic_ns())}
+    after_a_reconcile(process, lambda: patch_labels(core_v1, node, poke))
+    wait_until(lambda: process.metric("nodegate_queue_depth") == 0, TIMEOUT, "an empty queue")
 
 
 @pytest.fixture

@@ -160,12 +160,24 @@ def test_every_object_passes_server_side_validation(
     api_client: k8s_client.ApiClient, namespace: str, rules_text: str
 ) -> None:
     text = EXAMPLE_RULES.read_text(encoding="utf-8") if rules_text == "example" else NO_POD_GATES
-    settings = _settings(namespace, grafanaDashboard={}, prometheusRule={"labels": {"a": "b"}})
+    settings = _settings(
+        namespace,
+        grafanaDashboard={},
+        prometheusRule={"labels": {"a": "b"}},
+        networkPolicy={},
+        affinity={
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}
+                ]
+            }
+        },
+    )
     objects = build_manifests(RulesDocument.parse(text, rules_text), settings)
     assert {o["kind"] for o in objects} >= {
         "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
         "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
-        "PrometheusRule",
+        "PrometheusRule", "NetworkPolicy",
     }  # fmt: skip
 
     _create_all(api_client, objects)  # raises on the first object the server refuses

@@ -2,7 +2,8 @@
 update the blast-radius guard holds), the webhook and the reconciler, driven step by step.
 
 The world keeps the ground truth nodegate cannot see (when the node really rebooted, which boot
-the pod's status is from), runs the real planner (`core.plan`), the real boot tracking
+the pod's status is from; for a gate lifting on a node condition, the agent that reports it),
+runs the real planner (`core.plan`), the real boot tracking
 (`core.boot_sight`) and the real choice of what the webhook serves (`nodes.served_rules`), and
 checks the invariant on every write:
 
@@ -27,7 +28,7 @@ from nodegate.core.boot_sight import BootSight, track_boot
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState, NodeTaint
+from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.plan import plan
 from nodegate.core.registration import gates_for
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
@@ -53,11 +54,18 @@ STEPS = (
 )
 
 
+READY_CONDITION = "InitReady"
+"""The node condition a `conditions` gate lifts on (an agent on the node reports it)."""
+
+
 @dataclass(frozen=True)
 class GateConfig:
     timeout: int | None = None
     on_timeout: str = "keep"
     min_hold: int | None = None
+    signal: str = "pods"
+    """What lifts the gate: the init pod's readiness ("pods") or a node condition the node's
+    agent reports ("conditions"; the world's pod then stands for that agent)."""
 
     def yaml(self) -> str:
         lines = ["regateOnReboot: true"]
@@ -69,12 +77,17 @@ class GateConfig:
 
 
 def _gate(name: str, key: str, config: GateConfig) -> str:
+    signal = (
+        f'conditions: [{{type: {READY_CONDITION}, status: "True"}}]'
+        if config.signal == "conditions"
+        else "pods: {namespace: kube-system, selector: {app: init}}"
+    )
     body = f"""\
     - name: {name}
       match: {{labels: {{pool: gpu}}}}
       taint: {{key: {key}, value: wait, effect: NoSchedule}}
       readyWhen:
-        pods: {{namespace: kube-system, selector: {{app: init}}}}
+        {signal}
     """
     return textwrap.dedent(body) + textwrap.indent(config.yaml(), "  ") + "\n"
 
@@ -177,11 +190,36 @@ class World:
         self.sight = None  # a new Node object: the informer forgets the old one
 
     def _pod_ready(self) -> None:
-        if self.node is not None:
+        if self.node is None:
+            return
+        if self.config.signal == "pods":
             self.pod = Pod(self.now, self.node.uid)
+            return
+        # The agent reports the condition True; one already True keeps its transition time,
+        # as a status update that changes nothing does on the API.
+        held = self._condition()
+        if held is not None and held.status == "True" and held.last_transition_time:
+            self.pod = Pod(held.last_transition_time, self.node.uid)
+            return
+        self._set_condition("True")
+        self.pod = Pod(self.now, self.node.uid)
 
     def _pod_not_ready(self) -> None:
         self.pod = Pod()
+        if self.config.signal == "conditions" and self.node is not None:
+            held = self._condition()
+            if held is None or held.status != "False":
+                self._set_condition("False")
+
+    def _condition(self) -> NodeCondition | None:
+        assert self.node is not None
+        return next((c for c in self.node.conditions if c.type == READY_CONDITION), None)
+
+    def _set_condition(self, status: str) -> None:
+        assert self.node is not None
+        others = tuple(c for c in self.node.conditions if c.type != READY_CONDITION)
+        ready = NodeCondition(READY_CONDITION, status, "", self.now)
+        self.node = replace(self.node, conditions=(*others, ready))
 
     def _reboot(self) -> None:
         if self.node is None:
@@ -239,10 +277,15 @@ class World:
         rules = self.rules[which]
         since = self.pod.since
         sight = self.sight
+        pods_ready = {
+            g.name: since
+            for g in rules.startup_gates
+            if since is not None and self.config.signal == "pods"
+        }
         facts = PlanFacts(
             now=self.now,
             previously_owned=self.history,
-            gate_pods_ready_since={g.name: since for g in rules.startup_gates} if since else {},
+            gate_pods_ready_since=pods_ready,
             boot_first_seen=sight.first_seen if sight else None,
             previous_boot_seen=sight.previous_last_seen if sight else None,
         )
@@ -292,6 +335,10 @@ class World:
         if not (
             self.pod.uid == self.node.uid and self.pod.since and self.pod.since >= self.life_began
         ):
+            if self.config.signal == "conditions":
+                # An agent starting on a new boot reports not-ready first: a condition carried
+                # over from the previous boot says nothing of this one (docs/gates.md).
+                self.step("pod_not_ready", 1)
             self.step("pod_ready", 1)
         self.step("reconcile", (self.config.min_hold or 0) + 1)
         self.step("reconcile", 1)

@@ -1,7 +1,8 @@
 """The startup-gate invariant over generated histories (tests/fuzz/gate_world.py): no gate is
 lifted without readiness of its life, a timeout that says lift, or its rule's removal; none is
 born that no rules in force own; and every gate a rule in force names goes once its readiness
-holds. The examples are the histories that broke it before issue 28."""
+holds; for gates lifting on the init pod and on a node condition (issue 30). The examples are
+the histories that broke it before issue 28, the last ones replayed on a condition gate."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ CONFIGS = st.builds(
     timeout=st.one_of(st.none(), st.integers(2, 30)),
     on_timeout=st.sampled_from(["keep", "lift"]),
     min_hold=st.one_of(st.none(), st.integers(1, 10)),
+    signal=st.sampled_from(["pods", "conditions"]),
 ).filter(lambda c: c.min_hold is None or c.timeout is None or c.min_hold < c.timeout)
 HISTORIES = st.lists(st.tuples(st.sampled_from(STEPS), st.integers(0, 40)), max_size=25)
 
@@ -63,6 +65,9 @@ HELD_GATE: list[Step] = [("create", 0), ("hold", 0), ("create", 0)]
 @example(config=GateConfig(), history=STUCK_DOWN)
 @example(config=GateConfig(), history=STALE_AFTER_REBOOT)
 @example(config=GateConfig(), history=HELD_GATE)
+@example(config=GateConfig(signal="conditions"), history=STALE_AFTER_REBOOT)
+@example(config=GateConfig(signal="conditions"), history=STUCK_THROTTLED)
+@example(config=GateConfig(signal="conditions"), history=OLD_POD)
 def test_no_gate_is_stuck_or_lifted_by_the_wrong_evidence(
     config: GateConfig, history: list[Step]
 ) -> None:

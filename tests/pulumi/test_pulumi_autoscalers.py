@@ -196,3 +196,50 @@ def test_an_external_karpenter_nodepool_is_left_alone(
     assert run.of_type(KARPENTER_COMPONENT) == []
     assert "batch" in run.outputs["skippedPools"]
     assert run.of_type(OKE_NODE_POOL) == []
+
+
+ORACLE_SPOT = {
+    "autoscaler": {
+        "type": "karpenter",
+        "version": "v1.6.2",
+        "nodeClassRef": {"group": "oci.oraclecloud.com", "kind": "OCINodeClass", "name": "gpu"},
+        "requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}
+        ],
+    }
+}
+
+
+def test_an_oracle_spot_pool_is_a_nodepool_with_its_gates_and_the_preemptible_taint(
+    oke_example: dict[str, Any], project: Path
+) -> None:
+    """karpenter-provider-oci v1.0.0 (Karpenter v1.6.2): gates in startupTaints, and the
+    preemptible taint in taints, without which it offers no spot shape; the toleration note
+    is logged."""
+    _rules_with(project, gpu=ORACLE_SPOT)
+    oke_example["nodegate:rules"] = "rules.yaml"
+    del oke_example["nodegate:oke"]["pools"]["gpu"]
+
+    run = run_program(oke_example, stack="oke-example", project_dir=project)
+
+    assert run.error is None
+    assert [r.name for r in run.of_type(KARPENTER_COMPONENT)] == ["gpu"]
+    spec = run.one(NODEPOOL, "gpu-nodepool").inputs["spec"]["template"]["spec"]
+    assert spec["startupTaints"] == [
+        {
+            "key": "startup-taint.cluster-autoscaler.kubernetes.io/initializing",
+            "value": "wait",
+            "effect": "NoSchedule",
+        }
+    ]
+    assert spec["taints"][-1] == {
+        "key": "oci.oraclecloud.com/oke-is-preemptible",
+        "effect": "NoSchedule",
+        "value": "present",
+    }
+    assert (
+        "oci.oraclecloud.com/oke-is-preemptible=present:NoSchedule"
+        in (run.outputs["pools"]["gpu"]["taints"])
+    )
+    logged = [r.getMessage() for r in run.logs]
+    assert any("operator: Exists, effect: NoSchedule}" in m for m in logged), logged

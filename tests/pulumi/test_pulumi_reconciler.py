@@ -194,3 +194,18 @@ def test_dashboard_and_alerts_are_declared_when_asked(oke_example: dict[str, Any
     [rule] = run.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule")
     assert rule.inputs["spec"]["groups"][0]["rules"]
     assert _one(run, "ConfigMap", "nodegate-reconciler-dashboard").inputs["data"]
+
+
+def test_monitors_and_network_policy_are_declared_when_asked(oke_example: dict[str, Any]) -> None:
+    oke_example["nodegate:reconciler"]["serviceMonitor"] = {"labels": {"release": "kps"}}
+    oke_example["nodegate:reconciler"]["podMonitor"] = {}
+    oke_example["nodegate:reconciler"]["networkPolicy"] = {"apiServerPorts": [443]}
+
+    run = run_program(oke_example, stack="oke-example")
+
+    assert run.error is None
+    [service_monitor] = run.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+    assert service_monitor.inputs["metadata"]["labels"]["release"] == "kps"
+    assert run.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    [policy] = run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert policy.inputs["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}]}]

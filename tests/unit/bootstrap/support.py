@@ -37,10 +37,16 @@ def autoscaled_rules() -> NodeRules:
     return load_rules(FIXTURES / "autoscaled-rules.yaml")
 
 
+def oracle_karpenter_rules() -> NodeRules:
+    """Pools Karpenter runs on OKE with Oracle's provider: spot, mixed and on-demand."""
+    return load_rules(FIXTURES / "oracle-karpenter-rules.yaml")
+
+
 RULE_SETS: dict[str, Callable[[], NodeRules]] = {
     "example": example_rules,
     "awkward": awkward_rules,
     "autoscaled": autoscaled_rules,
+    "oracle": oracle_karpenter_rules,
 }
 
 

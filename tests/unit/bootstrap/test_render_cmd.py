@@ -173,3 +173,27 @@ def test_a_cloud_pool_has_no_karpenter_nodepool_to_render() -> None:
     code, _, err = _run("--rules", AUTOSCALED, "--pool", "gpuaks", "--format", "karpenter-nodepool")
     assert code == 2
     assert "use --format aks-json" in err
+
+
+ORACLE = str(FIXTURES / "oracle-karpenter-rules.yaml")
+
+
+def test_an_oracle_spot_nodepool_is_printed_after_its_toleration_notes() -> None:
+    code, out, err = _run("--rules", ORACLE, "--pool", "kpo-spot")
+    assert (code, err) == (0, "")
+    header, _, body = out.partition("apiVersion:")
+    assert header.startswith(
+        "# - Pool 'kpo-spot' may launch spot capacity on karpenter-provider-oci"
+    )
+    assert all(line.startswith("#") for line in header.splitlines())
+    assert "operator: Exists, effect: NoSchedule}" in header
+    golden = (GOLDEN / "oracle" / "kpo-spot.karpenter-nodepool.yaml").read_text(encoding="utf-8")
+    assert "apiVersion:" + body == golden
+
+
+def test_an_on_demand_nodepool_is_printed_without_notes() -> None:
+    code, out, _ = _run("--rules", ORACLE, "--pool", "kpo-on-demand")
+    assert code == 0
+    assert out == (GOLDEN / "oracle" / "kpo-on-demand.karpenter-nodepool.yaml").read_text(
+        encoding="utf-8"
+    )

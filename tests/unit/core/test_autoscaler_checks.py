@@ -200,7 +200,10 @@ def test_a_karpenter_pool_on_oke_needs_its_node_class() -> None:
 @pytest.mark.parametrize(
     ("autoscaler", "message"),
     [
-        ("{type: none, version: '1.30'}", "'version' applies to type cluster-autoscaler only"),
+        (
+            "{type: none, version: '1.30'}",
+            "'version' applies to types cluster-autoscaler and karpenter only",
+        ),
         ("{type: karpenter, managed: true}", "'managed' applies to type cluster-autoscaler only"),
         ("{type: cluster-autoscaler, nodePool: x}", "'nodePool' applies to type karpenter only"),
         ("{type: cluster-autoscaler, managed: false}", "needs its 'version' (e.g. '1.31')"),
@@ -251,3 +254,118 @@ def test_a_pool_the_stack_makes_autoscaled_is_checked_as_managed() -> None:
     assert [(f.severity, f.path) for f in findings] == [
         ("error", ("startupGates", 0, "taint", "key"))
     ]
+
+
+NRC = "readiness.k8s.io/initializing"
+
+
+def test_a_readiness_key_on_a_managed_autoscaler_is_an_error_naming_the_startup_key() -> None:
+    errors, _ = check(document(NRC))
+    assert len(errors) == 1
+    assert f"rename the key '{PREFIXED}'" in errors[0]
+    assert "takes no --startup-taint-prefix, so it never reads readiness.k8s.io/ keys" in errors[0]
+
+
+@pytest.mark.parametrize(
+    ("version", "advice"),
+    [
+        pytest.param(
+            "1.35.2",
+            "(--startup-taint-prefix=readiness.k8s.io/, which covers every readiness.k8s.io/ "
+            "gate, needs cluster-autoscaler 1.36)",
+            id="1.35",
+        ),
+        pytest.param(
+            "1.36.0", " or --startup-taint-prefix=readiness.k8s.io/: if it does", id="1.36"
+        ),
+    ],
+)
+def test_a_readiness_key_on_a_self_managed_autoscaler_is_told_the_prefix_flag_from_1_36(
+    version: str, advice: str
+) -> None:
+    autoscaler = f'{{type: cluster-autoscaler, managed: false, version: "{version}"}}'
+    errors, warnings = check(document(NRC, autoscaler))
+    assert errors == []
+    assert len(warnings) == 1
+    assert f"unless the autoscaler runs with --startup-taint={NRC}" in warnings[0]
+    assert advice in warnings[0]
+    assert "startupTaintPrefix: [readiness.k8s.io/]" in warnings[0]
+
+
+def test_a_readiness_key_covered_by_the_prefix_flag_on_1_36_is_quiet() -> None:
+    autoscaler = (
+        '{type: cluster-autoscaler, managed: false, version: "1.36", '
+        "flags: {startupTaintPrefix: [readiness.k8s.io/]}}"
+    )
+    assert check(document(NRC, autoscaler)) == ([], [])
+
+
+KARPENTER_EXTERNAL = "{type: karpenter%s, externalStartupTaints: []}"
+
+
+@pytest.mark.parametrize("version", ["v1.13.0", '"1.13"', "v1.14.1"])
+def test_an_unlisted_readiness_gate_is_valid_on_karpenter_from_v1_13(version: str) -> None:
+    text = document(NRC, KARPENTER_EXTERNAL % f", version: {version}")
+    assert check(text) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        pytest.param(", version: v1.12.1", "but Karpenter v1.12 is older", id="v1.12.1"),
+        pytest.param(", version: v1.6.2", "but Karpenter v1.6 is older", id="oracle-v1.6.2"),
+        pytest.param("", "but no autoscaler.version is given", id="unknown"),
+    ],
+)
+def test_an_unlisted_readiness_gate_on_an_older_or_unknown_karpenter_is_an_error(
+    version: str, said: str
+) -> None:
+    errors, _ = check(document(NRC, KARPENTER_EXTERNAL % version))
+    assert len(errors) == 1
+    assert "is not in the startupTaints of Karpenter NodePool 'gpu'" in errors[0]
+    assert said in errors[0]
+    assert "karpenter-provider-oci v1.0.0 is built on v1.6.2" in errors[0]
+
+
+def test_an_unlisted_plain_gate_on_a_new_karpenter_is_told_the_readiness_key() -> None:
+    errors, _ = check(document(PLAIN, KARPENTER_EXTERNAL % ", version: v1.13.0"))
+    assert len(errors) == 1
+    assert "or rename the gate 'readiness.k8s.io/initializing'" in errors[0]
+
+
+def test_a_karpenter_version_that_is_not_one_is_refused() -> None:
+    errors, _ = check(document(PREFIXED, KARPENTER_EXTERNAL % ", version: latest"))
+    assert errors == [
+        "rules.yaml:14:5: nodePools[0].autoscaler: version 'latest' is not a Karpenter version; "
+        "write it as 'v1.13.0' (the sigs.k8s.io/karpenter version your provider is built on)"
+    ]
+
+
+ORACLE = (
+    "{type: karpenter, nodeClassRef: {group: oci.oraclecloud.com, kind: OCINodeClass, "
+    "name: default}, requirements: [{key: karpenter.sh/capacity-type, operator: In, "
+    "values: [%s]}]}"
+)
+
+
+def test_preemptible_is_not_a_capacity_type_and_is_refused_naming_spot() -> None:
+    errors, _ = check(document(PREFIXED, ORACLE % "preemptible"))
+    assert errors == [
+        "rules.yaml:14:186: nodePools[0].autoscaler.requirements[0].values[0]: 'preemptible' is "
+        "not a Karpenter capacity type (pool 'gpu'): use on-demand, spot, reserved; "
+        "karpenter-provider-oci launches OCI preemptible instances for spot"
+    ]
+
+
+def test_a_spot_oracle_pool_is_valid() -> None:
+    assert check(document(PREFIXED, ORACLE % "spot")) == ([], [])
+
+
+def _dry_run(text: str) -> str:
+    return text.replace("    timeout: 10m\n", "    timeout: 10m\n    dryRun: true\n")
+
+
+def test_a_dry_run_gate_is_not_checked_against_the_autoscaler() -> None:
+    """It is never put on a node; listing it in an external NodePool would gate for real."""
+    assert check(_dry_run(document(NRC, KARPENTER_EXTERNAL % ""))) == ([], [])
+    assert check(_dry_run(document(NRC))) == ([], [])

@@ -9,34 +9,63 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
-from nodegate.localcluster.build import ensure_helm_built
+from nodegate.core.loader import RulesDocument
+from nodegate.core.model import rules_json_schema
+from nodegate.localcluster import paths
+from nodegate.localcluster.build import (
+    ensure_chart_testing_built,
+    ensure_helm_built,
+    ensure_helm_unittest_built,
+)
 from nodegate.localcluster.gotool import GoError, find_go
+from nodegate.localcluster.versions import HELM4_VERSION
 from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.chart import chart_files, default_values, settings_for
+from nodegate.manifests.chart import (
+    MAP_SETTINGS,
+    chart_files,
+    default_values,
+    rules_text,
+    settings_for,
+    value_paths,
+)
+from nodegate.manifests.settings import DeploySettings
 from tests.unit.manifests.support import NO_POD_GATES, REPO, REPOSITORY, example_document
 
 CHART = REPO / "charts" / "nodegate"
 REGENERATE = "make chart"
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
+def _built(build: Callable[[], Path], what: str) -> Path:
     try:
         find_go()
     except GoError as error:  # only a machine without Go may skip
-        pytest.skip(f"no Go toolchain to build helm: {error}")
+        pytest.skip(f"no Go toolchain to build {what}: {error}")
     try:
-        return ensure_helm_built()
+        return build()
     except Exception as error:  # any build failure: its message is the test's failure
-        pytest.fail(f"helm could not be built (make helm):\n{error}", pytrace=False)
+        pytest.fail(f"{what} could not be built (make helm):\n{error}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    return _built(ensure_helm_built, "helm")
+
+
+@pytest.fixture(scope="module")
+def helm4() -> Path:
+    return _built(lambda: ensure_helm_built(version=HELM4_VERSION), "helm 4")
 
 
 def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -46,11 +75,27 @@ def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _template(
-    helm: Path, values: dict[str, Any], tmp_path: Path
+    helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART
 ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "values.yaml"
     path.write_text(json.dumps(values), encoding="utf-8")
-    return _run(helm, "template", "nodegate", str(CHART), "--values", str(path))
+    return _run(helm, "template", "nodegate", str(chart), "--values", str(path))
+
+
+def _drift(helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART) -> list[str]:
+    """Every field where `helm template` differs from the builder for these values."""
+    rendered = _template(helm, values, tmp_path, chart)
+    assert rendered.returncode == 0, rendered.stderr
+    from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
+    merged = _coalesced(default_values(), values)
+    document = RulesDocument.parse(rules_text(merged), "rules")
+    built = sorted(build_manifests(document, settings_for(merged)), key=_key)
+    assert [_key(o) for o in from_helm] == [_key(o) for o in built]
+    return [
+        found
+        for b, r in zip(built, from_helm, strict=True)
+        for found in _differences(_comparable(b), _comparable(r), "/".join(_key(b)))
+    ]
 
 
 def _coalesced(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -97,19 +142,22 @@ def test_chart_is_what_nodegate_chart_generates() -> None:
     on_disk = {
         str(p.relative_to(CHART)): p.read_text(encoding="utf-8")
         for p in CHART.rglob("*")
-        if p.is_file()
+        if p.is_file() and p.relative_to(CHART).parts[0] != "tests"  # helm-unittest's, by hand
     }
     assert on_disk == expected, f"charts/nodegate is stale: run `{REGENERATE}`"
 
 
 def test_helm_lint_strict(helm: Path) -> None:
-    linted = _run(helm, "lint", "--strict", str(CHART), "--set", f"image.repository={REPOSITORY}")
+    """With the example values that ct lint also uses (charts/nodegate/ci/)."""
+    example = CHART / "ci" / "example-values.yaml"
+    linted = _run(helm, "lint", "--strict", str(CHART), "--values", str(example))
     assert linted.returncode == 0, linted.stdout + linted.stderr
 
 
 def _values(**overrides: Any) -> dict[str, Any]:
-    values = default_values(example_document())
+    values = default_values()
     values["image"]["repository"] = REPOSITORY
+    values["rules"] = example_document().text
     for path, value in overrides.items():
         *parents, leaf = path.split("__")
         node = values
@@ -118,6 +166,24 @@ def _values(**overrides: Any) -> dict[str, Any]:
         node[leaf] = value
     return values
 
+
+EVERY_OPTION = {
+    "webhook": {"enabled": True, "port": 10443, "failurePolicy": "Fail", "timeoutSeconds": 5},
+    "prometheusRule": {"enabled": True, "labels": {"release": "kps"}},
+    "grafanaDashboard": {"enabled": True},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}, "interval": "15s"},
+    "podMonitor": {"enabled": True, "interval": "1m"},
+    "networkPolicy": {"enabled": True, "apiServerPorts": [443, 6443, 8443]},
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["sys"]}]}
+                ]
+            }
+        }
+    },
+}
 
 CASES = {
     "defaults": _values(),
@@ -132,37 +198,81 @@ CASES = {
     ),
     "image-and-resources": _values(
         image__tag="v9.9.9",
+        image__digest="sha256:" + "ab" * 32,
         image__pullPolicy="Always",
+        image__pullSecrets=["regcred", "mirror"],
         resources={
             "requests": {"cpu": "1", "memory": "1Gi"},
             "limits": {"cpu": "2", "memory": None},
         },
         nodeSelector={"kubernetes.io/os": "linux", "pool": "system"},
+        tolerations=[
+            {"operator": "Exists", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoExecute"},
+            {
+                "key": "startup-taint.cluster-autoscaler.kubernetes.io/initializing",
+                "operator": "Exists",
+                "effect": "NoSchedule",
+            },
+        ],
     ),
-    "no-namespace-no-metrics-service": _values(createNamespace=False, metrics={"service": False}),
+    "no-namespace-no-metrics-service-no-priority": _values(
+        createNamespace=False,
+        metrics={"service": False, "annotateForScraping": False},
+        priorityClassName="",
+    ),
+    "every-option": _values(**EVERY_OPTION),
+    "webhook-with-cert-manager-and-dashboard-elsewhere": _values(
+        webhook={"enabled": True, "certManager": {"enabled": True, "name": "ca", "kind": "Issuer"}},
+        grafanaDashboard={"enabled": True, "namespace": "monitoring", "labels": {"a": "b"}},
+        prometheusRule={"enabled": True},
+    ),
+    "rules-as-a-map": _values(rules=yaml.safe_load(example_document().text)),
 }
+
+
+def _comparable(manifest: Manifest) -> Manifest:
+    """The rules ConfigMap of a `rules` map holds helm's `toYaml` of it: its content counts."""
+    data = manifest.get("data") or {}
+    if manifest["kind"] == "ConfigMap" and "rules.yaml" in data:
+        manifest = copy.deepcopy(manifest)
+        manifest["data"]["rules.yaml"] = yaml.safe_load(data["rules.yaml"])
+    return manifest
 
 
 @pytest.mark.parametrize("values", list(CASES.values()), ids=list(CASES))
 def test_helm_template_equals_the_builder(
     helm: Path, values: dict[str, Any], tmp_path: Path
 ) -> None:
-    rendered = _template(helm, values, tmp_path)
-    assert rendered.returncode == 0, rendered.stderr
-    from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
-    built = sorted(
-        build_manifests(
-            example_document(), settings_for(_coalesced(default_values(example_document()), values))
-        ),
-        key=_key,
-    )
-    assert [_key(o) for o in from_helm] == [_key(o) for o in built]
-    differences = [
-        found
-        for b, r in zip(built, from_helm, strict=True)
-        for found in _differences(b, r, "/".join(_key(b)))
-    ]
+    differences = _drift(helm, values, tmp_path)
     assert not differences, "helm template drifts from the builder:\n" + "\n".join(differences)
+
+
+def test_every_option_renders_every_kind_the_builder_makes(helm: Path, tmp_path: Path) -> None:
+    rendered = _template(helm, CASES["every-option"], tmp_path)
+    kinds = {d["kind"] for d in yaml.safe_load_all(rendered.stdout) if d}
+    assert {
+        "MutatingWebhookConfiguration",
+        "Secret",
+        "PrometheusRule",
+        "ServiceMonitor",
+        "PodMonitor",
+        "NetworkPolicy",
+    } <= kinds
+
+
+BAD_RULES = {
+    "apiVersion": "nodegate.dev/v1",
+    "kind": "NodeRules",
+    "labelTaints": [
+        {
+            "name": "a",
+            "match": {"labels": {"a": "b"}},
+            "taint": {"key": "k", "effect": "NoSchedul"},
+            "nodeMayLift": True,
+        }
+    ],
+}
 
 
 @pytest.mark.parametrize(
@@ -171,12 +281,39 @@ def test_helm_template_equals_the_builder(
         ({"replicas": 0}, "/replicas"),
         ({"image": {"repository": "Not/A:Repo"}}, "/image/repository"),
         ({"image": {"repository": ""}}, "/image/repository"),
+        ({"image": {"digest": "sha256:short"}}, "/image/digest"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"namespace": "Upper_Case"}, "/namespace"),
         ({"resources": {"requests": {"cpu": "lots"}}}, "/resources/requests/cpu"),
-        ({"webhook": {}}, "webhook"),
+        ({"webhok": {}}, "webhok"),
+        ({"webhook": {"enabled": True, "failurePolicy": "Maybe"}}, "/webhook/failurePolicy"),
+        ({"webhook": {"certManager": {"enabled": True}}}, "/webhook/certManager/name"),
+        ({"tolerations": [{"key": "a", "effect": "NoSchedule"}]}, "/tolerations/0"),
+        (
+            {"serviceMonitor": {"enabled": True}, "metrics": {"service": False}},
+            "/metrics/service",
+        ),
+        ({"networkPolicy": {"apiServerPorts": [0]}}, "/networkPolicy/apiServerPorts/0"),
+        ({"rules": None}, "missing property 'rules'"),
+        ({"rules": BAD_RULES}, "/rules/labelTaints/0/taint/effect"),
     ],
-    ids=["replicas", "repository", "no-repository", "pull-policy", "namespace", "cpu", "unknown"],
+    ids=[
+        "replicas",
+        "repository",
+        "no-repository",
+        "digest",
+        "pull-policy",
+        "namespace",
+        "cpu",
+        "unknown",
+        "failure-policy",
+        "issuer-without-name",
+        "toleration-without-operator",
+        "service-monitor-without-service",
+        "api-server-port",
+        "no-rules",
+        "rules-map-with-a-bad-effect",
+    ],
 )
 def test_values_schema_refuses_an_invalid_value_naming_it(
     helm: Path, change: dict[str, Any], named: str, tmp_path: Path
@@ -184,7 +321,9 @@ def test_values_schema_refuses_an_invalid_value_naming_it(
     values = copy.deepcopy(_values())
     for key, value in change.items():
         values[key] = (
-            {**values[key], **value} if isinstance(value, dict) and key in values else value
+            _coalesced(values[key], value)
+            if isinstance(value, dict) and isinstance(values.get(key), dict)
+            else value
         )
     rendered = _template(helm, values, tmp_path)
     assert rendered.returncode != 0, f"helm accepted {change}"
@@ -192,11 +331,43 @@ def test_values_schema_refuses_an_invalid_value_naming_it(
     assert named in rendered.stderr, rendered.stderr
 
 
-def test_schema_is_the_settings_model_cut_to_the_chart() -> None:
+def _setting_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
+    """Every DeploySettings field by its camelCase path, read from the model itself."""
+    paths: set[str] = set()
+    for name, info in model.model_fields.items():
+        path = prefix + (info.alias or name)
+        members = [info.annotation, *typing.get_args(info.annotation)]
+        nested = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+        section = next(iter(nested), None)
+        if section is not None and path not in MAP_SETTINGS:
+            paths |= _setting_paths(section, f"{path}.")
+        else:
+            paths.add(path)
+    return paths
+
+
+def test_every_deploy_setting_is_a_chart_value_and_documented() -> None:
+    values = default_values()
+    settings = {p for p in value_paths(values) if not p.endswith(".enabled")} - {"rules"}
+    assert settings == _setting_paths(DeploySettings)
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    missing = [p for p in value_paths(values) if f"| `{p}` |" not in readme]
+    assert not missing, f"charts/nodegate/README.md lacks {missing}: run `{REGENERATE}`"
+
+
+def test_values_yaml_is_every_default_with_its_description() -> None:
+    text = (CHART / "values.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(text) == default_values()
+    assert "# Replicas: one leads" in text
+
+
+def test_schema_embeds_the_rules_schema() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
     assert schema["additionalProperties"] is False
-    assert set(schema["properties"]) == set(default_values(example_document()))
-    assert schema["properties"]["replicas"]["maximum"] == 10
+    assert set(schema["properties"]) == set(default_values())
+    rules = schema["properties"]["rules"]["else"]
+    assert rules["properties"].keys() == rules_json_schema()["properties"].keys()
+    assert set(schema["$defs"]) == {f"rules.{d}" for d in rules_json_schema()["$defs"]}
 
 
 def test_a_rules_value_with_other_gates_is_refused(helm: Path, tmp_path: Path) -> None:
@@ -215,6 +386,116 @@ def test_a_rules_edit_that_keeps_the_gates_renders(helm: Path, tmp_path: Path) -
     rendered = _template(helm, values, tmp_path)
     assert rendered.returncode == 0, rendered.stderr
     assert "an edit that keeps every gate" in rendered.stdout
+
+
+TWO_GATES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+startupGates:
+  - name: first
+    match: {labels: {pool: gpu}}
+    taint: {key: b.example.com/warming, value: wait, effect: NoSchedule}
+    formerKeys: [a.example.com/old-warming]
+    readyWhen: {annotation: example.com/ready=true}
+  - name: second
+    match: {labels: {pool: gpu}}
+    taint: {key: a.example.com/initializing, value: wait, effect: NoExecute}
+    readyWhen: {annotation: example.com/ready=true}
+"""
+
+
+def _generated(document: RulesDocument, tmp_path: Path) -> Path:
+    chart = tmp_path / "chart"
+    for name, text in chart_files(document).items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text, encoding="utf-8")
+    return chart
+
+
+NO_GATES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+labelTaints:
+  - name: ci-dedicated
+    match: {labels: {example.com/dedicated: ci}}
+    taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+    nodeMayLift: true
+"""
+
+
+def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> None:
+    """The guard compares the gates in canonical form, not as the generating file lists them."""
+    chart = _generated(RulesDocument.parse(TWO_GATES, "two-gates.yaml"), tmp_path)
+    data = yaml.safe_load(TWO_GATES)
+    data["startupGates"].reverse()
+    values = {"image": {"repository": REPOSITORY}, "rules": data}
+    rendered = _template(helm, values, tmp_path, chart)
+    assert rendered.returncode == 0, rendered.stderr
+
+
+@pytest.mark.parametrize("rules", [TWO_GATES, NO_GATES], ids=["two-gates", "no-gates"])
+def test_a_chart_generated_for_other_rules_renders_the_builders_objects(
+    helm: Path, rules: str, tmp_path: Path
+) -> None:
+    chart = _generated(RulesDocument.parse(rules, "rules.yaml"), tmp_path)
+    values = _values(rules=rules, **EVERY_OPTION)
+    assert not _drift(helm, values, tmp_path, chart)
+
+
+def test_helm_unittest_suites_pass() -> None:
+    """charts/nodegate/tests: the chart users' contracts in helm-unittest's own format."""
+    binary = _built(ensure_helm_unittest_built, "helm-unittest")
+    ran = subprocess.run(
+        [str(binary), "--color=false", str(CHART)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "Tests:       0 passed" not in ran.stdout
+
+
+def test_ct_lint_passes(helm: Path, tmp_path: Path) -> None:
+    """chart-testing's `ct lint` (yamllint, the Chart.yaml schema, `helm lint` with every
+    ci/*-values.yaml), as node-readiness-controller's chart workflow runs it; no maintainer
+    lookups (network) and no version-increment check (no target branch here). `ct install`
+    needs pods to become ready, which this control plane cannot run (no container runtime):
+    tests/e2e/test_helm_chart.py installs with helm and runs the reconciler instead."""
+    binary = _built(ensure_chart_testing_built, "chart-testing")
+    tools = Path(sys.executable).parent  # yamllint and yamale, from the dev extras
+    ran = subprocess.run(
+        [
+            str(binary),
+            "lint",
+            "--charts",
+            str(CHART),
+            "--validate-maintainers=false",
+            "--check-version-increment=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={
+            "CT_CONFIG_DIR": str(paths.chart_testing_config()),
+            "PATH": f"{helm.parent}:{tools}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+        },
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "example-values.yaml" in ran.stdout + ran.stderr
+
+
+def test_helm4_lints_and_renders_what_the_builder_builds(helm4: Path, tmp_path: Path) -> None:
+    """Helm 4 (server-side apply by default; its e2e install is in tests/e2e/test_helm_chart.py)
+    renders the chart as helm 3 does: field for field the builder's objects."""
+    example = CHART / "ci" / "example-values.yaml"
+    linted = _run(helm4, "lint", "--strict", str(CHART), "--values", str(example))
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert not _drift(helm4, CASES["every-option"], tmp_path)
+    refused = _template(helm4, _values(rules=BAD_RULES), tmp_path)
+    assert "/rules/labelTaints/0/taint/effect" in refused.stderr, refused.stderr
 
 
 def test_nodegate_chart_writes_the_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -294,3 +294,50 @@ def test_image_reference_defaults_to_the_package_version(
 def test_the_rules_configmap_may_not_take_a_name_the_reconciler_writes(name: str) -> None:
     with pytest.raises(ValueError, match=f"'{name}' is the name of the reconciler's own"):
         build(rulesConfigMap=name)
+
+
+def test_monitors_select_the_metrics_service_and_the_pods() -> None:
+    objects = build(serviceMonitor={"labels": {"release": "kps"}}, podMonitor={"interval": "1m"})
+
+    service_monitor = one(objects, "ServiceMonitor")
+    pod_monitor = one(objects, "PodMonitor")
+    metrics = one(objects, "Service", "nodegate-reconciler-metrics")
+    assert service_monitor["metadata"]["labels"]["release"] == "kps"
+    assert service_monitor["spec"]["endpoints"][0]["port"] == metrics["spec"]["ports"][0]["name"]
+    assert service_monitor["spec"]["selector"]["matchLabels"].items() <= (
+        metrics["metadata"]["labels"].items()
+    )
+    assert pod_monitor["spec"]["podMetricsEndpoints"] == [
+        {"port": "http", "path": "/metrics", "interval": "1m"}
+    ]
+    assert not {"ServiceMonitor", "PodMonitor"} & {o["kind"] for o in build()}
+
+
+def test_a_service_monitor_without_the_metrics_service_is_refused() -> None:
+    with pytest.raises(ValueError, match="serviceMonitor selects the metrics Service"):
+        settings(serviceMonitor={}, metrics={"service": False})
+
+
+def test_network_policy_admits_the_named_ports_and_reaches_only_the_api_server() -> None:
+    objects = build(networkPolicy={"apiServerPorts": [443]}, webhook={})
+
+    policy = one(objects, "NetworkPolicy")
+    container = _pod(objects)["containers"][0]
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert (
+        policy["spec"]["podSelector"]["matchLabels"]
+        == (one(objects, "Deployment")["spec"]["selector"]["matchLabels"])
+    )
+    admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert admitted == {p["name"] for p in container["ports"]} == {"http", "webhook"}
+    assert policy["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}]}]
+    assert "NetworkPolicy" not in {o["kind"] for o in build()}
+
+
+def test_affinity_is_copied_into_the_pods_when_given() -> None:
+    affinity: dict[str, Any] = {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}
+    }
+
+    assert _pod(build(affinity=affinity))["affinity"] == affinity
+    assert "affinity" not in _pod(build())

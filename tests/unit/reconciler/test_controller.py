@@ -16,7 +16,12 @@ from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
 from nodegate.core.node import format_time
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
-from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.errors import (
+    ConflictError,
+    PermanentError,
+    TemporaryError,
+    ThrottledError,
+)
 from nodegate.reconciler.kit.events import EventRecorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
@@ -135,16 +140,26 @@ def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
     assert due is not None and 0.5 < due <= 2.0
 
 
-def test_throttling_is_retried_no_sooner_than_retry_after() -> None:
+def throttled_write() -> Controller:
+    """A node the ci rule taints, whose write the API server's flow control turns away."""
     api = FakeApi()
     api.add_node(ci_node("n1"))
     controller = synced(api)
     controller.offer_rules(update(CI_RULES))
-    api.fail("patch_node", TemporaryError("429 Too Many Requests", retry_after=7))
+    api.fail("patch_node", ThrottledError("429 Too Many Requests", retry_after=7))
     controller.process("n1")
-    due = controller.queue.due_in("n1")
+    return controller
+
+
+def test_throttling_is_retried_no_sooner_than_retry_after() -> None:
+    due = throttled_write().queue.due_in("n1")
     assert due is not None and due > 6.5
-    assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
+
+
+def test_throttling_is_counted_as_throttled_not_as_a_failure() -> None:
+    controller = throttled_write()
+    assert metric(controller, "nodegate_errors_total", kind="throttled") == 1
+    assert metric(controller, "nodegate_errors_total", kind="temporary") == 0
 
 
 def refused_ci_write(error: PermanentError) -> tuple[FakeApi, Controller]:

@@ -1,0 +1,42 @@
+"""The optional NetworkPolicy around the reconciler's pods (`DeploySettings.network_policy`).
+
+In: the `http` port (metrics and probes) and, with the webhook, the `webhook` port, from
+anywhere (Prometheus and the API server have no address a policy can name portably; kubelet
+probes come from the node, which CNIs let through). Out: TCP to the API server's ports only.
+The ports are named, so the policy follows the container's ports whatever their numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.manifests.settings import DeploySettings
+
+Manifest = dict[str, Any]
+
+
+def network_policy(
+    settings: DeploySettings, labels: dict[str, str], selector: dict[str, str]
+) -> list[Manifest]:
+    """The NetworkPolicy (none when it is off)."""
+    policy = settings.network_policy
+    if policy is None:
+        return []
+    ingress = [{"port": "http", "protocol": "TCP"}]
+    if settings.webhook is not None:
+        ingress.append({"port": "webhook", "protocol": "TCP"})
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": settings.name, "namespace": settings.namespace, "labels": labels},
+            "spec": {
+                "podSelector": {"matchLabels": selector},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"ports": ingress}],
+                "egress": [
+                    {"ports": [{"port": p, "protocol": "TCP"} for p in policy.api_server_ports]}
+                ],
+            },
+        }
+    ]

@@ -1,0 +1,317 @@
+"""Parity with kubernetes-sigs/node-readiness-controller (NRC) v0.5.0: the scenarios of its own
+end-to-end suite (test/e2e/e2e_test.go, rules in test/e2e/testdata/*.yaml) replayed on the real
+control plane with a running reconciler.
+
+Each NodeReadinessRule is written as the nodegate rule it maps to (docs/gates.md, "Coming from
+node-readiness-controller"): `enforcementMode: bootstrap-only` is a startup gate lifting on the
+condition; `continuous` is a condition taint rule that taints while any required condition does
+not hold, a condition the node does not report counting as NRC's default `Unknown`
+(`conditionPolicy: anyOf`, `status` the other statuses, `defaultStatus: Unknown`); `nodeSelector`
+is `match`; `dryRun` is `dryRun`. Nodes carry the labels and conditions NRC's scenarios give
+them, and the rule is put in force after the node exists, as NRC's suite applies it.
+
+NRC's suite also checks its rule status fields, field selectors on its CRD and its finalizer:
+nodegate has no CRD (field selectors and status have no counterpart; `nodegate explain` and the
+Events say the same), and a deleted rule's `readiness.k8s.io/` taint is released, not removed
+(the last test shows that difference).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.localcluster.nodes import set_node_condition, wait_until
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    TIMEOUT,
+    Start,
+    after_a_reconcile,
+    node_events,
+    read_node,
+    settled,
+    taints_of,
+    wait_for_event,
+    wait_for_taints,
+)
+
+PENDING = "pending"
+NRC_RULE_UID = "550e8400-e29b-41d4-a716-446655440000"
+"""A rule uid as NRC's own unit test spells one: its completion annotation's suffix."""
+NRC_COMPLETED = f"readiness.k8s.io/bootstrap-completed-{NRC_RULE_UID}"
+
+
+def nodegate_rules(body: str) -> str:
+    return HEADER + textwrap.dedent(body)
+
+
+def continuous(name: str, selector: str, conditions: list[str], key: str, extra: str = "") -> str:
+    """An NRC continuous rule: taint while any required condition is not True."""
+    listed = "".join(
+        f'      - {{type: {c}, status: "False|Unknown", defaultStatus: Unknown}}\n'
+        for c in conditions
+    )
+    return (
+        HEADER
+        + "conditionTaints:\n"
+        + f"  - name: {name}\n"
+        + f"    match: {{labels: {{{selector}}}}}\n"
+        + "    conditionPolicy: anyOf\n"
+        + "    conditions:\n"
+        + listed
+        + f"    taint: {{key: {key}, value: {PENDING}, effect: NoSchedule}}\n"
+        + extra
+    )
+
+
+def has(key: str) -> Callable[[dict[tuple[str, str], dict[str, Any]]], bool]:
+    return lambda taints: (key, "NoSchedule") in taints
+
+
+def lacks(key: str) -> Callable[[dict[tuple[str, str], dict[str, Any]]], bool]:
+    return lambda taints: (key, "NoSchedule") not in taints
+
+
+def condition(core: k8s_client.CoreV1Api, node: str, kind: str, status: str) -> None:
+    set_node_condition(core, node, condition_type=kind, status=status, reason="E2E")
+
+
+def pending(key: str) -> list[dict[str, str]]:
+    return [{"key": key, "value": PENDING, "effect": "NoSchedule"}]
+
+
+# --- bootstrap-only-rule.yaml -------------------------------------------------------------------
+
+
+def test_bootstrap_only_taint_is_kept_while_false_removed_on_true_and_stays_removed(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/TestReady"
+    node = make_node("bootstrap", labels={"e2e-test": "bootstrap"}, taints=pending(key))
+    condition(core_v1, node, "TestReady", "False")
+    process = start_reconciler_with(
+        nodegate_rules(
+            f"""\
+            startupGates:
+              - name: bootstrap-test-rule
+                match: {{labels: {{e2e-test: bootstrap}}}}
+                taint: {{key: {key}, value: {PENDING}, effect: NoSchedule}}
+                readyWhen:
+                  conditions: [{{type: TestReady, status: "True"}}]
+                completionAnnotation: {{key: {NRC_COMPLETED}}}
+            """
+        )
+    )
+    settled(process, core_v1, node)
+    assert has(key)(taints_of(core_v1, node))
+
+    condition(core_v1, node, "TestReady", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+    annotations = read_node(core_v1, node)["metadata"]["annotations"]
+    assert NRC_COMPLETED in annotations
+    assert "completed.gate.nodegate.dev/bootstrap-test-rule" in annotations
+
+    after_a_reconcile(process, lambda: condition(core_v1, node, "TestReady", "False"))
+    settled(process, core_v1, node)
+    assert lacks(key)(taints_of(core_v1, node))
+
+
+# --- continuous-rule.yaml -----------------------------------------------------------------------
+
+
+def test_continuous_rule_adds_and_removes_its_taint_as_the_condition_flips(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/StorageReady"
+    node = make_node("continuous", labels={"e2e-test": "continuous"})
+    condition(core_v1, node, "StorageReady", "True")
+    process = start_reconciler_with(
+        continuous("continuous-test-rule", "e2e-test: continuous", ["StorageReady"], key)
+    )
+    settled(process, core_v1, node)
+    assert lacks(key)(taints_of(core_v1, node))
+
+    condition(core_v1, node, "StorageReady", "False")
+    assert wait_for_taints(core_v1, node, has(key))[(key, "NoSchedule")]["value"] == PENDING
+
+    condition(core_v1, node, "StorageReady", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+
+
+# --- multi-condition-rule.yaml ------------------------------------------------------------------
+
+
+def test_multi_condition_rule_lifts_only_when_all_conditions_hold(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/Ready"
+    node = make_node("multi", labels={"e2e-test": "multi-condition"})
+    condition(core_v1, node, "NetworkReady", "False")
+    condition(core_v1, node, "StorageReady", "False")
+    process = start_reconciler_with(
+        continuous(
+            "multi-condition-rule",
+            "e2e-test: multi-condition",
+            ["NetworkReady", "StorageReady"],
+            key,
+        )
+    )
+    wait_for_taints(core_v1, node, has(key))
+
+    after_a_reconcile(process, lambda: condition(core_v1, node, "NetworkReady", "True"))
+    settled(process, core_v1, node)
+    assert has(key)(taints_of(core_v1, node))
+
+    condition(core_v1, node, "StorageReady", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+
+
+# --- node-selector-rule.yaml --------------------------------------------------------------------
+
+
+def test_node_selector_taints_the_worker_and_leaves_the_control_plane_node_alone(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/test-taint"
+    worker = make_node("worker", labels={"node-role.kubernetes.io/worker": ""})
+    control = make_node("control-plane", labels={"node-role.kubernetes.io/control-plane": ""})
+    process = start_reconciler_with(
+        continuous("node-selector-rule", 'node-role.kubernetes.io/worker: ""', ["TestReady"], key)
+    )
+    wait_for_taints(core_v1, worker, has(key))
+    settled(process, core_v1, control)
+    assert lacks(key)(taints_of(core_v1, control))
+
+
+# --- dryrun-rule.yaml ---------------------------------------------------------------------------
+
+
+def test_dry_run_rule_writes_nothing_and_reports_what_it_would_add(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/test-taint"
+    node = make_node("dryrun", labels={"e2e-test": "dryrun"})
+    condition(core_v1, node, "TestReady", "False")
+    process = start_reconciler_with(
+        continuous("dryrun-test-rule", "e2e-test: dryrun", ["TestReady"], key, "    dryRun: true\n")
+    )
+    (event,) = wait_for_event(core_v1, node, "DryRunTaintWouldAdd")
+    assert event.message == (
+        f"dry run: rule dryrun-test-rule would add taint {key}={PENDING}:NoSchedule (a condition "
+        "matches); not written"
+    )
+    settled(process, core_v1, node)
+    stored = read_node(core_v1, node)
+    assert lacks(key)(taints_of(core_v1, node))
+    assert OWNED_TAINTS_ANNOTATION not in (stored["metadata"].get("annotations") or {})
+    assert (
+        process.metric("nodegate_dry_run_nodes", rule="dryrun-test-rule", action="add_taint") == 1.0
+    )
+    assert (
+        process.metric(
+            "nodegate_dry_run_changes_total", rule="dryrun-test-rule", action="add_taint"
+        )
+        == 1.0
+    )
+
+
+# --- "should emit events for taint operations" ----------------------------------------------------
+
+
+def test_a_pre_existing_taint_is_adopted_then_removed_and_added_again_with_events(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/EventTest"
+    node = make_node("events", labels={"e2e-test": "events"}, taints=pending(key))
+    condition(core_v1, node, "EventTest", "False")
+    process = start_reconciler_with(
+        continuous("event-test-rule", "e2e-test: events", ["EventTest"], key)
+    )
+    (adopted,) = wait_for_event(core_v1, node, "TaintAdopted")
+    assert "event-test-rule" in adopted.message
+    assert process.metric("nodegate_taints_adopted_total", rule="event-test-rule") == 1.0
+    wait_until(
+        lambda: (
+            (read_node(core_v1, node)["metadata"].get("annotations") or {}).get(
+                OWNED_TAINTS_ANNOTATION
+            )
+            == f"{key}:NoSchedule"
+        ),
+        TIMEOUT,
+        "the adopted taint claimed",
+    )
+
+    condition(core_v1, node, "EventTest", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+    condition(core_v1, node, "EventTest", "False")
+    wait_for_taints(core_v1, node, has(key))
+
+    said = [e.message for e in node_events(core_v1, node) if e.reason == "NodegateUpdated"]
+    taint = f"{key}={PENDING}:NoSchedule (rule event-test-rule"
+    assert any(m.startswith(f"removed taint {taint}") for m in said)
+    assert any(m.startswith(f"added taint {taint}") for m in said)
+
+
+# --- "should taint a node when a required condition is completely missing" ----------------------
+
+
+def test_a_node_not_reporting_the_condition_is_tainted_until_it_reports_it_true(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    key = "readiness.k8s.io/MissingConditionTest"
+    node = make_node("missing", labels={"e2e-test": "missing-condition"})
+    condition(core_v1, node, "Placeholder", "True")
+    start_reconciler_with(
+        continuous(
+            "missing-condition-rule",
+            "e2e-test: missing-condition",
+            ["MissingConditionTest"],
+            key,
+        )
+    )
+    wait_for_taints(core_v1, node, has(key))
+    condition(core_v1, node, "MissingConditionTest", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+
+
+# --- "should clean up managed taints when the rule is deleted": the one difference -------------
+
+
+def test_deleting_the_rule_releases_its_readiness_taint_instead_of_removing_it(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    rules_configmap: Callable[..., str],
+) -> None:
+    key = "readiness.k8s.io/FinalizerTest"
+    node = make_node("finalizer", labels={"e2e-test": "finalizer"})
+    condition(core_v1, node, "FinalizerTest", "False")
+    process = start_reconciler_with(
+        continuous("finalizer-test-rule", "e2e-test: finalizer", ["FinalizerTest"], key)
+    )
+    wait_for_taints(core_v1, node, has(key))
+
+    other = nodegate_rules(
+        """\
+        labelTaints:
+          - name: unrelated
+            match: {labels: {example.com/unrelated: "yes"}}
+            taint: {key: example.com/unrelated, effect: NoSchedule}
+            nodeMayLift: true
+        """
+    )
+    rules_configmap(other)
+    wait_until(
+        lambda: (
+            OWNED_TAINTS_ANNOTATION
+            not in (read_node(core_v1, node)["metadata"].get("annotations") or {})
+        ),
+        TIMEOUT,
+        "the claim released",
+    )
+    settled(process, core_v1, node)
+    assert has(key)(taints_of(core_v1, node))

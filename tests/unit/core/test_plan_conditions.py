@@ -1,0 +1,271 @@
+"""Condition semantics of issue 30, planned: defaultStatus and conditionPolicy on condition
+taint rules (node-readiness-controller's continuous mode), and gates that lift on conditions
+(its bootstrap-only mode)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from nodegate.core.gate_plan import GATE_COMPLETED, GATE_REBOOTED_AFTER
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeCondition, NodeTaint, format_time
+from nodegate.core.plan import PlanFacts, plan
+from tests.unit.core.builders import NOW, node, rules
+
+FACTS = PlanFacts(now=NOW)
+NET = NodeTaint("readiness.k8s.io/network", "NoSchedule")
+
+CONTINUOUS = rules(
+    """\
+    conditionTaints:
+      - name: network
+        conditionPolicy: anyOf
+        conditions:
+          - {type: NetworkReady, status: "False|Unknown", defaultStatus: Unknown}
+          - {type: StorageReady, status: "False|Unknown", defaultStatus: Unknown}
+        taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+    """
+)
+
+
+def cond(kind: str, status: str, ago: timedelta = timedelta(seconds=30)) -> NodeCondition:
+    return NodeCondition(kind, status, "", NOW - ago)
+
+
+def added(taint_rules: NodeRules, conditions: tuple[NodeCondition, ...] = ()) -> list[NodeTaint]:
+    return [c.taint for c in plan(node(conditions=conditions), taint_rules, FACTS).add_taints]
+
+
+def test_new_node_reporting_nothing_is_tainted_by_default_status() -> None:
+    assert added(CONTINUOUS) == [NET]
+
+
+def test_taint_says_which_conditions_were_assumed() -> None:
+    decision = next(d for d in plan(node(), CONTINUOUS, FACTS).decisions if d.rule == "network")
+    assert decision.why == (
+        "a condition matches (not reported, counted as defaultStatus: NetworkReady, StorageReady)"
+    )
+
+
+def test_any_of_taints_while_one_required_condition_is_missing() -> None:
+    assert added(CONTINUOUS, (cond("NetworkReady", "True"),)) == [NET]
+
+
+def test_any_of_untaints_once_every_condition_holds() -> None:
+    healthy = node(
+        taints=(NET,),
+        conditions=(cond("NetworkReady", "True"), cond("StorageReady", "True")),
+    )
+    assert [c.taint for c in plan(healthy, CONTINUOUS, FACTS).remove_taints] == [NET]
+
+
+def test_reported_condition_wins_over_its_default_status() -> None:
+    only_default = rules(
+        """\
+        conditionTaints:
+          - name: network
+            conditions:
+              - {type: NetworkReady, status: "False|Unknown", defaultStatus: Unknown}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    assert added(only_default, (cond("NetworkReady", "True"),)) == []
+
+
+def test_without_default_status_an_unreported_condition_never_matches() -> None:
+    no_default = rules(
+        """\
+        conditionTaints:
+          - name: network
+            conditions:
+              - {type: NetworkReady, status: "False|Unknown"}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    assert added(no_default) == []
+
+
+def test_default_status_is_matched_with_an_empty_reason() -> None:
+    by_reason = rules(
+        """\
+        conditionTaints:
+          - name: network
+            conditions:
+              - {type: NetworkReady, status: "Unknown", reason: "CNIDown", defaultStatus: Unknown}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    assert added(by_reason) == []
+
+
+def test_all_of_needs_every_condition() -> None:
+    all_of = rules(
+        """\
+        conditionTaints:
+          - name: network
+            conditions:
+              - {type: NetworkReady, status: "False"}
+              - {type: StorageReady, status: "False"}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    assert added(all_of, (cond("NetworkReady", "False"),)) == []
+    assert added(all_of, (cond("NetworkReady", "False"), cond("StorageReady", "False"))) == [NET]
+
+
+def test_any_of_hold_counts_from_the_earliest_matching_condition() -> None:
+    held = rules(
+        """\
+        conditionTaints:
+          - name: network
+            conditionPolicy: anyOf
+            for: 60s
+            conditions:
+              - {type: NetworkReady, status: "False"}
+              - {type: StorageReady, status: "False"}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    early = (
+        cond("NetworkReady", "False", timedelta(seconds=90)),
+        cond("StorageReady", "False", timedelta(seconds=10)),
+    )
+    assert added(held, early) == [NET]
+
+
+def test_all_of_hold_counts_from_the_latest_matching_condition() -> None:
+    held = rules(
+        """\
+        conditionTaints:
+          - name: network
+            for: 60s
+            conditions:
+              - {type: NetworkReady, status: "False"}
+              - {type: StorageReady, status: "False"}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    late = (
+        cond("NetworkReady", "False", timedelta(seconds=90)),
+        cond("StorageReady", "False", timedelta(seconds=10)),
+    )
+    result = plan(node(conditions=late), held, FACTS)
+    assert (result.add_taints, result.recheck_after) == ((), timedelta(seconds=50))
+
+
+def test_an_unreported_condition_holds_since_the_node_was_created() -> None:
+    held = rules(
+        """\
+        conditionTaints:
+          - name: network
+            for: 60s
+            conditions:
+              - {type: NetworkReady, status: "Unknown", defaultStatus: Unknown}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        """
+    )
+    young = node(created=NOW - timedelta(seconds=20))
+    assert plan(young, held, FACTS).recheck_after == timedelta(seconds=40)
+
+
+GATE = NodeTaint("readiness.k8s.io/cni", "NoSchedule")
+
+
+def gate_rules(policy: str = "allOf", extra: str = "") -> NodeRules:
+    return rules(
+        f"""\
+        startupGates:
+          - name: cni
+            match: {{labels: {{pool: gpu}}}}
+            taint: {{key: readiness.k8s.io/cni, effect: NoSchedule}}
+            readyWhen:
+              conditionPolicy: {policy}
+              conditions:
+                - {{type: NetworkReady, status: "True"}}
+                - {{type: StorageReady, status: "True"}}
+        {extra}"""
+    )
+
+
+def lifted(
+    gate: NodeRules,
+    conditions: tuple[NodeCondition, ...],
+    annotations: dict[str, str] | None = None,
+    created: datetime = NOW,
+) -> tuple[str, ...]:
+    gated = node(
+        {"pool": "gpu"},
+        taints=(GATE,),
+        conditions=conditions,
+        annotations=annotations,
+        created=created,
+    )
+    return plan(gated, gate, FACTS).lifted_gates
+
+
+def test_condition_gate_stays_while_a_condition_is_false() -> None:
+    assert lifted(gate_rules(), (cond("NetworkReady", "True"), cond("StorageReady", "False"))) == ()
+
+
+def test_condition_gate_stays_while_a_condition_is_not_reported() -> None:
+    assert lifted(gate_rules(), (cond("NetworkReady", "True"),)) == ()
+
+
+def test_condition_gate_lifts_once_all_conditions_hold() -> None:
+    both = (cond("NetworkReady", "True"), cond("StorageReady", "True"))
+    assert lifted(gate_rules(), both) == ("cni",)
+
+
+def test_any_of_condition_gate_lifts_on_one_condition() -> None:
+    assert lifted(gate_rules("anyOf"), (cond("NetworkReady", "True"),)) == ("cni",)
+
+
+def test_condition_gate_lift_is_recorded_as_every_lift() -> None:
+    both = (cond("NetworkReady", "True"), cond("StorageReady", "True"))
+    gated = node({"pool": "gpu"}, taints=(GATE,), conditions=both)
+    result = plan(gated, gate_rules(), FACTS)
+    assert (GATE_COMPLETED + "cni", format_time(NOW)) in result.set_annotations
+    assert next(d.why for d in result.decisions if d.rule == "cni") == (
+        "conditions NetworkReady=True, StorageReady=True"
+    )
+
+
+def test_condition_gate_respects_min_hold() -> None:
+    held = gate_rules("anyOf", "    minHold: 60s\n")
+    young = NOW - timedelta(seconds=10)
+    assert lifted(held, (cond("NetworkReady", "True"),), created=young) == ()
+
+
+def test_condition_gate_never_comes_back_when_the_condition_turns_false() -> None:
+    done = node(
+        {"pool": "gpu"},
+        conditions=(cond("NetworkReady", "False"),),
+        annotations={GATE_COMPLETED + "cni": format_time(NOW)},
+    )
+    assert plan(done, gate_rules("anyOf"), FACTS).add_taints == ()
+
+
+@pytest.mark.parametrize(
+    ("changed_ago", "lifts"),
+    [
+        pytest.param(timedelta(seconds=100), False, id="status-from-the-previous-boot"),
+        pytest.param(timedelta(seconds=10), True, id="status-taken-after-the-reboot"),
+    ],
+)
+def test_after_a_re_gate_only_a_condition_of_this_boot_lifts(
+    changed_ago: timedelta, lifts: bool
+) -> None:
+    rebooted = {GATE_REBOOTED_AFTER + "cni": format_time(NOW - timedelta(seconds=60))}
+    result = lifted(
+        gate_rules("anyOf"), (cond("NetworkReady", "True", changed_ago),), annotations=rebooted
+    )
+    assert result == (("cni",) if lifts else ())
+
+
+def test_condition_older_than_the_node_still_lifts_its_gate() -> None:
+    # The node's clock may be behind the API server's: its transition time is not checked
+    # against the Node's creation, or a skewed node would stay gated for ever.
+    skewed = (cond("NetworkReady", "True", timedelta(hours=1)),)
+    assert lifted(gate_rules("anyOf"), skewed) == ("cni",)
