@@ -89,6 +89,12 @@ def _gate_wait(
             signals.append(f"its annotation {pods.ready_annotation}")
     if gate.ready_when.annotation is not None:
         signals.append(f"the node annotation {gate.ready_when.annotation}")
+    conditions = gate.ready_when.conditions
+    if conditions:
+        joined = (" and " if gate.ready_when.condition_policy == "allOf" else " or ").join(
+            f"{c.type}={c.status}" for c in conditions
+        )
+        signals.append(f"the node condition{'s' if len(conditions) > 1 else ''} {joined}")
     text = f"{gate.name}: waits for " + " or ".join(signals)
     if "minHold" in why:
         text += f" ({why})"

@@ -206,3 +206,20 @@ def test_help_text_breaks_at_spaces_only_never_in_a_flag_or_a_long_path() -> Non
     assert wrap("default: no-dry-run", 16) == ["default:", "no-dry-run"]
     path = "/var/lib/nodegate/a-very-long-path-name"
     assert wrap(f"see {path} there", 20) == ["see", path, "there"]
+
+
+def test_explain_shows_what_a_dry_run_rule_would_change_without_writing_it(
+    tmp_path: Path,
+) -> None:
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
+        "  - name: trial\n    match: {labels: {example.com/accelerator: nvidia}}\n"
+        "    taint: {key: example.com/trial, value: x, effect: NoSchedule}\n"
+        "    nodeMayLift: true\n    dryRun: true\n"
+    )
+    args = ["explain", "--rules", str(rules_file), "--node", str(NODE)]
+    result = runner.invoke(app, args, env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "? dry run: rule trial would add taint example.com/trial=x:NoSchedule" in (result.stdout)
+    assert "+ taint example.com/trial" not in result.stdout

@@ -318,3 +318,18 @@ def test_an_evicting_taint_over_the_budget_waits_and_says_for_what() -> None:
     assert line.startswith(
         "broken: taint example.com/broken=true:NoExecute waiting for the eviction budget"
     )
+
+
+def test_a_gate_lifted_by_node_conditions_says_which_it_waits_for() -> None:
+    state = gated("g1", 2)
+    gate_rules = rules(
+        GATE.replace(
+            "      pods: {namespace: kube-system, selector: {app: init}}\n",
+            '      conditions: [{type: GPUReady, status: "True"}, {type: DriverReady, '
+            'status: "True"}]\n',
+        )
+    )
+    [line] = waits(state, gate_rules, plan(state, gate_rules, facts()), NodeContext(), NOW)
+    assert line.startswith(
+        "warmup: waits for the node conditions GPUReady=True and DriverReady=True; times out in"
+    )
