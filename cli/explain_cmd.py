@@ -209,8 +209,8 @@ def print_explanation(
     waiting = [d for d in result.decisions if d.rule in waiting_rules(result)]
     for d in waiting:
         console.print(f"[yellow]  ~ taint {d.taint.flag()} would wait ({d.rule}: {d.why})[/yellow]")
-    for change in result.dry_run:  # rules in dryRun: reported by the reconciler, never written
-        console.print(Text(f"  ? {change.message()}", style="cyan"))
+    for would in result.dry_run:  # rules in dryRun: reported by the reconciler, never written
+        console.print(Text(f"  ? {would.message()}", style="cyan"))
     if result.is_empty and waiting:
         console.print(f"[yellow]node {node.name}: no write until the budget allows[/yellow]")
         return
