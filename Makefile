@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet promtool helm chart image lint typecheck unit fast fuzz e2e bench clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm chart image lint typecheck unit fast fuzz e2e bench bench-plan clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -47,6 +47,12 @@ controlplane: setup
 # their own; after `controlplane`, whose Go build cache they reuse (a no-op when cached).
 kubelet: controlplane
 	$(BIN)/python -m nodegate.localcluster.build --kubelet
+
+# kubectl for the kubectl-plugin tests (`kubectl nodegate ...`, tests/e2e/test_day2.py), under a
+# stamp of its own in the control plane's cache; after `controlplane`, whose Go build cache it
+# reuses (a no-op when cached).
+kubectl: controlplane
+	$(BIN)/python -m nodegate.localcluster.build --kubectl
 
 # promtool (Prometheus 3.16, from its Go module) for the alert tests, `promtool check rules` and
 # `promtool test rules` on the shipped PrometheusRule (tests/unit/manifests/test_alerts_promtool.py),
@@ -105,7 +111,11 @@ fuzz: setup
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
-test: lint typecheck controlplane kubelet promtool helm image
+# `nodegate plan` on 5,000 nodes of kubelet size (tests/bench/day2_plan.py): minutes, not in `make test`.
+bench-plan: setup controlplane
+	$(BIN)/python -m tests.bench.day2_plan $(BENCH_ARGS)
+
+test: lint typecheck controlplane kubelet kubectl promtool helm image
 	$(BIN)/pytest tests
 
 clean:

@@ -2,51 +2,176 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from nodegate.cli.live.cluster import Cluster
+from nodegate.cli.live.options import (
+    DEFAULT_NAMESPACE,
+    Context,
+    Kubeconfig,
+    Namespace,
+    RulesConfigMap,
+    connect,
+)
+from nodegate.cli.live.render import Column, print_items, print_table
 from nodegate.core.errors import RulesError
-from nodegate.core.eviction_budget import plan_in_turn, waiting_rules
-from nodegate.core.loader import load_rules
+from nodegate.core.eviction_budget import charges, plan_in_turn, waiting_rules
+from nodegate.core.loader import load_rules, parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_file import parse_nodes
-from nodegate.core.plan import NodePlan, PlanFacts
+from nodegate.core.node_waits import NodeContext, budget_waiting, waits
+from nodegate.core.persisted_labels import decide, record_key, record_name
+from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.core.status_record import HeldUpdate
 from nodegate.core.yaml_input import read_limited
+from nodegate.reconciler.kit.errors import KubeError
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
 
 
 def explain(
-    rules_file: Annotated[Path, typer.Option("--rules", help="Rules file.")],
-    node_file: Annotated[Path, typer.Option("--node", help="Node as JSON or YAML (kubectl -o).")],
+    node_name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="NODE",
+            help="A node in the cluster, explained with the rules in force (or --rules).",
+            show_default=False,
+        ),
+    ] = None,
+    rules_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules", help="Rules file: 'what if' these rules were in force (needed with --node)."
+        ),
+    ] = None,
+    node_file: Annotated[
+        Path | None,
+        typer.Option("--node", help="Offline: a Node as JSON or YAML (kubectl -o), not NODE."),
+    ] = None,
     ready_gate: Annotated[
         list[str] | None,
-        typer.Option("--ready-gate", help="Treat this startup gate's init pod as Ready."),
+        typer.Option("--ready-gate", help="Offline: treat this startup gate's init pod as Ready."),
     ] = None,
     now: Annotated[
         str | None, typer.Option(help="Evaluate at this RFC 3339 time instead of now.")
     ] = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    rules_configmap: RulesConfigMap = None,
 ) -> None:
-    """Show each rule's verdict on the node and the exact change nodegate would make."""
-    try:
-        rules = load_rules(rules_file)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(1) from err
+    """Show each rule's verdict on a node, the exact change nodegate would make, and what it
+    waits for."""
     at = parse_time(now) or datetime.now(UTC)
+    if node_file is None:
+        if node_name is None:
+            typer.echo(
+                "nodegate explain: give NODE (a node in the cluster) or --node FILE", err=True
+            )
+            raise typer.Exit(2)
+        cluster = connect(kubeconfig, context, namespace, rules_configmap)
+        explain_live(Console(), cluster, node_name, rules_file, at)
+        return
+    if rules_file is None or node_name is not None:
+        typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
+        raise typer.Exit(2)
+    rules = _load(rules_file)
     facts = PlanFacts(now=at, gate_pods_ready_since=dict.fromkeys(ready_gate or (), at))
     console = Console()
     # A NodeList is planned as the reconciler would, node after node: evicting taints over the
     # eviction budget (what the nodes' timeAdded says was spent counts) are shown waiting.
     for node, result in plan_in_turn(_read_nodes(node_file), rules, facts):
         print_explanation(console, node, rules, result)
+
+
+def _load(rules_file: Path) -> NodeRules:
+    try:
+        return load_rules(rules_file)
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(1) from err
+
+
+def explain_live(
+    console: Console, cluster: Cluster, name: str, rules_file: Path | None, at: datetime
+) -> None:
+    """Explain one node of the live cluster: read what the reconciler reads, plan with the one
+    planner, and say what it waits for."""
+    try:
+        node = cluster.node(name)
+        if node is None:
+            typer.echo(f"nodegate explain: node {name} not found", err=True)
+            raise typer.Exit(1)
+        rules, which, held = _rules_to_explain_with(cluster, rules_file)
+        ready_since, pods = cluster.gate_pods(rules, name)
+        facts = PlanFacts(
+            now=at,
+            previously_owned=cluster.previously_owned(),
+            gate_pods_ready_since=ready_since,
+        )
+        quarantined: tuple[str, ...] = ()
+        persistent = rules.persistent_labels
+        if persistent is not None and (key := record_key(node, persistent)):
+            stored, quarantined = cluster.label_record(record_name(key))
+            record = stored.record if stored is not None else None
+            restore = decide(node, record, persistent, at).restore
+            facts = replace(facts, restored_labels=restore)
+        result = plan(node, rules, facts)
+        if charges(node, result, rules):
+            waiting = budget_waiting(node, rules, result, cluster.nodes(), at)
+            if waiting:
+                result = plan(node, rules, replace(facts, budget_waiting=waiting))
+    except KubeError as err:
+        typer.echo(f"nodegate explain: {err}", err=True)
+        raise typer.Exit(1) from err
+    console.print(Text(f"explained with {which}", style="dim"))
+    print_explanation(console, node, rules, result)
+    lines = waits(node, rules, result, NodeContext(pods, held, quarantined), at)
+    if lines:
+        console.print(Text("waiting for:", style="bold"))
+        print_items(console, lines, "~", "yellow")
+
+
+def _rules_to_explain_with(
+    cluster: Cluster, rules_file: Path | None
+) -> tuple[NodeRules, str, HeldUpdate | None]:
+    """--rules FILE; else the rules in force as the reconciler published them; else (no
+    reconciler has applied any rules yet) the rules ConfigMap's."""
+    if rules_file is not None:
+        return _load(rules_file), f"{rules_file} (what if: not the rules in force)", None
+    status, text, _problem = cluster.status_record()
+    if status is not None and text:
+        try:
+            rules = parse_rules(text, "the status record's rules in force")
+        except RulesError:
+            rules = None
+        if rules is not None:
+            which = (
+                f"the rules in force: generation {status.generation}, digest {status.digest} "
+                f"({status.source})"
+            )
+            return rules, which, status.held
+    configmap = cluster.rules_configmap()
+    if configmap.rules is None:
+        for problem in configmap.view.problems:
+            typer.echo(problem, err=True)
+        typer.echo(
+            f"nodegate explain: no rules in force published and no valid rules in "
+            f"{configmap.view.reference}; give --rules FILE",
+            err=True,
+        )
+        raise typer.Exit(1)
+    which = f"the rules ConfigMap {configmap.view.reference} (no reconciler status record yet)"
+    return configmap.rules, which, None
 
 
 def _read_nodes(path: Path) -> list[NodeState]:
@@ -67,18 +192,25 @@ def print_explanation(
     console: Console, node: NodeState, rules: NodeRules, result: NodePlan
 ) -> None:
     """Rule verdicts as a table, then the change (shared with the demo)."""
-    table = Table(title=f"rules on node {node.name}", show_lines=False)
-    for column in ("rule", "taint", "verdict", "why"):
-        table.add_column(column, overflow="fold")
-    for d in result.decisions:
-        style = _VERDICT_STYLE[d.verdict]
-        table.add_row(d.rule, d.taint.flag(), f"[{style}]{d.verdict}[/{style}]", d.why)
-    console.print(table)
+    rows = [
+        (d.rule, d.taint.flag(), Text(d.verdict, style=_VERDICT_STYLE[d.verdict]), d.why)
+        for d in result.decisions
+    ]
+    columns = (Column("rule"), Column("taint"), Column("verdict"), Column("why", wrap=True))
+    print_table(console, columns, rows, title=f"rules on node {node.name}")
+    named = rules.owned_taints() | rules.former_gate_taints()
+    foreign = [t for t in node.taints if t.identity not in named]
+    if foreign:
+        console.print(
+            "  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign),
+            soft_wrap=True,
+        )
+        console.print("  [dim]these taints are not nodegate's: it never removes them[/dim]")
     waiting = [d for d in result.decisions if d.rule in waiting_rules(result)]
     for d in waiting:
         console.print(f"[yellow]  ~ taint {d.taint.flag()} would wait ({d.rule}: {d.why})[/yellow]")
-    for would in result.dry_run:
-        console.print(f"[cyan]  ? {would.message()}[/cyan]")
+    for would in result.dry_run:  # rules in dryRun: reported by the reconciler, never written
+        console.print(Text(f"  ? {would.message()}", style="cyan"))
     if result.is_empty and waiting:
         console.print(f"[yellow]node {node.name}: no write until the budget allows[/yellow]")
         return
@@ -96,10 +228,7 @@ def print_explanation(
     for adopted in result.adopted_taints:
         console.print(f"  = taint {adopted.taint} adopted  ({', '.join(adopted.rules)})")
     if result.owned_annotation is not None:
-        console.print(f"  ~ annotation nodegate.dev/owned-taints={result.owned_annotation!r}")
+        owned = ", ".join(result.owned_annotation.split(",")) or "(removed)"
+        console.print(Text(f"  ~ annotation nodegate.dev/owned-taints: {owned}"))
     for warning in result.warnings:
         console.print(f"  [yellow]! {warning}[/yellow]")
-    named = rules.owned_taints() | rules.former_gate_taints()
-    foreign = [t for t in node.taints if t.identity not in named]
-    if foreign:
-        console.print("  untouched (not owned by any rule): " + ", ".join(str(t) for t in foreign))

@@ -10,13 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nodegate.cli.help_format import Command, typer_app
 from nodegate.core.persisted_labels import RECORD_LABEL, RECORD_LABEL_VALUE
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, Selection
 from nodegate.reconciler.nodes.label_store import StoredRecord, stored_record
 
-app = typer.Typer(help="Inspect and drop persisted-label records.", no_args_is_help=True)
+app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
 Kubeconfig = Annotated[
     Path | None, typer.Option(help="Kubeconfig; omit in a Pod to use its service account.")
@@ -53,7 +54,7 @@ def _fail(err: KubeError) -> typer.Exit:
     return typer.Exit(1)
 
 
-@app.command("list")
+@app.command("list", cls=Command)
 def list_records(kubeconfig: Kubeconfig = None, namespace: Namespace = DEFAULT_NAMESPACE) -> None:
     """Every record: key, node names, labels, when captured, whether its node is gone."""
     try:
@@ -79,7 +80,7 @@ def list_records(kubeconfig: Kubeconfig = None, namespace: Namespace = DEFAULT_N
     Console(width=400).print(table)
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 def show(
     node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
     kubeconfig: Kubeconfig = None,
@@ -102,7 +103,7 @@ def show(
             typer.echo(f"  {key}={value}")
 
 
-@app.command("forget")
+@app.command("forget", cls=Command)
 def forget(
     node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
     kubeconfig: Kubeconfig = None,

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from nodegate.cli.help_format import Command, typer_app
 from nodegate.core.errors import Problem, RulesError
 from nodegate.core.yaml_input import decode, read_limited, read_yaml_documents
 from nodegate.migrate.conversion import Conversion, to_yaml
@@ -26,7 +27,7 @@ from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_rea
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
 from nodegate.migrate.tainter import convert_tainter
 
-app = typer.Typer(
+app = typer_app(
     help="Print the rules that replace another tool's settings (validated; notes on what "
     "behaves differently come first, as comments).",
     no_args_is_help=True,
@@ -44,7 +45,7 @@ def _print(convert: Callable[[], Conversion]) -> None:
         raise typer.Exit(1) from err
 
 
-@app.command("tainter")
+@app.command("tainter", cls=Command)
 def tainter(
     config: Annotated[Path, typer.Argument(help="Tainter's TOML file (its --config-file).")],
 ) -> None:
@@ -61,7 +62,7 @@ def tainter(
     _print(convert)
 
 
-@app.command("label-to-taint")
+@app.command("label-to-taint", cls=Command)
 def label_to_taint(
     label_key: Annotated[str, typer.Option(help="Its LABEL_KEY constant.")] = LABEL_KEY,
     label_value: Annotated[str, typer.Option(help="Its LABEL_VALUE constant.")] = LABEL_VALUE,
@@ -71,7 +72,7 @@ def label_to_taint(
     _print(lambda: convert_label_to_taint(label_key, label_value, effect))
 
 
-@app.command("node-label-operator")
+@app.command("node-label-operator", cls=Command)
 def node_label_operator(
     persist_label_prefix: Annotated[
         str, typer.Option(envvar="PERSIST_LABEL_PREFIX", help="Label prefix to persist.")
@@ -107,7 +108,7 @@ def node_label_operator(
     _print(lambda: convert_node_label_operator(settings, key_by, forget_after))
 
 
-@app.command("nodetaintshandler")
+@app.command("nodetaintshandler", cls=Command)
 def nodetaintshandler(
     startup_backfill: Annotated[
         str, typer.Option(envvar="STARTUP_BACKFILL", help="Its STARTUP_BACKFILL ('1': on).")

@@ -10,8 +10,9 @@ real API server (tests/e2e/test_deploy_manifests.py):
   (`readyWhen.pods`) or backfills idle nodes, so a rules file without such gates grants no
   access to Pods at all;
 * in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
-  with a `metadata.name` field selector), its taint record ConfigMap (create, which RBAC cannot
-  restrict by name, then get/update/patch by name), its Lease (create; get/update by name), and
+  with a `metadata.name` field selector), its taint record and status record ConfigMaps
+  (create, which RBAC cannot restrict by name, then get/update/patch by name; the status record
+  is what `nodegate status|explain|plan` read), its Lease (create; get/update by name), and
   Events about its own objects;
 * only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
   namespace (list/watch by label, update, delete for garbage collection and quarantine). Their
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.model import NodeRules
+from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
 
 PolicyRule = dict[str, Any]
@@ -75,7 +77,7 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
         *records,
         _rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map]),
         _rule("", "configmaps", ["create"]),
-        _rule("", "configmaps", ["get", "update", "patch"], [HISTORY_CONFIGMAP]),
+        _rule("", "configmaps", ["get", "update", "patch"], [HISTORY_CONFIGMAP, STATUS_CONFIGMAP]),
         _rule("coordination.k8s.io", "leases", ["create"]),
         _rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),
         _rule("", "events", ["create", "patch"]),

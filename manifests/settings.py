@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from nodegate.core.frozen import Frozen, LabelKey, LabelValue
+from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.version import package_version
 
 # The image reference grammar of the OCI distribution spec (distribution/reference): a
@@ -287,14 +288,16 @@ class DeploySettings(Documented):
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DeploySettings:
-        if self.rules_config_map == HISTORY_CONFIGMAP:
+        own = {HISTORY_CONFIGMAP: "taint record", STATUS_CONFIGMAP: "status record"}
+        if self.rules_config_map in own:
             raise ValueError(
-                f"rulesConfigMap '{HISTORY_CONFIGMAP}' is the name of the reconciler's own "
-                "taint record; choose another name"
+                f"rulesConfigMap '{self.rules_config_map}' is the name of the reconciler's own "
+                f"{own[self.rules_config_map]}; choose another name"
             )
         return self
 
 
 HISTORY_CONFIGMAP = "nodegate-taint-history"
 """The ConfigMap in its namespace where the reconciler records which taint keys its rules have
-owned (reconciler/nodes/taint_history.py); the only ConfigMap it writes."""
+owned (reconciler/nodes/taint_history.py); with its status record (`STATUS_CONFIGMAP`,
+core/status_record.py), the only ConfigMaps it writes besides persisted-label records."""

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags
+from nodegate.cli.live.render import Column, print_table
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodePool, NodeRules
 from nodegate.core.node_trust import seal_for_registration
@@ -383,9 +384,7 @@ class Story:
         wait_until(check, timeout, what, interval=0.1)
 
     def _show(self) -> None:
-        table = Table(box=None, pad_edge=False)
-        for column in ("node", "labels (example.com, persist, role)", "taints"):
-            table.add_column(column, overflow="fold")
+        rows: list[tuple[str, str, str]] = []
         for name in self.nodes:
             try:
                 raw = self._raw_node(name)
@@ -401,8 +400,10 @@ class Story:
                 f"{t['key']}={t.get('value', '')}:{t['effect']}".replace("=:", ":")
                 for t in raw["spec"].get("taints") or []
             ]
-            table.add_row(name, "\n".join(shown), "\n".join(taints))
-        self.console.print(table)
+            rows.append((name, "\n".join(shown), "\n".join(taints)))
+        # Whole taints and labels at any width: a table if it fits, else a block per node.
+        columns = (Column("node"), Column("labels (example.com, persist, role)"), Column("taints"))
+        print_table(self.console, columns, rows)
 
     def _new_events(self) -> None:
         """nodegate's Events about the demo's nodes not shown yet (aggregated repeats show once

@@ -440,6 +440,56 @@ def _build_kubelet(_: Path, say: Say) -> None:
     _build_staged(paths.kubelet_dir(), kubelet_stamp(), fill)
 
 
+def kubectl_stamp() -> dict[str, str]:
+    """What kubectl's own stamp records: its Kubernetes version and package."""
+    return {"kubectl": KUBERNETES.version, "package": f"{KUBERNETES_MODULE}/cmd/kubectl"}
+
+
+def kubectl_is_built() -> bool:
+    """True when kubectl is cached for the pinned Kubernetes version."""
+    return _is_stamped(paths.kubectl_dir(), kubectl_stamp(), (paths.KUBECTL,))
+
+
+def ensure_kubectl_built(say: Say | None = None) -> Path:
+    """The cached kubectl binary, building it first if the cache is cold.
+
+    The kubectl-plugin tests (tests/e2e/test_day2_kubectl_plugin.py) run `kubectl nodegate ...`
+    through it. Kept out of `ensure_built` and stamped apart from bin/ (like kubelet), so adding
+    it never invalidates the control plane's cache; Go's build cache is shared, so after the
+    control plane only kubectl's own packages compile. Same lock, same build-then-rename."""
+    out: Say = say or _print_flushed
+    if kubectl_is_built():
+        return paths.kubectl_binary()
+    paths.version_dir().mkdir(parents=True, exist_ok=True)
+    with _build_lock():
+        if not kubectl_is_built():
+            _timed(out, f"kubectl {KUBERNETES.version}", _build_kubectl, Path())
+    return paths.kubectl_binary()
+
+
+def _build_kubectl(_: Path, say: Say) -> None:
+    """`go build k8s.io/kubernetes/cmd/kubectl` in a wrapper module with the control plane's
+    pins (its own directory, so the control plane's go.mod is never touched)."""
+
+    def fill(staging: Path) -> None:
+        directory = _module_dir("kubectl")
+        upstream, _ = _upstream(KUBERNETES_MODULE, KUBERNETES.version, directory)
+        wrapper = gomodule.kubernetes_wrapper(
+            upstream, KUBERNETES.version, KUBERNETES.staging_version, name="kubectl"
+        )
+        _write_gomod(directory, wrapper)
+        _go_build(
+            directory,
+            [f"{KUBERNETES_MODULE}/cmd/{paths.KUBECTL}"],
+            output=str(staging / paths.KUBECTL),
+            ldflags=_kube_ldflags(),
+            label="kubectl",
+            say=say,
+        )
+
+    _build_staged(paths.kubectl_dir(), kubectl_stamp(), fill)
+
+
 def _is_stamped(root: Path, stamp: dict[str, str], files: tuple[str, ...]) -> bool:
     """True when `root` holds `files` and a stamp equal to `stamp`."""
     try:
@@ -729,6 +779,11 @@ def main(argv: list[str] | None = None) -> int:
         help="build kubelet and the fake CRI (only the real-kubelet e2e tests need them) instead",
     )
     parser.add_argument(
+        "--kubectl",
+        action="store_true",
+        help="build kubectl (the kubectl-plugin tests run it) instead",
+    )
+    parser.add_argument(
         "--promtool",
         action="store_true",
         help="build Prometheus's promtool (the alert tests run it) instead",
@@ -758,6 +813,12 @@ def main(argv: list[str] | None = None) -> int:
             "promtool",
             ensure_promtool_built,
             lambda binary: f"promtool {PROMETHEUS_RELEASE} ready at {binary} ({took()})",
+        )
+    if args.kubectl:
+        return _report(
+            "kubectl",
+            ensure_kubectl_built,
+            lambda binary: f"kubectl {KUBERNETES.version} ready at {binary} ({took()})",
         )
     if args.kubelet:
         return _report(

@@ -82,6 +82,20 @@ def kubelet_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
     return version_dir(kubernetes_version) / "kubelet"
 
 
+KUBECTL = "kubectl"
+
+
+def kubectl_dir(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """kubectl, for the kubectl-plugin tests (`kubectl nodegate ...`): apart from bin/, with a
+    stamp of its own like kubelet's, so adding it never invalidates the control plane's cache."""
+    return version_dir(kubernetes_version) / "kubectl"
+
+
+def kubectl_binary(kubernetes_version: str = KUBERNETES_VERSION) -> Path:
+    """The cached kubectl of the control plane's Kubernetes version."""
+    return kubectl_dir(kubernetes_version) / KUBECTL
+
+
 PROMTOOL = "promtool"
 
 

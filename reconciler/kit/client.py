@@ -102,7 +102,9 @@ def json_body(response: Any) -> Any:
         raise TemporaryError(f"answer is not JSON: {err}") from err
 
 
-def load_api_client(kubeconfig: str | None, connections: int | None = None) -> client.ApiClient:
+def load_api_client(
+    kubeconfig: str | None, connections: int | None = None, context: str | None = None
+) -> client.ApiClient:
     """An ApiClient from a kubeconfig file, or the in-cluster service account.
 
     Its connection pool carries a default timeout, so calls made by library code that passes
@@ -110,9 +112,12 @@ def load_api_client(kubeconfig: str | None, connections: int | None = None) -> c
     how many requests may be in flight at once (the client's default is 5 per core, 10 on 2
     cores; a request beyond the pool opens a connection, with its TLS handshake, and drops it
     afterwards), so the pool is sized to the workers and open watches that share it.
+    `context`: a kubeconfig context other than the current one (the day-2 commands' --context).
     """
-    if kubeconfig:
-        api_client: client.ApiClient = config.new_client_from_config(config_file=kubeconfig)
+    if kubeconfig or context:
+        api_client: client.ApiClient = config.new_client_from_config(
+            config_file=kubeconfig, context=context
+        )
     else:
         config.load_incluster_config()
         api_client = client.ApiClient()

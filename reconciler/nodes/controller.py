@@ -42,6 +42,7 @@ from nodegate.reconciler.nodes.node_writer import NodeWriter
 from nodegate.reconciler.nodes.reconcile import NodeReconciler
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
+from nodegate.reconciler.nodes.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
 
@@ -84,8 +85,21 @@ class Controller:
             on_error=metrics.on_informer_error,
             on_synced=self._consider_rules,
         )
+        self.status = StatusPublisher(
+            api,
+            settings.records_namespace,
+            settings.leader_election.identity,
+            clock,
+            settings.max_untaint_share,
+            lambda kind: metrics.errors.labels(kind).inc(),
+        )
         self._in_force = RulesInForce(
-            history, recorder, metrics, settings.max_untaint_share, self._on_rules_applied
+            history,
+            recorder,
+            metrics,
+            settings.max_untaint_share,
+            self._on_rules_applied,
+            self.status,
         )
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         metrics.gate_census.source = self._gate_census
@@ -316,6 +330,7 @@ class Controller:
         while not stop.wait(self._settings.resync_seconds):
             if not self._history.persisted:
                 self._history.persist()
+            self.status.retry()
             if self.rules is not None:
                 self._enqueue_all("resync")
             if (live := self._live_uids()) is not None:

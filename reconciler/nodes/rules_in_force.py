@@ -23,6 +23,7 @@ from nodegate.reconciler.nodes.rules_source import (
     RulesUpdate,
     report_on_source,
 )
+from nodegate.reconciler.nodes.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 
 log = logging.getLogger("nodegate.controller")
@@ -50,12 +51,14 @@ class RulesInForce:
         metrics: Metrics,
         max_untaint_share: float,
         on_applied: Callable[[RulesUpdate], None],
+        status: StatusPublisher | None = None,
     ) -> None:
         self._history = history
         self._recorder = recorder
         self._metrics = metrics
         self._max_untaint_share = max_untaint_share
         self._on_applied = on_applied
+        self._status = status
         self._lock = threading.Lock()
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
@@ -100,6 +103,8 @@ class RulesInForce:
             self._held = None
         self._metrics.rules_held.set(0)
         self._metrics.rules_generation.set(self.generation)
+        if self._status is not None:
+            self._status.applied(update, self.generation)
         log.info(
             "rules in force",
             extra={
@@ -123,12 +128,16 @@ class RulesInForce:
         )
         log.warning("held rules update superseded", extra={"held": held.digest, "by": by.digest})
         report_on_source(self._recorder, by.ref, "RulesHoldCleared", message)
+        if self._status is not None:
+            self._status.released()
 
     def _hold(self, update: RulesUpdate, reason: str) -> None:
         self._metrics.rules_held.set(1)
         if self._held == update:
             return
         self._held = update
+        if self._status is not None:
+            self._status.held(update, reason)
         in_force = (
             f"generation {self.generation} stays in force"
             if self.applied

@@ -48,6 +48,9 @@ class RulesUpdate:
     ref: SourceRef | None = None
     confirmation: str | None = None
     """The digest someone confirmed (annotation or flag); applies only if it equals `digest`."""
+    text: str = ""
+    """The rules text itself (for the status record: the rules in force, readable by
+    `nodegate explain|plan` even while the ConfigMap holds a held update)."""
 
     @property
     def confirmed(self) -> bool:
@@ -178,7 +181,8 @@ class RulesWatcher:
         self.loaded.set()
         digest = rules_digest(data)
         log.info("rules valid", extra={"source": source, "digest": digest})
-        self._on_valid(RulesUpdate(rules, digest, source, ref, confirmation))
+        text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
+        self._on_valid(RulesUpdate(rules, digest, source, ref, confirmation, text))
 
     def _refuse(self, source: str, problems: list[Problem], ref: SourceRef | None = None) -> None:
         lines = [str(p) for p in problems]

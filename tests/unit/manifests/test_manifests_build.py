@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.loader import RulesDocument
+from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
 from nodegate.manifests.settings import HISTORY_CONFIGMAP
@@ -115,7 +116,7 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
         ("configmaps", ("list", "watch", "update", "delete")): None,
         ("configmaps", ("get", "list", "watch")): ["my-rules"],
         ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name
-        ("configmaps", ("get", "update", "patch")): [HISTORY_CONFIGMAP],
+        ("configmaps", ("get", "update", "patch")): [HISTORY_CONFIGMAP, STATUS_CONFIGMAP],
         ("leases", ("create",)): None,
         ("leases", ("get", "update")): ["my-lease"],
         ("events", ("create", "patch")): None,
@@ -287,6 +288,12 @@ def test_image_reference_defaults_to_the_package_version(
     assert _pod(build_manifests(example_document(), chosen))["containers"][0]["image"] == (
         reference.format(version=version("nodegate"))
     )
+
+
+@pytest.mark.parametrize("name", [HISTORY_CONFIGMAP, STATUS_CONFIGMAP])
+def test_the_rules_configmap_may_not_take_a_name_the_reconciler_writes(name: str) -> None:
+    with pytest.raises(ValueError, match=f"'{name}' is the name of the reconciler's own"):
+        build(rulesConfigMap=name)
 
 
 def test_monitors_select_the_metrics_service_and_the_pods() -> None:

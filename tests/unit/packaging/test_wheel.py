@@ -13,14 +13,19 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
     )
-    [wheel] = out.glob("nodegate-*.whl")
+    [built] = out.glob("nodegate-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as archive:
         return set(archive.namelist())
 
@@ -70,3 +75,13 @@ def test_the_nodegate_command_loads_no_harness_module() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_wheel_installs_the_kubectl_plugin_and_its_completion(wheel: Path) -> None:
+    # kubectl finds `kubectl nodegate` by the executable's name, `kubectl-nodegate`, on PATH,
+    # and completes it by running `kubectl_complete-nodegate`.
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        scripts = archive.read(name).decode()
+    assert "kubectl-nodegate = nodegate.cli.main:app" in scripts
+    assert "kubectl_complete-nodegate = nodegate.cli.main:kubectl_complete" in scripts

@@ -174,7 +174,9 @@ class FakeApi:
         current = self.configmaps.get((namespace, name))
         if current is None:
             raise NotFoundError(name)
-        if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+        # As the API server: no resourceVersion in the body is an unconditional update.
+        given = body["metadata"].get("resourceVersion")
+        if given is not None and given != current["metadata"]["resourceVersion"]:
             raise ConflictError(name)
         stored = copy.deepcopy(body)
         stored["metadata"]["resourceVersion"] = str(next(self._rv))

@@ -1,0 +1,93 @@
+"""`--help` that reads well in an 80-column terminal and in a wide one.
+
+typer's rich panels squeeze a six-column option table into the width, so at 80 columns long
+flags are cut (`--rules-poll-secon…`) and help text breaks mid-word. Here help is click's plain
+layout (no colour, so nothing to strip in a pipe), wrapped at spaces only: a flag, a default
+(`no-dry-run`) or a path is never split, and each command's whole first sentence is shown, not
+cut at the width. Lines are at most `MAX_WIDTH` wide on a wide terminal.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable
+from typing import Any
+
+import typer
+from typer import _click as click  # typer >= 0.29 runs on its own copy of click
+from typer.core import TyperCommand, TyperGroup
+
+MAX_WIDTH = 120
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Paragraphs (blank-line separated) filled to `width`, breaking at spaces only."""
+    lines: list[str] = []
+    for paragraph in text.split("\n\n"):
+        if lines:
+            lines.append("")
+        lines += textwrap.wrap(
+            " ".join(paragraph.split()),
+            max(width, 10),
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+    return lines
+
+
+class HelpFormatter(click.HelpFormatter):
+    def __init__(self, indent_increment: int = 2, width: int | None = None, **kw: Any) -> None:
+        super().__init__(indent_increment, width, max_width=MAX_WIDTH)
+
+    def write_text(self, text: str) -> None:
+        indent = " " * self.current_indent
+        for line in wrap(text, self.width - self.current_indent):
+            self.write(f"{indent}{line}\n" if line else "\n")
+
+    def write_dl(
+        self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+    ) -> None:
+        rows = list(rows)
+        first_col = min(max((len(term) for term, _ in rows), default=0), col_max) + col_spacing
+        indent = " " * self.current_indent
+        text_width = max(self.width - first_col - self.current_indent, 20)
+        for term, text in rows:
+            lines = wrap(text, text_width) if text else []
+            if len(term) <= first_col - col_spacing:
+                head = f"{indent}{term:<{first_col}}"
+            else:
+                self.write(f"{indent}{term}\n")
+                head = " " * (first_col + self.current_indent)
+            pad = " " * (first_col + self.current_indent)
+            self.write(f"{head}{lines[0] if lines else ''}".rstrip() + "\n")
+            for line in lines[1:]:
+                self.write(f"{pad}{line}".rstrip() + "\n")
+
+
+class Context(click.Context):
+    formatter_class = HelpFormatter
+
+
+class Command(TyperCommand):
+    context_class = Context
+
+
+class Group(TyperGroup):
+    """A command group whose command list shows each command's whole first sentence."""
+
+    context_class = Context
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def typer_app(**settings: Any) -> typer.Typer:
+    """A typer app (or sub-app) with this help; give its commands `cls=Command`."""
+    return typer.Typer(cls=Group, rich_markup_mode=None, **settings)

@@ -1,0 +1,282 @@
+"""The day-2 commands' one door to the cluster: read-only calls, answered as plain data.
+
+`nodegate status|explain NODE|plan` read here what the reconciler reads (Nodes in pages, the
+rules ConfigMap, the gates' init pods, the label records, the taint history) and what it
+publishes (its Lease, its status record, its Warning Events), through the reconciler's own
+client layer (`reconciler.kit`) and parsers (`NodeState.from_k8s`, `slim_pod`,
+`stored_record`, `decode_history`). Nothing here decides anything, and nothing writes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import parse_rules
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState, parse_time
+from nodegate.core.node_waits import InitPod
+from nodegate.core.persisted_labels import QUARANTINE_LABEL, RECORD_LABEL, RECORD_LABEL_VALUE
+from nodegate.core.status_record import (
+    STATUS_CONFIGMAP,
+    ReconcilerStatus,
+    StatusRecordError,
+    decode_status,
+)
+from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
+from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
+from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
+from nodegate.reconciler.nodes.gate_pods import pod_source, signal_since, slim_pod
+from nodegate.reconciler.nodes.label_store import (
+    QUARANTINE_REASON_ANNOTATION,
+    StoredRecord,
+    stored_record,
+)
+from nodegate.reconciler.nodes.rules_source import CONFIRM_ANNOTATION
+from nodegate.reconciler.nodes.taint_history import (
+    HISTORY_CONFIGMAP,
+    HistoryError,
+    decode_history,
+)
+
+PAGE_SIZE = 500
+"""Nodes per LIST page: 5,000 nodes are ten calls, and no page holds them all in memory twice."""
+EVENTS_SHOWN = 10
+EVENT_SELECTOR = "type=Warning,reportingComponent=nodegate.dev/reconciler"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the reconciler keeps its things (the shipped manifests' names by default)."""
+
+    namespace: str = "nodegate-system"
+    rules_configmap: str | None = None
+    """namespace/name of the rules ConfigMap; default `<namespace>/nodegate-rules`."""
+    rules_key: str = "rules.yaml"
+    lease: str = "nodegate-reconciler"
+    event_namespace: str = "default"
+
+    @property
+    def rules_ref(self) -> tuple[str, str]:
+        namespace, _, name = (self.rules_configmap or f"{self.namespace}/nodegate-rules").partition(
+            "/"
+        )
+        return namespace, name
+
+
+@dataclass(frozen=True)
+class ConfigMapRules:
+    """The rules ConfigMap's text, parsed (or why it cannot be)."""
+
+    view: RulesSourceView
+    rules: NodeRules | None
+    text: str
+
+
+def api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient:
+    """As kubectl finds its cluster: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a
+    Pod without any of them, its service account."""
+    if kubeconfig is not None:
+        return load_api_client(str(kubeconfig), context=context)
+    configured = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    found = any(Path(p).expanduser().is_file() for p in configured.split(os.pathsep) if p)
+    if not found and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return load_api_client(None)
+    paths = os.pathsep.join(str(Path(p).expanduser()) for p in configured.split(os.pathsep) if p)
+    return load_api_client(paths, context=context)
+
+
+class Cluster:
+    def __init__(self, api_client: client.ApiClient, where: Where) -> None:
+        self.where = where
+        self._api = KubeApi(api_client)
+        self._leases = KubeLeaseApi(api_client, REQUEST_TIMEOUT_SECONDS)
+        self._core = client.CoreV1Api(api_client)
+
+    # --- nodes ----------------------------------------------------------------------------------
+
+    def nodes(self, on_page: Callable[[int], None] = lambda _n: None) -> list[NodeState]:
+        """Every Node, in pages of PAGE_SIZE (one paginated LIST); `on_page(count so far)`."""
+        found: list[NodeState] = []
+        token: str | None = None
+        while True:
+            page = self._api.list_page(Selection("Node"), PAGE_SIZE, token)
+            found += [NodeState.from_k8s(raw) for raw in page.items]
+            on_page(len(found))
+            token = page.continue_token
+            if token is None:
+                return found
+
+    def node(self, name: str) -> NodeState | None:
+        raw = self._api.get_node(name)
+        return NodeState.from_k8s(raw) if raw is not None else None
+
+    # --- the rules ------------------------------------------------------------------------------
+
+    def rules_configmap(self) -> ConfigMapRules:
+        namespace, name = self.where.rules_ref
+        reference = f"{namespace}/{name}"
+        raw = self._api.read_configmap(namespace, name)
+        if raw is None:
+            view = RulesSourceView(reference, None, ("the rules ConfigMap does not exist",))
+            return ConfigMapRules(view, None, "")
+        text = (raw.get("data") or {}).get(self.where.rules_key)
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        confirmation = annotations.get(CONFIRM_ANNOTATION)
+        if not isinstance(text, str):
+            problem = f"the ConfigMap has no key '{self.where.rules_key}'"
+            return ConfigMapRules(RulesSourceView(reference, None, (problem,)), None, "")
+        source = f"configmap {reference} key {self.where.rules_key}"
+        try:
+            rules: NodeRules | None = parse_rules(text, source)
+            problems: tuple[str, ...] = ()
+        except RulesError as err:
+            rules, problems = None, tuple(str(p) for p in err.problems)
+        view = RulesSourceView(reference, rules_digest(text), problems, confirmation)
+        return ConfigMapRules(view, rules, text)
+
+    def status_record(self) -> tuple[ReconcilerStatus | None, str, str | None]:
+        """The reconciler's status record, the rules text in force, and why it is unreadable."""
+        raw = self._api.read_configmap(self.where.namespace, STATUS_CONFIGMAP)
+        if raw is None:
+            return None, "", None
+        try:
+            status, text = decode_status(raw.get("data"))
+        except StatusRecordError as err:
+            return None, "", f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
+        return status, text, None
+
+    def lease(self) -> LeaseView | None:
+        raw = self._leases.read_lease(self.where.namespace, self.where.lease)
+        if raw is None:
+            return None
+        record = LeaseRecord.of(raw)
+        return LeaseView(
+            record.holder,
+            parse_time(record.renew_time),
+            record.lease_duration_seconds,
+            record.transitions,
+        )
+
+    def previously_owned(self) -> frozenset[tuple[str, str]]:
+        """The taint history: what earlier rules generations owned (cleaned up if claimed)."""
+        raw = self._api.read_configmap(self.where.namespace, HISTORY_CONFIGMAP)
+        try:
+            return frozenset(decode_history((raw or {}).get("data")))
+        except HistoryError:
+            return frozenset()  # as the reconciler: unreadable means it removes less
+
+    # --- gates, records, events -----------------------------------------------------------------
+
+    def gate_pods(
+        self, rules: NodeRules, node: str
+    ) -> tuple[dict[str, datetime], dict[str, tuple[InitPod, ...]]]:
+        """For each gate with init pods: since when one on `node` signals ready (the planner's
+        `gate_pods_ready_since`), and the pods as explain shows them."""
+        ready_since: dict[str, datetime] = {}
+        shown: dict[str, tuple[InitPod, ...]] = {}
+        for gate in rules.startup_gates:
+            source = pod_source(gate)
+            if source is None:
+                continue
+            namespace, selector = source
+            raws = self._all(
+                Selection("Pod", namespace, f"spec.nodeName={node}", selector),
+            )
+            pair = gate.ready_when.pods.ready_annotation_pair if gate.ready_when.pods else None
+            read = frozenset({pair[0]} if pair is not None else ())
+            views = [slim_pod(raw, read.__contains__) for raw in raws]
+            since = signal_since(gate, views)
+            if since is not None:
+                ready_since[gate.name] = since
+            shown[gate.name] = tuple(
+                InitPod(
+                    f"{namespace}/{(raw.get('metadata') or {}).get('name')}",
+                    str((raw.get("status") or {}).get("phase") or "Unknown"),
+                    view.ready_since is not None,
+                )
+                for raw, view in zip(raws, views, strict=True)
+            )
+        return ready_since, shown
+
+    def records(self) -> RecordsView:
+        selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
+        stored = [
+            stored_record(raw)
+            for raw in self._all(Selection("ConfigMap", self.where.namespace, None, selector))
+        ]
+        quarantined = self._all(
+            Selection("ConfigMap", self.where.namespace, None, f"{QUARANTINE_LABEL}=true")
+        )
+        return RecordsView(
+            records=len(stored),
+            gone=sum(1 for s in stored if s.record is not None and s.record.node_gone_at),
+            unreadable=tuple(sorted(s.name for s in stored if s.record is None)),
+            quarantined=tuple(
+                sorted(
+                    (
+                        str(meta.get("name")),
+                        str((meta.get("annotations") or {}).get(QUARANTINE_REASON_ANNOTATION, "")),
+                    )
+                    for meta in (raw.get("metadata") or {} for raw in quarantined)
+                )
+            ),
+        )
+
+    def label_record(self, name: str) -> tuple[StoredRecord | None, tuple[str, ...]]:
+        """The persisted-label record called `name`, and the quarantined copies of it."""
+        raw = self._api.read_configmap(self.where.namespace, name)
+        copies = self._all(
+            Selection("ConfigMap", self.where.namespace, None, f"{QUARANTINE_LABEL}=true")
+        )
+        names = (str((c.get("metadata") or {}).get("name")) for c in copies)
+        quarantined = tuple(sorted(n for n in names if n.startswith(f"{name}-quarantined-")))
+        return (stored_record(raw) if raw is not None else None), quarantined
+
+    def warning_events(self) -> list[EventView]:
+        """nodegate's recent Warning Events: about nodes, and about its rules ConfigMap."""
+        namespaces = sorted({self.where.event_namespace, self.where.rules_ref[0]})
+        found: list[EventView] = []
+        for namespace in namespaces:
+            response = call(
+                self._core.list_namespaced_event,
+                namespace,
+                field_selector=EVENT_SELECTOR,
+                limit=PAGE_SIZE,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+            found += [_event(raw) for raw in json_body(response).get("items") or ()]
+        found.sort(key=lambda e: e.last_seen.timestamp() if e.last_seen else 0.0, reverse=True)
+        return found[:EVENTS_SHOWN]
+
+    def _all(self, selection: Selection) -> list[RawObject]:
+        found: list[RawObject] = []
+        token: str | None = None
+        while True:
+            page = self._api.list_page(selection, PAGE_SIZE, token)
+            found += page.items
+            token = page.continue_token
+            if token is None:
+                return found
+
+
+def _event(raw: Mapping[str, Any]) -> EventView:
+    involved = raw.get("involvedObject") or {}
+    last = raw.get("lastTimestamp") or raw.get("eventTime") or raw.get("firstTimestamp")
+    return EventView(
+        reason=str(raw.get("reason") or ""),
+        involved=f"{involved.get('kind', '')}/{involved.get('name', '')}",
+        message=str(raw.get("message") or ""),
+        count=int(raw.get("count") or 1),
+        last_seen=parse_time(last),
+    )

@@ -1,0 +1,73 @@
+"""The options the day-2 commands share: which cluster (as kubectl finds it) and where the
+reconciler keeps its things (the shipped manifests' names by default)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from nodegate.cli.live.cluster import Cluster, Where, api_client
+
+Kubeconfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="Kubeconfig file; default: $KUBECONFIG, else ~/.kube/config, else the Pod's service "
+        "account (as kubectl).",
+    ),
+]
+Context = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+Namespace = Annotated[
+    str,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="The reconciler's namespace: its Lease, status record and label records.",
+    ),
+]
+RulesConfigMap = Annotated[
+    str | None,
+    typer.Option(
+        "--rules-configmap",
+        help="The rules ConfigMap as namespace/name; default: NAMESPACE/nodegate-rules.",
+    ),
+]
+Lease = Annotated[str, typer.Option("--lease", help="Name of the reconciler's leader Lease.")]
+DEFAULT_NAMESPACE = "nodegate-system"
+DEFAULT_LEASE = "nodegate-reconciler"
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+OutputOption = Annotated[
+    Output, typer.Option("--output", "-o", help="table (for people), json or yaml (for tools).")
+]
+
+
+def connect(
+    kubeconfig: Path | None,
+    context: str | None,
+    namespace: str,
+    rules_configmap: str | None,
+    lease: str = DEFAULT_LEASE,
+) -> Cluster:
+    where = Where(namespace=namespace, rules_configmap=rules_configmap, lease=lease)
+    try:
+        return Cluster(api_client(kubeconfig, context), where)
+    # A missing or broken kubeconfig is the user's to fix: say so in one line, as kubectl does.
+    except Exception as err:
+        typer.echo(f"nodegate: cannot load a kubeconfig: {err}", err=True)
+        raise typer.Exit(1) from err
+
+
+def stderr_console() -> Console:
+    """Progress and errors: on stderr, so stdout stays the report a script reads."""
+    return Console(stderr=True)

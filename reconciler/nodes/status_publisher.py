@@ -1,0 +1,127 @@
+"""The reconciler's status record (`nodegate.core.status_record`): written by the leader when the
+rules in force change or an update is held or released, read by `nodegate status|explain|plan`.
+
+Plain data in one ConfigMap of the reconciler's namespace, written with update, then create if it
+does not exist (no read: only the leader writes it); the shipped Role grants update on it by name
+(`manifests/rbac.py`). A failed write is kept and tried again on the next resync: the record is
+for humans, and must never hold up the reconciler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+
+from nodegate.core.status_record import (
+    STATUS_CONFIGMAP,
+    HeldUpdate,
+    ReconcilerStatus,
+    encode_status,
+)
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
+
+log = logging.getLogger("nodegate.status")
+
+
+def installed_version() -> str:
+    try:
+        return version("nodegate")
+    except PackageNotFoundError:  # a source tree never installed: say so rather than fail
+        return "unknown"
+
+
+class StatusPublisher:
+    """Keeps the status record equal to what it was last told; `retry` after a failed write."""
+
+    def __init__(
+        self,
+        api: ConfigMapApi,
+        namespace: str,
+        writer: str,
+        clock: Callable[[], datetime],
+        max_untaint_share: float | None = None,
+        on_error: Callable[[str], None] = lambda _kind: None,
+    ) -> None:
+        self._api = api
+        self._namespace = namespace
+        self._now = clock
+        self._on_error = on_error
+        self._lock = threading.Lock()
+        self._status = ReconcilerStatus(
+            writer, installed_version(), 0, None, "", None, None, clock(), max_untaint_share
+        )
+        self._rules_text = ""
+        self._pending = False
+
+    def applied(self, update: RulesUpdate, generation: int) -> None:
+        """A rules generation took effect (and nothing is held any more)."""
+        now = self._now()
+        with self._lock:
+            self._status = replace(
+                self._status,
+                generation=generation,
+                digest=update.digest,
+                source=update.source,
+                applied_at=now,
+                held=None,
+                updated_at=now,
+            )
+            self._rules_text = update.text
+            self._pending = True
+        self.retry()
+
+    def held(self, update: RulesUpdate, reason: str) -> None:
+        """A valid update is held by the blast-radius guard."""
+        now = self._now()
+        with self._lock:
+            held = self._status.held
+            since = held.since if held is not None and held.digest == update.digest else now
+            self._status = replace(
+                self._status,
+                held=HeldUpdate(update.digest, reason, update.source, since),
+                updated_at=now,
+            )
+            self._pending = True
+        self.retry()
+
+    def released(self) -> None:
+        """The held update was reverted: nothing is held any more."""
+        with self._lock:
+            if self._status.held is None:
+                return
+            self._status = replace(self._status, held=None, updated_at=self._now())
+            self._pending = True
+        self.retry()
+
+    def retry(self) -> bool:
+        """Write the record if a write is due; True once it is stored."""
+        with self._lock:
+            if not self._pending:
+                return True
+            data = encode_status(self._status, self._rules_text)
+        body: RawObject = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": STATUS_CONFIGMAP, "namespace": self._namespace},
+            "data": data,
+        }
+        try:
+            try:
+                # No resourceVersion: the leader alone writes it, and the last word is its own.
+                self._api.replace_configmap(self._namespace, STATUS_CONFIGMAP, body)
+            except NotFoundError:
+                self._api.create_configmap(self._namespace, body)
+        except KubeError as err:
+            log.warning("could not store the status record", extra={"error": str(err)})
+            self._on_error("api")
+            return False
+        with self._lock:
+            if encode_status(self._status, self._rules_text) == data:
+                self._pending = False
+        return True

@@ -1,0 +1,63 @@
+"""The leader's status record: the rules in force (generation, digest, text) and a held update,
+written where `nodegate status|explain|plan` read them, and written again after a failure."""
+
+from __future__ import annotations
+
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.loader import parse_rules
+from nodegate.core.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
+from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from tests.unit.reconciler.fakes import FakeApi
+from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
+
+
+def offered(text: str, confirmation: str | None = None) -> RulesUpdate:
+    return RulesUpdate(parse_rules(text), rules_digest(text), "test", REF, confirmation, text)
+
+
+def record(api: FakeApi) -> tuple[ReconcilerStatus, str]:
+    stored = api.configmaps[("nodegate-system", STATUS_CONFIGMAP)]
+    return decode_status(stored["data"])
+
+
+def test_the_rules_in_force_are_published_with_their_generation_digest_and_text() -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1", tainted=True))
+    controller = synced(api, max_untaint_share=0.3)
+    controller.offer_rules(offered(CI_RULES))
+
+    status, text = record(api)
+    assert (status.generation, status.digest, status.held) == (1, rules_digest(CI_RULES), None)
+    assert (status.max_untaint_share, status.source) == (0.3, "test")
+    assert text == CI_RULES
+
+
+def test_a_held_update_is_published_with_its_digest_and_reason_beside_the_rules_in_force() -> None:
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    controller = synced(api)
+    controller.offer_rules(offered(CI_RULES))
+    controller.offer_rules(offered(GPU_ONLY))
+
+    status, text = record(api)
+    assert status.held is not None and status.held.digest == rules_digest(GPU_ONLY)
+    assert "remove taints from 4 of 4 nodes" in status.held.reason
+    assert (status.generation, text) == (1, CI_RULES)  # the ConfigMap's text is not in force
+
+    controller.offer_rules(offered(CI_RULES))  # reverted: nothing is held any more
+    assert record(api)[0].held is None
+
+
+def test_a_status_write_that_failed_is_written_by_the_next_retry() -> None:
+    api = FakeApi()
+    api.add_node(ci_node("n1", tainted=True))
+    controller = synced(api)
+    api.fail("replace_configmap", TemporaryError("connection refused"))
+    controller.offer_rules(offered(CI_RULES))
+    assert controller.applied is not None  # the failed write held nothing up
+    assert ("nodegate-system", STATUS_CONFIGMAP) not in api.configmaps
+
+    assert controller.status.retry()
+    assert record(api)[0].generation == 1
