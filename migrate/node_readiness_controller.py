@@ -553,8 +553,11 @@ def _notes(
     notes.append(
         "Side by side: a rule owns a taint with its key and effect already on a node (NRC's "
         "TaintAdopted), and nodegate never touches readiness.k8s.io/ taints no rule of its own "
-        "names: delete each NodeReadinessRule when its converted rule goes live (or start "
-        "with dryRun: true). NRC's specs were immutable; nodegate rules are edited in place, "
+        "names. Hand over without a window (docs/gates.md): add these rules with dryRun: true, "
+        "scale NRC to zero, drop dryRun (nodegate adopts the taints), then remove each "
+        "NodeReadinessRule's finalizer and delete it (deleting one while NRC runs strips its "
+        "taint from every node it selects). NRC's specs were immutable; nodegate rules are "
+        "edited in place, "
         "and the blast-radius guard holds an edit that would change many nodes at once."
     )
     if renamed:
