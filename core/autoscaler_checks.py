@@ -20,19 +20,18 @@ from nodegate.core.autoscalers import (
     IGNORE_PREFIX_SINCE,
     KARPENTER_NRC_PREFIX_SINCE,
     KPO_KARPENTER_VERSION,
-    NRC_TAINT_PREFIX,
     STARTUP_PREFIX_SINCE,
     STARTUP_TAINT_PREFIX,
     STARTUP_TAINT_PREFIX_FLAG_SINCE,
     format_version,
     is_ca_gate_key,
-    is_nrc_key,
     karpenter_knows_nrc_prefix,
     prefix_known,
     renamed_key,
 )
 from nodegate.core.durations import format_duration
 from nodegate.core.errors import DocPath
+from nodegate.core.k8s_names import READINESS_TAINT_PREFIX, is_readiness_taint
 from nodegate.core.model import Autoscaler, NodePool, NodeRules, StartupGate
 
 Severity = Literal["error", "warning"]
@@ -159,8 +158,8 @@ def _cluster_autoscaler_key(
     if ca.is_managed:
         nrc = (
             f" (a managed autoscaler takes no --startup-taint-prefix, so it never reads "
-            f"{NRC_TAINT_PREFIX} keys as startup taints)"
-            if is_nrc_key(key)
+            f"{READINESS_TAINT_PREFIX} keys as startup taints)"
+            if is_readiness_taint(key)
             else ""
         )
         yield Finding(pool.name, "error", path, f"{problem}; {fix}{nrc}")
@@ -177,21 +176,23 @@ def _cluster_autoscaler_key(
 
 def _prefix_flag(key: str, ca: Autoscaler) -> str:
     """For a node-readiness-controller key: the prefix flag that covers every such gate."""
-    if not is_nrc_key(key):
+    if not is_readiness_taint(key):
         return ""
     since = STARTUP_TAINT_PREFIX_FLAG_SINCE
     version = ca.ca_version
     if version is not None and version < since:
         return (
-            f" (--startup-taint-prefix={NRC_TAINT_PREFIX}, which covers every "
-            f"{NRC_TAINT_PREFIX} gate, needs cluster-autoscaler {format_version(since)})"
+            f" (--startup-taint-prefix={READINESS_TAINT_PREFIX}, which covers every "
+            f"{READINESS_TAINT_PREFIX} gate, needs cluster-autoscaler {format_version(since)})"
         )
-    return f" or --startup-taint-prefix={NRC_TAINT_PREFIX}"
+    return f" or --startup-taint-prefix={READINESS_TAINT_PREFIX}"
 
 
 def _what_to_list(key: str) -> str:
-    if is_nrc_key(key):
-        return f"the key (startupTaint) or the prefix (startupTaintPrefix: [{NRC_TAINT_PREFIX}])"
+    if is_readiness_taint(key):
+        return (
+            f"the key (startupTaint) or the prefix (startupTaintPrefix: [{READINESS_TAINT_PREFIX}])"
+        )
     return "the key"
 
 
@@ -245,7 +246,7 @@ def _karpenter(
         return
     version = karpenter.karpenter_version
     key = gate.taint.key
-    if is_nrc_key(key) and karpenter_knows_nrc_prefix(version):
+    if is_readiness_taint(key) and karpenter_knows_nrc_prefix(version):
         return  # an ephemeral taint to this Karpenter, listed or not (karpenter#3025)
     yield Finding(
         pool.name,
@@ -266,10 +267,10 @@ def _karpenter_key_advice(key: str, version: tuple[int, int] | None) -> str:
     if version is not None and karpenter_knows_nrc_prefix(version):
         name = key.rpartition("/")[2]
         return (
-            f", or rename the gate '{NRC_TAINT_PREFIX}{name}': Karpenter from {since} treats "
-            f"{NRC_TAINT_PREFIX} keys as startup taints without being listed"
+            f", or rename the gate '{READINESS_TAINT_PREFIX}{name}': Karpenter from {since} treats "
+            f"{READINESS_TAINT_PREFIX} keys as startup taints without being listed"
         )
-    if is_nrc_key(key):
+    if is_readiness_taint(key):
         kpo = f"v{format_version(KPO_KARPENTER_VERSION)}.2"
         said = (
             "no autoscaler.version is given"
@@ -277,8 +278,8 @@ def _karpenter_key_advice(key: str, version: tuple[int, int] | None) -> str:
             else f"Karpenter v{format_version(version)} is older"
         )
         return (
-            f"; Karpenter from {since} treats {NRC_TAINT_PREFIX} keys as startup taints without "
-            f"being listed, but {said} (karpenter-provider-oci v1.0.0 is built on {kpo}): if "
-            "yours is that new, set autoscaler.version"
+            f"; Karpenter from {since} treats {READINESS_TAINT_PREFIX} keys as startup taints "
+            f"without being listed, but {said} (karpenter-provider-oci v1.0.0 is built on "
+            f"{kpo}): if yours is that new, set autoscaler.version"
         )
     return ""

@@ -42,8 +42,6 @@ IGNORE_PREFIX_SINCE: Final[CaVersion] = (1, 18)
 STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[CaVersion] = (1, 36)
 """kubernetes/autoscaler#9296 added `--startup-taint-prefix`; CA 1.36."""
 
-NRC_TAINT_PREFIX: Final = "readiness.k8s.io/"
-"""The only taint keys kubernetes-sigs/node-readiness-controller's CRD accepts (its #279)."""
 
 KarpenterVersion = tuple[int, int]
 
@@ -92,11 +90,6 @@ def parse_version(text: str) -> tuple[int, int] | None:
 
 
 parse_ca_version = parse_version
-
-
-def is_nrc_key(key: str) -> bool:
-    """Whether the key carries node-readiness-controller's `readiness.k8s.io/` prefix."""
-    return key.startswith(NRC_TAINT_PREFIX)
 
 
 def karpenter_knows_nrc_prefix(version: KarpenterVersion | None) -> bool:

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nodegate.core.autoscalers import NRC_TAINT_PREFIX
 from nodegate.core.errors import DocPath, Problem
+from nodegate.core.k8s_names import READINESS_TAINT_PREFIX
 from nodegate.core.model import TAINT_EFFECTS
 from nodegate.core.yaml_input import Positions
 from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
@@ -311,18 +311,20 @@ def _check_taint(rule: _Rule, found: _Found) -> None:
     taint = rule.spec.get("taint")
     if not isinstance(taint, dict):
         found.add(
-            rule.place, at, f"needs a taint {{key: {NRC_TAINT_PREFIX}<name>, effect: NoSchedule}}"
+            rule.place,
+            at,
+            f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}",
         )
         return
     for key in taint:
         if key not in _TAINT_KEYS:
             found.add(rule.place, (*at, str(key)), _unknown(str(key), _TAINT_KEYS, "taint"))
     key = taint.get("key")
-    if not isinstance(key, str) or not key.startswith(NRC_TAINT_PREFIX):
+    if not isinstance(key, str) or not key.startswith(READINESS_TAINT_PREFIX):
         found.add(
             rule.place,
             (*at, "key"),
-            f"taint key {key!r} does not start with '{NRC_TAINT_PREFIX}': node-readiness-"
+            f"taint key {key!r} does not start with '{READINESS_TAINT_PREFIX}': node-readiness-"
             "controller's CRD refuses it, so this is not a rule it ran. nodegate itself "
             "accepts other keys (any key no other controller owns, e.g. startup-taint."
             "cluster-autoscaler.kubernetes.io/<name> for a managed cluster-autoscaler): fix "
