@@ -20,7 +20,15 @@ give two sources that drift. So the chart is derived from the builder's output:
 
 The chart's values are the deploy settings (`DeploySettings`), one declaration each: the same
 keys, defaults and checks, with the chart conventions `enabled: false` for an optional section
-and `""` for an unset optional value (`settings_for` maps them back). `values.schema.json` is
+and `""` for an unset optional value (`settings_for` maps them back).
+
+* **Release.** A setting may fall back to something only helm knows (`Scalar.fallback`): the
+  `namespace` value is `""` by default and means the release namespace (`helm install -n`),
+  `(.Values.namespace | default .Release.Namespace)` wherever the builder writes the namespace,
+  as every mainstream chart does. The chart never makes the release namespace itself (helm
+  keeps the release in it, so it exists, or `--create-namespace` makes it): its Namespace object
+  is rendered for `createNamespace` and an explicit `namespace` other than the release's only.
+  `release_settings` is what a release of some values in some namespace stands for. `values.schema.json` is
 the model's JSON Schema in that shape, plus the rules' own schema (docs/rules.schema.json) for
 a structured `rules` value, so helm refuses a bad setting or a structurally invalid rules file,
 naming it.
@@ -126,12 +134,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def default_values() -> dict[str, Any]:
-    """values.yaml: every deploy setting at its default, the image tag this nodegate's version,
-    and no rules (they are the cluster's own: `--set-file rules=rules.yaml` or a `rules` map)."""
+def _builder_values() -> dict[str, Any]:
+    """Every deploy setting at the builder's default, in the chart's shape."""
     values = _section_defaults(DeploySettings)
     values["image"]["tag"] = package_version()
     values["rules"] = None
+    return values
+
+
+def default_values() -> dict[str, Any]:
+    """values.yaml: every deploy setting at its default, the image tag this nodegate's version,
+    `""` for a setting that falls back to the release (`namespace`: the release namespace), and
+    no rules (they are the cluster's own: `--set-file rules=rules.yaml` or a `rules` map)."""
+    values = _builder_values()
+    for scalar in SCALARS:
+        if scalar.fallback is not None:
+            _set(values, scalar.path, "")
     return values
 
 
@@ -158,9 +176,24 @@ def _to_settings(model: type[BaseModel], values: dict[str, Any]) -> dict[str, An
 
 
 def settings_for(values: dict[str, Any]) -> DeploySettings:
-    """The deploy settings a set of chart values stands for (the rules aside)."""
+    """The deploy settings a set of chart values stands for (the rules aside), every setting
+    given (see `release_settings` for values that fall back to the release)."""
     data = {k: v for k, v in values.items() if k != "rules"}
     return DeploySettings.model_validate(_to_settings(DeploySettings, data))
+
+
+def release_settings(values: dict[str, Any], release_namespace: str) -> DeploySettings:
+    """The deploy settings a helm release of these values in `release_namespace` stands for:
+    an empty `namespace` is the release namespace, and the chart never makes the release
+    namespace (helm stores the release there, so it exists already)."""
+    resolved = copy.deepcopy(values)
+    known = {RELEASE_NAMESPACE: release_namespace}
+    for scalar in SCALARS:
+        if scalar.fallback is not None and _get(resolved, scalar.path) in ("", None):
+            _set(resolved, scalar.path, known[scalar.fallback])
+    if resolved["namespace"] == release_namespace:
+        resolved["createNamespace"] = False
+    return settings_for(resolved)
 
 
 def rules_text(values: dict[str, Any]) -> str:
@@ -198,18 +231,27 @@ def value_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
 # --- what the generator varies ------------------------------------------------------------------
 
 
+RELEASE_NAMESPACE = ".Release.Namespace"
+
+
 @dataclass(frozen=True)
 class Scalar:
     """A setting that lands in leaves, and its sentinel. A sentinel of the "zq" kind (or a
     port number, or a digest) is also found inside longer strings; an enum or small number only
-    as a whole leaf."""
+    as a whole leaf. With a `fallback` (a template expression for something of the release's),
+    the chart's default is `""` and the template uses the fallback for it."""
 
     path: str
     sentinel: str | int
+    fallback: str | None = None
+    note: str = ""
+    """The fallback, for the value's description in the chart."""
 
     @property
     def expression(self) -> str:
         value = f".Values.{self.path}"
+        if self.fallback is not None:
+            return f"({value} | default {self.fallback})"
         return f"({value} | int)" if isinstance(self.sentinel, int) else value
 
     @property
@@ -222,7 +264,13 @@ class Scalar:
 
 DIGEST_SENTINEL = "sha256:" + "e" * 64
 SCALARS = (
-    Scalar("namespace", "zq-namespace"),
+    Scalar(
+        "namespace",
+        "zq-namespace",
+        fallback=RELEASE_NAMESPACE,
+        note="In the chart, `\"\"` (the default) is the release namespace "
+        "(`helm install -n <namespace>`, with `--create-namespace` if it does not exist yet).",
+    ),
     Scalar("name", "zq-name"),
     Scalar("rulesConfigMap", "zq-rules-cm"),
     Scalar("replicas", 9),
@@ -285,6 +333,16 @@ SUBTREES = (
 )
 MAP_SETTINGS = {s.path for s in SUBTREES}
 
+NAMESPACE = next(s for s in SCALARS if s.path == "namespace").expression
+"""The namespace the objects go to: the `namespace` value, or the release's."""
+MAKES_NAMESPACE = f"and .Values.createNamespace (ne {NAMESPACE} {RELEASE_NAMESPACE})"
+"""When the chart makes the Namespace: asked to, and not the release's own (which exists: helm
+keeps the release in it; making it again would make helm refuse the install)."""
+CREATE_NAMESPACE_NOTE = (
+    "In the chart: only a `namespace` other than the release's is made (the release namespace "
+    "exists, or helm's `--create-namespace` makes it)."
+)
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -314,7 +372,9 @@ def _dropped(path: str, value: Any) -> Variant:
 
 
 VARIANTS = (
-    _dropped("createNamespace", False),
+    Variant(
+        "createNamespace", {"createNamespace": False}, f"not ({MAKES_NAMESPACE})", MAKES_NAMESPACE
+    ),
     _dropped("metrics.service", False),
     _dropped("metrics.annotateForScraping", False),
     _dropped("priorityClassName", ""),
@@ -701,7 +761,7 @@ def _combos() -> list[Combo]:
 
 
 def _plain_values(combo: Combo) -> dict[str, Any]:
-    values = default_values()
+    values = _builder_values()
     values["image"]["repository"] = EXAMPLE_REPOSITORY
     for sub in SUBTREES:
         if not sub.optional:
@@ -956,6 +1016,17 @@ def values_schema() -> dict[str, Any]:
         **_or_empty({"type": "string", "pattern": DIGEST_RE.pattern}),
         "description": image["digest"].get("description", ""),
     }
+    for scalar in SCALARS:
+        if scalar.fallback is not None:
+            *parents, leaf = scalar.path.split(".")
+            properties = schema
+            for key in parents:
+                properties = properties["properties"][key]
+            value = properties["properties"][leaf]
+            value["description"] = f"{value.get('description', '')} {scalar.note}".strip()
+            properties["properties"][leaf] = _or_empty(value)
+    create = schema["properties"]["createNamespace"]
+    create["description"] = f"{create.get('description', '')} {CREATE_NAMESPACE_NOTE}".strip()
     toleration = schema["properties"]["tolerations"]["items"]
     toleration["required"] = ["operator"]  # the builder writes it; helm must see it given
     rules, rules_defs = _rules_schema()
@@ -980,21 +1051,22 @@ def values_schema() -> dict[str, Any]:
 
 def notes() -> str:
     """templates/NOTES.txt: what helm prints after install and upgrade."""
+    namespace = f"{{{{ {NAMESPACE} }}}}"
     return (
-        "nodegate's reconciler is installed in namespace {{ .Values.namespace }} "
+        f"nodegate's reconciler is installed in namespace {namespace} "
         "({{ .Values.replicas }} replicas of {{ .Values.name }}; one leads).\n\n"
         "Check it:\n"
-        "  kubectl -n {{ .Values.namespace }} get deploy,pods,lease\n"
-        "  kubectl -n {{ .Values.namespace }} get events "
+        f"  kubectl -n {namespace} get deploy,pods,lease\n"
+        f"  kubectl -n {namespace} get events "
         "--field-selector involvedObject.name={{ .Values.rulesConfigMap }}\n\n"
         "A rules change (helm upgrade with other rules) is hot-reloaded from the ConfigMap "
         "{{ .Values.rulesConfigMap }}; the pods are not restarted.\n\n"
         "helm uninstall removes every object this chart made. It keeps, on purpose, what the "
         "reconciler wrote at run time and helm never owned: the taints and labels on nodes, and "
-        "in namespace {{ .Values.namespace }} its taint record (ConfigMap nodegate-taint-history) "
+        f"in namespace {namespace} its taint record (ConfigMap nodegate-taint-history) "
         "and persisted-label records (ConfigMaps labelled nodegate.dev/record), so a reinstall "
         "carries on from them"
-        "{{ if .Values.createNamespace }}; this chart also made that namespace, and deleting it "
+        f"{{{{ if {MAKES_NAMESPACE} }}}}; this chart also made that namespace, and deleting it "
         "deletes them{{ end }} (docs/reconciler.md, Deploying).\n"
     )
 
@@ -1070,8 +1142,10 @@ def values_readme(schema: dict[str, Any], values: dict[str, Any]) -> str:
         "# nodegate chart",
         "",
         "nodegate's reconciler, generated from the manifest builder (docs/reconciler.md, "
-        "Deploying). Install: `helm install nodegate nodegate-<version>.tgz --set "
-        "image.repository=<registry>/nodegate --set-file rules=rules.yaml`.",
+        "Deploying). Install: `helm install nodegate nodegate-<version>.tgz -n nodegate-system "
+        "--create-namespace --set image.repository=<registry>/nodegate --set-file "
+        "rules=rules.yaml`. The objects go to the release namespace (`-n`), unless the "
+        "`namespace` value names another.",
         "",
         "## Values",
         "",
