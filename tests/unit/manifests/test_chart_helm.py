@@ -36,8 +36,8 @@ from nodegate.manifests.chart import (
     MAP_SETTINGS,
     chart_files,
     default_values,
+    release_settings,
     rules_text,
-    settings_for,
     value_paths,
 )
 from nodegate.manifests.settings import DeploySettings
@@ -45,6 +45,8 @@ from tests.unit.manifests.support import NO_POD_GATES, REPO, REPOSITORY, example
 
 CHART = REPO / "charts" / "nodegate"
 REGENERATE = "make chart"
+RELEASE_NAMESPACE = str(DeploySettings.model_fields["namespace"].default)
+"""The release namespace of the equality cases: the builder's default namespace."""
 
 
 def _built(build: Callable[[], Path], what: str) -> Path:
@@ -75,21 +77,33 @@ def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _template(
-    helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART
+    helm: Path,
+    values: dict[str, Any],
+    tmp_path: Path,
+    chart: Path = CHART,
+    namespace: str = RELEASE_NAMESPACE,
 ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "values.yaml"
     path.write_text(json.dumps(values), encoding="utf-8")
-    return _run(helm, "template", "nodegate", str(chart), "--values", str(path))
+    where = ["--namespace", namespace]
+    return _run(helm, "template", "nodegate", str(chart), "--values", str(path), *where)
 
 
-def _drift(helm: Path, values: dict[str, Any], tmp_path: Path, chart: Path = CHART) -> list[str]:
-    """Every field where `helm template` differs from the builder for these values."""
-    rendered = _template(helm, values, tmp_path, chart)
+def _drift(
+    helm: Path,
+    values: dict[str, Any],
+    tmp_path: Path,
+    chart: Path = CHART,
+    namespace: str = RELEASE_NAMESPACE,
+) -> list[str]:
+    """Every field where `helm template` (a release in `namespace`) differs from the builder
+    for these values."""
+    rendered = _template(helm, values, tmp_path, chart, namespace)
     assert rendered.returncode == 0, rendered.stderr
     from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
     merged = _coalesced(default_values(), values)
     document = RulesDocument.parse(rules_text(merged), "rules")
-    built = sorted(build_manifests(document, settings_for(merged)), key=_key)
+    built = sorted(build_manifests(document, release_settings(merged, namespace)), key=_key)
     assert [_key(o) for o in from_helm] == [_key(o) for o in built]
     return [
         found
@@ -248,6 +262,66 @@ def test_helm_template_equals_the_builder(
     assert not differences, "helm template drifts from the builder:\n" + "\n".join(differences)
 
 
+EVERY_REFERENCE = {
+    **EVERY_OPTION,
+    "webhook": {"enabled": True, "certManager": {"enabled": True, "name": "ca"}},
+    "grafanaDashboard": {"enabled": True},
+}
+"""Every object and reference that names the namespace, the webhook's cert-manager
+Certificate (its DNS names) and inject-ca-from annotation included."""
+
+
+@pytest.mark.parametrize(
+    "values", [EVERY_OPTION, EVERY_REFERENCE], ids=["every-option", "cert-manager-webhook"]
+)
+def test_a_release_without_a_namespace_value_puts_everything_in_the_release_namespace(
+    helm: Path, values: dict[str, Any], tmp_path: Path
+) -> None:
+    """`helm install -n platform` and no `namespace` value: every namespaced object and every
+    reference (the args, RoleBinding subjects, monitors' namespaceSelector, the webhook's
+    Service and Certificate, the dashboard) is in `platform`, as the builder writes them for
+    namespace `platform`, and nothing names the builder's default namespace."""
+    given = _values(**values)
+    assert given["namespace"] == ""
+    rendered = _template(helm, given, tmp_path, namespace="platform")
+    assert rendered.returncode == 0, rendered.stderr
+    objects = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    namespaced = {o["metadata"].get("namespace") for o in objects if "namespace" in o["metadata"]}
+    assert namespaced == {"platform"}
+    assert "Namespace" not in {o["kind"] for o in objects}  # helm's to make (-n, created)
+    assert RELEASE_NAMESPACE not in rendered.stdout
+    assert not _drift(helm, given, tmp_path, namespace="platform")
+
+
+@pytest.mark.parametrize("namespace", ["", "platform"], ids=["release-namespace", "named-alike"])
+def test_the_chart_never_makes_the_release_namespace(
+    helm: Path, namespace: str, tmp_path: Path
+) -> None:
+    """helm keeps the release in its namespace, so it exists (or `--create-namespace` made it);
+    a chart Namespace object of the same name would make helm refuse the install."""
+    rendered = _template(helm, _values(namespace=namespace), tmp_path, namespace="platform")
+    assert rendered.returncode == 0, rendered.stderr
+    assert "Namespace" not in {d["kind"] for d in yaml.safe_load_all(rendered.stdout) if d}
+
+
+def test_an_explicit_namespace_value_overrides_the_release_namespace(
+    helm: Path, tmp_path: Path
+) -> None:
+    """As before the release namespace counted: `--set namespace=nodegate-system` keeps an
+    installation in place whatever namespace helm keeps the release in, and the chart makes
+    that namespace (createNamespace)."""
+    values = _values(namespace="nodegate-system")
+    rendered = _template(helm, values, tmp_path, namespace="platform")
+    assert rendered.returncode == 0, rendered.stderr
+    objects = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert {"nodegate-system"} == {
+        o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]
+    }
+    assert ("Namespace", "nodegate-system") in {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert "platform" not in rendered.stdout
+    assert not _drift(helm, values, tmp_path, namespace="platform")
+
+
 def test_every_option_renders_every_kind_the_builder_makes(helm: Path, tmp_path: Path) -> None:
     rendered = _template(helm, CASES["every-option"], tmp_path)
     kinds = {d["kind"] for d in yaml.safe_load_all(rendered.stdout) if d}
@@ -284,6 +358,7 @@ BAD_RULES = {
         ({"image": {"digest": "sha256:short"}}, "/image/digest"),
         ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
         ({"namespace": "Upper_Case"}, "/namespace"),
+        ({"createNamespace": "yes"}, "/createNamespace"),
         ({"resources": {"requests": {"cpu": "lots"}}}, "/resources/requests/cpu"),
         ({"webhok": {}}, "webhok"),
         ({"webhook": {"enabled": True, "failurePolicy": "Maybe"}}, "/webhook/failurePolicy"),
@@ -304,6 +379,7 @@ BAD_RULES = {
         "digest",
         "pull-policy",
         "namespace",
+        "create-namespace",
         "cpu",
         "unknown",
         "failure-policy",
