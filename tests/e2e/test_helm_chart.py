@@ -7,13 +7,15 @@ local process, as tests/e2e/test_deploy_manifests.py runs the builder's: the arg
 Deployment helm wrote, the downward-API environment, and a token of the ServiceAccount helm
 created (kube-apiserver enforces the release's RBAC).
 
-* helm 3: install (the reconciler taints a labelled node and keeps its persisted label), upgrade
+* helm 3: install into the release namespace (`-n`, `--create-namespace`, no `namespace` value:
+  every object lands there), the reconciler taints a labelled node and keeps its persisted label,
+  upgrade
   with a rules change (picked up live from the ConfigMap: the Deployment's pods are not rolled,
   as docs/reconciler.md says), rollback, uninstall: every object of the release is gone; what
   the reconciler wrote at run time (its taint record, the persisted-label record, the node's
   taints) is kept, as NOTES.txt says.
-* helm 4 (server-side apply by default): install with the webhook (and the chart making its
-  namespace, the default), the reconciler fills the webhook's Secret and patches its caBundle
+* helm 4 (server-side apply by default): install with the webhook (and an explicit `namespace`
+  value other than the release's, which the chart makes), the reconciler fills the webhook's Secret and patches its caBundle
   (fields the chart does not render), and an upgrade neither conflicts with them nor resets
   them; uninstall deletes the namespace.
 """
@@ -41,7 +43,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 from nodegate.manifests.build import build_manifests
-from nodegate.manifests.chart import default_values, rules_text, settings_for
+from nodegate.manifests.chart import default_values, release_settings, rules_text
 from nodegate.manifests.settings import HISTORY_CONFIGMAP
 from tests.e2e.reconciler_fixtures import TIMEOUT, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
@@ -102,12 +104,14 @@ def _values(tmp_path: Path, label: str, **overrides: Any) -> tuple[dict[str, Any
     return values, path
 
 
-def _check_released(api: k8s_client.ApiClient, values: dict[str, Any]) -> None:
-    """The live objects carry what the builder builds for these values."""
-    built = build_manifests(RulesDocument.parse(rules_text(values), "rules"), settings_for(values))
-    namespace = values["namespace"]
+def _check_released(api: k8s_client.ApiClient, values: dict[str, Any], release: str) -> None:
+    """The live objects carry what the builder builds for these values, released in namespace
+    `release`."""
+    settings = release_settings(values, release)
+    built = build_manifests(RulesDocument.parse(rules_text(values), "rules"), settings)
+    namespace = settings.namespace
     deployment = next(o for o in built if o["kind"] == "Deployment")
-    live = k8s_client.AppsV1Api(api).read_namespaced_deployment(values["name"], namespace).spec
+    live = k8s_client.AppsV1Api(api).read_namespaced_deployment(settings.name, namespace).spec
     assert live is not None and live.template.spec is not None
     assert live.replicas == deployment["spec"]["replicas"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -156,10 +160,9 @@ def _gone(api: k8s_client.ApiClient, obj: dict[str, Any]) -> bool:
 
 @pytest.fixture
 def namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
-    """The release's namespace, made outside the chart (createNamespace: false), so what the
-    reconciler keeps in it can be seen after uninstall."""
+    """The release namespace, which helm makes (`--create-namespace`) and keeps after uninstall,
+    so what the reconciler keeps in it can be seen; deleted after the test."""
     name = unique_name[:40].rstrip("-")
-    core_v1.create_namespace(k8s_client.V1Namespace(metadata=k8s_client.V1ObjectMeta(name=name)))
     yield name
     try:
         core_v1.delete_namespace(name)
@@ -179,14 +182,23 @@ def test_helm3_release_reconciles_upgrades_live_rolls_back_and_uninstalls(
     api = control_plane.client
     helm = _helm(control_plane, tmp_path / "home", HELM_VERSION)
     release = namespace
-    common = {"namespace": namespace, "name": release, "createNamespace": False}
+    common = {"name": release}  # no namespace value: the release namespace
     first, first_file = _values(tmp_path, "first", **common)
+    assert first["namespace"] == ""
     on = ["--namespace", namespace]
 
-    installed = helm("install", release, str(package), "--values", str(first_file), *on)
+    made = "--create-namespace"  # with the chart's default createNamespace: no conflict
+    installed = helm("install", release, str(package), "--values", str(first_file), *on, made)
     assert installed.returncode == 0, installed.stderr
-    assert "keeps, on purpose" in installed.stdout  # NOTES.txt
-    _check_released(api, first)
+    assert f"kubectl -n {namespace} get deploy" in installed.stdout  # NOTES.txt
+    assert "keeps, on purpose" in installed.stdout
+    released = _release_objects(helm, release, namespace)
+    assert "Namespace" not in {o["kind"] for o in released}  # helm's, not the release's
+    elsewhere = [o for o in released if o["metadata"].get("namespace", namespace) != namespace]
+    assert not elsewhere, f"objects outside the release namespace: {elsewhere}"
+    missing = [f"{o['kind']}/{o['metadata']['name']}" for o in released if _gone(api, o)]
+    assert not missing, f"not created: {missing}"
+    _check_released(api, first, namespace)
     generation: Any = k8s_client.AppsV1Api(api).read_namespaced_deployment(release, namespace)
 
     labels = {"example.com/dedicated": "ci", "example.com/upgraded": "yes"}
@@ -197,7 +209,7 @@ def test_helm3_release_reconciles_upgrades_live_rolls_back_and_uninstalls(
         second, second_file = _values(tmp_path, "second", **common, rules=_add_rule(first))
         upgraded = helm("upgrade", release, str(package), "--values", str(second_file), *on)
         assert upgraded.returncode == 0, upgraded.stderr
-        _check_released(api, second)
+        _check_released(api, second, namespace)
         # Picked up live from the ConfigMap, by the same process: no pod was rolled.
         wait_for_taints(core_v1, node, lambda t: ("example.com/upgraded", "NoSchedule") in t)
         after: Any = k8s_client.AppsV1Api(api).read_namespaced_deployment(release, namespace)
@@ -207,7 +219,7 @@ def test_helm3_release_reconciles_upgrades_live_rolls_back_and_uninstalls(
 
         rolled = helm("rollback", release, "1", *on)
         assert rolled.returncode == 0, rolled.stderr
-        _check_released(api, first)
+        _check_released(api, first, namespace)
         wait_until(
             lambda: (
                 core_v1.list_namespaced_config_map(namespace, label_selector=RECORD_LABEL).items
@@ -252,7 +264,8 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
 ) -> None:
     """The webhook's Secret data and the configuration's caBundle are the reconciler's: the
     chart renders neither, so helm 4's server-side apply neither conflicts with nor resets them
-    on upgrade. The chart makes its namespace here (the default), and uninstall deletes it."""
+    on upgrade. The objects go to an explicit `namespace` value other than the release's, which
+    the chart makes (createNamespace, the default), and uninstall deletes it."""
     api = control_plane.client
     helm = _helm(control_plane, tmp_path / "home", HELM4_VERSION)
     namespace = release = unique_name[:40].rstrip("-")
@@ -271,7 +284,7 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
     try:
         installed = helm("install", release, str(package), "--values", str(first_file), *on)
         assert installed.returncode == 0, installed.stderr
-        _check_released(api, first)
+        _check_released(api, first, "default")
 
         with _released_reconciler(control_plane, namespace, release, tmp_path):
             bundle = wait_until(
@@ -291,7 +304,7 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
         second_file.write_text(json.dumps(second), encoding="utf-8")
         upgraded = helm("upgrade", release, str(package), "--values", str(second_file), *on)
         assert upgraded.returncode == 0, upgraded.stderr
-        _check_released(api, second)
+        _check_released(api, second, "default")
         configuration = admission.read_mutating_webhook_configuration(release)
         assert configuration.webhooks[0].client_config.ca_bundle == bundle
         assert core_v1.read_namespaced_secret(f"{release}-webhook-tls", namespace).data == secret
