@@ -28,10 +28,11 @@ and `""` for an unset optional value (`settings_for` maps them back).
   as every mainstream chart does. The chart never makes the release namespace itself (helm
   keeps the release in it, so it exists, or `--create-namespace` makes it): its Namespace object
   is rendered for `createNamespace` and an explicit `namespace` other than the release's only.
-  `release_settings` is what a release of some values in some namespace stands for. `values.schema.json` is
-the model's JSON Schema in that shape, plus the rules' own schema (docs/rules.schema.json) for
-a structured `rules` value, so helm refuses a bad setting or a structurally invalid rules file,
-naming it.
+  `release_settings` is what a release of some values in some namespace stands for.
+
+`values.schema.json` is the model's JSON Schema in that shape (a fallback setting may be `""`),
+plus the rules' own schema (docs/rules.schema.json) for a structured `rules` value, so helm
+refuses a bad setting or a structurally invalid rules file, naming it.
 
 The rules' gates decide the Deployment's tolerations and the RBAC (nodegate.manifests.tolerations
 and .rbac); those are the gates of the rules the chart was generated with, and a template
@@ -268,7 +269,7 @@ SCALARS = (
         "namespace",
         "zq-namespace",
         fallback=RELEASE_NAMESPACE,
-        note="In the chart, `\"\"` (the default) is the release namespace "
+        note='In the chart, `""` (the default) is the release namespace '
         "(`helm install -n <namespace>`, with `--create-namespace` if it does not exist yet).",
     ),
     Scalar("name", "zq-name"),

@@ -9,15 +9,14 @@ created (kube-apiserver enforces the release's RBAC).
 
 * helm 3: install into the release namespace (`-n`, `--create-namespace`, no `namespace` value:
   every object lands there), the reconciler taints a labelled node and keeps its persisted label,
-  upgrade
-  with a rules change (picked up live from the ConfigMap: the Deployment's pods are not rolled,
-  as docs/reconciler.md says), rollback, uninstall: every object of the release is gone; what
-  the reconciler wrote at run time (its taint record, the persisted-label record, the node's
-  taints) is kept, as NOTES.txt says.
+  upgrade with a rules change (picked up live from the ConfigMap: the Deployment's pods are not
+  rolled, as docs/reconciler.md says), rollback, uninstall: every object of the release is gone;
+  what the reconciler wrote at run time (its taint record, the persisted-label record, the
+  node's taints) is kept, as NOTES.txt says.
 * helm 4 (server-side apply by default): install with the webhook (and an explicit `namespace`
-  value other than the release's, which the chart makes), the reconciler fills the webhook's Secret and patches its caBundle
-  (fields the chart does not render), and an upgrade neither conflicts with them nor resets
-  them; uninstall deletes the namespace.
+  value other than the release's, which the chart makes), the reconciler fills the webhook's
+  Secret and patches its caBundle (fields the chart does not render), and an upgrade neither
+  conflicts with them nor resets them; uninstall deletes the namespace.
 """
 
 from __future__ import annotations
