@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from importlib.resources import files
-from typing import Any
+from typing import Any, Literal
 
 from nodegate.core.autoscalers import CA_MAX_TOTAL_UNREADY_PERCENTAGE, CA_STARTUP_WINDOW
 from nodegate.core.gate_census import GATE_AGE_WARNING, GATED_COUNT_WARNING, GATED_SHARE_WARNING
@@ -306,40 +306,33 @@ def service_monitor(
     settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
 ) -> list[Manifest]:
     """A monitoring.coreos.com/v1 ServiceMonitor for the metrics Service (none when off)."""
-    monitor = settings.service_monitor
-    if monitor is None:
-        return []
-    return [
-        {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "ServiceMonitor",
-            "metadata": {
-                "name": settings.name,
-                "namespace": settings.namespace,
-                "labels": {**common_labels, **monitor.labels},
-            },
-            "spec": {
-                "selector": {"matchLabels": selector},
-                "namespaceSelector": {"matchNames": [settings.namespace]},
-                "endpoints": [
-                    {"port": "http-metrics", "path": "/metrics", "interval": monitor.interval}
-                ],
-            },
-        }
-    ]
+    return _monitor(settings, common_labels, selector, "ServiceMonitor", "http-metrics")
 
 
 def pod_monitor(
     settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
 ) -> list[Manifest]:
     """A monitoring.coreos.com/v1 PodMonitor for the pods' http port (none when off)."""
-    monitor = settings.pod_monitor
+    return _monitor(settings, common_labels, selector, "PodMonitor", "http")
+
+
+def _monitor(
+    settings: DeploySettings,
+    common_labels: dict[str, str],
+    selector: dict[str, str],
+    kind: Literal["ServiceMonitor", "PodMonitor"],
+    port: str,
+) -> list[Manifest]:
+    """The Prometheus Operator's two ways of scraping the same /metrics: they differ in kind,
+    the port they name and what their endpoints list is called."""
+    monitor = settings.service_monitor if kind == "ServiceMonitor" else settings.pod_monitor
     if monitor is None:
         return []
+    endpoints = "endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints"
     return [
         {
             "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "PodMonitor",
+            "kind": kind,
             "metadata": {
                 "name": settings.name,
                 "namespace": settings.namespace,
@@ -348,9 +341,7 @@ def pod_monitor(
             "spec": {
                 "selector": {"matchLabels": selector},
                 "namespaceSelector": {"matchNames": [settings.namespace]},
-                "podMetricsEndpoints": [
-                    {"port": "http", "path": "/metrics", "interval": monitor.interval}
-                ],
+                endpoints: [{"port": port, "path": "/metrics", "interval": monitor.interval}],
             },
         }
     ]

@@ -103,6 +103,25 @@ def _build_lock(root: Path | None = None) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _ensure_cached(
+    say: Say | None,
+    label: str,
+    is_built: Callable[[], bool],
+    root: Path | None,
+    build: Callable[[Path, Say], None],
+    result: Path,
+) -> Path:
+    """`result`, building it first if its cache is cold: the step every cached tool shares.
+    Checked without the lock, then again under `root`'s lock (another process may have built it
+    meanwhile); `build` stages and renames into place, so a failed build leaves no stamp."""
+    if not is_built():
+        (root or paths.version_dir()).mkdir(parents=True, exist_ok=True)
+        with _build_lock(root):
+            if not is_built():
+                _timed(say or _print_flushed, label, build, Path())
+    return result
+
+
 def _build_all(say: Say) -> None:
     """Build every binary into a temporary bin dir, stamp it, then rename it into place."""
     root = paths.version_dir()
@@ -339,14 +358,14 @@ def ensure_karpenter_built(say: Say | None = None) -> Path:
 
     Kept out of `ensure_built`: only the tests that run Karpenter pay for it. Same lock, same
     build-then-rename as the control plane."""
-    out: Say = say or _print_flushed
-    if karpenter_is_built():
-        return paths.karpenter_dir()
-    paths.version_dir().mkdir(parents=True, exist_ok=True)
-    with _build_lock():
-        if not karpenter_is_built():
-            _timed(out, f"karpenter kwok provider {KARPENTER_VERSION}", _build_karpenter, Path())
-    return paths.karpenter_dir()
+    return _ensure_cached(
+        say,
+        f"karpenter kwok provider {KARPENTER_VERSION}",
+        karpenter_is_built,
+        None,
+        _build_karpenter,
+        paths.karpenter_dir(),
+    )
 
 
 def _build_karpenter(_: Path, say: Say) -> None:
@@ -400,14 +419,14 @@ def ensure_kubelet_built(say: Say | None = None) -> Path:
     Kept out of `ensure_built` (only the real-kubelet tests need it) and stamped apart from
     bin/, so another engineer's control-plane cache check never sees it. Same lock, same
     build-then-rename as the control plane."""
-    out: Say = say or _print_flushed
-    if kubelet_is_built():
-        return paths.kubelet_dir()
-    paths.version_dir().mkdir(parents=True, exist_ok=True)
-    with _build_lock():
-        if not kubelet_is_built():
-            _timed(out, f"kubelet {KUBERNETES.version} and fakecri", _build_kubelet, Path())
-    return paths.kubelet_dir()
+    return _ensure_cached(
+        say,
+        f"kubelet {KUBERNETES.version} and fakecri",
+        kubelet_is_built,
+        None,
+        _build_kubelet,
+        paths.kubelet_dir(),
+    )
 
 
 def _fake_cri_source() -> bytes:
@@ -457,14 +476,14 @@ def ensure_kubectl_built(say: Say | None = None) -> Path:
     through it. Kept out of `ensure_built` and stamped apart from bin/ (like kubelet), so adding
     it never invalidates the control plane's cache; Go's build cache is shared, so after the
     control plane only kubectl's own packages compile. Same lock, same build-then-rename."""
-    out: Say = say or _print_flushed
-    if kubectl_is_built():
-        return paths.kubectl_binary()
-    paths.version_dir().mkdir(parents=True, exist_ok=True)
-    with _build_lock():
-        if not kubectl_is_built():
-            _timed(out, f"kubectl {KUBERNETES.version}", _build_kubectl, Path())
-    return paths.kubectl_binary()
+    return _ensure_cached(
+        say,
+        f"kubectl {KUBERNETES.version}",
+        kubectl_is_built,
+        None,
+        _build_kubectl,
+        paths.kubectl_binary(),
+    )
 
 
 def _build_kubectl(_: Path, say: Say) -> None:
@@ -533,15 +552,14 @@ def ensure_promtool_built(say: Say | None = None) -> Path:
     The alert tests (tests/unit/manifests/test_alerts_promtool.py) run it. Its directory, stamp
     and lock are its own (`<cache>/promtool/<version>`), so it never touches the control
     plane's; the Go build cache is shared. Same build-then-rename as the control plane."""
-    out: Say = say or _print_flushed
-    if promtool_is_built():
-        return paths.promtool_binary()
-    root = paths.promtool_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
-        if not promtool_is_built():
-            _timed(out, f"promtool {PROMETHEUS_RELEASE}", _build_promtool, Path())
-    return paths.promtool_binary()
+    return _ensure_cached(
+        say,
+        f"promtool {PROMETHEUS_RELEASE}",
+        promtool_is_built,
+        paths.promtool_root(),
+        _build_promtool,
+        paths.promtool_binary(),
+    )
 
 
 def _build_promtool(_: Path, say: Say) -> None:
@@ -595,15 +613,14 @@ def ensure_helm_built(say: Say | None = None, version: str = HELM_VERSION) -> Pa
     The chart tests (tests/unit/manifests/test_chart_helm.py) run it. Its directory, stamp and
     lock are its own (`<cache>/helm/<version>`), so it never touches the control plane's; the Go
     build cache is shared. Same build-then-rename as the control plane."""
-    out: Say = say or _print_flushed
-    if helm_is_built(version):
-        return paths.helm_binary(version)
-    root = paths.helm_root(version)
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
-        if not helm_is_built(version):
-            _timed(out, f"helm {version}", lambda _, s: _build_helm(version, s), Path())
-    return paths.helm_binary(version)
+    return _ensure_cached(
+        say,
+        f"helm {version}",
+        lambda: helm_is_built(version),
+        paths.helm_root(version),
+        lambda _, s: _build_helm(version, s),
+        paths.helm_binary(version),
+    )
 
 
 def _build_helm(version: str, say: Say) -> None:
@@ -652,15 +669,14 @@ def helm_unittest_is_built() -> bool:
 def ensure_helm_unittest_built(say: Say | None = None) -> Path:
     """The cached helm-unittest binary (the chart's unit tests, charts/nodegate/tests), built
     first if the cache is cold; its own directory, stamp and lock, like helm's."""
-    out: Say = say or _print_flushed
-    if helm_unittest_is_built():
-        return paths.helm_unittest_binary()
-    root = paths.helm_unittest_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
-        if not helm_unittest_is_built():
-            _timed(out, f"helm-unittest {HELM_UNITTEST_VERSION}", _build_helm_unittest, Path())
-    return paths.helm_unittest_binary()
+    return _ensure_cached(
+        say,
+        f"helm-unittest {HELM_UNITTEST_VERSION}",
+        helm_unittest_is_built,
+        paths.helm_unittest_root(),
+        _build_helm_unittest,
+        paths.helm_unittest_binary(),
+    )
 
 
 def _build_helm_unittest(_: Path, say: Say) -> None:
@@ -708,15 +724,14 @@ def chart_testing_is_built() -> bool:
 def ensure_chart_testing_built(say: Say | None = None) -> Path:
     """The cached `ct` binary (its config in `paths.chart_testing_config()`), built first if
     the cache is cold; its own directory, stamp and lock, like helm's."""
-    out: Say = say or _print_flushed
-    if chart_testing_is_built():
-        return paths.chart_testing_binary()
-    root = paths.chart_testing_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
-        if not chart_testing_is_built():
-            _timed(out, f"chart-testing {CHART_TESTING_VERSION}", _build_chart_testing, Path())
-    return paths.chart_testing_binary()
+    return _ensure_cached(
+        say,
+        f"chart-testing {CHART_TESTING_VERSION}",
+        chart_testing_is_built,
+        paths.chart_testing_root(),
+        _build_chart_testing,
+        paths.chart_testing_binary(),
+    )
 
 
 def _build_chart_testing(_: Path, say: Say) -> None:

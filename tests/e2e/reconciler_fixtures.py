@@ -15,6 +15,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.persisted_labels import RECORD_LABEL, record_name
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
@@ -201,6 +202,22 @@ def settled(process: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, node: str
     poke: dict[str, str | None] = {"e2e.nodegate.dev/poke": str(time.monotonic_ns())}
     after_a_reconcile(process, lambda: patch_labels(core_v1, node, poke))
     wait_until(lambda: process.metric("nodegate_queue_depth") == 0, TIMEOUT, "an empty queue")
+
+
+def wait_for_claim_released(
+    process: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, node: str
+) -> None:
+    """nodegate's ownership claim (`nodegate.dev/owned-taints`) is gone from `node`, and the
+    reconciler has settled there: what it released, it left in place."""
+    wait_until(
+        lambda: (
+            OWNED_TAINTS_ANNOTATION
+            not in (read_node(core_v1, node)["metadata"].get("annotations") or {})
+        ),
+        TIMEOUT,
+        "the claim released",
+    )
+    settled(process, core_v1, node)
 
 
 @pytest.fixture

@@ -12,16 +12,16 @@ from kubernetes import client as k8s_client
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import SimNode, set_node_condition, wait_until
+from nodegate.localcluster.nodes import SimNode, set_node_condition
 from tests.e2e.node_identity import AsNode
 from tests.e2e.reconciler_fixtures import (
     HEADER,
-    TIMEOUT,
     Start,
     after_a_reconcile,
     read_node,
     settled,
     taints_of,
+    wait_for_claim_released,
     wait_for_event,
     wait_for_taints,
 )
@@ -151,15 +151,7 @@ def test_a_readiness_taint_no_rule_names_is_left_alone_even_when_claimed(
     wait_for_event(core_v1, node, "TaintAdopted")
 
     rules_configmap(gate_rules())
-    wait_until(
-        lambda: (
-            OWNED_TAINTS_ANNOTATION
-            not in (read_node(core_v1, node)["metadata"].get("annotations") or {})
-        ),
-        TIMEOUT,
-        "the claim released",
-    )
-    settled(process, core_v1, node)
+    wait_for_claim_released(process, core_v1, node)
     assert (theirs, "NoSchedule") in taints_of(core_v1, node)
 
 

@@ -26,7 +26,7 @@ from nodegate.core.blast_radius import rules_digest
 from nodegate.core.persisted_labels import record_name
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import SimNode, create_node, wait_until
+from nodegate.localcluster.nodes import wait_until
 from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
@@ -121,25 +121,6 @@ def day2(
 
 
 @pytest.fixture
-def nodes(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Callable[..., str]]:
-    created: list[str] = []
-
-    def make(suffix: str, **kwargs: Any) -> str:
-        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
-        create_node(core_v1, SimNode(name=name, **kwargs))
-        created.append(name)
-        return name
-
-    yield make
-    for name in created:
-        try:
-            core_v1.delete_node(name)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-
-
-@pytest.fixture
 def init_pod(core_v1: k8s_client.CoreV1Api) -> Iterator[Callable[[str, str, str], str]]:
     created: list[str] = []
 
@@ -163,16 +144,16 @@ def init_pod(core_v1: k8s_client.CoreV1Api) -> Iterator[Callable[[str, str, str]
         core_v1.delete_namespaced_pod(name, "default", grace_period_seconds=0)
 
 
-def gated_node(day: Day2, nodes: Callable[..., str], suffix: str = "gated") -> str:
-    return nodes(
+def gated_node(day: Day2, make_node: Callable[..., str], suffix: str = "gated") -> str:
+    return make_node(
         suffix,
         labels={"day2.example.com/gated": day.name, "nodegate.dev/pool": "gpu"},
         taints=[{"key": GATE_KEY, "value": "wait", "effect": "NoSchedule"}],
     )
 
 
-def team_node(day: Day2, nodes: Callable[..., str]) -> str:
-    name = nodes("team", labels={"day2.example.com/team": day.name})
+def team_node(day: Day2, make_node: Callable[..., str]) -> str:
+    name = make_node("team", labels={"day2.example.com/team": day.name})
     wait_for_taints(day.core_v1, name, lambda t: ("day2.example.com/team", "NoSchedule") in t)
     return name
 
@@ -196,11 +177,11 @@ def hold_an_update(day: Day2, node: str) -> str:
 
 def test_explain_on_a_gated_node_names_the_init_pod_it_waits_for(
     day2: tuple[Day2, ReconcilerProcess],
-    nodes: Callable[..., str],
+    make_node: Callable[..., str],
     init_pod: Callable[[str, str, str], str],
 ) -> None:
     day, _ = day2
-    node = gated_node(day, nodes)
+    node = gated_node(day, make_node)
     pod = init_pod(f"init-{node}"[:63], node, f"init-{day.name}")
 
     result = day.run("explain", node)
@@ -214,10 +195,12 @@ def test_explain_on_a_gated_node_names_the_init_pod_it_waits_for(
 
 
 def test_explain_says_a_foreign_taint_is_not_nodegates(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
-    node = nodes("foreign", taints=[{"key": "other.io/x", "value": "y", "effect": "NoSchedule"}])
+    node = make_node(
+        "foreign", taints=[{"key": "other.io/x", "value": "y", "effect": "NoSchedule"}]
+    )
 
     result = day.run("explain", node)
 
@@ -227,10 +210,10 @@ def test_explain_says_a_foreign_taint_is_not_nodegates(
 
 
 def test_explain_with_a_held_update_uses_the_rules_in_force_and_names_the_hold(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
-    node = team_node(day, nodes)
+    node = team_node(day, make_node)
     digest = hold_an_update(day, node)
 
     result = day.run("explain", node)
@@ -244,10 +227,10 @@ def test_explain_with_a_held_update_uses_the_rules_in_force_and_names_the_hold(
 
 
 def test_explain_with_rules_file_asks_what_if(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str], tmp_path: Path
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
     day, _ = day2
-    node = team_node(day, nodes)
+    node = team_node(day, make_node)
     new = tmp_path / "new.yaml"
     new.write_text(rules_text(day.name, team_rule=False))
 
@@ -262,11 +245,11 @@ def test_explain_with_rules_file_asks_what_if(
 
 
 def test_status_shows_the_held_update_and_the_gated_nodes_as_a_table(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
-    gated = gated_node(day, nodes)
-    digest = hold_an_update(day, team_node(day, nodes))
+    gated = gated_node(day, make_node)
+    digest = hold_an_update(day, team_node(day, make_node))
     assert gated
 
     result = day.run("status")
@@ -282,11 +265,11 @@ def test_status_shows_the_held_update_and_the_gated_nodes_as_a_table(
 
 
 def test_status_as_json_has_the_leader_rules_held_update_and_gates(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
-    gated_node(day, nodes)
-    digest = hold_an_update(day, team_node(day, nodes))
+    gated_node(day, make_node)
+    digest = hold_an_update(day, team_node(day, make_node))
 
     result = day.run("status", "-o", "json")
 
@@ -313,10 +296,10 @@ def test_status_as_json_has_the_leader_rules_held_update_and_gates(
 
 
 def test_plan_of_the_rules_in_force_is_no_change_exit_0(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str], tmp_path: Path
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
     day, _ = day2
-    team_node(day, nodes)
+    team_node(day, make_node)
     same = tmp_path / "same.yaml"
     same.write_text(rules_text(day.name))
 
@@ -328,10 +311,10 @@ def test_plan_of_the_rules_in_force_is_no_change_exit_0(
 
 
 def test_plan_that_adds_a_taint_lists_the_node_and_exits_2(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str], tmp_path: Path
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
     day, _ = day2
-    node = team_node(day, nodes)
+    node = team_node(day, make_node)
     adding = rules_text(day.name).replace(
         "startupGates:",
         textwrap.dedent(
@@ -356,10 +339,10 @@ def test_plan_that_adds_a_taint_lists_the_node_and_exits_2(
 
 
 def test_plan_that_removes_a_taint_exits_2_within_the_limit_and_3_past_the_guard(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str], tmp_path: Path
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
     day, _ = day2
-    node = team_node(day, nodes)
+    node = team_node(day, make_node)
     new = tmp_path / "removing.yaml"
     new.write_text(rules_text(day.name, team_rule=False))
 
@@ -381,10 +364,10 @@ def test_plan_that_removes_a_taint_exits_2_within_the_limit_and_3_past_the_guard
 
 
 def test_plan_of_bad_rules_exits_1_naming_the_place_and_changes_nothing(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str], tmp_path: Path
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
     day, _ = day2
-    node = team_node(day, nodes)
+    node = team_node(day, make_node)
     before = taints_of(day.core_v1, node)
     bad = tmp_path / "bad.yaml"
     bad.write_text(rules_text(day.name).replace("effect: NoSchedule", "effect: NoSchedul", 1))
@@ -401,10 +384,10 @@ def test_plan_of_bad_rules_exits_1_naming_the_place_and_changes_nothing(
 
 
 def test_kubectl_runs_nodegate_as_a_plugin(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
-    node = gated_node(day, nodes)
+    node = gated_node(day, make_node)
     kubectl = ensure_kubectl_built()
     env = {
         **os.environ,
@@ -454,7 +437,7 @@ def test_kubectl_completes_the_plugins_commands_and_flags() -> None:
 
 
 def test_explain_and_status_name_a_quarantined_label_record(
-    day2: tuple[Day2, ReconcilerProcess], nodes: Callable[..., str]
+    day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str]
 ) -> None:
     day, _ = day2
     persisting = rules_text(day.name) + textwrap.dedent(
@@ -466,7 +449,7 @@ def test_explain_and_status_name_a_quarantined_label_record(
     )
     day.put_rules(persisting)
     wait_until(lambda: day.status_record().get("generation") == 2, TIMEOUT, "generation 2")
-    node = nodes("kept")
+    node = make_node("kept")
     copy = f"{record_name(node)}-quarantined-20261124t000000z"
     body = k8s_client.V1ConfigMap(
         metadata={
@@ -488,12 +471,12 @@ def test_explain_and_status_name_a_quarantined_label_record(
 
 def test_explain_looks_only_at_the_init_pods_on_that_node(
     day2: tuple[Day2, ReconcilerProcess],
-    nodes: Callable[..., str],
+    make_node: Callable[..., str],
     init_pod: Callable[[str, str, str], str],
 ) -> None:
     day, _ = day2
-    with_pod = gated_node(day, nodes, "with-pod")
-    without = gated_node(day, nodes, "without")
+    with_pod = gated_node(day, make_node, "with-pod")
+    without = gated_node(day, make_node, "without")
     pod = init_pod(f"init-{with_pod}"[:63], with_pod, f"init-{day.name}")
 
     result = day.run("explain", without)

@@ -40,6 +40,7 @@ from tests.e2e.reconciler_fixtures import (
     read_node,
     settled,
     taints_of,
+    wait_for_claim_released,
     wait_for_event,
     wait_for_taints,
 )
@@ -264,13 +265,5 @@ def test_deleting_the_rule_releases_its_readiness_taint_instead_of_removing_it(
         """
     )
     rules_configmap(other)
-    wait_until(
-        lambda: (
-            OWNED_TAINTS_ANNOTATION
-            not in (read_node(core_v1, node)["metadata"].get("annotations") or {})
-        ),
-        TIMEOUT,
-        "the claim released",
-    )
-    settled(process, core_v1, node)
+    wait_for_claim_released(process, core_v1, node)
     assert has(key)(taints_of(core_v1, node))
