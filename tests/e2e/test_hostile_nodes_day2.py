@@ -5,16 +5,19 @@ authorization and NodeRestriction on, as on OKE and AKS). docs/reconciler.md, "S
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from kubernetes import client as k8s_client
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.localcluster.nodes import STRATEGIC_MERGE_PATCH
 from tests.e2e.node_identity import AsNode
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     Start,
     after_a_reconcile,
+    patch_labels,
     settled,
     taints_of,
     wait_for_taints,
@@ -22,6 +25,7 @@ from tests.e2e.reconciler_fixtures import (
 
 MAINTENANCE = ("example.com/maintenance", "NoSchedule")
 LIVE = ("example.com/live-rule", "NoSchedule")
+TENANT = "node-restriction.kubernetes.io/tenant"
 
 
 def forge_claim(own: k8s_client.CoreV1Api, node: str, claim: str) -> None:
@@ -77,3 +81,54 @@ def test_a_deleted_dry_run_rule_never_lets_a_node_strip_the_hand_applied_taint_i
     )
     settled(process, core_v1, node)
     assert MAINTENANCE in taints_of(core_v1, node), "the node's claim stripped an admin's taint"
+
+
+FUTURE_RULES = HEADER + (
+    "labelTaints:\n"
+    "  - name: tenant\n"
+    f"    match: {{labels: {{{TENANT}: payments}}}}\n"
+    f"    taint: {{key: {LIVE[0]}, effect: NoSchedule}}\n"
+    "conditionTaints:\n"
+    "  - name: disk\n"
+    "    conditions:\n"
+    '      - {type: E2EDiskBroken, status: "True"}\n'
+    "    for: 1m\n"
+    "    taint: {key: example.com/disk-broken, effect: NoSchedule}\n"
+)
+
+
+def report_broken_since(own: k8s_client.CoreV1Api, node: str, when: str) -> None:
+    condition = {
+        "type": "E2EDiskBroken",
+        "status": "True",
+        "reason": "Forged",
+        "message": "",
+        "lastHeartbeatTime": when,
+        "lastTransitionTime": when,
+    }
+    own.patch_node_status(
+        node, {"status": {"conditions": [condition]}}, _content_type=STRATEGIC_MERGE_PATCH
+    )
+
+
+def test_a_condition_dated_centuries_ahead_does_not_stop_the_reconciler(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    as_node: AsNode,
+) -> None:
+    """Dated in 2500, the `for` hold's recheck is ~500 years out, past what a thread can wait
+    for (threading.TIMEOUT_MAX, ~292 years): every worker that goes idle would die waiting for
+    it, and /healthz fail (a restart loop). The reconciler must stay healthy and keep
+    reconciling the other nodes."""
+    hostile = make_node("ahead")
+    process = start_reconciler_with(FUTURE_RULES)
+    after_a_reconcile(
+        process, lambda: report_broken_since(as_node(hostile), hostile, "2500-01-01T00:00:00Z")
+    )
+    time.sleep(2)  # the workers, idle, now wait for the earliest recheck: the forged one
+    honest = make_node("honest")
+    patch_labels(core_v1, honest, {TENANT: "payments"})
+    wait_for_taints(core_v1, honest, lambda taints: LIVE in taints)
+    status, body = process.get("/healthz")
+    assert status == 200, body
