@@ -111,6 +111,24 @@ def report_broken_since(own: k8s_client.CoreV1Api, node: str, when: str) -> None
     )
 
 
+def test_a_condition_dated_at_the_end_of_time_does_not_let_a_node_escape_its_taints(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    as_node: AsNode,
+) -> None:
+    """A node may write any lastTransitionTime on its own conditions. Dated 9999-12-31, a `for`
+    hold counted from it runs past the last date Python knows: the node must still get the
+    taint an admin's label (one a kubelet may not remove) calls for."""
+    hostile = make_node("end")
+    process = start_reconciler_with(FUTURE_RULES)
+    after_a_reconcile(
+        process, lambda: report_broken_since(as_node(hostile), hostile, "9999-12-31T23:59:59Z")
+    )
+    patch_labels(core_v1, hostile, {TENANT: "payments"})
+    wait_for_taints(core_v1, hostile, lambda taints: LIVE in taints)
+
+
 def test_a_condition_dated_centuries_ahead_does_not_stop_the_reconciler(
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
