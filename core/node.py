@@ -133,9 +133,14 @@ def parse_time(value: object) -> datetime | None:
     """RFC 3339 text (or a datetime from the client) to an aware datetime."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    moment = (
+        value
+        if isinstance(value, datetime)
+        else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    )
+    # Text without a zone (a node may write its annotations in any form) is read as UTC: a
+    # naive time compared with an aware one raises TypeError, and the node's plan would fail.
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def format_time(value: datetime) -> str:

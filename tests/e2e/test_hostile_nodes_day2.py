@@ -150,3 +150,40 @@ def test_a_condition_dated_centuries_ahead_does_not_stop_the_reconciler(
     wait_for_taints(core_v1, honest, lambda taints: LIVE in taints)
     status, body = process.get("/healthz")
     assert status == 200, body
+
+
+def test_a_gate_record_forged_without_a_time_zone_does_not_let_a_node_escape_its_taints(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    as_node: AsNode,
+) -> None:
+    """A node may write its gate records in any form: a re-gate time without a zone (naive in
+    Python, which cannot be compared with an aware one) must not fail the node's plan, or it
+    escapes the taints an admin's label calls for."""
+    rules = HEADER + (
+        "labelTaints:\n"
+        "  - name: tenant\n"
+        f"    match: {{labels: {{{TENANT}: payments}}}}\n"
+        f"    taint: {{key: {LIVE[0]}, effect: NoSchedule}}\n"
+        "startupGates:\n"
+        "  - name: warmup\n"
+        '    match: {labels: {e2e.nodegate.dev/hostile-gate: "yes"}}\n'
+        "    taint: {key: startup.example.com/warmup, effect: NoSchedule}\n"
+        "    readyWhen: {annotation: warmup.example.com/done=true}\n"
+        "    timeout: 30m\n"
+    )
+    gated = [{"key": "startup.example.com/warmup", "effect": "NoSchedule"}]
+    hostile = make_node("naive", labels={"e2e.nodegate.dev/hostile-gate": "yes"}, taints=gated)
+    process = start_reconciler_with(rules)
+    forged = {"regated.gate.nodegate.dev/warmup": "2026-01-01T00:00:00"}
+    after_a_reconcile(
+        process,
+        lambda: as_node(hostile).patch_node(
+            hostile,
+            {"metadata": {"annotations": forged}},
+            _content_type="application/merge-patch+json",
+        ),
+    )
+    patch_labels(core_v1, hostile, {TENANT: "payments"})
+    wait_for_taints(core_v1, hostile, lambda taints: LIVE in taints)

@@ -119,6 +119,17 @@ def test_a_re_gate_record_forged_at_the_end_of_time_is_planned_and_explained() -
     assert any("times out in" in line for line in lines)
 
 
+def test_gate_records_forged_without_a_time_zone_are_planned() -> None:
+    """A node may write its own gate records in any form: a time without a zone (Python reads
+    it as naive, and a naive time compared with an aware one raises TypeError) must not make
+    the node's plan fail; it is read as UTC."""
+    rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
+    naive = {REGATED: "2026-11-21T12:00:00", AFTER: "2026-11-21T11:00:00"}
+    forged = node(POOL, (GATE,), annotations=naive, created=NOW - timedelta(days=3))
+    result = plan(forged, rules_, PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW}))
+    assert result.lifted_gates == ("warmup",)
+
+
 def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
     rules_ = gate_rules("minHold: 5m")
     regated = plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)).apply(lifted_then_rebooted())
