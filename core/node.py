@@ -130,7 +130,8 @@ class NodeState:
 
 
 def parse_time(value: object) -> datetime | None:
-    """RFC 3339 text (or a datetime from the client) to an aware datetime."""
+    """RFC 3339 text (or a datetime from the client) to an aware datetime in UTC; ValueError
+    when it is not one."""
     if value is None or value == "":
         return None
     moment = (
@@ -140,7 +141,12 @@ def parse_time(value: object) -> datetime | None:
     )
     # Text without a zone (a node may write its annotations in any form) is read as UTC: a
     # naive time compared with an aware one raises TypeError, and the node's plan would fail.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as err:  # e.g. 0001-01-01T00:00:00+14:00: no UTC form to write back
+        raise ValueError(f"{value!r} has no UTC form") from err
 
 
 def format_time(value: datetime) -> str:

@@ -130,6 +130,18 @@ def test_gate_records_forged_without_a_time_zone_are_planned() -> None:
     assert result.lifted_gates == ("warmup",)
 
 
+def test_a_completion_record_forged_at_the_first_instant_in_a_far_zone_is_planned() -> None:
+    """0001-01-01T00:00:00+14:00 parses, but is before the first instant UTC can show: the
+    re-gate's record of it (format_time) overflowed and the node's plan failed. A time that has
+    no UTC form is unreadable, as any other garbage the node writes."""
+    rebooted = lifted_then_rebooted()
+    forged = replace(
+        rebooted, annotations={**rebooted.annotations, COMPLETED: "0001-01-01T00:00:00+14:00"}
+    )
+    result = plan(forged, REGATE, PlanFacts(now=NOW))
+    assert result.gates_put_back == ("warmup",)
+
+
 def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
     rules_ = gate_rules("minHold: 5m")
     regated = plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)).apply(lifted_then_rebooted())
