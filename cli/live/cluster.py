@@ -95,6 +95,20 @@ def api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient
     return load_api_client(paths, context=context)
 
 
+class RulesInForceUnknownError(Exception):
+    """The reconciler's status record exists but cannot say which rules are in force."""
+
+
+@dataclass(frozen=True)
+class InForce:
+    """The rules in force, as the reconciler's status record publishes them."""
+
+    rules: NodeRules | None
+    """None: no rules are in force yet (generation 0; an update may be held)."""
+    which: str
+    status: ReconcilerStatus
+
+
 class Cluster:
     def __init__(self, api_client: client.ApiClient, where: Where) -> None:
         self.where = where
@@ -154,6 +168,31 @@ class Cluster:
         except StatusRecordError as err:
             return None, "", f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
         return status, text, None
+
+    def rules_in_force(self) -> InForce | None:
+        """The rules in force as the reconciler's status record publishes them; None when there
+        is no record (no reconciler has written one). RulesInForceUnknownError when there is one and
+        it cannot say: never guessed from the rules ConfigMap, which may hold a held update."""
+        status, text, problem = self.status_record()
+        if problem is not None:
+            raise RulesInForceUnknownError(problem)
+        if status is None:
+            return None
+        if status.generation == 0:
+            return InForce(None, "no rules (none are in force yet)", status)
+        try:
+            rules = parse_rules(text, "the status record's rules in force")
+        except RulesError as err:
+            where = f"{self.where.namespace}/{STATUS_CONFIGMAP}"
+            raise RulesInForceUnknownError(
+                f"{where}: its rules text (generation {status.generation}) is not readable: "
+                f"{err.problems[0] if err.problems else err}"
+            ) from err
+        which = (
+            f"the rules in force: generation {status.generation}, digest {status.digest} "
+            f"({status.source})"
+        )
+        return InForce(rules, which, status)
 
     def lease(self) -> LeaseView | None:
         raw = self._leases.read_lease(self.where.namespace, self.where.lease)
