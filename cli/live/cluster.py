@@ -282,21 +282,33 @@ class Cluster:
         return (stored_record(raw) if raw is not None else None), quarantined
 
     def warning_events(self) -> list[EventView]:
-        """nodegate's recent Warning Events: about nodes, and about its rules ConfigMap."""
+        """nodegate's recent Warning Events: about nodes, and about its rules ConfigMap.
+
+        Every page is read: a LIST returns Events by name, not by time, so the first page alone
+        (a busy cluster's, or one a node filled with Events named to sort first: a kubelet may
+        create Events) need not hold the recent ones."""
         namespaces = sorted({self.where.event_namespace, self.where.rules_ref[0]})
         found: list[EventView] = []
         for namespace in namespaces:
-            response = call(
-                self._core.list_namespaced_event,
-                namespace,
-                field_selector=EVENT_SELECTOR,
-                limit=PAGE_SIZE,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )
-            found += [_event(raw) for raw in json_body(response).get("items") or ()]
-        found.sort(key=lambda e: e.last_seen.timestamp() if e.last_seen else 0.0, reverse=True)
-        return found[:EVENTS_SHOWN]
+            token: str | None = None
+            while True:
+                response = call(
+                    self._core.list_namespaced_event,
+                    namespace,
+                    field_selector=EVENT_SELECTOR,
+                    limit=PAGE_SIZE,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
+                )
+                body = json_body(response)
+                found += [_event(raw) for raw in body.get("items") or ()]
+                found.sort(key=_recent_first)
+                del found[EVENTS_SHOWN:]
+                token = (body.get("metadata") or {}).get("continue") or None
+                if token is None:
+                    break
+        return found
 
     def _all(self, selection: Selection) -> list[RawObject]:
         found: list[RawObject] = []
@@ -307,6 +319,10 @@ class Cluster:
             token = page.continue_token
             if token is None:
                 return found
+
+
+def _recent_first(event: EventView) -> float:
+    return -(event.last_seen.timestamp() if event.last_seen else 0.0)
 
 
 def _event(raw: Mapping[str, Any]) -> EventView:

@@ -5,12 +5,17 @@ authorization and NodeRestriction on, as on OKE and AKS). docs/reconciler.md, "S
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from kubernetes import client as k8s_client
 
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import STRATEGIC_MERGE_PATCH
 from tests.e2e.node_identity import AsNode
 from tests.e2e.reconciler_fixtures import (
@@ -187,3 +192,66 @@ def test_a_gate_record_forged_without_a_time_zone_does_not_let_a_node_escape_its
     )
     patch_labels(core_v1, hostile, {TENANT: "payments"})
     wait_for_taints(core_v1, hostile, lambda taints: LIVE in taints)
+
+
+def test_a_node_flooding_nodegate_like_warning_events_cannot_hide_the_recent_ones(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    as_node: AsNode,
+    unique_name: str,
+) -> None:
+    """A kubelet may create Events (the Node authorizer grants it), with any reporting
+    component and name: 501 Warning Events named to sort first, dated an hour ago, filled the
+    one page `nodegate status` read, and the most recent one, named to sort last, was not
+    shown. Events are not authenticated (docs/reconciler.md); the recent ones must still be
+    found."""
+    hostile = make_node("flood")
+    own = as_node(hostile)
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    for i in range(501):
+        own.create_namespaced_event(
+            "default", nodegate_like_event(f"0000-{unique_name}-{i}", hostile, "E2EFlood", hour_ago)
+        )
+    core_v1.create_namespaced_event(
+        "default",
+        nodegate_like_event(f"zzzz-{unique_name}", hostile, "E2ERecent", datetime.now(UTC)),
+    )
+
+    shown = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "nodegate"),
+            "status",
+            "-o",
+            "json",
+            "-n",
+            unique_name[:63],
+            "--kubeconfig",
+            str(control_plane.kubeconfig_path),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert "E2ERecent" in shown.stdout, shown.stdout + shown.stderr
+
+
+def nodegate_like_event(
+    name: str, node: str, reason: str, when: datetime
+) -> k8s_client.CoreV1Event:
+    stamp = when.replace(microsecond=0)
+    return k8s_client.CoreV1Event(
+        metadata=k8s_client.V1ObjectMeta(name=name, namespace="default"),
+        involved_object=k8s_client.V1ObjectReference(kind="Node", name=node, api_version="v1"),
+        reason=reason,
+        message="forged",
+        type="Warning",
+        count=1,
+        first_timestamp=stamp,
+        last_timestamp=stamp,
+        reporting_component="nodegate.dev/reconciler",
+        reporting_instance="forged",
+        source=k8s_client.V1EventSource(component="nodegate.dev/reconciler"),
+    )
