@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster
+from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError
 from nodegate.cli.live.options import (
     DEFAULT_NAMESPACE,
     Context,
@@ -23,7 +23,7 @@ from nodegate.cli.live.options import (
 from nodegate.cli.live.render import Column, print_items, print_table
 from nodegate.core.errors import RulesError
 from nodegate.core.eviction_budget import charges, plan_in_turn, waiting_rules
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_file import parse_nodes
@@ -148,18 +148,18 @@ def _rules_to_explain_with(
     reconciler has applied any rules yet) the rules ConfigMap's."""
     if rules_file is not None:
         return _load(rules_file), f"{rules_file} (what if: not the rules in force)", None
-    status, text, _problem = cluster.status_record()
-    if status is not None and text:
-        try:
-            rules = parse_rules(text, "the status record's rules in force")
-        except RulesError:
-            rules = None
-        if rules is not None:
-            which = (
-                f"the rules in force: generation {status.generation}, digest {status.digest} "
-                f"({status.source})"
-            )
-            return rules, which, status.held
+    try:
+        published = cluster.rules_in_force()
+    except RulesInForceUnknownError as err:
+        typer.echo(
+            f"nodegate explain: the rules in force are unknown: {err}; give --rules FILE", err=True
+        )
+        raise typer.Exit(1) from err
+    if published is not None:
+        if published.rules is None:
+            typer.echo(f"nodegate explain: {published.which}; give --rules FILE", err=True)
+            raise typer.Exit(1)
+        return published.rules, published.which, published.status.held
     configmap = cluster.rules_configmap()
     if configmap.rules is None:
         for problem in configmap.view.problems:

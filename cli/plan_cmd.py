@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster
+from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError
 from nodegate.cli.live.options import (
     DEFAULT_NAMESPACE,
     Context,
@@ -32,7 +32,7 @@ from nodegate.cli.live.options import (
 from nodegate.cli.live.render import Column, print_table
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.rules_change import RulesChange, rules_change
 from nodegate.core.yaml_output import dump_all
@@ -86,6 +86,13 @@ def plan_rules(
     except KubeError as err:
         typer.echo(f"nodegate plan: {err}", err=True)
         raise typer.Exit(ERROR) from err
+    except RulesInForceUnknownError as err:
+        typer.echo(
+            f"nodegate plan: the rules in force are unknown, so nothing was compared: {err} "
+            "(the reconciler rewrites its status record when rules next take effect)",
+            err=True,
+        )
+        raise typer.Exit(ERROR) from err
     limit = max_untaint_share if max_untaint_share is not None else share
     if progress.is_terminal:
         with progress.status(f"planning {len(nodes)} nodes"):
@@ -106,17 +113,16 @@ def plan_rules(
 
 def _in_force(cluster: Cluster) -> tuple[NodeRules | None, str, float]:
     """The rules the new ones are compared with: the reconciler's rules in force (its status
-    record), else the rules ConfigMap's, else none (every change is new)."""
-    status, text, _problem = cluster.status_record()
+    record; none at generation 0), else, with no record at all, the rules ConfigMap's, else
+    none (every change is new). A record that cannot say raises RulesInForceUnknownError."""
+    published = cluster.rules_in_force()
+    if published is not None:
+        share = published.status.max_untaint_share
+        which = published.which
+        if published.rules is not None:
+            which = f"the rules in force (generation {published.status.generation})"
+        return published.rules, which, DEFAULT_SHARE if share is None else share
     share = DEFAULT_SHARE
-    if status is not None and status.max_untaint_share is not None:
-        share = status.max_untaint_share
-    if status is not None and text:
-        try:
-            rules = parse_rules(text, "the status record's rules in force")
-            return rules, f"the rules in force (generation {status.generation})", share
-        except RulesError:
-            pass
     configmap = cluster.rules_configmap()
     if configmap.rules is not None:
         return configmap.rules, f"the rules ConfigMap {configmap.view.reference}", share

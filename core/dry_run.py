@@ -78,3 +78,10 @@ def hands_off(rules: NodeRules) -> frozenset[tuple[str, str]]:
         identities = {gate.taint.identity} | {t.identity for t in gate.former_taints}
         (named_dry if gate.dry_run else named_live).update(identities)
     return frozenset(named_dry - named_live)
+
+
+def live_owned_taints(rules: NodeRules) -> frozenset[tuple[str, str]]:
+    """(key, effect) of the taints live rules own: what the taint history may record. A taint
+    only dry-run rules name was never written by nodegate, so a node's ownership claim on it
+    must never become removable once the rule is deleted (docs/reconciler.md, Ownership)."""
+    return rules.owned_taints() - hands_off(rules)

@@ -96,7 +96,7 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateO
     # `match` is not consulted here: labels often arrive after registration, so a gate the node
     # carries is lifted only by its readiness or its timeout, never by a label mismatch.
     signal = _gate_signal(node, gate, facts)
-    began = life_began(node, gate)
+    began = life_began(node, gate, facts.now)
     if signal is not None:
         held = _min_hold_left(began, gate, facts.now)
         if held is not None:
@@ -164,10 +164,13 @@ def _condition_of_this_boot(
     return since > after
 
 
-def life_began(node: NodeState, gate: StartupGate) -> datetime | None:
+def life_began(node: NodeState, gate: StartupGate, now: datetime) -> datetime | None:
     """When this life of the gate began: the reboot as first seen, for a re-gate; else the
-    node's creation. Never before the Node object existed."""
+    node's creation. Never before the Node object existed, nor after now (the node may write
+    the re-gate record: a forged 9999-12-31 would overflow the timeout arithmetic)."""
     regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
+    if regated is not None:
+        regated = min(regated, now)
     if regated is None or node.created is None:
         return regated or node.created
     return max(regated, node.created)

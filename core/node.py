@@ -130,12 +130,23 @@ class NodeState:
 
 
 def parse_time(value: object) -> datetime | None:
-    """RFC 3339 text (or a datetime from the client) to an aware datetime."""
+    """RFC 3339 text (or a datetime from the client) to an aware datetime in UTC; ValueError
+    when it is not one."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    moment = (
+        value
+        if isinstance(value, datetime)
+        else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    )
+    # Text without a zone (a node may write its annotations in any form) is read as UTC: a
+    # naive time compared with an aware one raises TypeError, and the node's plan would fail.
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as err:  # e.g. 0001-01-01T00:00:00+14:00: no UTC form to write back
+        raise ValueError(f"{value!r} has no UTC form") from err
 
 
 def format_time(value: datetime) -> str:

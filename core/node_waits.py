@@ -98,7 +98,7 @@ def _gate_wait(
     text = f"{gate.name}: waits for " + " or ".join(signals)
     if "minHold" in why:
         text += f" ({why})"
-    began = life_began(node, gate)
+    began = life_began(node, gate, now)
     if gate.timeout is not None and began is not None:
         left = began + gate.timeout - now
         text += f"; times out in {duration(left)} (onTimeout: {gate.on_timeout})"

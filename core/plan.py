@@ -494,9 +494,10 @@ def _condition_decision(
 
 def _condition_since(condition: NodeCondition, facts: PlanFacts) -> datetime:
     """When a condition took its current status; without lastTransitionTime (some node-problem
-    detectors omit it), when the reconciler first saw it so, else now."""
+    detectors omit it), when the reconciler first saw it so, else now. Never after now: the
+    node writes the time (a clock ahead, or a forged 9999-12-31 that `for` would overflow)."""
     if condition.last_transition_time is not None:
-        return condition.last_transition_time
+        return min(condition.last_transition_time, facts.now)
     return facts.conditions_first_seen.get(condition_identity(condition), facts.now)
 
 

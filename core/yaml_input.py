@@ -434,7 +434,9 @@ def _plain(node: Any, path: DocPath, positions: Positions) -> Any:
 
 
 def _mark(node: CommentedMap | CommentedSeq, key: Any) -> tuple[int, int]:
-    """Where a key or item stood; a key merged in with `<<: *anchor` takes its mapping's."""
-    where = node.lc.data.get(key)
+    """Where a key or item stood; a key merged in with `<<: *anchor` takes its mapping's, and
+    so does one of a collection under a tag ruamel does not know (`!!python/...`), which it
+    builds without positions."""
+    where = (node.lc.data or {}).get(key)
     line, column = (where[0], where[1]) if where else (node.lc.line, node.lc.col)
     return (line + 1, column + 1) if line is not None else (1, 1)

@@ -95,6 +95,20 @@ def api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient
     return load_api_client(paths, context=context)
 
 
+class RulesInForceUnknownError(Exception):
+    """The reconciler's status record exists but cannot say which rules are in force."""
+
+
+@dataclass(frozen=True)
+class InForce:
+    """The rules in force, as the reconciler's status record publishes them."""
+
+    rules: NodeRules | None
+    """None: no rules are in force yet (generation 0; an update may be held)."""
+    which: str
+    status: ReconcilerStatus
+
+
 class Cluster:
     def __init__(self, api_client: client.ApiClient, where: Where) -> None:
         self.where = where
@@ -154,6 +168,31 @@ class Cluster:
         except StatusRecordError as err:
             return None, "", f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
         return status, text, None
+
+    def rules_in_force(self) -> InForce | None:
+        """The rules in force as the reconciler's status record publishes them; None when there
+        is no record (no reconciler has written one). RulesInForceUnknownError when there is one and
+        it cannot say: never guessed from the rules ConfigMap, which may hold a held update."""
+        status, text, problem = self.status_record()
+        if problem is not None:
+            raise RulesInForceUnknownError(problem)
+        if status is None:
+            return None
+        if status.generation == 0:
+            return InForce(None, "no rules (none are in force yet)", status)
+        try:
+            rules = parse_rules(text, "the status record's rules in force")
+        except RulesError as err:
+            where = f"{self.where.namespace}/{STATUS_CONFIGMAP}"
+            raise RulesInForceUnknownError(
+                f"{where}: its rules text (generation {status.generation}) is not readable: "
+                f"{err.problems[0] if err.problems else err}"
+            ) from err
+        which = (
+            f"the rules in force: generation {status.generation}, digest {status.digest} "
+            f"({status.source})"
+        )
+        return InForce(rules, which, status)
 
     def lease(self) -> LeaseView | None:
         raw = self._leases.read_lease(self.where.namespace, self.where.lease)
@@ -243,21 +282,33 @@ class Cluster:
         return (stored_record(raw) if raw is not None else None), quarantined
 
     def warning_events(self) -> list[EventView]:
-        """nodegate's recent Warning Events: about nodes, and about its rules ConfigMap."""
+        """nodegate's recent Warning Events: about nodes, and about its rules ConfigMap.
+
+        Every page is read: a LIST returns Events by name, not by time, so the first page alone
+        (a busy cluster's, or one a node filled with Events named to sort first: a kubelet may
+        create Events) need not hold the recent ones."""
         namespaces = sorted({self.where.event_namespace, self.where.rules_ref[0]})
         found: list[EventView] = []
         for namespace in namespaces:
-            response = call(
-                self._core.list_namespaced_event,
-                namespace,
-                field_selector=EVENT_SELECTOR,
-                limit=PAGE_SIZE,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )
-            found += [_event(raw) for raw in json_body(response).get("items") or ()]
-        found.sort(key=lambda e: e.last_seen.timestamp() if e.last_seen else 0.0, reverse=True)
-        return found[:EVENTS_SHOWN]
+            token: str | None = None
+            while True:
+                response = call(
+                    self._core.list_namespaced_event,
+                    namespace,
+                    field_selector=EVENT_SELECTOR,
+                    limit=PAGE_SIZE,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
+                )
+                body = json_body(response)
+                found += [_event(raw) for raw in body.get("items") or ()]
+                found.sort(key=_recent_first)
+                del found[EVENTS_SHOWN:]
+                token = (body.get("metadata") or {}).get("continue") or None
+                if token is None:
+                    break
+        return found
 
     def _all(self, selection: Selection) -> list[RawObject]:
         found: list[RawObject] = []
@@ -268,6 +319,10 @@ class Cluster:
             token = page.continue_token
             if token is None:
                 return found
+
+
+def _recent_first(event: EventView) -> float:
+    return -(event.last_seen.timestamp() if event.last_seen else 0.0)
 
 
 def _event(raw: Mapping[str, Any]) -> EventView:

@@ -25,6 +25,12 @@ from nodegate.reconciler.kit.backoff import Backoff
 
 Lane = Literal["event", "resync"]
 
+MAX_DELAY_SECONDS = 24 * 3600.0
+"""The longest a delayed re-add waits: a plan may name a moment centuries out (times a node
+writes, such as a condition's lastTransitionTime, feed it), and a thread cannot wait past
+`threading.TIMEOUT_MAX` (~292 years; longer raises OverflowError and kills the worker). A key
+re-added after a day is simply planned again."""
+
 
 def retry_backoff() -> Backoff:
     """A failing key waits 1 s, doubling to 30 s, each wait stretched by up to 100 % jitter."""
@@ -69,7 +75,7 @@ class WorkQueue:
             self.add(key)
             return
         with self._cond:
-            due = time.monotonic() + delay_seconds
+            due = time.monotonic() + min(delay_seconds, MAX_DELAY_SECONDS)
             if self._shutdown or self._due.get(key, float("inf")) <= due:
                 return
             self._due[key] = due

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from nodegate.core.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions import PlanFacts
+from nodegate.core.dry_run import live_owned_taints
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
@@ -96,8 +97,8 @@ class RulesInForce:
                 self._hold(update, reason)
                 return
             self._history.record(
-                update.rules.owned_taints()
-                | (applied.rules.owned_taints() if applied else frozenset())
+                live_owned_taints(update.rules)
+                | (live_owned_taints(applied.rules) if applied else frozenset())
             )
             self.applied = Applied(update, self.generation + 1)
             self._held = None

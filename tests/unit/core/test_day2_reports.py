@@ -124,6 +124,19 @@ def test_the_rules_in_force_change_nothing_and_exit_0() -> None:
     assert (change.verdict, change.exit_code, change.changed) == ("no change", NO_CHANGE, ())
 
 
+@pytest.mark.parametrize("new", [TEAM, GATE, ""])
+def test_a_cluster_without_nodes_has_nothing_to_change_or_hold_and_exits_0(new: str) -> None:
+    """0 nodes: no share to divide by, nothing to remove, even for a rules file emptied
+    (the guard's 'no rules at all' hold needs something removed)."""
+    change = rules_change([], rules(new), rules(TEAM), 0.0)
+    assert (change.verdict, change.exit_code, change.nodes, change.hold) == (
+        "no change",
+        NO_CHANGE,
+        0,
+        None,
+    )
+
+
 def test_a_new_rule_lists_each_node_it_taints_and_exits_2() -> None:
     nodes = [(team_node("n1"), facts()), (named("n2", node()), facts())]
     change = rules_change(nodes, rules(TEAM + ALSO), rules(TEAM), 0.5)

@@ -11,6 +11,7 @@ from nodegate.core.boot_sight import BootSight, track_boot
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, NodeTaint
+from nodegate.core.node_waits import NodeContext, waits
 from nodegate.core.plan import plan
 from tests.unit.core.builders import NOW, node, rules
 
@@ -104,6 +105,41 @@ def test_a_re_gates_timeout_counts_from_the_reboot_not_the_nodes_creation() -> N
     late = plan(regated, rules_, PlanFacts(now=NOW + timedelta(minutes=8)))
     assert late.timed_out_gates == ("warmup",)
     assert late.lifted_gates == ("warmup",)
+
+
+def test_a_re_gate_record_forged_at_the_end_of_time_is_planned_and_explained() -> None:
+    """A node may write its own gate records: a re-gate dated 9999-12-31 must not overflow the
+    timeout arithmetic (the node's plan failed, and explain with it); a life cannot begin
+    after now."""
+    rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
+    forged = node(POOL, (GATE,), annotations={REGATED: "9999-12-31T23:59:59Z"})
+    result = plan(forged, rules_, PlanFacts(now=NOW))
+    assert result.recheck_after == timedelta(minutes=10)
+    lines = waits(forged, rules_, result, NodeContext(), NOW)
+    assert any("times out in" in line for line in lines)
+
+
+def test_gate_records_forged_without_a_time_zone_are_planned() -> None:
+    """A node may write its own gate records in any form: a time without a zone (Python reads
+    it as naive, and a naive time compared with an aware one raises TypeError) must not make
+    the node's plan fail; it is read as UTC."""
+    rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
+    naive = {REGATED: "2026-11-21T12:00:00", AFTER: "2026-11-21T11:00:00"}
+    forged = node(POOL, (GATE,), annotations=naive, created=NOW - timedelta(days=3))
+    result = plan(forged, rules_, PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW}))
+    assert result.lifted_gates == ("warmup",)
+
+
+def test_a_completion_record_forged_at_the_first_instant_in_a_far_zone_is_planned() -> None:
+    """0001-01-01T00:00:00+14:00 parses, but is before the first instant UTC can show: the
+    re-gate's record of it (format_time) overflowed and the node's plan failed. A time that has
+    no UTC form is unreadable, as any other garbage the node writes."""
+    rebooted = lifted_then_rebooted()
+    forged = replace(
+        rebooted, annotations={**rebooted.annotations, COMPLETED: "0001-01-01T00:00:00+14:00"}
+    )
+    result = plan(forged, REGATE, PlanFacts(now=NOW))
+    assert result.gates_put_back == ("warmup",)
 
 
 def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:

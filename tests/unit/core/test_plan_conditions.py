@@ -135,6 +135,34 @@ def test_any_of_hold_counts_from_the_earliest_matching_condition() -> None:
     assert added(held, early) == [NET]
 
 
+END_OF_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=NOW.tzinfo)
+
+
+def test_a_condition_dated_at_the_end_of_time_holds_for_as_if_it_changed_now() -> None:
+    """A node may write any lastTransitionTime: one at 9999-12-31 must not overflow the `for`
+    arithmetic (the node's whole plan failed, and with it every other taint it should get);
+    a time ahead of now counts as now."""
+    held = rules(
+        """\
+        conditionTaints:
+          - name: network
+            for: 60s
+            conditions:
+              - {type: NetworkReady, status: "False"}
+            taint: {key: readiness.k8s.io/network, effect: NoSchedule}
+        labelTaints:
+          - name: tenant
+            match: {labels: {node-restriction.kubernetes.io/tenant: payments}}
+            taint: {key: example.com/tenant, value: payments, effect: NoSchedule}
+        """
+    )
+    forged = NodeCondition("NetworkReady", "False", "", END_OF_TIME)
+    labels = {"node-restriction.kubernetes.io/tenant": "payments"}
+    result = plan(node(labels, conditions=(forged,)), held, FACTS)
+    assert [c.taint.key for c in result.add_taints] == ["example.com/tenant"]
+    assert result.recheck_after == timedelta(seconds=60)
+
+
 def test_all_of_hold_counts_from_the_latest_matching_condition() -> None:
     held = rules(
         """\

@@ -284,3 +284,17 @@ def test_plain_data_with_too_many_values_is_refused() -> None:
         rules_from_data({"labelTaints": ["x"] * MAX_NODES}, "inline")
 
     assert raised.value.problems[0].message.startswith(f"more than {MAX_NODES:,} values")
+
+
+@pytest.mark.parametrize(
+    "value", ['!!python/object/apply:os.system ["echo pwned"]', "!!python/object/new:dict {a: 1}"]
+)
+def test_a_collection_under_an_unknown_tag_is_a_located_problem_not_a_crash(value: str) -> None:
+    """ruamel builds such a collection without positions: reading it raised AttributeError
+    (a traceback from `nodegate validate`, `plan` and `migrate`; an unlocated refusal in the
+    reconciler). The tag is never acted on, and the problem names its place."""
+    text = f"apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints: {value}\n"
+    with pytest.raises(RulesError) as refused:
+        parse_rules(text, "rules.yaml")
+    problem = refused.value.problems[0]
+    assert (problem.line, problem.path[:1]) == (3, ("labelTaints",))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
 from nodegate.core.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
-from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from tests.unit.reconciler.fakes import FakeApi
 from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
@@ -60,4 +60,25 @@ def test_a_status_write_that_failed_is_written_by_the_next_retry() -> None:
     assert ("nodegate-system", STATUS_CONFIGMAP) not in api.configmaps
 
     assert controller.status.retry()
+    assert record(api)[0].generation == 1
+
+
+def test_a_conflict_creating_the_record_is_retried_and_never_holds_up_the_rules() -> None:
+    """The API server answers 409 when another writer (a former leader, a hand) created the
+    record between the update's 404 and the create: the rules still take effect, and a retry
+    stores the record over the other writer's (an unconditional update)."""
+    api = FakeApi()
+    api.add_node(ci_node("n1", tainted=True))
+    controller = synced(api)
+    api.configmaps.pop(("nodegate-system", STATUS_CONFIGMAP), None)  # deleted by hand
+    api.fail("create_configmap", ConflictError("already exists"))
+    controller.offer_rules(offered(CI_RULES))
+    assert controller.applied is not None
+    assert not api.failures["create_configmap"]  # the 409 was met
+    api.configmaps[("nodegate-system", STATUS_CONFIGMAP)] = {
+        "metadata": {"name": STATUS_CONFIGMAP, "resourceVersion": "1"},
+        "data": {"status.json": "written by someone else"},
+    }
+    controller.status.applied(offered(CI_RULES), 1)  # as the next generation or resync would
+
     assert record(api)[0].generation == 1

@@ -46,6 +46,28 @@ def test_shutdown_releases_waiting_workers() -> None:
     assert results == [None]
 
 
+def test_a_delay_centuries_long_does_not_kill_the_waiting_worker() -> None:
+    """A node may date its condition in 2500: the recheck it causes is longer than a thread
+    can wait (threading.TIMEOUT_MAX), and `get` must keep waiting instead of raising."""
+    queue = WorkQueue()
+    queue.add_after("far", threading.TIMEOUT_MAX * 2)
+    died: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            queue.get()
+        except BaseException as err:  # the failure under test
+            died.append(err)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(0.5)
+    assert not died
+    assert worker.is_alive()
+    queue.shutdown()
+    worker.join(5)
+
+
 def test_a_key_waits_for_one_delayed_re_add_the_earliest() -> None:
     queue = WorkQueue()
     queue.add_after("a", 30)
