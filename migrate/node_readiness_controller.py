@@ -21,6 +21,7 @@ evaluated, the rule's status gets `dryRunResults`.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -411,6 +412,13 @@ def _taint(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def every_status_but(required: str) -> str:
+    """A full-match regex for every status but `required`, as node-readiness-controller
+    compares (status != requiredStatus): a status outside True/False/Unknown, which the API
+    server does not refuse on a Node, counts as unsatisfied there and here."""
+    return f"(?!{re.escape(required)}$).*"
+
+
 def _condition_taint(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """Tainted while node-readiness-controller's conditions do not hold: each condition
     negated (every status but the required one, the unreported status as it counted it), and
@@ -419,7 +427,7 @@ def _condition_taint(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     conditions = [
         {
             "type": c["type"],
-            "status": "|".join(s for s in STATUSES if s != c["requiredStatus"]),
+            "status": every_status_but(c["requiredStatus"]),
             "defaultStatus": c.get("defaultStatus", NRC_DEFAULT_STATUS),
         }
         for c in spec["conditions"]

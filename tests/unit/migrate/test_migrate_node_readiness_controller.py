@@ -4,6 +4,7 @@ located error for what node-readiness-controller itself would refuse, and the no
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,11 @@ def test_the_shipped_example_is_what_the_command_prints(monkeypatch: pytest.Monk
 def test_a_continuous_rule_becomes_a_condition_taint_on_every_other_status() -> None:
     [taint] = rules_of(convert(rule())).condition_taints
     [condition] = taint.conditions
-    assert (condition.type, condition.status) == ("TestReady", "False|Unknown")
+    assert condition.type == "TestReady"
+    assert [s for s in ("True", "False", "Unknown") if re.fullmatch(condition.status, s)] == [
+        "False",
+        "Unknown",
+    ]
     assert (taint.taint.key, taint.taint.value, taint.taint.effect) == (
         "readiness.k8s.io/TestReady",
         "pending",
@@ -116,14 +121,13 @@ def test_a_continuous_rule_becomes_a_condition_taint_on_every_other_status() -> 
     assert taint.on_recovery == "remove" and not taint.dry_run
 
 
-@pytest.mark.parametrize(
-    ("required", "status"),
-    [("True", "False|Unknown"), ("False", "True|Unknown"), ("Unknown", "True|False")],
-)
-def test_the_required_status_is_negated(required: str, status: str) -> None:
+@pytest.mark.parametrize("required", ["True", "False", "Unknown"])
+def test_the_required_status_is_negated_for_every_status_a_node_may_report(required: str) -> None:
     conditions = f'[{{type: C, requiredStatus: "{required}"}}]'
     [taint] = rules_of(convert(rule(conditions=conditions))).condition_taints
-    assert taint.conditions[0].status == status
+    reported = ("True", "False", "Unknown", "TRUE", "Maybe", "", f"{required}x")
+    matching = [s for s in reported if re.fullmatch(taint.conditions[0].status, s)]
+    assert matching == [s for s in reported if s != required]
 
 
 def test_an_unreported_condition_counts_as_unknown_as_in_node_readiness_controller() -> None:
@@ -134,10 +138,9 @@ def test_an_unreported_condition_counts_as_unknown_as_in_node_readiness_controll
 def test_default_status_is_carried_over() -> None:
     conditions = '[{type: MaintenanceRequired, requiredStatus: "False", defaultStatus: "False"}]'
     [taint] = rules_of(convert(rule(conditions=conditions))).condition_taints
-    assert (taint.conditions[0].status, taint.conditions[0].default_status) == (
-        "True|Unknown",
-        "False",
-    )
+    assert re.fullmatch(taint.conditions[0].status, "True")
+    assert not re.fullmatch(taint.conditions[0].status, "False")
+    assert taint.conditions[0].default_status == "False"
 
 
 @pytest.mark.parametrize(
