@@ -163,11 +163,32 @@ def _module_dir(name: str, root: Path | None = None) -> Path:
     return directory
 
 
+def _download(module: str, version: str, cwd: Path) -> tuple[str, Path]:
+    """Download one module: its go.mod text and its unpacked source dir."""
+    info = json.loads(go_output(["mod", "download", "-json", f"{module}@{version}"], cwd=cwd))
+    return Path(info["GoMod"]).read_text(encoding="utf-8"), Path(info["Dir"])
+
+
 def _upstream(module: str, version: str, cwd: Path) -> tuple[gomodule.UpstreamGoMod, Path]:
     """Download one module and parse its go.mod; also return its unpacked source dir."""
-    info = json.loads(go_output(["mod", "download", "-json", f"{module}@{version}"], cwd=cwd))
-    text = Path(info["GoMod"]).read_text(encoding="utf-8")
-    return gomodule.parse_upstream_gomod(text), Path(info["Dir"])
+    text, source = _download(module, version, cwd)
+    return gomodule.parse_upstream_gomod(text), source
+
+
+def _plain_module(
+    name: str, module: str, version: str, root: Path | None = None, *, keep_replaces: bool = False
+) -> tuple[Path, Path]:
+    """The wrapper module every tool but Kubernetes builds from (one require, upstream's Go
+    version; `keep_replaces`: its versioned replaces too, which `go install` refuses): the
+    wrapper's directory and the module's unpacked source."""
+    directory = _module_dir(name, root)
+    text, source = _download(module, version, directory)
+    upstream = gomodule.parse_upstream_gomod(text)
+    wrapper = gomodule.plain_wrapper(name, upstream.go_version, module, version)
+    if keep_replaces:
+        wrapper = dataclasses.replace(wrapper, replace_lines=gomodule.versioned_replaces(text))
+    _write_gomod(directory, wrapper)
+    return directory, source
 
 
 def _write_gomod(directory: Path, wrapper: gomodule.WrapperModule) -> None:
@@ -283,12 +304,7 @@ def _build_kube(staging: Path, say: Say) -> None:
 
 def _build_etcd(staging: Path, say: Say) -> None:
     """etcd's server module has `main` at its root, so the package is the module path."""
-    directory = _module_dir("etcd")
-    upstream, _ = _upstream(ETCD_MODULE, ETCD_VERSION, directory)
-    _write_gomod(
-        directory,
-        gomodule.plain_wrapper("etcd", upstream.go_version, ETCD_MODULE, ETCD_VERSION),
-    )
+    directory, _ = _plain_module("etcd", ETCD_MODULE, ETCD_VERSION)
     _go_build(
         directory,
         [ETCD_MODULE],
@@ -301,12 +317,7 @@ def _build_etcd(staging: Path, say: Say) -> None:
 
 def _build_kwok(staging: Path, say: Say) -> None:
     """kwok plus the Stage YAMLs it needs at run time, copied out of its module source."""
-    directory = _module_dir("kwok")
-    upstream, source = _upstream(KWOK_MODULE, KWOK_VERSION, directory)
-    _write_gomod(
-        directory,
-        gomodule.plain_wrapper("kwok", upstream.go_version, KWOK_MODULE, KWOK_VERSION),
-    )
+    directory, source = _plain_module("kwok", KWOK_MODULE, KWOK_VERSION)
     ldflags = (
         f"-s -w -X {KWOK_MODULE}/pkg/consts.Version={KWOK_VERSION.removeprefix('v')}"
         f" -X {KWOK_MODULE}/pkg/consts.KubeVersion={KUBERNETES.version.removeprefix('v')}"
@@ -374,14 +385,7 @@ def _build_karpenter(_: Path, say: Say) -> None:
 
     def fill(staging: Path) -> None:
         (staging / paths.KARPENTER_CRDS_DIR).mkdir()
-        directory = _module_dir("karpenter")
-        upstream, source = _upstream(KARPENTER_MODULE, KARPENTER_VERSION, directory)
-        _write_gomod(
-            directory,
-            gomodule.plain_wrapper(
-                "karpenter", upstream.go_version, KARPENTER_MODULE, KARPENTER_VERSION
-            ),
-        )
+        directory, source = _plain_module("karpenter", KARPENTER_MODULE, KARPENTER_VERSION)
         _go_build(
             directory,
             [f"{KARPENTER_MODULE}/kwok"],
@@ -568,14 +572,7 @@ def _build_promtool(_: Path, say: Say) -> None:
 
     def fill(staging: Path) -> None:
         root = paths.promtool_root()
-        directory = _module_dir("prometheus", root)
-        upstream, _ = _upstream(PROMETHEUS_MODULE, PROMETHEUS_VERSION, directory)
-        _write_gomod(
-            directory,
-            gomodule.plain_wrapper(
-                "prometheus", upstream.go_version, PROMETHEUS_MODULE, PROMETHEUS_VERSION
-            ),
-        )
+        directory, _ = _plain_module("prometheus", PROMETHEUS_MODULE, PROMETHEUS_VERSION, root)
         common = "github.com/prometheus/common/version"
         _go_build(
             directory,
@@ -630,11 +627,7 @@ def _build_helm(version: str, say: Say) -> None:
 
     def fill(staging: Path) -> None:
         root = paths.helm_root(version)
-        directory = _module_dir("helm", root)
-        upstream, _ = _upstream(module, version, directory)
-        _write_gomod(
-            directory, gomodule.plain_wrapper("helm", upstream.go_version, module, version)
-        )
+        directory, _ = _plain_module("helm", module, version, root)
         stamps = f"-X {module}/internal/version.version={version}"
         stamps += f" -X {module}/internal/version.gitTreeState=module"
         if module == HELM_MODULE:
@@ -685,19 +678,9 @@ def _build_helm_unittest(_: Path, say: Say) -> None:
 
     def fill(staging: Path) -> None:
         root = paths.helm_unittest_root()
-        directory = _module_dir("helm-unittest", root)
-        upstream, _ = _upstream(HELM_UNITTEST_MODULE, HELM_UNITTEST_VERSION, directory)
-        info = json.loads(
-            go_output(
-                ["mod", "download", "-json", f"{HELM_UNITTEST_MODULE}@{HELM_UNITTEST_VERSION}"],
-                cwd=directory,
-            )
+        directory, _ = _plain_module(
+            "helm-unittest", HELM_UNITTEST_MODULE, HELM_UNITTEST_VERSION, root, keep_replaces=True
         )
-        replaces = gomodule.versioned_replaces(Path(info["GoMod"]).read_text(encoding="utf-8"))
-        wrapper = gomodule.plain_wrapper(
-            "helm-unittest", upstream.go_version, HELM_UNITTEST_MODULE, HELM_UNITTEST_VERSION
-        )
-        _write_gomod(directory, dataclasses.replace(wrapper, replace_lines=replaces))
         _go_build(
             directory,
             [f"{HELM_UNITTEST_MODULE}/cmd/helm-unittest"],
@@ -740,13 +723,8 @@ def _build_chart_testing(_: Path, say: Say) -> None:
 
     def fill(staging: Path) -> None:
         root = paths.chart_testing_root()
-        directory = _module_dir("chart-testing", root)
-        upstream, source = _upstream(CHART_TESTING_MODULE, CHART_TESTING_VERSION, directory)
-        _write_gomod(
-            directory,
-            gomodule.plain_wrapper(
-                "chart-testing", upstream.go_version, CHART_TESTING_MODULE, CHART_TESTING_VERSION
-            ),
+        directory, source = _plain_module(
+            "chart-testing", CHART_TESTING_MODULE, CHART_TESTING_VERSION, root
         )
         version = f"-X {CHART_TESTING_MODULE}/ct/cmd.Version={CHART_TESTING_VERSION}"
         _go_build(

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from nodegate.core.dry_run import DryRunChange, live_owned_taints
 from nodegate.core.gate_plan import GATE_COMPLETED
+from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeCondition, NodeTaint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
 from nodegate.core.registration import registration_taints
@@ -61,43 +62,35 @@ def test_dry_run_rule_does_not_claim_a_taint_it_matches() -> None:
     assert [c.action for c in result.dry_run] == ["adopt_taint"]
 
 
+def dry_and_live(live_match: str) -> NodeRules:
+    """A dry-run rule and a live one naming the same taint; the live one matches `live_match`."""
+    return rules(
+        f"""\
+        labelTaints:
+          - name: ci
+            dryRun: true
+            match: {{labels: {{example.com/ci: "yes"}}}}
+            taint: {{key: example.com/ci, value: "yes", effect: NoSchedule}}
+            nodeMayLift: true
+          - name: ci-live
+            match: {{labels: {{{live_match}}}}}
+            taint: {{key: example.com/ci, value: "yes", effect: NoSchedule}}
+            nodeMayLift: true
+        """
+    )
+
+
 def test_the_taint_history_records_no_taint_only_a_dry_run_rule_names() -> None:
     """Recorded, a dry-run rule's taint would become removable through a node's forged claim
     once the rule is deleted, though nodegate never wrote it (e2e:
     test_hostile_nodes_day2.py::test_a_deleted_dry_run_rule_never_lets_a_node_strip_...)."""
     assert live_owned_taints(DRY_LABEL) == frozenset()
-    live = rules(
-        """\
-        labelTaints:
-          - name: ci
-            dryRun: true
-            match: {labels: {example.com/ci: "yes"}}
-            taint: {key: example.com/ci, value: "yes", effect: NoSchedule}
-            nodeMayLift: true
-          - name: ci-live
-            match: {labels: {example.com/ci: "live"}}
-            taint: {key: example.com/ci, value: "yes", effect: NoSchedule}
-            nodeMayLift: true
-        """
-    )
+    live = dry_and_live('example.com/ci: "live"')
     assert live_owned_taints(live) == {("example.com/ci", "NoSchedule")}
 
 
 def test_live_rule_naming_the_same_taint_still_acts() -> None:
-    both = rules(
-        """\
-        labelTaints:
-          - name: ci
-            dryRun: true
-            match: {labels: {example.com/ci: "yes"}}
-            taint: {key: example.com/ci, value: "yes", effect: NoSchedule}
-            nodeMayLift: true
-          - name: ci-live
-            match: {labels: {example.com/team: "ci"}}
-            taint: {key: example.com/ci, value: "yes", effect: NoSchedule}
-            nodeMayLift: true
-        """
-    )
+    both = dry_and_live('example.com/team: "ci"')
     result = plan(node({"example.com/team": "ci"}), both, FACTS)
     assert [c.taint for c in result.add_taints] == [CI]
     assert result.dry_run == ()

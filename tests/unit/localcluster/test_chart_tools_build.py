@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from nodegate.localcluster import build, gomodule, paths
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 
@@ -51,9 +49,8 @@ def test_the_wrapper_module_renders_the_copied_replace() -> None:
 
 
 def test_helm_3_and_4_are_cached_apart_each_under_its_own_stamp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    empty_cache: Path,
 ) -> None:
-    monkeypatch.setenv("NODEGATE_CACHE", str(tmp_path))
 
     def fill(staging: Path) -> None:
         (staging / paths.HELM).write_text("")
@@ -67,10 +64,9 @@ def test_helm_3_and_4_are_cached_apart_each_under_its_own_stamp(
 
 
 def test_chart_testing_is_not_built_without_its_config_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    empty_cache: Path,
 ) -> None:
     """`ct lint` reads etc/chart_schema.yaml and etc/lintconf.yaml (CT_CONFIG_DIR)."""
-    monkeypatch.setenv("NODEGATE_CACHE", str(tmp_path))
 
     def fill(staging: Path) -> None:
         (staging / paths.CHART_TESTING).write_text("")

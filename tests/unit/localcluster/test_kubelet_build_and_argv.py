@@ -20,14 +20,9 @@ from nodegate.localcluster.kubelet import (
 
 
 def test_a_kubelet_build_leaves_the_control_planes_stamp_check_as_it_was(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cached_control_plane: Path,
 ) -> None:
-    monkeypatch.setenv("NODEGATE_CACHE", str(tmp_path))
-    paths.bin_dir().mkdir(parents=True)
-    for name in paths.ALL_BINARIES:
-        (paths.bin_dir() / name).write_text("")
-    (paths.bin_dir() / paths.STAMP_NAME).write_text(json.dumps(build.expected_stamp()))
-    assert build.is_built() and not build.kubelet_is_built()
+    assert not build.kubelet_is_built()
 
     def fill(staging: Path) -> None:
         for name in paths.KUBELET_BINARIES:

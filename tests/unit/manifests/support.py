@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nodegate.core.loader import RulesDocument
+from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 
@@ -54,3 +58,16 @@ def one(objects: list[Manifest], kind: str, name: str | None = None) -> Manifest
     found = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
     assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
     return found[0]
+
+
+def built_tool(build: Callable[[], Path], what: str, target: str) -> Path:
+    """A Go tool from the harness's cache, built first if cold. Only a machine without Go may
+    skip; any build failure is the test's failure, with the build's message and `make target`."""
+    try:
+        find_go()
+    except GoError as error:
+        pytest.skip(f"no Go toolchain to build {what}: {error}")
+    try:
+        return build()
+    except Exception as error:
+        pytest.fail(f"{what} could not be built (make {target}):\n{error}", pytrace=False)

@@ -21,9 +21,8 @@ import pytest
 import yaml
 
 from nodegate.localcluster.build import ensure_promtool_built
-from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.manifests.webhook import WEBHOOK_NAME
-from tests.unit.manifests.support import build, one
+from tests.unit.manifests.support import build, built_tool, one
 
 NS = "nodegate-system"
 """The namespace the default settings deploy to, which every reconciler alert selects."""
@@ -336,14 +335,7 @@ def _unit_test(alert: str, scenario: Scenario) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def promtool() -> Path:
-    try:
-        find_go()
-    except GoError as error:  # only a machine without Go may skip
-        pytest.skip(f"no Go toolchain to build promtool: {error}")
-    try:
-        return ensure_promtool_built()
-    except Exception as error:  # any build failure: its message is the test's failure
-        pytest.fail(f"promtool could not be built (make promtool):\n{error}", pytrace=False)
+    return built_tool(ensure_promtool_built, "promtool", "promtool")
 
 
 @pytest.fixture(scope="module")

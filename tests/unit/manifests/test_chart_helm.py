@@ -29,7 +29,6 @@ from nodegate.localcluster.build import (
     ensure_helm_built,
     ensure_helm_unittest_built,
 )
-from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.localcluster.versions import HELM4_VERSION
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.chart import (
@@ -41,7 +40,13 @@ from nodegate.manifests.chart import (
     value_paths,
 )
 from nodegate.manifests.settings import DeploySettings
-from tests.unit.manifests.support import NO_POD_GATES, REPO, REPOSITORY, example_document
+from tests.unit.manifests.support import (
+    NO_POD_GATES,
+    REPO,
+    REPOSITORY,
+    built_tool,
+    example_document,
+)
 
 CHART = REPO / "charts" / "nodegate"
 REGENERATE = "make chart"
@@ -50,14 +55,7 @@ RELEASE_NAMESPACE = str(DeploySettings.model_fields["namespace"].default)
 
 
 def _built(build: Callable[[], Path], what: str) -> Path:
-    try:
-        find_go()
-    except GoError as error:  # only a machine without Go may skip
-        pytest.skip(f"no Go toolchain to build {what}: {error}")
-    try:
-        return build()
-    except Exception as error:  # any build failure: its message is the test's failure
-        pytest.fail(f"{what} could not be built (make helm):\n{error}", pytrace=False)
+    return built_tool(build, what, "helm")
 
 
 @pytest.fixture(scope="module")
