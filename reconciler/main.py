@@ -105,14 +105,16 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     api = _node_api(settings)
     metrics = Metrics()
     health = Health(lambda loop: metrics.loop_failed.labels(loop).set(1))
+    controller: Controller  # made below, once the fence is known; read only when called
     recorder = QueuedEvents(
-        EventRecorder(api, settings.event_namespace, settings.leader_election.identity)
+        EventRecorder(api, settings.event_namespace, settings.leader_election.identity),
+        # Node writes go before their Events; a lambda: the controller is made below.
+        busy=lambda: controller.queue.busy(),  # noqa: PLW0108
     )
     history = TaintHistory(
         api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
     elector: LeaderElector | None = None
-    controller: Controller  # made below, once the fence is known; read only when called
     # The webhook serves the rules in force: this replica's while it leads, else the leader's,
     # whose digest the leader writes on the Lease (`served_rules`).
     served = ServedRules(

@@ -155,22 +155,42 @@ class Recorder(Protocol):
     ) -> None: ...
 
 
-QUEUE_CAPACITY = 1000  # client-go's maxQueuedEvents
+QUEUE_CAPACITY = 10_000
+"""Events waiting to be sent. client-go keeps 1,000 (maxQueuedEvents) and drops the rest; a
+storm over 5,000 nodes is 5,000 changes, each owed an Event on its node, and they wait while
+node writes go first (`HOLD_SECONDS`), so the queue holds a storm's worth (about 0.7 KiB each)."""
+HOLD_SECONDS = 60.0
+"""The longest an Event waits for node writes to go first, counted from its queueing."""
+QUIET_POLL_SECONDS = 0.05
 
 
 class QueuedEvents:
-    """Events sent by a thread of their own, off the node write path.
+    """Events sent by a thread of their own, off the node write path, after the node writes.
 
     Measured with `make bench` (py-spy): the worker that wrote a node then waited for the API
     server to create its Event, two round trips per change, which halved how many changes the
-    workers carried in a burst. client-go's broadcaster does the same: a bounded queue (1,000)
-    that drops, and logs, what does not fit rather than slow the controller down. A standard
+    workers carried in a burst. client-go's broadcaster does the same: a bounded queue that
+    drops, and logs, what does not fit rather than slow the controller down. A standard
     `queue.Queue` and one sender keep the Events in order, so aggregation is unchanged.
+
+    While `busy()` (nodes waiting for a write), an Event waits, up to `hold_seconds` from its
+    queueing: in a storm the API server is the bottleneck (docs/benchmarks.md), and every Event
+    created then delays a taint; the taint is the protection, its Event the report of it.
     """
 
-    def __init__(self, recorder: EventRecorder, capacity: int = QUEUE_CAPACITY) -> None:
+    def __init__(
+        self,
+        recorder: EventRecorder,
+        capacity: int = QUEUE_CAPACITY,
+        busy: Callable[[], bool] = lambda: False,
+        hold_seconds: float = HOLD_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._recorder = recorder
-        self._queue: queue.Queue[Callable[[], None]] = queue.Queue(capacity)
+        self._queue: queue.Queue[tuple[float, Callable[[], None]]] = queue.Queue(capacity)
+        self._busy = busy
+        self._hold = hold_seconds
+        self._clock = clock
         self.dropped = 0
 
     def on_node(
@@ -185,7 +205,7 @@ class QueuedEvents:
 
     def _put(self, send: Callable[[], None]) -> None:
         try:
-            self._queue.put_nowait(send)
+            self._queue.put_nowait((self._clock(), send))
         except queue.Full:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 100 == 0:
@@ -195,14 +215,22 @@ class QueuedEvents:
         """Send queued Events until `stop`; then what is left, for at most a second."""
         while not stop.is_set():
             try:
-                self._send(self._queue.get(timeout=0.2))
+                queued_at, send = self._queue.get(timeout=0.2)
             except queue.Empty:
                 continue
+            self._after_node_writes(queued_at, stop)
+            self._send(send)
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             try:
-                self._send(self._queue.get_nowait())
+                self._send(self._queue.get_nowait()[1])
             except queue.Empty:
+                return
+
+    def _after_node_writes(self, queued_at: float, stop: threading.Event) -> None:
+        """Wait while nodes wait for a write, until the Event has waited `hold_seconds`."""
+        while self._busy() and self._clock() - queued_at < self._hold:
+            if stop.wait(QUIET_POLL_SECONDS):
                 return
 
     @staticmethod

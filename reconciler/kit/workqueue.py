@@ -162,6 +162,11 @@ class WorkQueue:
         with self._cond:
             return len(self._dirty) + sum(1 for k in self._due if k not in self._dirty)
 
+    def busy(self) -> bool:
+        """Whether any key is ready now or being worked on (keys due later do not count)."""
+        with self._cond:
+            return bool(self._dirty or self._processing)
+
     def shutdown(self) -> None:
         with self._cond:
             self._shutdown = True

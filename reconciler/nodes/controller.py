@@ -49,6 +49,8 @@ from nodegate.reconciler.settings import ReconcilerSettings
 log = logging.getLogger("nodegate.controller")
 
 Clock = Callable[[], datetime]
+RESYNC_POLL_SECONDS = 0.01
+"""How often a resync in progress looks whether the queue is idle (its timing's resolution)."""
 HISTORY_LOAD_SECONDS = 30.0
 """How long the taint-key history is retried at start before going on without it."""
 
@@ -331,16 +333,27 @@ class Controller:
             if not self._history.persisted:
                 self._history.persist()
             self.status.retry()
-            if self.rules is not None:
-                self._enqueue_all("resync")
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
+            if self.rules is not None:
+                self._resync(stop)
         self._running.clear()
         self.labels.follow(False, health)
         self.queue.shutdown()
         self.gate_pods.stop_all()
         for thread in threads:
             thread.join(timeout=5)
+
+    def _resync(self, stop: threading.Event) -> None:
+        """Queue every node, and time the pass until the queue is idle again (the next resync
+        waits for it: re-queueing every node in the middle of a storm gains nothing)."""
+        started = time.monotonic()
+        self._enqueue_all("resync")
+        while self.queue.busy():
+            if stop.wait(RESYNC_POLL_SECONDS):
+                return
+        self._metrics.resync_seconds.set(time.monotonic() - started)
+        self._metrics.resyncs.inc()
 
     def _load_history(self, stop: threading.Event) -> None:
         """Read the taint-key history before anything is planned; retried with backoff.

@@ -191,6 +191,13 @@ class Metrics:
             "Lease renewal started less than the renew deadline ago.",
             registry=r,
         )
+        self.resync_seconds = Gauge(
+            "nodegate_resync_duration_seconds",
+            "How long the last periodic resync took: every cached node queued, until the queue "
+            "was idle again (a pass near the resync period means nodes wait behind it).",
+            registry=r,
+        )
+        self.resyncs = Counter("nodegate_resyncs", "Periodic resyncs completed.", registry=r)
         self.queue_depth = Gauge(
             "nodegate_queue_depth",
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",

@@ -40,6 +40,14 @@ def bench_api(plane: LocalControlPlane, pool_size: int = 16) -> k8s_client.CoreV
     return k8s_client.CoreV1Api(api)
 
 
+def warm_api(plane: LocalControlPlane, threads: int) -> k8s_client.CoreV1Api:
+    """A client with `threads` connections already open (TLS set up), as an operator's are:
+    a floor measures the API server's answers, not 16 handshakes."""
+    core = bench_api(plane, pool_size=threads)
+    parallel(lambda _: core.get_api_resources(_preload_content=False), range(threads), threads)
+    return core
+
+
 def parallel(work: Callable[[Any], object], items: Iterable[Any], threads: int = 8) -> None:
     with ThreadPoolExecutor(threads) as pool:
         for _ in pool.map(work, items):
@@ -119,7 +127,7 @@ def floor_seconds(plane: LocalControlPlane, names: list[str], on: bool, threads:
     put on; otherwise the taints emptied), `threads` at a time; seconds for all the answers.
 
     Run while no operator runs and the nodes carry no taint, so emptying loses nothing."""
-    core = bench_api(plane, pool_size=threads)
+    core = warm_api(plane, threads)
     taints = [{"key": FLOOR_KEY, "value": "floor", "effect": "NoSchedule"}] if on else []
 
     def patch(name: str) -> None:
@@ -130,6 +138,31 @@ def floor_seconds(plane: LocalControlPlane, names: list[str], on: bool, threads:
     started = time.monotonic()
     parallel(patch, names, threads)
     return time.monotonic() - started
+
+
+def round_trips(plane: LocalControlPlane, names: list[str], rate: float) -> list[float]:
+    """A plain client's taint patch on each node at `rate` per second (nothing else writing):
+    seconds from each request sent to its answer. A steady change needs two of them (the
+    change, then the operator's write) and two watch deliveries before it can be seen tainted.
+
+    The taints are taken off again afterwards (as `floor_seconds` leaves them)."""
+    core = warm_api(plane, 16)
+    taints = [{"key": FLOOR_KEY, "value": "floor", "effect": "NoSchedule"}]
+    seconds = [0.0] * len(names)
+    start = time.monotonic()
+
+    def patch(index: int) -> None:
+        time.sleep(max(0.0, start + index / rate - time.monotonic()))
+        sent = time.monotonic()
+        core.patch_node(
+            names[index], {"spec": {"taints": taints}}, _content_type=MERGE_PATCH,
+            _preload_content=False,
+        )  # fmt: skip
+        seconds[index] = time.monotonic() - sent
+
+    parallel(patch, range(len(names)), 16)
+    floor_seconds(plane, names, False, 16)
+    return seconds
 
 
 def reset_node(core: k8s_client.CoreV1Api, name: str) -> None:

@@ -71,6 +71,16 @@ class SizeResult:
     # The API server's floor: seconds for a plain client to put a taint on every node and take
     # it off again, by phase ("taint", "untaint") and client threads: {"taint": {16: 1.9}}.
     floor: dict[str, dict[int, float]] = field(default_factory=dict)
+    # Seconds for the same plain client to put a taint on `burst` nodes at once (16 threads):
+    # the yardstick of the burst figures where the API server cannot answer within 500 ms.
+    burst_floor: float | None = None
+    # A plain client's single taint patch at the steady rate, nothing else writing: each
+    # request's round trip (the steady figures' yardstick: a change takes two, plus two watches).
+    round_trip: Latency | None = None
+    # Seconds to send each storm phase's flips with no operator running, by phase: the share
+    # of a phase that is the load generator's and the API server's, whatever the operator does.
+    flips_alone: dict[str, float] = field(default_factory=dict)
+    burst: int = 0  # changes in a burst
     # component -> (peak RSS MiB, CPU seconds over the whole run), read at its end
 
 

@@ -78,7 +78,19 @@ CONTROL_PLANE_ARGS = {
     "kube-controller-manager": ["--kube-api-qps=200", "--kube-api-burst=400"],
     "kwok": ["--v=WARN"],
 }
+
+
+def _control_plane_args(plan: Plan) -> dict[str, list[str]]:
+    """With `--profile`, the API server also serves /debug/pprof (its own CPU profile of each
+    storm phase: where the phase's time goes once nodegate keeps up)."""
+    args = {name: list(flags) for name, flags in CONTROL_PLANE_ARGS.items()}
+    if plan.profile_dir is not None:
+        args.setdefault("kube-apiserver", []).append("--profiling=true")  # the last flag wins
+    return args
+
+
 REGISTRATION_SECONDS_PER_NODE = 0.5  # generous: a timeout here means the control plane is stuck
+STORM_PROFILE_SECONDS = 8  # with --profile: the API server's profile of a storm phase's start
 STORM_PERCENTILES = (50, 90, 99)  # as node-readiness-controller's scale report gives them
 FLOOR_THREADS = (16, 64)  # the load generator's own 16, and more than any operator runs
 # nodegate runs at its shipped defaults unless told otherwise (one declaration per setting).
@@ -206,7 +218,7 @@ def measure_size(plan: Plan, command: str) -> SizeResult:
             with_scheduling=True,
             audit_policy=AUDIT_POLICY,
             kwok_stage_overrides={HEARTBEAT_STAGE_FILE: stage},
-            extra_args=CONTROL_PLANE_ARGS,
+            extra_args=_control_plane_args(plan),
         )
         with plane:
             bench = Bench(
@@ -236,9 +248,13 @@ def measure_size(plan: Plan, command: str) -> SizeResult:
                     write_burst=plan.write_burst,
                     tag=plan.tag,
                     heartbeat_events_per_second=plan.nodes / HEARTBEAT_PERIOD_SECONDS,
+                    burst=plan.burst,
                 )
                 _register_nodes(bench, result)
                 result.floor = _measure_floor(bench)
+                result.burst_floor = _measure_burst_floor(bench)
+                result.round_trip = _measure_round_trips(bench)
+                result.flips_alone = _measure_flips_alone(bench)
                 ready = time.monotonic()
                 for index, operator in enumerate(plan.operators):
                     if index:
@@ -313,6 +329,39 @@ def _measure_floor(bench: Bench) -> dict[str, dict[int, float]]:
     return floor
 
 
+def _measure_burst_floor(bench: Bench) -> float:
+    """The API server's own time for a burst: a taint patch on `burst` nodes at once, from the
+    load generator's 16 threads (then taken off again)."""
+    nodes = bench.names[: bench.plan.burst]
+    seconds = cluster_ops.floor_seconds(bench.plane, nodes, True, FLOOR_THREADS[0])
+    cluster_ops.floor_seconds(bench.plane, nodes, False, FLOOR_THREADS[0])
+    print(f"floor: a burst of {len(nodes)} taint patches from {FLOOR_THREADS[0]} threads: "
+          f"{seconds * 1000:.0f} ms", flush=True)  # fmt: skip
+    return seconds
+
+
+def _measure_round_trips(bench: Bench) -> Latency:
+    """The API server's round trip for one patch at the steady rate, before any operator."""
+    plan = bench.plan
+    nodes = bench.names[: plan.steady_nodes]
+    latency = Latency(tuple(cluster_ops.round_trips(bench.plane, nodes, plan.rate)))
+    print(f"floor: one taint patch at {plan.rate:g}/s, round trip p50/p95/p99 ms "
+          f"{latency.cell()}", flush=True)  # fmt: skip
+    return latency
+
+
+def _measure_flips_alone(bench: Bench) -> dict[str, float]:
+    """Each storm phase's flips sent with no operator running (the condition turned bad on
+    every node, then good again, as the storm does): the phase's floor on the sending side."""
+    alone: dict[str, float] = {}
+    for phase, on in STORM_PHASES:
+        sent = cluster_ops.send_on_schedule(bench.core, storm_changes(bench.names, on), None)
+        alone[phase] = time.monotonic() - min(sent)
+        print(f"floor: {phase} phase's flips alone, no operator: {alone[phase]:.2f} s",
+              flush=True)  # fmt: skip
+    return alone
+
+
 def _reset(bench: Bench) -> None:
     cluster_ops.parallel(lambda n: cluster_ops.reset_node(bench.core, n), bench.names, 16)
     bench.wait_all(bench.names, lambda k: not (k & BENCH_TAINT_KEYS), "nodes reset")
@@ -378,6 +427,27 @@ def _profile(operator: RunningOperator, plan: Plan) -> subprocess.Popen[bytes] |
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _profile_api_server(bench: Bench, name: str) -> threading.Thread | None:
+    """The API server's CPU profile (pprof) over the next `STORM_PROFILE_SECONDS`, written to
+    the profile directory as `apiserver-NAME.pprof` by a thread of its own (`go tool pprof`)."""
+    if bench.plan.profile_dir is None:
+        return None
+    out = bench.plan.profile_dir / f"apiserver-{name}.pprof"
+    seconds = STORM_PROFILE_SECONDS
+
+    def fetch() -> None:
+        response: Any = bench.core.api_client.call_api(
+            "/debug/pprof/profile", "GET", query_params=[("seconds", seconds)],
+            auth_settings=["BearerToken"], _preload_content=False,
+            _request_timeout=seconds + 60,
+        )  # fmt: skip
+        out.write_bytes(response[0].data)
+
+    thread = threading.Thread(target=fetch, name=f"pprof-{name}", daemon=True)
+    thread.start()
+    return thread
+
+
 def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
     plan = bench.plan
     names, steady, burst = bench.names, plan.steady_nodes, plan.burst
@@ -410,6 +480,7 @@ def _measure_storm(bench: Bench, operator: RunningOperator, result: OperatorResu
     last node seen in its taint state."""
     for phase, on in STORM_PHASES:
         changes = storm_changes(bench.names, on)
+        profile = _profile_api_server(bench, f"{operator.name}-{bench.plan.nodes}-storm-{phase}")
         sent = cluster_ops.send_on_schedule(bench.core, changes, None)
         send_seconds = time.monotonic() - min(sent)
         latency = _latencies(bench, changes, sent, f"storm, {phase}")
@@ -418,6 +489,8 @@ def _measure_storm(bench: Bench, operator: RunningOperator, result: OperatorResu
             for c, t in zip(changes, sent, strict=True)
         )
         result.storm[phase] = StormPhase(last - min(sent), send_seconds, latency)
+        if profile is not None:
+            profile.join()
         operator.check_alive()
         cell = latency.cell(STORM_PERCENTILES)
         print(f"{operator.name}: storm, {phase}: {result.storm[phase].seconds:.1f} s "
@@ -447,26 +520,20 @@ def _latencies(bench: Bench, changes: list[Change], sent: list[float], case: str
 
 
 def _measure_resync(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
-    """Wait for the next periodic resync; time it from the metrics (polled every 100 ms)."""
+    """Wait for the next periodic resync; its time is nodegate's own measure of the pass
+    (`nodegate_resync_duration_seconds`: every node queued, until the queue is idle), its
+    writes from the metric and the audit log."""
     period = bench.plan.resync_period()
-    count = "nodegate_reconcile_duration_seconds_count"
-    before = operator.metric(count)
+    before = operator.metric("nodegate_resyncs_total")
     writes_before = operator.metric("nodegate_node_writes_total")
     mark = bench.audit.mark()
     deadline = time.monotonic() + period + 60
-    first = None
-    while time.monotonic() < deadline:
-        now, value = time.monotonic(), operator.metric(count)
-        if first is None and value > before:
-            first = now
-        if value - before >= len(bench.names) and operator.metric("nodegate_queue_depth") == 0:
-            if first is not None:
-                result.resync_seconds = now - first
-            break
-        time.sleep(0.1)
-    else:
-        result.notes.append("no full resync seen in time")
-        return
+    while operator.metric("nodegate_resyncs_total") == before:
+        if time.monotonic() > deadline:
+            result.notes.append("no full resync seen in time")
+            return
+        time.sleep(0.5)
+    result.resync_seconds = operator.metric("nodegate_resync_duration_seconds")
     time.sleep(1)
     metric_writes = operator.metric("nodegate_node_writes_total") - writes_before
     audit_writes = bench.audit.writes(mark, USER_AGENT[operator.name]).total

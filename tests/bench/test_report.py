@@ -89,6 +89,7 @@ def _stormy(nodegate: float, unlimited: float, kopf: float) -> SizeResult:
         result = size.operators.setdefault(name, OperatorResult(operator=name))
         result.storm = {p: StormPhase(seconds, 1.0, Latency((0.5, 1.0, seconds))) for p in phase}
     size.floor = {"taint": {16: 2.0, 64: 1.6}, "untaint": {16: 2.0, 64: 1.6}}
+    size.flips_alone = {"taint": 0.9, "untaint": 0.8}
     return size
 
 
@@ -98,8 +99,28 @@ def test_a_storm_phase_is_given_as_a_ratio_to_the_floor_and_to_the_run_with_no_l
         table
     )
     assert "| 2.00 s / 1.60 s |" in table  # the floor per thread count; its fastest is the ratio's
+    assert "| 1.0 s | 1.0 s | 1.0 s | 0.90 s with no operator |" in table  # sending the flips
     assert "tainting: nodegate 10.0x faster than kopf" in table
 
 
 def test_a_run_without_storm_phases_has_no_storm_table() -> None:
     assert report.storm_table(_size(1000, 0.2)) == ""
+
+
+def test_a_burst_p99_is_given_as_a_ratio_to_the_api_servers_floor_for_the_burst() -> None:
+    size = _size(5000, 0.4)  # nodegate's p99 is 0.4 s
+    size.burst, size.burst_floor = 200, 0.5
+    table = report.size_table(size)
+    assert "| API server floor: 200 taint patches at once, 16 threads | 500 ms |" in table
+    burst_rows = [row for row in table.splitlines() if "burst: p50" in row]
+    assert len(burst_rows) == 2 and all("(0.8x floor)" in row for row in burst_rows)
+    steady_rows = [row for row in table.splitlines() if "steady: p50" in row]
+    assert steady_rows and not any("floor" in row for row in steady_rows)
+
+
+def test_the_round_trip_floor_is_the_steady_figures_yardstick() -> None:
+    size = _size(5000, 0.4)
+    size.round_trip = Latency(tuple(0.01 * k for k in range(1, 11)))
+    table = report.size_table(size)
+    row = "| API server floor: one taint patch's round trip at the steady rate, p50 / p95 / p99 ms "
+    assert row + "| 50 / 100 / 100 |" in table

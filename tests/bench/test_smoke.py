@@ -83,6 +83,10 @@ def test_the_api_server_floor_is_measured_for_both_phases_and_thread_counts(
 ) -> None:
     assert set(smoke.floor) == {"taint", "untaint"}
     assert all(set(times) == {16, 64} and min(times.values()) > 0 for times in smoke.floor.values())
+    assert smoke.burst_floor is not None and smoke.burst_floor > 0
+    assert set(smoke.flips_alone) == {"taint", "untaint"}
+    assert smoke.round_trip is not None and smoke.round_trip.count == SMOKE.steady_nodes
+    assert min(smoke.flips_alone.values()) > 0
 
 
 def test_the_report_has_both_operators_memory_and_a_plot(smoke: SizeResult, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from nodegate.reconciler.kit.errors import (
 from nodegate.reconciler.kit.events import EventRecorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
+from nodegate.reconciler.kit.worker import Outcome
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
@@ -693,3 +694,32 @@ def test_a_gate_the_rules_drop_before_the_first_write_is_lifted_if_the_webhook_c
     controller.process("g1")
     left = [t["key"] for t in api.nodes["g1"]["spec"].get("taints") or []]
     assert left == ([] if claimed else ["startup.example.com/init"])
+
+
+def test_a_periodic_resync_is_timed_until_every_node_is_reconciled() -> None:
+    api = FakeApi()
+    for i in range(20):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    controller = synced(api, resync_seconds=0.2, workers=2)
+    controller.offer_rules(update(CI_RULES))
+    reconciled: list[str] = []
+    reconcile = controller.reconcile
+
+    def ten_ms_each(key: str) -> Outcome:
+        time.sleep(0.01)
+        reconciled.append(key)
+        return reconcile(key)
+
+    controller._worker._reconcile = ten_ms_each  # the pass: 20 nodes, 2 workers, >= 100 ms
+    sample = controller._metrics.registry.get_sample_value
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not sample("nodegate_resyncs_total") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(10)
+    assert sample("nodegate_resyncs_total") == 1
+    assert len(reconciled) >= 20 and api.count("patch_node") == 0
+    assert 0.1 <= (sample("nodegate_resync_duration_seconds") or 0) < 5

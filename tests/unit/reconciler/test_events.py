@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from tests.unit.reconciler.fakes import FakeApi
@@ -93,3 +95,64 @@ def test_the_sender_goes_on_after_an_event_that_raised() -> None:
 
     [event] = api.events.values()
     assert event["message"] == "second"
+
+
+class _Busy:
+    """A controller whose nodes wait for writes until `quiet_after` checks have been made."""
+
+    def __init__(self, quiet_after: int) -> None:
+        self.checks = 0
+        self.quiet_after = quiet_after
+
+    def __call__(self) -> bool:
+        self.checks += 1
+        return self.checks <= self.quiet_after
+
+
+def _sender_thread(queued: QueuedEvents) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=queued.run, args=(stop,), daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def test_an_event_waits_while_nodes_wait_for_their_writes() -> None:
+    api = FakeApi()
+    busy = _Busy(quiet_after=3)
+    queued = QueuedEvents(EventRecorder(api, "default", "me"), busy=busy)
+    queued.on_node("n1", "uid-1", "NodegateUpdated", "added taint a")
+    stop, thread = _sender_thread(queued)
+    try:
+        _wait_until(lambda: api.count("create_event") == 1)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert busy.checks == 4  # asked until the writes were done, then sent
+
+
+def test_an_event_held_longer_than_the_hold_is_sent_even_while_nodes_wait() -> None:
+    api = FakeApi()
+    now = [0.0]
+    queued = QueuedEvents(
+        EventRecorder(api, "default", "me"),
+        busy=lambda: True,  # a storm that never ends
+        hold_seconds=60.0,
+        clock=lambda: now[0],
+    )
+    queued.on_node("n1", "uid-1", "NodegateUpdated", "added taint a")
+    stop, thread = _sender_thread(queued)
+    try:
+        time.sleep(0.3)
+        assert api.count("create_event") == 0
+        now[0] = 60.0
+        _wait_until(lambda: api.count("create_event") == 1)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def _wait_until(check: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.01)

@@ -140,3 +140,16 @@ def test_a_discarded_key_loses_its_retry_state() -> None:
     queue.discard("gone")
     assert queue.num_requeues("gone") == 0
     assert queue.due_in("gone") is None
+
+
+def test_the_queue_is_busy_while_a_key_is_ready_or_being_worked_on_but_not_for_later_keys() -> None:
+    queue = WorkQueue()
+    queue.add_after("gate-timeout", 3600)
+    assert not queue.busy()  # a gate's timeout an hour out is no work now
+    queue.add("n1")
+    assert queue.busy()
+    key = queue.get()
+    assert queue.busy()  # being written
+    assert key is not None
+    queue.done(key)
+    assert not queue.busy()
