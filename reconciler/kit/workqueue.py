@@ -47,6 +47,10 @@ class WorkQueue:
         self._dirty: dict[str, Lane] = {}
         """Keys waiting to be processed, and the lane they wait in."""
         self._processing: set[str] = set()
+        self._resync_waiting = 0
+        """Keys waiting in the resync lane (`_dirty` entries whose lane is "resync")."""
+        self._resyncing: set[str] = set()
+        """Keys being worked on that were taken from the resync lane."""
         self._delayed: list[tuple[float, int, str]] = []
         self._due: dict[str, float] = {}
         """The one pending delayed re-add per key; heap entries that disagree are stale."""
@@ -64,6 +68,10 @@ class WorkQueue:
         if waiting in ("event", lane):
             return
         # New, or moving up from the resync lane (its old entry there is skipped as stale).
+        if waiting == "resync":
+            self._resync_waiting -= 1
+        if lane == "resync":
+            self._resync_waiting += 1
         self._dirty[key] = lane
         if key not in self._processing:
             self._lanes[lane].append(key)
@@ -104,12 +112,16 @@ class WorkQueue:
                     continue  # stale: moved to the event lane, or re-queued on `done`
                 del self._dirty[key]
                 self._processing.add(key)
+                if lane == "resync":
+                    self._resync_waiting -= 1
+                    self._resyncing.add(key)
                 return key
         return None
 
     def done(self, key: str) -> None:
         with self._cond:
             self._processing.discard(key)
+            self._resyncing.discard(key)
             lane = self._dirty.get(key)
             if lane is not None:
                 self._lanes[lane].append(key)
@@ -166,6 +178,13 @@ class WorkQueue:
         """Whether any key is ready now or being worked on (keys due later do not count)."""
         with self._cond:
             return bool(self._dirty or self._processing)
+
+    def resync_pending(self) -> bool:
+        """Whether keys queued in the resync lane are still waiting or being worked on. Keys
+        that changed meanwhile moved up to the event lane and do not count, so a node that
+        never stops changing cannot keep a resync from finishing."""
+        with self._cond:
+            return bool(self._resync_waiting or self._resyncing)
 
     def shutdown(self) -> None:
         with self._cond:

@@ -345,11 +345,13 @@ class Controller:
             thread.join(timeout=5)
 
     def _resync(self, stop: threading.Event) -> None:
-        """Queue every node, and time the pass until the queue is idle again (the next resync
-        waits for it: re-queueing every node in the middle of a storm gains nothing)."""
+        """Queue every node, and time the pass until every node it queued was reconciled (the
+        next resync waits for it: re-queueing every node in the middle of a storm gains
+        nothing). Nodes that change meanwhile go ahead in the event lane and are not waited for,
+        so no node can hold the resync off by changing without end."""
         started = time.monotonic()
         self._enqueue_all("resync")
-        while self.queue.busy():
+        while self.queue.resync_pending():
             if stop.wait(RESYNC_POLL_SECONDS):
                 return
         self._metrics.resync_seconds.set(time.monotonic() - started)

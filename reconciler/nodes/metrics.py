@@ -193,8 +193,8 @@ class Metrics:
         )
         self.resync_seconds = Gauge(
             "nodegate_resync_duration_seconds",
-            "How long the last periodic resync took: every cached node queued, until the queue "
-            "was idle again (a pass near the resync period means nodes wait behind it).",
+            "How long the last periodic resync took: every cached node queued, until each was "
+            "reconciled (a pass near the resync period means nodes wait behind it).",
             registry=r,
         )
         self.resyncs = Counter("nodegate_resyncs", "Periodic resyncs completed.", registry=r)

@@ -521,7 +521,7 @@ def _latencies(bench: Bench, changes: list[Change], sent: list[float], case: str
 
 def _measure_resync(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
     """Wait for the next periodic resync; its time is nodegate's own measure of the pass
-    (`nodegate_resync_duration_seconds`: every node queued, until the queue is idle), its
+    (`nodegate_resync_duration_seconds`: every node queued, until each was reconciled), its
     writes from the metric and the audit log."""
     period = bench.plan.resync_period()
     before = operator.metric("nodegate_resyncs_total")

@@ -696,7 +696,7 @@ def test_a_gate_the_rules_drop_before_the_first_write_is_lifted_if_the_webhook_c
     assert left == ([] if claimed else ["startup.example.com/init"])
 
 
-def test_a_periodic_resync_is_timed_until_every_node_is_reconciled() -> None:
+def test_a_periodic_resync_is_timed_until_every_node_it_queued_is_reconciled() -> None:
     api = FakeApi()
     for i in range(20):
         api.add_node(ci_node(f"n{i}", tainted=True))
@@ -723,3 +723,39 @@ def test_a_periodic_resync_is_timed_until_every_node_is_reconciled() -> None:
     assert sample("nodegate_resyncs_total") == 1
     assert len(reconciled) >= 20 and api.count("patch_node") == 0
     assert 0.1 <= (sample("nodegate_resync_duration_seconds") or 0) < 5
+
+
+def test_a_node_that_never_stops_changing_does_not_hold_off_the_periodic_resync() -> None:
+    api = FakeApi()
+    for i in range(5):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    controller = synced(api, resync_seconds=0.2, workers=2)
+    controller.offer_rules(update(CI_RULES))
+    reconcile = controller.reconcile
+
+    def five_ms_each(key: str) -> Outcome:
+        time.sleep(0.005)
+        return reconcile(key)
+
+    controller._worker._reconcile = five_ms_each
+    sample = controller._metrics.registry.get_sample_value
+    stop = threading.Event()
+    threads = [
+        threading.Thread(target=controller.run, args=(stop,), daemon=True),
+        # A hostile node changing its labels without end: always queued, or being reconciled.
+        threading.Thread(target=_flap, args=(controller, "n0", stop), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while (sample("nodegate_resyncs_total") or 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    for thread in threads:
+        thread.join(10)
+    assert (sample("nodegate_resyncs_total") or 0) >= 2
+
+
+def _flap(controller: Controller, name: str, stop: threading.Event) -> None:
+    while not stop.wait(0.001):
+        controller.queue.add(name, "event")

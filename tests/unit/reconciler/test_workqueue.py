@@ -153,3 +153,37 @@ def test_the_queue_is_busy_while_a_key_is_ready_or_being_worked_on_but_not_for_l
     assert key is not None
     queue.done(key)
     assert not queue.busy()
+
+
+def test_a_resync_is_pending_until_every_key_it_queued_was_worked_on() -> None:
+    queue = WorkQueue()
+    for key in ("a", "b"):
+        queue.add(key, "resync")
+    assert queue.resync_pending()
+    first = queue.get()
+    assert first is not None
+    queue.done(first)
+    assert queue.resync_pending()  # one still waits
+    second = queue.get()
+    assert queue.resync_pending()  # being worked on
+    assert second is not None
+    queue.done(second)
+    assert not queue.resync_pending()
+
+
+def test_a_key_that_keeps_changing_does_not_keep_a_resync_pending() -> None:
+    queue = WorkQueue()
+    queue.add("quiet", "resync")
+    queue.add("flapping", "resync")
+    queue.add("flapping", "event")  # it changed: moved up, out of the resync
+    key = queue.get()
+    assert key == "flapping"
+    queue.add("flapping", "event")  # and changes again while being worked on
+    queue.done(key)
+    assert queue.get() == "flapping"  # changed nodes go first
+    queue.done("flapping")
+    assert queue.get() == "quiet"
+    queue.done("quiet")
+    queue.add("flapping", "event")  # and again
+    assert queue.busy()  # the flapping node keeps the queue busy...
+    assert not queue.resync_pending()  # ...but the resync it was part of is done
