@@ -174,8 +174,10 @@ class QueuedEvents:
     `queue.Queue` and one sender keep the Events in order, so aggregation is unchanged.
 
     While `busy()` (nodes waiting for a write), an Event waits, up to `hold_seconds` from its
-    queueing: in a storm the API server is the bottleneck (docs/benchmarks.md), and every Event
-    created then delays a taint; the taint is the protection, its Event the report of it.
+    queueing, and only while the queue is less than half full (nodes that never stop changing
+    keep `busy()` true; then the backlog goes out as fast as the sender can send it). In a
+    storm the API server is the bottleneck (docs/benchmarks.md), and every Event created then
+    delays a taint; the taint is the protection, its Event the report of it.
     """
 
     def __init__(
@@ -226,10 +228,17 @@ class QueuedEvents:
                 self._send(self._queue.get_nowait()[1])
             except queue.Empty:
                 return
+        if left := self._queue.qsize():
+            self.dropped += left
+            log.warning("stopping: events not sent", extra={"dropped": left})
 
     def _after_node_writes(self, queued_at: float, stop: threading.Event) -> None:
         """Wait while nodes wait for a write, until the Event has waited `hold_seconds`."""
-        while self._busy() and self._clock() - queued_at < self._hold:
+        while (
+            self._busy()
+            and self._clock() - queued_at < self._hold
+            and self._queue.qsize() < self._queue.maxsize // 2  # a backlog goes out at once
+        ):
             if stop.wait(QUIET_POLL_SECONDS):
                 return
 

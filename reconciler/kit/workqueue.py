@@ -5,7 +5,8 @@ Hand-written because no maintained Python library offers client-go's guarantees:
 many times is processed once; a key is never processed by two workers at the same time (a key
 added while it is being processed is queued again after `done`); a key waits for at most one
 delayed re-add (the earliest). Keys that something happened to (a node appeared or changed) go
-ahead of periodic resync work, so a new node is never stuck behind a 5,000-node resync.
+ahead of periodic resync work, so a new node is never stuck behind a 5,000-node resync; one key
+in eight still comes from the resync lane, so changing nodes cannot starve the resync either.
 
 Retry state lives here, not in the caller (client-go's `AddRateLimited`, `Forget`,
 `NumRequeues`): each failing key backs off on its own, and `forget` ends it.
@@ -32,6 +33,10 @@ writes, such as a condition's lastTransitionTime, feed it), and a thread cannot 
 re-added after a day is simply planned again."""
 
 
+RESYNC_SHARE = 8
+"""One key in this many is taken from the resync lane ahead of changed nodes, if it has any."""
+
+
 def retry_backoff() -> Backoff:
     """A failing key waits 1 s, doubling to 30 s, each wait stretched by up to 100 % jitter."""
     return Backoff(initial_seconds=1.0)
@@ -55,6 +60,7 @@ class WorkQueue:
         self._due: dict[str, float] = {}
         """The one pending delayed re-add per key; heap entries that disagree are stale."""
         self._counter = itertools.count()
+        self._pops = 0
         self._shutdown = False
 
     def add(self, key: str, lane: Lane = "event") -> None:
@@ -104,7 +110,13 @@ class WorkQueue:
                 self._cond.wait(timeout=timeout)
 
     def _pop_locked(self) -> str | None:
-        for lane in ("event", "resync"):
+        # Every RESYNC_SHARE-th key comes from the resync lane when it has one, so changing
+        # nodes (16 that change while being worked on would do) cannot starve the resync.
+        self._pops += 1
+        order: tuple[Lane, Lane] = (
+            ("resync", "event") if self._pops % RESYNC_SHARE == 0 else ("event", "resync")
+        )
+        for lane in order:
             queue = self._lanes[lane]
             while queue:
                 key = queue.popleft()

@@ -49,8 +49,8 @@ from nodegate.reconciler.settings import ReconcilerSettings
 log = logging.getLogger("nodegate.controller")
 
 Clock = Callable[[], datetime]
-RESYNC_POLL_SECONDS = 0.01
-"""How often a resync in progress looks whether the queue is idle (its timing's resolution)."""
+RESYNC_POLL_SECONDS = 0.02
+"""How often the controller looks whether a resync under way is done (its timing's resolution)."""
 HISTORY_LOAD_SECONDS = 30.0
 """How long the taint-key history is retried at start before going on without it."""
 
@@ -107,6 +107,8 @@ class Controller:
         metrics.gate_census.source = self._gate_census
         self._first_seen: dict[str, dict[tuple[str, str, str], datetime]] = {}
         self._boots: dict[str, BootSight] = {}
+        self._resync_started: float | None = None
+        """When the periodic resync under way queued every node (monotonic), or None."""
         self._running = threading.Event()
         """Set while `run` runs: only then are watches started for the rules."""
 
@@ -329,14 +331,19 @@ class Controller:
         ]
         self._running.set()
         self._follow_records()
-        while not stop.wait(self._settings.resync_seconds):
+        period = self._settings.resync_seconds
+        next_period = time.monotonic() + period
+        while not stop.wait(min(RESYNC_POLL_SECONDS, period)):
+            self._finish_resync()
+            if time.monotonic() < next_period:
+                continue
+            next_period = time.monotonic() + period
             if not self._history.persisted:
                 self._history.persist()
             self.status.retry()
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
-            if self.rules is not None:
-                self._resync(stop)
+            self._start_resync()
         self._running.clear()
         self.labels.follow(False, health)
         self.queue.shutdown()
@@ -344,16 +351,24 @@ class Controller:
         for thread in threads:
             thread.join(timeout=5)
 
-    def _resync(self, stop: threading.Event) -> None:
-        """Queue every node, and time the pass until every node it queued was reconciled (the
-        next resync waits for it: re-queueing every node in the middle of a storm gains
-        nothing). Nodes that change meanwhile go ahead in the event lane and are not waited for,
-        so no node can hold the resync off by changing without end."""
-        started = time.monotonic()
+    def _start_resync(self) -> None:
+        """Queue every node in the resync lane, unless the last pass is still under way
+        (re-queueing every node in the middle of a storm gains nothing)."""
+        if self.rules is None or not self.informer.synced.is_set():
+            return
+        if self._resync_started is not None:
+            log.info("resync skipped: the last one is still under way")
+            return
+        self._resync_started = time.monotonic()
         self._enqueue_all("resync")
-        while self.queue.resync_pending():
-            if stop.wait(RESYNC_POLL_SECONDS):
-                return
+
+    def _finish_resync(self) -> None:
+        """A pass is done once every node it queued was reconciled; nodes that changed
+        meanwhile went ahead in the event lane and are not waited for."""
+        started = self._resync_started
+        if started is None or self.queue.resync_pending():
+            return
+        self._resync_started = None
         self._metrics.resync_seconds.set(time.monotonic() - started)
         self._metrics.resyncs.inc()
 

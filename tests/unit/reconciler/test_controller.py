@@ -696,66 +696,63 @@ def test_a_gate_the_rules_drop_before_the_first_write_is_lifted_if_the_webhook_c
     assert left == ([] if claimed else ["startup.example.com/init"])
 
 
-def test_a_periodic_resync_is_timed_until_every_node_it_queued_is_reconciled() -> None:
+def slowed_controller(nodes: int, seconds_each: float) -> tuple[FakeApi, Controller, list[str]]:
+    """CI nodes already as planned, a resync every 0.2 s, 2 workers, each reconcile taking
+    `seconds_each` (so a pass takes measurable time); returns the keys reconciled."""
     api = FakeApi()
-    for i in range(20):
+    for i in range(nodes):
         api.add_node(ci_node(f"n{i}", tainted=True))
     controller = synced(api, resync_seconds=0.2, workers=2)
     controller.offer_rules(update(CI_RULES))
     reconciled: list[str] = []
     reconcile = controller.reconcile
 
-    def ten_ms_each(key: str) -> Outcome:
-        time.sleep(0.01)
+    def slowly(key: str) -> Outcome:
+        time.sleep(seconds_each)
         reconciled.append(key)
         return reconcile(key)
 
-    controller._worker._reconcile = ten_ms_each  # the pass: 20 nodes, 2 workers, >= 100 ms
+    controller._worker._reconcile = slowly
+    return api, controller, reconciled
+
+
+def run_until_resyncs(
+    controller: Controller, resyncs: int, also: Callable[[threading.Event], None] | None = None
+) -> float:
+    """Run the controller (and `also`, beside it) until it counted `resyncs` periodic resyncs,
+    at most 5 s; returns the count."""
     sample = controller._metrics.registry.get_sample_value
     stop = threading.Event()
-    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 5
-    while not sample("nodegate_resyncs_total") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    thread.join(10)
-    assert sample("nodegate_resyncs_total") == 1
-    assert len(reconciled) >= 20 and api.count("patch_node") == 0
-    assert 0.1 <= (sample("nodegate_resync_duration_seconds") or 0) < 5
-
-
-def test_a_node_that_never_stops_changing_does_not_hold_off_the_periodic_resync() -> None:
-    api = FakeApi()
-    for i in range(5):
-        api.add_node(ci_node(f"n{i}", tainted=True))
-    controller = synced(api, resync_seconds=0.2, workers=2)
-    controller.offer_rules(update(CI_RULES))
-    reconcile = controller.reconcile
-
-    def five_ms_each(key: str) -> Outcome:
-        time.sleep(0.005)
-        return reconcile(key)
-
-    controller._worker._reconcile = five_ms_each
-    sample = controller._metrics.registry.get_sample_value
-    stop = threading.Event()
-    threads = [
-        threading.Thread(target=controller.run, args=(stop,), daemon=True),
-        # A hostile node changing its labels without end: always queued, or being reconciled.
-        threading.Thread(target=_flap, args=(controller, "n0", stop), daemon=True),
-    ]
+    threads = [threading.Thread(target=controller.run, args=(stop,), daemon=True)]
+    if also is not None:
+        threads.append(threading.Thread(target=also, args=(stop,), daemon=True))
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 5
-    while (sample("nodegate_resyncs_total") or 0) < 2 and time.monotonic() < deadline:
+    while (sample("nodegate_resyncs_total") or 0) < resyncs and time.monotonic() < deadline:
         time.sleep(0.02)
     stop.set()
     for thread in threads:
         thread.join(10)
-    assert (sample("nodegate_resyncs_total") or 0) >= 2
+    return sample("nodegate_resyncs_total") or 0
 
 
-def _flap(controller: Controller, name: str, stop: threading.Event) -> None:
-    while not stop.wait(0.001):
-        controller.queue.add(name, "event")
+def test_a_periodic_resync_is_timed_until_every_node_it_queued_is_reconciled() -> None:
+    api, controller, reconciled = slowed_controller(20, 0.01)  # 2 workers: >= 100 ms a pass
+
+    assert run_until_resyncs(controller, 1) == 1
+
+    assert len(reconciled) >= 20 and api.count("patch_node") == 0
+    duration = controller._metrics.registry.get_sample_value("nodegate_resync_duration_seconds")
+    assert 0.1 <= (duration or 0) < 5
+
+
+def test_a_node_that_never_stops_changing_does_not_hold_off_the_periodic_resync() -> None:
+    _, controller, _ = slowed_controller(5, 0.005)
+
+    def flap(stop: threading.Event) -> None:
+        """A hostile node changing its labels without end: always queued, or being reconciled."""
+        while not stop.wait(0.001):
+            controller.queue.add("n0", "event")
+
+    assert run_until_resyncs(controller, 2, also=flap) >= 2

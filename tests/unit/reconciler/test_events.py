@@ -156,3 +156,36 @@ def _wait_until(check: Callable[[], bool], seconds: float = 5.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "not within the time"
         time.sleep(0.01)
+
+
+def test_a_backlog_of_events_is_sent_without_waiting_for_the_nodes() -> None:
+    api = FakeApi()
+    queued = QueuedEvents(EventRecorder(api, "default", "me"), capacity=4, busy=lambda: True)
+    for i in range(3):  # more than half full
+        queued.on_node(f"n{i}", "uid", "NodegateUpdated", "added taint a")
+    stop, thread = _sender_thread(queued)
+    try:
+        _wait_until(lambda: api.count("create_event") >= 1, seconds=2)
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+class _SlowRecorder(EventRecorder):
+    """An API server that takes 0.4 s to create each Event."""
+
+    def on_node(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = False
+    ) -> None:
+        time.sleep(0.4)
+        super().on_node(name, uid, reason, message, warning)
+
+
+def test_events_left_at_stop_are_counted_as_dropped() -> None:
+    api = FakeApi()
+    queued = QueuedEvents(_SlowRecorder(api, "default", "me"))
+    for i in range(5):
+        queued.on_node(f"n{i}", "uid", "NodegateUpdated", "added taint a")
+    _sent_by_the_sender(queued)  # stopped at once: a second to send what is left
+    assert api.count("create_event") + queued.dropped == 5
+    assert queued.dropped >= 2

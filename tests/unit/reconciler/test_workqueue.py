@@ -187,3 +187,16 @@ def test_a_key_that_keeps_changing_does_not_keep_a_resync_pending() -> None:
     queue.add("flapping", "event")  # and again
     assert queue.busy()  # the flapping node keeps the queue busy...
     assert not queue.resync_pending()  # ...but the resync it was part of is done
+
+
+def test_changed_nodes_cannot_starve_the_resync() -> None:
+    queue = WorkQueue()
+    queue.add("r", "resync")
+    handed_out = []
+    for i in range(8):
+        queue.add(f"changed-{i}", "event")  # a node changes before every get
+        key = queue.get()
+        assert key is not None
+        handed_out.append(key)
+        queue.done(key)
+    assert "r" in handed_out
