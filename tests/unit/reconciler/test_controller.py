@@ -756,3 +756,33 @@ def test_a_node_that_never_stops_changing_does_not_hold_off_the_periodic_resync(
             controller.queue.add("n0", "event")
 
     assert run_until_resyncs(controller, 2, also=flap) >= 2
+
+
+def test_housekeeping_goes_on_while_a_long_resync_is_under_way() -> None:
+    api = FakeApi()
+    api.add_node(gated_node("g1"))
+    for i in range(20):
+        api.add_node(ci_node(f"n{i}"))
+    controller = synced(api, None, resync_seconds=0.2, workers=1)
+    controller.offer_rules(update(GATE_RULES))
+    controller.process("g1")
+    assert len(controller.gates) == 1
+    reconcile = controller.reconcile
+
+    def slowly(key: str) -> Outcome:
+        time.sleep(0.2)  # 21 nodes, 1 worker: a pass of 4 s
+        return reconcile(key)
+
+    controller._worker._reconcile = slowly
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(0.5)  # the pass is under way
+    del api.nodes["g1"]
+    controller.informer.discard("g1")  # gone without a DELETED event
+    deadline = time.monotonic() + 1.5
+    while len(controller.gates) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    thread.join(10)
+    assert len(controller.gates) == 0  # forgotten at the next period, not after the pass
