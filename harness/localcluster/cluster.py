@@ -272,7 +272,11 @@ class LocalControlPlane(StartedWhileUsed):
                 self._kwok_stage_overrides.get(stage.name, stage)
                 for stage in sorted(paths.kwok_stages_dir(bin_dir).glob("*.yaml"))
             ]
-            self._spawn("kwok", components.kwok_argv(bin_dir, kubeconfig, stages), logs)
+            configuration = self._workdir / "kwok-configuration.yaml"
+            configuration.write_text(components.KWOK_CONFIGURATION)
+            self._spawn(
+                "kwok", components.kwok_argv(bin_dir, kubeconfig, configuration, stages), logs
+            )
             self._wait_for_default_service_account(deadline)
 
     def _spawn(self, name: str, argv: list[str], logs: Path) -> None:

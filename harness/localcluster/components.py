@@ -137,8 +137,32 @@ def controller_manager_argv(bin_dir: Path, kubeconfig: Path, pki: ControlPlanePK
     ]
 
 
-def kwok_argv(bin_dir: Path, kubeconfig: Path, stage_files: list[Path]) -> list[str]:
-    """kwok as the kubelets of annotated nodes: Ready conditions, Lease heartbeats, pods Ready."""
+# kwok renews node Leases with 4 workers by default (kwok v0.8.0, `nodeLeaseParallelism`): one
+# renewal per node every 10 s is 500/s at 5,000 nodes, so a round trip over 8 ms left Leases
+# behind. Measured in `make bench` at 5,000 nodes: 2,763 nodes tainted unreachable by the
+# node-lifecycle controller, their Leases 80-140 s old, and the cluster never settled. Each
+# kubelet renews its own Lease, so 5,000 real ones renew in parallel; 64 workers keep up while
+# a round trip stays under 128 ms. kwok does not default the other options of a configuration
+# file it is given (it exits: "playStageParallelism must be greater than 0"), so they are
+# spelled out with kwok v0.8.0's defaults.
+KWOK_CONFIGURATION = """apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  nodeLeaseParallelism: 64
+  nodePlayStageParallelism: 4
+  podPlayStageParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+"""
+
+
+def kwok_argv(
+    bin_dir: Path, kubeconfig: Path, configuration: Path, stage_files: list[Path]
+) -> list[str]:
+    """kwok as the kubelets of annotated nodes: Ready conditions, Lease heartbeats, pods Ready.
+    `configuration` holds `KWOK_CONFIGURATION`."""
     argv = [
         str(bin_dir / paths.KWOK),
         f"--kubeconfig={kubeconfig}",
@@ -148,5 +172,5 @@ def kwok_argv(bin_dir: Path, kubeconfig: Path, stage_files: list[Path]) -> list[
         "--node-lease-duration-seconds=40",
         "--server-address=",
     ]
-    argv += [f"--config={stage_file}" for stage_file in stage_files]
+    argv += [f"--config={path}" for path in [configuration, *stage_files]]
     return argv

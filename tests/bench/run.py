@@ -90,7 +90,7 @@ def _control_plane_args(plan: Plan) -> dict[str, list[str]]:
 
 
 REGISTRATION_SECONDS_PER_NODE = 0.5  # generous: a timeout here means the control plane is stuck
-STORM_PROFILE_SECONDS = 8  # with --profile: the API server's profile of a storm phase's start
+API_PROFILE_SECONDS = 20  # with --profile: the API server's profile of a phase's start
 STORM_PERCENTILES = (50, 90, 99)  # as node-readiness-controller's scale report gives them
 FLOOR_THREADS = (16, 64)  # the load generator's own 16, and more than any operator runs
 # nodegate runs at its shipped defaults unless told otherwise (one declaration per setting).
@@ -322,8 +322,11 @@ def _measure_floor(bench: Bench) -> dict[str, dict[int, float]]:
     floor: dict[str, dict[int, float]] = {phase: {} for phase, _ in STORM_PHASES}
     for threads in FLOOR_THREADS:
         for phase, on in STORM_PHASES:
+            profile = _profile_api_server(bench, f"floor-{bench.plan.nodes}-{phase}-{threads}")
             seconds = cluster_ops.floor_seconds(bench.plane, bench.names, on, threads)
             floor[phase][threads] = seconds
+            if profile is not None:
+                profile.join()
             print(f"floor: {phase} {len(bench.names)} nodes from {threads} threads: "
                   f"{seconds:.2f} s", flush=True)  # fmt: skip
     return floor
@@ -355,8 +358,11 @@ def _measure_flips_alone(bench: Bench) -> dict[str, float]:
     every node, then good again, as the storm does): the phase's floor on the sending side."""
     alone: dict[str, float] = {}
     for phase, on in STORM_PHASES:
+        profile = _profile_api_server(bench, f"flips-alone-{bench.plan.nodes}-{phase}")
         sent = cluster_ops.send_on_schedule(bench.core, storm_changes(bench.names, on), None)
         alone[phase] = time.monotonic() - min(sent)
+        if profile is not None:
+            profile.join()
         print(f"floor: {phase} phase's flips alone, no operator: {alone[phase]:.2f} s",
               flush=True)  # fmt: skip
     return alone
@@ -428,12 +434,12 @@ def _profile(operator: RunningOperator, plan: Plan) -> subprocess.Popen[bytes] |
 
 
 def _profile_api_server(bench: Bench, name: str) -> threading.Thread | None:
-    """The API server's CPU profile (pprof) over the next `STORM_PROFILE_SECONDS`, written to
+    """The API server's CPU profile (pprof) over the next `API_PROFILE_SECONDS`, written to
     the profile directory as `apiserver-NAME.pprof` by a thread of its own (`go tool pprof`)."""
     if bench.plan.profile_dir is None:
         return None
     out = bench.plan.profile_dir / f"apiserver-{name}.pprof"
-    seconds = STORM_PROFILE_SECONDS
+    seconds = API_PROFILE_SECONDS
 
     def fetch() -> None:
         response: Any = bench.core.api_client.call_api(
