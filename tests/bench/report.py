@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from nodegate.localcluster.versions import KUBERNETES_VERSION, KWOK_VERSION
+from tests.bench.breakdown import SEGMENTS
 from tests.bench.results import LATENCY_CASES, OperatorResult, SizeResult, StormPhase, section_key
 from tests.bench.stats import ratio
 
@@ -283,6 +284,25 @@ def storm_table(size: SizeResult) -> str:
     return header + body + "".join(f"* {v}\n" for v in versus)
 
 
+def split_table(size: SizeResult) -> str:
+    """Where a steady change's time goes (breakdown.py): each stretch per operator."""
+    names = [n for n in ("nodegate", "kopf") if size.operators.get(n, None) is not None]
+    names = [n for n in names if size.operators[n].steady_split]
+    if not names:
+        return ""
+    header = (
+        f"| steady change → taint at {size.nodes:,} nodes, split at the API server (audit log): "
+        f"p50 / p95 / p99 ms | {' | '.join(names)} | whose time |\n"
+        f"| --- | {' | '.join('---' for _ in names)} | --- |\n"
+    )
+    rows = [
+        (segment, *(size.operators[n].steady_split[segment].cell() for n in names), meaning)
+        for segment, meaning in SEGMENTS.items()
+    ]
+    body = "".join(f"| {' | '.join(row)} |\n" for row in rows)
+    return header + body
+
+
 def _storm_send(size: SizeResult, name: str, phase: str) -> str:
     result = size.operators.get(name)
     storm = result.storm.get(phase) if result else None
@@ -341,8 +361,10 @@ def section(size: SizeResult, env: dict[str, str], plot_name: str) -> str:
     """One size's section of docs/benchmarks.md: how it was run, the table, the plot."""
     machine = "".join(f"* {key}: {value}\n" for key, value in env.items())
     storm = storm_table(size)
+    steady = split_table(size)
     return (
-        f"{size_table(size)}\n{storm + chr(10) if storm else ''}{machine}"
+        f"{size_table(size)}\n{steady + chr(10) if steady else ''}"
+        f"{storm + chr(10) if storm else ''}{machine}"
         f"* command: `{size.command}`\n\n"
         f"![latency distributions at {size.nodes:,} nodes]({plot_name})\n"
     )

@@ -45,6 +45,8 @@ class OperatorResult:
     converge_cpu_seconds: float = 0.0
     race: dict[str, RaceResult] = field(default_factory=dict)
     storm: dict[str, StormPhase] = field(default_factory=dict)  # "taint", "untaint"
+    # The steady changes' latency split at the API server, by stretch (breakdown.SEGMENTS).
+    steady_split: dict[str, Latency] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -36,6 +36,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.bench import cluster_ops, report
 from tests.bench.audit import AuditLog
+from tests.bench.breakdown import SeenChange, split
 from tests.bench.operators import (
     UNLIMITED_WRITES,
     USER_AGENT,
@@ -467,10 +468,13 @@ def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResu
         "condition, burst": burst_changes("condition", names[2 * steady + burst : needed]),
     }
     mark = bench.audit.mark()
+    steady_seen: list[SeenChange] = []
     for case, changes in slices.items():
         rate = plan.rate if "steady" in case else None
         sent = cluster_ops.send_on_schedule(bench.core, changes, rate)
         result.latencies[case] = _latencies(bench, changes, sent, case)
+        if rate is not None:
+            steady_seen += _seen(bench, changes, sent)
         result.changes += len(changes)
         operator.check_alive()
         print(f"{operator.name}: {case}: p50/p95/p99 ms {result.latencies[case].cell()}",
@@ -478,6 +482,17 @@ def _measure_flips(bench: Bench, operator: RunningOperator, result: OperatorResu
     time.sleep(2)  # writes still in flight (e.g. a second write for one change) are counted
     writes = bench.audit.writes(mark, USER_AGENT[operator.name])
     result.change_writes, result.change_conflicts = writes.total, writes.conflicts
+    wall_minus_monotonic = time.time() - time.monotonic()
+    result.steady_split = split(
+        steady_seen,
+        bench.audit.node_writes(mark),
+        cluster_ops.USER_AGENT,
+        USER_AGENT[operator.name],
+        wall_minus_monotonic,
+    )
+    print(f"{operator.name}: steady changes split p50/p95/p99 ms: " + "; ".join(
+        f"{segment} {latency.cell()}" for segment, latency in result.steady_split.items()
+    ), flush=True)  # fmt: skip
 
 
 def _measure_storm(bench: Bench, operator: RunningOperator, result: OperatorResult) -> None:
@@ -502,6 +517,15 @@ def _measure_storm(bench: Bench, operator: RunningOperator, result: OperatorResu
         print(f"{operator.name}: storm, {phase}: {result.storm[phase].seconds:.1f} s "
               f"(sending {send_seconds:.1f} s); per node p50/p90/p99 ms {cell}",
               flush=True)  # fmt: skip
+
+
+def _seen(bench: Bench, changes: list[Change], sent: list[float]) -> list[SeenChange]:
+    """Each change that arrived, with when it was sent and when the watcher saw it."""
+    seen = (
+        (c.node, t, bench.watch.first_at_or_after(c.node, t, c.satisfied_by))
+        for c, t in zip(changes, sent, strict=True)
+    )
+    return [SeenChange(node, t, at) for node, t, at in seen if at is not None]
 
 
 def _latencies(bench: Bench, changes: list[Change], sent: list[float], case: str) -> Latency:

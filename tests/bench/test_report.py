@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench import report
+from tests.bench.breakdown import SEGMENTS
 from tests.bench.results import LATENCY_CASES, OperatorResult, RaceResult, SizeResult, StormPhase
 from tests.bench.stats import Latency, percentile, ratio
 
@@ -124,3 +125,21 @@ def test_the_round_trip_floor_is_the_steady_figures_yardstick() -> None:
     table = report.size_table(size)
     row = "| API server floor: one taint patch's round trip at the steady rate, p50 / p95 / p99 ms "
     assert row + "| 50 / 100 / 100 |" in table
+
+
+def test_the_steady_split_shows_each_stretch_per_operator_and_whose_time_it_is() -> None:
+    size = _size(5000, 0.4)
+    for name, scale in (("nodegate", 1.0), ("kopf", 3.0)):
+        size.operators[name].steady_split = {
+            segment: Latency(tuple(scale * 0.001 * k for k in range(1, 11))) for segment in SEGMENTS
+        }
+    table = report.split_table(size)
+    assert "| nodegate | kopf | whose time |" in table
+    row = "| to the operator's write | 5 / 10 / 10 | 15 / 30 / 30 | the watch to the operator"
+    assert row in table
+    assert len([line for line in table.splitlines() if line.startswith("| ")]) == 2 + len(SEGMENTS)
+    assert "split at the API server" in report.section(size, {}, "plot.png")
+
+
+def test_a_run_without_a_steady_split_has_no_split_table() -> None:
+    assert report.split_table(_size(1000, 0.2)) == ""

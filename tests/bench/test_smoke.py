@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench import report
+from tests.bench.breakdown import SEGMENTS
 from tests.bench.results import LATENCY_CASES, SizeResult
 from tests.bench.run import Plan, measure_size
 
@@ -39,6 +40,16 @@ def test_every_change_reaches_its_taint_state_under_both_operators(smoke: SizeRe
         assert set(latencies) == set(LATENCY_CASES)
         assert all(latency.missing == 0 for latency in latencies.values()), operator
         assert all(latency.count > 0 for latency in latencies.values()), operator
+
+
+def test_every_steady_change_is_split_at_the_api_server_for_both_operators(
+    smoke: SizeResult,
+) -> None:
+    steady = 2 * 2 * SMOKE.steady_nodes  # label and condition, each turned on and off
+    for operator in ("nodegate", "kopf"):
+        stretches = smoke.operators[operator].steady_split
+        assert set(stretches) == set(SEGMENTS), operator
+        assert all(s.count == steady and s.missing == 0 for s in stretches.values()), operator
 
 
 def test_nodegate_writes_once_per_node_at_cold_converge_and_once_per_change(
