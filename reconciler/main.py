@@ -16,6 +16,7 @@ from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.heap import freeze_startup_objects, observe_pauses
 from nodegate.reconciler.kit.kube import KubeApi
 from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
@@ -56,8 +57,12 @@ def run(
     configure_logging(stream=log_stream, root=not in_process)
     stop = stop or threading.Event()
     parts = _build(settings)
+    frozen = 0
     if not in_process:
         stop_on_signals(stop)
+        # The process's own collector; an in-process caller's objects are not ours to freeze.
+        observe_pauses(lambda gen, seconds: parts.metrics.gc_pauses.labels(gen).observe(seconds))
+        frozen = freeze_startup_objects()
     registry = parts.metrics.registry
     webhook = serve_webhook(settings, parts.served_rules, registry, stop, parts.health)
     ready = readiness(parts.watcher, parts.controller, parts.leading, webhook)
@@ -71,6 +76,7 @@ def run(
             "rules_source": str(settings.rules_file or settings.rules_configmap),
             "records_namespace": settings.records_namespace,
             "webhook_port": webhook.port if webhook is not None else None,
+            "frozen_objects": frozen,
         },
     )
     supervised("events", parts.recorder.run, stop, parts.health)

@@ -6,7 +6,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -83,6 +90,18 @@ class Metrics:
         self._writes(self.registry)
         self._rules(self.registry)
         self._process(self.registry)
+        # The client library's own: memory and CPU (process_*) and the cycle collector's runs
+        # by generation (python_gc_*), what the default registry would have exported.
+        ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.gc_pauses = Histogram(
+            "nodegate_gc_pause_seconds",
+            "Pauses of the cycle collector by generation: a generation-2 (full) collection "
+            "stops every thread of the reconciler while it walks the heap.",
+            ["generation"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
+            registry=self.registry,
+        )
         self._labels(self.registry)
         self._gates(self.registry)
 

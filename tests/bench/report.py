@@ -60,6 +60,12 @@ def _p99(result: OperatorResult | None, case: str) -> float | None:
     return latency.p(99) if latency and latency.samples else None
 
 
+def _full_gc(result: OperatorResult | None) -> str:
+    if result is None or result.full_gc_pauses is None or result.full_gc_seconds is None:
+        return "-"
+    return f"{result.full_gc_pauses} ({result.full_gc_seconds * 1000:.0f} ms)"
+
+
 def _race(result: OperatorResult | None, variant: str) -> str:
     race = result.race.get(variant) if result else None
     if race is None:
@@ -166,6 +172,13 @@ def size_table(size: SizeResult) -> str:
             ),
             ratio(ours.cpu_seconds if ours else None, theirs.cpu_seconds if theirs else None),
             "",
+        ),
+        (
+            "full garbage collections, whole run: count (pauses in all)",
+            _full_gc(ours),
+            "n/a: kopf exports no metrics",
+            "",
+            "each one stops every thread of the operator",
         ),
         (
             "race control: pods bound on joining nodes no rule taints",

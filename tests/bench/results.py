@@ -42,6 +42,10 @@ class OperatorResult:
     resync_writes: int | None = None
     peak_rss_mib: float = 0.0
     cpu_seconds: float = 0.0
+    # Full (generation-2) collections over the whole run and their pauses in all, from
+    # nodegate's own nodegate_gc_pause_seconds (None for kopf, which exports no metrics).
+    full_gc_pauses: int | None = None
+    full_gc_seconds: float | None = None
     converge_cpu_seconds: float = 0.0
     race: dict[str, RaceResult] = field(default_factory=dict)
     storm: dict[str, StormPhase] = field(default_factory=dict)  # "taint", "untaint"

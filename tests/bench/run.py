@@ -414,6 +414,10 @@ def _measure_operator(bench: Bench, name: OperatorName) -> OperatorResult:
         operator.check_alive()
         usage = operator.usage()
         result.peak_rss_mib, result.cpu_seconds = usage.peak_rss_mib, usage.cpu_seconds
+        if operator.http_port is not None:  # nodegate times its collector's pauses itself
+            full = {"generation": "2"}
+            result.full_gc_pauses = int(operator.metric("nodegate_gc_pause_seconds_count", **full))
+            result.full_gc_seconds = operator.metric("nodegate_gc_pause_seconds_sum", **full)
     finally:
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)  # py-spy writes its output when interrupted

@@ -143,3 +143,11 @@ def test_the_steady_split_shows_each_stretch_per_operator_and_whose_time_it_is()
 
 def test_a_run_without_a_steady_split_has_no_split_table() -> None:
     assert report.split_table(_size(1000, 0.2)) == ""
+
+
+def test_nodegates_full_collections_are_counted_with_their_pauses() -> None:
+    size = _size(5000, 0.4)
+    size.operators["nodegate"].full_gc_pauses = 12
+    size.operators["nodegate"].full_gc_seconds = 1.107
+    table = report.size_table(size)
+    assert "| full garbage collections, whole run: count (pauses in all) | 12 (1107 ms) |" in table

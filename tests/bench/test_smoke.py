@@ -42,14 +42,25 @@ def test_every_change_reaches_its_taint_state_under_both_operators(smoke: SizeRe
         assert all(latency.count > 0 for latency in latencies.values()), operator
 
 
-def test_every_steady_change_is_split_at_the_api_server_for_both_operators(
-    smoke: SizeResult,
-) -> None:
+def test_every_steady_change_of_nodegates_is_split_at_the_api_server(smoke: SizeResult) -> None:
     steady = 2 * 2 * SMOKE.steady_nodes  # label and condition, each turned on and off
-    for operator in ("nodegate", "kopf"):
-        stretches = smoke.operators[operator].steady_split
-        assert set(stretches) == set(SEGMENTS), operator
-        assert all(s.count == steady and s.missing == 0 for s in stretches.values()), operator
+    stretches = smoke.operators["nodegate"].steady_split
+    assert set(stretches) == set(SEGMENTS)
+    assert all(s.count == steady and s.missing == 0 for s in stretches.values())
+
+
+def test_kopfs_steady_changes_are_split_too(smoke: SizeResult) -> None:
+    # Not all: at 50 nodes a node's removal follows its add by half a second, and kopf may not
+    # have written the add yet (the removal is then seen at once, with no write of kopf's).
+    stretches = smoke.operators["kopf"].steady_split
+    assert set(stretches) == set(SEGMENTS)
+    assert all(s.count > 0 for s in stretches.values())
+
+
+def test_nodegates_full_collections_are_read_from_its_metrics(smoke: SizeResult) -> None:
+    nodegate = smoke.operators["nodegate"]
+    assert nodegate.full_gc_pauses is not None and nodegate.full_gc_pauses >= 1  # the one at start
+    assert nodegate.full_gc_seconds is not None and nodegate.full_gc_seconds > 0
 
 
 def test_nodegate_writes_once_per_node_at_cold_converge_and_once_per_change(

@@ -4,6 +4,7 @@ hot reload of rules, events, metrics and dry run. Each test runs `nodegate recon
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -109,6 +110,30 @@ def test_every_change_is_an_event_on_the_node_naming_the_rule(
         reconciler.metric("nodegate_node_changes_total", rule="ci-dedicated", change="add_taint")
         >= 1
     )
+
+
+def test_the_process_freezes_its_code_out_of_the_collector_at_start(
+    reconciler: ReconcilerProcess,
+) -> None:
+    started = next(
+        json.loads(line)
+        for line in reconciler.logs().splitlines()
+        if '"reconciler starting"' in line
+    )
+    # The official client's models alone are tens of thousands of objects (kit/heap.py).
+    assert started["frozen_objects"] > 20_000
+
+
+def test_the_process_exports_its_memory_and_collector_runs(
+    reconciler: ReconcilerProcess,
+) -> None:
+    assert reconciler.metric("process_resident_memory_bytes") > 0
+    assert 'python_gc_collections_total{generation="2"}' in reconciler.get("/metrics")[1]
+
+
+def test_the_full_collection_at_start_is_timed(reconciler: ReconcilerProcess) -> None:
+    # The one before the freeze, at least: pauses are observed from before it.
+    assert reconciler.metric("nodegate_gc_pause_seconds_count", generation="2") >= 1
 
 
 def test_node_already_matching_costs_zero_writes_even_on_heartbeats(
