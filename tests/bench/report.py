@@ -74,13 +74,18 @@ def _race(result: OperatorResult | None, variant: str) -> str:
 
 
 def _latency_cell(size: SizeResult, result: OperatorResult | None, case: str) -> str:
-    """p50 / p95 / p99, and for a burst its p99 as a ratio to the API server's burst floor."""
+    """p50 / p95 / p99, and its p99 as a ratio to the API server's floor: for a burst the
+    floor's time for the burst, for a steady change one patch's round trip p99."""
     if result is None:
         return ""
     text = result.latencies[case].cell()
     p99 = _p99(result, case)
     if case.endswith("burst") and p99 is not None and size.burst_floor:
         text += f" ({_times(p99, size.burst_floor)} floor)"
+    elif (
+        case.endswith("steady") and p99 is not None and size.round_trip and size.round_trip.samples
+    ):
+        text += f" ({_times(p99, size.round_trip.p(99))} round trip)"
     return text
 
 

@@ -119,6 +119,15 @@ def test_a_burst_p99_is_given_as_a_ratio_to_the_api_servers_floor_for_the_burst(
     assert steady_rows and not any("floor" in row for row in steady_rows)
 
 
+def test_a_steady_p99_is_given_as_a_ratio_to_one_patchs_round_trip() -> None:
+    size = _size(5000, 0.4)  # nodegate's p99 is 0.4 s, kopf's 1.6 s
+    size.round_trip = Latency(tuple(0.02 * k for k in range(1, 11)))  # p99 0.2 s
+    steady_rows = [row for row in report.size_table(size).splitlines() if "steady: p50" in row]
+    assert len(steady_rows) == 2
+    assert all("(2.0x round trip) | " in row and "(8.0x round trip) | " in row
+               for row in steady_rows)  # fmt: skip
+
+
 def test_the_round_trip_floor_is_the_steady_figures_yardstick() -> None:
     size = _size(5000, 0.4)
     size.round_trip = Latency(tuple(0.01 * k for k in range(1, 11)))
