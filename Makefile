@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm chart image lint typecheck unit fast fuzz e2e bench bench-plan clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz e2e bench bench-plan bench-karpenter clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -25,9 +25,17 @@ $(STAMP): pyproject.toml $(HARNESS)/pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' -e ./$(HARNESS) --config-settings editable_mode=strict
 	touch $(STAMP)
 
-# strict editable mode keeps a link tree of files: re-link so new modules are importable.
-setup: $(STAMP)
+# Strict editable mode keeps a tree of links to the files: only a file added or removed needs a
+# re-link, so the link step runs when the list of files changes (its checksum names the stamp),
+# and `make` inside `make test`'s phases finds setup done.
+PACKAGE_DIRS := core bootstrap manifests reconciler migrate infra cli templates examples harness
+LINKED := $(VENV)/.linked-$(shell find $(PACKAGE_DIRS) -type f -not -path '*/__pycache__/*' -not -path 'harness/build/*' 2>/dev/null | LC_ALL=C sort | cksum | cut -d' ' -f1)
+$(LINKED): $(STAMP)
+	rm -f $(VENV)/.linked-*
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --no-deps -e . -e ./$(HARNESS) --config-settings editable_mode=strict
+	touch $@
+
+setup: $(LINKED)
 
 demo: setup
 	$(BIN)/nodegate demo
@@ -54,9 +62,10 @@ kubelet: controlplane
 kubectl: controlplane
 	$(BIN)/python -m nodegate.localcluster.build --kubectl
 
-# promtool (Prometheus 3.16, from its Go module) for the alert tests, `promtool check rules` and
-# `promtool test rules` on the shipped PrometheusRule (tests/unit/manifests/test_alerts_promtool.py),
-# cached under a stamp of its own in ~/.cache/nodegate/promtool (a no-op when cached).
+# promtool for the alert tests, `promtool check rules` and `promtool test rules` on the shipped
+# PrometheusRule (tests/unit/manifests/test_alerts_promtool.py): copied out of Debian's
+# prometheus package (2.42; never installed) where apt answers, else built from Prometheus 3.16's
+# Go module; cached under a stamp of its own in ~/.cache/nodegate/promtool (a no-op when cached).
 promtool: setup
 	$(BIN)/python -m nodegate.localcluster.build --promtool
 
@@ -78,6 +87,11 @@ chart: helm
 	$$($(BIN)/python -c 'from nodegate.localcluster import paths; print(paths.helm_binary())') \
 	  package charts/nodegate --destination build/charts
 
+# Karpenter's kwok provider for the `karpenter` e2e tests, under a stamp of its own (a no-op when
+# cached).
+karpenter: setup
+	$(BIN)/python -m nodegate.localcluster.build --karpenter
+
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
@@ -92,8 +106,13 @@ lint: setup
 	ANSIBLE_COLLECTIONS_PATH=build/ansible PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/ansible-lint -q \
 	  -c ansible/nodegate/.ansible-lint ansible/nodegate examples/ansible
 
+# mypy's cache lives beside the tools' (outside the clone), so a fresh clone checks only what
+# changed: mypy compares each file's hash with its cache entry, so a stale entry is re-checked,
+# never trusted.
+NODEGATE_CACHE ?= $(HOME)/.cache/nodegate
+export MYPY_CACHE_DIR ?= $(NODEGATE_CACHE)/mypy
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo -p nodegate.suite
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
@@ -111,12 +130,20 @@ fuzz: setup
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 
+# What Karpenter does when the gate is left out of startupTaints (tests/bench/karpenter_startup_taints.py):
+# a 2-minute measurement, not a test, so not in `make test`.
+bench-karpenter: setup controlplane karpenter
+	$(BIN)/python -m tests.bench.karpenter_startup_taints $(BENCH_ARGS)
+
 # `nodegate plan` on 5,000 nodes of kubelet size (tests/bench/day2_plan.py): minutes, not in `make test`.
 bench-plan: setup controlplane
 	$(BIN)/python -m tests.bench.day2_plan $(BENCH_ARGS)
 
-test: lint typecheck controlplane kubelet kubectl promtool helm image
-	$(BIN)/pytest tests
+# `make test` runs its phases through one runner (harness/suite): lint, types, each tool, the
+# image, then the test tiers (pytest-xdist workers, each with its own control planes), and ends
+# by printing the time of each phase and the 20 slowest tests (JUnit XML in build/test-reports).
+test: setup
+	$(BIN)/python -m nodegate.suite
 
 clean:
 	rm -rf $(VENV) build *.egg-info

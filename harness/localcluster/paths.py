@@ -116,6 +116,12 @@ def promtool_binary(version: str = PROMETHEUS_VERSION) -> Path:
     return promtool_dir(version) / PROMTOOL
 
 
+def debian_promtool_dir() -> Path:
+    """promtool copied out of Debian's `prometheus` package, with a stamp naming the package
+    version (the alert tests' source wherever apt answers; see debpackage.py)."""
+    return cache_root() / "promtool" / "debian" / "bin"
+
+
 HELM = "helm"
 HELM_UNITTEST = "helm-unittest"
 

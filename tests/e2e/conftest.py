@@ -9,6 +9,7 @@ Two session-scoped control planes, so each test pays startup once per run:
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,9 +85,36 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.stash[_BUILD_ERROR] = str(error)
 
 
+def _tails_dir(config: pytest.Config) -> Path:
+    """Where pytest-xdist workers leave their control planes' log tails for the controller,
+    which alone prints the terminal summary (`make test` runs this tier on workers)."""
+    return config.rootpath / "build" / "test-reports" / "control-plane-logs"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The controller (or a run without workers) starts with no tails left by an earlier run."""
+    if not hasattr(session.config, "workerinput"):
+        shutil.rmtree(_tails_dir(session.config), ignore_errors=True)
+
+
+def _keep_tails(config: pytest.Config, section: str) -> None:
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is None:
+        config.stash.setdefault(_LOG_TAILS, []).append(section)
+        return
+    directory = _tails_dir(config)
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / f"{worker}.log").open("a", encoding="utf-8") as tails:
+        tails.write(section + "\n\0")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the components' log tails collected at teardown of a session with failures."""
-    for section in terminalreporter.config.stash.get(_LOG_TAILS, []):
+    """Print the components' log tails collected at teardown of a session with failures
+    (from this process, or from the files its workers left)."""
+    sections: list[str] = terminalreporter.config.stash.get(_LOG_TAILS, []).copy()
+    for left in sorted(_tails_dir(terminalreporter.config).glob("*.log")):
+        sections += [part for part in left.read_text(encoding="utf-8").split("\0") if part.strip()]
+    for section in sections:
         terminalreporter.write_sep("=", "control-plane component logs (tail)")
         terminalreporter.write(section)
 
@@ -105,8 +133,7 @@ def run_control_plane(
         yield plane
     finally:
         if request.session.testsfailed:
-            tails = request.config.stash.setdefault(_LOG_TAILS, [])
-            tails.append(f"[{describe(plane)}]\n{plane.log_tails()}")
+            _keep_tails(request.config, f"[{describe(plane)}]\n{plane.log_tails()}")
         plane.stop()
         leftovers = plane.leftover_processes()
         if leftovers:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nodegate.localcluster.build import ensure_promtool_built
+from nodegate.localcluster.build import ensure_promtool
 from nodegate.manifests.webhook import WEBHOOK_NAME
 from tests.unit.manifests.support import build, built_tool, one
 
@@ -335,7 +335,7 @@ def _unit_test(alert: str, scenario: Scenario) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def promtool() -> Path:
-    return built_tool(ensure_promtool_built, "promtool", "promtool")
+    return built_tool(ensure_promtool, "promtool", "promtool")
 
 
 @pytest.fixture(scope="module")
