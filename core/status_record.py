@@ -22,6 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.errors import RulesError
+from nodegate.core.loader import parse_rules
+from nodegate.core.model import NodeRules
 from nodegate.core.node import format_time, parse_time
 
 STATUS_CONFIGMAP = "nodegate-status"
@@ -139,3 +143,42 @@ def _required_time(value: object) -> datetime:
     if moment is None:
         raise ValueError("a time is missing")
     return moment
+
+
+@dataclass(frozen=True)
+class RecordedRules:
+    """The rules in force as the record holds them, checked: what a new leader puts back in
+    force at start, and what the day-2 commands plan with."""
+
+    status: ReconcilerStatus
+    rules: NodeRules | None
+    """None: the record says no rules are in force (generation 0)."""
+    text: str
+
+
+RECORD_SOURCE = "the status record's rules in force"
+"""The source named in the located problems of a record whose rules text does not load."""
+
+
+def rules_of_record(data: Mapping[str, Any] | None) -> RecordedRules:
+    """The record's rules in force, validated like any rules update and checked against the
+    digest it was applied under; StatusRecordError saying what is wrong, never a guess."""
+    status, text = decode_status(data)
+    if status.generation == 0:
+        return RecordedRules(status, None, text)
+    if status.generation < 0:
+        raise StatusRecordError(f"generation {status.generation} is not a generation")
+    if status.digest != rules_digest(text):
+        raise StatusRecordError(
+            f"its rules text does not match the digest it was applied under "
+            f"(generation {status.generation}, digest {status.digest}, text digest "
+            f"{rules_digest(text)})"
+        )
+    try:
+        rules = parse_rules(text, RECORD_SOURCE)
+    except RulesError as err:
+        raise StatusRecordError(
+            f"its rules text (generation {status.generation}) is not readable: "
+            f"{err.problems[0] if err.problems else err}"
+        ) from err
+    return RecordedRules(status, rules, text)

@@ -197,16 +197,21 @@ def readiness(
     leading: threading.Event,
     webhook: WebhookServer | None = None,
 ) -> Callable[[], tuple[bool, str]]:
-    """/readyz: rules loaded, the webhook (if served) has a certificate and, on the leader,
-    the node cache synced. The webhook Service sends reviews only to ready replicas."""
+    """/readyz: rules loaded, the webhook (if served) has a certificate and, on the leader, the
+    rules in force recovered, the node cache synced and some rules in force (not a held update
+    with nothing in force). The webhook Service sends reviews only to ready replicas."""
 
     def ready() -> tuple[bool, str]:
         if not watcher.loaded.is_set():
             return False, "no valid rules loaded yet"
         if webhook is not None and not webhook.serving.is_set():
             return False, "webhook has no serving certificate yet"
+        if leading.is_set() and not controller.rules_recovered.is_set():
+            return False, "rules in force not recovered from the status record yet"
         if leading.is_set() and not controller.informer.synced.is_set():
             return False, "node cache not synced yet"
+        if leading.is_set() and controller.held_with_nothing_in_force:
+            return False, "no rules in force: the rules update is held (see the RulesHeld Event)"
         applied = controller.applied
         generation = applied.generation if applied else 0
         return True, f"ok (rules generation {generation})"

@@ -31,6 +31,7 @@ from nodegate.core.status_record import (
     ReconcilerStatus,
     StatusRecordError,
     decode_status,
+    rules_of_record,
 )
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
@@ -173,26 +174,23 @@ class Cluster:
         """The rules in force as the reconciler's status record publishes them; None when there
         is no record (no reconciler has written one). RulesInForceUnknownError when there is one and
         it cannot say: never guessed from the rules ConfigMap, which may hold a held update."""
-        status, text, problem = self.status_record()
-        if problem is not None:
-            raise RulesInForceUnknownError(problem)
-        if status is None:
+        raw = self._api.read_configmap(self.where.namespace, STATUS_CONFIGMAP)
+        if raw is None:
             return None
-        if status.generation == 0:
-            return InForce(None, "no rules (none are in force yet)", status)
         try:
-            rules = parse_rules(text, "the status record's rules in force")
-        except RulesError as err:
-            where = f"{self.where.namespace}/{STATUS_CONFIGMAP}"
+            recorded = rules_of_record(raw.get("data"))
+        except StatusRecordError as err:
             raise RulesInForceUnknownError(
-                f"{where}: its rules text (generation {status.generation}) is not readable: "
-                f"{err.problems[0] if err.problems else err}"
+                f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
             ) from err
+        status = recorded.status
+        if recorded.rules is None:
+            return InForce(None, "no rules (none are in force yet)", status)
         which = (
             f"the rules in force: generation {status.generation}, digest {status.digest} "
             f"({status.source})"
         )
-        return InForce(rules, which, status)
+        return InForce(recorded.rules, which, status)
 
     def lease(self) -> LeaseView | None:
         raw = self._leases.read_lease(self.where.namespace, self.where.lease)

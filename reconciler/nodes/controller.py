@@ -21,6 +21,7 @@ from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.gate_plan import annotations_read
 from nodegate.core.model import NodeRules
 from nodegate.core.plan import relevant_view, track_first_seen
+from nodegate.core.status_record import StatusRecordError
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
@@ -111,6 +112,9 @@ class Controller:
         """When the periodic resync under way queued every node (monotonic), or None."""
         self._running = threading.Event()
         """Set while `run` runs: only then are watches started for the rules."""
+        self.rules_recovered = threading.Event()
+        """Set once the rules in force were put back from the status record (or it had none,
+        or cannot say); until then this leader is not ready."""
 
     def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
@@ -315,6 +319,7 @@ class Controller:
         """Run the informers, the workers and the periodic resync until `stop` is set."""
         self._writer.stop = stop
         self._load_history(stop)
+        self._recover_rules(stop)
         health = self._health
         threads = [
             supervised("informer", self.informer.run, stop, health),
@@ -371,6 +376,44 @@ class Controller:
         self._resync_started = None
         self._metrics.resync_seconds.set(time.monotonic() - started)
         self._metrics.resyncs.inc()
+
+    def _recover_rules(self, stop: threading.Event) -> None:
+        """Put the rules in force back from the status record before the node cache syncs, so
+        that no update is judged against nothing: a restart or a failover while an update is
+        held leaves the rules that were in force in force. Retried while the API server cannot
+        answer (nothing is planned before the cache syncs anyway); a record that cannot say is
+        reported and the reconciler goes on as on a fresh install."""
+        backoff = Backoff()
+        try:
+            while not stop.is_set():
+                try:
+                    recorded = self.status.recover()
+                except TemporaryError as err:
+                    log.warning("status record not read yet", extra={"error": str(err)})
+                    stop.wait(backoff.next_delay())
+                    continue
+                except (PermanentError, StatusRecordError) as err:
+                    log.error(
+                        "rules in force cannot be recovered from the status record; "
+                        "the rules source is judged as on a first start",
+                        extra={"error": str(err)},
+                    )
+                    self._metrics.errors.labels("status").inc()
+                    return
+                if recorded is not None and recorded.rules is not None:
+                    status = recorded.status
+                    assert status.digest is not None  # rules_of_record checked it
+                    update = RulesUpdate(
+                        recorded.rules, status.digest, status.source, text=recorded.text
+                    )
+                    self._in_force.restore(update, status.generation)
+                return
+        finally:
+            self.rules_recovered.set()
+
+    @property
+    def held_with_nothing_in_force(self) -> bool:
+        return self._in_force.held_with_nothing_in_force
 
     def _load_history(self, stop: threading.Event) -> None:
         """Read the taint-key history before anything is planned; retried with backoff.

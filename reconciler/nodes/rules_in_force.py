@@ -86,10 +86,14 @@ class RulesInForce:
             update, applied = self._offered, self.applied
             if update is None:
                 return
-            if applied is not None and applied.update == update:
+            if applied is not None and applied.update.digest == update.digest:
+                if applied.update != update:  # the same text from its source: adopt the source
+                    self.applied = Applied(update, applied.generation)
                 superseded, self._held = self._held, None
                 if superseded is not None:
                     self._superseded(superseded, update)
+                elif self._status is not None:  # a hold recorded before a restart, reverted since
+                    self._status.released()
                 return
             radius = blast_radius(nodes, update.rules, applied.rules if applied else None)
             reason = hold_reason(radius, update.rules, self._max_untaint_share)
@@ -118,6 +122,28 @@ class RulesInForce:
             },
         )
         self._on_applied(update)
+
+    def restore(self, update: RulesUpdate, generation: int) -> None:
+        """Put back the rules a former leader (or this process before a restart) had in force,
+        as the status record holds them, before any update is considered: they passed the guard
+        when they were applied, and an update held then is judged against them, not nothing."""
+        with self._lock:
+            if self.applied is not None:
+                return
+            self._history.record(live_owned_taints(update.rules))
+            self.applied = Applied(update, generation)
+        self._metrics.rules_generation.set(generation)
+        log.info(
+            "rules in force recovered",
+            extra={"source": update.source, "digest": update.digest, "generation": generation},
+        )
+        self._on_applied(update)
+
+    @property
+    def held_with_nothing_in_force(self) -> bool:
+        """An update is held and no rules are in force: nothing is reconciled until a person
+        confirms or reverts it (a fresh install's first rules, or a record that was lost)."""
+        return self.applied is None and self._held is not None
 
     def _superseded(self, held: RulesUpdate, by: RulesUpdate) -> None:
         """The held update was reverted (the source is back to the rules in force): nothing is

@@ -20,7 +20,9 @@ from nodegate.core.status_record import (
     STATUS_CONFIGMAP,
     HeldUpdate,
     ReconcilerStatus,
+    RecordedRules,
     encode_status,
+    rules_of_record,
 )
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
@@ -58,6 +60,24 @@ class StatusPublisher:
         )
         self._rules_text = ""
         self._pending = False
+
+    def recover(self) -> RecordedRules | None:
+        """The record a former leader (or this replica before a restart) left, checked, and
+        taken as this publisher's state so that nothing is rewritten until something changes;
+        None when there is none. TemporaryError: try again; StatusRecordError: it cannot say."""
+        raw = self._api.read_configmap(self._namespace, STATUS_CONFIGMAP)
+        if raw is None:
+            return None
+        recorded = rules_of_record(raw.get("data"))
+        with self._lock:
+            self._status = replace(
+                recorded.status,
+                writer=self._status.writer,
+                version=self._status.version,
+                max_untaint_share=self._status.max_untaint_share,
+            )
+            self._rules_text = recorded.text
+        return recorded
 
     def applied(self, update: RulesUpdate, generation: int) -> None:
         """A rules generation took effect (and nothing is held any more)."""

@@ -1,0 +1,185 @@
+"""A restart or a failover while a rules update is held changes nothing a user can see: the
+rules that were in force stay in force (put back from the status record), the update stays held.
+
+Reproduces issue 42's first case: rules R1 (a startup gate, a label taint on 3 of 4 nodes) are
+in force; R2 drops the label rule, would untaint 75 % of the nodes and is held by the
+blast-radius guard. The leader is then stopped (SIGTERM) and a new process leads: a restart of
+the only replica, or a failover to a standby that was running beside it. Before the fix the new
+leader had nothing in force (generation 0): gates were no longer lifted and new nodes got nothing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import mark_pod_ready, wait_until
+from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+
+TEAM = "restart.example.com/team"
+GATE = ("restart.example.com/init", "NoSchedule")
+READY = "restart.example.com/ready"
+
+
+def rules(name: str, *, team_rule: bool) -> str:
+    team = textwrap.dedent(
+        f"""\
+        labelTaints:
+          - name: team
+            match: {{labels: {{{TEAM}: {name}}}}}
+            taint: {{key: {TEAM}, value: {name}, effect: NoSchedule}}
+            nodeMayLift: true
+        """
+    )
+    gate = textwrap.dedent(
+        f"""\
+        startupGates:
+          - name: warmup
+            match: {{labels: {{restart.example.com/gated: {name}}}}}
+            taint: {{key: {GATE[0]}, value: wait, effect: {GATE[1]}}}
+            readyWhen:
+              pods: {{namespace: default, selector: {{app: init-{name}}}}}
+            timeout: 30m
+        """
+    )
+    return HEADER + (team if team_rule else "") + gate
+
+
+class Scene:
+    """The test's namespace (rules ConfigMap, Lease, status record) and its reconcilers."""
+
+    def __init__(
+        self,
+        core_v1: k8s_client.CoreV1Api,
+        plane: LocalControlPlane,
+        namespace: str,
+        tmp_path: Path,
+        stack: ExitStack,
+    ) -> None:
+        self.core_v1 = core_v1
+        self.plane = plane
+        self.namespace = namespace
+        self.tmp_path = tmp_path
+        self.stack = stack
+
+    def put_rules(self, text: str) -> None:
+        body = k8s_client.V1ConfigMap(metadata={"name": "rules"}, data={"rules.yaml": text})
+        try:
+            self.core_v1.replace_namespaced_config_map("rules", self.namespace, body)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            self.core_v1.create_namespaced_config_map(self.namespace, body)
+
+    def replica(self, *, wait_ready: bool = True) -> ReconcilerProcess:
+        args = (
+            f"--rules-configmap={self.namespace}/rules",
+            f"--lease-namespace={self.namespace}",
+            f"--state-namespace={self.namespace}",
+            "--lease-duration-seconds=4",
+            "--renew-deadline-seconds=3",
+            "--retry-period-seconds=1",
+        )
+        return self.stack.enter_context(
+            running_reconciler(
+                self.plane.kubeconfig_path, self.tmp_path, *args, wait_ready=wait_ready
+            )
+        )
+
+    def status(self) -> tuple[int, str | None, str | None]:
+        """The status record's generation, digest in force and held digest."""
+        raw = self.core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, self.namespace)
+        status, _ = decode_status(raw.data)
+        return status.generation, status.digest, status.held.digest if status.held else None
+
+    def init_pod(self, name: str, node: str) -> str:
+        pod = f"init-{node}"[:63]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod, "labels": {"app": f"init-{name}"}},
+            "spec": {
+                "nodeName": node,
+                "tolerations": [{"key": GATE[0], "operator": "Exists"}],
+                "containers": [{"name": "init", "image": "registry.k8s.io/pause:3.10"}],
+            },
+        }
+        self.core_v1.create_namespaced_pod("default", body)  # type: ignore[arg-type]
+        self.stack.callback(
+            self.core_v1.delete_namespaced_pod, pod, "default", grace_period_seconds=0
+        )
+        return pod
+
+
+@pytest.fixture
+def scene(
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> Iterator[Scene]:
+    namespace = unique_name[:63].rstrip("-")
+    core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
+    with ExitStack() as stack:
+        yield Scene(core_v1, control_plane, namespace, tmp_path, stack)
+    core_v1.delete_namespace(namespace)
+
+
+def leader_of(replicas: list[ReconcilerProcess]) -> ReconcilerProcess:
+    return wait_until(
+        lambda: next((r for r in replicas if r.metric("nodegate_is_leader") == 1), None),
+        TIMEOUT,
+        "a leader",
+    )
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_new_leader_keeps_the_rules_in_force_while_an_update_is_held(
+    how: str, scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    name = scene.namespace
+    r1, r2 = rules(name, team_rule=True), rules(name, team_rule=False)
+    scene.put_rules(r1)
+    replicas = [scene.replica()]
+    if how == "failover":
+        replicas.append(scene.replica())
+    wait_until(lambda: scene.status()[0] == 1, TIMEOUT, "R1 in force")
+    team = [make_node(f"team-{i}", labels={TEAM: name}) for i in range(3)]
+    make_node("other")
+    for node in team:
+        wait_for_taints(core_v1, node, lambda t: (TEAM, "NoSchedule") in t)
+
+    scene.put_rules(r2)
+    wait_until(lambda: scene.status()[2] == rules_digest(r2), TIMEOUT, "R2 held")
+
+    leader = leader_of(replicas)
+    leader.stop()
+    replicas.remove(leader)
+    if how == "restart":
+        replicas.append(scene.replica(wait_ready=False))
+    new_leader = leader_of(replicas)
+    wait_until(new_leader.is_ready, TIMEOUT, "the new leader ready")
+
+    assert new_leader.get("/readyz") == (200, "ok (rules generation 1)\n")
+    assert scene.status() == (1, rules_digest(r1), rules_digest(r2))
+    fresh = make_node("team-new", labels={TEAM: name})
+    wait_for_taints(core_v1, fresh, lambda t: (TEAM, "NoSchedule") in t)
+    gated = make_node(
+        "gated",
+        labels={"restart.example.com/gated": name},
+        taints=[{"key": GATE[0], "value": "wait", "effect": GATE[1]}],
+    )
+    mark_pod_ready(core_v1, scene.init_pod(name, gated), "default")
+    wait_until(lambda: GATE not in taints_of(core_v1, gated), TIMEOUT, "the gate lifted")
+    for node in team:  # the held update removed nothing
+        assert (TEAM, "NoSchedule") in taints_of(core_v1, node)

@@ -1,0 +1,167 @@
+"""A restart or a failover puts the rules that were in force back in force, from the status
+record, before any update is judged: an update held before the restart stays held, and the
+rules it would have replaced keep working."""
+
+from __future__ import annotations
+
+import json
+import threading
+from types import SimpleNamespace
+from typing import Any, cast
+
+from nodegate.core.blast_radius import rules_digest
+from nodegate.core.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
+from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.main import readiness
+from nodegate.reconciler.nodes.controller import Controller
+from tests.unit.reconciler.fakes import FakeApi
+from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, metric, synced
+from tests.unit.reconciler.test_status_publisher import offered
+
+RECORD = ("nodegate-system", STATUS_CONFIGMAP)
+CI_EVICTING = CI_RULES.replace("effect: NoSchedule", "effect: NoExecute")
+
+
+def held_after_ci_rules() -> FakeApi:
+    """Four tainted CI nodes; CI_RULES in force (generation 1), GPU_ONLY (which would untaint
+    all four) held, as a first process left them."""
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}", tainted=True))
+    first = synced(api)
+    first.offer_rules(offered(CI_RULES))
+    first.offer_rules(offered(GPU_ONLY))
+    assert first.applied is not None and first.applied.generation == 1
+    assert decode_status(api.configmaps[RECORD]["data"])[0].held is not None
+    return api
+
+
+def restarted(api: FakeApi) -> Controller:
+    """A new process on the same cluster: it recovers, then its node cache syncs."""
+    controller = synced(api)
+    controller._recover_rules(threading.Event())
+    return controller
+
+
+def test_a_restart_while_an_update_is_held_keeps_the_rules_that_were_in_force() -> None:
+    api = held_after_ci_rules()
+    controller = restarted(api)
+    controller.offer_rules(offered(GPU_ONLY))  # what the rules ConfigMap still holds
+
+    assert controller.applied is not None
+    assert (controller.applied.generation, controller.applied.update.digest) == (
+        1,
+        rules_digest(CI_RULES),
+    )
+    status, text = decode_status(api.configmaps[RECORD]["data"])
+    assert (status.generation, text) == (1, CI_RULES)
+    assert status.held is not None and status.held.digest == rules_digest(GPU_ONLY)
+    assert not controller.held_with_nothing_in_force
+
+
+def test_the_rules_put_back_reconcile_nodes_as_before() -> None:
+    api = held_after_ci_rules()
+    api.add_node(ci_node("new"))
+    controller = restarted(api)
+    controller.offer_rules(offered(GPU_ONLY))
+
+    controller.process("new")
+
+    taints = api.nodes["new"]["spec"].get("taints", [])
+    assert {"key": "example.com/dedicated", "value": "ci", "effect": "NoSchedule"} in taints
+
+
+def test_the_same_text_offered_after_a_restart_keeps_its_generation_and_takes_its_source() -> None:
+    api = held_after_ci_rules()
+    controller = restarted(api)
+    controller.offer_rules(offered(CI_RULES))  # the held update was reverted meanwhile
+
+    assert controller.applied is not None
+    assert controller.applied.generation == 1
+    assert controller.applied.update.ref == REF
+    assert decode_status(api.configmaps[RECORD]["data"])[0].held is None
+
+
+def test_a_held_updates_since_survives_the_restart() -> None:
+    api = held_after_ci_rules()
+    before = decode_status(api.configmaps[RECORD]["data"])[0].held
+    controller = restarted(api)
+    controller.offer_rules(offered(GPU_ONLY))
+
+    after = decode_status(api.configmaps[RECORD]["data"])[0].held
+    assert before is not None and after is not None
+    assert after.since == before.since
+
+
+def test_a_record_whose_text_does_not_match_its_digest_puts_nothing_back() -> None:
+    api = held_after_ci_rules()
+    data = api.configmaps[RECORD]["data"]
+    data["rules.yaml"] = GPU_ONLY  # edited by hand: not the text applied under that digest
+    controller = restarted(api)
+
+    assert controller.applied is None
+    assert controller.rules_recovered.is_set()
+    assert metric(controller, "nodegate_errors_total", kind="status") == 1
+
+
+def test_a_record_of_a_newer_format_puts_nothing_back_and_says_so() -> None:
+    api = held_after_ci_rules()
+    data = api.configmaps[RECORD]["data"]
+    data[STATUS_KEY] = json.dumps(json.loads(data[STATUS_KEY]) | {"version": 99})
+    controller = restarted(api)
+
+    assert controller.applied is None
+    assert metric(controller, "nodegate_errors_total", kind="status") == 1
+
+
+def test_a_first_start_has_nothing_to_recover_and_is_recovered() -> None:
+    api = FakeApi()
+    controller = restarted(api)
+
+    assert controller.applied is None
+    assert controller.rules_recovered.is_set()
+    assert metric(controller, "nodegate_errors_total", kind="status") == 0
+
+
+def test_recovery_waits_for_an_api_server_that_cannot_answer_yet() -> None:
+    api = held_after_ci_rules()
+    api.fail("read_configmap", TemporaryError("connection refused"))
+    controller = restarted(api)
+
+    assert controller.applied is not None and controller.applied.generation == 1
+
+
+def _ready(controller: Controller) -> tuple[bool, str]:
+    watcher = SimpleNamespace(loaded=threading.Event())
+    watcher.loaded.set()
+    leading = threading.Event()
+    leading.set()
+    return readiness(cast(Any, watcher), controller, leading)()
+
+
+def test_a_leader_is_not_ready_until_the_rules_in_force_are_recovered() -> None:
+    controller = synced(held_after_ci_rules())
+
+    ok, why = _ready(controller)
+
+    assert not ok and "not recovered" in why
+
+
+def test_a_leader_with_a_held_update_and_nothing_in_force_is_not_ready() -> None:
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}"))
+    controller = restarted(api)
+    controller.offer_rules(offered(CI_EVICTING))  # would evict every node: held at first start
+    assert controller.applied is None
+
+    ok, why = _ready(controller)
+
+    assert not ok and "held" in why
+
+
+def test_a_recovered_leader_is_ready_with_its_generation() -> None:
+    controller = restarted(held_after_ci_rules())
+    controller.offer_rules(offered(GPU_ONLY))
+
+    assert _ready(controller) == (True, "ok (rules generation 1)")
