@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
@@ -15,7 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
+
+from nodegate.reconciler.kit.client import load_api_client
 
 
 def free_port() -> int:
@@ -75,6 +80,24 @@ class ReconcilerProcess:
             return self.process.wait()
 
 
+def test_state_namespace(kubeconfig: Path) -> str:
+    """A namespace of the current test's own for a reconciler's state (status record, taint
+    history, records), made on first use: an installation's state namespace holds one
+    installation, and a new leader puts back the rules its status record says were in force, so
+    tests sharing a cluster must not share one. Every replica a test starts shares it."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "outside-pytest").rsplit(" ", 1)[0]
+    name = "state-" + hashlib.sha256(test.encode()).hexdigest()[:12]
+    api = k8s_client.CoreV1Api(load_api_client(str(kubeconfig)))
+    try:
+        api.create_namespace(k8s_client.V1Namespace(metadata={"name": name}))
+    except ApiException as err:
+        if err.status != 409:  # made by an earlier replica of the same test
+            raise
+    finally:
+        api.api_client.close()
+    return name
+
+
 @contextmanager
 def running_reconciler(
     kubeconfig: Path,
@@ -90,6 +113,10 @@ def running_reconciler(
     argv = [sys.executable, "-m", module, "reconcile", "--kubeconfig", str(kubeconfig)]
     argv += ["--http-port", str(port), *args]
     environ = {**os.environ, **(env or {})}
+    if "POD_NAMESPACE" not in environ and not any(
+        arg.startswith("--state-namespace") for arg in args
+    ):
+        environ["POD_NAMESPACE"] = test_state_namespace(kubeconfig)
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=environ)
     reconciler = ReconcilerProcess(process, port, log_path)
