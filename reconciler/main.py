@@ -198,8 +198,10 @@ def readiness(
     webhook: WebhookServer | None = None,
 ) -> Callable[[], tuple[bool, str]]:
     """/readyz: rules loaded, the webhook (if served) has a certificate and, on the leader, the
-    rules in force recovered, the node cache synced and some rules in force (not a held update
-    with nothing in force). The webhook Service sends reviews only to ready replicas."""
+    rules in force recovered (or found unrecoverable) and the node cache synced. The webhook
+    Service sends reviews only to ready replicas. A held update with nothing in force is not a
+    reason to be unready (that would also take the webhook away): RulesHeld says it, with
+    `nodegate_rules_held` and its alert, and `nodegate_rules_generation` is 0."""
 
     def ready() -> tuple[bool, str]:
         if not watcher.loaded.is_set():
@@ -210,8 +212,6 @@ def readiness(
             return False, "rules in force not recovered from the status record yet"
         if leading.is_set() and not controller.informer.synced.is_set():
             return False, "node cache not synced yet"
-        if leading.is_set() and controller.held_with_nothing_in_force:
-            return False, "no rules in force: the rules update is held (see the RulesHeld Event)"
         applied = controller.applied
         generation = applied.generation if applied else 0
         return True, f"ok (rules generation {generation})"

@@ -378,27 +378,30 @@ class Controller:
         self._metrics.resyncs.inc()
 
     def _recover_rules(self, stop: threading.Event) -> None:
-        """Put the rules in force back from the status record before the node cache syncs, so
+        """Read back the rules in force from the status record before the node cache syncs, so
         that no update is judged against nothing: a restart or a failover while an update is
         held leaves the rules that were in force in force. Retried while the API server cannot
-        answer (nothing is planned before the cache syncs anyway); a record that cannot say is
-        reported and the reconciler goes on as on a fresh install."""
+        answer, for as long as the taint history is; a record that cannot say (or that cannot
+        be read for that long) is reported and the reconciler goes on as on a first start."""
         backoff = Backoff()
+        deadline = time.monotonic() + HISTORY_LOAD_SECONDS
         try:
             while not stop.is_set():
                 try:
                     recorded = self.status.recover()
                 except TemporaryError as err:
+                    if time.monotonic() > deadline:
+                        self._not_recovered(err)
+                        return
                     log.warning("status record not read yet", extra={"error": str(err)})
-                    stop.wait(backoff.next_delay())
+                    stop.wait(max(backoff.next_delay(), err.retry_after or 0.0))
                     continue
                 except (PermanentError, StatusRecordError) as err:
-                    log.error(
-                        "rules in force cannot be recovered from the status record; "
-                        "the rules source is judged as on a first start",
-                        extra={"error": str(err)},
-                    )
-                    self._metrics.errors.labels("status").inc()
+                    self._not_recovered(err)
+                    return
+                except Exception as err:  # whatever a hand-edited record does to the parsers
+                    log.exception("status record could not be read")
+                    self._not_recovered(err)
                     return
                 if recorded is not None and recorded.rules is not None:
                     status = recorded.status
@@ -411,9 +414,13 @@ class Controller:
         finally:
             self.rules_recovered.set()
 
-    @property
-    def held_with_nothing_in_force(self) -> bool:
-        return self._in_force.held_with_nothing_in_force
+    def _not_recovered(self, err: Exception) -> None:
+        log.error(
+            "rules in force cannot be recovered from the status record; "
+            "the rules source is judged as on a first start",
+            extra={"error": f"{type(err).__name__}: {err}"},
+        )
+        self._metrics.errors.labels("status").inc()
 
     def _load_history(self, stop: threading.Event) -> None:
         """Read the taint-key history before anything is planned; retried with backoff.

@@ -63,6 +63,7 @@ class RulesInForce:
         self._lock = threading.Lock()
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
+        self._recovered: Applied | None = None
         self.applied: Applied | None = None
 
     @property
@@ -81,7 +82,9 @@ class RulesInForce:
             self._offered = update
 
     def consider(self, nodes: Iterable[tuple[NodeState, PlanFacts]]) -> None:
-        """Apply the offered update if the guard lets it, given every cached node."""
+        """Apply the offered update if the guard lets it, given every cached node; the rules a
+        restart recovered are put back in force first, so the update is judged against them."""
+        self._put_back_recovered()
         with self._lock:
             update, applied = self._offered, self.applied
             if update is None:
@@ -124,26 +127,32 @@ class RulesInForce:
         self._on_applied(update)
 
     def restore(self, update: RulesUpdate, generation: int) -> None:
-        """Put back the rules a former leader (or this process before a restart) had in force,
-        as the status record holds them, before any update is considered: they passed the guard
-        when they were applied, and an update held then is judged against them, not nothing."""
+        """The rules a former leader (or this process before a restart) had in force, as the
+        status record holds them. They take effect at the first `consider`, once the node cache
+        is synced (nothing is planned before), and just before the offered update is judged:
+        they passed the guard when they were applied, and an update held then is judged
+        against them, not against nothing."""
         with self._lock:
-            if self.applied is not None:
+            if self.applied is None:
+                self._recovered = Applied(update, generation)
+
+    def _put_back_recovered(self) -> None:
+        with self._lock:
+            recovered, self._recovered = self._recovered, None
+            if recovered is None or self.applied is not None:
                 return
-            self._history.record(live_owned_taints(update.rules))
-            self.applied = Applied(update, generation)
-        self._metrics.rules_generation.set(generation)
+            self._history.record(live_owned_taints(recovered.rules))
+            self.applied = recovered
+        self._metrics.rules_generation.set(recovered.generation)
         log.info(
             "rules in force recovered",
-            extra={"source": update.source, "digest": update.digest, "generation": generation},
+            extra={
+                "source": recovered.update.source,
+                "digest": recovered.update.digest,
+                "generation": recovered.generation,
+            },
         )
-        self._on_applied(update)
-
-    @property
-    def held_with_nothing_in_force(self) -> bool:
-        """An update is held and no rules are in force: nothing is reconciled until a person
-        confirms or reverts it (a fresh install's first rules, or a record that was lost)."""
-        return self.applied is None and self._held is not None
+        self._on_applied(recovered.update)
 
     def _superseded(self, held: RulesUpdate, by: RulesUpdate) -> None:
         """The held update was reverted (the source is back to the rules in force): nothing is

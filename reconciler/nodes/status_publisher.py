@@ -70,13 +70,23 @@ class StatusPublisher:
             return None
         recorded = rules_of_record(raw.get("data"))
         with self._lock:
+            mine = self._status
             self._status = replace(
                 recorded.status,
-                writer=self._status.writer,
-                version=self._status.version,
-                max_untaint_share=self._status.max_untaint_share,
+                writer=mine.writer,
+                version=mine.version,
+                max_untaint_share=mine.max_untaint_share,
+                updated_at=self._now(),
             )
             self._rules_text = recorded.text
+            # Who writes it and with which limit (`nodegate plan` uses the recorded one) is
+            # this process's to say, as soon as it differs; the rest is written when it changes.
+            self._pending = (mine.writer, mine.version, mine.max_untaint_share) != (
+                recorded.status.writer,
+                recorded.status.version,
+                recorded.status.max_untaint_share,
+            )
+        self.retry()
         return recorded
 
     def applied(self, update: RulesUpdate, generation: int) -> None:

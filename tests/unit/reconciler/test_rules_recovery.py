@@ -9,11 +9,19 @@ import threading
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
 from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.events import EventRecorder
+from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.main import readiness
+from nodegate.reconciler.nodes import controller as controller_module
 from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.fakes import FakeApi
 from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, metric, synced
 from tests.unit.reconciler.test_status_publisher import offered
@@ -36,11 +44,36 @@ def held_after_ci_rules() -> FakeApi:
     return api
 
 
-def restarted(api: FakeApi) -> Controller:
-    """A new process on the same cluster: it recovers, then its node cache syncs."""
-    controller = synced(api)
-    controller._recover_rules(threading.Event())
+def new_process(api: FakeApi, **settings: object) -> Controller:
+    return Controller(
+        ReconcilerSettings(
+            rules_configmap="nodegate-system/rules", state_namespace="nodegate-system", **settings
+        ),
+        api,
+        EventRecorder(api, "default", "test"),
+        Metrics(),
+        TaintHistory(api, "nodegate-system"),
+        Health(),
+    )
+
+
+def sync(controller: Controller) -> Controller:
+    """List the nodes once, as `run` does after recovering (its informer is stopped again)."""
+    stop = threading.Event()
+    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
+    thread.start()
+    assert controller.informer.synced.wait(5)
+    stop.set()
+    thread.join(5)
     return controller
+
+
+def restarted(api: FakeApi, **settings: object) -> Controller:
+    """A new process on the same cluster, in `run`'s order: it recovers, then its node cache
+    syncs (which is when the rules recovered take effect)."""
+    controller = new_process(api, **settings)
+    controller._recover_rules(threading.Event())
+    return sync(controller)
 
 
 def test_a_restart_while_an_update_is_held_keeps_the_rules_that_were_in_force() -> None:
@@ -56,7 +89,6 @@ def test_a_restart_while_an_update_is_held_keeps_the_rules_that_were_in_force() 
     status, text = decode_status(api.configmaps[RECORD]["data"])
     assert (status.generation, text) == (1, CI_RULES)
     assert status.held is not None and status.held.digest == rules_digest(GPU_ONLY)
-    assert not controller.held_with_nothing_in_force
 
 
 def test_the_rules_put_back_reconcile_nodes_as_before() -> None:
@@ -140,24 +172,66 @@ def _ready(controller: Controller) -> tuple[bool, str]:
 
 
 def test_a_leader_is_not_ready_until_the_rules_in_force_are_recovered() -> None:
-    controller = synced(held_after_ci_rules())
+    controller = sync(new_process(held_after_ci_rules()))
 
     ok, why = _ready(controller)
 
     assert not ok and "not recovered" in why
 
 
-def test_a_leader_with_a_held_update_and_nothing_in_force_is_not_ready() -> None:
+def test_a_held_update_with_nothing_in_force_leaves_the_leader_ready_and_says_so() -> None:
+    """Unready would also take the webhook away; RulesHeld and its metric say it instead."""
     api = FakeApi()
     for i in range(4):
         api.add_node(ci_node(f"n{i}"))
     controller = restarted(api)
     controller.offer_rules(offered(CI_EVICTING))  # would evict every node: held at first start
+
     assert controller.applied is None
+    assert _ready(controller) == (True, "ok (rules generation 0)")
+    assert metric(controller, "nodegate_rules_held") == 1
 
-    ok, why = _ready(controller)
 
-    assert not ok and "held" in why
+def test_the_rules_recovered_plan_nothing_before_the_node_cache_syncs() -> None:
+    """Nodes listed before the sync are planned only once the offered update was judged
+    against the rules recovered: a stale record never writes its rules first."""
+    controller = new_process(held_after_ci_rules())
+    controller._recover_rules(threading.Event())
+
+    assert controller.rules is None
+    assert controller.applied is None
+    assert sync(controller).applied is not None
+
+
+def test_a_record_that_breaks_the_parser_puts_nothing_back_and_kills_nothing() -> None:
+    api = held_after_ci_rules()
+    api.configmaps[RECORD]["data"][STATUS_KEY] = "[" * 200_000
+    controller = restarted(api)
+
+    assert controller.applied is None
+    assert controller.rules_recovered.is_set()
+    assert metric(controller, "nodegate_errors_total", kind="status") == 1
+
+
+def test_recovery_gives_up_after_the_history_deadline_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controller_module, "HISTORY_LOAD_SECONDS", 0.2)
+    api = held_after_ci_rules()
+    for _ in range(100):
+        api.fail("read_configmap", TemporaryError("503"))
+    controller = restarted(api)
+
+    assert controller.rules_recovered.is_set()
+    assert metric(controller, "nodegate_errors_total", kind="status") == 1
+
+
+def test_the_record_takes_this_processs_limit_at_once() -> None:
+    """`nodegate plan` judges with the recorded limit: it must be the running one's."""
+    api = held_after_ci_rules()
+    restarted(api, max_untaint_share=0.9)
+
+    assert decode_status(api.configmaps[RECORD]["data"])[0].max_untaint_share == 0.9
 
 
 def test_a_recovered_leader_is_ready_with_its_generation() -> None:
