@@ -219,10 +219,18 @@ def test_a_pre_existing_taint_is_adopted_then_removed_and_added_again_with_event
     condition(core_v1, node, "EventTest", "False")
     wait_for_taints(core_v1, node, has(key))
 
-    said = [e.message for e in node_events(core_v1, node) if e.reason == "NodegateUpdated"]
     taint = f"{key}={PENDING}:NoSchedule (rule event-test-rule"
-    assert any(m.startswith(f"removed taint {taint}") for m in said)
-    assert any(m.startswith(f"added taint {taint}") for m in said)
+
+    def said(change: str) -> bool:
+        """Events are sent after the write they tell of (node writes go first): wait for them."""
+        return any(
+            (e.message or "").startswith(f"{change} taint {taint}")
+            for e in node_events(core_v1, node)
+            if e.reason == "NodegateUpdated"
+        )
+
+    wait_until(lambda: said("removed"), TIMEOUT, "the removal's Event")
+    wait_until(lambda: said("added"), TIMEOUT, "the addition's Event")
 
 
 # --- "should taint a node when a required condition is completely missing" ----------------------
