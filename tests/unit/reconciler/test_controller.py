@@ -76,9 +76,11 @@ def ci_node(name: str, tainted: bool = False) -> dict[str, object]:
     return node
 
 
-def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -> Controller:
-    """A controller whose node cache has been listed once (its informer is stopped again)."""
-    controller = Controller(
+def new_controller(
+    api: FakeApi, fence: LeaderFence | None = None, **settings: object
+) -> Controller:
+    """A controller as `nodegate reconcile` builds one, on the fake client boundary."""
+    return Controller(
         ReconcilerSettings(
             rules_configmap="nodegate-system/rules", state_namespace="nodegate-system", **settings
         ),
@@ -89,6 +91,10 @@ def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -
         Health(),
         fence,
     )
+
+
+def sync(controller: Controller) -> Controller:
+    """List the nodes once, as `run` does (the informer is stopped again)."""
     stop = threading.Event()
     thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
     thread.start()
@@ -96,6 +102,11 @@ def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -
     stop.set()
     thread.join(5)
     return controller
+
+
+def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -> Controller:
+    """A controller whose node cache has been listed once (its informer is stopped again)."""
+    return sync(new_controller(api, fence, **settings))
 
 
 def relist_until_cached(controller: Controller, name: str) -> None:

@@ -14,16 +14,20 @@ import pytest
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
 from nodegate.reconciler.kit.errors import TemporaryError
-from nodegate.reconciler.kit.events import EventRecorder
-from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.main import readiness
 from nodegate.reconciler.nodes import controller as controller_module
 from nodegate.reconciler.nodes.controller import Controller
-from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.taint_history import TaintHistory
-from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.fakes import FakeApi
-from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, metric, synced
+from tests.unit.reconciler.test_controller import (
+    CI_RULES,
+    GPU_ONLY,
+    REF,
+    ci_node,
+    metric,
+    new_controller,
+    sync,
+    synced,
+)
 from tests.unit.reconciler.test_status_publisher import offered
 
 RECORD = ("nodegate-system", STATUS_CONFIGMAP)
@@ -44,34 +48,10 @@ def held_after_ci_rules() -> FakeApi:
     return api
 
 
-def new_process(api: FakeApi, **settings: object) -> Controller:
-    return Controller(
-        ReconcilerSettings(
-            rules_configmap="nodegate-system/rules", state_namespace="nodegate-system", **settings
-        ),
-        api,
-        EventRecorder(api, "default", "test"),
-        Metrics(),
-        TaintHistory(api, "nodegate-system"),
-        Health(),
-    )
-
-
-def sync(controller: Controller) -> Controller:
-    """List the nodes once, as `run` does after recovering (its informer is stopped again)."""
-    stop = threading.Event()
-    thread = threading.Thread(target=controller.informer.run, args=(stop,), daemon=True)
-    thread.start()
-    assert controller.informer.synced.wait(5)
-    stop.set()
-    thread.join(5)
-    return controller
-
-
 def restarted(api: FakeApi, **settings: object) -> Controller:
     """A new process on the same cluster, in `run`'s order: it recovers, then its node cache
     syncs (which is when the rules recovered take effect)."""
-    controller = new_process(api, **settings)
+    controller = new_controller(api, None, **settings)
     controller._recover_rules(threading.Event())
     return sync(controller)
 
@@ -172,7 +152,7 @@ def _ready(controller: Controller) -> tuple[bool, str]:
 
 
 def test_a_leader_is_not_ready_until_the_rules_in_force_are_recovered() -> None:
-    controller = sync(new_process(held_after_ci_rules()))
+    controller = sync(new_controller(held_after_ci_rules()))
 
     ok, why = _ready(controller)
 
@@ -195,7 +175,7 @@ def test_a_held_update_with_nothing_in_force_leaves_the_leader_ready_and_says_so
 def test_the_rules_recovered_plan_nothing_before_the_node_cache_syncs() -> None:
     """Nodes listed before the sync are planned only once the offered update was judged
     against the rules recovered: a stale record never writes its rules first."""
-    controller = new_process(held_after_ci_rules())
+    controller = new_controller(held_after_ci_rules())
     controller._recover_rules(threading.Event())
 
     assert controller.rules is None
