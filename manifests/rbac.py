@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.model import NodeRules
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
@@ -77,7 +78,12 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
         *records,
         _rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map]),
         _rule("", "configmaps", ["create"]),
-        _rule("", "configmaps", ["get", "update", "patch"], [HISTORY_CONFIGMAP, STATUS_CONFIGMAP]),
+        _rule(
+            "",
+            "configmaps",
+            ["get", "update", "patch"],
+            [HISTORY_CONFIGMAP, STATUS_CONFIGMAP, LEDGER_CONFIGMAP],
+        ),
         _rule("coordination.k8s.io", "leases", ["create"]),
         _rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),
         _rule("", "events", ["create", "patch"]),

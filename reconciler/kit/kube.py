@@ -29,12 +29,14 @@ raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import itertools
 import json
 import random
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, cast
 
 from kubernetes import client
@@ -161,7 +163,13 @@ class ConfigMapApi(Protocol):
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
 
 
-class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, Protocol):
+class ServerClock(Protocol):
+    """The API server's own time: the one clock every replica reads alike."""
+
+    def server_time(self) -> datetime: ...
+
+
+class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, ServerClock, Protocol):
     """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
 
 
@@ -378,6 +386,20 @@ class KubeApi:
         """Delete only the version that was read: a concurrent edit answers 409."""
         body = {"preconditions": {"resourceVersion": resource_version}}
         self._raw(self.core.delete_namespaced_config_map, name, namespace, body=body)
+
+    def server_time(self) -> datetime:
+        """The `Date` the API server puts on its answer to GET /version (whole seconds): its
+        clock, not this host's. TemporaryError when it sends none."""
+        response = self._call(
+            client.VersionApi(self.api_client).get_code,
+            _preload_content=False,
+            _request_timeout=self._timeout,
+        )
+        header = response.headers.get("Date") if response.headers is not None else None
+        try:
+            return email.utils.parsedate_to_datetime(str(header)).astimezone(UTC)
+        except (TypeError, ValueError) as err:
+            raise TemporaryError(f"the API server sent no readable Date: {header!r}") from err
 
     def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
         """One call with our timeout, answered as raw JSON."""

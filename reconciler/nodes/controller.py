@@ -30,9 +30,11 @@ from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Api, RawObject, Selection
 from nodegate.reconciler.kit.ratelimit import TokenBucket
+from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
@@ -145,7 +147,8 @@ class Controller:
             metrics,
             lambda: [cached.state for _, cached in self.informer.items()],
             self._rules_source,
-            clock,
+            AnchoredClock(api.server_time),
+            LedgerStore(api, settings.records_namespace),
         )
         self._node = NodeReconciler(
             self.informer.get,
@@ -319,6 +322,7 @@ class Controller:
         """Run the informers, the workers and the periodic resync until `stop` is set."""
         self._writer.stop = stop
         self._load_history(stop)
+        self._load_ledger(stop)
         self._recover_rules(stop)
         health = self._health
         threads = [
@@ -421,6 +425,18 @@ class Controller:
             extra={"error": f"{type(err).__name__}: {err}"},
         )
         self._metrics.errors.labels("status").inc()
+
+    def _load_ledger(self, stop: threading.Event) -> None:
+        """Read the eviction ledger and the API server's time before anything is planned, for
+        as long as the taint history is tried; until they are read every evicting taint waits
+        (the breaker tries again as nodes ask for one)."""
+        backoff = Backoff()
+        deadline = time.monotonic() + HISTORY_LOAD_SECONDS
+        while not stop.is_set() and not self.breaker.load():
+            if time.monotonic() > deadline:
+                log.error("eviction ledger not read; evicting taints wait until it is")
+                return
+            stop.wait(backoff.next_delay())
 
     def _load_history(self, stop: threading.Event) -> None:
         """Read the taint-key history before anything is planned; retried with backoff.

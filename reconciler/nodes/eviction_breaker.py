@@ -1,9 +1,11 @@
 """The eviction breaker: one lock around the eviction budget, the nodes kept waiting, and the
 one Warning that says so.
 
-The decision is `nodegate.core.eviction_budget`; this keeps what was granted (in memory, and as
-the nodes' own `timeAdded` says, so a restart or a new leader does not reset the budget), which
-nodes wait for which rule, the metric, and one Event per hold episode. Concurrent workers admit
+The decision is `nodegate.core.eviction_budget`; this keeps what was granted (in memory and in
+the eviction ledger, `core.eviction_ledger`, written before a grant is used, so a restart or a
+new leader counts what was spent; and as the nodes' own `timeAdded` says), counted in the API
+server's time (`kit.server_clock`), which nodes wait for which rule, the metric, and one Event
+per hold episode. Concurrent workers admit
 under one lock, read and record together, so together they never overspend the budget.
 """
 
@@ -11,15 +13,30 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
-from nodegate.core.eviction_budget import Grant, Verdict, admit, census, charges, grants_on_nodes
+from nodegate.core.eviction_budget import (
+    WAITING,
+    Charge,
+    Grant,
+    Verdict,
+    admit,
+    census,
+    charges,
+    grants_on_nodes,
+)
+from nodegate.core.eviction_ledger import KEEP as KEEP_GRANTS
+from nodegate.core.eviction_ledger import merged
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
 from nodegate.core.plan import NodePlan
+from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
 
@@ -29,8 +46,8 @@ REPORT_AFTER = timedelta(seconds=1)
 """A hold is reported this long after it starts, so its one Event names the nodes of the storm,
 not only the first one that had to wait."""
 EXAMPLES = 10
-KEEP_GRANTS = timedelta(days=1)
-"""The longest window a budget may have: older grants are forgotten."""
+LEDGER_RETRY_SECONDS = 5.0
+"""How soon evicting taints held for an unreadable or unwritable ledger are looked at again."""
 RELEASE_HOW = (
     "to let them through on purpose, give the rule its own evictionBudget (a larger one, or "
     "'unlimited') in the rules; if the blast-radius guard holds that edit, confirm its digest "
@@ -57,6 +74,14 @@ class _Episode:
     verdict: Verdict | None = None
 
 
+class LedgerStore(Protocol):
+    """Where the grants are kept between processes (`eviction_ledger_store.LedgerStore`)."""
+
+    def load(self) -> list[Grant]: ...
+
+    def save(self, grants: list[Grant], now: datetime) -> None: ...
+
+
 class EvictionBreaker:
     def __init__(
         self,
@@ -64,31 +89,71 @@ class EvictionBreaker:
         metrics: Metrics,
         nodes: Callable[[], Iterable[NodeState]],
         source: Callable[[], SourceRef | None],
-        clock: Callable[[], datetime],
+        clock: AnchoredClock,
+        store: LedgerStore,
     ) -> None:
         self._recorder = recorder
         self._metrics = metrics
         self._nodes = nodes
         self._source = source
-        self._now = clock
+        self._clock = clock
+        self._store = store
         self._lock = threading.Lock()
         self._grants: list[Grant] = []
+        self._loaded = False
+        self._next_load = 0.0
+        """When (monotonic) a failed read of the ledger may be tried again."""
         self._waiting: dict[str, dict[str, str]] = {}
         """rule -> node -> why."""
         self._episodes: dict[str, _Episode] = {}
 
+    def load(self) -> bool:
+        """Read the API server's time and the stored grants (the leader, before it plans);
+        False when they cannot be read yet: until they are, every evicting taint waits."""
+        with self._lock:
+            return self._load()
+
+    def _load(self) -> bool:
+        if self._loaded:
+            return True
+        try:
+            self._clock.anchor()
+            stored = self._store.load()
+        except KubeError as err:
+            log.warning("eviction ledger not read yet", extra={"error": str(err)})
+            self._next_load = time.monotonic() + LEDGER_RETRY_SECONDS
+            return False
+        self._grants = merged(self._grants, stored)
+        self._loaded = True
+        return True
+
     def admit(self, node: NodeState, node_plan: NodePlan, rules: NodeRules) -> Hold:
-        """Grant what the budget allows of the plan's evicting taints; the rest wait."""
+        """Grant what the budget allows of the plan's evicting taints; the rest wait. A grant
+        is written to the ledger before it is returned: no evicting taint without its record."""
         wanted = charges(node, node_plan, rules)
         if not wanted:
             self.settle(node.name)
             return Hold()
         with self._lock:
-            now = self._now()
+            budgeted = [c for c in wanted if c.ledger is not None]
+            if budgeted and not (
+                self._loaded or (time.monotonic() >= self._next_load and self._load())
+            ):
+                return self._unrecorded(node, budgeted, "the eviction ledger is not read yet")
+            now = self._clock.now() if self._clock.anchored else datetime.now(UTC)
             cached = list(self._nodes())
             self._grants = [g for g in self._grants if now - g.at < KEEP_GRANTS]
             spent = [*grants_on_nodes(cached, rules, now), *self._grants]
             decided = admit(rules, node, wanted, spent, census(cached), now)
+            if decided.granted:
+                try:
+                    self._store.save([*self._grants, *decided.granted], now)
+                except KubeError as err:
+                    log.warning("eviction ledger not written", extra={"error": str(err)})
+                    unrecorded = [c for c in budgeted if c.rule not in decided.waiting]
+                    return self._unrecorded(
+                        node, unrecorded, f"the eviction ledger could not be written ({err})"
+                    )
             self._grants.extend(decided.granted)
             taints = {c.rule: c.taint for c in wanted}
             for rule, why in decided.waiting.items():
@@ -101,6 +166,13 @@ class EvictionBreaker:
             return Hold()
         retry = max(0.0, (min(due) - now).total_seconds()) if due else None
         return Hold(decided.waiting, retry)
+
+    def _unrecorded(self, node: NodeState, charged: list[Charge], why: str) -> Hold:
+        """The charges wait, unrecorded and ungranted, and are looked at again shortly: the
+        budget may be spent by a grant the ledger holds, so nothing is let through blind."""
+        waiting = {c.rule: f"{WAITING}: {why}" for c in charged}
+        self._metrics.errors.labels("ledger").inc()
+        return Hold(waiting, LEDGER_RETRY_SECONDS)
 
     def settle(self, name: str) -> None:
         """The node needs no evicting taint now (its condition recovered, or it got it)."""

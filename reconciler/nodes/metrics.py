@@ -129,7 +129,7 @@ class Metrics:
         )
         self.errors = Counter(
             "nodegate_errors",
-            "Errors by kind (temporary, permanent, rules, history, status, internal).",
+            "Errors by kind (temporary, permanent, rules, history, status, ledger, internal).",
             ["kind"],
             registry=r,
         )

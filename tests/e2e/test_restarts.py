@@ -1,5 +1,6 @@
-"""A restart or a failover while a rules update is held changes nothing a user can see: the
-rules that were in force stay in force (put back from the status record), the update stays held.
+"""A restart or a failover changes nothing a user can see: while a rules update is held, the
+rules that were in force stay in force (put back from the status record) and the update stays
+held; inside an eviction budget's window, what was spent stays spent (the eviction ledger).
 
 Reproduces issue 42's first case: rules R1 (a startup gate, a label taint on 3 of 4 nodes) are
 in force; R2 drops the label rule, would untaint 75 % of the nodes and is held by the
@@ -11,6 +12,7 @@ leader had nothing in force (generation 0): gates were no longer lifted and new 
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,8 +24,8 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import mark_pod_ready, wait_until
-from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
+from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
+from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, Start, taints_of, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
 TEAM = "restart.example.com/team"
@@ -97,8 +99,14 @@ class Scene:
         )
 
     def status(self) -> tuple[int, str | None, str | None]:
-        """The status record's generation, digest in force and held digest."""
-        raw = self.core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, self.namespace)
+        """The status record's generation, digest in force and held digest (0, None, None
+        before the first is written)."""
+        try:
+            raw = self.core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, self.namespace)
+        except ApiException as err:
+            if err.status == 404:
+                return 0, None, None
+            raise
         status, _ = decode_status(raw.data)
         return status.generation, status.digest, status.held.digest if status.held else None
 
@@ -183,3 +191,59 @@ def test_a_new_leader_keeps_the_rules_in_force_while_an_update_is_held(
     wait_until(lambda: GATE not in taints_of(core_v1, gated), TIMEOUT, "the gate lifted")
     for node in team:  # the held update removed nothing
         assert (TEAM, "NoSchedule") in taints_of(core_v1, node)
+
+
+NETWORK = ("example.com/network-problem", "NoExecute")
+ONE_PER_TEN_MINUTES = HEADER + (
+    "conditionTaints:\n"
+    "  - name: network-problem\n"
+    '    conditions: [{type: NetworkProblem, status: "True"}]\n'
+    "    taint: {key: example.com/network-problem, effect: NoExecute}\n"
+    "    evictionBudget: {window: 10m, cluster: {maxNodes: 1}}\n"
+)
+
+
+def _network(core_v1: k8s_client.CoreV1Api, names: list[str], status: str) -> None:
+    for name in names:
+        set_node_condition(
+            core_v1, name, condition_type="NetworkProblem", status=status, reason="HealthCheck"
+        )
+
+
+def _stays_untainted(core_v1: k8s_client.CoreV1Api, names: list[str], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for name in names:
+            assert NETWORK not in taints_of(core_v1, name), f"{name} tainted: budget overspent"
+        time.sleep(0.2)
+
+
+def test_a_restart_inside_the_window_spends_no_budget_again(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    """Issue 42's second case: a rule's own budget of 1 node per 10 minutes taints a1; a1
+    recovers and its taint is removed (its pods were evicted already); a2 and b2 wait. Before
+    the ledger a restart inside the window tainted a2 3.1 s later: the spend was read back only
+    from NoExecute taints still on nodes."""
+    a1, a2, b2 = (make_node(suffix) for suffix in ("a1", "a2", "b2"))
+    first = start_reconciler_with(ONE_PER_TEN_MINUTES)
+    _network(core_v1, [a1], "True")
+    wait_for_taints(core_v1, a1, lambda t: NETWORK in t)
+    _network(core_v1, [a1], "False")
+    wait_for_taints(core_v1, a1, lambda t: NETWORK not in t)
+    _network(core_v1, [a2, b2], "True")
+    wait_until(
+        lambda: first.metric("nodegate_evictions_waiting", rule="network-problem") == 2,
+        TIMEOUT,
+        "a2 and b2 waiting",
+    )
+
+    first.stop()
+    second = start_reconciler_with(ONE_PER_TEN_MINUTES)
+
+    wait_until(
+        lambda: second.metric("nodegate_evictions_waiting", rule="network-problem") == 2,
+        TIMEOUT,
+        "a2 and b2 waiting after the restart",
+    )
+    _stays_untainted(core_v1, [a2, b2], 6.0)

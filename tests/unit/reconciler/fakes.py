@@ -14,6 +14,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodegate.reconciler.kit.errors import ConflictError, GoneError, NotFoundError
@@ -38,6 +39,7 @@ class FakeApi:
         self.failures: dict[str, deque[BaseException]] = defaultdict(deque)
         self.calls: list[tuple[str, Any]] = []
         self.watch_events: queue.Queue[tuple[str, RawObject]] = queue.Queue()
+        self.server_offset = timedelta()
         self.watch_quiet_seconds = 0.0
         """How long a watch with nothing to deliver stays open (0: it ends at once)."""
         self.watch_timeouts: list[int] = []
@@ -46,6 +48,11 @@ class FakeApi:
         self._lock = threading.Lock()
 
     # --- test controls -------------------------------------------------------------------------
+
+    def server_time(self) -> datetime:
+        """The fake API server's clock: this host's, shifted by `server_offset`."""
+        self._enter("server_time")
+        return datetime.now(UTC) + self.server_offset
 
     def fail(self, call: str, *errors: BaseException) -> None:
         """The next calls named `call` raise these, in order."""

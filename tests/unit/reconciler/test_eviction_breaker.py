@@ -5,14 +5,19 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from nodegate.core.eviction_budget import Grant
 from nodegate.core.node import NodeCondition, NodeState
 from nodegate.core.plan import PlanFacts, plan
+from nodegate.reconciler.kit.errors import KubeError
+from nodegate.reconciler.kit.server_clock import AnchoredClock
+from nodegate.reconciler.nodes import eviction_breaker
 from nodegate.reconciler.nodes.eviction_breaker import REPORT_AFTER, EvictionBreaker, Hold
 from nodegate.reconciler.nodes.metrics import Metrics
 from tests.unit.core.builders import NOW, rules
@@ -48,18 +53,45 @@ class FakeRecorder:
 
 @dataclass
 class Clock:
+    """The API server's time as the test sets it; the breaker reads it through an anchored
+    clock, whose monotonic part follows it."""
+
     now: datetime = NOW
 
-    def __call__(self) -> datetime:
+    def server_time(self) -> datetime:
         return self.now
+
+    def monotonic(self) -> float:
+        return (self.now - NOW).total_seconds()
+
+
+@dataclass
+class MemoryLedger:
+    """The eviction ledger's store, in memory; `failing`: every call raises it."""
+
+    grants: list[Grant] = field(default_factory=list)
+    failing: KubeError | None = None
+
+    def load(self) -> list[Grant]:
+        if self.failing is not None:
+            raise self.failing
+        return list(self.grants)
+
+    def save(self, grants: list[Grant], now: datetime) -> None:
+        if self.failing is not None:
+            raise self.failing
+        self.grants = list(dict.fromkeys([*self.grants, *grants]))
 
 
 def breaker(
-    nodes: list[NodeState], clock: Clock | None = None
+    nodes: list[NodeState], clock: Clock | None = None, ledger: MemoryLedger | None = None
 ) -> tuple[EvictionBreaker, FakeRecorder, Metrics]:
     recorder = FakeRecorder()
     metrics = Metrics(registry=CollectorRegistry())
-    made = EvictionBreaker(recorder, metrics, lambda: nodes, lambda: SOURCE, clock or Clock())
+    clock = clock or Clock()
+    anchored = AnchoredClock(clock.server_time, clock.monotonic)
+    store = ledger if ledger is not None else MemoryLedger()
+    made = EvictionBreaker(recorder, metrics, lambda: nodes, lambda: SOURCE, anchored, store)
     return made, recorder, metrics
 
 
@@ -158,3 +190,86 @@ def test_a_hold_is_reported_once_naming_the_rule_the_share_and_the_nodes() -> No
     message = recorder.events[0][1]
     assert "rule network-problem: 4 of 20 nodes of the cluster (20%" in message
     assert "16 node(s) wait for it: n04, n05" in message
+
+
+# --- the ledger: what was spent survives a restart, counted on the API server's clock ---------
+
+
+def test_a_grant_is_in_the_ledger_before_the_taint_it_allows_is_written() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    made, _, _ = breaker(nodes, ledger=ledger)
+
+    assert not ask(made, nodes[0]).waiting
+
+    assert [g.node for g in ledger.grants] == ["n00"]
+
+
+def test_a_restart_counts_what_was_spent_even_on_nodes_that_recovered() -> None:
+    """Issue 42: four grants, then the nodes recover (no taint is left on any of them) and the
+    process restarts inside the window: the new breaker still finds the budget spent."""
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    first, _, _ = breaker(nodes, ledger=ledger)
+    assert [bool(ask(first, node).waiting) for node in nodes[:5]] == [False] * 4 + [True]
+
+    restarted, _, _ = breaker(storm_nodes(20), ledger=ledger)
+
+    assert ask(restarted, nodes[10]).waiting
+
+
+def test_without_its_ledger_a_restart_would_spend_the_budget_again() -> None:
+    """The contrast that shows what the ledger is for: an empty ledger lets four more through."""
+    nodes = storm_nodes(20)
+    first, _, _ = breaker(nodes, ledger=MemoryLedger())
+    for node in nodes[:4]:
+        ask(first, node)
+
+    restarted, _, _ = breaker(storm_nodes(20), ledger=MemoryLedger())
+
+    assert not ask(restarted, nodes[10]).waiting
+
+
+def test_a_grant_the_ledger_cannot_record_is_not_granted() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    made, _, metrics = breaker(nodes, ledger=ledger)
+    ask(made, nodes[0])  # the ledger is read
+    ledger.failing = KubeError("connection refused")
+
+    hold = ask(made, nodes[1])
+
+    assert "could not be written" in hold.waiting["network-problem"]
+    assert hold.retry_after is not None
+    assert [g.node for g in ledger.grants] == ["n00"]
+    assert metrics.registry.get_sample_value("nodegate_errors_total", {"kind": "ledger"}) == 1
+
+
+def test_nothing_is_granted_before_the_ledger_is_read() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger(failing=KubeError("503"))
+    made, _, _ = breaker(nodes, ledger=ledger)
+
+    assert not made.load()
+    assert "not read yet" in ask(made, nodes[0]).waiting["network-problem"]
+
+
+def test_a_wall_clock_step_moves_no_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The breaker reads the API server's time once and then counts on the monotonic clock:
+    this host's wall clock stepped a day ahead frees no budget."""
+
+    class SteppedAhead(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> SteppedAhead:
+            return cls.fromtimestamp((NOW + timedelta(days=1)).timestamp(), tz)
+
+    nodes = storm_nodes(20)
+    clock = Clock()
+    made, _, _ = breaker(nodes, clock)
+    for node in nodes[:4]:
+        ask(made, node)
+
+    monkeypatch.setattr(eviction_breaker, "datetime", SteppedAhead)
+    clock.now = NOW + timedelta(seconds=30)  # the server's time: inside the window
+
+    assert ask(made, nodes[10]).waiting

@@ -1,0 +1,95 @@
+"""The eviction ledger as stored: every grant of an eviction budget, kept where nodes cannot
+write, so that a restart or a new leader counts what was spent. Pure.
+
+A node's own NoExecute taint (its `timeAdded`) says only what is still on it: a node that
+recovered within the window, and every `noSchedule: true` grant, would be forgotten. So the
+leader writes each grant here before the taint it allows is written (no grant without its
+record), in the API server's time, which every replica reads alike (`core.eviction_budget`
+counts windows in it).
+
+Format (`data["grants.json"]`): {"version": 1, "grants": [{"ledger", "node", "pool", "zone",
+"at"}]}; grants older than `KEEP` are dropped on write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nodegate.core.eviction_budget import Grant, Place
+from nodegate.core.node import parse_time
+
+LEDGER_CONFIGMAP = "nodegate-eviction-ledger"
+LEDGER_KEY = "grants.json"
+LEDGER_VERSION = 1
+KEEP = timedelta(days=1)
+"""The longest window a budget may have: older grants count for nothing."""
+
+
+class LedgerError(ValueError):
+    """The stored ledger cannot be read (hand-edited, truncated, a newer format)."""
+
+
+def encode_ledger(grants: Iterable[Grant], now: datetime) -> dict[str, str]:
+    """The ConfigMap's data: the grants younger than KEEP, oldest first, in a stable order."""
+    kept = sorted(
+        (g for g in grants if now - g.at < KEEP),
+        key=lambda g: (g.at, g.ledger, g.node),
+    )
+    document = {
+        "version": LEDGER_VERSION,
+        "grants": [
+            {
+                "ledger": g.ledger,
+                "node": g.node,
+                "pool": g.place.pool,
+                "zone": g.place.zone,
+                "at": g.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            }
+            for g in kept
+        ],
+    }
+    return {LEDGER_KEY: json.dumps(document, separators=(",", ":"))}
+
+
+def decode_ledger(data: Mapping[str, Any] | None) -> list[Grant]:
+    """The grants a ConfigMap's data holds (none when it has no ledger); LedgerError saying why
+    it cannot be read."""
+    text = (data or {}).get(LEDGER_KEY)
+    if text is None:
+        return []
+    try:
+        document = json.loads(text)
+        if document.get("version") != LEDGER_VERSION:
+            raise LedgerError(f"unknown version {document.get('version')!r}")
+        grants = []
+        for entry in document["grants"]:
+            at = parse_time(entry["at"])
+            if at is None:
+                raise ValueError("a grant has no time")
+            grants.append(
+                Grant(
+                    str(entry["ledger"]),
+                    str(entry["node"]),
+                    Place(_optional(entry.get("pool")), _optional(entry.get("zone"))),
+                    at,
+                )
+            )
+    except LedgerError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
+        raise LedgerError(
+            f"{LEDGER_CONFIGMAP}/{LEDGER_KEY} is not readable: {type(err).__name__}: {err}"
+        ) from err
+    return grants
+
+
+def merged(mine: Iterable[Grant], stored: Iterable[Grant]) -> list[Grant]:
+    """Every grant of either, once."""
+    return list(dict.fromkeys([*stored, *mine]))
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else str(value)

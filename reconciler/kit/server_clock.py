@@ -1,0 +1,49 @@
+"""The API server's clock, read once and then advanced by this process's monotonic clock.
+
+Why not the wall clock: the eviction budget counts windows across processes (a restart, a new
+leader), and a host's clock steps (NTP, a paused VM) and differs from another host's. Anchored on
+the API server's `Date`, every replica reads the same time to within a second, and within a
+process a step of the wall clock cannot move it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+
+class NotAnchoredError(RuntimeError):
+    """The API server's time has not been read yet."""
+
+
+class AnchoredClock:
+    def __init__(
+        self, server_time: Callable[[], datetime], monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._server_time = server_time
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._anchor: tuple[datetime, float] | None = None
+
+    def anchor(self) -> None:
+        """Read the API server's time (KubeError when it cannot be reached)."""
+        before = self._monotonic()
+        server = self._server_time()
+        with self._lock:
+            self._anchor = (server, before)
+
+    @property
+    def anchored(self) -> bool:
+        with self._lock:
+            return self._anchor is not None
+
+    def now(self) -> datetime:
+        """The API server's time now; NotAnchoredError before `anchor` succeeded."""
+        with self._lock:
+            anchor = self._anchor
+        if anchor is None:
+            raise NotAnchoredError("the API server's time has not been read yet")
+        server, at = anchor
+        return server + timedelta(seconds=self._monotonic() - at)

@@ -1,0 +1,57 @@
+"""The eviction ledger's ConfigMap: written with optimistic concurrency, merged with what another
+writer stored, and never guessed when it cannot be read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from nodegate.core.eviction_budget import Grant, Place
+from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
+from nodegate.reconciler.kit.errors import ConflictError, PermanentError
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
+from tests.unit.core.builders import NOW
+from tests.unit.reconciler.fakes import FakeApi
+
+WHERE = ("nodegate-system", LEDGER_CONFIGMAP)
+A = Grant("network-problem", "a1", Place(), NOW - timedelta(minutes=1))
+B = Grant("network-problem", "b1", Place(), NOW)
+
+
+def stored(api: FakeApi) -> list[Grant]:
+    return decode_ledger(api.configmaps[WHERE]["data"])
+
+
+def test_the_first_grant_creates_the_ledger_and_later_ones_add_to_it() -> None:
+    api = FakeApi()
+    store = LedgerStore(api, "nodegate-system")
+
+    store.save([A], NOW)
+    store.save([B], NOW)
+
+    assert stored(api) == [A, B]
+    assert store.load() == [A, B]
+
+
+def test_a_concurrent_write_is_merged_not_overwritten() -> None:
+    api = FakeApi()
+    store = LedgerStore(api, "nodegate-system")
+    store.save([A], NOW)
+    api.fail("replace_configmap", ConflictError("changed since read"))
+
+    store.save([B], NOW)
+
+    assert stored(api) == [A, B]
+
+
+def test_a_ledger_that_cannot_be_read_stops_grants_rather_than_being_guessed() -> None:
+    api = FakeApi()
+    store = LedgerStore(api, "nodegate-system")
+    store.save([A], NOW)
+    api.configmaps[WHERE]["data"] = {LEDGER_KEY: "{hand-edited"}
+
+    with pytest.raises(PermanentError):
+        store.load()
+    with pytest.raises(PermanentError):
+        store.save([B], NOW)

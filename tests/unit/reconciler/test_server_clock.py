@@ -1,0 +1,41 @@
+"""The anchored clock: the API server's time once, then this process's monotonic clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from nodegate.reconciler.kit.server_clock import AnchoredClock, NotAnchoredError
+
+SERVER = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+def test_it_says_the_servers_time_advanced_by_the_monotonic_clock() -> None:
+    ticks = [100.0]
+    clock = AnchoredClock(lambda: SERVER, lambda: ticks[0])
+    clock.anchor()
+
+    ticks[0] += 42.5
+
+    assert clock.now() == SERVER + timedelta(seconds=42.5)
+
+
+def test_a_later_answer_of_the_server_moves_nothing_until_anchored_again() -> None:
+    """A step of any clock after the anchor (here the server's own) leaves `now` counting on."""
+    server = [SERVER]
+    ticks = [0.0]
+    clock = AnchoredClock(lambda: server[0], lambda: ticks[0])
+    clock.anchor()
+    server[0] = SERVER - timedelta(hours=1)
+    ticks[0] = 10.0
+
+    assert clock.now() == SERVER + timedelta(seconds=10)
+
+
+def test_it_refuses_to_guess_before_the_server_answered() -> None:
+    clock = AnchoredClock(lambda: SERVER)
+
+    assert not clock.anchored
+    with pytest.raises(NotAnchoredError):
+        clock.now()
