@@ -34,7 +34,7 @@ from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
@@ -148,7 +148,9 @@ class Controller:
             lambda: [cached.state for _, cached in self.informer.items()],
             self._rules_source,
             AnchoredClock(api.server_time),
-            LedgerStore(api, settings.records_namespace),
+            (PreviewLedgerStore if settings.dry_run else LedgerStore)(
+                api, settings.records_namespace
+            ),
         )
         self._node = NodeReconciler(
             self.informer.get,

@@ -10,7 +10,7 @@ import pytest
 from nodegate.core.eviction_budget import Grant, Place
 from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from tests.unit.core.builders import NOW
 from tests.unit.reconciler.fakes import FakeApi
 
@@ -55,3 +55,13 @@ def test_a_ledger_that_cannot_be_read_stops_grants_rather_than_being_guessed() -
         store.load()
     with pytest.raises(PermanentError):
         store.save([B], NOW)
+
+
+def test_a_dry_run_reads_the_ledger_and_records_nothing() -> None:
+    api = FakeApi()
+    LedgerStore(api, "nodegate-system").save([A], NOW)
+    preview = PreviewLedgerStore(api, "nodegate-system")
+
+    preview.save([B], NOW)
+
+    assert preview.load() == [A]
