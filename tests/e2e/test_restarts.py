@@ -25,7 +25,7 @@ from nodegate.core.blast_radius import rules_digest
 from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
-from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, Start, taints_of, wait_for_taints
+from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
 TEAM = "restart.example.com/team"
@@ -218,15 +218,20 @@ def _stays_untainted(core_v1: k8s_client.CoreV1Api, names: list[str], seconds: f
         time.sleep(0.2)
 
 
-def test_a_restart_inside_the_window_spends_no_budget_again(
-    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_new_leader_inside_the_window_spends_no_budget_again(
+    how: str, scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
 ) -> None:
     """Issue 42's second case: a rule's own budget of 1 node per 10 minutes taints a1; a1
     recovers and its taint is removed (its pods were evicted already); a2 and b2 wait. Before
     the ledger a restart inside the window tainted a2 3.1 s later: the spend was read back only
     from NoExecute taints still on nodes."""
     a1, a2, b2 = (make_node(suffix) for suffix in ("a1", "a2", "b2"))
-    first = start_reconciler_with(ONE_PER_TEN_MINUTES)
+    scene.put_rules(ONE_PER_TEN_MINUTES)
+    replicas = [scene.replica()]
+    if how == "failover":
+        replicas.append(scene.replica())
+    first = leader_of(replicas)
     _network(core_v1, [a1], "True")
     wait_for_taints(core_v1, a1, lambda t: NETWORK in t)
     _network(core_v1, [a1], "False")
@@ -239,7 +244,10 @@ def test_a_restart_inside_the_window_spends_no_budget_again(
     )
 
     first.stop()
-    second = start_reconciler_with(ONE_PER_TEN_MINUTES)
+    replicas.remove(first)
+    if how == "restart":
+        replicas.append(scene.replica(wait_ready=False))
+    second = leader_of(replicas)
 
     wait_until(
         lambda: second.metric("nodegate_evictions_waiting", rule="network-problem") == 2,

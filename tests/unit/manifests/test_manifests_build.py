@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.loader import RulesDocument
+from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
@@ -116,7 +117,11 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
         ("configmaps", ("list", "watch", "update", "delete")): None,
         ("configmaps", ("get", "list", "watch")): ["my-rules"],
         ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name
-        ("configmaps", ("get", "update", "patch")): [HISTORY_CONFIGMAP, STATUS_CONFIGMAP],
+        ("configmaps", ("get", "update", "patch")): [
+            HISTORY_CONFIGMAP,
+            STATUS_CONFIGMAP,
+            LEDGER_CONFIGMAP,
+        ],
         ("leases", ("create",)): None,
         ("leases", ("get", "update")): ["my-lease"],
         ("events", ("create", "patch")): None,
