@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz e2e bench bench-plan bench-karpenter clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-plan bench-karpenter clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -123,6 +123,11 @@ fast: lint typecheck promtool helm
 # (tests/fuzz/profiles.py), keeping failing examples in .hypothesis/ to replay next time.
 fuzz: setup
 	NODEGATE_FUZZ=long $(BIN)/pytest tests/fuzz --hypothesis-show-statistics
+
+# The restart-anywhere tier random and long: a new seed each run (printed) and five kills of the
+# leader per history, after steps drawn at random; `make test` runs it derandomized and short.
+restart-anywhere: setup controlplane
+	NODEGATE_RESTART=long $(BIN)/pytest -m restart tests/e2e -s
 
 # Benchmarks (tests/bench/README.md): tens of minutes, waits for a quiet machine first, rewrites
 # docs/benchmarks.md. Not part of `make test`, which runs its 50-node smoke size.
