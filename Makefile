@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-plan bench-karpenter clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-plan bench-karpenter bench-restart clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -139,6 +139,11 @@ bench: setup controlplane
 # a 2-minute measurement, not a test, so not in `make test`.
 bench-karpenter: setup controlplane karpenter
 	$(BIN)/python -m tests.bench.karpenter_startup_taints $(BENCH_ARGS)
+
+# What a restart costs at 1,000 nodes (tests/bench/restart_cost.py): from the new process's start
+# to ready and to its first write; a minute, not in `make test`.
+bench-restart: setup controlplane
+	$(BIN)/python -m tests.bench.restart_cost $(BENCH_ARGS)
 
 # `nodegate plan` on 5,000 nodes of kubelet size (tests/bench/day2_plan.py): minutes, not in `make test`.
 bench-plan: setup controlplane

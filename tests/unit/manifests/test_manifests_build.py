@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.loader import RulesDocument
 from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
+from nodegate.core.loader import RulesDocument
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
