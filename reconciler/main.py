@@ -126,6 +126,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     served = ServedRules(
         lambda: controller.applied.update if controller.applied else None,
         lambda: elector.leader_note if elector is not None else None,
+        lambda: controller.status.recorded_in_force(),  # noqa: PLW0108 (made below)
     )
     if settings.leader_election.enabled:
         # Its own client: lease renewals never queue behind node traffic.

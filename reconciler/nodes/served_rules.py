@@ -4,18 +4,27 @@ The webhook runs on every replica, the blast-radius guard only on the leader. A 
 the gate of an update the guard holds has a gate that no rule in force owns: if the update is
 then reverted, nothing may lift it. So the leader serves its rules in force, and tells the
 standbys their digest on the Lease (`kit.lease.LEADER_NOTE`); a standby serves the valid update
-it read with that digest. Until it has read it (a second or two), it serves the rules it served
-before; with nothing in force anywhere, nothing.
+it read with that digest. A standby started after a restart may never have read that text (the
+rules source holds a held update, and the leader put its rules in force back from the status
+record): it then reads the status record once for that digest, in the background. Until it has
+the text (a second or two), it serves the rules it served before; with nothing in force
+anywhere, nothing.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
 from nodegate.core.model import NodeRules
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
+
+log = logging.getLogger("nodegate.webhook")
+
+Recorded = Callable[[], tuple[str, NodeRules] | None]
+"""The status record's rules in force and their digest (None: no record, or none in force)."""
 
 REMEMBERED = 16
 """Valid updates remembered by digest: a held one, its revert and a few edits in between."""
@@ -28,19 +37,37 @@ class ServedRules:
         self,
         in_force: Callable[[], RulesUpdate | None],
         leader_note: Callable[[], str | None] = lambda: None,
+        recorded: Recorded = lambda: None,
     ) -> None:
         self._in_force = in_force
         self._leader_note = leader_note
+        self._recorded = recorded
         self._recent: OrderedDict[str, NodeRules] = OrderedDict()
         self._served: NodeRules | None = None
+        self._asked: set[str] = set()
+        """Digests the status record was read for (once each: never on the review's path)."""
         self._lock = threading.Lock()
 
     def offer(self, update: RulesUpdate) -> None:
+        self._remember(update.digest, update.rules)
+
+    def _remember(self, digest: str, rules: NodeRules) -> None:
         with self._lock:
-            self._recent[update.digest] = update.rules
-            self._recent.move_to_end(update.digest)
+            self._recent[digest] = rules
+            self._recent.move_to_end(digest)
             while len(self._recent) > REMEMBERED:
                 self._recent.popitem(last=False)
+
+    def _read_record(self, digest: str) -> None:
+        try:
+            found = self._recorded()
+        except Exception as err:  # any failure: asked again on a later review
+            log.warning("status record not read for the webhook", extra={"error": str(err)})
+            with self._lock:
+                self._asked.discard(digest)
+            return
+        if found is not None and found[0] == digest:
+            self._remember(*found)
 
     def digest_in_force(self) -> str | None:
         """What the leader writes on the Lease: the digest of its rules in force."""
@@ -52,6 +79,10 @@ class ServedRules:
         with self._lock:
             if update is not None:
                 self._served = update.rules
-            elif (note := self._leader_note()) is not None and note in self._recent:
-                self._served = self._recent[note]
+            elif (note := self._leader_note()) is not None:
+                if note in self._recent:
+                    self._served = self._recent[note]
+                elif note not in self._asked:
+                    self._asked.add(note)
+                    threading.Thread(target=self._read_record, args=(note,), daemon=True).start()
             return self._served

@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
+from nodegate.core.model import NodeRules
 from nodegate.core.status_record import (
     STATUS_CONFIGMAP,
     HeldUpdate,
@@ -88,6 +89,17 @@ class StatusPublisher:
             )
         self.retry()
         return recorded
+
+    def recorded_in_force(self) -> tuple[str, NodeRules] | None:
+        """The record's rules in force and their digest, read and checked, taking nothing as
+        this publisher's state (a standby's webhook asks for them); None when there are none."""
+        raw = self._api.read_configmap(self._namespace, STATUS_CONFIGMAP)
+        if raw is None:
+            return None
+        recorded = rules_of_record(raw.get("data"))
+        if recorded.rules is None or recorded.status.digest is None:
+            return None
+        return recorded.status.digest, recorded.rules
 
     def applied(self, update: RulesUpdate, generation: int) -> None:
         """A rules generation took effect (and nothing is held any more)."""

@@ -4,9 +4,11 @@ leader its own, a standby the one whose digest the leader wrote on the Lease."""
 from __future__ import annotations
 
 import textwrap
+import time
 
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.loader import parse_rules
+from nodegate.core.model import NodeRules
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.served_rules import ServedRules
 
@@ -64,3 +66,42 @@ def test_the_leader_writes_the_digest_of_its_rules_in_force() -> None:
     in_force = update(NEW)
     assert ServedRules(lambda: in_force).digest_in_force() == rules_digest(NEW)
     assert ServedRules(lambda: None).digest_in_force() is None
+
+
+def test_a_standby_that_never_read_the_leaders_rules_takes_them_from_the_status_record() -> None:
+    """After a restart while an update is held, the rules source holds the held text only, and
+    the leader put its rules back from the status record: a new standby reads them there, once,
+    off the review's path, instead of serving nothing."""
+    asked: list[int] = []
+
+    def recorded() -> tuple[str, NodeRules] | None:
+        asked.append(1)
+        return rules_digest(NEW), parse_rules(NEW)
+
+    served = ServedRules(lambda: None, lambda: rules_digest(NEW), recorded)
+    served.offer(update(OLD))  # the held update, as the standby read it from the source
+
+    assert served() is None  # the record is read in the background
+    served_rules = wait_for(served)
+
+    assert served_rules == parse_rules(NEW)
+    assert len(asked) == 1
+
+
+def test_a_record_naming_other_rules_is_not_served() -> None:
+    served = ServedRules(
+        lambda: None, lambda: rules_digest(NEW), lambda: (rules_digest(OLD), parse_rules(OLD))
+    )
+
+    served()
+    time.sleep(0.2)
+
+    assert served() is None
+
+
+def wait_for(served: ServedRules) -> NodeRules:
+    deadline = time.monotonic() + 5
+    while (rules := served()) is None:
+        assert time.monotonic() < deadline, "the status record's rules never served"
+        time.sleep(0.01)
+    return rules
