@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.persisted_labels import RECORD_LABEL, record_name
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
@@ -287,3 +288,50 @@ def init_daemonset(
             },
         },
     }
+
+
+# --- a reconciler installation in a namespace of the test's own (tests/e2e/test_restart*.py) ---
+
+
+def put_rules_in(core_v1: k8s_client.CoreV1Api, namespace: str, text: str) -> None:
+    """Create or replace the rules ConfigMap `<namespace>/rules`."""
+    body = k8s_client.V1ConfigMap(metadata={"name": "rules"}, data={"rules.yaml": text})
+    try:
+        core_v1.replace_namespaced_config_map("rules", namespace, body)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        core_v1.create_namespaced_config_map(namespace, body)
+
+
+def status_in(core_v1: k8s_client.CoreV1Api, namespace: str) -> tuple[int, str | None, str | None]:
+    """The status record's generation, digest in force and held digest (0, None, None before
+    the first is written)."""
+    try:
+        raw = core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, namespace)
+    except ApiException as err:
+        if err.status == 404:
+            return 0, None, None
+        raise
+    status, _ = decode_status(raw.data)
+    return status.generation, status.digest, status.held.digest if status.held else None
+
+
+def gate_init_pod(
+    core_v1: k8s_client.CoreV1Api, stack: ExitStack, node: str, app: str, gate_key: str
+) -> str:
+    """An init pod of `app` bound to `node`, tolerating its gate; deleted when `stack` closes."""
+    pod = f"init-{node}"[:63]
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod, "labels": {"app": app}},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": gate_key, "operator": "Exists"}],
+            "containers": [{"name": "init", "image": PAUSE_IMAGE}],
+        },
+    }
+    core_v1.create_namespaced_pod("default", body)  # type: ignore[arg-type]
+    stack.callback(core_v1.delete_namespaced_pod, pod, "default", grace_period_seconds=0)
+    return pod

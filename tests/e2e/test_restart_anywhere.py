@@ -27,7 +27,6 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,
@@ -40,9 +39,12 @@ from nodegate.localcluster.nodes import (
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
+    gate_init_pod,
     node_events,
     patch_labels,
+    put_rules_in,
     read_node,
+    status_in,
     taints_of,
     wait_for_record,
 )
@@ -115,13 +117,7 @@ class Run:
         return f"{self.name}-{short}"[:63]
 
     def put_rules(self, text: str) -> None:
-        body = k8s_client.V1ConfigMap(metadata={"name": "rules"}, data={"rules.yaml": text})
-        try:
-            self.core.replace_namespaced_config_map("rules", self.name, body)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            self.core.create_namespaced_config_map(self.name, body)
+        put_rules_in(self.core, self.name, text)
 
     def start_replica(self) -> None:
         args = (
@@ -167,14 +163,7 @@ class Run:
         )
 
     def status(self) -> tuple[int, str | None, str | None]:
-        try:
-            raw = self.core.read_namespaced_config_map(STATUS_CONFIGMAP, self.name)
-        except ApiException as err:
-            if err.status == 404:
-                return 0, None, None
-            raise
-        status, _ = decode_status(raw.data)
-        return status.generation, status.digest, status.held.digest if status.held else None
+        return status_in(self.core, self.name)
 
     def final_state(self) -> dict[str, Any]:
         """Every node's taints and labels of ours, the Event reasons on it, and the status
@@ -217,7 +206,7 @@ def history(run: Run, kill_after: set[int], rng: random.Random) -> None:
             TIMEOUT,
             "the gate adopted",
         )
-        pod = _init_pod(run, g1)
+        pod = gate_init_pod(run.core, run.stack, g1, f"init-{run.name}", GATE[0])
         mark_pod_ready(run.core, pod, "default")
         run.wait_taint("g1", GATE, False)
 
@@ -300,23 +289,6 @@ def history(run: Run, kill_after: set[int], rng: random.Random) -> None:
 
 def _gate_taint() -> dict[str, str]:
     return {"key": GATE[0], "value": "wait", "effect": GATE[1]}
-
-
-def _init_pod(run: Run, node: str) -> str:
-    pod = f"init-{node}"[:63]
-    body = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod, "labels": {"app": f"init-{run.name}"}},
-        "spec": {
-            "nodeName": node,
-            "tolerations": [{"key": GATE[0], "operator": "Exists"}],
-            "containers": [{"name": "init", "image": "registry.k8s.io/pause:3.10"}],
-        },
-    }
-    run.core.create_namespaced_pod("default", body)  # type: ignore[arg-type]
-    run.stack.callback(run.core.delete_namespaced_pod, pod, "default", grace_period_seconds=0)
-    return pod
 
 
 def _watch_storm(run: Run, stop: threading.Event) -> None:

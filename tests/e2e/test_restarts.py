@@ -19,13 +19,19 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.blast_radius import rules_digest
-from nodegate.core.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
-from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    TIMEOUT,
+    gate_init_pod,
+    put_rules_in,
+    status_in,
+    taints_of,
+    wait_for_taints,
+)
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
 TEAM = "restart.example.com/team"
@@ -75,13 +81,7 @@ class Scene:
         self.stack = stack
 
     def put_rules(self, text: str) -> None:
-        body = k8s_client.V1ConfigMap(metadata={"name": "rules"}, data={"rules.yaml": text})
-        try:
-            self.core_v1.replace_namespaced_config_map("rules", self.namespace, body)
-        except ApiException as err:
-            if err.status != 404:
-                raise
-            self.core_v1.create_namespaced_config_map(self.namespace, body)
+        put_rules_in(self.core_v1, self.namespace, text)
 
     def replica(self, *, wait_ready: bool = True) -> ReconcilerProcess:
         args = (
@@ -99,34 +99,10 @@ class Scene:
         )
 
     def status(self) -> tuple[int, str | None, str | None]:
-        """The status record's generation, digest in force and held digest (0, None, None
-        before the first is written)."""
-        try:
-            raw = self.core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, self.namespace)
-        except ApiException as err:
-            if err.status == 404:
-                return 0, None, None
-            raise
-        status, _ = decode_status(raw.data)
-        return status.generation, status.digest, status.held.digest if status.held else None
+        return status_in(self.core_v1, self.namespace)
 
     def init_pod(self, name: str, node: str) -> str:
-        pod = f"init-{node}"[:63]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": pod, "labels": {"app": f"init-{name}"}},
-            "spec": {
-                "nodeName": node,
-                "tolerations": [{"key": GATE[0], "operator": "Exists"}],
-                "containers": [{"name": "init", "image": "registry.k8s.io/pause:3.10"}],
-            },
-        }
-        self.core_v1.create_namespaced_pod("default", body)  # type: ignore[arg-type]
-        self.stack.callback(
-            self.core_v1.delete_namespaced_pod, pod, "default", grace_period_seconds=0
-        )
-        return pod
+        return gate_init_pod(self.core_v1, self.stack, node, f"init-{name}", GATE[0])
 
 
 @pytest.fixture
