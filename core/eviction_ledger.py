@@ -8,13 +8,15 @@ record), in the API server's time, which every replica reads alike (`core.evicti
 counts windows in it).
 
 Format (`data["grants.json"]`): {"version": 1, "grants": [{"ledger", "node", "pool", "zone",
-"at"}]}; grants older than `KEEP` are dropped on write.
+"at"}]}: the latest grant of each node in each ledger, younger than that ledger's window
+(`compact`), and never older than `KEEP`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -89,6 +91,26 @@ def decode_ledger(data: Mapping[str, Any] | None) -> list[Grant]:
 def merged(mine: Iterable[Grant], stored: Iterable[Grant]) -> list[Grant]:
     """Every grant of either, once."""
     return list(dict.fromkeys([*stored, *mine]))
+
+
+def compact(
+    grants: Iterable[Grant], window: Callable[[str], timedelta], now: datetime
+) -> list[Grant]:
+    """The grants that still count: the latest of each node in each ledger (a node counts once
+    per window however often its condition flaps), younger than its ledger's window. So the
+    ledger holds at most what the budget let through in one window, not a day of flapping."""
+    latest: dict[tuple[str, str], Grant] = {}
+    for grant in grants:
+        key = (grant.ledger, grant.node)
+        if key not in latest or grant.at > latest[key].at:
+            latest[key] = grant
+    return [g for g in latest.values() if now - min(g.at, now) < window(g.ledger)]
+
+
+def counted(grants: Iterable[Grant], now: datetime) -> list[Grant]:
+    """Grants as the budget counts them now: one dated after `now` (by a leader whose clock ran
+    ahead of this one's) counts as made now, never as not made yet."""
+    return [g if g.at <= now else replace(g, at=now) for g in grants]
 
 
 def _optional(value: object) -> str | None:

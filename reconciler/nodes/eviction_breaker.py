@@ -25,12 +25,12 @@ from nodegate.core.eviction_budget import (
     Grant,
     Verdict,
     admit,
+    budget_of,
     census,
     charges,
     grants_on_nodes,
 )
-from nodegate.core.eviction_ledger import KEEP as KEEP_GRANTS
-from nodegate.core.eviction_ledger import merged
+from nodegate.core.eviction_ledger import compact, counted, merged
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
 from nodegate.core.plan import NodePlan
@@ -79,7 +79,9 @@ class LedgerStore(Protocol):
 
     def load(self) -> list[Grant]: ...
 
-    def save(self, grants: list[Grant], now: datetime) -> None: ...
+    def save(
+        self, grants: list[Grant], now: datetime, window: Callable[[str], timedelta]
+    ) -> None: ...
 
 
 class EvictionBreaker:
@@ -103,6 +105,8 @@ class EvictionBreaker:
         self._loaded = False
         self._next_load = 0.0
         """When (monotonic) a failed read of the ledger may be tried again."""
+        self._next_save = 0.0
+        """When (monotonic) a grant may be tried again after a failed write of the ledger."""
         self._waiting: dict[str, dict[str, str]] = {}
         """rule -> node -> why."""
         self._episodes: dict[str, _Episode] = {}
@@ -140,19 +144,29 @@ class EvictionBreaker:
                 self._loaded or (time.monotonic() >= self._next_load and self._load())
             ):
                 return self._unrecorded(node, budgeted, "the eviction ledger is not read yet")
+            if budgeted and time.monotonic() < self._next_save:
+                return self._unrecorded(node, budgeted, "the eviction ledger cannot be written")
             now = self._clock.now() if self._clock.anchored else datetime.now(UTC)
             cached = list(self._nodes())
-            self._grants = [g for g in self._grants if now - g.at < KEEP_GRANTS]
-            spent = [*grants_on_nodes(cached, rules, now), *self._grants]
+
+            def window(ledger: str) -> timedelta:
+                return budget_of(rules, ledger).window
+
+            self._grants = compact(self._grants, window, now)
+            spent = [*grants_on_nodes(cached, rules, now), *counted(self._grants, now)]
             decided = admit(rules, node, wanted, spent, census(cached), now)
             if decided.granted:
                 try:
-                    self._store.save([*self._grants, *decided.granted], now)
+                    self._store.save(
+                        compact([*self._grants, *decided.granted], window, now), now, window
+                    )
                 except KubeError as err:
                     log.warning("eviction ledger not written", extra={"error": str(err)})
-                    unrecorded = [c for c in budgeted if c.rule not in decided.waiting]
+                    self._next_save = time.monotonic() + LEDGER_RETRY_SECONDS
+                    # Every budgeted charge waits, the ones the budget held too: the node is
+                    # planned again as it is, so nothing the budget forbids goes out with it.
                     return self._unrecorded(
-                        node, unrecorded, f"the eviction ledger could not be written ({err})"
+                        node, budgeted, f"the eviction ledger could not be written ({err})"
                     )
             self._grants.extend(decided.granted)
             taints = {c.rule: c.taint for c in wanted}

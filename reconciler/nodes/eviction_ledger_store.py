@@ -4,12 +4,14 @@ used, with optimistic concurrency (a 409 merges what is stored and tries again).
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from nodegate.core.eviction_budget import Grant
 from nodegate.core.eviction_ledger import (
     LEDGER_CONFIGMAP,
     LedgerError,
+    compact,
     decode_ledger,
     encode_ledger,
     merged,
@@ -18,6 +20,8 @@ from nodegate.reconciler.kit.errors import ConflictError, PermanentError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
 CONFLICT_RETRIES = 5
+Window = Callable[[str], timedelta]
+"""A ledger's window under the rules in force."""
 
 
 class LedgerStore:
@@ -31,11 +35,12 @@ class LedgerStore:
         and until then no evicting taint is granted (nodegate never guesses what was spent)."""
         return self._decode(self._api.read_configmap(self._namespace, LEDGER_CONFIGMAP))
 
-    def save(self, grants: list[Grant], now: datetime) -> None:
-        """Store `grants` together with what is stored (KubeError when it cannot be written)."""
+    def save(self, grants: list[Grant], now: datetime, window: Window) -> None:
+        """Store `grants` together with what is stored, compacted to what still counts
+        (KubeError when it cannot be written)."""
         for _ in range(CONFLICT_RETRIES):
             raw = self._api.read_configmap(self._namespace, LEDGER_CONFIGMAP)
-            data = encode_ledger(merged(grants, self._decode(raw)), now)
+            data = encode_ledger(compact(merged(grants, self._decode(raw)), window, now), now)
             try:
                 if raw is None:
                     body: RawObject = {
@@ -64,5 +69,5 @@ class PreviewLedgerStore(LedgerStore):
     """A dry run's: it reads what the real leader spent, and records nothing, so a preview
     spends no budget a real leader would later find spent."""
 
-    def save(self, grants: list[Grant], now: datetime) -> None:
-        del grants, now
+    def save(self, grants: list[Grant], now: datetime, window: Window) -> None:
+        del grants, now, window

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
@@ -67,7 +68,9 @@ class Clock:
 
 @dataclass
 class MemoryLedger:
-    """The eviction ledger's store, in memory; `failing`: every call raises it."""
+    """The eviction ledger's store, in memory, keeping what the breaker last handed it (the real
+    store's merge and compaction are tested in test_eviction_ledger_store.py); `failing`: every
+    call raises it."""
 
     grants: list[Grant] = field(default_factory=list)
     failing: KubeError | None = None
@@ -77,10 +80,13 @@ class MemoryLedger:
             raise self.failing
         return list(self.grants)
 
-    def save(self, grants: list[Grant], now: datetime) -> None:
+    saves: int = 0
+
+    def save(self, grants: list[Grant], now: datetime, window: Callable[[str], timedelta]) -> None:
         if self.failing is not None:
             raise self.failing
-        self.grants = list(dict.fromkeys([*self.grants, *grants]))
+        self.saves += 1
+        self.grants = list(grants)  # what the breaker hands over: its own count, whole
 
 
 def breaker(
@@ -273,3 +279,87 @@ def test_a_wall_clock_step_moves_no_window(monkeypatch: pytest.MonkeyPatch) -> N
     clock.now = NOW + timedelta(seconds=30)  # the server's time: inside the window
 
     assert ask(made, nodes[10]).waiting
+
+
+TWO_BUDGETS = rules(
+    """\
+    evictionBudget: {cluster: {maxNodes: 1}}
+    conditionTaints:
+      - name: own
+        conditions: [{type: NetworkProblem, status: "True"}]
+        taint: {key: example.com/own, effect: NoExecute}
+        evictionBudget: {cluster: {maxNodes: 5}}
+      - name: shared
+        conditions: [{type: NetworkProblem, status: "True"}]
+        taint: {key: example.com/shared, effect: NoExecute}
+    """
+)
+
+
+def test_a_ledger_that_cannot_be_written_holds_every_budgeted_taint_of_the_node() -> None:
+    """The shared budget is spent (n00 got it), the rule's own has room: when the grant of the
+    own rule cannot be written, the shared rule's taint must not go out with the re-plan."""
+    nodes = storm_nodes(3)
+    ledger = MemoryLedger()
+    made, _, _ = breaker(nodes, ledger=ledger)
+    made.admit(nodes[0], plan(nodes[0], TWO_BUDGETS, PlanFacts(NOW)), TWO_BUDGETS)
+    ledger.failing = KubeError("timed out")
+
+    hold = made.admit(nodes[1], plan(nodes[1], TWO_BUDGETS, PlanFacts(NOW)), TWO_BUDGETS)
+
+    assert set(hold.waiting) == {"own", "shared"}
+
+
+def test_after_a_failed_write_grants_wait_without_asking_the_api_again_at_once() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    made, _, _ = breaker(nodes, ledger=ledger)
+    ask(made, nodes[0])
+    ledger.failing = KubeError("timed out")
+    ask(made, nodes[1])
+    ledger.failing = None
+
+    assert "cannot be written" in ask(made, nodes[2]).waiting["network-problem"]
+    assert ledger.saves == 1
+
+
+def test_a_grant_a_previous_leader_dated_ahead_of_this_clock_counts_as_made_now() -> None:
+    """The previous leader's anchor ran 3 s ahead: its grants are in this leader's future, and
+    still count (a grant not yet made would free the budget)."""
+    nodes = storm_nodes(20)
+    ahead = Clock(NOW + timedelta(seconds=3))
+    ledger = MemoryLedger()
+    first, _, _ = breaker(nodes, ahead, ledger=ledger)
+    for node in nodes[:4]:
+        ask(first, node)
+
+    second, _, _ = breaker(storm_nodes(20), Clock(NOW), ledger=ledger)
+
+    assert ask(second, nodes[10]).waiting
+
+
+def test_a_flapping_node_is_one_entry_of_the_ledger() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    clock = Clock()
+    made, _, _ = breaker(nodes, clock, ledger=ledger)
+    for second in range(100):
+        clock.now = NOW + timedelta(seconds=second)
+        ask(made, nodes[0])
+        made.settle(nodes[0].name)
+
+    assert [g.node for g in ledger.grants] == ["n00"]
+
+
+def test_grants_past_their_window_leave_the_ledger() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger()
+    clock = Clock()
+    made, _, _ = breaker(nodes, clock, ledger=ledger)
+    for node in nodes[:4]:
+        ask(made, node)
+
+    clock.now = NOW + timedelta(hours=1)
+    ask(made, nodes[10])
+
+    assert [g.node for g in ledger.grants] == ["n10"]
