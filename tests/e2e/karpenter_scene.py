@@ -17,7 +17,7 @@ from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.core.loader import parse_rules
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
-from tests.e2e.reconciler_fixtures import HEADER, configmap_putter, init_daemonset
+from tests.e2e.reconciler_fixtures import HEADER, alone, configmap_putter, init_daemonset
 from tests.e2e.reconciler_process import running_reconciler
 
 GATE_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-init"
@@ -184,17 +184,7 @@ def start_scene(
     rules = parse_rules(rules_text, "karpenter-rules.yaml")
     put = configmap_putter(scene.core, f"rules-{scene.pool}")
     ref = put(rules_text)
-    stack.enter_context(
-        running_reconciler(
-            plane.kubeconfig_path,
-            tmp_path,
-            "--rules-configmap",
-            ref,
-            "--no-leader-elect",
-            "--max-untaint-share",
-            "1",
-        )
-    )
+    stack.enter_context(running_reconciler(plane.kubeconfig_path, tmp_path, *alone(ref)))
     policy, binding = born_gated_policy(scene.pool)
     scene.create_cluster_object(
         "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicies", policy

@@ -142,6 +142,12 @@ def make_node(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[Calla
                 raise
 
 
+def alone(rules_ref: str) -> tuple[str, ...]:
+    """One replica on the rules ConfigMap `rules_ref`, no Lease, the share check off: tests
+    share one cluster of a few nodes, where any rules edit touches "most" of them."""
+    return ("--rules-configmap", rules_ref, "--no-leader-elect", "--max-untaint-share", "1")
+
+
 @pytest.fixture
 def reconciler(
     control_plane: LocalControlPlane,
@@ -152,15 +158,7 @@ def reconciler(
     # Tests share one cluster of a few nodes, where any rules edit touches "most" of them: the
     # share check is off here; test_a_truncated_rules_configmap_is_held_until_confirmed and the
     # unit tests cover it (empty rules are held whatever the share).
-    with running_reconciler(
-        control_plane.kubeconfig_path,
-        tmp_path,
-        "--rules-configmap",
-        ref,
-        "--no-leader-elect",
-        "--max-untaint-share",
-        "1",
-    ) as process:
+    with running_reconciler(control_plane.kubeconfig_path, tmp_path, *alone(ref)) as process:
         yield process
     print(process.logs()[-4000:])
 
@@ -176,7 +174,7 @@ def start_reconciler_with(
 
         def start(rules: str, *flags: str) -> ReconcilerProcess:
             ref = rules_configmap(rules)
-            args = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+            args = alone(ref)
             started.append(
                 stack.enter_context(
                     running_reconciler(control_plane.kubeconfig_path, tmp_path, *args, *flags)
@@ -318,10 +316,16 @@ def status_in(core_v1: k8s_client.CoreV1Api, namespace: str) -> tuple[int, str |
 
 
 def gate_init_pod(
-    core_v1: k8s_client.CoreV1Api, stack: ExitStack, node: str, app: str, gate_key: str
+    core_v1: k8s_client.CoreV1Api,
+    stack: ExitStack,
+    node: str,
+    app: str,
+    gate_key: str,
+    name: str | None = None,
 ) -> str:
-    """An init pod of `app` bound to `node`, tolerating its gate; deleted when `stack` closes."""
-    pod = f"init-{node}"[:63]
+    """An init pod of `app` bound to `node` (named `name`, else after the node), tolerating its
+    gate; deleted when `stack` closes."""
+    pod = name or f"init-{node}"[:63]
     body = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -18,7 +18,7 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.reconciler.kit.client import load_api_client
-from tests.e2e.reconciler_fixtures import HEADER, taints_of
+from tests.e2e.reconciler_fixtures import HEADER, alone, taints_of
 from tests.e2e.reconciler_process import running_reconciler
 
 NODES = 60
@@ -130,7 +130,7 @@ def test_a_write_storm_against_api_priority_and_fairness_is_throttled_counted_an
     value = unique_name[-40:].strip("-")
     names = [make_node(f"n{i}", labels={STORM_LABEL: value}) for i in range(NODES)]
     ref = rules_configmap(storm_rules(value))
-    args = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+    args = alone(ref)
     with running_reconciler(kubeconfig, tmp_path, *args) as reconciler:
         wait_until(
             lambda: all((TAINT_KEY, "NoSchedule") in taints_of(core_v1, n) for n in names),

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,13 @@ from nodegate.core.persisted_labels import record_name
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import HEADER, TIMEOUT, taints_of, wait_for_taints
+from tests.e2e.reconciler_fixtures import (
+    HEADER,
+    TIMEOUT,
+    gate_init_pod,
+    taints_of,
+    wait_for_taints,
+)
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
 BIN = Path(sys.executable).parent
@@ -122,26 +129,8 @@ def day2(
 
 @pytest.fixture
 def init_pod(core_v1: k8s_client.CoreV1Api) -> Iterator[Callable[[str, str, str], str]]:
-    created: list[str] = []
-
-    def make(name: str, node: str, app: str) -> str:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": app}},
-            "spec": {
-                "nodeName": node,
-                "tolerations": [{"key": GATE_KEY, "operator": "Exists"}],
-                "containers": [{"name": "init", "image": "registry.k8s.io/pause:3.10"}],
-            },
-        }
-        core_v1.create_namespaced_pod("default", body)  # type: ignore[arg-type]
-        created.append(name)
-        return name
-
-    yield make
-    for name in created:
-        core_v1.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+    with ExitStack() as stack:
+        yield lambda name, node, app: gate_init_pod(core_v1, stack, node, app, GATE_KEY, name)
 
 
 def gated_node(day: Day2, make_node: Callable[..., str], suffix: str = "gated") -> str:

@@ -28,6 +28,7 @@ from nodegate.localcluster.nodes import (
 from tests.e2e.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
+    alone,
     configmap_putter,
     init_daemonset,
     node_events,
@@ -72,7 +73,7 @@ def start_reconciler(
 
     def start(rules: str) -> ReconcilerProcess:
         ref = put(rules)
-        args = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+        args = alone(ref)
         return stack.enter_context(running_reconciler(plane.kubeconfig_path, tmp_path, *args))
 
     return start
