@@ -152,6 +152,17 @@ class Run:
         self.nodes.append(name)
         return name
 
+    def network(self, short: str, *, healthy: bool) -> None:
+        """The node's NetworkProblem condition, as its problem detector reports it."""
+        status = "False" if healthy else "True"
+        set_node_condition(
+            self.core,
+            self.node(short),
+            condition_type="NetworkProblem",
+            status=status,
+            reason="HealthCheck",
+        )
+
     def taints(self, short: str) -> set[tuple[str, str]]:
         return set(taints_of(self.core, self.node(short)))
 
@@ -213,38 +224,20 @@ def history(run: Run, kill_after: set[int], rng: random.Random) -> None:
     step(gate)
 
     def storm_first() -> None:
-        set_node_condition(
-            run.core,
-            run.node("n1"),
-            condition_type="NetworkProblem",
-            status="True",
-            reason="HealthCheck",
-        )
+        run.network("n1", healthy=False)
         run.wait_taint("n1", NETWORK, True)
 
     step(storm_first)
 
     def recover_first() -> None:
-        set_node_condition(
-            run.core,
-            run.node("n1"),
-            condition_type="NetworkProblem",
-            status="False",
-            reason="HealthCheck",
-        )
+        run.network("n1", healthy=True)
         run.wait_taint("n1", NETWORK, False)
 
     step(recover_first)
 
     def storm_rest() -> None:
-        for short in ("n2", "n3"):
-            set_node_condition(
-                run.core,
-                run.node(short),
-                condition_type="NetworkProblem",
-                status="True",
-                reason="HealthCheck",
-            )
+        run.network("n2", healthy=False)
+        run.network("n3", healthy=False)
         time.sleep(2)  # they must wait for the budget: nothing to wait for but time
 
     step(storm_rest)
