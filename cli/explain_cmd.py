@@ -30,6 +30,7 @@ from nodegate.core.node_file import parse_nodes
 from nodegate.core.node_waits import NodeContext, budget_waiting, waits
 from nodegate.core.persisted_labels import decide, record_key, record_name
 from nodegate.core.plan import NodePlan, PlanFacts, plan
+from nodegate.core.sightings import Sighting
 from nodegate.core.status_record import HeldUpdate
 from nodegate.core.yaml_input import read_limited
 from nodegate.reconciler.kit.errors import KubeError
@@ -84,7 +85,8 @@ def explain(
         typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
         raise typer.Exit(2)
     rules = _load(rules_file)
-    facts = PlanFacts(now=at, gate_pods_ready_since=dict.fromkeys(ready_gate or (), at))
+    ready = {gate: (Sighting(f"--ready-gate {gate}", at),) for gate in ready_gate or ()}
+    facts = PlanFacts(now=at, gate_pod_signals=ready)
     console = Console()
     # A NodeList is planned as the reconciler would, node after node: evicting taints over the
     # eviction budget (what the nodes' timeAdded says was spent counts) are shown waiting.
@@ -112,11 +114,11 @@ def explain_live(
             typer.echo(f"nodegate explain: node {name} not found", err=True)
             raise typer.Exit(1)
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
-        ready_since, pods = cluster.gate_pods(rules, name)
+        signals, pods = cluster.gate_pods(rules, name, at)
         facts = PlanFacts(
             now=at,
             previously_owned=cluster.previously_owned(),
-            gate_pods_ready_since=ready_since,
+            gate_pod_signals=signals,
         )
         quarantined: tuple[str, ...] = ()
         persistent = rules.persistent_labels

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from nodegate.core.model import ConditionMatch, ConditionPolicy
+from nodegate.core.model import ConditionMatch, ConditionPolicy, NodeRules
 from nodegate.core.node import NodeCondition
 
 
@@ -56,3 +57,23 @@ def conditions_hold(
 def is_assumed(condition: NodeCondition, reported: Iterable[NodeCondition]) -> bool:
     """Whether `condition` stands for one the node does not report (its defaultStatus)."""
     return all(c.type != condition.type for c in reported)
+
+
+@dataclass(frozen=True)
+class ConditionTypesRead:
+    """The condition types any rule reads (a condition taint rule or a gate): only those are
+    worth remembering since when they hold (`sightings`). Equal when the rules read the same."""
+
+    matches: frozenset[ConditionMatch]
+
+    def __call__(self, condition_type: str) -> bool:
+        return any(m.matches_type(condition_type) for m in self.matches)
+
+
+def condition_types_read(rules: NodeRules | None) -> ConditionTypesRead:
+    if rules is None:
+        return ConditionTypesRead(frozenset())
+    matches = [m for r in rules.condition_taints for m in r.conditions] + [
+        m for g in rules.startup_gates for m in g.ready_when.conditions
+    ]
+    return ConditionTypesRead(frozenset(matches))

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from nodegate.core.model import Taint
+from nodegate.core.sightings import ConditionKey, Sighting
 
 Verdict = Literal["want", "keep", "release"]
 """want: the taint must be there; keep: leave it as it is; release: it must go (if present)."""
@@ -27,11 +28,12 @@ class PlanFacts:
     previously_owned: frozenset[tuple[str, str]] = frozenset()
     """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
     where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
-    conditions_first_seen: Mapping[tuple[str, str, str], datetime] = field(default_factory=dict)
-    """When the reconciler first saw each (type, status, reason) that has no lastTransitionTime."""
-    gate_pods_ready_since: Mapping[str, datetime] = field(default_factory=dict)
-    """Gate name -> since when its init pod on this node has signalled ready (Ready, or the
-    pod's ready annotation), for gates whose pod signal is met now."""
+    condition_sightings: Mapping[ConditionKey, Sighting] = field(default_factory=dict)
+    """When the reconciler first saw each episode of the node's conditions (`sightings`): the
+    one "since when" of `for` and of a re-gate's conditions. Empty: none seen (since now)."""
+    gate_pod_signals: Mapping[str, tuple[Sighting, ...]] = field(default_factory=dict)
+    """Gate name -> the ready signals of its init pods on this node (a Ready episode as first
+    seen, or the pod's ready annotation as of the pod's creation), for gates that have any."""
     boot_first_seen: datetime | None = None
     """When the reconciler first saw the node's current bootID (None: not tracked): a re-gate's
     life begins then, however late the re-gate is written."""

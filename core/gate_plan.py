@@ -17,7 +17,20 @@ from datetime import datetime, timedelta
 from nodegate.core.conditions import conditions_hold, matching_condition
 from nodegate.core.decisions import PlanFacts, RuleDecision
 from nodegate.core.model import NodeRules, StartupGate
-from nodegate.core.node import NodeCondition, NodeState, format_time, parse_time
+from nodegate.core.node import (
+    NodeCondition,
+    NodeState,
+    format_precise_time,
+    format_time,
+    parse_time,
+)
+from nodegate.core.sightings import (
+    CLOCK_GRACE,
+    Sighting,
+    condition_key,
+    condition_token,
+    episode_digest,
+)
 
 GATE_COMPLETED = "completed.gate.nodegate.dev/"
 """+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
@@ -32,12 +45,19 @@ a later sight of its bootID). The reboot came after it, so readiness that began 
 the new boot, even if the re-gate was written later (nodegate down, failing over, throttled)."""
 
 
-def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str]:
+GATE_SIGNALS = "signals.gate.nodegate.dev/"
+"""+ gate name: digests of the gate's readiness episodes shown when it was lifted (its init
+pods' and its conditions'), so that after a reboot an episode still shown from the previous
+boot is known as such even by a process that did not see it begin (`sightings`)."""
+
+
+def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str, str]:
     return (
         GATE_COMPLETED + gate.name,
         GATE_BOOT + gate.name,
         GATE_REGATED + gate.name,
         GATE_REBOOTED_AFTER + gate.name,
+        GATE_SIGNALS + gate.name,
     )
 
 
@@ -124,8 +144,8 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     met = _conditions_signal(node, gate, facts)
     if met is not None:
         return met
-    since = facts.gate_pods_ready_since.get(gate.name)
-    if since is None or not _of_this_life(since, node, gate):
+    pods = facts.gate_pod_signals.get(gate.name, ())
+    if not any(_of_this_life(signal, node, gate) for signal in pods):
         return None
     return "init pod is Ready"
 
@@ -152,16 +172,17 @@ def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> 
 def _condition_of_this_boot(
     condition: NodeCondition, node: NodeState, gate: StartupGate, facts: PlanFacts
 ) -> bool:
-    """Unlike a pod's readiness, a condition's time is not checked against the Node's
-    creation: the node's own clock may write it, and a clock behind the API server's must not
-    keep a gate on for ever. Only a re-gate's reboot is a line it must have crossed."""
-    after = parse_time_or_none(node.annotations.get(GATE_REBOOTED_AFTER + gate.name))
-    if after is None:
-        return True
-    since = condition.last_transition_time or facts.conditions_first_seen.get(
-        (condition.type, condition.status, condition.reason), facts.now
-    )
-    return since > after
+    """Unlike a pod's readiness, a condition is not set against the Node's creation (it is on
+    the Node itself); only a re-gate's reboot is a line it must have crossed."""
+    return _of_this_boot(condition_sighting(condition, facts), node, gate)
+
+
+def condition_sighting(condition: NodeCondition, facts: PlanFacts) -> Sighting:
+    """The sighting of the condition's current episode; one not sighted yet (read fresher
+    than the sightings) is first seen now, unwitnessed."""
+    token = condition_token(condition)
+    seen = facts.condition_sightings.get(condition_key(condition))
+    return seen if seen is not None and seen.token == token else Sighting(token, facts.now, False)
 
 
 def life_began(node: NodeState, gate: StartupGate, now: datetime) -> datetime | None:
@@ -176,16 +197,45 @@ def life_began(node: NodeState, gate: StartupGate, now: datetime) -> datetime | 
     return max(regated, node.created)
 
 
-def _of_this_life(since: datetime, node: NodeState, gate: StartupGate) -> bool:
-    """Whether readiness that began at `since` is evidence for this life of the gate: not from
-    before the Node object existed, nor, after a reboot, from the previous boot."""
-    if node.created is not None and since < node.created:
-        return False
+def _of_this_life(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
+    """Whether an init pod's ready signal is evidence for this life of the gate: not from
+    before the Node object existed, nor, after a reboot, from the previous boot.
+
+    Only API-server times are compared (a first sight is within `CLOCK_GRACE` of that clock):
+    a signal nodegate saw begin counts from its first sight; one it did not (the first look
+    after a start) only if the pod's status was last written after the Node object existed.
+    """
+    if node.created is not None:
+        line = node.created - CLOCK_GRACE
+        began = signal.first_seen if signal.witnessed else signal.status_written
+        if began is None or began <= line:
+            return False
+    return _of_this_boot(signal, node, gate)
+
+
+def _of_this_boot(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
+    """After a re-gate, whether a signal is of the new boot: nodegate saw it begin after the
+    previous boot was last known up, or (not seen begin) it is not an episode the gate's lift
+    recorded."""
     after = parse_time_or_none(node.annotations.get(GATE_REBOOTED_AFTER + gate.name))
     if after is not None:
-        return since > after  # whole seconds: the previous boot's last second is not the new one
+        if signal.witnessed:
+            return signal.first_seen > after
+        lifted_on = set(node.annotations.get(GATE_SIGNALS + gate.name, "").split(","))
+        return episode_digest(signal.token) not in lifted_on
     regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
-    return regated is None or since >= regated  # re-gated by an older nodegate: as it judged
+    # Re-gated by an older nodegate: as it judged.
+    return regated is None or not signal.witnessed or signal.first_seen >= regated
+
+
+def _signal_digests(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str:
+    """The digests of the gate's readiness episodes shown now (`GATE_SIGNALS`)."""
+    tokens = [s.token for s in facts.gate_pod_signals.get(gate.name, ())]
+    for match in gate.ready_when.conditions:
+        condition = matching_condition(node.conditions, match)
+        if condition is not None:
+            tokens.append(condition_sighting(condition, facts).token)
+    return ",".join(sorted({episode_digest(t) for t in tokens}))
 
 
 def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> timedelta | None:
@@ -198,8 +248,11 @@ def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> 
 def _lifted(
     node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
 ) -> GateOutcome:
-    completed, boot, regated, after = gate_annotation_keys(gate)
+    completed, boot, regated, after, signals = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
+    shown = _signal_digests(node, gate, facts)
+    if shown or signals in node.annotations:
+        annotations.append((signals, shown or None))
     extra = gate.completion_annotation
     if extra is not None:
         when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
@@ -220,7 +273,7 @@ def _absent_gate(
 ) -> GateOutcome:
     """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
     onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
-    completed, boot, _, _ = gate_annotation_keys(gate)
+    completed, boot, *_ = gate_annotation_keys(gate)
     lifted_on = node.annotations.get(boot)
     if (
         gate.regate_on_reboot
@@ -254,16 +307,18 @@ def reboot_records(
 ) -> tuple[tuple[str, str | None], ...]:
     """What a re-gate records: when the new boot was first seen (this life began; the re-gate
     may be written much later), and the last moment the previous boot was known up."""
-    completed, _, regated, after = gate_annotation_keys(gate)
+    completed, _, regated, after, _ = gate_annotation_keys(gate)
     seen = facts.boot_first_seen if facts.boot_first_seen is not None else facts.now
     known_up = [
         t
         for t in (parse_time_or_none(node.annotations.get(completed)), facts.previous_boot_seen)
         if t is not None and t <= seen
     ]
-    records: tuple[tuple[str, str | None], ...] = ((regated, format_time(min(seen, facts.now))),)
+    records: tuple[tuple[str, str | None], ...] = (
+        (regated, format_precise_time(min(seen, facts.now))),
+    )
     if known_up:
-        records += ((after, format_time(max(known_up))),)
+        records += ((after, format_precise_time(max(known_up))),)
     return records
 
 

@@ -154,6 +154,14 @@ def format_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_precise_time(value: datetime) -> str:
+    """RFC 3339 with microseconds, for nodegate's own records of moments it compares with its
+    first sights (a whole second would blur which side of a reboot a sight fell on); a whole
+    second is written as such."""
+    moment = value.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+
+
 def _time_text(value: object) -> str | None:
     if value is None or value == "":
         return None

@@ -8,7 +8,7 @@ taints are decided here; startup gates in `gate_plan.py`; the plan merges both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -37,6 +37,7 @@ from nodegate.core.model import (
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
 from nodegate.core.node_trust import pool_membership, registration_seal, seal_taint
 from nodegate.core.registration import TaintConflictError, registration_taints
+from nodegate.core.sightings import condition_key, condition_token, first_sight
 
 __all__ = [
     "OWNED_TAINTS_ANNOTATION",
@@ -47,12 +48,10 @@ __all__ = [
     "PlanFacts",
     "RuleDecision",
     "TaintChange",
-    "condition_identity",
     "parse_ownership",
     "plan",
     "relevant_view",
     "removable_taints",
-    "track_first_seen",
 ]
 
 OWNED_TAINTS_ANNOTATION = "nodegate.dev/owned-taints"
@@ -483,44 +482,27 @@ def _condition_decision(
         said += " (not reported, counted as defaultStatus: " + ", ".join(assumed) + ")"
     if rule.hold:
         # allOf: the list holds since its last condition matched; anyOf: since its first.
-        times = [_condition_since(c, facts) for c in matched]
-        since = max(times) if rule.condition_policy == "allOf" else min(times)
-        remaining = since + rule.hold - now
+        times = [_condition_since(c, node, facts) for c in matched]
+        held_since = max(times) if rule.condition_policy == "allOf" else min(times)
+        remaining = held_since + rule.hold - now
         if remaining > timedelta(0):
             why = f"{said}, waiting {int(remaining.total_seconds())}s more of `for`"
             return RuleDecision(rule.name, rule.taint, "keep", why), remaining
     return RuleDecision(rule.name, rule.taint, "want", said), None
 
 
-def _condition_since(condition: NodeCondition, facts: PlanFacts) -> datetime:
-    """When a condition took its current status; without lastTransitionTime (some node-problem
-    detectors omit it), when the reconciler first saw it so, else now. Never after now: the
-    node writes the time (a clock ahead, or a forged 9999-12-31 that `for` would overflow)."""
-    if condition.last_transition_time is not None:
-        return min(condition.last_transition_time, facts.now)
-    return facts.conditions_first_seen.get(condition_identity(condition), facts.now)
-
-
-def condition_identity(condition: NodeCondition) -> tuple[str, str, str]:
-    return (condition.type, condition.status, condition.reason)
-
-
-def track_first_seen(
-    previous: Mapping[tuple[str, str, str], datetime],
-    conditions: Iterable[NodeCondition],
-    now: datetime,
-) -> dict[tuple[str, str, str], datetime]:
-    """First-seen times of the node's conditions that carry no lastTransitionTime.
-
-    Kept by the reconciler in memory only (nothing is written to the node); an entry goes as
-    soon as its (type, status, reason) is no longer on the node, so a flip restarts the clock.
-    """
-    return {
-        identity: previous.get(identity, now)
-        for condition in conditions
-        if condition.last_transition_time is None
-        for identity in (condition_identity(condition),)
-    }
+def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts) -> datetime:
+    """Since when a condition has held, on the API server's clock: when nodegate first saw this
+    episode of it (`sightings`); for one the node does not report (its defaultStatus), since
+    the Node was created. The time the node wrote is never read: its clock may be anywhere."""
+    if is_assumed(condition, node.conditions):
+        return min(node.created or facts.now, facts.now)
+    return first_sight(
+        facts.condition_sightings,
+        condition_key(condition),
+        condition_token(condition),
+        facts.now,
+    )
 
 
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:

@@ -26,6 +26,7 @@ from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_waits import InitPod
 from nodegate.core.persisted_labels import QUARANTINE_LABEL, RECORD_LABEL, RECORD_LABEL_VALUE
+from nodegate.core.sightings import Sighting
 from nodegate.core.status_record import (
     STATUS_CONFIGMAP,
     ReconcilerStatus,
@@ -36,7 +37,7 @@ from nodegate.core.status_record import (
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
-from nodegate.reconciler.nodes.gate_pods import pod_source, signal_since, slim_pod
+from nodegate.reconciler.nodes.gate_pods import pod_signals, pod_source, sighted, slim_pod
 from nodegate.reconciler.nodes.label_store import (
     QUARANTINE_REASON_ANNOTATION,
     StoredRecord,
@@ -215,11 +216,11 @@ class Cluster:
     # --- gates, records, events -----------------------------------------------------------------
 
     def gate_pods(
-        self, rules: NodeRules, node: str
-    ) -> tuple[dict[str, datetime], dict[str, tuple[InitPod, ...]]]:
-        """For each gate with init pods: since when one on `node` signals ready (the planner's
-        `gate_pods_ready_since`), and the pods as explain shows them."""
-        ready_since: dict[str, datetime] = {}
+        self, rules: NodeRules, node: str, at: datetime
+    ) -> tuple[dict[str, tuple[Sighting, ...]], dict[str, tuple[InitPod, ...]]]:
+        """For each gate with init pods: the ready signals of those on `node` (the planner's
+        `gate_pod_signals`), and the pods as explain shows them."""
+        signals: dict[str, tuple[Sighting, ...]] = {}
         shown: dict[str, tuple[InitPod, ...]] = {}
         for gate in rules.startup_gates:
             source = pod_source(gate)
@@ -231,19 +232,20 @@ class Cluster:
             )
             pair = gate.ready_when.pods.ready_annotation_pair if gate.ready_when.pods else None
             read = frozenset({pair[0]} if pair is not None else ())
-            views = [slim_pod(raw, read.__contains__) for raw in raws]
-            since = signal_since(gate, views)
-            if since is not None:
-                ready_since[gate.name] = since
+            # Seen now, as a reconciler that just started sees them (one that saw an episode
+            # begin may judge it otherwise: docs/reconciler.md, "Time").
+            views = [sighted(slim_pod(raw, read.__contains__), None, at) for raw in raws]
+            if found := pod_signals(gate, views):
+                signals[gate.name] = found
             shown[gate.name] = tuple(
                 InitPod(
                     f"{namespace}/{(raw.get('metadata') or {}).get('name')}",
                     str((raw.get("status") or {}).get("phase") or "Unknown"),
-                    view.ready_since is not None,
+                    view.ready_token is not None,
                 )
                 for raw, view in zip(raws, views, strict=True)
             )
-        return ready_since, shown
+        return signals, shown
 
     def records(self) -> RecordsView:
         selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"

@@ -11,7 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+
+DATE_RESOLUTION = timedelta(seconds=1)
+"""`Date` has whole seconds: the server's time was somewhere in the second it names."""
 
 
 class NotAnchoredError(RuntimeError):
@@ -28,11 +31,14 @@ class AnchoredClock:
         self._anchor: tuple[datetime, float] | None = None
 
     def anchor(self) -> None:
-        """Read the API server's time (KubeError when it cannot be reached)."""
+        """Read the API server's time (KubeError when it cannot be reached): the middle of the
+        second its `Date` names, at the middle of the round trip, so the reading is within half
+        a second and half the round trip of the server's own."""
         before = self._monotonic()
         server = self._server_time()
+        after = self._monotonic()
         with self._lock:
-            self._anchor = (server, before)
+            self._anchor = (server + DATE_RESOLUTION / 2, (before + after) / 2)
 
     @property
     def anchored(self) -> bool:
@@ -47,3 +53,8 @@ class AnchoredClock:
             raise NotAnchoredError("the API server's time has not been read yet")
         server, at = anchor
         return server + timedelta(seconds=self._monotonic() - at)
+
+    def now_or_host(self) -> datetime:
+        """The API server's time once anchored; before that (the API server not reached yet,
+        so nothing is written either) this host's."""
+        return self.now() if self.anchored else datetime.now(UTC)

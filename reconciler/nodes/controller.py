@@ -13,14 +13,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from nodegate.core.boot_sight import BootSight, track_boot
+from nodegate.core.conditions import condition_types_read
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.gate_plan import annotations_read
 from nodegate.core.model import NodeRules
-from nodegate.core.plan import relevant_view, track_first_seen
+from nodegate.core.plan import relevant_view
 from nodegate.core.status_record import StatusRecordError
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
@@ -33,6 +34,7 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
+from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
@@ -68,13 +70,17 @@ class Controller:
         history: TaintHistory,
         health: Health,
         fence: LeaderFence | None = None,
-        clock: Clock = lambda: datetime.now(UTC),
+        clock: Clock | None = None,
     ) -> None:
+        """`clock`: the API server's time (anchored on its `Date` as the run starts) unless a
+        test gives one: every "since when" and every record nodegate writes is on it."""
         self._settings = settings
         self._metrics = metrics
         self._history = history
         self._health = health
-        self._now = clock
+        self._server_clock = AnchoredClock(api.server_time)
+        self._now: Clock = clock or self._server_clock.now_or_host
+        clock = self._now
         self.queue = WorkQueue()
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
         metrics.queue_depth.set_function(lambda: len(self.queue))
@@ -108,7 +114,8 @@ class Controller:
         )
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         metrics.gate_census.source = self._gate_census
-        self._first_seen: dict[str, dict[tuple[str, str, str], datetime]] = {}
+        self._conditions = ConditionSightings()
+        self._read_conditions = condition_types_read(None)
         self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
         """When the periodic resync under way queued every node (monotonic), or None."""
@@ -132,7 +139,12 @@ class Controller:
         )
         self.gates = GateReports(api, recorder, metrics, clock, settings.dry_run)
         self.gate_pods = GatePods(
-            api, metrics, self._health, self._on_gate_pod_node, settings.watch_timeout_seconds
+            api,
+            metrics,
+            self._health,
+            self._on_gate_pod_node,
+            clock,
+            settings.watch_timeout_seconds,
         )
         self._writer = NodeWriter(
             api,
@@ -147,7 +159,7 @@ class Controller:
             metrics,
             lambda: [cached.state for _, cached in self.informer.items()],
             self._rules_source,
-            AnchoredClock(api.server_time),
+            self._server_clock,
             (PreviewLedgerStore if settings.dry_run else LedgerStore)(
                 api, settings.records_namespace
             ),
@@ -214,6 +226,10 @@ class Controller:
         old = self._keep_annotation
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
         self._keep_annotation = annotation_filter(update.rules)
+        read = condition_types_read(update.rules)
+        if read != self._read_conditions:  # a type newly read was not watched begin
+            self._conditions.forget_all()
+        self._read_conditions = read
         if needs_relist:  # the new rules read annotations the cache has been dropping
             self.informer.request_relist()
         self._enqueue_all("resync")
@@ -252,12 +268,7 @@ class Controller:
             # Deleted and created again while the watch was down: a new node of the same name.
             self._forget_node(key, old.state.uid)
             old = None
-        if any(c.last_transition_time is None for c in new.state.conditions):
-            self._first_seen[key] = track_first_seen(
-                self._first_seen.get(key, {}), new.state.conditions, self._now()
-            )
-        else:
-            self._first_seen.pop(key, None)
+        self._conditions.look(key, new.state, self._read_conditions, self._now())
         if (boot := track_boot(self._boots.get(key), new.state.boot_id, self._now())) is not None:
             self._boots[key] = boot
         rules = self.rules
@@ -285,7 +296,7 @@ class Controller:
 
     def _forget_node(self, key: str, uid: str | None) -> None:
         """What was remembered about a node that is gone."""
-        self._first_seen.pop(key, None)
+        self._conditions.forget(key)
         self._boots.pop(key, None)
         self._writer.forget(key)
         self.breaker.forget(key)
@@ -305,10 +316,17 @@ class Controller:
 
     def _facts(self, key: str) -> PlanFacts:
         boot = self._boots.get(key)
+        now = self._now()
+        cached = self.informer.get(key)
+        sightings = (
+            self._conditions.look(key, cached.state, self._read_conditions, now)
+            if cached is not None
+            else {}
+        )
         return PlanFacts(
-            now=self._now(),
+            now=now,
             previously_owned=self._history.known,
-            conditions_first_seen=self._first_seen.get(key, {}),
+            condition_sightings=sightings,
             boot_first_seen=boot.first_seen if boot is not None else None,
             previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         )

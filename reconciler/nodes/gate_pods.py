@@ -8,14 +8,16 @@ was created, and the annotations gates read. The set of informers follows the ru
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nodegate.core.model import NodeRules, StartupGate
 from nodegate.core.node import parse_time
+from nodegate.core.sightings import Sighting
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
@@ -31,9 +33,17 @@ PodSource = tuple[str, str]
 class PodView:
     node: str
     created: datetime | None
-    ready_since: datetime | None
-    """Since when the pod is Ready (PodReady True and every container ready); None: not Ready."""
+    status_written: datetime | None
+    """When the pod's status was last written, stamped by the API server (its `managedFields`
+    entries for the status subresource), else its creation."""
+    uid: str
+    ready_token: str | None
+    """This Ready episode as the kubelet wrote it (its Ready lastTransitionTime as text, compared
+    for equality only: the kubelet's clock may be anywhere); None: not Ready (PodReady True and
+    every container ready)."""
     annotations: Mapping[str, str]
+    ready: Sighting | None = None
+    """When nodegate first saw this Ready episode (`sighted`)."""
 
 
 def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
@@ -43,17 +53,41 @@ def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
     ready = conditions.get("Ready") or {}
     containers = status.get("containerStatuses") or ()
     is_ready = ready.get("status") == "True" and all(c.get("ready") for c in containers)
+    created = parse_time(meta.get("creationTimestamp"))
     return PodView(
         node=str((raw.get("spec") or {}).get("nodeName") or ""),
-        created=parse_time(meta.get("creationTimestamp")),
-        ready_since=(parse_time(ready.get("lastTransitionTime")) or _EPOCH) if is_ready else None,
+        created=created,
+        status_written=_status_written(meta) or created,
+        uid=str(meta.get("uid") or ""),
+        ready_token=str(ready.get("lastTransitionTime") or "") if is_ready else None,
         annotations={
             k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
         },
     )
 
 
-_EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+def _status_written(meta: RawObject) -> datetime | None:
+    """The latest time the API server stamped on a write of the pod's status (the kubelet's)."""
+    times = []
+    for entry in meta.get("managedFields") or ():
+        if entry.get("subresource") == "status":
+            with contextlib.suppress(ValueError):
+                if (when := parse_time(entry.get("time"))) is not None:
+                    times.append(when)
+    return max(times) if times else None
+
+
+def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
+    """The view with its Ready episode's sighting (`nodegate.core.sightings`): kept from the
+    previous view of the same episode; else first seen `now`, witnessed if there was a
+    previous view of the pod (this process saw the episode begin)."""
+    if view.ready_token is None:
+        return view
+    token = f"{view.uid}@{view.ready_token}"
+    if previous is not None and previous.ready is not None and previous.ready.token == token:
+        return replace(view, ready=previous.ready)
+    seen = Sighting(token, now, previous is not None, view.status_written)
+    return replace(view, ready=seen)
 
 
 def pod_source(gate: StartupGate) -> PodSource | None:
@@ -61,23 +95,28 @@ def pod_source(gate: StartupGate) -> PodSource | None:
     return (pods.namespace, pods.label_selector) if pods is not None else None
 
 
-def signal_since(gate: StartupGate, pods: list[PodView]) -> datetime | None:
-    """Since when some init pod of this gate on the node signals ready (latest signal), or None.
+def pod_signals(gate: StartupGate, pods: list[PodView]) -> tuple[Sighting, ...]:
+    """The ready signals of this gate's init pods on the node, each as a sighting.
 
-    Readiness counts unless `requireAnnotation`; the pod's ready annotation counts from the
-    pod's creation (an annotation left on a pod from before a reboot does not re-lift a gate).
+    Readiness counts unless `requireAnnotation`; the pod's ready annotation counts as an
+    episode that began when the pod was created (so an annotation left on a pod from before a
+    reboot does not re-lift a gate): both are API-server times.
     """
     spec = gate.ready_when.pods
     if spec is None:
-        return None
+        return ()
     pair = spec.ready_annotation_pair
     signals = []
     for pod in pods:
-        if pod.ready_since is not None and not spec.require_annotation:
-            signals.append(pod.ready_since)
+        if pod.ready is not None and not spec.require_annotation:
+            signals.append(pod.ready)
         if pair is not None and pod.annotations.get(pair[0]) == pair[1]:
-            signals.append(pod.created or _EPOCH)
-    return max(signals) if signals else None
+            created = pod.created or _EPOCH
+            signals.append(Sighting(f"{pod.uid}@annotation", created, True))
+    return tuple(signals)
+
+
+_EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 
 class GatePods:
@@ -89,9 +128,11 @@ class GatePods:
         metrics: Metrics,
         health: Health,
         on_node: Callable[[str], None],
+        clock: Callable[[], datetime],
         watch_timeout_seconds: int = 120,
     ) -> None:
         self._api = api
+        self._now = clock
         self._metrics = metrics
         self._health = health
         self._on_node = on_node
@@ -154,10 +195,9 @@ class GatePods:
     ) -> None:
         with self._lock:
             index = self._by_node.setdefault(source, {})
-            if old is not None and old.node:
-                index.get(old.node, {}).pop(key, None)
+            previous = index.get(old.node, {}).pop(key, None) if old is not None else None
             if new is not None and new.node:
-                index.setdefault(new.node, {})[key] = new
+                index.setdefault(new.node, {})[key] = sighted(new, previous, self._now())
         for node in {v.node for v in (old, new) if v is not None and v.node}:
             self._on_node(node)
 
@@ -165,8 +205,8 @@ class GatePods:
         with self._lock:
             return all(informer.synced.is_set() for informer, _ in self._informers.values())
 
-    def ready_since(self, rules: NodeRules, node: str) -> dict[str, datetime]:
-        """Gate name -> since when its init pod on `node` signals ready (gates that do)."""
+    def signals(self, rules: NodeRules, node: str) -> dict[str, tuple[Sighting, ...]]:
+        """Gate name -> the ready signals of its init pods on `node` (gates that have some)."""
         result = {}
         with self._lock:
             for gate in rules.startup_gates:
@@ -174,9 +214,8 @@ class GatePods:
                 if source is None:
                     continue
                 pods = list(self._by_node.get(source, {}).get(node, {}).values())
-                since = signal_since(gate, pods)
-                if since is not None:
-                    result[gate.name] = since
+                if signals := pod_signals(gate, pods):
+                    result[gate.name] = signals
         return result
 
 

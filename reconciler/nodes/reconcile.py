@@ -159,7 +159,7 @@ class NodeReconciler:
     ) -> NodePlan:
         facts = replace(
             self._facts(key),
-            gate_pods_ready_since=self._gate_pods.ready_since(rules, key),
+            gate_pod_signals=self._gate_pods.signals(rules, key),
             workload_pods=self._gates.workload_pods(node, rules),
             budget_waiting=waiting or {},
         )

@@ -31,6 +31,8 @@ from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.plan import plan
 from nodegate.core.registration import gates_for
+from nodegate.core.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.reconciler.nodes.gate_pods import PodView, pod_signals, sighted
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.served_rules import ServedRules
 
@@ -103,9 +105,12 @@ def rules_texts(config: GateConfig) -> tuple[str, str]:
 @dataclass
 class Pod:
     since: datetime | None = None
-    """Ready since (its status, as the API shows it); None: not Ready."""
+    """Ready since (ground truth; the kubelet writes it as its transition time); None: not
+    Ready."""
     uid: str = ""
     """The Node object whose kubelet reported that readiness."""
+    written: datetime | None = None
+    """When its status was last written, as the API server stamps it."""
 
 
 @dataclass
@@ -126,6 +131,10 @@ class World:
     in_force: str | None = "A"
     note: str | None = None
     sight: BootSight | None = None
+    pod_view: PodView | None = None
+    """The reconciler's view of the pod (`gate_pods.sighted`); None: not looked at since up."""
+    conditions_seen: dict[ConditionKey, Sighting] | None = None
+    """The reconciler's condition sightings (`core.sightings`); None: not looked at since up."""
     history: frozenset[tuple[str, str]] = frozenset()
     serials: int = 0
     violations: list[str] = field(default_factory=list)
@@ -188,12 +197,13 @@ class World:
         )
         self.rebooted_at = self.life_began = self.now
         self.sight = None  # a new Node object: the informer forgets the old one
+        self.conditions_seen = None
 
     def _pod_ready(self) -> None:
         if self.node is None:
             return
         if self.config.signal == "pods":
-            self.pod = Pod(self.now, self.node.uid)
+            self.pod = Pod(self.now, self.node.uid, self.now)
             return
         # The agent reports the condition True; one already True keeps its transition time,
         # as a status update that changes nothing does on the API.
@@ -205,7 +215,7 @@ class World:
         self.pod = Pod(self.now, self.node.uid)
 
     def _pod_not_ready(self) -> None:
-        self.pod = Pod()
+        self.pod = Pod(written=self.now)
         if self.config.signal == "conditions" and self.node is not None:
             held = self._condition()
             if held is None or held.status != "False":
@@ -231,6 +241,8 @@ class World:
     def _down(self) -> None:
         self.up = False
         self.sight = None
+        self.pod_view = None
+        self.conditions_seen = None
 
     def _up(self) -> None:
         if self.up:
@@ -265,9 +277,18 @@ class World:
     # --- the reconciler -------------------------------------------------------------------------
 
     def _observe(self) -> None:
-        """The informer sees the node (every step, whether or not it is reconciled)."""
-        if self.up and self.node is not None:
+        """The informers see the node and the pod (every step, whether or not it is
+        reconciled), and the reconciler sights what they show."""
+        if not self.up:
+            return
+        pod = self.pod
+        token = f"{pod.since:%H:%M:%S}" if pod.since is not None else None
+        view = PodView("n", T0, pod.written, pod.uid, token, {})
+        self.pod_view = sighted(view, self.pod_view, self.now)
+        if self.node is not None:
             self.sight = track_boot(self.sight, self.node.boot_id, self.now)
+            episodes = condition_episodes(self.node.conditions, lambda _type: True)
+            self.conditions_seen = track(self.conditions_seen, episodes, self.now)
 
     def _write_once(self) -> bool:
         node, which = self.node, self.in_force
@@ -275,17 +296,18 @@ class World:
             return False
         self._observe()
         rules = self.rules[which]
-        since = self.pod.since
         sight = self.sight
+        view = self.pod_view
         pods_ready = {
-            g.name: since
+            g.name: pod_signals(g, [view])
             for g in rules.startup_gates
-            if since is not None and self.config.signal == "pods"
+            if view is not None and self.config.signal == "pods"
         }
         facts = PlanFacts(
             now=self.now,
             previously_owned=self.history,
-            gate_pods_ready_since=pods_ready,
+            condition_sightings=self.conditions_seen or {},
+            gate_pod_signals=pods_ready,
             boot_first_seen=sight.first_seen if sight else None,
             previous_boot_seen=sight.previous_last_seen if sight else None,
         )

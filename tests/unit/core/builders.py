@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
+from nodegate.core.decisions import PlanFacts
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.sightings import Sighting, condition_key, condition_token
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -31,3 +35,22 @@ def node(
         conditions=conditions,
         created=created,
     )
+
+
+def seen_when_written(
+    conditions: Iterable[NodeCondition], facts: PlanFacts | None = None
+) -> PlanFacts:
+    """`facts` (default: at NOW) in which the reconciler first saw each condition's episode at
+    the time the node wrote for it: a node whose clock agrees with the API server's, watched
+    without a break (an episode without a time is first seen now)."""
+    base = facts if facts is not None else PlanFacts(now=NOW)
+    sightings = {
+        condition_key(c): Sighting(condition_token(c), c.last_transition_time or base.now)
+        for c in conditions
+    }
+    return replace(base, condition_sightings=sightings)
+
+
+def ready_pods(since: Mapping[str, datetime]) -> dict[str, tuple[Sighting, ...]]:
+    """Gate name -> its init pod's Ready episode, seen to begin at the given time."""
+    return {gate: (Sighting(f"pod-of-{gate}@{at}", at),) for gate, at in since.items()}

@@ -13,7 +13,8 @@ from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, NodeTaint
 from nodegate.core.node_waits import NodeContext, waits
 from nodegate.core.plan import plan
-from tests.unit.core.builders import NOW, node, rules
+from nodegate.core.sightings import CLOCK_GRACE
+from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")
 COMPLETED = "completed.gate.nodegate.dev/warmup"
@@ -59,16 +60,16 @@ def test_readiness_after_the_reboot_lifts_a_re_gate_written_later() -> None:
     rebooted = lifted_then_rebooted()
     facts = PlanFacts(now=NOW, boot_first_seen=NOW - timedelta(seconds=60))
     ready = {"warmup": NOW - timedelta(seconds=30)}
-    regated = regate(rebooted, replace(facts, gate_pods_ready_since=ready))
-    later = PlanFacts(now=NOW + timedelta(seconds=1), gate_pods_ready_since=ready)
+    regated = regate(rebooted, replace(facts, gate_pod_signals=ready_pods(ready)))
+    later = PlanFacts(now=NOW + timedelta(seconds=1), gate_pod_signals=ready_pods(ready))
     assert plan(regated, REGATE, later).lifted_gates == ("warmup",)
 
 
 def test_readiness_after_the_reboot_lifts_the_gate_when_nodegate_was_down_all_along() -> None:
     # No sight of the reboot at all (nodegate started after it): only the lift bounds it.
     ready = {"warmup": NOW - timedelta(seconds=30)}
-    regated = regate(lifted_then_rebooted(), PlanFacts(now=NOW, gate_pods_ready_since=ready))
-    week = PlanFacts(now=NOW + timedelta(days=7), gate_pods_ready_since=ready)
+    regated = regate(lifted_then_rebooted(), PlanFacts(now=NOW, gate_pod_signals=ready_pods(ready)))
+    week = PlanFacts(now=NOW + timedelta(days=7), gate_pod_signals=ready_pods(ready))
     assert plan(regated, REGATE, week).lifted_gates == ("warmup",)
 
 
@@ -80,9 +81,12 @@ def test_readiness_from_before_the_previous_boot_was_last_seen_does_not_lift() -
     regated = regate(lifted_then_rebooted(), facts)
     assert regated.annotations[AFTER] == "2026-11-21T11:59:40Z"
     stale = {"warmup": seen_up}  # the pod's status from the old boot, not yet rewritten
-    assert plan(regated, REGATE, replace(facts, gate_pods_ready_since=stale)).remove_taints == ()
+    assert (
+        plan(regated, REGATE, replace(facts, gate_pod_signals=ready_pods(stale))).remove_taints
+        == ()
+    )
     fresh = {"warmup": seen_up + timedelta(seconds=1)}
-    lifted = plan(regated, REGATE, replace(facts, gate_pods_ready_since=fresh))
+    lifted = plan(regated, REGATE, replace(facts, gate_pod_signals=ready_pods(fresh)))
     assert lifted.lifted_gates == ("warmup",)
 
 
@@ -90,7 +94,8 @@ def test_readiness_from_before_the_lift_never_lifts_a_re_gate() -> None:
     regated = regate(lifted_then_rebooted(), PlanFacts(now=NOW))
     stale = {"warmup": LIFTED_AT}
     assert (
-        plan(regated, REGATE, PlanFacts(now=NOW, gate_pods_ready_since=stale)).remove_taints == ()
+        plan(regated, REGATE, PlanFacts(now=NOW, gate_pod_signals=ready_pods(stale))).remove_taints
+        == ()
     )
 
 
@@ -126,7 +131,7 @@ def test_gate_records_forged_without_a_time_zone_are_planned() -> None:
     rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
     naive = {REGATED: "2026-11-21T12:00:00", AFTER: "2026-11-21T11:00:00"}
     forged = node(POOL, (GATE,), annotations=naive, created=NOW - timedelta(days=3))
-    result = plan(forged, rules_, PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW}))
+    result = plan(forged, rules_, PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW})))
     assert result.lifted_gates == ("warmup",)
 
 
@@ -146,18 +151,20 @@ def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
     rules_ = gate_rules("minHold: 5m")
     regated = plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)).apply(lifted_then_rebooted())
     fresh = {"warmup": NOW + timedelta(seconds=10)}
-    early = PlanFacts(now=NOW + timedelta(seconds=20), gate_pods_ready_since=fresh)
+    early = PlanFacts(now=NOW + timedelta(seconds=20), gate_pod_signals=ready_pods(fresh))
     assert plan(regated, rules_, early).remove_taints == ()
-    late = PlanFacts(now=NOW + timedelta(minutes=5), gate_pods_ready_since=fresh)
+    late = PlanFacts(now=NOW + timedelta(minutes=5), gate_pod_signals=ready_pods(fresh))
     assert plan(regated, rules_, late).lifted_gates == ("warmup",)
 
 
-def test_readiness_from_before_the_node_object_existed_does_not_lift_its_gate() -> None:
+def test_readiness_first_seen_before_the_node_object_existed_does_not_lift_its_gate() -> None:
+    """Both times are the API server's; a first sight is read within `CLOCK_GRACE` of it."""
     fresh_node = node(POOL, taints=(GATE,), created=NOW)
-    old_pod = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seconds=1)})
+    old_pod = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW - CLOCK_GRACE}))
     assert plan(fresh_node, REGATE, old_pod).remove_taints == ()
-    same_second = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
-    assert plan(fresh_node, REGATE, same_second).lifted_gates == ("warmup",)
+    within = NOW - CLOCK_GRACE + timedelta(milliseconds=1)
+    within_a_reading = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": within}))
+    assert plan(fresh_node, REGATE, within_a_reading).lifted_gates == ("warmup",)
 
 
 def test_a_boot_sight_remembers_when_the_previous_boot_was_last_seen() -> None:

@@ -13,7 +13,7 @@ from nodegate.core.errors import RulesError
 from nodegate.core.loader import parse_rules
 from nodegate.core.node import NodeCondition, NodeTaint
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
-from tests.unit.core.builders import NOW, node, rules
+from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 OUT_OF_SERVICE = "{key: node.kubernetes.io/out-of-service, value: nodeshutdown, effect: NoExecute}"
@@ -153,6 +153,6 @@ def test_the_rule_docs_rules_md_shows_is_valid_and_waits_for_its_hold() -> None:
         NodeCondition("VMEventScheduled", "True", last_transition_time=NOW - timedelta(minutes=2)),
         NodeCondition("Ready", "Unknown", last_transition_time=NOW - timedelta(seconds=30)),
     )
-    waiting = plan(node(spot, conditions=events), rules(block), FACTS)
+    waiting = plan(node(spot, conditions=events), rules(block), seen_when_written(events))
     assert (waiting.add_taints, waiting.recheck_after) == ((), timedelta(seconds=30))
     assert rule.on_recovery == "keep"

@@ -7,11 +7,13 @@ from datetime import timedelta
 
 import pytest
 
+from nodegate.core.gate_plan import GATE_SIGNALS
 from nodegate.core.model import TRUSTED_POOL_LABEL
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.node_trust import seal_taint
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan, track_first_seen
-from tests.unit.core.builders import NOW, node, rules
+from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.sightings import Sighting, condition_key, condition_token, episode_digest
+from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 CI_RULES = rules(
     """\
@@ -147,50 +149,56 @@ def nic(status: str, since: timedelta) -> NodeCondition:
     return NodeCondition("NetworkInterfaceCard", status, last_transition_time=NOW - since)
 
 
+def seen(condition: NodeCondition, ago: timedelta) -> PlanFacts:
+    """Facts in which the reconciler first saw `condition`'s episode `ago`."""
+    sighting = Sighting(condition_token(condition), NOW - ago)
+    return PlanFacts(now=NOW, condition_sightings={condition_key(condition): sighting})
+
+
 def test_condition_taint_waits_for_the_hold_and_asks_to_be_rechecked() -> None:
-    result = plan(node(conditions=(nic("Kaput", timedelta(seconds=10)),)), CONDITION_RULES, FACTS)
+    kaput = nic("Kaput", timedelta(seconds=10))
+    result = plan(node(conditions=(kaput,)), CONDITION_RULES, seen(kaput, timedelta(seconds=10)))
     assert result.add_taints == ()
     assert result.recheck_after == timedelta(seconds=20)
 
 
 def test_condition_taint_is_added_after_the_hold_with_time_added() -> None:
-    result = plan(node(conditions=(nic("Ruined", timedelta(minutes=1)),)), CONDITION_RULES, FACTS)
+    ruined = nic("Ruined", timedelta(minutes=1))
+    result = plan(node(conditions=(ruined,)), CONDITION_RULES, seen(ruined, timedelta(minutes=1)))
     [added] = result.add_taints
     assert added.taint == NodeTaint(
         "example.com/nic", "NoExecute", "broken", "2026-11-21T12:00:00Z"
     )
 
 
-def nic_without_transition_time(status: str) -> NodeCondition:
-    return NodeCondition("NetworkInterfaceCard", status)
-
-
-def test_condition_without_transition_time_holds_from_when_the_reconciler_first_saw_it() -> None:
-    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=10)}
-    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
-    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+def test_the_hold_counts_from_the_first_sight_whatever_time_the_node_wrote() -> None:
+    """A node whose clock is behind writes a transition an hour old: `for` is not skipped."""
+    behind = nic("Kaput", timedelta(hours=1))
+    result = plan(node(conditions=(behind,)), CONDITION_RULES, seen(behind, timedelta(seconds=5)))
     assert result.add_taints == ()
-    assert result.recheck_after == timedelta(seconds=20)
+    assert result.recheck_after == timedelta(seconds=25)
+
+
+def test_a_condition_not_yet_sighted_holds_from_now() -> None:
+    result = plan(node(conditions=(nic("Kaput", timedelta(hours=1)),)), CONDITION_RULES, FACTS)
+    assert result.add_taints == ()
+    assert result.recheck_after == timedelta(seconds=30)
+
+
+def test_a_sighting_of_an_earlier_episode_does_not_count_for_a_new_one() -> None:
+    """Same status, a new transition time: it went away and came back unseen, so `for` begins
+    again."""
+    earlier = seen(nic("Kaput", timedelta(hours=1)), timedelta(minutes=10))
+    again = nic("Kaput", timedelta(seconds=2))
+    result = plan(node(conditions=(again,)), CONDITION_RULES, earlier)
+    assert result.add_taints == ()
+    assert result.recheck_after == timedelta(seconds=30)
 
 
 def test_condition_without_transition_time_fires_once_its_hold_has_passed() -> None:
-    seen = {("NetworkInterfaceCard", "Kaput", ""): NOW - timedelta(seconds=31)}
-    facts = PlanFacts(now=NOW, conditions_first_seen=seen)
-    result = plan(node(conditions=(nic_without_transition_time("Kaput"),)), CONDITION_RULES, facts)
+    bare = NodeCondition("NetworkInterfaceCard", "Kaput")
+    result = plan(node(conditions=(bare,)), CONDITION_RULES, seen(bare, timedelta(seconds=31)))
     assert [c.taint.key for c in result.add_taints] == ["example.com/nic"]
-
-
-def test_first_seen_times_are_kept_while_the_condition_stays_and_restart_when_it_flips() -> None:
-    earlier = NOW - timedelta(minutes=5)
-    kaput = ("NetworkInterfaceCard", "Kaput", "")
-    kept = track_first_seen({kaput: earlier}, [nic_without_transition_time("Kaput")], NOW)
-    assert kept == {kaput: earlier}
-    flipped = track_first_seen(kept, [nic_without_transition_time("Ruined")], NOW)
-    assert flipped == {("NetworkInterfaceCard", "Ruined", ""): NOW}
-
-
-def test_conditions_with_a_transition_time_are_not_tracked() -> None:
-    assert track_first_seen({}, [nic("Kaput", timedelta(seconds=5))], NOW) == {}
 
 
 def test_status_regex_must_match_in_full() -> None:
@@ -245,7 +253,7 @@ def test_startup_gate_stays_until_ready() -> None:
 
 
 def test_startup_gate_is_lifted_when_the_init_pod_is_ready() -> None:
-    facts = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
+    facts = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW}))
     result = plan(node({"pool": "gpu"}, taints=(GATE,)), GATE_RULES, facts)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert result.remove_taints[0].why == "init pod is Ready"
@@ -355,7 +363,7 @@ LIFECYCLE_RULES = rules(
         backfill: true
     """
 )
-READY = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW - timedelta(seconds=5)})
+READY = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW - timedelta(seconds=5)}))
 COMPLETED = "completed.gate.nodegate.dev/warmup"
 BOOT = "boot.gate.nodegate.dev/warmup"
 REGATED = "regated.gate.nodegate.dev/warmup"
@@ -379,7 +387,12 @@ def test_lifting_a_gate_records_when_and_on_which_boot() -> None:
     result = plan(gated(timedelta(minutes=5)), LIFECYCLE_RULES, READY)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert result.lifted_gates == ("warmup",)
-    assert dict(result.set_annotations) == {COMPLETED: "2026-11-21T12:00:00Z", BOOT: "boot-1"}
+    [pod] = READY.gate_pod_signals["warmup"]
+    assert dict(result.set_annotations) == {
+        COMPLETED: "2026-11-21T12:00:00Z",
+        BOOT: "boot-1",
+        GATE_SIGNALS + "warmup": episode_digest(pod.token),
+    }
 
 
 def test_a_rebooted_node_gets_its_gate_back_when_regate_on_reboot_is_set() -> None:
@@ -409,7 +422,7 @@ def test_readiness_from_before_the_reboot_does_not_lift_a_re_gated_node() -> Non
     records = {REGATED: "2026-11-21T11:50:00Z", AFTER: "2026-11-21T11:59:55Z"}
     regated = gated(timedelta(hours=1), **records)
     assert plan(regated, LIFECYCLE_RULES, READY).remove_taints == ()  # ready since 11:59:55
-    fresh = PlanFacts(now=NOW, gate_pods_ready_since={"warmup": NOW})
+    fresh = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW}))
     result = plan(regated, LIFECYCLE_RULES, fresh)
     assert [c.taint for c in result.remove_taints] == [GATE]
     assert (REGATED, None) in result.set_annotations

@@ -12,7 +12,7 @@ from nodegate.core.gate_plan import GATE_COMPLETED, GATE_REBOOTED_AFTER
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeCondition, NodeTaint, format_time
 from nodegate.core.plan import PlanFacts, plan
-from tests.unit.core.builders import NOW, node, rules
+from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 FACTS = PlanFacts(now=NOW)
 NET = NodeTaint("readiness.k8s.io/network", "NoSchedule")
@@ -35,7 +35,8 @@ def cond(kind: str, status: str, ago: timedelta = timedelta(seconds=30)) -> Node
 
 
 def added(taint_rules: NodeRules, conditions: tuple[NodeCondition, ...] = ()) -> list[NodeTaint]:
-    return [c.taint for c in plan(node(conditions=conditions), taint_rules, FACTS).add_taints]
+    facts = seen_when_written(conditions)
+    return [c.taint for c in plan(node(conditions=conditions), taint_rules, facts).add_taints]
 
 
 def test_new_node_reporting_nothing_is_tainted_by_default_status() -> None:
@@ -179,7 +180,7 @@ def test_all_of_hold_counts_from_the_latest_matching_condition() -> None:
         cond("NetworkReady", "False", timedelta(seconds=90)),
         cond("StorageReady", "False", timedelta(seconds=10)),
     )
-    result = plan(node(conditions=late), held, FACTS)
+    result = plan(node(conditions=late), held, seen_when_written(late))
     assert (result.add_taints, result.recheck_after) == ((), timedelta(seconds=50))
 
 
@@ -230,7 +231,7 @@ def lifted(
         annotations=annotations,
         created=created,
     )
-    return plan(gated, gate, FACTS).lifted_gates
+    return plan(gated, gate, seen_when_written(conditions)).lifted_gates
 
 
 def test_condition_gate_stays_while_a_condition_is_false() -> None:

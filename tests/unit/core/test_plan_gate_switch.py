@@ -19,7 +19,7 @@ from nodegate.core.plan import (
     plan,
     relevant_view,
 )
-from tests.unit.core.builders import NOW, node, rules
+from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 NEW_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/initializing"
 OLD_KEY = "startup.k8s.io/initializing"
@@ -46,7 +46,7 @@ NEW = NodeTaint(NEW_KEY, "NoSchedule", "wait")
 OLD = NodeTaint(OLD_KEY, "NoSchedule", "wait")
 FOREIGN = NodeTaint("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule", "true")
 WAITING = PlanFacts(now=NOW)
-READY = PlanFacts(now=NOW, gate_pods_ready_since={"startup": NOW})
+READY = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"startup": NOW}))
 COMPLETED = "completed.gate.nodegate.dev/startup"
 COMPLETED_AT = "startup.k8s.io/completedAt"
 NOW_UNIX = "1795262400"  # 2026-11-21T12:00:00Z
@@ -200,7 +200,7 @@ TAINTS = st.lists(
 FACTS = st.builds(
     PlanFacts,
     now=st.just(NOW),
-    gate_pods_ready_since=st.sampled_from([{}, {"startup": NOW}]),
+    gate_pod_signals=st.sampled_from([{}, ready_pods({"startup": NOW})]),
     workload_pods=st.sampled_from([None, 0, 3]),
 )
 

@@ -17,7 +17,7 @@ from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
-from tests.unit.core.builders import NOW, node
+from tests.unit.core.builders import NOW, node, ready_pods
 from tests.unit.migrate.support import EXAMPLES, env_file, problems_of, runner
 
 SOURCE = "nodetaintshandler's settings"
@@ -151,7 +151,7 @@ def test_the_gate_lifts_both_keys_once_its_init_pod_is_ready() -> None:
     """The converted rules, planned: a node born under the old webhook and one under the new
     key are both ungated by the init pod."""
     rules = parse_rules(to_yaml(convert_nodetaintshandler(HandlerSettings(), "karpenter")))
-    ready = PlanFacts(now=NOW, gate_pods_ready_since={"startup": NOW})
+    ready = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"startup": NOW}))
     for key in ("startup.k8s.io/initializing", PREFIXED):
         gated = node(taints=(NodeTaint(key, "NoSchedule", "wait"),))
         assert [c.taint.key for c in plan(gated, rules, ready).remove_taints] == [key]

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodegate.core.model import StartupGate
-from nodegate.reconciler.nodes.gate_pods import PodView, signal_since, slim_pod
+from nodegate.core.sightings import Sighting
+from nodegate.reconciler.nodes.gate_pods import PodView, pod_signals, sighted, slim_pod
 from tests.unit.core.builders import NOW, rules
 
 GATES = rules(
@@ -49,6 +50,7 @@ def raw_pod(
     return {
         "metadata": {
             "name": "init-abcde",
+            "uid": "8d1c",
             "creationTimestamp": _stamp(created),
             "annotations": annotations or {},
         },
@@ -64,35 +66,59 @@ def view(**kwargs: Any) -> PodView:
     return slim_pod(raw_pod(**kwargs), lambda key: key.startswith("startup.k8s.io/"))
 
 
-def test_a_ready_pod_signals_from_its_ready_transition() -> None:
-    since = signal_since(WARMUP, [view()])
+def firsts(signals: tuple[Sighting, ...]) -> list[datetime]:
+    return [s.first_seen for s in signals]
 
-    assert since == NODE_CREATED + timedelta(seconds=40)
+
+def test_a_ready_pod_signals_from_when_its_ready_episode_was_first_seen() -> None:
+    first = sighted(view(), None, NOW - timedelta(seconds=20))
+    again = sighted(view(), first, NOW)
+
+    assert firsts(pod_signals(WARMUP, [again])) == [NOW - timedelta(seconds=20)]
+
+
+def test_the_time_the_kubelet_wrote_is_only_a_token() -> None:
+    """A kubelet whose clock is 3 minutes behind: its transition time is not read as a time."""
+    behind = sighted(view(ready_at=NODE_CREATED - timedelta(minutes=3)), None, NOW)
+
+    assert firsts(pod_signals(WARMUP, [behind])) == [NOW]
+
+
+def test_an_episode_seen_begin_is_witnessed_and_one_found_at_the_first_look_is_not() -> None:
+    found = sighted(view(), None, NOW - timedelta(minutes=1))
+    not_ready = sighted(view(ready_at=None), found, NOW - timedelta(seconds=30))
+    seen_begin = sighted(view(ready_at=NODE_CREATED + timedelta(seconds=90)), not_ready, NOW)
+
+    assert found.ready is not None and not found.ready.witnessed
+    assert seen_begin.ready is not None and seen_begin.ready.witnessed
+    assert seen_begin.ready.first_seen == NOW
+
+
+def test_a_pod_that_is_not_ready_has_no_sighting() -> None:
+    assert sighted(view(ready_at=None), None, NOW).ready is None
 
 
 def test_a_pod_with_a_container_not_ready_does_not_signal() -> None:
-    assert signal_since(WARMUP, [view(containers_ready=(True, False))]) is None
+    pod = sighted(view(containers_ready=(True, False)), None, NOW)
+    assert pod_signals(WARMUP, [pod]) == ()
 
 
 def test_the_ready_annotation_signals_from_the_pods_creation_before_readiness() -> None:
     pod = view(ready_at=None, annotations={"startup.k8s.io/ready": "true"})
 
-    assert signal_since(WARMUP, [pod]) == NODE_CREATED + timedelta(seconds=3)
+    assert firsts(pod_signals(WARMUP, [pod])) == [NODE_CREATED + timedelta(seconds=3)]
 
 
 def test_require_annotation_ignores_readiness_alone() -> None:
-    assert signal_since(STRICT, [view()]) is None
+    assert pod_signals(STRICT, [sighted(view(), None, NOW)]) == ()
 
 
-def test_a_pod_from_before_its_node_object_still_reports_when_it_turned_ready() -> None:
-    # The pod says when it turned Ready; whether that is evidence for this Node object is the
-    # planner's call (`core.gate_plan`: readiness from before the Node existed never counts,
-    # a transition the kubelet reports afterwards, on an adopted pod, does).
-    running = view(
-        created=NODE_CREATED - timedelta(hours=2),
-        ready_at=NODE_CREATED - timedelta(hours=2) + timedelta(seconds=30),
-    )
+def test_the_status_write_time_is_the_api_servers_stamp_on_the_kubelets_write() -> None:
+    raw = raw_pod()
+    raw["metadata"]["managedFields"] = [
+        {"manager": "kube-controller-manager", "time": _stamp(NOW - timedelta(hours=1))},
+        {"manager": "kubelet", "subresource": "status", "time": _stamp(NOW)},
+    ]
+    pod = sighted(slim_pod(raw, lambda _key: False), None, NOW)
 
-    assert signal_since(WARMUP, [running]) == NODE_CREATED - timedelta(hours=2) + timedelta(
-        seconds=30
-    )
+    assert pod.ready is not None and pod.ready.status_written == NOW

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nodegate.reconciler.kit.server_clock import AnchoredClock, NotAnchoredError
+from nodegate.reconciler.kit.server_clock import DATE_RESOLUTION, AnchoredClock, NotAnchoredError
 
 SERVER = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -18,7 +18,8 @@ def test_it_says_the_servers_time_advanced_by_the_monotonic_clock() -> None:
 
     ticks[0] += 42.5
 
-    assert clock.now() == SERVER + timedelta(seconds=42.5)
+    # The middle of the second the server's Date names: it has whole seconds.
+    assert clock.now() == SERVER + DATE_RESOLUTION / 2 + timedelta(seconds=42.5)
 
 
 def test_a_later_answer_of_the_server_moves_nothing_until_anchored_again() -> None:
@@ -30,7 +31,20 @@ def test_a_later_answer_of_the_server_moves_nothing_until_anchored_again() -> No
     server[0] = SERVER - timedelta(hours=1)
     ticks[0] = 10.0
 
-    assert clock.now() == SERVER + timedelta(seconds=10)
+    assert clock.now() == SERVER + DATE_RESOLUTION / 2 + timedelta(seconds=10)
+
+
+def test_the_anchor_is_read_at_the_middle_of_the_round_trip() -> None:
+    ticks = [100.0]
+
+    def slow_server() -> datetime:
+        ticks[0] += 4.0  # a 4 s round trip: the Date was stamped somewhere inside it
+        return SERVER
+
+    clock = AnchoredClock(slow_server, lambda: ticks[0])
+    clock.anchor()
+
+    assert clock.now() == SERVER + DATE_RESOLUTION / 2 + timedelta(seconds=2)
 
 
 def test_it_refuses_to_guess_before_the_server_answered() -> None:

@@ -1,0 +1,91 @@
+"""Since when a state a node reports has held: nodegate's first sight of it, on one clock.
+
+Every time a node writes (a condition's or an init pod's `lastTransitionTime`) is in the node's
+own clock, which may be minutes off (a first boot before chrony steps it, a VM resumed behind)
+or anything at all (a hostile kubelet). Such a time is therefore never compared with another
+clock's: it is only a *token*, compared for equality, that tells one episode of a state from the
+next (a status that went away and came back between two looks carries a new one). Since when an
+episode holds is when nodegate first saw it, read on the API server's clock
+(`reconciler.kit.server_clock`): the same clock as every creationTimestamp it is set against.
+
+Pure; the reconciler keeps the sightings in memory and rebuilds them after a restart from its
+first look, which can only make a sighting later, never earlier (docs/reconciler.md, "Time").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from nodegate.core.node import NodeCondition, format_time
+
+Key = TypeVar("Key", bound=Hashable)
+
+CLOCK_GRACE = timedelta(seconds=1)
+"""How far a first sight may read from the API server's own clock, against which it is set
+(a creationTimestamp): nodegate reads that clock from its `Date`, which has whole seconds."""
+
+ConditionKey = tuple[str, str]
+"""(type, status): one state of a node condition; its reason may change within it, as a
+kubelet keeps `lastTransitionTime` while only the reason changes."""
+
+
+@dataclass(frozen=True)
+class Sighting:
+    token: str
+    """What the node wrote about this episode (its transition time, as text): equality only."""
+    first_seen: datetime
+    """When nodegate first saw the episode, on the API server's clock."""
+    witnessed: bool = True
+    """Whether nodegate saw it begin (an earlier look showed the object without it); if not
+    (the first look after a start), it began at some unknown moment before `first_seen`."""
+    status_written: datetime | None = None
+    """For a state shown by another object than the Node (an init pod): when that object's
+    status was last written, as the API server stamped it (`managedFields`), else its
+    creation; None: not known."""
+
+
+def track(
+    previous: Mapping[Key, Sighting] | None, current: Mapping[Key, str], now: datetime
+) -> dict[Key, Sighting]:
+    """The sightings after one more look (`previous` None: the first look at this object): an
+    episode seen before (same key, same token) keeps its first sight; a new one is first seen
+    `now`, witnessed unless this is the first look; one no longer shown is forgotten."""
+    tracked: dict[Key, Sighting] = {}
+    for key, token in current.items():
+        seen = (previous or {}).get(key)
+        fresh = Sighting(token, now, witnessed=previous is not None)
+        tracked[key] = seen if seen is not None and seen.token == token else fresh
+    return tracked
+
+
+def first_sight(sightings: Mapping[Key, Sighting], key: Key, token: str, now: datetime) -> datetime:
+    """When the episode `key`/`token` was first seen; an episode not (yet) seen holds from now
+    (the state may have been read fresher than the sightings were taken: never earlier)."""
+    seen = sightings.get(key)
+    return seen.first_seen if seen is not None and seen.token == token else now
+
+
+def episode_digest(token: str) -> str:
+    """A short, fixed-size name for an episode, for records kept on the Node."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def condition_key(condition: NodeCondition) -> ConditionKey:
+    return (condition.type, condition.status)
+
+
+def condition_token(condition: NodeCondition) -> str:
+    """The episode's token: the state and the time the node wrote for it, as text."""
+    when = condition.last_transition_time
+    return f"{condition.type}={condition.status}@{format_time(when) if when is not None else ''}"
+
+
+def condition_episodes(
+    conditions: Iterable[NodeCondition], read: Callable[[str], bool]
+) -> dict[ConditionKey, str]:
+    """The current episode of each condition of a type the rules `read`."""
+    return {condition_key(c): condition_token(c) for c in conditions if read(c.type)}
