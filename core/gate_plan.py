@@ -25,7 +25,6 @@ from nodegate.core.node import (
     parse_time,
 )
 from nodegate.core.sightings import (
-    CLOCK_GRACE,
     Sighting,
     condition_key,
     condition_token,
@@ -201,15 +200,13 @@ def _of_this_life(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
     """Whether an init pod's ready signal is evidence for this life of the gate: not from
     before the Node object existed, nor, after a reboot, from the previous boot.
 
-    Only API-server times are compared (a first sight is within `CLOCK_GRACE` of that clock):
-    a signal nodegate saw begin counts from its first sight; one it did not (the first look
-    after a start) only if the pod's status was last written after the Node object existed.
+    Against the Node's creation, the pod's last status write counts (both stamped by the API
+    server, in whole seconds: the kubelet's write in the second the Node was created counts),
+    so a pod of an earlier Node of the same name, Ready before this one existed, does not.
     """
-    if node.created is not None:
-        line = node.created - CLOCK_GRACE
-        began = signal.first_seen if signal.witnessed else signal.status_written
-        if began is None or began <= line:
-            return False
+    written = signal.status_written
+    if node.created is not None and (written is None or written < node.created):
+        return False
     return _of_this_boot(signal, node, gate)
 
 

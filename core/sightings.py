@@ -17,16 +17,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TypeVar
 
 from nodegate.core.node import NodeCondition, format_time
 
 Key = TypeVar("Key", bound=Hashable)
 
-CLOCK_GRACE = timedelta(seconds=1)
-"""How far a first sight may read from the API server's own clock, against which it is set
-(a creationTimestamp): nodegate reads that clock from its `Date`, which has whole seconds."""
 
 ConditionKey = tuple[str, str]
 """(type, status): one state of a node condition; its reason may change within it, as a

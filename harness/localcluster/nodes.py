@@ -148,18 +148,15 @@ def set_node_condition(
     status: str,
     reason: str,
     message: str = "",
+    skew: float = 0.0,
 ) -> k8s_client.V1Node:
-    """Patch one condition through the status subresource, as a kubelet or NPD would.
+    """Patch one condition through the status subresource, as a kubelet or NPD would (one
+    whose clock is `skew` seconds off writes its transition time so).
 
     A strategic merge patch merges `conditions` by `type`, so the others stay untouched.
     """
-    patch = {
-        "status": {
-            "conditions": [
-                {**_condition(condition_type, status, reason, _now()), "message": message}
-            ]
-        }
-    }
+    written = _condition(condition_type, status, reason, _now(skew))
+    patch = {"status": {"conditions": [{**written, "message": message}]}}
     patched: k8s_client.V1Node = core_v1.patch_node_status(
         name, patch, _content_type=STRATEGIC_MERGE_PATCH
     )
@@ -190,14 +187,17 @@ def delete_node(core_v1: k8s_client.CoreV1Api, name: str, timeout: float = 30.0)
     wait_until(lambda: not _node_exists(core_v1, name), timeout, f"node {name} deleted")
 
 
-def mark_pod_ready(core_v1: k8s_client.CoreV1Api, name: str, namespace: str) -> k8s_client.V1Pod:
-    """Set a pod Running and Ready via the status subresource, as its kubelet would.
+def mark_pod_ready(
+    core_v1: k8s_client.CoreV1Api, name: str, namespace: str, skew: float = 0.0
+) -> k8s_client.V1Pod:
+    """Set a pod Running and Ready via the status subresource, as its kubelet would (one whose
+    clock is `skew` seconds off writes its times so).
 
     Used where no kwok runs; condition entries merge by `type`, container statuses are
     replaced wholesale, one per container in the spec.
     """
     pod: k8s_client.V1Pod = core_v1.read_namespaced_pod(name, namespace)
-    now = _now()
+    now = _now(skew)
     containers = pod.spec.containers if pod.spec else []
     statuses = [
         {
@@ -273,5 +273,8 @@ def _image(node: str, n: int) -> dict[str, Any]:
     }
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _now(skew: float = 0.0) -> str:
+    """This host's time, as a writer whose clock is `skew` seconds off (negative: behind) would
+    write it."""
+    now = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=skew)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -112,7 +112,7 @@ def pod_signals(gate: StartupGate, pods: list[PodView]) -> tuple[Sighting, ...]:
             signals.append(pod.ready)
         if pair is not None and pod.annotations.get(pair[0]) == pair[1]:
             created = pod.created or _EPOCH
-            signals.append(Sighting(f"{pod.uid}@annotation", created, True))
+            signals.append(Sighting(f"{pod.uid}@annotation", created, True, created))
     return tuple(signals)
 
 

@@ -63,12 +63,27 @@ def wait_for_taints(
     core_v1: k8s_client.CoreV1Api,
     name: str,
     check: Callable[[dict[tuple[str, str], dict[str, Any]]], bool],
+    timeout: float = TIMEOUT,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     def probe() -> dict[tuple[str, str], dict[str, Any]] | None:
         taints = taints_of(core_v1, name)
         return taints if check(taints) else None
 
-    return wait_until(probe, TIMEOUT, f"taints on {name}")
+    return wait_until(probe, timeout, f"taints on {name}")
+
+
+def taints_stay(
+    core_v1: k8s_client.CoreV1Api,
+    name: str,
+    check: Callable[[dict[tuple[str, str], dict[str, Any]]], bool],
+    seconds: float,
+) -> None:
+    """The node's taints pass `check` at every look for `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        taints = taints_of(core_v1, name)
+        assert check(taints), f"taints on {name} changed: {sorted(taints)}"
+        time.sleep(0.1)
 
 
 def patch_labels(core_v1: k8s_client.CoreV1Api, name: str, labels: dict[str, str | None]) -> None:

@@ -52,5 +52,6 @@ def seen_when_written(
 
 
 def ready_pods(since: Mapping[str, datetime]) -> dict[str, tuple[Sighting, ...]]:
-    """Gate name -> its init pod's Ready episode, seen to begin at the given time."""
-    return {gate: (Sighting(f"pod-of-{gate}@{at}", at),) for gate, at in since.items()}
+    """Gate name -> its init pod's Ready episode, seen to begin at the given time, its status
+    written then."""
+    return {gate: (Sighting(f"pod-of-{gate}@{at}", at, True, at),) for gate, at in since.items()}

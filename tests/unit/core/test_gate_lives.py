@@ -13,7 +13,7 @@ from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, NodeTaint
 from nodegate.core.node_waits import NodeContext, waits
 from nodegate.core.plan import plan
-from nodegate.core.sightings import CLOCK_GRACE
+from nodegate.core.sightings import Sighting
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")
@@ -157,14 +157,23 @@ def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
     assert plan(regated, rules_, late).lifted_gates == ("warmup",)
 
 
-def test_readiness_first_seen_before_the_node_object_existed_does_not_lift_its_gate() -> None:
-    """Both times are the API server's; a first sight is read within `CLOCK_GRACE` of it."""
+def test_readiness_written_before_the_node_object_existed_does_not_lift_its_gate() -> None:
+    """Both are API-server times in whole seconds: a status written in the Node's creation
+    second counts, one the second before does not."""
     fresh_node = node(POOL, taints=(GATE,), created=NOW)
-    old_pod = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW - CLOCK_GRACE}))
-    assert plan(fresh_node, REGATE, old_pod).remove_taints == ()
-    within = NOW - CLOCK_GRACE + timedelta(milliseconds=1)
-    within_a_reading = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": within}))
-    assert plan(fresh_node, REGATE, within_a_reading).lifted_gates == ("warmup",)
+    before = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW - timedelta(seconds=1)}))
+    assert plan(fresh_node, REGATE, before).remove_taints == ()
+    same_second = PlanFacts(now=NOW, gate_pod_signals=ready_pods({"warmup": NOW}))
+    assert plan(fresh_node, REGATE, same_second).lifted_gates == ("warmup",)
+
+
+def test_a_first_sight_that_reads_before_the_node_object_still_counts() -> None:
+    """nodegate's reading of the API server's clock may be half a second off; the pod's status
+    write, stamped by the server, decides."""
+    fresh_node = node(POOL, taints=(GATE,), created=NOW)
+    read_early = Sighting("pod@t", NOW - timedelta(milliseconds=600), True, NOW)
+    facts = PlanFacts(now=NOW, gate_pod_signals={"warmup": (read_early,)})
+    assert plan(fresh_node, REGATE, facts).lifted_gates == ("warmup",)
 
 
 def test_a_boot_sight_remembers_when_the_previous_boot_was_last_seen() -> None:
