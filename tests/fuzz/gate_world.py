@@ -116,6 +116,9 @@ class Pod:
 @dataclass
 class World:
     config: GateConfig
+    skew: timedelta = timedelta(0)
+    """How far the node's clock is off: every time the node writes (its pod's Ready transition,
+    its condition's) is shifted by it; nothing else is."""
     t: int = 0
     node: NodeState | None = None
     rebooted_at: datetime = T0
@@ -138,6 +141,8 @@ class World:
     history: frozenset[tuple[str, str]] = frozenset()
     serials: int = 0
     violations: list[str] = field(default_factory=list)
+    trace: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    """(time, taints on the node) after every step: what nodegate decided, as seen from outside."""
 
     def __post_init__(self) -> None:
         a, b = rules_texts(self.config)
@@ -170,6 +175,8 @@ class World:
         self.t += seconds
         getattr(self, f"_{what}")()
         self._observe()
+        taints = tuple(sorted(str(t) for t in self.node.taints)) if self.node else ()
+        self.trace.append((self.t, taints))
 
     # --- the steps ------------------------------------------------------------------------------
 
@@ -209,7 +216,7 @@ class World:
         # as a status update that changes nothing does on the API.
         held = self._condition()
         if held is not None and held.status == "True" and held.last_transition_time:
-            self.pod = Pod(held.last_transition_time, self.node.uid)
+            self.pod = Pod(held.last_transition_time - self.skew, self.node.uid)
             return
         self._set_condition("True")
         self.pod = Pod(self.now, self.node.uid)
@@ -228,7 +235,7 @@ class World:
     def _set_condition(self, status: str) -> None:
         assert self.node is not None
         others = tuple(c for c in self.node.conditions if c.type != READY_CONDITION)
-        ready = NodeCondition(READY_CONDITION, status, "", self.now)
+        ready = NodeCondition(READY_CONDITION, status, "", self.now + self.skew)
         self.node = replace(self.node, conditions=(*others, ready))
 
     def _reboot(self) -> None:
@@ -282,7 +289,7 @@ class World:
         if not self.up:
             return
         pod = self.pod
-        token = f"{pod.since:%H:%M:%S}" if pod.since is not None else None
+        token = f"{pod.since + self.skew:%Y-%m-%dT%H:%M:%S}" if pod.since is not None else None
         view = PodView("n", T0, pod.written, pod.uid, token, {})
         self.pod_view = sighted(view, self.pod_view, self.now)
         if self.node is not None:
