@@ -71,7 +71,7 @@ def explain(
 ) -> None:
     """Show each rule's verdict on a node, the exact change nodegate would make, and what it
     waits for."""
-    at = parse_time(now) or datetime.now(UTC)
+    at = parse_time(now)
     if node_file is None:
         if node_name is None:
             typer.echo(
@@ -79,8 +79,9 @@ def explain(
             )
             raise typer.Exit(2)
         cluster = connect(kubeconfig, context, namespace, rules_configmap)
-        explain_live(Console(), cluster, node_name, rules_file, at)
+        explain_live(Console(), cluster, node_name, rules_file, at or cluster.now())
         return
+    at = at or datetime.now(UTC)
     if rules_file is None or node_name is not None:
         typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
         raise typer.Exit(2)
@@ -119,6 +120,7 @@ def explain_live(
             now=at,
             previously_owned=cluster.previously_owned(),
             gate_pod_signals=signals,
+            condition_sightings=cluster.condition_sightings(node),
         )
         quarantined: tuple[str, ...] = ()
         persistent = rules.persistent_labels

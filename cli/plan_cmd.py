@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -77,7 +76,7 @@ def plan_rules(
     started = time.monotonic()
     try:
         in_force, which, share = _in_force(cluster)
-        facts = PlanFacts(now=datetime.now(UTC), previously_owned=cluster.previously_owned())
+        facts = PlanFacts(now=cluster.now(), previously_owned=cluster.previously_owned())
         if progress.is_terminal:
             with progress.status("listing nodes") as spinner:
                 nodes = cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))

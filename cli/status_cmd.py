@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 
 import typer
 from rich.console import Console
@@ -44,7 +44,7 @@ def status(
     eviction budget, label records, recent Warnings."""
     cluster = connect(kubeconfig, context, namespace, rules_configmap, lease)
     try:
-        report = gather(cluster, datetime.now(UTC), stderr_console())
+        report = gather(cluster, cluster.now(), stderr_console())
     except KubeError as err:
         typer.echo(f"nodegate status: {err}", err=True)
         raise typer.Exit(1) from err

@@ -486,7 +486,10 @@ def _condition_decision(
         held_since = max(times) if rule.condition_policy == "allOf" else min(times)
         remaining = held_since + rule.hold - now
         if remaining > timedelta(0):
-            why = f"{said}, waiting {int(remaining.total_seconds())}s more of `for`"
+            why = (
+                f"{said}, waiting {int(remaining.total_seconds())}s more of `for` (holding "
+                f"since {format_time(held_since)})"
+            )
             return RuleDecision(rule.name, rule.taint, "keep", why), remaining
     return RuleDecision(rule.name, rule.taint, "want", said), None
 
@@ -517,11 +520,9 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
         tuple(sorted(node.labels.items())),
         tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
         tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
-        tuple(
-            sorted(
-                (c.type, c.status, c.reason, c.last_transition_time or 0) for c in node.conditions
-            )
-        ),
+        # Times as text: a node may report one condition type twice, one with a time and
+        # one without, and a datetime does not sort against a placeholder.
+        tuple(sorted((c.type, c.status, c.reason, condition_token(c)) for c in node.conditions)),
         node.created,
         node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
     )

@@ -46,15 +46,20 @@ class Sighting:
 
 
 def track(
-    previous: Mapping[Key, Sighting] | None, current: Mapping[Key, str], now: datetime
+    previous: Mapping[Key, Sighting] | None,
+    current: Mapping[Key, str],
+    now: datetime,
+    witnessing: bool | None = None,
 ) -> dict[Key, Sighting]:
-    """The sightings after one more look (`previous` None: the first look at this object): an
-    episode seen before (same key, same token) keeps its first sight; a new one is first seen
-    `now`, witnessed unless this is the first look; one no longer shown is forgotten."""
+    """The sightings after one more look: an episode seen before (same key, same token) keeps
+    its first sight; a new one is first seen `now`, witnessed if this look follows another of
+    this process (`witnessing`; by default, whether there was a `previous`); one no longer
+    shown is forgotten."""
+    witnessed = previous is not None if witnessing is None else witnessing
     tracked: dict[Key, Sighting] = {}
     for key, token in current.items():
         seen = (previous or {}).get(key)
-        fresh = Sighting(token, now, witnessed=previous is not None)
+        fresh = Sighting(token, now, witnessed)
         tracked[key] = seen if seen is not None and seen.token == token else fresh
     return tracked
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.model import NodeRules
+from nodegate.core.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
 
@@ -82,7 +83,7 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
             "",
             "configmaps",
             ["get", "update", "patch"],
-            [HISTORY_CONFIGMAP, STATUS_CONFIGMAP, LEDGER_CONFIGMAP],
+            [HISTORY_CONFIGMAP, STATUS_CONFIGMAP, LEDGER_CONFIGMAP, SIGHTINGS_CONFIGMAP],
         ),
         _rule("coordination.k8s.io", "leases", ["create"]),
         _rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,12 @@ from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_waits import InitPod
 from nodegate.core.persisted_labels import QUARANTINE_LABEL, RECORD_LABEL, RECORD_LABEL_VALUE
-from nodegate.core.sightings import Sighting
+from nodegate.core.sightings import ConditionKey, Sighting
+from nodegate.core.sightings_record import (
+    SIGHTINGS_CONFIGMAP,
+    SightingsRecordError,
+    decode_sightings,
+)
 from nodegate.core.status_record import (
     STATUS_CONFIGMAP,
     ReconcilerStatus,
@@ -35,8 +40,10 @@ from nodegate.core.status_record import (
     rules_of_record,
 )
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
+from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
+from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.nodes.gate_pods import pod_signals, pod_source, sighted, slim_pod
 from nodegate.reconciler.nodes.label_store import (
     QUARANTINE_REASON_ANNOTATION,
@@ -212,6 +219,28 @@ class Cluster:
             return frozenset(decode_history((raw or {}).get("data")))
         except HistoryError:
             return frozenset()  # as the reconciler: unreadable means it removes less
+
+    def now(self) -> datetime:
+        """The API server's time, as the reconciler reads it (`kit.server_clock`), so a laptop
+        whose clock is off explains what the reconciler decides; this host's if the server
+        cannot say."""
+        clock = AnchoredClock(self._api.server_time)
+        try:
+            clock.anchor()
+        except KubeError:
+            return datetime.now(UTC)
+        return clock.now()
+
+    def condition_sightings(self, node: NodeState) -> Mapping[ConditionKey, Sighting]:
+        """What the leader keeps of when it first saw the node's conditions (holds under way,
+        re-gates), so explain counts `for` from the same moment it does; none when the record
+        cannot say (then a hold counts from now, as after a restart)."""
+        raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
+        try:
+            stored = decode_sightings((raw or {}).get("data")).get(node.name)
+        except SightingsRecordError:
+            return {}
+        return stored.conditions if stored is not None and stored.uid == node.uid else {}
 
     # --- gates, records, events -----------------------------------------------------------------
 

@@ -31,14 +31,20 @@ class AnchoredClock:
         self._anchor: tuple[datetime, float] | None = None
 
     def anchor(self) -> None:
-        """Read the API server's time (KubeError when it cannot be reached): the middle of the
-        second its `Date` names, at the middle of the round trip, so the reading is within half
-        a second and half the round trip of the server's own."""
+        """Read (or read again) the API server's time (KubeError when it cannot be reached):
+        the middle of the second its `Date` names, at the middle of the round trip, so the
+        reading is within half a second and half the round trip of the server's own."""
         before = self._monotonic()
         server = self._server_time()
         after = self._monotonic()
+        reading, at = server + DATE_RESOLUTION / 2, (before + after) / 2
         with self._lock:
-            self._anchor = (server + DATE_RESOLUTION / 2, (before + after) / 2)
+            if self._anchor is not None:
+                # Read again (to follow the server across a suspend, or drift): never back,
+                # or a moment this process already dated would come again.
+                ahead = self._anchor[0] + timedelta(seconds=at - self._anchor[1])
+                reading = max(reading, ahead)
+            self._anchor = (reading, at)
 
     @property
     def anchored(self) -> bool:

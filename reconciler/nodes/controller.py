@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.boot_sight import BootSight, track_boot
@@ -21,10 +21,13 @@ from nodegate.core.decisions import PlanFacts
 from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.gate_plan import annotations_read
 from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState
 from nodegate.core.plan import relevant_view
+from nodegate.core.sightings import ConditionKey, Sighting
+from nodegate.core.sightings_record import worth_keeping
 from nodegate.core.status_record import StatusRecordError
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
+from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
@@ -47,6 +50,7 @@ from nodegate.reconciler.nodes.node_writer import NodeWriter
 from nodegate.reconciler.nodes.reconcile import NodeReconciler
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
+from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
 from nodegate.reconciler.nodes.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
@@ -115,6 +119,8 @@ class Controller:
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         metrics.gate_census.source = self._gate_census
         self._conditions = ConditionSightings()
+        self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
+        self._next_sightings_save = 0.0
         self._read_conditions = condition_types_read(None)
         self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
@@ -268,7 +274,7 @@ class Controller:
             # Deleted and created again while the watch was down: a new node of the same name.
             self._forget_node(key, old.state.uid)
             old = None
-        self._conditions.look(key, new.state, self._read_conditions, self._now())
+        self._look(key, new.state, self._now())
         if (boot := track_boot(self._boots.get(key), new.state.boot_id, self._now())) is not None:
             self._boots[key] = boot
         rules = self.rules
@@ -318,11 +324,7 @@ class Controller:
         boot = self._boots.get(key)
         now = self._now()
         cached = self.informer.get(key)
-        sightings = (
-            self._conditions.look(key, cached.state, self._read_conditions, now)
-            if cached is not None
-            else {}
-        )
+        sightings = self._look(key, cached.state, now) if cached is not None else {}
         return PlanFacts(
             now=now,
             previously_owned=self._history.known,
@@ -330,6 +332,55 @@ class Controller:
             boot_first_seen=boot.first_seen if boot is not None else None,
             previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         )
+
+    def _reanchor(self) -> None:
+        """Read the API server's time again each resync: it was not read at start (the clock
+        runs on this host's until it is), or this process's monotonic clock drifted or stood
+        still through a suspend. Never steps back."""
+        try:
+            self._server_clock.anchor()
+        except KubeError as err:
+            log.warning("the API server's time not read", extra={"error": str(err)})
+
+    def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
+        """Sight the node's conditions; those still deciding something are kept for a restart."""
+        rules = self.rules
+        keep = worth_keeping(node, rules) if rules is not None else frozenset()
+        return self._conditions.look(key, node, self._read_conditions, now, keep)
+
+    def _save_sightings(self) -> None:
+        """Write what the sightings record should hold, if it changed (every few seconds at
+        most); a write that fails is tried again then."""
+        if time.monotonic() < self._next_sightings_save:
+            return
+        self._next_sightings_save = time.monotonic() + SAVE_INTERVAL_SECONDS
+        changed = self._conditions.changes()
+        if changed is None:
+            return
+        try:
+            self._sightings_store.save(changed)
+        except KubeError as err:
+            self._conditions.changed_again()
+            self._metrics.errors.labels("sightings").inc()
+            log.warning("sightings record not written", extra={"error": str(err)})
+
+    def _load_sightings(self, stop: threading.Event) -> None:
+        """Read back the sightings the last leader kept (holds under way, re-gates), for as
+        long as the taint history is tried; without them those start again (later, never
+        earlier)."""
+        backoff = Backoff()
+        deadline = time.monotonic() + HISTORY_LOAD_SECONDS
+        while not stop.is_set():
+            try:
+                self._conditions.restore(self._sightings_store.load())
+                return
+            except KubeError as err:
+                if isinstance(err, TemporaryError) and time.monotonic() < deadline:
+                    stop.wait(max(backoff.next_delay(), err.retry_after or 0.0))
+                    continue
+                self._metrics.errors.labels("sightings").inc()
+                log.error("sightings record not read; holds start again", extra={"error": str(err)})
+                return
 
     def _live_uids(self) -> set[str] | None:
         if not self.informer.synced.is_set():
@@ -343,6 +394,7 @@ class Controller:
         self._writer.stop = stop
         self._load_history(stop)
         self._load_ledger(stop)
+        self._load_sightings(stop)
         self._recover_rules(stop)
         health = self._health
         threads = [
@@ -364,9 +416,11 @@ class Controller:
         next_period = time.monotonic() + period
         while not stop.wait(min(RESYNC_POLL_SECONDS, period)):
             self._finish_resync()
+            self._save_sightings()
             if time.monotonic() < next_period:
                 continue
             next_period = time.monotonic() + period
+            self._reanchor()
             if not self._history.persisted:
                 self._history.persist()
             self.status.retry()

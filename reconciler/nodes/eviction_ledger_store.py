@@ -16,10 +16,10 @@ from nodegate.core.eviction_ledger import (
     encode_ledger,
     merged,
 )
-from nodegate.reconciler.kit.errors import ConflictError, PermanentError
+from nodegate.reconciler.kit.configmap_data import write_data
+from nodegate.reconciler.kit.errors import PermanentError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
-CONFLICT_RETRIES = 5
 Window = Callable[[str], timedelta]
 """A ledger's window under the rules in force."""
 
@@ -38,25 +38,11 @@ class LedgerStore:
     def save(self, grants: list[Grant], now: datetime, window: Window) -> None:
         """Store `grants` together with what is stored, compacted to what still counts
         (KubeError when it cannot be written)."""
-        for _ in range(CONFLICT_RETRIES):
-            raw = self._api.read_configmap(self._namespace, LEDGER_CONFIGMAP)
-            data = encode_ledger(compact(merged(grants, self._decode(raw)), window, now), now)
-            try:
-                if raw is None:
-                    body: RawObject = {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "metadata": {"name": LEDGER_CONFIGMAP, "namespace": self._namespace},
-                        "data": data,
-                    }
-                    self._api.create_configmap(self._namespace, body)
-                elif raw.get("data") != data:
-                    raw["data"] = data  # with its resourceVersion: a concurrent write is a 409
-                    self._api.replace_configmap(self._namespace, LEDGER_CONFIGMAP, raw)
-                return
-            except ConflictError:
-                continue
-        raise ConflictError(f"{LEDGER_CONFIGMAP}: still conflicting after {CONFLICT_RETRIES} tries")
+
+        def data_of(raw: RawObject | None) -> dict[str, str]:
+            return encode_ledger(compact(merged(grants, self._decode(raw)), window, now), now)
+
+        write_data(self._api, self._namespace, LEDGER_CONFIGMAP, data_of)
 
     def _decode(self, raw: RawObject | None) -> list[Grant]:
         try:

@@ -129,7 +129,8 @@ class Metrics:
         )
         self.errors = Counter(
             "nodegate_errors",
-            "Errors by kind (temporary, permanent, rules, history, status, ledger, internal).",
+            "Errors by kind (temporary, permanent, rules, history, status, ledger, sightings, "
+            "internal).",
             ["kind"],
             registry=r,
         )

@@ -11,7 +11,7 @@ import pytest
 from nodegate.core.gate_plan import GATE_COMPLETED, GATE_REBOOTED_AFTER
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeCondition, NodeTaint, format_time
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.plan import PlanFacts, plan, relevant_view
 from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 FACTS = PlanFacts(now=NOW)
@@ -298,3 +298,9 @@ def test_condition_older_than_the_node_still_lifts_its_gate() -> None:
     # against the Node's creation, or a skewed node would stay gated for ever.
     skewed = (cond("NetworkReady", "True", timedelta(hours=1)),)
     assert lifted(gate_rules("anyOf"), skewed) == ("cni",)
+
+
+def test_a_node_reporting_one_condition_type_twice_is_still_planned() -> None:
+    """A kubelet may write duplicate conditions, one without a time: nothing fails to sort."""
+    twice = node(conditions=(cond("NetworkReady", "False"), NodeCondition("NetworkReady", "False")))
+    assert relevant_view(twice, CONTINUOUS) != relevant_view(node(), CONTINUOUS)

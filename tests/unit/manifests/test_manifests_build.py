@@ -8,6 +8,7 @@ import pytest
 
 from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.loader import RulesDocument
+from nodegate.core.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
@@ -121,6 +122,7 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
             HISTORY_CONFIGMAP,
             STATUS_CONFIGMAP,
             LEDGER_CONFIGMAP,
+            SIGHTINGS_CONFIGMAP,
         ],
         ("leases", ("create",)): None,
         ("leases", ("get", "update")): ["my-lease"],

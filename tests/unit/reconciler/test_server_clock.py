@@ -53,3 +53,29 @@ def test_it_refuses_to_guess_before_the_server_answered() -> None:
     assert not clock.anchored
     with pytest.raises(NotAnchoredError):
         clock.now()
+
+
+def test_reading_again_follows_the_server_forward_after_a_suspend() -> None:
+    """The monotonic clock stood still for 60 s (a suspended VM); the next reading catches up."""
+    server = [SERVER]
+    ticks = [0.0]
+    clock = AnchoredClock(lambda: server[0], lambda: ticks[0])
+    clock.anchor()
+    server[0] = SERVER + timedelta(seconds=70)
+    ticks[0] = 10.0
+    clock.anchor()
+
+    assert clock.now() == SERVER + timedelta(seconds=70) + DATE_RESOLUTION / 2
+
+
+def test_reading_again_never_steps_back() -> None:
+    server = [SERVER]
+    ticks = [0.0]
+    clock = AnchoredClock(lambda: server[0], lambda: ticks[0])
+    clock.anchor()
+    ticks[0] = 10.0
+    before = clock.now()
+    server[0] = SERVER + timedelta(seconds=3)  # another API server, its clock 7 s behind
+    clock.anchor()
+
+    assert clock.now() == before

@@ -1,0 +1,50 @@
+"""The sightings record's ConfigMap (`nodegate.core.sightings_record`) in the reconciler's
+namespace, where nodes cannot write: read once by a new leader, written by the leader when
+what it keeps changes (at most every `SAVE_INTERVAL_SECONDS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from nodegate.core.sightings_record import (
+    SIGHTINGS_CONFIGMAP,
+    NodeSightings,
+    SightingsRecordError,
+    decode_sightings,
+    encode_sightings,
+)
+from nodegate.reconciler.kit.configmap_data import write_data
+from nodegate.reconciler.kit.errors import PermanentError
+from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
+
+SAVE_INTERVAL_SECONDS = 2.0
+"""How often the record may be written: a node flapping its condition sets no pace."""
+
+
+class SightingsStore:
+    def __init__(self, api: ConfigMapApi, namespace: str, dry_run: bool = False) -> None:
+        self._api = api
+        self._namespace = namespace
+        self._dry_run = dry_run
+
+    def load(self) -> dict[str, NodeSightings]:
+        """The stored sightings (none when there is no record). KubeError when it cannot be
+        read; PermanentError when it cannot be decoded (then nothing is restored: every hold
+        starts again, which is late, never early)."""
+        raw = self._api.read_configmap(self._namespace, SIGHTINGS_CONFIGMAP)
+        try:
+            return decode_sightings((raw or {}).get("data"))
+        except SightingsRecordError as err:
+            raise PermanentError(str(err), 422) from err
+
+    def save(self, nodes: Mapping[str, NodeSightings]) -> None:
+        """Store exactly `nodes` (the leader's view replaces any other); nothing in a dry run,
+        whose sightings are its own (KubeError when it cannot be written)."""
+        if self._dry_run:
+            return
+
+        def data_of(raw: RawObject | None) -> dict[str, str]:
+            del raw
+            return encode_sightings(nodes)
+
+        write_data(self._api, self._namespace, SIGHTINGS_CONFIGMAP, data_of)

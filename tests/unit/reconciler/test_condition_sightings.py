@@ -1,0 +1,75 @@
+"""The reconciler's table of condition sightings: what it keeps for a restart, and how a new
+process starts from the record."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from nodegate.core.node import NodeCondition
+from nodegate.core.sightings import Sighting
+from nodegate.core.sightings_record import NodeSightings
+from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
+from tests.unit.core.builders import NOW, node
+
+KAPUT = NodeCondition("NetworkInterfaceCard", "Kaput", "", NOW - timedelta(hours=1))
+KEY = ("NetworkInterfaceCard", "Kaput")
+TOKEN = "NetworkInterfaceCard=Kaput@2026-11-21T11:00:00Z"
+NODE = replace(node(conditions=(KAPUT,)), uid="uid-1")
+
+
+def read_all(_type: str) -> bool:
+    return True
+
+
+def test_a_restart_starts_from_the_sighting_the_record_kept() -> None:
+    table = ConditionSightings()
+    kept = Sighting(TOKEN, NOW - timedelta(seconds=20), witnessed=True)
+    table.restore({NODE.name: NodeSightings("uid-1", {KEY: kept})})
+
+    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == kept
+
+
+def test_a_kept_sighting_of_another_node_object_is_not_used() -> None:
+    table = ConditionSightings()
+    kept = Sighting(TOKEN, NOW - timedelta(seconds=20))
+    table.restore({NODE.name: NodeSightings("uid-0", {KEY: kept})})
+
+    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == Sighting(TOKEN, NOW, False)
+
+
+def test_what_the_first_look_finds_without_a_record_is_unwitnessed_and_seen_now() -> None:
+    table = ConditionSightings()
+
+    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == Sighting(TOKEN, NOW, False)
+
+
+def test_only_what_still_decides_something_is_offered_to_the_record_and_once() -> None:
+    table = ConditionSightings()
+    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+
+    assert table.changes() == {
+        NODE.name: NodeSightings("uid-1", {KEY: Sighting(TOKEN, NOW, False)})
+    }
+    table.look(NODE.name, NODE, read_all, NOW + timedelta(seconds=1), keep=frozenset({KEY}))
+    assert table.changes() is None
+    table.look(NODE.name, NODE, read_all, NOW + timedelta(seconds=2))
+    assert table.changes() == {}
+
+
+def test_changes_that_could_not_be_written_are_offered_again() -> None:
+    table = ConditionSightings()
+    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    offered = table.changes()
+    table.changed_again()
+
+    assert table.changes() == offered
+
+
+def test_a_forgotten_node_leaves_the_record() -> None:
+    table = ConditionSightings()
+    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table.changes()
+    table.forget(NODE.name)
+
+    assert table.changes() == {}
