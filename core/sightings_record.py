@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from nodegate.core.conditions import conditions_hold, matching_condition
@@ -33,6 +34,21 @@ SIGHTINGS_VERSION = 1
 SIGHTINGS_LIMIT = 512 * 1024
 """Bytes the record may take (a ConfigMap holds 1 MiB): past it, the nodes sighted last are
 left out, and after a restart their holds start again (later, never earlier)."""
+
+
+RESTORED_LATER_BY = timedelta(seconds=1)
+"""A sighting another process made is dated on its reading of the API server's clock, which
+may be up to a second ahead of this one's (each reads the server's whole-second `Date`): it
+counts a second later, so a restart never brings a hold's end forward."""
+
+
+def restored(sighted: NodeSightings) -> NodeSightings:
+    """The sightings as a new process counts them (`RESTORED_LATER_BY`)."""
+    later = {
+        key: replace(s, first_seen=s.first_seen + RESTORED_LATER_BY)
+        for key, s in sighted.conditions.items()
+    }
+    return NodeSightings(sighted.uid, later)
 
 
 class SightingsRecordError(ValueError):

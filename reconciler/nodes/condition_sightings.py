@@ -17,7 +17,7 @@ from datetime import datetime
 
 from nodegate.core.node import NodeState
 from nodegate.core.sightings import ConditionKey, Sighting, condition_episodes, track
-from nodegate.core.sightings_record import NodeSightings
+from nodegate.core.sightings_record import NodeSightings, restored
 
 
 class ConditionSightings:
@@ -30,10 +30,12 @@ class ConditionSightings:
         self._lock = threading.Lock()
 
     def restore(self, stored: Mapping[str, NodeSightings]) -> None:
-        """The record as read at start: each node's first look begins from it."""
+        """The record as read at start: each node's first look begins from it (a second later:
+        `sightings_record.RESTORED_LATER_BY`)."""
+        later = {name: restored(sighted) for name, sighted in stored.items()}
         with self._lock:
-            self._stored = dict(stored)
-            self._kept = dict(stored)
+            self._stored = dict(later)
+            self._kept = dict(later)
 
     def look(
         self,
@@ -70,7 +72,7 @@ class ConditionSightings:
         What the record keeps stays, for each node's next (first) look."""
         with self._lock:
             self._by_node.clear()
-            self._stored = dict(self._kept)
+            self._stored = {**self._stored, **self._kept}
 
     def changes(self) -> dict[str, NodeSightings] | None:
         """What the record should now hold, if that changed since the last call."""

@@ -345,7 +345,9 @@ class Controller:
     def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
         """Sight the node's conditions; those still deciding something are kept for a restart."""
         rules = self.rules
-        keep = worth_keeping(node, rules) if rules is not None else frozenset()
+        if rules is None:  # nothing is read yet: a first look now would find nothing
+            return {}
+        keep = worth_keeping(node, rules)
         return self._conditions.look(key, node, self._read_conditions, now, keep)
 
     def _save_sightings(self) -> None:

@@ -231,3 +231,46 @@ def test_a_new_leader_inside_the_window_spends_no_budget_again(
         "a2 and b2 waiting after the restart",
     )
     _stays_untainted(core_v1, [a2, b2], 6.0)
+
+
+HOLD_SECONDS = 20
+HELD = ("example.com/nic", "NoExecute")
+NIC_FOR_20S = HEADER + (
+    "conditionTaints:\n"
+    "  - name: nic-broken\n"
+    "    conditions: [{type: NetworkInterfaceCard, status: Kaput}]\n"
+    f"    for: {HOLD_SECONDS}s\n"
+    "    taint: {key: example.com/nic, value: broken, effect: NoExecute}\n"
+)
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_for_hold_under_way_is_not_restarted_by_a_new_leader(
+    how: str, scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    """Issue 43's third build item: the first sight behind a `for` survives a restart and a
+    failover (nodegate-sightings), so the taint comes `for` after the first leader saw the
+    condition, not `for` after the new leader did."""
+    node = make_node("nic")
+    scene.put_rules(NIC_FOR_20S)
+    replicas = [scene.replica()]
+    if how == "failover":
+        replicas.append(scene.replica())
+    first = leader_of(replicas)
+    written = time.monotonic()
+    set_node_condition(
+        core_v1, node, condition_type="NetworkInterfaceCard", status="Kaput", reason="E2E"
+    )
+    wait_until(lambda: time.monotonic() - written > HOLD_SECONDS / 2, TIMEOUT, "half the hold")
+    assert HELD not in taints_of(core_v1, node)
+
+    first.stop()
+    replicas.remove(first)
+    if how == "restart":
+        replicas.append(scene.replica(wait_ready=False))
+    leader_of(replicas)
+    wait_for_taints(core_v1, node, lambda t: HELD in t, timeout=2 * HOLD_SECONDS)
+    held = time.monotonic() - written
+
+    print(f"tainted {held:.1f}s after the condition ({how} at {HOLD_SECONDS / 2:.0f}s)")
+    assert HOLD_SECONDS <= held < HOLD_SECONDS + 6  # a new count would end past 1.5 * hold
