@@ -155,20 +155,24 @@ class EvictionBreaker:
             self._grants = compact(self._grants, window, now)
             spent = [*grants_on_nodes(cached, rules, now), *counted(self._grants, now)]
             decided = admit(rules, node, wanted, spent, census(cached), now)
-            if decided.granted:
-                try:
-                    self._store.save(
-                        compact([*self._grants, *decided.granted], window, now), now, window
-                    )
-                except KubeError as err:
-                    log.warning("eviction ledger not written", extra={"error": str(err)})
-                    self._next_save = time.monotonic() + LEDGER_RETRY_SECONDS
-                    # Every budgeted charge waits, the ones the budget held too: the node is
-                    # planned again as it is, so nothing the budget forbids goes out with it.
-                    return self._unrecorded(
-                        node, budgeted, f"the eviction ledger could not be written ({err})"
-                    )
+            # Reserved before the lock is let go: another worker counts them while the ledger
+            # is written, so a slow API server slows this node's admission, not every node's.
             self._grants.extend(decided.granted)
+            to_store = compact(list(self._grants), window, now) if decided.granted else None
+        if to_store is not None:
+            try:
+                self._store.save(to_store, now, window)
+            except KubeError as err:
+                log.warning("eviction ledger not written", extra={"error": str(err)})
+                with self._lock:
+                    self._grants = [g for g in self._grants if g not in decided.granted]
+                    self._next_save = time.monotonic() + LEDGER_RETRY_SECONDS
+                # Every budgeted charge waits, the ones the budget held too: the node is
+                # planned again as it is, so nothing the budget forbids goes out with it.
+                return self._unrecorded(
+                    node, budgeted, f"the eviction ledger could not be written ({err})"
+                )
+        with self._lock:
             taints = {c.rule: c.taint for c in wanted}
             for rule, why in decided.waiting.items():
                 self._wait(rule, node.name, why, taints[rule], decided.verdicts[rule], now)

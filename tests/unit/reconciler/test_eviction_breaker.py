@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from nodegate.core.eviction_budget import Grant
+from nodegate.core.eviction_ledger import compact, merged
 from nodegate.core.node import NodeCondition, NodeState
 from nodegate.core.plan import PlanFacts, plan
 from nodegate.reconciler.kit.errors import KubeError
@@ -86,7 +87,7 @@ class MemoryLedger:
         if self.failing is not None:
             raise self.failing
         self.saves += 1
-        self.grants = list(grants)  # what the breaker hands over: its own count, whole
+        self.grants = compact(merged(grants, self.grants), window, now)  # as the real store
 
 
 def breaker(
@@ -363,3 +364,73 @@ def test_grants_past_their_window_leave_the_ledger() -> None:
     ask(made, nodes[10])
 
     assert [g.node for g in ledger.grants] == ["n10"]
+
+
+@dataclass
+class StuckLedger(MemoryLedger):
+    """A ledger whose first write hangs until `release` is set (an API server that stopped
+    answering mid-request)."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Event = field(default_factory=threading.Event)
+
+    def save(self, grants: list[Grant], now: datetime, window: Callable[[str], timedelta]) -> None:
+        if not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(10)
+        super().save(grants, now, window)
+
+
+def test_a_ledger_write_that_hangs_holds_up_no_other_nodes_admission() -> None:
+    nodes = [*storm_nodes(1), NodeState("fine")]
+    ledger = StuckLedger()
+    made, _, _ = breaker(nodes, ledger=ledger)
+    made.load()
+    first = threading.Thread(target=ask, args=(made, nodes[0]))
+    first.start()
+    assert ledger.entered.wait(5)
+
+    answered = threading.Event()
+
+    def settle_another() -> None:
+        made.settle("fine")
+        answered.set()
+
+    other = threading.Thread(target=settle_another)
+    other.start()
+    try:
+        assert answered.wait(2), "another node's admission waited for the hung ledger write"
+    finally:
+        ledger.release.set()
+        first.join(5)
+        other.join(5)
+
+
+ONE_AT_A_TIME = rules(
+    """\
+    conditionTaints:
+      - name: network-problem
+        conditions: [{type: NetworkProblem, status: "True"}]
+        taint: {key: example.com/network-problem, effect: NoExecute}
+        evictionBudget: {window: 10m, cluster: {maxNodes: 1}}
+    """
+)
+
+
+def ask_one_at_a_time(made: EvictionBreaker, node: NodeState) -> Hold:
+    return made.admit(node, plan(node, ONE_AT_A_TIME, PlanFacts(NOW)), ONE_AT_A_TIME)
+
+
+def test_a_grant_reserved_while_its_ledger_write_hangs_is_counted_by_other_workers() -> None:
+    nodes = storm_nodes(20)
+    ledger = StuckLedger()
+    made, _, _ = breaker(nodes, ledger=ledger)
+    made.load()
+    first = threading.Thread(target=ask_one_at_a_time, args=(made, nodes[0]))
+    first.start()
+    assert ledger.entered.wait(5)
+    try:
+        assert ask_one_at_a_time(made, nodes[1]).waiting
+    finally:
+        ledger.release.set()
+        first.join(5)
