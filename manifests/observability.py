@@ -142,6 +142,20 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "The reconciler's logs and Warning Events name the object and the refusal.",
         ),
         _alert(
+            "NodegateStateUnavailable",
+            f"sum by (kind) (increase(nodegate_errors_total{{{ns},"
+            'kind=~"ledger|sightings|status|history"}[10m])) > 0',
+            "10m",
+            "warning",
+            "The reconciler cannot read or write its state ({{ $labels.kind }}) in its "
+            "namespace: with the eviction ledger out, every budgeted evicting taint waits; "
+            "with the others, a restart loses what they keep.",
+            f"Check the reconciler's logs and its Role's access to its ConfigMaps in "
+            f"{namespace} (nodegate-eviction-ledger, nodegate-sightings, nodegate-status, "
+            "nodegate-taint-history); an unreadable one must be repaired or deleted "
+            "(docs/reconciler.md, 'Restarts and failovers').",
+        ),
+        _alert(
             "NodegateLabelRestoresFailing",
             f"sum(increase(nodegate_label_restore_failures_total{{{ns}}}[15m])) > 0 and "
             f"sum(increase(nodegate_label_restores_total{{{ns}}}[15m])) == 0",

@@ -110,6 +110,8 @@ class EvictionBreaker:
         self._waiting: dict[str, dict[str, str]] = {}
         """rule -> node -> why."""
         self._episodes: dict[str, _Episode] = {}
+        self._ledger_block_said = False
+        """Whether the Warning of the ledger being out was said (once per outage)."""
 
     def load(self) -> bool:
         """Read the API server's time and the stored grants (the leader, before it plans);
@@ -129,6 +131,7 @@ class EvictionBreaker:
             return False
         self._grants = merged(self._grants, stored)
         self._loaded = True
+        self._ledger_block_said = False
         return True
 
     def admit(self, node: NodeState, node_plan: NodePlan, rules: NodeRules) -> Hold:
@@ -173,6 +176,8 @@ class EvictionBreaker:
                     node, budgeted, f"the eviction ledger could not be written ({err})"
                 )
         with self._lock:
+            if to_store is not None:
+                self._ledger_block_said = False
             taints = {c.rule: c.taint for c in wanted}
             for rule, why in decided.waiting.items():
                 self._wait(rule, node.name, why, taints[rule], decided.verdicts[rule], now)
@@ -190,6 +195,15 @@ class EvictionBreaker:
         budget may be spent by a grant the ledger holds, so nothing is let through blind."""
         waiting = {c.rule: f"{WAITING}: {why}" for c in charged}
         self._metrics.errors.labels("ledger").inc()
+        if not self._ledger_block_said:
+            self._ledger_block_said = True
+            message = (
+                f"evicting taints wait: {why}. nodegate never grants an evicting taint it "
+                "cannot record (a restart would forget it was spent); it tries again every "
+                f"{LEDGER_RETRY_SECONDS:.0f} s. Check the reconciler's access to its ConfigMap "
+                "nodegate-eviction-ledger; an unreadable one must be repaired or deleted."
+            )
+            report_on_source(self._recorder, self._source(), "EvictionLedgerUnavailable", message)
         return Hold(waiting, LEDGER_RETRY_SECONDS)
 
     def settle(self, name: str) -> None:

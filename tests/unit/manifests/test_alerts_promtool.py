@@ -107,6 +107,16 @@ CASES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario({_ns("nodegate_rules_last_update_valid"): "1x5 0x15"}, at="15m", fires_with={}),
         Scenario({_ns("nodegate_rules_last_update_valid"): "1x20"}, at="15m"),
     ),
+    "NodegateStateUnavailable": (
+        Scenario(
+            {_ns("nodegate_errors_total", kind="ledger"): "0+12x30"},
+            at="25m",
+            fires_with={"kind": "ledger"},
+        ),
+        Scenario(  # one failed write, then none: not an outage
+            {_ns("nodegate_errors_total", kind="ledger"): "0x5 1x25"}, at="25m"
+        ),
+    ),
     "NodegateRulesHeld": (
         Scenario({_ns("nodegate_rules_held"): "0x5 1x25"}, at="25m", fires_with={}),
         Scenario({_ns("nodegate_rules_held"): "0x5 1x5 0x20"}, at="25m"),  # confirmed in time

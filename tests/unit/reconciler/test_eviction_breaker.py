@@ -261,6 +261,26 @@ def test_nothing_is_granted_before_the_ledger_is_read() -> None:
     assert "not read yet" in ask(made, nodes[0]).waiting["network-problem"]
 
 
+def test_a_ledger_outage_is_said_once_on_the_rules_source_and_again_after_it_healed() -> None:
+    nodes = storm_nodes(20)
+    ledger = MemoryLedger(failing=KubeError("503"))
+    made, recorder, _ = breaker(nodes, ledger=ledger)
+    made.load()
+    for node in nodes[:3]:
+        ask(made, node)
+    said = [reason for reason, _ in recorder.events if reason == "EvictionLedgerUnavailable"]
+    assert said == ["EvictionLedgerUnavailable"]
+
+    ledger.failing = None
+    made._next_load = 0.0  # its retry pause over
+    assert not ask(made, nodes[3]).waiting
+    ledger.failing = KubeError("503")
+    made._next_save = 0.0
+    ask(made, nodes[4])
+    said = [reason for reason, _ in recorder.events if reason == "EvictionLedgerUnavailable"]
+    assert said == ["EvictionLedgerUnavailable"] * 2
+
+
 def test_a_wall_clock_step_moves_no_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """The breaker reads the API server's time once and then counts on the monotonic clock:
     this host's wall clock stepped a day ahead frees no budget."""
