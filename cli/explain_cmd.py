@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError
+from nodegate.cli.live.cluster import Cluster, RecordUnreadableError, RulesInForceUnknownError
 from nodegate.cli.live.options import (
     DEFAULT_NAMESPACE,
     Context,
@@ -22,7 +22,7 @@ from nodegate.cli.live.options import (
 )
 from nodegate.cli.live.render import Column, print_items, print_table
 from nodegate.core.errors import RulesError
-from nodegate.core.eviction_budget import charges, plan_in_turn, waiting_rules
+from nodegate.core.eviction_budget import WAITING, charges, plan_in_turn, waiting_rules
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
@@ -130,8 +130,12 @@ def explain_live(
             restore = decide(node, record, persistent, at).restore
             facts = replace(facts, restored_labels=restore)
         result = plan(node, rules, facts)
-        if charges(node, result, rules):
-            waiting = budget_waiting(node, rules, result, cluster.nodes(), at)
+        if wanted := charges(node, result, rules):
+            try:
+                recorded = cluster.ledger_grants()
+                waiting = budget_waiting(node, rules, result, cluster.nodes(), at, recorded)
+            except RecordUnreadableError as err:  # the leader grants nothing: all wait
+                waiting = {c.rule: f"{WAITING}: {err}" for c in wanted if c.ledger is not None}
             if waiting:
                 result = plan(node, rules, replace(facts, budget_waiting=waiting))
     except KubeError as err:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster
+from nodegate.cli.live.cluster import Cluster, RecordUnreadableError
 from nodegate.cli.live.options import (
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
@@ -64,6 +64,11 @@ def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
     if problem is not None:
         notes.append(f"status record unreadable: {problem}")
     configmap = cluster.rules_configmap()
+    try:
+        recorded = cluster.ledger_grants()
+    except RecordUnreadableError as err:
+        recorded = []
+        notes.append(f"eviction ledger unreadable ({err}): the leader grants no evicting taint")
     rules: NodeRules | None = None
     if text:
         try:
@@ -89,6 +94,7 @@ def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
         cluster.warning_events(),
         cluster.previously_owned(),
         notes,
+        recorded,
     )
 
 

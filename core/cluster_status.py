@@ -17,13 +17,14 @@ from typing import Any
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.eviction_budget import (
     SHARED,
+    Grant,
     budget_of,
     census,
     charges,
-    grants_on_nodes,
     ledger_of,
     limit,
 )
+from nodegate.core.eviction_ledger import spent as spent_now
 from nodegate.core.gate_census import GatedGroup, gate_census
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, format_time
@@ -166,7 +167,9 @@ def status_report(
     events: Iterable[EventView],
     previously_owned: frozenset[tuple[str, str]] = frozenset(),
     notes: Sequence[str] = (),
+    recorded: Sequence[Grant] = (),
 ) -> StatusReport:
+    """`recorded`: the eviction ledger's grants (what a node that recovered spent too)."""
     said = list(notes)
     leader = _leader(lease, status, now)
     if lease is None:
@@ -181,7 +184,7 @@ def status_report(
         held=status.held if status is not None else None,
         gates=gate_census(nodes, rules, now).groups if rules is not None else (),
         taints=_taint_rows(nodes, rules),
-        budgets=_budget_rows(nodes, rules, now, previously_owned),
+        budgets=_budget_rows(nodes, rules, now, previously_owned, recorded),
         records=records,
         events=tuple(sorted(events, key=_event_order, reverse=True)),
         notes=tuple(said),
@@ -239,6 +242,7 @@ def _budget_rows(
     rules: NodeRules | None,
     now: datetime,
     previously_owned: frozenset[tuple[str, str]],
+    recorded: Sequence[Grant],
 ) -> tuple[BudgetRow, ...]:
     if rules is None:
         return ()
@@ -247,7 +251,7 @@ def _budget_rows(
     if not ledgers:
         return ()
     spent: dict[str, set[str]] = {}
-    for grant in grants_on_nodes(nodes, rules, now):
+    for grant in spent_now(nodes, rules, recorded, now):
         spent.setdefault(grant.ledger, set()).add(grant.node)
     waiting: dict[str, int] = {}
     facts = PlanFacts(now=now, previously_owned=previously_owned)

@@ -20,8 +20,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nodegate.core.eviction_budget import Grant, Place
-from nodegate.core.node import parse_time
+from nodegate.core.eviction_budget import Grant, Place, budget_of, grants_on_nodes
+from nodegate.core.model import NodeRules
+from nodegate.core.node import NodeState, parse_time
 
 LEDGER_CONFIGMAP = "nodegate-eviction-ledger"
 LEDGER_KEY = "grants.json"
@@ -115,3 +116,16 @@ def counted(grants: Iterable[Grant], now: datetime) -> list[Grant]:
 
 def _optional(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def spent(
+    nodes: Iterable[NodeState], rules: NodeRules, recorded: Iterable[Grant], now: datetime
+) -> list[Grant]:
+    """What counts as spent now: the ledger's grants still in their window (as `counted`),
+    and the evicting taints on the nodes (one an admin or another tool added, that no grant
+    records). The breaker admits on it, and `nodegate explain` and `status` show it."""
+
+    def window(ledger: str) -> timedelta:
+        return budget_of(rules, ledger).window
+
+    return [*grants_on_nodes(nodes, rules, now), *counted(compact(recorded, window, now), now)]

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodegate.core.cluster_status import duration
-from nodegate.core.eviction_budget import WAITING, admit, census, charges, grants_on_nodes
+from nodegate.core.eviction_budget import WAITING, Grant, admit, census, charges
+from nodegate.core.eviction_ledger import spent
 from nodegate.core.gate_plan import carried_gate_taints, life_began
 from nodegate.core.model import NodeRules, StartupGate
 from nodegate.core.node import NodeState, format_time
@@ -113,12 +114,14 @@ def budget_waiting(
     result: NodePlan,
     nodes: Sequence[NodeState],
     now: datetime,
+    recorded: Sequence[Grant] = (),
 ) -> Mapping[str, str]:
     """Rules whose evicting taint on `node` would wait for the eviction budget now, as the
-    reconciler's breaker decides it from what the nodes' `timeAdded` says was spent (grants
-    it made in memory in the last moments are not visible from outside)."""
+    reconciler's breaker decides it: from the eviction ledger's grants (`recorded`) and the
+    evicting taints on the nodes."""
     wanted = charges(node, result, rules)
     if not wanted:
         return {}
-    spent = grants_on_nodes(nodes, rules, now)
-    return admit(rules, node, wanted, spent, census(nodes), now).waiting
+    return admit(
+        rules, node, wanted, spent(nodes, rules, recorded, now), census(nodes), now
+    ).waiting

@@ -21,6 +21,8 @@ from kubernetes import client
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
 from nodegate.core.errors import RulesError
+from nodegate.core.eviction_budget import Grant
+from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
@@ -102,6 +104,10 @@ def api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient
         return load_api_client(None)
     paths = os.pathsep.join(str(Path(p).expanduser()) for p in configured.split(os.pathsep) if p)
     return load_api_client(paths, context=context)
+
+
+class RecordUnreadableError(Exception):
+    """One of the reconciler's records cannot be decoded (the message names it)."""
 
 
 class RulesInForceUnknownError(Exception):
@@ -219,6 +225,15 @@ class Cluster:
             return frozenset(decode_history((raw or {}).get("data")))
         except HistoryError:
             return frozenset()  # as the reconciler: unreadable means it removes less
+
+    def ledger_grants(self) -> list[Grant]:
+        """The eviction ledger's grants, as the leader counts them (none when there is none).
+        RecordUnreadableError when it cannot be decoded: the leader grants nothing then."""
+        raw = self._api.read_configmap(self.where.namespace, LEDGER_CONFIGMAP)
+        try:
+            return decode_ledger((raw or {}).get("data"))
+        except LedgerError as err:
+            raise RecordUnreadableError(f"{self.where.namespace}/{err}") from err
 
     def now(self) -> datetime:
         """The API server's time, as the reconciler reads it (`kit.server_clock`), so a laptop

@@ -28,9 +28,8 @@ from nodegate.core.eviction_budget import (
     budget_of,
     census,
     charges,
-    grants_on_nodes,
 )
-from nodegate.core.eviction_ledger import compact, counted, merged
+from nodegate.core.eviction_ledger import compact, merged, spent
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
 from nodegate.core.plan import NodePlan
@@ -156,8 +155,9 @@ class EvictionBreaker:
                 return budget_of(rules, ledger).window
 
             self._grants = compact(self._grants, window, now)
-            spent = [*grants_on_nodes(cached, rules, now), *counted(self._grants, now)]
-            decided = admit(rules, node, wanted, spent, census(cached), now)
+            decided = admit(
+                rules, node, wanted, spent(cached, rules, self._grants, now), census(cached), now
+            )
             # Reserved before the lock is let go: another worker counts them while the ledger
             # is written, so a slow API server slows this node's admission, not every node's.
             self._grants.extend(decided.granted)

@@ -19,6 +19,7 @@ from nodegate.core.cluster_status import (
     status_report,
 )
 from nodegate.core.decisions import PlanFacts
+from nodegate.core.eviction_budget import SHARED, Grant, Place
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
 from nodegate.core.node_waits import InitPod, NodeContext, budget_waiting, waits
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, plan
@@ -241,6 +242,32 @@ def test_status_shows_the_budget_spent_by_recent_evicting_taints_and_the_nodes_w
     nodes += [named(f"w{i}", node(conditions=(sick,))) for i in range(3)]
     [budget] = report_of(nodes, BROKEN).budgets
     assert (budget.budget, budget.spent, budget.waiting) == ("(shared)", 1, 3)
+
+
+def test_status_counts_what_the_ledger_recorded_for_a_node_that_recovered() -> None:
+    """Issue 42: the spend of a node whose evicting taint is gone (it recovered, its pods were
+    evicted already) is in the ledger only; status counts it as the breaker does."""
+    sick = NodeCondition("Broken", "True", last_transition_time=NOW)
+    nodes = [named(f"w{i}", node(conditions=(sick,))) for i in range(3)]
+    recovered = Grant(SHARED, "gone-well", Place(None, None), NOW - timedelta(minutes=1))
+    report = status_report(
+        NOW, nodes, rules(BROKEN), None, None, None, RecordsView(), (), recorded=[recovered]
+    )
+    [budget] = report.budgets
+    assert budget.spent == 1
+
+
+def test_explain_waits_for_what_the_ledger_recorded() -> None:
+    sick = NodeCondition("Broken", "True", last_transition_time=NOW)
+    state = named("late", node(conditions=(sick,)))
+    broken = rules(BROKEN)
+    first = plan(state, broken, facts())
+    spent_elsewhere = [
+        Grant(SHARED, f"recovered-{i}", Place(None, None), NOW - timedelta(minutes=1))
+        for i in range(5)
+    ]
+    assert budget_waiting(state, broken, first, [state], NOW) == {}
+    assert set(budget_waiting(state, broken, first, [state], NOW, spent_elsewhere)) == {"broken"}
 
 
 def test_status_says_the_configmap_differs_from_the_rules_in_force_when_an_update_is_held() -> None:
