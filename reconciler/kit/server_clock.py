@@ -8,10 +8,13 @@ process a step of the wall clock cannot move it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+
+from nodegate.reconciler.kit.errors import KubeError
 
 DATE_RESOLUTION = timedelta(seconds=1)
 """`Date` has whole seconds: the server's time was somewhere in the second it names."""
@@ -59,6 +62,15 @@ class AnchoredClock:
             raise NotAnchoredError("the API server's time has not been read yet")
         server, at = anchor
         return server + timedelta(seconds=self._monotonic() - at)
+
+    def follow(self, stop: threading.Event, every_seconds: float = 300.0) -> None:
+        """Read the server's time now and every `every_seconds` until `stop` (for a part of
+        the process that must never wait for it on its own path: the webhook's reviews)."""
+        while True:
+            with contextlib.suppress(KubeError):
+                self.anchor()
+            if stop.wait(every_seconds if self.anchored else min(every_seconds, 5.0)):
+                return
 
     def now_or_host(self) -> datetime:
         """The API server's time once anchored; before that (the API server not reached yet,

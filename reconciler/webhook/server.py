@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.webhook.admission import (
     NodeAdmission,
@@ -304,7 +305,8 @@ def serve_webhook(
     metrics = WebhookMetrics(registry)
     namespace = settings.records_namespace
     lookup = RecordLookup(api, namespace, webhook.lookup_timeout_seconds, metrics)
-    admission = NodeAdmission(rules, lookup, metrics)
+    clock = AnchoredClock(api.server_time)  # NoExecute taints' timeAdded, as the reconciler's
+    admission = NodeAdmission(rules, lookup, metrics, clock.now_or_host)
     server = WebhookServer(
         webhook.address, webhook.port, webhook.path, admission.review, metrics=metrics
     )
@@ -324,6 +326,7 @@ def serve_webhook(
             interval_seconds=webhook.cert_check_seconds,
         )
     server.start(health)
+    supervised("webhook-clock", clock.follow, stop, health)
     supervised("webhook-certificates", source.run, stop, health)
     log.info(
         "webhook starting",

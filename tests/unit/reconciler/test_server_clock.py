@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.kit.server_clock import DATE_RESOLUTION, AnchoredClock, NotAnchoredError
 
 SERVER = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -79,3 +82,31 @@ def test_reading_again_never_steps_back() -> None:
     clock.anchor()
 
     assert clock.now() == before
+
+
+def test_following_reads_the_time_again_until_stopped_and_survives_an_unreachable_server() -> None:
+    answers: list[datetime | TemporaryError] = [TemporaryError("away"), SERVER, SERVER]
+    asked: list[int] = []
+
+    def server_time() -> datetime:
+        asked.append(1)
+        answer = answers[min(len(asked), len(answers)) - 1]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    clock = AnchoredClock(server_time)
+    stop = threading.Event()
+    follower = threading.Thread(target=clock.follow, args=(stop, 0.01))
+    follower.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(asked) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        follower.join(5)
+
+    assert len(asked) >= 3
+    assert clock.anchored
+    assert not follower.is_alive()
