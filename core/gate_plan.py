@@ -50,13 +50,19 @@ pods' and its conditions'), so that after a reboot an episode still shown from t
 boot is known as such even by a process that did not see it begin (`sightings`)."""
 
 
-def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str, str]:
+GATE_BUSY = "busy.gate.nodegate.dev/"
+"""+ gate name: when the node was found running workload pods while the gate would have been
+backfilled: a node with workloads is never gated afterwards, whichever process looks next."""
+
+
+def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str, str, str]:
     return (
         GATE_COMPLETED + gate.name,
         GATE_BOOT + gate.name,
         GATE_REGATED + gate.name,
         GATE_REBOOTED_AFTER + gate.name,
         GATE_SIGNALS + gate.name,
+        GATE_BUSY + gate.name,
     )
 
 
@@ -80,6 +86,8 @@ class GateOutcome:
     annotations: tuple[tuple[str, str | None], ...] = ()
     lift: bool = False
     put_back: bool = False
+    recorded: bool = False
+    """Its `annotations` are written whatever the taints do (a skipped backfill's record)."""
     timed_out: bool = False
     carried: frozenset[tuple[str, str]] = frozenset()
     """(key, effect) of the gate's taints on the node: its own and any former key."""
@@ -245,7 +253,7 @@ def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> 
 def _lifted(
     node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
 ) -> GateOutcome:
-    completed, boot, regated, after, signals = gate_annotation_keys(gate)
+    completed, boot, regated, after, signals, _ = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
     shown = _signal_digests(node, gate, facts)
     if shown or signals in node.annotations:
@@ -296,6 +304,11 @@ def _absent_gate(
     if needs_backfill(node, labels, gate) and facts.workload_pods == 0:
         why = "backfill: the node joined without the gate and runs no workload pods"
         return GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
+    if needs_backfill(node, labels, gate) and facts.workload_pods:
+        why = "not backfilled: the node runs workload pods (recorded: it never will be)"
+        record = ((GATE_BUSY + gate.name, format_time(facts.now)),)
+        decision = RuleDecision(gate.name, gate.taint, "keep", why)
+        return GateOutcome(decision, annotations=record, recorded=True)
     return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
 
 
@@ -304,7 +317,7 @@ def reboot_records(
 ) -> tuple[tuple[str, str | None], ...]:
     """What a re-gate records: when the new boot was first seen (this life began; the re-gate
     may be written much later), and the last moment the previous boot was known up."""
-    completed, _, regated, after, _ = gate_annotation_keys(gate)
+    completed, _, regated, after, *_ = gate_annotation_keys(gate)
     seen = facts.boot_first_seen if facts.boot_first_seen is not None else facts.now
     known_up = [
         t
@@ -327,6 +340,7 @@ def needs_backfill(node: NodeState, labels: Mapping[str, str], gate: StartupGate
         gate.backfill
         and not carried_gate_taints(node, gate)
         and GATE_COMPLETED + gate.name not in node.annotations
+        and GATE_BUSY + gate.name not in node.annotations
         and (extra is None or extra.key not in node.annotations)
         and gate.match.matches(dict(labels))
     )

@@ -267,7 +267,8 @@ def _settle(
     adopted = _adopted(node, rules, managed, claimed | added, {**kept, **wanted})
     lifted = [g for g in gates if g.lift and g.carried & removed]
     put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
-    annotations = [a for g in (*lifted, *put_back) for a in g.annotations]
+    recorded = [g for g in gates if g.recorded]
+    annotations = [a for g in (*lifted, *put_back, *recorded) for a in g.annotations]
     return NodePlan(
         node=node.name,
         add_taints=tuple(add),

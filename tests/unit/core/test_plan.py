@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.gate_plan import GATE_SIGNALS
+from nodegate.core.gate_plan import GATE_BUSY, GATE_SIGNALS
 from nodegate.core.model import TRUSTED_POOL_LABEL
 from nodegate.core.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.node_trust import seal_taint
@@ -443,6 +443,17 @@ def test_backfill_gates_only_an_idle_node(workload_pods: int | None, backfilled:
 def test_backfill_never_gates_a_node_that_was_gated_before() -> None:
     done = node({"pool": "gpu"}, annotations={COMPLETED: "2026-11-21T11:00:00Z"})
     assert plan(done, LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=0)).add_taints == ()
+
+
+def test_a_busy_node_is_recorded_as_such_and_never_backfilled_even_once_idle() -> None:
+    """The record is on the Node, not in a process's memory: a restart does not forget it."""
+    busy = plan(node({"pool": "gpu"}), LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=3))
+    assert busy.add_taints == ()
+    assert dict(busy.set_annotations) == {GATE_BUSY + "warmup": "2026-11-21T12:00:00Z"}
+
+    idle_later = busy.apply(node({"pool": "gpu"}))
+    result = plan(idle_later, LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=0))
+    assert result.is_empty
 
 
 def test_a_timed_out_gate_is_reported() -> None:
