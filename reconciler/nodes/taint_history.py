@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodegate.core.node import format_time
-from nodegate.reconciler.kit.errors import ConflictError, KubeError
+from nodegate.reconciler.kit.configmap_data import write_data
+from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
 log = logging.getLogger("nodegate.history")
@@ -109,36 +110,24 @@ class TaintHistory:
         self.persist()
 
     def persist(self) -> bool:
-        """Write what is in memory; True once stored. Retries 409s on fresh state."""
-        for _ in range(5):
-            try:
-                raw = self._api.read_configmap(self._namespace, HISTORY_CONFIGMAP)
-                with self._lock:
-                    stored = self._decode(raw) if raw is not None else {}
-                    self._entries = {**stored, **self._entries}
-                    data = encode_history(self._entries)
-                if raw is None:
-                    body: RawObject = {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "metadata": {"name": HISTORY_CONFIGMAP, "namespace": self._namespace},
-                        "data": data,
-                    }
-                    self._api.create_configmap(self._namespace, body)
-                elif raw.get("data") != data:
-                    raw["data"] = data
-                    self._api.replace_configmap(self._namespace, HISTORY_CONFIGMAP, raw)
-                with self._lock:
-                    self._persisted = True
-                return True
-            except ConflictError:
-                continue  # someone wrote in between (or created it): merge again
-            except KubeError as err:
-                log.warning("could not store the taint history", extra={"error": str(err)})
-                if self._on_error is not None:
-                    self._on_error("api")
-                return False
-        return False
+        """Write what is in memory, merged with what is stored; True once stored."""
+
+        def data_of(raw: RawObject | None) -> dict[str, str]:
+            with self._lock:
+                stored = self._decode(raw) if raw is not None else {}
+                self._entries = {**stored, **self._entries}
+                return encode_history(self._entries)
+
+        try:
+            write_data(self._api, self._namespace, HISTORY_CONFIGMAP, data_of)
+        except KubeError as err:
+            log.warning("could not store the taint history", extra={"error": str(err)})
+            if self._on_error is not None:
+                self._on_error("api")
+            return False
+        with self._lock:
+            self._persisted = True
+        return True
 
     @property
     def persisted(self) -> bool:

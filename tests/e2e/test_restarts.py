@@ -274,3 +274,51 @@ def test_a_for_hold_under_way_is_not_restarted_by_a_new_leader(
 
     print(f"tainted {held:.1f}s after the condition ({how} at {HOLD_SECONDS / 2:.0f}s)")
     assert HOLD_SECONDS <= held < HOLD_SECONDS + 6  # a new count would end past 1.5 * hold
+
+
+def retiring_rules(name: str, *, with_retired: bool) -> str:
+    kept = textwrap.dedent(
+        f"""\
+        labelTaints:
+          - name: kept
+            match: {{labels: {{restart.example.com/kept: {name}}}}}
+            taint: {{key: restart.example.com/kept, effect: NoSchedule}}
+            nodeMayLift: true
+        """
+    )
+    retired = (
+        "  - name: retired\n"
+        f"    match: {{labels: {{restart.example.com/retired: {name}}}}}\n"
+        f"    taint: {{key: {RETIRED[0]}, effect: {RETIRED[1]}}}\n"
+        "    nodeMayLift: true\n"
+    )
+    return HEADER + kept + (retired if with_retired else "")
+
+
+RETIRED = ("restart.example.com/retired", "NoSchedule")
+
+
+def test_a_rule_deleted_before_a_restart_still_cleans_up_after_itself(
+    scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    """The taint history outlives the process: a node that shows up after the restart carrying
+    the deleted rule's taint, and claiming it as nodegate's (a node that was unreachable while
+    the rule was deleted, an image of an old node), is cleaned up by the new process, which
+    never had that rule in force."""
+    name = scene.namespace
+    bystanders = [make_node(f"by-{i}") for i in range(3)]  # the update removes 1 of 4: applied
+    scene.put_rules(retiring_rules(name, with_retired=True))
+    first = scene.replica()
+    tainted = make_node("once", labels={RETIRED[0]: name})
+    wait_for_taints(core_v1, tainted, lambda t: RETIRED in t)
+    scene.put_rules(retiring_rules(name, with_retired=False))
+    wait_for_taints(core_v1, tainted, lambda t: RETIRED not in t)
+    first.stop()
+
+    scene.replica(wait_ready=False)
+    claimed = {"nodegate.dev/owned-taints": f"{RETIRED[0]}:{RETIRED[1]}"}
+    late = make_node(
+        "late", taints=[{"key": RETIRED[0], "effect": RETIRED[1]}], annotations=claimed
+    )
+    wait_for_taints(core_v1, late, lambda t: RETIRED not in t)
+    assert all(RETIRED not in taints_of(core_v1, n) for n in bystanders)
