@@ -23,6 +23,7 @@ from typing import Any
 from nodegate.core.eviction_budget import Grant, Place, budget_of, grants_on_nodes
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
+from nodegate.core.stored_document import read_document
 
 LEDGER_CONFIGMAP = "nodegate-eviction-ledger"
 LEDGER_KEY = "grants.json"
@@ -60,32 +61,18 @@ def encode_ledger(grants: Iterable[Grant], now: datetime) -> dict[str, str]:
 def decode_ledger(data: Mapping[str, Any] | None) -> list[Grant]:
     """The grants a ConfigMap's data holds (none when it has no ledger); LedgerError saying why
     it cannot be read."""
-    text = (data or {}).get(LEDGER_KEY)
-    if text is None:
-        return []
-    try:
-        document = json.loads(text)
-        if document.get("version") != LEDGER_VERSION:
-            raise LedgerError(f"unknown version {document.get('version')!r}")
-        grants = []
-        for entry in document["grants"]:
-            at = parse_time(entry["at"])
-            if at is None:
-                raise ValueError("a grant has no time")
-            grants.append(
-                Grant(
-                    str(entry["ledger"]),
-                    str(entry["node"]),
-                    Place(_optional(entry.get("pool")), _optional(entry.get("zone"))),
-                    at,
-                )
-            )
-    except LedgerError:
-        raise
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
-        raise LedgerError(
-            f"{LEDGER_CONFIGMAP}/{LEDGER_KEY} is not readable: {type(err).__name__}: {err}"
-        ) from err
+    where = (LEDGER_CONFIGMAP, LEDGER_KEY)
+    return read_document(data, where, LEDGER_VERSION, _grants, LedgerError) or []
+
+
+def _grants(document: dict[str, Any]) -> list[Grant]:
+    grants = []
+    for entry in document["grants"]:
+        at = parse_time(entry["at"])
+        if at is None:
+            raise ValueError("a grant has no time")
+        place = Place(_optional(entry.get("pool")), _optional(entry.get("zone")))
+        grants.append(Grant(str(entry["ledger"]), str(entry["node"]), place, at))
     return grants
 
 

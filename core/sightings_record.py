@@ -27,6 +27,7 @@ from nodegate.core.gate_plan import GATE_REBOOTED_AFTER, carried_gate_taints
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, format_precise_time, parse_time
 from nodegate.core.sightings import ConditionKey, Sighting, condition_key
+from nodegate.core.stored_document import read_document
 
 SIGHTINGS_CONFIGMAP = "nodegate-sightings"
 SIGHTINGS_KEY = "sightings.json"
@@ -118,27 +119,19 @@ def encode_sightings(nodes: Mapping[str, NodeSightings]) -> dict[str, str]:
 def decode_sightings(data: Mapping[str, Any] | None) -> dict[str, NodeSightings]:
     """The sightings a ConfigMap's data holds (none when it has none); SightingsRecordError
     saying why it cannot be read."""
-    text = (data or {}).get(SIGHTINGS_KEY)
-    if text is None:
-        return {}
-    try:
-        document = json.loads(text)
-        if document.get("version") != SIGHTINGS_VERSION:
-            raise SightingsRecordError(f"unknown version {document.get('version')!r}")
-        nodes = {}
-        for name, entry in document["nodes"].items():
-            conditions = {}
-            for c in entry["conditions"]:
-                first_seen = parse_time(c["firstSeen"])
-                if first_seen is None:
-                    raise ValueError("a sighting has no time")
-                key = (str(c["type"]), str(c["status"]))
-                conditions[key] = Sighting(str(c["token"]), first_seen, bool(c["witnessed"]))
-            nodes[str(name)] = NodeSightings(str(entry["uid"]), conditions)
-    except SightingsRecordError:
-        raise
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
-        raise SightingsRecordError(
-            f"{SIGHTINGS_CONFIGMAP}/{SIGHTINGS_KEY} is not readable: {type(err).__name__}: {err}"
-        ) from err
+    where = (SIGHTINGS_CONFIGMAP, SIGHTINGS_KEY)
+    return read_document(data, where, SIGHTINGS_VERSION, _nodes, SightingsRecordError) or {}
+
+
+def _nodes(document: dict[str, Any]) -> dict[str, NodeSightings]:
+    nodes = {}
+    for name, entry in document["nodes"].items():
+        conditions = {}
+        for c in entry["conditions"]:
+            first_seen = parse_time(c["firstSeen"])
+            if first_seen is None:
+                raise ValueError("a sighting has no time")
+            key = (str(c["type"]), str(c["status"]))
+            conditions[key] = Sighting(str(c["token"]), first_seen, bool(c["witnessed"]))
+        nodes[str(name)] = NodeSightings(str(entry["uid"]), conditions)
     return nodes

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodegate.core.node import format_time
+from nodegate.core.stored_document import read_document
 from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
@@ -41,18 +42,14 @@ class HistoryError(ValueError):
 
 def decode_history(data: Mapping[str, Any] | None) -> dict[Identity, str]:
     """(key, effect) -> lastOwned from a ConfigMap's data; HistoryError if malformed."""
-    text = (data or {}).get(DATA_KEY)
-    if text is None:
-        return {}
-    try:
-        document = json.loads(text)
-        entries = document["taints"]
-        result = {(str(e["key"]), str(e["effect"])): str(e.get("lastOwned", "")) for e in entries}
-    except (ValueError, KeyError, TypeError) as err:
-        raise HistoryError(f"{HISTORY_CONFIGMAP}/{DATA_KEY} is not readable: {err}") from err
-    if document.get("version") != 1:
-        raise HistoryError(f"{HISTORY_CONFIGMAP}: unknown version {document.get('version')!r}")
-    return result
+    where = (HISTORY_CONFIGMAP, DATA_KEY)
+    return read_document(data, where, 1, _entries, HistoryError) or {}
+
+
+def _entries(document: dict[str, Any]) -> dict[Identity, str]:
+    return {
+        (str(e["key"]), str(e["effect"])): str(e.get("lastOwned", "")) for e in document["taints"]
+    }
 
 
 def encode_history(entries: Mapping[Identity, str]) -> dict[str, str]:

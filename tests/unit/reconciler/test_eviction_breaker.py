@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
@@ -401,29 +402,37 @@ class StuckLedger(MemoryLedger):
         super().save(grants, now, window)
 
 
-def test_a_ledger_write_that_hangs_holds_up_no_other_nodes_admission() -> None:
-    nodes = [*storm_nodes(1), NodeState("fine")]
+@contextmanager
+def first_write_hung(
+    nodes: list[NodeState], asking: Callable[[EvictionBreaker, NodeState], Hold]
+) -> Iterator[EvictionBreaker]:
+    """A breaker whose first ledger write (for nodes[0], asked by another worker) hangs while
+    the block runs; released and joined after it."""
     ledger = StuckLedger()
     made, _, _ = breaker(nodes, ledger=ledger)
     made.load()
-    first = threading.Thread(target=ask, args=(made, nodes[0]))
+    first = threading.Thread(target=asking, args=(made, nodes[0]))
     first.start()
     assert ledger.entered.wait(5)
-
-    answered = threading.Event()
-
-    def settle_another() -> None:
-        made.settle("fine")
-        answered.set()
-
-    other = threading.Thread(target=settle_another)
-    other.start()
     try:
-        assert answered.wait(2), "another node's admission waited for the hung ledger write"
+        yield made
     finally:
         ledger.release.set()
         first.join(5)
-        other.join(5)
+
+
+def test_a_ledger_write_that_hangs_holds_up_no_other_nodes_admission() -> None:
+    answered = threading.Event()
+    with first_write_hung([*storm_nodes(1), NodeState("fine")], ask) as made:
+
+        def settle_another() -> None:
+            made.settle("fine")
+            answered.set()
+
+        other = threading.Thread(target=settle_another)
+        other.start()
+        assert answered.wait(2), "another node's admission waited for the hung ledger write"
+    other.join(5)
 
 
 ONE_AT_A_TIME = rules(
@@ -443,14 +452,5 @@ def ask_one_at_a_time(made: EvictionBreaker, node: NodeState) -> Hold:
 
 def test_a_grant_reserved_while_its_ledger_write_hangs_is_counted_by_other_workers() -> None:
     nodes = storm_nodes(20)
-    ledger = StuckLedger()
-    made, _, _ = breaker(nodes, ledger=ledger)
-    made.load()
-    first = threading.Thread(target=ask_one_at_a_time, args=(made, nodes[0]))
-    first.start()
-    assert ledger.entered.wait(5)
-    try:
+    with first_write_hung(nodes, ask_one_at_a_time) as made:
         assert ask_one_at_a_time(made, nodes[1]).waiting
-    finally:
-        ledger.release.set()
-        first.join(5)
