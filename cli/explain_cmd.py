@@ -86,7 +86,7 @@ def explain(
         typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
         raise typer.Exit(2)
     rules = _load(rules_file)
-    ready = {gate: (Sighting(f"--ready-gate {gate}", at),) for gate in ready_gate or ()}
+    ready = {gate: (Sighting(f"--ready-gate {gate}", at, True, at),) for gate in ready_gate or ()}
     facts = PlanFacts(now=at, gate_pod_signals=ready)
     console = Console()
     # A NodeList is planned as the reconciler would, node after node: evicting taints over the

@@ -151,6 +151,11 @@ def charges(node: NodeState, node_plan: NodePlan, rules: NodeRules) -> tuple[Cha
     return tuple(found)
 
 
+AHEAD_TOLERATED = timedelta(minutes=1)
+"""How far ahead of now a `timeAdded` may be and still count as made now (another writer's
+clock a little ahead); further ahead it is not believed."""
+
+
 def grants_on_nodes(nodes: Iterable[NodeState], rules: NodeRules, now: datetime) -> list[Grant]:
     """What the nodes themselves say was spent: a NoExecute taint of a budgeted rule whose
     `timeAdded` is within its budget's window. This survives a restart or a new leader."""
@@ -166,6 +171,14 @@ def grants_on_nodes(nodes: Iterable[NodeState], rules: NodeRules, now: datetime)
             added = parse_time(taint.time_added) if taint.time_added else None
             if ledger is None or added is None:
                 continue
+            if added > now + AHEAD_TOLERATED:
+                # Dated far ahead: a writer's clock, or a kubelet that registered with the
+                # taint and any timeAdded it liked. It counts from the Node's creation (the API
+                # server's time), so it holds a slot one window at most, not for as long as it
+                # stays.
+                if node.created is None:
+                    continue
+                added = node.created
             # timeAdded is in whole seconds: the taint went on within the second after it.
             at = min(added + TIME_ADDED_RESOLUTION, now)
             if now - budget_of(rules, ledger).window < at:

@@ -28,6 +28,7 @@ from nodegate.core.sightings import (
     Sighting,
     condition_key,
     condition_token,
+    earliest,
     episode_digest,
 )
 
@@ -219,28 +220,61 @@ def _of_this_life(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
 
 
 def _of_this_boot(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
-    """After a re-gate, whether a signal is of the new boot: nodegate saw it begin after the
-    previous boot was last known up, or (not seen begin) it is not an episode the gate's lift
-    recorded."""
+    """After a re-gate, whether a signal is of the new boot. Seen to begin: after the previous
+    boot was last known up. Not seen begin (found at a first look after a start): only if it
+    is none of the episodes recorded as shown at the lift or at the re-gate, and, for an init
+    pod, its status was written (the API server's stamp) after that moment; with no record at
+    all (a re-gate written by an older nodegate), it does not count: a restart never lifts a
+    re-gate on what may be the previous boot's readiness."""
     after = parse_time_or_none(node.annotations.get(GATE_REBOOTED_AFTER + gate.name))
     if after is not None:
         if signal.witnessed:
-            return signal.first_seen > after
-        lifted_on = set(node.annotations.get(GATE_SIGNALS + gate.name, "").split(","))
-        return episode_digest(signal.token) not in lifted_on
+            return earliest(signal) > after
+        recorded = node.annotations.get(GATE_SIGNALS + gate.name)
+        if recorded is None or episode_digest(signal.token) in recorded.split(","):
+            return False
+        return signal.status_written is None or signal.status_written > after
     regated = parse_time_or_none(node.annotations.get(GATE_REGATED + gate.name))
     # Re-gated by an older nodegate: as it judged.
     return regated is None or not signal.witnessed or signal.first_seen >= regated
 
 
-def _signal_digests(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str:
-    """The digests of the gate's readiness episodes shown now (`GATE_SIGNALS`)."""
-    tokens = [s.token for s in facts.gate_pod_signals.get(gate.name, ())]
+def _shown_signals(node: NodeState, gate: StartupGate, facts: PlanFacts) -> list[Sighting]:
+    """The gate's readiness episodes shown now: its init pods' and its matching conditions'."""
+    shown = list(facts.gate_pod_signals.get(gate.name, ()))
     for match in gate.ready_when.conditions:
         condition = matching_condition(node.conditions, match)
         if condition is not None:
-            tokens.append(condition_sighting(condition, facts).token)
-    return ",".join(sorted({episode_digest(t) for t in tokens}))
+            shown.append(condition_sighting(condition, facts))
+    return shown
+
+
+def _signal_digests(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str:
+    """The digests of the gate's readiness episodes shown now (`GATE_SIGNALS`)."""
+    shown = _shown_signals(node, gate, facts)
+    return ",".join(sorted({episode_digest(s.token) for s in shown}))
+
+
+def _stale_signals(
+    node: NodeState,
+    gate: StartupGate,
+    facts: PlanFacts,
+    records: tuple[tuple[str, str | None], ...],
+) -> tuple[str, str]:
+    """The `GATE_SIGNALS` record of a re-gate: the lift's, and the episodes shown now that are
+    provably the previous boot's (seen, or for a pod written, no later than it was last known
+    up), so that a process started later, which does not see them begin, never takes them for
+    this boot's. An episode first seen only now is left out: nodegate may have been down
+    through the reboot, and it may be this boot's."""
+    key = GATE_SIGNALS + gate.name
+    after = parse_time_or_none(dict(records).get(GATE_REBOOTED_AFTER + gate.name))
+    stale = {d for d in node.annotations.get(key, "").split(",") if d}
+    if after is not None:
+        for seen in _shown_signals(node, gate, facts):
+            written = seen.status_written
+            if seen.first_seen <= after or (written is not None and written <= after):
+                stale.add(episode_digest(seen.token))
+    return (key, ",".join(sorted(stale)))
 
 
 def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> timedelta | None:
@@ -255,9 +289,8 @@ def _lifted(
 ) -> GateOutcome:
     completed, boot, regated, after, signals, _ = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
-    shown = _signal_digests(node, gate, facts)
-    if shown or signals in node.annotations:
-        annotations.append((signals, shown or None))
+    # Written even when nothing is shown: a record, empty or not, says this nodegate lifted it.
+    annotations.append((signals, _signal_digests(node, gate, facts)))
     extra = gate.completion_annotation
     if extra is not None:
         when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
@@ -288,7 +321,8 @@ def _absent_gate(
         and lifted_on != node.boot_id
     ):
         why = "node rebooted (bootID changed): gate put back (regateOnReboot)"
-        annotations = (*reboot_records(node, gate, facts), (completed, None))
+        records = reboot_records(node, gate, facts)
+        annotations = (*records, (completed, None), _stale_signals(node, gate, facts, records))
         if gate.completion_annotation is not None:
             annotations += ((gate.completion_annotation.key, None),)
         ready = gate.ready_when.annotation_pair

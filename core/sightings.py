@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from nodegate.core.node import NodeCondition, format_time
@@ -43,6 +43,25 @@ class Sighting:
     """For a state shown by another object than the Node (an init pod): when that object's
     status was last written, as the API server stamped it (`managedFields`), else its
     creation; None: not known."""
+    restored: bool = False
+    """Made by another process (read back from the sightings record): dated on its reading of
+    the API server's clock, which may be up to `RESTORED_MARGIN` off this one's."""
+
+
+RESTORED_MARGIN = timedelta(seconds=1)
+"""How far two processes' readings of the API server's clock may differ (each reads its
+whole-second `Date`): a restored sighting is taken as this much later where later is safe
+(a `for` hold), and this much earlier where earlier is (whether it is of a new boot)."""
+
+
+def latest(seen: Sighting) -> datetime:
+    """The latest the sighting may have been, on this process's clock."""
+    return seen.first_seen + RESTORED_MARGIN if seen.restored else seen.first_seen
+
+
+def earliest(seen: Sighting) -> datetime:
+    """The earliest the sighting may have been, on this process's clock."""
+    return seen.first_seen - RESTORED_MARGIN if seen.restored else seen.first_seen
 
 
 def track(
@@ -65,10 +84,11 @@ def track(
 
 
 def first_sight(sightings: Mapping[Key, Sighting], key: Key, token: str, now: datetime) -> datetime:
-    """When the episode `key`/`token` was first seen; an episode not (yet) seen holds from now
-    (the state may have been read fresher than the sightings were taken: never earlier)."""
+    """The latest moment the episode `key`/`token` may have been first seen; an episode not
+    (yet) seen holds from now (the state may have been read fresher than the sightings were
+    taken: never earlier)."""
     seen = sightings.get(key)
-    return seen.first_seen if seen is not None and seen.token == token else now
+    return min(latest(seen), now) if seen is not None and seen.token == token else now
 
 
 def episode_digest(token: str) -> str:
@@ -90,4 +110,15 @@ def condition_episodes(
     conditions: Iterable[NodeCondition], read: Callable[[str], bool]
 ) -> dict[ConditionKey, str]:
     """The current episode of each condition of a type the rules `read`."""
-    return {condition_key(c): condition_token(c) for c in conditions if read(c.type)}
+    episodes: dict[ConditionKey, str] = {}
+    for c in conditions:
+        if read(c.type):  # a type reported twice: the first, as the planner matches it
+            episodes.setdefault(condition_key(c), condition_token(c))
+    return episodes
+
+
+def tells_episodes_apart(token: str) -> bool:
+    """Whether the node wrote a time for the episode: without one, a status that went away and
+    came back unseen looks the same, so a sighting of it made by another process (while no one
+    watched in between) cannot be trusted."""
+    return not token.endswith("@")

@@ -19,14 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
 from nodegate.core.conditions import conditions_hold, matching_condition
 from nodegate.core.gate_plan import GATE_REBOOTED_AFTER, carried_gate_taints
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, format_precise_time, parse_time
-from nodegate.core.sightings import ConditionKey, Sighting, condition_key
+from nodegate.core.sightings import ConditionKey, Sighting, condition_key, tells_episodes_apart
 from nodegate.core.stored_document import read_document
 
 SIGHTINGS_CONFIGMAP = "nodegate-sightings"
@@ -37,19 +36,16 @@ SIGHTINGS_LIMIT = 512 * 1024
 left out, and after a restart their holds start again (later, never earlier)."""
 
 
-RESTORED_LATER_BY = timedelta(seconds=1)
-"""A sighting another process made is dated on its reading of the API server's clock, which
-may be up to a second ahead of this one's (each reads the server's whole-second `Date`): it
-counts a second later, so a restart never brings a hold's end forward."""
-
-
 def restored(sighted: NodeSightings) -> NodeSightings:
-    """The sightings as a new process counts them (`RESTORED_LATER_BY`)."""
-    later = {
-        key: replace(s, first_seen=s.first_seen + RESTORED_LATER_BY)
+    """The sightings as a new process takes them: made on another reading of the server's
+    clock (`sightings.RESTORED_MARGIN`), and only of episodes the node wrote a time for (one
+    without could have ended and begun again while no process watched)."""
+    kept = {
+        key: replace(s, restored=True)
         for key, s in sighted.conditions.items()
+        if tells_episodes_apart(s.token)
     }
-    return NodeSightings(sighted.uid, later)
+    return NodeSightings(sighted.uid, kept)
 
 
 class SightingsRecordError(ValueError):

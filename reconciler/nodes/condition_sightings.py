@@ -30,8 +30,8 @@ class ConditionSightings:
         self._lock = threading.Lock()
 
     def restore(self, stored: Mapping[str, NodeSightings]) -> None:
-        """The record as read at start: each node's first look begins from it (a second later:
-        `sightings_record.RESTORED_LATER_BY`)."""
+        """The record as read at start: each node's first look begins from it
+        (`sightings_record.restored`)."""
         later = {name: restored(sighted) for name, sighted in stored.items()}
         with self._lock:
             self._stored = dict(later)
@@ -73,6 +73,15 @@ class ConditionSightings:
         with self._lock:
             self._by_node.clear()
             self._stored = {**self._stored, **self._kept}
+
+    def keep_only(self, live: set[str]) -> None:
+        """Forget every node not in `live` (names in the synced cache): one deleted while no
+        process watched, or whose delete a watch gap hid, leaves the record."""
+        with self._lock:
+            for key in [k for k in {*self._by_node, *self._stored, *self._kept} if k not in live]:
+                self._by_node.pop(key, None)
+                self._stored.pop(key, None)
+                self._keep(key, None)
 
     def changes(self) -> dict[str, NodeSightings] | None:
         """What the record should now hold, if that changed since the last call."""

@@ -61,6 +61,9 @@ Clock = Callable[[], datetime]
 RESYNC_POLL_SECONDS = 0.02
 """How often the controller looks whether a resync under way is done (its timing's resolution)."""
 HISTORY_LOAD_SECONDS = 30.0
+ANCHOR_RETRY_SECONDS = 5.0
+"""How often the API server's time is asked for while it has not been read (the clock runs on
+this host's until then)."""
 """How long the taint-key history is retried at start before going on without it."""
 
 
@@ -121,6 +124,7 @@ class Controller:
         self._conditions = ConditionSightings()
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
         self._next_sightings_save = 0.0
+        self._next_anchor = 0.0
         self._read_conditions = condition_types_read(None)
         self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
@@ -419,6 +423,9 @@ class Controller:
         while not stop.wait(min(RESYNC_POLL_SECONDS, period)):
             self._finish_resync()
             self._save_sightings()
+            if not self._server_clock.anchored and time.monotonic() >= self._next_anchor:
+                self._next_anchor = time.monotonic() + ANCHOR_RETRY_SECONDS
+                self._reanchor()
             if time.monotonic() < next_period:
                 continue
             next_period = time.monotonic() + period
@@ -428,6 +435,7 @@ class Controller:
             self.status.retry()
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
+                self._conditions.keep_only(set(self.informer.cached_keys()))
             self._start_resync()
         self._running.clear()
         self.labels.follow(False, health)

@@ -17,7 +17,7 @@ from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import PermanentError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
-SAVE_INTERVAL_SECONDS = 2.0
+SAVE_INTERVAL_SECONDS = 5.0
 """How often the record may be written: a node flapping its condition sets no pace."""
 
 

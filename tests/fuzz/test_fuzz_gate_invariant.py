@@ -53,6 +53,34 @@ STALE_AFTER_REBOOT: list[Step] = [
     ("reconcile", 0),
 ]
 """Kept from main's guard: the pod's status from before the reboot must not lift the re-gate."""
+FLAP_AFTER_LIFT: list[Step] = [
+    ("create", 0),
+    ("pod_ready", 1),
+    ("reconcile", 1),
+    ("pod_not_ready", 5),
+    ("pod_ready", 5),
+    ("reconcile", 1),
+    ("down", 5),
+    ("up", 5),
+    ("reconcile", 1),
+    ("reboot", 60),
+    ("reconcile", 1),
+]
+"""Found by the review of issue 43: the init pod (or agent) turned Ready again after the lift (a
+rollout), nodegate restarted, then the node rebooted: the re-gate was lifted at once on the
+previous boot's readiness, which the new process had not seen begin."""
+READY_AFTER_TIMEOUT_LIFT: list[Step] = [
+    ("create", 0),
+    ("reconcile", 31),
+    ("pod_ready", 5),
+    ("reconcile", 1),
+    ("down", 5),
+    ("up", 5),
+    ("reconcile", 1),
+    ("reboot", 60),
+    ("reconcile", 1),
+]
+"""The same with the gate lifted by its timeout (30 s, onTimeout lift): nothing was shown then."""
 HELD_GATE: list[Step] = [("create", 0), ("hold", 0), ("create", 0)]
 """A node born, while an update is held, with the held update's gate."""
 
@@ -68,6 +96,9 @@ HELD_GATE: list[Step] = [("create", 0), ("hold", 0), ("create", 0)]
 @example(config=GateConfig(signal="conditions"), history=STALE_AFTER_REBOOT)
 @example(config=GateConfig(signal="conditions"), history=STUCK_THROTTLED)
 @example(config=GateConfig(signal="conditions"), history=OLD_POD)
+@example(config=GateConfig(), history=FLAP_AFTER_LIFT)
+@example(config=GateConfig(signal="conditions"), history=FLAP_AFTER_LIFT)
+@example(config=GateConfig(timeout=30, on_timeout="lift"), history=READY_AFTER_TIMEOUT_LIFT)
 def test_no_gate_is_stuck_or_lifted_by_the_wrong_evidence(
     config: GateConfig, history: list[Step]
 ) -> None:

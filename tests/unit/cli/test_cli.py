@@ -171,3 +171,22 @@ def test_validate_says_what_each_pool_with_reconciler_labels_needs_on_its_cloud(
     assert "node-restriction.kubernetes.io/nodegate-pool=ci" in info[0]
     assert "Node admission webhook" in info[0]
     assert "kubernetes.azure.com/agentpool" in info[1]
+
+
+def test_explain_with_a_ready_gate_shows_the_lift_on_a_node_file_with_a_creation_time() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "explain",
+            "--rules",
+            str(RULES),
+            "--node",
+            str(NODE),
+            "--now",
+            "2026-11-21T10:10:00Z",
+            "--ready-gate",
+            "gpu-warmup",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "gpu-warmup: init pod is Ready" in " ".join(result.stdout.split())

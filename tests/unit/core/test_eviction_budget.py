@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -217,6 +218,26 @@ def test_the_nodes_time_added_counts_as_spent_after_a_restart() -> None:
 
     assert [g.node for g in grants_on_nodes([tainted], storm, NOW + timedelta(minutes=1))] == ["t"]
     assert grants_on_nodes([tainted], storm, NOW + WINDOW + timedelta(seconds=2)) == []
+
+
+def test_a_time_added_far_ahead_holds_a_slot_one_window_from_the_nodes_creation_at_most() -> None:
+    """A kubelet may register with a budgeted taint and any timeAdded: dated in 9999, it used to
+    count as spent now on every pass, for as long as it stayed, and hold evictions elsewhere."""
+    storm = rules(STORM)
+    forged = replace(TAINT, time_added="9999-12-31T23:59:59Z")
+    registered = NodeState(name="r", taints=(forged,), conditions=BROKEN, created=NOW)
+
+    inside = grants_on_nodes([registered], storm, NOW + timedelta(minutes=1))
+    assert [g.at for g in inside] == [NOW + timedelta(seconds=1)]
+    assert grants_on_nodes([registered], storm, NOW + WINDOW + timedelta(seconds=2)) == []
+
+
+def test_a_time_added_a_little_ahead_counts_as_made_now() -> None:
+    storm = rules(STORM)
+    ahead = replace(TAINT, time_added="2026-11-21T12:00:30Z")
+    node = NodeState(name="a", taints=(ahead,), conditions=BROKEN, created=NOW)
+
+    assert [g.at for g in grants_on_nodes([node], storm, NOW)] == [NOW]
 
 
 def _ready_bug(nodes: int) -> tuple[list[tuple[NodeState, PlanFacts]], NodeRules]:

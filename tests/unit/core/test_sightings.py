@@ -7,11 +7,14 @@ from datetime import timedelta
 
 from nodegate.core.node import NodeCondition
 from nodegate.core.sightings import (
+    RESTORED_MARGIN,
     Sighting,
     condition_episodes,
     condition_key,
     condition_token,
+    earliest,
     first_sight,
+    latest,
     track,
 )
 from tests.unit.core.builders import NOW
@@ -62,3 +65,20 @@ def test_only_conditions_the_rules_read_are_sighted() -> None:
     assert condition_episodes([KAPUT, ready], lambda t: t != "Ready") == {
         condition_key(KAPUT): condition_token(KAPUT)
     }
+
+
+def test_a_condition_type_reported_twice_is_sighted_as_the_planner_reads_it_the_first() -> None:
+    again = NodeCondition("NetworkInterfaceCard", "Kaput", "", NOW)
+
+    assert condition_episodes([KAPUT, again], lambda _t: True) == {
+        condition_key(KAPUT): condition_token(KAPUT)
+    }
+
+
+def test_a_restored_sighting_is_later_for_a_hold_and_earlier_for_a_boot() -> None:
+    """Another process read the server's clock: up to `RESTORED_MARGIN` off this one's."""
+    restored = Sighting("t", NOW, restored=True)
+
+    assert latest(restored) == NOW + RESTORED_MARGIN
+    assert earliest(restored) == NOW - RESTORED_MARGIN
+    assert latest(Sighting("t", NOW)) == earliest(Sighting("t", NOW)) == NOW

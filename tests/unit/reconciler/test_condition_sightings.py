@@ -22,14 +22,26 @@ def read_all(_type: str) -> bool:
     return True
 
 
-def test_a_restart_starts_from_the_sighting_the_record_kept_a_second_later() -> None:
-    """Another process read the server's clock: up to a second ahead of this one's."""
+def test_a_restart_starts_from_the_sighting_the_record_kept_marked_as_restored() -> None:
+    """Another process read the server's clock: the sighting is taken with that margin."""
     table = ConditionSightings()
     kept = Sighting(TOKEN, NOW - timedelta(seconds=20), witnessed=True)
     table.restore({NODE.name: NodeSightings("uid-1", {KEY: kept})})
 
-    later = Sighting(TOKEN, NOW - timedelta(seconds=19), witnessed=True)
-    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == later
+    restored = replace(kept, restored=True)
+    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == restored
+
+
+def test_a_kept_sighting_of_a_condition_without_a_time_is_not_restored() -> None:
+    """Gone and back while no process watched looks the same: the hold starts again."""
+    bare = replace(NODE, conditions=(NodeCondition("NetworkInterfaceCard", "Kaput"),))
+    token = "NetworkInterfaceCard=Kaput@"
+    table = ConditionSightings()
+    table.restore({bare.name: NodeSightings("uid-1", {KEY: Sighting(token, NOW)})})
+
+    assert table.look(bare.name, bare, read_all, NOW + timedelta(seconds=9))[KEY] == Sighting(
+        token, NOW + timedelta(seconds=9), False
+    )
 
 
 def test_a_kept_sighting_of_another_node_object_is_not_used() -> None:
@@ -75,3 +87,12 @@ def test_a_forgotten_node_leaves_the_record() -> None:
     table.forget(NODE.name)
 
     assert table.changes() == {}
+
+
+def test_a_node_gone_while_no_process_watched_leaves_the_record() -> None:
+    table = ConditionSightings()
+    table.restore({"gone": NodeSightings("uid-9", {KEY: Sighting(TOKEN, NOW)})})
+    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table.keep_only({NODE.name})
+
+    assert set(table.changes() or {}) == {NODE.name}
