@@ -12,9 +12,11 @@ same episode); anything else is first seen then, unwitnessed: later, never earli
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 
+from nodegate.core.conditions import condition_types_read
+from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState
 from nodegate.core.sightings import ConditionKey, Sighting, condition_episodes, track
 from nodegate.core.sightings_record import NodeSightings, restored
@@ -22,6 +24,7 @@ from nodegate.core.sightings_record import NodeSightings, restored
 
 class ConditionSightings:
     def __init__(self) -> None:
+        self._read = condition_types_read(None)
         self._by_node: dict[str, dict[ConditionKey, Sighting]] = {}
         self._stored: dict[str, NodeSightings] = {}
         """What the record held when this process started, until each node's first look."""
@@ -37,18 +40,30 @@ class ConditionSightings:
             self._stored = dict(later)
             self._kept = dict(later)
 
+    def read(self, rules: NodeRules | None) -> None:
+        """Sight the condition types `rules` read from now on; if that changes them, every
+        node's next look is a first look (a type newly read was not watched begin). What the
+        record keeps stays, for that look. Set under the lock looks take, so no look mixes
+        the old types with the new table."""
+        read = condition_types_read(rules)
+        with self._lock:
+            if read == self._read:
+                return
+            self._read = read
+            self._by_node.clear()
+            self._stored = {**self._stored, **self._kept}
+
     def look(
         self,
         key: str,
         node: NodeState,
-        read: Callable[[str], bool],
         now: datetime,
         keep: frozenset[ConditionKey] = frozenset(),
     ) -> Mapping[ConditionKey, Sighting]:
         """The node's sightings after one more look at it; those in `keep` (still deciding
         something: `sightings_record.worth_keeping`) are what the record keeps of it."""
-        episodes = condition_episodes(node.conditions, read)
         with self._lock:
+            episodes = condition_episodes(node.conditions, self._read)
             previous = self._by_node.get(key)
             if previous is None:
                 stored = self._stored.pop(key, None)
@@ -66,13 +81,6 @@ class ConditionSightings:
             self._by_node.pop(key, None)
             self._stored.pop(key, None)
             self._keep(key, None)
-
-    def forget_all(self) -> None:
-        """Rules that read other condition types: a type newly read was not watched begin.
-        What the record keeps stays, for each node's next (first) look."""
-        with self._lock:
-            self._by_node.clear()
-            self._stored = {**self._stored, **self._kept}
 
     def keep_only(self, live: set[str]) -> None:
         """Forget every node not in `live` (names in the synced cache): one deleted while no

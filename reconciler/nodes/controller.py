@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.boot_sight import BootSight, track_boot
-from nodegate.core.conditions import condition_types_read
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.gate_census import GateCensus, gate_census
 from nodegate.core.gate_plan import annotations_read
@@ -125,7 +124,6 @@ class Controller:
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
         self._next_sightings_save = 0.0
         self._next_anchor = 0.0
-        self._read_conditions = condition_types_read(None)
         self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
         """When the periodic resync under way queued every node (monotonic), or None."""
@@ -236,10 +234,7 @@ class Controller:
         old = self._keep_annotation
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
         self._keep_annotation = annotation_filter(update.rules)
-        read = condition_types_read(update.rules)
-        if read != self._read_conditions:  # a type newly read was not watched begin
-            self._conditions.forget_all()
-        self._read_conditions = read
+        self._conditions.read(update.rules)
         if needs_relist:  # the new rules read annotations the cache has been dropping
             self.informer.request_relist()
         self._enqueue_all("resync")
@@ -352,7 +347,7 @@ class Controller:
         if rules is None:  # nothing is read yet: a first look now would find nothing
             return {}
         keep = worth_keeping(node, rules)
-        return self._conditions.look(key, node, self._read_conditions, now, keep)
+        return self._conditions.look(key, node, now, keep)
 
     def _save_sightings(self) -> None:
         """Write what the sightings record should hold, if it changed (every few seconds at

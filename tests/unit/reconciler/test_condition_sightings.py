@@ -10,7 +10,7 @@ from nodegate.core.node import NodeCondition
 from nodegate.core.sightings import Sighting
 from nodegate.core.sightings_record import NodeSightings
 from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
-from tests.unit.core.builders import NOW, node
+from tests.unit.core.builders import NOW, node, rules
 
 KAPUT = NodeCondition("NetworkInterfaceCard", "Kaput", "", NOW - timedelta(hours=1))
 KEY = ("NetworkInterfaceCard", "Kaput")
@@ -18,62 +18,75 @@ TOKEN = "NetworkInterfaceCard=Kaput@2026-11-21T11:00:00Z"
 NODE = replace(node(conditions=(KAPUT,)), uid="uid-1")
 
 
-def read_all(_type: str) -> bool:
-    return True
+READING = rules(
+    """\
+    conditionTaints:
+      - name: nic
+        conditions: [{type: NetworkInterfaceCard, status: Kaput}]
+        for: 30s
+        taint: {key: example.com/nic, effect: NoExecute}
+    """
+)
+
+
+def table_reading() -> ConditionSightings:
+    table = ConditionSightings()
+    table.read(READING)
+    return table
 
 
 def test_a_restart_starts_from_the_sighting_the_record_kept_marked_as_restored() -> None:
     """Another process read the server's clock: the sighting is taken with that margin."""
-    table = ConditionSightings()
+    table = table_reading()
     kept = Sighting(TOKEN, NOW - timedelta(seconds=20), witnessed=True)
     table.restore({NODE.name: NodeSightings("uid-1", {KEY: kept})})
 
     restored = replace(kept, restored=True)
-    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == restored
+    assert table.look(NODE.name, NODE, NOW)[KEY] == restored
 
 
 def test_a_kept_sighting_of_a_condition_without_a_time_is_not_restored() -> None:
     """Gone and back while no process watched looks the same: the hold starts again."""
     bare = replace(NODE, conditions=(NodeCondition("NetworkInterfaceCard", "Kaput"),))
     token = "NetworkInterfaceCard=Kaput@"
-    table = ConditionSightings()
+    table = table_reading()
     table.restore({bare.name: NodeSightings("uid-1", {KEY: Sighting(token, NOW)})})
 
-    assert table.look(bare.name, bare, read_all, NOW + timedelta(seconds=9))[KEY] == Sighting(
+    assert table.look(bare.name, bare, NOW + timedelta(seconds=9))[KEY] == Sighting(
         token, NOW + timedelta(seconds=9), False
     )
 
 
 def test_a_kept_sighting_of_another_node_object_is_not_used() -> None:
-    table = ConditionSightings()
+    table = table_reading()
     kept = Sighting(TOKEN, NOW - timedelta(seconds=20))
     table.restore({NODE.name: NodeSightings("uid-0", {KEY: kept})})
 
-    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == Sighting(TOKEN, NOW, False)
+    assert table.look(NODE.name, NODE, NOW)[KEY] == Sighting(TOKEN, NOW, False)
 
 
 def test_what_the_first_look_finds_without_a_record_is_unwitnessed_and_seen_now() -> None:
-    table = ConditionSightings()
+    table = table_reading()
 
-    assert table.look(NODE.name, NODE, read_all, NOW)[KEY] == Sighting(TOKEN, NOW, False)
+    assert table.look(NODE.name, NODE, NOW)[KEY] == Sighting(TOKEN, NOW, False)
 
 
 def test_only_what_still_decides_something_is_offered_to_the_record_and_once() -> None:
-    table = ConditionSightings()
-    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table = table_reading()
+    table.look(NODE.name, NODE, NOW, keep=frozenset({KEY}))
 
     assert table.changes() == {
         NODE.name: NodeSightings("uid-1", {KEY: Sighting(TOKEN, NOW, False)})
     }
-    table.look(NODE.name, NODE, read_all, NOW + timedelta(seconds=1), keep=frozenset({KEY}))
+    table.look(NODE.name, NODE, NOW + timedelta(seconds=1), keep=frozenset({KEY}))
     assert table.changes() is None
-    table.look(NODE.name, NODE, read_all, NOW + timedelta(seconds=2))
+    table.look(NODE.name, NODE, NOW + timedelta(seconds=2))
     assert table.changes() == {}
 
 
 def test_changes_that_could_not_be_written_are_offered_again() -> None:
-    table = ConditionSightings()
-    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table = table_reading()
+    table.look(NODE.name, NODE, NOW, keep=frozenset({KEY}))
     offered = table.changes()
     table.changed_again()
 
@@ -81,8 +94,8 @@ def test_changes_that_could_not_be_written_are_offered_again() -> None:
 
 
 def test_a_forgotten_node_leaves_the_record() -> None:
-    table = ConditionSightings()
-    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table = table_reading()
+    table.look(NODE.name, NODE, NOW, keep=frozenset({KEY}))
     table.changes()
     table.forget(NODE.name)
 
@@ -90,9 +103,17 @@ def test_a_forgotten_node_leaves_the_record() -> None:
 
 
 def test_a_node_gone_while_no_process_watched_leaves_the_record() -> None:
-    table = ConditionSightings()
+    table = table_reading()
     table.restore({"gone": NodeSightings("uid-9", {KEY: Sighting(TOKEN, NOW)})})
-    table.look(NODE.name, NODE, read_all, NOW, keep=frozenset({KEY}))
+    table.look(NODE.name, NODE, NOW, keep=frozenset({KEY}))
     table.keep_only({NODE.name})
 
     assert set(table.changes() or {}) == {NODE.name}
+
+
+def test_what_no_rule_reads_is_not_sighted_and_a_type_newly_read_starts_unwitnessed() -> None:
+    table = ConditionSightings()
+    assert table.look(NODE.name, NODE, NOW) == {}
+
+    table.read(READING)
+    assert table.look(NODE.name, NODE, NOW)[KEY].witnessed is False

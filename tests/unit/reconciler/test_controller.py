@@ -797,3 +797,52 @@ def test_housekeeping_goes_on_while_a_long_resync_is_under_way() -> None:
     stop.set()
     thread.join(10)
     assert len(controller.gates) == 0  # forgotten at the next period, not after the pass
+
+
+NIC_FOR_30S = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+conditionTaints:
+  - name: nic-broken
+    conditions: [{type: NetworkInterfaceCard, status: Kaput}]
+    for: 30s
+    taint: {key: example.com/nic, value: broken, effect: NoExecute}
+    evictionBudget: unlimited
+"""
+
+
+def test_a_for_hold_counts_from_the_controllers_first_sight_not_the_nodes_time() -> None:
+    """The node wrote its condition's time an hour behind: the hold still runs its 30 s, from
+    when this controller first saw the condition, then the taint goes on."""
+    now = [datetime(2026, 11, 24, 12, 0, tzinfo=UTC)]
+    api = FakeApi()
+    raw = fake_node("n1")
+    raw["status"]["conditions"] = [
+        {
+            "type": "NetworkInterfaceCard",
+            "status": "Kaput",
+            "lastTransitionTime": "2026-11-24T11:00:00Z",
+        }
+    ]
+    api.add_node(raw)
+    controller = sync(
+        Controller(
+            ReconcilerSettings(rules_configmap="nodegate-system/rules"),
+            api,
+            EventRecorder(api, "default", "test"),
+            Metrics(),
+            TaintHistory(api, "nodegate-system"),
+            Health(),
+            clock=lambda: now[0],
+        )
+    )
+    controller.offer_rules(update(NIC_FOR_30S))
+
+    controller.process("n1")
+    assert not api.nodes["n1"]["spec"].get("taints")
+    now[0] += timedelta(seconds=29)
+    controller.process("n1")
+    assert not api.nodes["n1"]["spec"].get("taints")
+    now[0] += timedelta(seconds=2)
+    controller.process("n1")
+    assert [t["key"] for t in api.nodes["n1"]["spec"]["taints"]] == ["example.com/nic"]
