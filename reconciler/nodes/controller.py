@@ -265,7 +265,9 @@ class Controller:
 
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
         self._metrics.cached_objects.labels("nodes").set(len(self.informer))
-        self.labels.keys.observe(key, new.state if new is not None else None)
+        for rival in self.labels.keys.observe(key, new.state if new is not None else None):
+            if self.rules is not None:
+                self._enqueue(rival, "event")
         if new is None:
             self._on_node_deleted(key, old)
             return

@@ -35,10 +35,16 @@ class RecordKeys:
             for node in nodes:
                 self._put(node.name, node)
 
-    def observe(self, name: str, node: NodeState | None) -> None:
-        """A node was added, changed (its providerID may appear) or deleted (None)."""
+    def observe(self, name: str, node: NodeState | None) -> tuple[str, ...]:
+        """A node was added, changed (its providerID may appear) or deleted (None); the other
+        claimants of the key it no longer claims, who may now be alone with it (to be planned
+        again at once: a record withheld from rivals goes to the survivor)."""
         with self._lock:
+            before = self._key_of.get(name)
             self._put(name, node)
+            if before is None or self._key_of.get(name) == before:
+                return ()
+            return tuple(sorted(self._claimants.get(before, set())))
 
     def rivals(self, name: str, key: str) -> tuple[str, ...]:
         """The other live nodes that claim `key`, by name."""

@@ -251,3 +251,30 @@ def test_dry_run_persisted_labels_report_the_restore_and_neither_restore_nor_rec
     assert TEAM not in read_node(core_v1, new)["metadata"]["labels"]
     record = record_of(core_v1, records_namespace, provider_id)
     assert (record["nodeUID"], record.get("nodeGoneAt")) == (old_uid, None)
+
+
+def test_a_survivor_of_two_claimants_gets_its_labels_as_soon_as_its_rival_is_deleted(
+    persisting: Start, core_v1: k8s_client.CoreV1Api, records_namespace: str, unique_name: str
+) -> None:
+    """Issue 45's second case: an OKE node re-registered under a new name while its old Node
+    object lingered. While both claim the providerID neither gets the record's labels; once the
+    admin deletes the stale one, the survivor is planned again at once, not at the next resync
+    (5 minutes by default)."""
+    persisting()
+    provider_id = azure_provider_id(unique_name[:30], 7)
+    stale, survivor = f"{unique_name}-old"[:63], f"{unique_name}-new"[:63]
+    labelled_node(core_v1, records_namespace, stale, provider_id)
+    create_node(core_v1, SimNode(name=survivor, provider_id=provider_id))
+    wait_for_event(core_v1, survivor, "LabelRecordWithheld")
+    assert TEAM not in read_node(core_v1, survivor)["metadata"]["labels"]
+
+    delete_node(core_v1, stale)
+    deleted = time.monotonic()
+    wait_until(
+        lambda: read_node(core_v1, survivor)["metadata"]["labels"].get(TEAM) == "ml",
+        TIMEOUT,
+        "the survivor's labels",
+        interval=0.05,
+    )
+    print(f"survivor labelled {time.monotonic() - deleted:.2f}s after its rival's deletion")
+    delete_node(core_v1, survivor)

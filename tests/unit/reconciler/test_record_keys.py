@@ -65,3 +65,18 @@ def test_nothing_is_indexed_while_no_labels_persist() -> None:
     keys.rebuild([REAL, CLAIMANT], None)
 
     assert keys.contested() == 0
+
+
+def test_a_claimant_leaving_a_key_names_the_claimants_left_with_it() -> None:
+    keys = RecordKeys()
+    keys.rebuild([REAL, CLAIMANT, OTHER], CONFIG)
+
+    assert keys.observe("evil-1", None) == ("real",)
+    assert keys.observe("other", replace(OTHER, labels={"a": "b"})) == ()  # same key: no one
+
+
+def test_a_claimant_re_keyed_names_the_claimants_of_its_old_key() -> None:
+    keys = RecordKeys()
+    keys.rebuild([REAL, CLAIMANT], CONFIG)
+
+    assert keys.observe("evil-1", replace(CLAIMANT, provider_id="oci://instance-9")) == ("real",)
