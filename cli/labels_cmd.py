@@ -1,5 +1,5 @@
-"""`nodegate labels list|show NODE|forget NODE`: the persisted-label records, without reading
-raw ConfigMaps."""
+"""`nodegate labels list|show NODE|forget NODE|hand-over NODE --to NODE`: the persisted-label
+records, without reading raw ConfigMaps."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.core.persisted_labels import RECORD_LABEL, RECORD_LABEL_VALUE
+from nodegate.core.node import NodeState
+from nodegate.core.persisted_labels import (
+    RECORD_LABEL,
+    RECORD_LABEL_VALUE,
+    encode_record,
+    handed_over,
+)
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, Selection
@@ -116,6 +122,36 @@ def forget(
         for stored in matching:
             api.delete_configmap(namespace, stored.name, stored.resource_version)
             typer.echo(f"forgot record {stored.name}")
+    except KubeError as err:
+        raise _fail(err) from err
+    if not matching:
+        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command("hand-over", cls=Command)
+def hand_over(
+    node: Annotated[str, typer.Argument(help="The record's node name, or its key.")],
+    to: Annotated[str, typer.Option("--to", help="The Node of the machine to hand it to.")],
+    kubeconfig: Kubeconfig = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """Hand NODE's record to another machine's Node (a machine replaced under the same key):
+    nodegate never takes a node's word for that. Its labels are restored there at that node's
+    next plan (its next change, or the resync)."""
+    try:
+        api, records = _records(kubeconfig, namespace)
+        matching = [m for m in _matching(records, node) if m.record is not None]
+        raw = api.get_node(to)
+        if raw is None:
+            typer.echo(f"nodegate labels: no node {to}", err=True)
+            raise typer.Exit(1)
+        target = NodeState.from_k8s(raw, lambda _key: False)
+        for stored in matching:
+            assert stored.record is not None
+            data = encode_record(handed_over(stored.record, target))
+            api.replace_configmap(namespace, stored.name, {**stored.raw, "data": data})
+            typer.echo(f"handed record {stored.name} to {to}")
     except KubeError as err:
         raise _fail(err) from err
     if not matching:

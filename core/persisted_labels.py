@@ -161,8 +161,11 @@ class LabelDecision:
     """Why the record's labels are not restored onto this node (a Warning Event), if so."""
     rivals: tuple[str, ...] = ()
     """Other live nodes claiming the same key (the record is left alone while there are any)."""
-    dropped: Mapping[str, str] = field(default_factory=dict)
-    """Labels of another machine's record that this node's record replaces."""
+    withheld: Mapping[str, str] = field(default_factory=dict)
+    """Labels of another machine's record that this node does not get (the record is kept)."""
+    other_machine: bool = False
+    """The node shows another machine's identity than the record's: evidence of a forged
+    claim, or of a new machine an admin has not handed the record to."""
 
 
 def same_machine(record: LabelRecord, node: NodeState, config: PersistentLabels) -> bool | None:
@@ -201,7 +204,9 @@ def restore_refusal(
     if not same:
         return (
             f"record {record.key!r} was kept for another machine (providerID or system UUID "
-            "differ); its labels are not restored, and the record now follows this node"
+            "differ); its labels are not restored and the record stays that machine's (a "
+            "node's word never takes a record over). If this node is a new machine that should "
+            f"have it: nodegate labels hand-over {record.key} --to {node.name}"
         )
     return None
 
@@ -245,8 +250,7 @@ def decide(
             return LabelDecision(restore, synced)
         if same_machine(record, node, config) is None:
             return LabelDecision({}, None, refusal)
-        fresh = _fresh(record.key, node, current, now, (node.name,))
-        return LabelDecision({}, fresh, refusal, dropped=stored)
+        return LabelDecision({}, None, refusal, withheld=stored, other_machine=True)
     followed = replace(
         record, labels=current, captured_at=now, node_names=names, node_gone_at=None, **machine
     )
@@ -266,6 +270,18 @@ def _fresh(
         names,
         provider_id=node.provider_id,
         system_uuid=node.system_uuid,
+    )
+
+
+def handed_over(record: LabelRecord, node: NodeState) -> LabelRecord:
+    """The record as an admin hands it to `node` (`nodegate labels hand-over`): the machine it
+    is kept for is now this one, so the node's next plan restores its labels and the record
+    follows it."""
+    return replace(
+        record,
+        provider_id=node.provider_id,
+        system_uuid=node.system_uuid,
+        node_names=node_names(record, node.name),
     )
 
 

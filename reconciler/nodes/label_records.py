@@ -150,13 +150,13 @@ class LabelRecords:
             return
         if decision.rivals:
             reason = "contested"
-        elif decision.record is None:
-            reason = "unproven"
-        else:
+        elif decision.other_machine:
             reason = "other_machine"
+        else:
+            reason = "unproven"
         self._metrics.label_records_withheld.labels(reason).inc()
-        dropped = ", ".join(f"{k}={v}" for k, v in sorted(decision.dropped.items()))
-        message = decision.refusal + (f" (labels no longer kept: {dropped})" if dropped else "")
+        withheld = ", ".join(f"{k}={v}" for k, v in sorted(decision.withheld.items()))
+        message = decision.refusal + (f" (labels withheld: {withheld})" if withheld else "")
         log.warning(
             "persisted labels withheld",
             extra={"node": node.state.name, "record": work.name, "reason": reason},

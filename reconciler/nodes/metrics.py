@@ -290,7 +290,7 @@ class Metrics:
             "nodegate_label_records_withheld",
             "Reconciles that left a record's labels off a node, by reason (contested: another "
             "live node claims its key; unproven: nothing shows the node is the recorded machine; "
-            "other_machine: the record was another machine's and now follows this node).",
+            "other_machine: the record is another machine's and stays so).",
             ["reason"],
             registry=r,
         )

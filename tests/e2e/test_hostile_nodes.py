@@ -191,3 +191,42 @@ def test_a_record_holding_a_value_the_api_refuses_is_quarantined_and_blocks_noth
         "the quarantined copy",
     )
     assert "persist.example.com/team" not in labels_of(core_v1, name)
+
+
+def test_a_kubelet_with_another_machines_provider_id_neither_gets_nor_erases_its_record(
+    guarded: ReconcilerProcess,
+    make_node: Callable[..., str],
+    as_node: AsNode,
+    core_v1: k8s_client.CoreV1Api,
+    records_namespace: str,
+    unique_name: str,
+) -> None:
+    """Issue 45's first case: the machine's Node is deleted (a repair); meanwhile
+    `system:node:evil-1` registers with the machine's providerID and its own system UUID. It
+    gets nothing, the record stays the machine's, and the machine, back, gets its labels."""
+    shared = oci_provider_id(f"{unique_name}-machine")
+    machine = make_node("machine", provider_id=shared, labels={PERSISTED: "payments"})
+    kept = wait_for_record(core_v1, records_namespace, shared, lambda r: bool(r["labels"]))
+    core_v1.delete_node(machine)
+    wait_for_record(core_v1, records_namespace, shared, lambda r: r.get("nodeGoneAt") is not None)
+
+    intruder = f"{unique_name}-evil-1"[:63]
+    body = SimNode(name=intruder, provider_id=shared, system_uuid="uuid-of-evil-1")
+    as_node(intruder).create_node(cast(Any, body.body()))
+    try:
+        [event] = wait_for_event(core_v1, intruder, "LabelRecordWithheld")
+        assert "another machine" in (event.message or "")
+        after_a_reconcile(guarded, lambda: time.sleep(1))
+        stored = record_of(core_v1, records_namespace, shared)
+        assert stored["labels"] == kept["labels"]
+        assert stored["systemUUID"] == kept["systemUUID"]
+        assert PERSISTED not in labels_of(core_v1, intruder)
+    finally:
+        core_v1.delete_node(intruder)
+
+    back = make_node("machine-back", provider_id=shared)  # the same machine, a new Node object
+    wait_until(
+        lambda: labels_of(core_v1, back).get(PERSISTED) == "payments",
+        TIMEOUT,
+        "the machine's labels back",
+    )

@@ -19,6 +19,7 @@ from nodegate.core.persisted_labels import (
     decide,
     decode_record,
     encode_record,
+    handed_over,
     key_for,
     same_machine,
 )
@@ -63,8 +64,26 @@ def test_a_record_keyed_by_name_is_not_inherited_by_another_machine_of_that_name
     decision = decide(other, record(key="10.0.10.7"), BY_NAME, NOW)
     assert decision.restore == {}
     assert decision.refusal is not None and "another machine" in decision.refusal
-    assert decision.dropped == TEAM
-    assert decision.record is not None and decision.record.labels == {}
+    assert decision.withheld == TEAM
+    assert decision.other_machine
+    assert decision.record is None  # the record stays the other machine's
+
+
+def test_a_forged_provider_id_neither_gets_nor_erases_the_machines_record() -> None:
+    """Issue 45: a kubelet that knows another machine's providerID registers with it while that
+    machine's Node is gone; its own system UUID gives it away. The record stays the machine's."""
+    forged = node(system_uuid="uuid-of-evil-1")
+    decision = decide(forged, record(), BY_PROVIDER, NOW)
+    assert decision.restore == {}
+    assert decision.record is None
+    assert decision.other_machine
+    assert "nodegate labels hand-over" in (decision.refusal or "")
+
+
+def test_a_record_handed_over_by_an_admin_is_restored_onto_the_new_machine() -> None:
+    new_machine = node(provider_id="oci://ocid1.instance.oc1.phx.new", system_uuid="uuid-b")
+    handed = handed_over(record(key="10.0.10.7"), new_machine)
+    assert decide(new_machine, handed, BY_NAME, NOW).restore == TEAM
 
 
 def test_a_record_keyed_by_name_with_nothing_to_compare_is_neither_restored_nor_taken() -> None:
