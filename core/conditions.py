@@ -69,6 +69,10 @@ class ConditionTypesRead:
     def __call__(self, condition_type: str) -> bool:
         return any(m.matches_type(condition_type) for m in self.matches)
 
+    def reads_reason(self, condition_type: str) -> bool:
+        """Whether a rule matches this type's reason too (else a new reason changes nothing)."""
+        return any(m.reason is not None and m.matches_type(condition_type) for m in self.matches)
+
 
 def condition_types_read(rules: NodeRules | None) -> ConditionTypesRead:
     if rules is None:

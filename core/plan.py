@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from nodegate.core.conditions import conditions_hold, is_assumed, matching_condition
+from nodegate.core.conditions import (
+    condition_types_read,
+    conditions_hold,
+    is_assumed,
+    matching_condition,
+)
 from nodegate.core.decisions import PlanFacts, RuleDecision, Verdict
 from nodegate.core.dry_run import (
     PERSISTENT_LABELS_RULE,
@@ -509,6 +514,21 @@ def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts
     )
 
 
+def _conditions_read(node: NodeState, rules: NodeRules) -> tuple[tuple[str, str, str], ...]:
+    """The conditions as the rules read them: types no rule reads are left out, and so is a
+    reason no rule matches on, so a node churning them costs no reconcile. Their times are not
+    read either: since when a state holds is nodegate's first sight (`sightings`), taken as the
+    event arrives, and a hold is looked at again when it is due."""
+    read = condition_types_read(rules)
+    return tuple(
+        sorted(
+            (c.type, c.status, c.reason if read.reads_reason(c.type) else "")
+            for c in node.conditions
+            if read(c.type)
+        )
+    )
+
+
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
     """Everything the planner reads from a node; equal views mean equal plans.
 
@@ -521,9 +541,7 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
         tuple(sorted(node.labels.items())),
         tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
         tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
-        # Times as text: a node may report one condition type twice, one with a time and
-        # one without, and a datetime does not sort against a placeholder.
-        tuple(sorted((c.type, c.status, c.reason, condition_token(c)) for c in node.conditions)),
+        _conditions_read(node, rules),
         node.created,
         node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
     )

@@ -28,6 +28,7 @@ from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.worker import Outcome
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.taint_history import HISTORY_CONFIGMAP, TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
@@ -846,3 +847,34 @@ def test_a_for_hold_counts_from_the_controllers_first_sight_not_the_nodes_time()
     now[0] += timedelta(seconds=2)
     controller.process("n1")
     assert [t["key"] for t in api.nodes["n1"]["spec"]["taints"]] == ["example.com/nic"]
+
+
+def test_a_node_churning_what_no_rule_reads_costs_no_reconcile() -> None:
+    """Issue 45: a node changing 50 times the reason (and time) of a condition no rule reads,
+    or of one whose reason no rule matches, queues nothing; a status a rule reads does."""
+    controller = synced(FakeApi())
+    controller.offer_rules(update(NIC_FOR_30S))
+    controller.queue.discard("n1")
+
+    def churn(kind: str, status: str, reason: str, at: int) -> CachedNode:
+        raw = fake_node("n1")
+        when = f"2026-11-24T12:{at // 60:02d}:{at % 60:02d}Z"
+        raw["status"]["conditions"] = [
+            {"type": kind, "status": status, "reason": reason, "lastTransitionTime": when}
+        ]
+        return controller._slim(raw)
+
+    old = churn("KernelDeadlock", "False", "r0", 0)
+    for i in range(1, 51):
+        new = churn("KernelDeadlock", "False", f"r{i}", i)
+        controller._on_node_event("n1", old, new)
+        old = new
+    old = churn("NetworkInterfaceCard", "Fine", "r0", 0)
+    for i in range(1, 51):
+        new = churn("NetworkInterfaceCard", "Fine", f"r{i}", i)
+        controller._on_node_event("n1", old, new)
+        old = new
+    assert len(controller.queue) == 0
+
+    controller._on_node_event("n1", old, churn("NetworkInterfaceCard", "Kaput", "r", 59))
+    assert len(controller.queue) == 1
