@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nodegate.core.model import NodeRules, PersistentLabels
@@ -21,6 +22,7 @@ from nodegate.core.persisted_labels import (
     decide,
     forget_due,
     mark_gone,
+    persisted_view,
     record_key,
     record_name,
 )
@@ -28,7 +30,7 @@ from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.worker import Retry, retry
+from nodegate.reconciler.kit.worker import RequeueAfter, Retry, retry
 from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
@@ -49,6 +51,10 @@ class LabelWork:
     (the planner reports them as would-be restores)."""
 
 
+COALESCE_SECONDS = 2.0
+"""The shortest interval between two writes of one record that only follow its node's labels."""
+
+
 class LabelRecords:
     def __init__(
         self,
@@ -58,8 +64,13 @@ class LabelRecords:
         clock: Callable[[], datetime],
         dry_run: bool,
         alive: Callable[[str], bool] = lambda _name: True,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
+        self._monotonic = monotonic
+        self._written: dict[str, float] = {}
+        """record name -> when (monotonic) this process last wrote it: a node's own label
+        changes are written at most every `COALESCE_SECONDS`, the last value winning."""
         self._recorder = recorder
         self._metrics = metrics
         self._now = clock
@@ -110,7 +121,7 @@ class LabelRecords:
         decision = decide(node.state, record, config, self._now(), rivals)
         return LabelWork(name, stored, decision, dry_run=config.dry_run)
 
-    def after_write(self, node: CachedNode, work: LabelWork) -> Retry | None:
+    def after_write(self, node: CachedNode, work: LabelWork) -> Retry | RequeueAfter | None:
         """After the node write: report restored labels, then bring the record up to date.
         A failed record write is an outcome (retry the node), never a node-write error."""
         dry_run = self._dry_run or work.dry_run
@@ -132,8 +143,11 @@ class LabelRecords:
             )
         if work.decision.record is None or dry_run:
             return None
+        if (wait := self._coalesce(work)) is not None:
+            return RequeueAfter(wait)
         try:
             self._store.save(work.name, work.stored, work.decision.record)
+            self._wrote(work.name)
         except ConflictError as err:
             # Someone else changed or created the record since it was read: plan again.
             self._metrics.label_restore_failures.labels("record_conflict").inc()
@@ -142,6 +156,33 @@ class LabelRecords:
             self._metrics.label_restore_failures.labels("record_write").inc()
             return retry(err, "label record write failed")
         return None
+
+    def _coalesce(self, work: LabelWork) -> float | None:
+        """Seconds to wait before writing a record that only follows its own node's label
+        changes, if it was written less than `COALESCE_SECONDS` ago (a node flipping a label
+        as fast as the API server lets it pays one record write per interval, not one per
+        flip; the node is planned again then, and its latest labels are written)."""
+        stored = work.stored.record if work.stored is not None else None
+        record = work.decision.record
+        if stored is None or record is None or work.decision.restore:
+            return None
+        if stored.node_uid != record.node_uid:
+            return None  # the record changes hands: written at once
+        with self._lock:
+            last = self._written.get(work.name)
+        if last is None:
+            return None
+        wait = last + COALESCE_SECONDS - self._monotonic()
+        return wait if wait > 0 else None
+
+    def _wrote(self, name: str) -> None:
+        now = self._monotonic()
+        with self._lock:
+            if len(self._written) >= 1024:  # only the last interval's writes matter
+                self._written = {
+                    k: at for k, at in self._written.items() if now - at < COALESCE_SECONDS
+                }
+            self._written[name] = now
 
     def _report_withheld(self, node: CachedNode, work: LabelWork) -> None:
         """A record not restored onto this node: a Warning Event (aggregated) and a count."""
@@ -191,7 +232,12 @@ class LabelRecords:
         stored = self._store.get(name)
         if stored is None or stored.record is None:
             return
-        marked = mark_gone(stored.record, gone.uid, self._now())
+        record = stored.record
+        if record.node_uid == gone.uid:
+            # The labels the watch last saw on it: a change whose record write was still
+            # coalesced (`COALESCE_SECONDS`) when the node went is not lost.
+            record = replace(record, labels=dict(persisted_view(gone.labels, config)))
+        marked = mark_gone(record, gone.uid, self._now())
         if marked is None:
             return
         try:

@@ -27,6 +27,7 @@ from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.worker import Outcome
 from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.nodes.label_records import COALESCE_SECONDS
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
@@ -878,3 +879,57 @@ def test_a_node_churning_what_no_rule_reads_costs_no_reconcile() -> None:
 
     controller._on_node_event("n1", old, churn("NetworkInterfaceCard", "Kaput", "r", 59))
     assert len(controller.queue) == 1
+
+
+def record_writes(api: FakeApi) -> list[dict[str, Any]]:
+    """The bodies of every write of a persisted-label record."""
+    return [
+        body
+        for call, body in api.calls
+        if call in ("create_configmap", "replace_configmap")
+        and str(body["metadata"]["name"]).startswith("nodegate-labels-")
+    ]
+
+
+def test_a_node_flipping_a_persisted_label_pays_one_record_write_per_interval() -> None:
+    """Issue 45: 50 flips of a persisted label cost one record write, then, once the interval
+    has passed, one more with the last value: etcd writes are not the node's to spend."""
+    api, controller = persisted_n1()
+    ticks = [0.0]
+    controller.labels._monotonic = lambda: ticks[0]
+    controller.process("n1")
+    assert len(record_writes(api)) == 1
+
+    for flip in range(50):
+        api.nodes["n1"]["metadata"]["labels"] = {"persist.example.com/team": f"t{flip}"}
+        controller.informer.put(api.nodes["n1"])
+        controller.process("n1")
+    assert len(record_writes(api)) == 1
+
+    ticks[0] += COALESCE_SECONDS
+    controller.process("n1")
+    [_, last] = record_writes(api)
+    assert "t49" in last["data"]["record.json"]
+
+
+def test_a_label_change_still_coalesced_when_its_node_is_deleted_is_not_lost() -> None:
+    """An admin removes a persisted label and the node is deleted before the record's next
+    write was due: the record keeps the labels the watch last saw, not the earlier ones."""
+    api, controller = persisted_n1()
+    ticks = [0.0]
+    controller.labels._monotonic = lambda: ticks[0]
+    controller.process("n1")
+    old = controller.informer.get("n1")
+    api.nodes["n1"]["metadata"]["labels"] = {}
+    controller.informer.put(api.nodes["n1"])
+    controller.process("n1")  # coalesced: the record still says team=ml
+    gone = controller.informer.get("n1")
+    assert old is not None and gone is not None
+    del api.nodes["n1"]
+    controller.informer.discard("n1")
+    controller._on_node_event("n1", gone, None)
+    controller.process("n1")
+
+    [*_, last] = record_writes(api)
+    assert "persist.example.com/team" not in last["data"]["record.json"]
+    assert '"nodeGoneAt": null' not in last["data"]["record.json"]
