@@ -55,6 +55,12 @@ def _matching(records: list[StoredRecord], node: str) -> list[StoredRecord]:
     ]
 
 
+def _found_any(matching: list[StoredRecord], node: str, namespace: str) -> None:
+    if not matching:
+        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
+        raise typer.Exit(1)
+
+
 def _fail(err: KubeError) -> typer.Exit:
     typer.echo(f"nodegate labels: {err}", err=True)
     return typer.Exit(1)
@@ -124,9 +130,7 @@ def forget(
             typer.echo(f"forgot record {stored.name}")
     except KubeError as err:
         raise _fail(err) from err
-    if not matching:
-        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
-        raise typer.Exit(1)
+    _found_any(matching, node, namespace)
 
 
 @app.command("hand-over", cls=Command)
@@ -154,6 +158,4 @@ def hand_over(
             typer.echo(f"handed record {stored.name} to {to}")
     except KubeError as err:
         raise _fail(err) from err
-    if not matching:
-        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
-        raise typer.Exit(1)
+    _found_any(matching, node, namespace)

@@ -24,6 +24,7 @@ from nodegate.core.sightings_record import NodeSightings, restored
 
 class ConditionSightings:
     def __init__(self) -> None:
+        self._rules: NodeRules | None = None
         self._read = condition_types_read(None)
         self._by_node: dict[str, dict[ConditionKey, Sighting]] = {}
         self._stored: dict[str, NodeSightings] = {}
@@ -40,29 +41,35 @@ class ConditionSightings:
             self._stored = dict(later)
             self._kept = dict(later)
 
-    def read(self, rules: NodeRules | None) -> None:
-        """Sight the condition types `rules` read from now on; if that changes them, every
-        node's next look is a first look (a type newly read was not watched begin). What the
-        record keeps stays, for that look. Set under the lock looks take, so no look mixes
-        the old types with the new table."""
+    def _read_for(self, rules: NodeRules | None) -> None:
+        """Sight the condition types `rules` read; if that changes them, every node's next look
+        is a first look (a type newly read was not watched begin). What the record keeps
+        stays, for that look. Called under the lock, by the look that first sees the rules."""
+        self._rules = rules
         read = condition_types_read(rules)
-        with self._lock:
-            if read == self._read:
-                return
-            self._read = read
-            self._by_node.clear()
-            self._stored = {**self._stored, **self._kept}
+        if read == self._read:
+            return
+        self._read = read
+        self._by_node.clear()
+        self._stored = {**self._stored, **self._kept}
 
     def look(
         self,
         key: str,
         node: NodeState,
+        rules: NodeRules | None,
         now: datetime,
         keep: frozenset[ConditionKey] = frozenset(),
     ) -> Mapping[ConditionKey, Sighting]:
-        """The node's sightings after one more look at it; those in `keep` (still deciding
-        something: `sightings_record.worth_keeping`) are what the record keeps of it."""
+        """The node's sightings after one more look at it under `rules` (the types they read,
+        set by the first look that sees them, so no look mixes rules with another's table);
+        those in `keep` (still deciding something: `sightings_record.worth_keeping`) are what
+        the record keeps of it. Nothing is sighted while no rules are in force."""
         with self._lock:
+            if rules is not self._rules:
+                self._read_for(rules)
+            if rules is None:
+                return {}
             episodes = condition_episodes(node.conditions, self._read)
             previous = self._by_node.get(key)
             if previous is None:

@@ -234,7 +234,6 @@ class Controller:
         old = self._keep_annotation
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
         self._keep_annotation = annotation_filter(update.rules)
-        self._conditions.read(update.rules)
         if needs_relist:  # the new rules read annotations the cache has been dropping
             self.informer.request_relist()
         self._enqueue_all("resync")
@@ -346,10 +345,8 @@ class Controller:
     def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
         """Sight the node's conditions; those still deciding something are kept for a restart."""
         rules = self.rules
-        if rules is None:  # nothing is read yet: a first look now would find nothing
-            return {}
-        keep = worth_keeping(node, rules)
-        return self._conditions.look(key, node, now, keep)
+        keep = worth_keeping(node, rules) if rules is not None else frozenset()
+        return self._conditions.look(key, node, rules, now, keep)
 
     def _save_sightings(self) -> None:
         """Write what the sightings record should hold, if it changed (every few seconds at

@@ -65,6 +65,16 @@ def labelled_node(
     wait_for_record(core_v1, namespace, provider_id, lambda r: r["labels"].get(TEAM) == "ml")
 
 
+def wait_for_team_label(core_v1: k8s_client.CoreV1Api, name: str, what: str) -> None:
+    """Until the node carries the persisted label team=ml (polled every 20 ms)."""
+    wait_until(
+        lambda: read_node(core_v1, name)["metadata"]["labels"].get(TEAM) == "ml",
+        TIMEOUT,
+        what,
+        interval=0.02,
+    )
+
+
 def test_a_node_re_created_with_a_new_name_and_the_same_provider_id_gets_its_labels_back(
     persisting: Start, core_v1: k8s_client.CoreV1Api, records_namespace: str, unique_name: str
 ) -> None:
@@ -76,12 +86,7 @@ def test_a_node_re_created_with_a_new_name_and_the_same_provider_id_gets_its_lab
 
     created = time.monotonic()
     create_node(core_v1, SimNode(name=new, provider_id=provider_id))
-    wait_until(
-        lambda: read_node(core_v1, new)["metadata"]["labels"].get(TEAM) == "ml",
-        TIMEOUT,
-        "restored label",
-        interval=0.02,
-    )
+    wait_for_team_label(core_v1, new, "restored label")
     print(f"re-created node carried no persisted labels for {time.monotonic() - created:.3f}s")
     [event] = wait_for_event(core_v1, new, "NodegateLabelsRestored")
     assert f"{TEAM}=ml" in (event.message or "")
@@ -270,11 +275,6 @@ def test_a_survivor_of_two_claimants_gets_its_labels_as_soon_as_its_rival_is_del
 
     delete_node(core_v1, stale)
     deleted = time.monotonic()
-    wait_until(
-        lambda: read_node(core_v1, survivor)["metadata"]["labels"].get(TEAM) == "ml",
-        TIMEOUT,
-        "the survivor's labels",
-        interval=0.05,
-    )
+    wait_for_team_label(core_v1, survivor, "the survivor's labels")
     print(f"survivor labelled {time.monotonic() - deleted:.2f}s after its rival's deletion")
     delete_node(core_v1, survivor)

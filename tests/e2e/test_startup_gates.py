@@ -4,6 +4,7 @@ first one runs the whole story with the scheduler, the DaemonSet controller and 
 
 from __future__ import annotations
 
+import json
 import textwrap
 import threading
 import time
@@ -41,7 +42,6 @@ from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 GATE = ("startup.example.com/init", "NoSchedule")
 GATE_TAINT = {"key": GATE[0], "value": "wait", "effect": GATE[1]}
 POD_IMAGE = "registry.k8s.io/pause:3.10"
-COMPLETED = "completed.gate.nodegate.dev/warmup"
 BOOT = "boot.gate.nodegate.dev/warmup"
 
 
@@ -407,6 +407,14 @@ def test_workloads_land_only_after_the_init_daemonset_made_the_node_ready(
 # --- each life of a gate counts from its own beginning (issue 28) ------------------------------
 
 
+def ready_since(core_v1: k8s_client.CoreV1Api, pod: str) -> str:
+    """The pod's Ready transition time as its status says (the kubelet's write)."""
+    raw: Any = core_v1.read_namespaced_pod_status(pod, "default", _preload_content=False)
+    conditions = json.loads(raw.data)["status"]["conditions"]
+    [ready] = [c for c in conditions if c["type"] == "Ready"]
+    return str(ready["lastTransitionTime"])
+
+
 def a_later_second_than(stamp: str) -> None:
     """Wait until the wall clock is in a later second than `stamp` (RFC 3339): the API's times
     are whole seconds, so what happens next is distinguishable from what happened then."""
@@ -439,7 +447,9 @@ def test_a_re_gate_written_after_the_init_pod_was_ready_again_is_lifted(
     rules = gate_rules(f"init-{unique_name}"[:63], extra="regateOnReboot: true\n")
     first, node, pod = lifted_once(gated, core_v1, cleanup, unique_name, rules)
     first.stop()
-    a_later_second_than(read_node(core_v1, node)["metadata"]["annotations"][COMPLETED])
+    # A later second than the pod's last Ready: its next Ready is a new episode (the lift is no
+    # proxy: it is dated on nodegate's reading of the server's clock, up to a second early).
+    a_later_second_than(ready_since(core_v1, pod))
     set_boot_id(core_v1, node, "boot-2")
     mark_pod_ready(core_v1, pod, "default")  # the kubelet restarted it: Ready since now
     started = time.monotonic()
@@ -489,8 +499,8 @@ def test_a_node_re_created_under_its_name_is_not_lifted_by_the_old_nodes_ready_p
     node = gated_node(core_v1, cleanup, f"{unique_name}-n")
     pod = init_pod(core_v1, cleanup, f"{unique_name}-init", node, app)
     mark_pod_ready(core_v1, pod, "default")
-    gate_gone(core_v1, node)  # after the pod's readiness: a later second than the lift is too
-    a_later_second_than(read_node(core_v1, node)["metadata"]["annotations"][COMPLETED])
+    gate_gone(core_v1, node)
+    a_later_second_than(ready_since(core_v1, pod))  # the new Node is created a later second
     delete_node(core_v1, node)
     gated_node(core_v1, cleanup, node)  # the same name, a new Node object; the old pod stays
     stays_gated(core_v1, node, 1.5)
