@@ -29,6 +29,18 @@ from tests.bench.scenario import (
 )
 
 USER_AGENT = "nodegate-bench/1"
+
+BATCH_RULES = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+labelTaints:
+  - name: batch
+    match: {labels: {bench.example.com/role: batch}}
+    taint: {key: bench.example.com/batch, value: "true", effect: NoSchedule}
+    nodeMayLift: true
+"""
+"""The rules in force of the benchmarks that time one change on many nodes (a restart, a
+rules preview): nodes labelled `bench.example.com/role=batch` get the batch taint."""
 NOT_FOUND, CONFLICT = 404, 409
 
 

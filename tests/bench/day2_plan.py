@@ -15,7 +15,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -25,16 +24,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode
 from tests.bench import cluster_ops
 
-HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
-IN_FORCE = HEADER + textwrap.dedent(
-    """\
-    labelTaints:
-      - name: batch
-        match: {labels: {bench.example.com/role: batch}}
-        taint: {key: bench.example.com/batch, value: "true", effect: NoSchedule}
-        nodeMayLift: true
-    """
-)
+IN_FORCE = cluster_ops.BATCH_RULES
 NEW = IN_FORCE + (
     "  - name: gpu\n"
     "    match: {labels: {bench.example.com/role: gpu}}\n"

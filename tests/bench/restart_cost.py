@@ -17,7 +17,6 @@ import argparse
 import functools
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -30,16 +29,7 @@ from nodegate.localcluster.nodes import SimNode, wait_until
 from tests.bench import cluster_ops
 from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
 
-HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
-RULES = HEADER + textwrap.dedent(
-    """\
-    labelTaints:
-      - name: batch
-        match: {labels: {bench.example.com/role: batch}}
-        taint: {key: bench.example.com/batch, value: "true", effect: NoSchedule}
-        nodeMayLift: true
-    """
-)
+RULES = cluster_ops.BATCH_RULES
 TAINT = "bench.example.com/batch"
 NAMESPACE = "nodegate-bench"
 
