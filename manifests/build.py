@@ -14,6 +14,9 @@ from typing import Any
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
 from nodegate.manifests.args import reconcile_argv
+from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
+from nodegate.manifests.fencing import objects as fence_objects
+from nodegate.manifests.fencing import reconcile_settings as fence_settings
 from nodegate.manifests.network import network_policy
 from nodegate.manifests.observability import (
     dashboard_configmap,
@@ -69,6 +72,7 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
         "leader_election": {
             "lease_namespace": settings.namespace,
             "lease_name": settings.leader_election.lease_name,
+            **fence_settings(settings),
         },
     }
     webhook = webhook_settings(settings)
@@ -105,6 +109,7 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
     objects += pod_monitor(settings, labels(settings), selector(settings))
     objects += network_policy(settings, labels(settings), selector(settings))
     objects += webhook_objects(settings, labels(settings), selector(settings))
+    objects += fence_objects(settings, labels(settings))
     return objects
 
 
@@ -127,7 +132,9 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
-            "rules": cluster_rules(rules) + webhook_cluster_rules(settings),
+            "rules": cluster_rules(rules)
+            + webhook_cluster_rules(settings)
+            + fence_cluster_rules(settings),
         },
         {
             "apiVersion": f"{group}/v1",

@@ -142,6 +142,20 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "The reconciler's logs and Warning Events name the object and the refusal.",
         ),
         _alert(
+            "NodegateFenceViewStale",
+            f'sum(increase(nodegate_writes_fenced_total{{{ns},verdict="stale_view"}}[10m])) > 0',
+            "0m",
+            "critical",
+            "The API server refuses the leader's writes: its view of the leader Lease has not "
+            "caught up for over 10 s, so no node change lands.",
+            "kube-apiserver stops its Lease param informer once the fence binding was deleted "
+            "for a second (kubernetes/kubernetes#130887), e.g. by an uninstall and reinstall. "
+            "Restart the API servers, or delete the reconciler's "
+            "ValidatingAdmissionPolicyBinding (<installation name>-fence; writes are then fenced "
+            "on the client only) and create it again after the restart; docs/reconciler.md, "
+            "'One writer'.",
+        ),
+        _alert(
             "NodegateStateUnavailable",
             f"sum by (kind) (increase(nodegate_errors_total{{{ns},"
             'kind=~"ledger|sightings|status|history"}[10m])) > 0',

@@ -139,6 +139,12 @@ class LeaderElectionDeploy(Documented):
 
     lease_name: DnsSubdomain = "nodegate-reconciler"
     """Name of the Lease; the Role may get and update this one Lease only."""
+    server_fence: bool = True
+    """Ship the fence policy (a ValidatingAdmissionPolicy and its binding, named
+    `<name>-fence`): the API server refuses a write by the reconciler made under a term of
+    leadership that is over, such as a paused old leader's. Needs admissionregistration.k8s.io/v1
+    ValidatingAdmissionPolicy (Kubernetes 1.30 or later); off: writes are fenced on the client
+    only (docs/reconciler.md, "One writer")."""
 
 
 class MetricsSettings(Documented):

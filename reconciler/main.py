@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn, TextIO
 
-from nodegate.reconciler.kit.client import load_api_client
+from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
@@ -22,6 +22,8 @@ from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.nodes.fence_policy import check_server_fence
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.served_rules import ServedRules
@@ -104,6 +106,8 @@ class _Parts:
     watcher: RulesWatcher
     served_rules: ServedRules
     elector: LeaderElector | None
+    check_fence: Callable[[], None] | None
+    """Says (log, gauge) whether the API server fences this leader's writes."""
     leading: threading.Event = field(default_factory=threading.Event)
 
 
@@ -116,9 +120,6 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         EventRecorder(api, settings.event_namespace, settings.leader_election.identity),
         # Node writes go before their Events; a lambda: the controller is made below.
         busy=lambda: controller.queue.busy(),  # noqa: PLW0108
-    )
-    history = TaintHistory(
-        api, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
     elector: LeaderElector | None = None
     # The webhook serves the rules in force: this replica's while it leads, else the leader's,
@@ -139,7 +140,11 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
     metrics.fence_held.set_function(lambda: int(fence.holds()))
-    controller = Controller(settings, api, recorder, metrics, history, health, fence)
+    writes = _fenced_writes(settings, api, fence, metrics)
+    history = TaintHistory(
+        writes, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
+    )
+    controller = Controller(settings, writes, recorder, metrics, history, health, fence)
     watcher = RulesWatcher(
         settings,
         api,
@@ -148,7 +153,29 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         fan_out(served.offer, controller.offer_rules),
         lambda: controller.applied.generation if controller.applied else 0,
     )
-    return _Parts(metrics, health, recorder, controller, watcher, served, elector)
+    check_fence = None
+    if elector is not None:
+        lease = settings.leader_election
+        check_fence = lambda: metrics.server_fence.set(  # noqa: E731
+            int(check_server_fence(api.api_client, lease).enforced)
+        )
+    return _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+
+
+def _fenced_writes(
+    settings: ReconcilerSettings, api: KubeApi, fence: LeaderFence, metrics: Metrics
+) -> FencedApi:
+    """The controller's API: its writes through the fence. With leader election each write is
+    cut at half of lease duration minus renew deadline (connect, then answer), so none this
+    process waits for outlives the Lease: a standby takes over no sooner than that after the
+    fence lapsed (`kit/leader.py`)."""
+    refused = lambda verdict: metrics.writes_fenced.labels(verdict).inc()  # noqa: E731
+    lease = settings.leader_election
+    if not lease.enabled:
+        return FencedApi(api, fence, refused)
+    half = (lease.lease_duration_seconds - lease.renew_deadline_seconds) / 2
+    writes = KubeApi(api.api_client, min(REQUEST_TIMEOUT_SECONDS, half))
+    return FencedApi(api, fence, refused, writes)
 
 
 def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
@@ -157,6 +184,8 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
 
     def lead() -> None:
         parts.leading.set()
+        if parts.check_fence is not None:
+            threading.Thread(target=parts.check_fence, name="fence-check", daemon=True).start()
         supervised("controller", parts.controller.run, stop, parts.health)
 
     def lose() -> None:

@@ -40,6 +40,10 @@ class LeaderElectionSettings(BaseModel):
     """How long the leader keeps trying to renew before it gives up leadership (and exits)."""
     retry_period_seconds: int = Field(default=2, ge=1)
     """Pause between acquire/renew attempts."""
+    fence_policy: str = "nodegate-reconciler-fence"
+    """ValidatingAdmissionPolicy (and binding, same name) through which the API server refuses
+    a write made under a term of leadership that is over; checked when this replica starts to
+    lead (absent: writes are fenced on the client only, and the log says so)."""
     identity: Annotated[str, Flag("lease-identity")] = Field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     )

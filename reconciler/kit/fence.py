@@ -1,6 +1,8 @@
-"""The fence that keeps a lost leader quiet: a write may start only while the last successful
-renewal started less than `renew_deadline` ago, and it counts the writes in flight so a clean
-hand-back can wait for them (why that makes "never two writers" hold: `leader.py`).
+"""The fence that keeps a lost leader quiet on the client: a write may start only while the
+last successful renewal started less than `renew_deadline` ago; it counts the writes in flight
+so a clean hand-back can wait for them (`leader.py`), and it tells each write the term of
+leadership it is made under, which the API server checks where the write lands
+(core/fencing.py), since a process paused after this check sends its write whenever it resumes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from nodegate.reconciler.kit.errors import (
 )
 
 Clock = Callable[[], float]
+LeaseTerm = tuple[str, int]
+"""One leadership of the Lease: its holderIdentity and leaseTransitions as last renewed."""
 
 
 class LeaderFence:
@@ -27,12 +31,18 @@ class LeaderFence:
         self._valid_until = float("inf") if renew_deadline_seconds is None else 0.0
         self._in_flight = 0
         self._changed = threading.Condition()
+        self.term: LeaseTerm | None = None
+        """The term the Lease was last renewed under (None without leader election)."""
 
-    def renewed(self, attempt_started: float) -> None:
-        """A renewal that was sent at `attempt_started` (monotonic) succeeded."""
+    def renewed(self, attempt_started: float, term: LeaseTerm | None = None) -> None:
+        """A renewal that was sent at `attempt_started` (monotonic) succeeded, under `term`."""
         if self._deadline is None:
             return
         with self._changed:
+            if term is not None and term != self.term:
+                # A new term starts from its own renewal, never from the last term's.
+                self.term = term
+                self._valid_until = attempt_started + self._deadline
             self._valid_until = max(self._valid_until, attempt_started + self._deadline)
 
     def revoke(self) -> None:
@@ -44,16 +54,28 @@ class LeaderFence:
         with self._changed:
             return self._clock() < self._valid_until
 
+    def deposed(self, term: LeaseTerm) -> bool:
+        """The API server refused a write of `term` because the Lease has moved on: no write
+        starts again under it (the main loop then sees the fence down and exits). False if the
+        fence had already moved to another term."""
+        with self._changed:
+            if self.term != term:
+                return False
+            self._valid_until = 0.0
+            return True
+
     @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[LeaseTerm | None]:
         """Around one write: refused (TemporaryError) unless the fence holds, and counted as in
-        flight until it returns, so a hand-back can wait for it."""
+        flight until it returns, so a hand-back can wait for it. Yields the term the write is
+        made under (None without leader election)."""
         with self._changed:
             if not self._clock() < self._valid_until:
                 raise TemporaryError("not leading: the write fence does not hold")
             self._in_flight += 1
+            term = self.term
         try:
-            yield
+            yield term
         finally:
             with self._changed:
                 self._in_flight -= 1

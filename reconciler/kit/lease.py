@@ -137,10 +137,12 @@ def may_take(
 
 def claimed(record: LeaseRecord | None, me: str, duration: int, now: str) -> LeaseRecord:
     """The record that makes `me` the holder: a renewal keeps acquireTime and transitions, a
-    takeover starts its own."""
+    takeover starts its own and counts one more transition, also after a release (client-go's
+    rule), so each term of leadership has a larger number than every earlier one (the fence
+    token of core/fencing.py relies on it)."""
     if record is not None and record.holder == me:
         return LeaseRecord(me, duration, record.acquire_time or now, now, record.transitions)
-    transitions = 0 if record is None else record.transitions + (1 if record.holder else 0)
+    transitions = 0 if record is None else record.transitions + 1
     return LeaseRecord(me, duration, now, now, transitions)
 
 
@@ -221,8 +223,8 @@ class Election:
         if self._failing:
             self._failing = False
             log.warning("lease calls work again")
-        if ok:
-            self._fence.renewed(started)
+        if ok and self._observed is not None:
+            self._fence.renewed(started, (self._observed.holder, self._observed.transitions))
         return ok
 
     def _try(self, started: float) -> bool:

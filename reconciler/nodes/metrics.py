@@ -211,6 +211,21 @@ class Metrics:
             "Lease renewal started less than the renew deadline ago.",
             registry=r,
         )
+        self.writes_fenced = Counter(
+            "nodegate_writes_fenced",
+            "Writes the API server's fence policy refused: 'deposed' when the Lease had passed "
+            "to another replica (this one then stops writing and exits), 'lagging' when the API "
+            "server had not yet seen this replica's takeover (retried).",
+            ["verdict"],
+            registry=r,
+        )
+        self.server_fence = Gauge(
+            "nodegate_server_fence",
+            "1 when the API server fences this leader's writes (the fence policy is installed "
+            "and bound to its Lease, checked when it starts to lead); 0: fenced on the client "
+            "only.",
+            registry=r,
+        )
         self.resync_seconds = Gauge(
             "nodegate_resync_duration_seconds",
             "How long the last periodic resync took: every cached node queued, until each was "

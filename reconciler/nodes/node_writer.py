@@ -1,5 +1,6 @@
-"""The one write path to Nodes: dry run, the client-side write limit, the leader fence, the
-preconditioned patch, and what each write is worth in metrics, logs and Events.
+"""The one write path to Nodes: dry run, the client-side write limit, the leader fence (in the
+`FencedApi` it writes through), the preconditioned patch, and what each write is worth in
+metrics, logs and Events.
 
 A write either happens and is reported, or raises the API's error kind for the caller to turn
 into an outcome; the writer counts node-write results only, so a failing ConfigMap never shows
@@ -66,10 +67,10 @@ class NodeWriter:
         waited = self._limiter.wait(self.stop)
         if waited:
             self._metrics.write_wait_seconds.inc(waited)
-        # Refused (TemporaryError) unless leading, and counted in flight while it runs, so a
-        # hand-back of the Lease waits for it.
-        with self._fence.writing():
-            self._patch(node, node_plan)
+        # Through the fence (the api is a `FencedApi`): refused (TemporaryError) unless leading,
+        # counted in flight while it runs, so a hand-back of the Lease waits for it, and
+        # refused by the API server if the Lease has passed on when it lands.
+        self._patch(node, node_plan)
         self._metrics.writes.labels("ok").inc()
         self._count_changes(node_plan)
         log.info("changed node", extra={"node": name, "change": summary})

@@ -26,6 +26,7 @@ from nodegate.localcluster.build import (
     kubelet_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
+from tests.e2e.lease_params import keep_lease_params_watched
 from tests.e2e.node_identity import as_node
 from tests.e2e.real_kubelet import start_kubelet
 from tests.e2e.reconciler_fixtures import (
@@ -128,6 +129,7 @@ def run_control_plane(
         pytest.fail(f"control-plane build failed:\n{build_error}", pytrace=False)
     plane = LocalControlPlane(with_scheduling=with_scheduling)
     plane.start()  # raises ControlPlaneError carrying the log tails if startup fails
+    keep_lease_params_watched(plane.client)
     print(f"control plane up: {describe(plane)}")
     try:
         yield plane

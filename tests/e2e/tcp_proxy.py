@@ -8,6 +8,9 @@ its state does, so requests hang until the client's own deadline, the hardest ca
 Those connections stay dead after `heal()`, as they would behind a NAT that forgot them; only
 new connections work again. During the partition new connections are black-holed the same way,
 or, with `refuse_new=True`, refused (reset at once) as by a load balancer with no backend.
+
+`hold()` is a delay, not a loss: what clients send is kept, in order, and `release()` delivers
+it upstream (a request stuck in a slow network path that arrives late); answers still flow.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ class _Link:
 
     sockets: tuple[socket.socket, socket.socket]
     dead: threading.Event = field(default_factory=threading.Event)
+    held: list[bytes] = field(default_factory=list)
+    """Bytes from the client kept by `hold()`, sent upstream in order by `release()`."""
+    sending: threading.Lock = field(default_factory=threading.Lock)
 
 
 class PartitionProxy:
@@ -36,6 +42,9 @@ class PartitionProxy:
         self.port: int = self._listener.getsockname()[1]
         self._partitioned = False
         self._refusing = False
+        self._holding = False
+        self.held_bytes = 0
+        """Bytes kept since the last `hold()`."""
         self._closing = threading.Event()
         self._links: list[_Link] = []
         self._lock = threading.Lock()
@@ -48,6 +57,28 @@ class PartitionProxy:
             self._partitioned, self._refusing = True, refuse_new
             for link in self._links:
                 link.dead.set()
+
+    def hold(self) -> None:
+        """Keep what every client sends (open and new connections) instead of sending it."""
+        with self._lock:
+            self._holding = True
+            self.held_bytes = 0
+
+    def release(self) -> None:
+        """Send upstream, in order, all that was kept, and forward as usual again."""
+        with self._lock:
+            self._holding = False
+            links = list(self._links)
+        for link in links:
+            with link.sending:
+                self._flush(link)
+
+    @staticmethod
+    def _flush(link: _Link) -> None:
+        held, link.held = link.held, []
+        for data in held:
+            with contextlib.suppress(OSError):
+                link.sockets[1].sendall(data)
 
     def heal(self) -> None:
         """New connections work again (the ones the partition caught stay dead)."""
@@ -101,7 +132,18 @@ class PartitionProxy:
                     # Black-holed: hold the bytes and the connection, say nothing, for good.
                     self._closing.wait()
                     return
-                target.sendall(data)
+                if target is not link.sockets[1]:
+                    target.sendall(data)
+                    continue
+                with link.sending:
+                    with self._lock:
+                        holding = self._holding
+                        self.held_bytes += len(data) if holding else 0
+                    if holding:
+                        link.held.append(data)
+                        continue
+                    self._flush(link)
+                    target.sendall(data)
         except OSError:
             pass
         if link.dead.is_set():

@@ -107,6 +107,16 @@ CASES: dict[str, tuple[Scenario, Scenario]] = {
         Scenario({_ns("nodegate_rules_last_update_valid"): "1x5 0x15"}, at="15m", fires_with={}),
         Scenario({_ns("nodegate_rules_last_update_valid"): "1x20"}, at="15m"),
     ),
+    "NodegateFenceViewStale": (
+        Scenario(
+            {_ns("nodegate_writes_fenced_total", verdict="stale_view"): "0x5 1+1x10"},
+            at="10m",
+            fires_with={},
+        ),
+        Scenario(  # a takeover's first writes, refused while the view catches up
+            {_ns("nodegate_writes_fenced_total", verdict="lagging"): "0x5 2x10"}, at="10m"
+        ),
+    ),
     "NodegateStateUnavailable": (
         Scenario(
             {_ns("nodegate_errors_total", kind="ledger"): "0+12x30"},

@@ -241,3 +241,43 @@ def test_a_write_still_in_flight_after_the_drain_keeps_the_lease() -> None:
     assert api.holder == "leader"  # the standby waits for it to expire, as after a crash
     finish.set()
     writer.join(5)
+
+
+def test_every_takeover_counts_a_transition_a_released_lease_included() -> None:
+    """Each term of leadership has a larger number than every earlier one (the API server's
+    fence compares them: core/fencing.py)."""
+    api, clock = FakeLeaseApi(), Clock()
+    first, second, third = (election(api, me, clock) for me in ("a", "b", "c"))
+    assert first.attempt()
+    numbers = [api.lease["spec"]["leaseTransitions"]]  # type: ignore[index]
+    first.release()
+    assert second.attempt()
+    numbers.append(api.lease["spec"]["leaseTransitions"])  # type: ignore[index]
+    clock.now += 15
+    assert not third.attempt()  # first sight of b's record
+    clock.now += 15
+    assert third.attempt()
+    numbers.append(api.lease["spec"]["leaseTransitions"])  # type: ignore[index]
+
+    assert numbers == [0, 1, 2]
+
+
+def test_the_fence_tells_each_write_the_term_it_was_last_renewed_under() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    fence = LeaderFence(10, clock)
+    leader = Election(api, Settings(identity="a"), fence, clock)
+    assert leader.attempt()
+
+    with fence.writing() as term:
+        assert term == ("a", 0)
+
+
+def test_a_fence_deposed_by_the_api_server_lets_no_write_start() -> None:
+    clock = Clock()
+    fence = LeaderFence(10, clock)
+    fence.renewed(clock.now, ("a", 3))
+
+    assert not fence.deposed(("a", 2))  # an older term's refusal changes nothing
+    assert fence.holds()
+    assert fence.deposed(("a", 3))
+    assert not fence.holds()

@@ -1,0 +1,95 @@
+"""The fence policy, when `leaderElection.serverFence` is on: a ValidatingAdmissionPolicy whose
+param is the reconciler's leader Lease, refusing a write by the reconciler's ServiceAccount to a
+Node or a ConfigMap that does not carry the Lease's current term (core/fencing.py says why and
+what the check is), and its binding (deny; no Lease: deny). Cluster-scoped, so named after the
+installation like its ClusterRole; the reconciler may read both, to say at start whether its
+writes are fenced by the API server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegate.core.fencing import (
+    LEASE_KIND,
+    policy_validation,
+    policy_variables,
+    service_account_user,
+    writer_condition,
+)
+from nodegate.manifests.settings import DeploySettings
+
+Manifest = dict[str, Any]
+PolicyRule = dict[str, Any]
+GROUP = "admissionregistration.k8s.io"
+
+
+def policy_name(settings: DeploySettings) -> str:
+    return f"{settings.name}-fence"
+
+
+def _resources(operations: list[str], resource: str) -> dict[str, Any]:
+    return {
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "operations": operations,
+        "resources": [resource],
+    }
+
+
+def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
+    """The policy and its binding (none when the server fence is off)."""
+    if not settings.leader_election.server_fence:
+        return []
+    name, lease = policy_name(settings), settings.leader_election.lease_name
+    api_version, kind = LEASE_KIND
+    user = service_account_user(settings.namespace, settings.name)
+    policy: Manifest = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": api_version, "kind": kind},
+            "matchConstraints": {
+                "resourceRules": [
+                    _resources(["UPDATE"], "nodes"),
+                    _resources(["CREATE", "UPDATE", "DELETE"], "configmaps"),
+                ]
+            },
+            "matchConditions": [{"name": "reconciler", "expression": writer_condition(user)}],
+            "variables": policy_variables(),
+            "validations": [policy_validation(settings.namespace, lease)],
+        },
+    }
+    binding: Manifest = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "policyName": name,
+            "paramRef": {
+                "name": lease,
+                "namespace": settings.namespace,
+                "parameterNotFoundAction": "Deny",
+            },
+            "validationActions": ["Deny"],
+        },
+    }
+    return [policy, binding]
+
+
+def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
+    """Read the policy and its binding, by name (whether the API server fences the writes)."""
+    if not settings.leader_election.server_fence:
+        return []
+    names = [policy_name(settings)]
+    return [
+        {"apiGroups": [GROUP], "resources": [resource], "verbs": ["get"], "resourceNames": names}
+        for resource in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
+    ]
+
+
+def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
+    """What the reconciler is told: the policy's name."""
+    return {"fence_policy": policy_name(settings)}

@@ -1,0 +1,70 @@
+"""Whether the API server fences this leader's writes: the fence policy and its binding as
+installed, and who this replica is to the API server, read once when it starts to lead; what
+they mean is decided by `core.fencing.server_fence`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from nodegate.core.fencing import ServerFence, server_fence
+from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, call
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.settings import LeaderElectionSettings
+
+log = logging.getLogger("nodegate.fence")
+TIMEOUT = (CONNECT_TIMEOUT_SECONDS, 10.0)
+
+
+def _read(function: Callable[..., Any], *args: Any) -> RawObject | None:
+    try:
+        response = call(function, *args, _preload_content=False, _request_timeout=TIMEOUT)
+    except NotFoundError:
+        return None
+    return dict(json.loads(response.data))
+
+
+def _username(api_client: client.ApiClient) -> str | None:
+    """Who the API server takes this replica for (a SelfSubjectReview); None if it cannot say."""
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    try:
+        answer = _read(client.AuthenticationV1Api(api_client).create_self_subject_review, review)
+    except (KubeError, ValueError):
+        return None
+    user = ((answer or {}).get("status") or {}).get("userInfo") or {}
+    return str(user["username"]) if user.get("username") else None
+
+
+def check_server_fence(api_client: client.ApiClient, lease: LeaderElectionSettings) -> ServerFence:
+    """The fence this replica's writes get from the API server, said in the log: enforced
+    (INFO), or fenced on the client only, and why (WARNING)."""
+    api = client.AdmissionregistrationV1Api(api_client)
+    try:
+        policy = _read(api.read_validating_admission_policy, lease.fence_policy)
+        binding = _read(api.read_validating_admission_policy_binding, lease.fence_policy)
+    except (KubeError, ValueError) as err:
+        fence = ServerFence(False, f"the fence policy could not be read ({err})")
+    else:
+        fence = server_fence(
+            policy, binding, lease.lease_namespace, lease.lease_name, _username(api_client)
+        )
+    where = {"policy": lease.fence_policy, "lease": f"{lease.lease_namespace}/{lease.lease_name}"}
+    if fence.enforced:
+        log.info(
+            "writes are fenced by the API server: a write made under a term of leadership "
+            "that is over is refused where it lands",
+            extra=where,
+        )
+    else:
+        log.warning(
+            "writes are fenced on the client only: a process paused between its fence check "
+            "and its send can still land one write after another replica took over "
+            f"({fence.why}; docs/reconciler.md, 'One writer')",
+            extra=where,
+        )
+    return fence

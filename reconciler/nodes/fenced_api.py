@@ -1,0 +1,198 @@
+"""Every write the leader makes (Nodes, its own ConfigMaps) through the fence: started only while
+the client-side fence holds, counted in flight, stamped with the term of leadership it is made
+under, cut before the Lease could pass to another replica, and, when the API server's fence
+policy refuses it, read for who is behind (core/fencing.py). Reads, watches and Events go
+straight through.
+
+A refusal is never retried by a deposed process: its fence is dropped at once (no write starts;
+the main loop sees the fence down and exits, as on any lost leadership). A refusal while the API
+server has not yet seen this replica's own takeover is a TemporaryError like any other, retried
+with backoff; its view lags by milliseconds, so one that still lags after `STALE_VIEW_SECONDS`
+is stuck (kube-apiserver stops a built-in param kind's informer for good once no binding used
+it for a second, kubernetes/kubernetes#130887): said once as an error, counted as
+`stale_view`, and the writes keep waiting, since only the API server can let them land.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Literal, TypeVar
+
+from nodegate.core.fencing import Term, carries, deposed, lease_term_in, stamped
+from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.fence import LeaderFence
+from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel
+
+log = logging.getLogger("nodegate.fence")
+
+T = TypeVar("T")
+Verdict = Literal["deposed", "lagging", "stale_view"]
+STALE_VIEW_SECONDS = 10.0
+REFUSED = (403, 422)
+"""The policy's refusal is a 403 (its reason, Forbidden); no Lease in its view, a 422."""
+
+
+class FencedError(TemporaryError):
+    """The API server's fence refused a write: its term of leadership is not the Lease's."""
+
+
+class FencedApi:
+    """`Api` whose writes go through the fence; `writes` sends them (the same API with a
+    deadline below lease duration minus renew deadline, so that no write this process waits
+    for outlives its Lease), `inner` everything else."""
+
+    def __init__(
+        self,
+        inner: Api,
+        fence: LeaderFence,
+        on_refused: Callable[[Verdict], None],
+        writes: Api | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._inner = inner
+        self._writes = writes or inner
+        self._fence = fence
+        self._on_refused = on_refused
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._said: set[tuple[Term, Verdict]] = set()
+        self._lagging_since: tuple[Term, float] | None = None
+        """The term whose writes the API server refuses as from the future, and since when."""
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
+        return self._fenced(lambda term: self._writes.patch_node(name, _on(merge_patch, term)))
+
+    def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
+        return self._fenced(lambda term: self._writes.create_configmap(namespace, _on(body, term)))
+
+    def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
+        return self._fenced(
+            lambda term: self._writes.replace_configmap(namespace, name, _on(body, term))
+        )
+
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
+        """The policy checks a delete against the term the object was last written under, so
+        an object not written in this term is first marked with it (only the version that was
+        read: a change in between is a conflict, as for the delete itself)."""
+
+        def send(term: Term | None) -> None:
+            version = resource_version
+            if term is not None:
+                stored = self._writes.read_configmap(namespace, name)
+                if stored is None:
+                    return
+                if (stored.get("metadata") or {}).get("resourceVersion") != resource_version:
+                    raise ConflictError(f"{namespace}/{name} changed since it was read")
+                if not carries(stored, term):
+                    marked = self._writes.replace_configmap(namespace, name, _on(stored, term))
+                    version = str((marked.get("metadata") or {}).get("resourceVersion"))
+            self._writes.delete_configmap(namespace, name, version)
+
+        self._fenced(send)
+
+    def _fenced(self, send: Callable[[Term | None], T]) -> T:
+        with self._fence.writing() as lease_term:
+            term = Term(*lease_term) if lease_term is not None else None
+            try:
+                sent = send(term)
+            except PermanentError as err:
+                leases = lease_term_in(_whole(err)) if err.status in REFUSED else None
+                if term is None or leases is None:
+                    raise
+                raise self._refused(term, leases, err) from err
+            with self._lock:
+                self._lagging_since = None  # the API server's view has caught up
+            return sent
+
+    def _refused(self, term: Term, leases: Term, err: PermanentError) -> FencedError:
+        verdict = self._verdict(term, leases)
+        if verdict == "deposed":
+            self._fence.deposed((term.holder, term.transitions))
+        self._on_refused(verdict)
+        with self._lock:
+            first = (term, verdict) not in self._said
+            self._said.add((term, verdict))
+        if first:
+            _say(verdict, {"write_term": term.token(), "lease_term": leases.token()})
+        return FencedError(f"fenced ({verdict}): {err}")
+
+    def _verdict(self, term: Term, leases: Term) -> Verdict:
+        if deposed(term, leases):
+            return "deposed"
+        now = self._clock()
+        with self._lock:
+            if self._lagging_since is None or self._lagging_since[0] != term:
+                self._lagging_since = (term, now)
+            since = self._lagging_since[1]
+        return "stale_view" if now - since >= STALE_VIEW_SECONDS else "lagging"
+
+    # --- everything else, as is ------------------------------------------------------------------
+
+    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
+        return self._inner.list_page(selection, limit, continue_token)
+
+    def watch(
+        self,
+        selection: Selection,
+        resource_version: str,
+        timeout_seconds: int,
+        cancel: WatchCancel | None = None,
+    ) -> Iterator[tuple[str, RawObject]]:
+        return self._inner.watch(selection, resource_version, timeout_seconds, cancel)
+
+    def get_node(self, name: str) -> RawObject | None:
+        return self._inner.get_node(name)
+
+    def create_event(self, namespace: str, event: RawObject) -> RawObject:
+        return self._inner.create_event(namespace, event)
+
+    def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+        return self._inner.patch_event(namespace, name, merge_patch)
+
+    def read_configmap(self, namespace: str, name: str) -> RawObject | None:
+        return self._inner.read_configmap(namespace, name)
+
+    def server_time(self) -> datetime:
+        return self._inner.server_time()
+
+
+def _say(verdict: Verdict, fields: dict[str, str]) -> None:
+    """Once per term and verdict: what the refusal means and what follows."""
+    if verdict == "deposed":
+        log.error(
+            "the API server refused a write: this replica no longer leads; it stops writing "
+            "(logged once)",
+            extra=fields,
+        )
+    elif verdict == "lagging":
+        log.warning(
+            "the API server refused a write: it has not seen this replica's takeover yet; "
+            "retrying (logged once)",
+            extra=fields,
+        )
+    else:
+        log.error(
+            f"the API server's view of the Lease has not caught up in {STALE_VIEW_SECONDS:.0f}s: "
+            "its param informer is stopped (kubernetes/kubernetes#130887, after the fence "
+            "binding was deleted and created again); writes wait until kube-apiserver "
+            "restarts, or until the fence binding is deleted (writes then fenced on the client "
+            "only); docs/reconciler.md, 'One writer' (logged once)",
+            extra=fields,
+        )
+
+
+def _whole(err: PermanentError) -> str:
+    """The API server's whole answer (the error's text is cut at 500 characters)."""
+    body = getattr(err.__cause__, "body", None)
+    return body.decode(errors="replace") if isinstance(body, bytes) else str(body or err)
+
+
+def _on(body: RawObject, term: Term | None) -> RawObject:
+    """`body` stamped with `term` (as is without one)."""
+    return body if term is None else {**body, "metadata": stamped(body.get("metadata"), term)}

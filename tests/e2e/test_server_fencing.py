@@ -1,0 +1,310 @@
+"""One writer, enforced where writes land: a paused leader's write that reaches the API server
+after a standby took over is refused by the fence policy the manifest builder ships.
+
+Each test installs the builder's objects under its own names (namespace, ServiceAccount, RBAC,
+policy, binding, Lease) and runs the Deployment's command as local processes under the
+ServiceAccount's token (no kubelet here), as tests/e2e/test_deploy_manifests.py does.
+
+The paused leader (issue 44): replica A leads, through a proxy; the proxy starts keeping what A
+sends; a label makes A patch a taint onto a node, and A stops itself (SIGSTOP) right after that
+PATCH left (tests/e2e/held_writer.py), so the request sits in the proxy with A's term on it.
+The admin deletes the rule; the standby B takes over and leads under the new rules, which
+want no taint. Then the proxy delivers A's PATCH. Without the fence policy it lands: the node
+carries the deleted rule's taint (the control case: the hazard is real, the scene reaches it).
+With the policy the API server refuses it and the node never carries the taint; A, resumed,
+reads the refusal and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.core.fencing import FENCE_ANNOTATION
+from nodegate.core.loader import RulesDocument
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import wait_until
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import DeploySettings
+from tests.e2e.reconciler_fixtures import HEADER, RULES, patch_labels, read_node
+from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.shipped_manifests import (
+    apply_all_but_the_deployment,
+    service_account_kubeconfig,
+    service_account_token,
+    the_deployment,
+)
+from tests.e2e.tcp_proxy import partition_proxy
+
+LEASE = ("--lease-duration-seconds=4", "--renew-deadline-seconds=3", "--retry-period-seconds=1")
+TAINT = ("example.com/dedicated", "NoSchedule")
+RULES_WITHOUT_CI = HEADER + textwrap.dedent(
+    """\
+    conditionTaints:
+      - name: nic-broken
+        conditions: [{type: NetworkInterfaceCard, status: "Kaput|Ruined"}]
+        taint: {key: example.com/nic-broken, value: "true", effect: NoExecute}
+    """
+)
+
+
+@dataclass
+class Install:
+    """One installation of the builder's objects, and how to run its Deployment's command."""
+
+    namespace: str
+    objects: list[dict[str, Any]]
+    kubeconfig: Path
+    args: list[str]
+
+
+@pytest.fixture
+def install(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> Iterator[Callable[[bool], Install]]:
+    made: list[Install] = []
+
+    def make(server_fence: bool) -> Install:
+        variant = "fenced" if server_fence else "client-only"
+        name = f"{variant}-{len(made)}-{unique_name}"[:40].rstrip("-")
+        settings = DeploySettings.model_validate(
+            {
+                "image": {"repository": "registry.example.com/nodegate"},
+                "namespace": name,
+                "name": name,
+                "leaderElection": {"serverFence": server_fence},
+            }
+        )
+        objects = build_manifests(RulesDocument.parse(RULES, "rules.yaml"), settings)
+        apply_all_but_the_deployment(api_client, objects)
+        token = service_account_token(core_v1, name, name)
+        kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / f"{name}.kube")
+        container = the_deployment(objects)["spec"]["template"]["spec"]["containers"][0]
+        args = [a for a in container["args"] if not a.startswith("--http-port")]
+        made.append(Install(name, objects, kubeconfig, [*args, *LEASE]))
+        return made[-1]
+
+    yield make
+    for done in made:
+        _uninstall(api_client, done)
+
+
+def _uninstall(api_client: k8s_client.ApiClient, done: Install) -> None:
+    """The cluster-scoped objects and the namespace: the control plane is shared (its Lease
+    param informer outlives our bindings: tests/e2e/lease_params.py)."""
+    admission = k8s_client.AdmissionregistrationV1Api(api_client)
+    rbac = k8s_client.RbacAuthorizationV1Api(api_client)
+    deletes: dict[str, Callable[[str], object]] = {
+        "ValidatingAdmissionPolicyBinding": admission.delete_validating_admission_policy_binding,
+        "ValidatingAdmissionPolicy": admission.delete_validating_admission_policy,
+        "ClusterRoleBinding": rbac.delete_cluster_role_binding,
+        "ClusterRole": rbac.delete_cluster_role,
+        "Namespace": k8s_client.CoreV1Api(api_client).delete_namespace,
+    }
+    for obj in done.objects:
+        delete = deletes.get(obj["kind"])
+        if delete is not None:
+            try:
+                delete(obj["metadata"]["name"])
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+
+
+def leads(replica: ReconcilerProcess) -> bool:
+    return replica.process.poll() is None and replica.metric("nodegate_is_leader") == 1
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+
+class TaintWatch:
+    """Every version of one node the API server stores, from now on: a taint that lived for
+    a millisecond is seen too."""
+
+    def __init__(self, core_v1: k8s_client.CoreV1Api, name: str) -> None:
+        self.seen: list[set[tuple[str, str]]] = []
+        self._watch = k8s_watch.Watch()  # type: ignore[no-untyped-call]
+        start = read_node(core_v1, name)["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(
+            target=self._follow, args=(core_v1, name, start), daemon=True
+        )
+        self._thread.start()
+
+    def _follow(self, core_v1: k8s_client.CoreV1Api, name: str, start: str) -> None:
+        with contextlib.suppress(Exception):  # stopped: the stream ends as it may
+            self._stream(core_v1, name, start)
+
+    def _stream(self, core_v1: k8s_client.CoreV1Api, name: str, start: str) -> None:
+        for event in self._watch.stream(  # type: ignore[no-untyped-call]
+            core_v1.list_node,
+            field_selector=f"metadata.name={name}",
+            resource_version=start,
+            timeout_seconds=120,
+        ):
+            taints = event["object"].spec.taints or []
+            self.seen.append({(t.key, t.effect) for t in taints})
+
+    def carried(self, taint: tuple[str, str]) -> bool:
+        return any(taint in taints for taints in self.seen)
+
+    def stop(self) -> None:
+        self._watch.stop()  # type: ignore[no-untyped-call]
+
+
+def rules_configmap_of(install: Install) -> str:
+    return str(
+        next(
+            o["metadata"]["name"]
+            for o in install.objects
+            if o["kind"] == "ConfigMap" and "rules.yaml" in o.get("data", {})
+        )
+    )
+
+
+@pytest.mark.parametrize("server_fence", [True, False], ids=["fenced", "client-only"])
+def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_api_server(
+    server_fence: bool,
+    install: Callable[[bool], Install],
+    control_plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    installed = install(server_fence)
+    monkeypatch.setenv("POD_NAMESPACE", installed.namespace)
+    hold, sent = tmp_path / "hold", tmp_path / "sent"
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    with partition_proxy(api_port) as proxy, ExitStack() as stack:
+        via_proxy = tmp_path / "via-proxy.kube"
+        config = yaml.safe_load(installed.kubeconfig.read_text())
+        for cluster in config["clusters"]:
+            cluster["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+        via_proxy.write_text(yaml.safe_dump(config))
+        first = stack.enter_context(
+            running_reconciler(
+                via_proxy,
+                tmp_path,
+                *installed.args,
+                module="tests.e2e.held_writer",
+                env={"NODEGATE_TEST_HOLD_FILE": str(hold), "NODEGATE_TEST_SENT_FILE": str(sent)},
+            )
+        )
+        wait_until(lambda: leads(first), 20, "first replica leads")
+        second = stack.enter_context(
+            running_reconciler(installed.kubeconfig, tmp_path, *installed.args)
+        )
+        name = make_node()
+        wait_until(
+            lambda: first.metric("nodegate_server_fence") == int(server_fence), 20, "fence checked"
+        )
+
+        # A's next node PATCH leaves, is kept by the proxy, and A pauses.
+        proxy.hold()
+        hold.write_text("")
+        patch_labels(core_v1, name, {"example.com/dedicated": "ci"})
+        wait_until(sent.exists, 20, "the leader sent its PATCH")
+        wait_until(lambda: stopped(first.process.pid), 5, "the leader paused")
+        taints = TaintWatch(core_v1, name)
+        try:
+            # The admin deletes the rule; the standby takes over under the rules without it.
+            core_v1.patch_namespaced_config_map(
+                rules_configmap_of(installed),
+                installed.namespace,
+                {"data": {"rules.yaml": RULES_WITHOUT_CI}},
+            )
+            paused_at = time.monotonic()
+            wait_until(lambda: leads(second), 30, "the standby leads", interval=0.05)
+            print(f"takeover {time.monotonic() - paused_at:.2f}s after the leader paused")
+            wait_until(
+                lambda: second.metric("nodegate_rules_generation") == 2,
+                20,
+                "the new leader runs the rules without ci",
+            )
+            time.sleep(1)
+
+            proxy.release()  # the paused leader's PATCH reaches the API server
+            if server_fence:
+                time.sleep(3)
+                assert not taints.carried(TAINT), taints.seen
+                assert TAINT not in _taints(core_v1, name)
+            else:
+                wait_until(lambda: taints.carried(TAINT), 10, "the held PATCH landed")
+        finally:
+            taints.stop()
+            os.kill(first.process.pid, signal.SIGCONT)
+        first.process.wait(20)
+        assert first.process.returncode == 3  # a deposed leader exits
+        assert leads(second)
+        if server_fence:
+            assert "this replica no longer leads" in first.logs() or (
+                "lost leadership" in first.logs()
+            )
+
+
+def _taints(core_v1: k8s_client.CoreV1Api, name: str) -> set[tuple[str, str]]:
+    return {(t["key"], t["effect"]) for t in read_node(core_v1, name)["spec"].get("taints") or []}
+
+
+def test_every_write_of_the_leader_carries_its_term_and_the_api_server_knows_it(
+    install: Callable[[bool], Install],
+    core_v1: k8s_client.CoreV1Api,
+    api_client: k8s_client.ApiClient,
+    make_node: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    installed = install(True)
+    monkeypatch.setenv("POD_NAMESPACE", installed.namespace)
+    with running_reconciler(installed.kubeconfig, tmp_path, *installed.args) as leader:
+        wait_until(lambda: leads(leader), 20, "leads")
+        name = make_node(labels={"example.com/dedicated": "ci"})
+        wait_until(lambda: TAINT in _taints(core_v1, name), 20, "tainted")
+        lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(
+            "nodegate-reconciler", installed.namespace
+        )
+        assert lease.spec is not None
+        term = f"{lease.spec.holder_identity}/{lease.spec.lease_transitions}"
+        annotations = read_node(core_v1, name)["metadata"]["annotations"]
+        assert annotations[FENCE_ANNOTATION] == term
+        assert leader.metric("nodegate_server_fence") == 1
+        assert "writes are fenced by the API server" in leader.logs()
+        assert leader.metric("nodegate_writes_fenced_total") == 0
+
+
+def test_a_single_replica_without_leader_election_writes_without_a_term(
+    reconciler: ReconcilerProcess,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+) -> None:
+    """No Lease, no term: writes are sent as they were (no policy is shipped for this mode)."""
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    wait_until(lambda: TAINT in _taints(core_v1, name), 20, "tainted")
+
+    annotations = read_node(core_v1, name)["metadata"].get("annotations") or {}
+    assert FENCE_ANNOTATION not in annotations
+    assert reconciler.metric("nodegate_server_fence") == 0
+    assert "fenced" not in reconciler.logs()

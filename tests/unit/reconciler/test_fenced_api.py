@@ -1,0 +1,287 @@
+"""Every write of the leader goes through the fence and carries its term; a refusal by the API
+server's fence policy is read for who is behind. A fake API that checks terms as the policy
+does; the e2e tier (tests/e2e/test_server_fencing.py) runs the real policy."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from nodegate.core.fencing import FENCE_ANNOTATION, REFUSAL_MARK
+from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
+from nodegate.reconciler.kit.fence import LeaderFence
+from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.nodes.fenced_api import STALE_VIEW_SECONDS, FencedApi, FencedError
+from tests.unit.reconciler.fakes import FakeApi, fake_node
+
+NS = "nodegate-system"
+
+
+class FencingApi(FakeApi):
+    """Refuses, as the fence policy does, a write whose term is not `view` (the API server's
+    view of the Lease's term; None: it has none yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.view: str | None = "me/1"
+        self.sent = 0
+        """Writes that reached this API server (refused ones included)."""
+
+    def _check(self, body: RawObject) -> None:
+        self.sent += 1
+        carried = ((body.get("metadata") or {}).get("annotations") or {}).get(FENCE_ANNOTATION)
+        if self.view is None:
+            raise PermanentError(
+                "422 Unprocessable Entity: ValidatingAdmissionPolicy 'f' with binding 'f' "
+                "denied request: failed to configure binding: no params found for policy "
+                "binding with `Deny` parameterNotFoundAction",
+                422,
+            )
+        if carried != self.view:
+            raise PermanentError(
+                f"403 Forbidden: ValidatingAdmissionPolicy 'f' with binding 'f' denied request: "
+                f"{REFUSAL_MARK} lease={self.view} write={carried} (...)",
+                403,
+            )
+
+    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
+        self._check(merge_patch)
+        return super().patch_node(name, merge_patch)
+
+    def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
+        self._check(body)
+        return super().replace_configmap(namespace, name, body)
+
+    def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
+        self._check(self.configmaps[(namespace, name)])  # the policy reads the old object
+        super().delete_configmap(namespace, name, resource_version)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def leading(term: tuple[str, int] = ("me", 1), clock: Clock | None = None) -> LeaderFence:
+    fence = LeaderFence(10, clock or Clock())
+    fence.renewed(clock.now if clock else 100.0, term)
+    return fence
+
+
+def fenced(
+    api: FakeApi, fence: LeaderFence, clock: Clock | None = None
+) -> tuple[FencedApi, list[str]]:
+    refusals: list[str] = []
+    return FencedApi(api, fence, refusals.append, clock=clock or Clock()), refusals
+
+
+def patch(api: FakeApi, name: str = "n1") -> RawObject:
+    version = api.nodes[name]["metadata"]["resourceVersion"]
+    return {"metadata": {"resourceVersion": version, "labels": {"a": "b"}}}
+
+
+def test_a_node_write_carries_the_term_it_is_made_under() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    writes, _ = fenced(api, leading())
+
+    writes.patch_node("n1", patch(api))
+
+    assert api.nodes["n1"]["metadata"]["annotations"][FENCE_ANNOTATION] == "me/1"
+    assert api.nodes["n1"]["metadata"]["labels"] == {"a": "b"}
+
+
+def test_configmap_writes_carry_the_term_and_keep_their_own_annotations() -> None:
+    api = FencingApi()
+    writes, _ = fenced(api, leading())
+    body: RawObject = {"metadata": {"name": "c", "annotations": {"x": "y"}}, "data": {}}
+
+    created = writes.create_configmap(NS, body)
+    writes.replace_configmap(NS, "c", {**created, "data": {"k": "v"}})
+
+    stored = api.configmaps[(NS, "c")]
+    assert stored["metadata"]["annotations"] == {"x": "y", FENCE_ANNOTATION: "me/1"}
+    assert stored["data"] == {"k": "v"}
+
+
+def test_without_leader_election_writes_are_sent_as_they_are() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("n1"))
+    writes, _ = fenced(api, LeaderFence(None))
+    body = patch(api)
+
+    writes.patch_node("n1", body)
+
+    assert api.calls[-1] == ("patch_node", body)
+    assert "annotations" not in api.nodes["n1"]["metadata"]
+
+
+def test_no_write_starts_once_the_client_side_fence_has_lapsed() -> None:
+    api, clock = FencingApi(), Clock()
+    api.add_node(fake_node("n1"))
+    writes, _ = fenced(api, leading(clock=clock), clock)
+    clock.now += 10
+
+    with pytest.raises(TemporaryError, match="fence does not hold"):
+        writes.patch_node("n1", patch(api))
+    assert api.count("patch_node") == 0
+
+
+def test_a_write_refused_because_another_replica_leads_ends_this_term(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 1))
+    writes, refusals = fenced(api, fence)
+    api.view = "other/2"
+
+    with caplog.at_level(logging.ERROR, "nodegate.fence"):
+        with pytest.raises(FencedError):
+            writes.patch_node("n1", patch(api))
+        assert not fence.holds()
+        with pytest.raises(TemporaryError, match="fence does not hold"):  # never retried
+            writes.patch_node("n1", patch(api))
+
+    assert refusals == ["deposed"]
+    assert api.sent == 1
+    assert [r.message for r in caplog.records].count(
+        "the API server refused a write: this replica no longer leads; it stops writing "
+        "(logged once)"
+    ) == 1
+
+
+def test_a_write_refused_before_the_api_server_saw_the_takeover_is_retried_later() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 2))
+    writes, refusals = fenced(api, fence)
+    api.view = "old/1"  # its view of the Lease lags our takeover
+
+    with pytest.raises(FencedError) as refused:
+        writes.patch_node("n1", patch(api))
+    assert isinstance(refused.value, TemporaryError)
+    assert fence.holds()
+    api.view = "me/2"
+    writes.patch_node("n1", patch(api))
+
+    assert refusals == ["lagging"]
+    assert api.nodes["n1"]["metadata"]["annotations"][FENCE_ANNOTATION] == "me/2"
+
+
+def test_a_lease_the_api_server_has_not_seen_yet_is_lagging_not_deposed() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 0))
+    writes, refusals = fenced(api, fence)
+    api.view = None
+
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+
+    assert refusals == ["lagging"]
+    assert fence.holds()
+
+
+def test_a_view_that_lags_for_seconds_is_said_to_be_stale(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    api, clock = FencingApi(), Clock()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 2), clock)
+    writes, refusals = fenced(api, fence, clock)
+    api.view = "old/1"
+
+    with caplog.at_level(logging.ERROR, "nodegate.fence"):
+        for _ in range(3):
+            with pytest.raises(FencedError):
+                writes.patch_node("n1", patch(api))
+            clock.now += STALE_VIEW_SECONDS / 2
+            fence.renewed(clock.now, ("me", 2))
+
+    assert refusals == ["lagging", "lagging", "stale_view"]
+    assert any("kubernetes/kubernetes#130887" in r.message for r in caplog.records)
+
+
+def test_an_accepted_write_ends_the_lag() -> None:
+    api, clock = FencingApi(), Clock()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 2), clock)
+    writes, refusals = fenced(api, fence, clock)
+    api.view = "old/1"
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+    api.view = "me/2"
+    writes.patch_node("n1", patch(api))
+    clock.now += STALE_VIEW_SECONDS
+    fence.renewed(clock.now, ("me", 2))
+    api.view = "old/1"
+
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+
+    assert refusals == ["lagging", "lagging"]
+
+
+def test_a_refusal_that_is_not_the_fences_is_passed_on_as_it_is() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    api.fail("patch_node", PermanentError("403 Forbidden: cannot patch nodes", 403))
+    writes, refusals = fenced(api, leading())
+
+    with pytest.raises(PermanentError) as refused:
+        writes.patch_node("n1", patch(api))
+
+    assert not isinstance(refused.value, FencedError)
+    assert refusals == []
+
+
+def stored_record(api: FakeApi, annotations: dict[str, str] | None = None) -> RawObject:
+    body: dict[str, Any] = {"metadata": {"name": "r", "annotations": annotations or {}}}
+    return api.create_configmap(NS, {**body, "data": {"k": "v"}})
+
+
+def test_a_delete_marks_the_object_with_the_term_first_so_the_policy_can_check_it() -> None:
+    api = FencingApi()
+    record = stored_record(api, {FENCE_ANNOTATION: "earlier/0"})
+    writes, _ = fenced(api, leading())
+
+    writes.delete_configmap(NS, "r", record["metadata"]["resourceVersion"])
+
+    assert (NS, "r") not in api.configmaps
+    assert [c for c, _ in api.calls if c != "read_configmap"][-2:] == [
+        "replace_configmap",
+        "delete_configmap",
+    ]
+
+
+def test_an_object_already_written_in_this_term_is_deleted_without_a_mark() -> None:
+    api = FencingApi()
+    record = stored_record(api, {FENCE_ANNOTATION: "me/1"})
+    writes, _ = fenced(api, leading())
+
+    writes.delete_configmap(NS, "r", record["metadata"]["resourceVersion"])
+
+    assert api.count("replace_configmap") == 0
+    assert (NS, "r") not in api.configmaps
+
+
+def test_a_delete_of_an_object_changed_since_it_was_read_is_a_conflict() -> None:
+    api = FencingApi()
+    record = stored_record(api)
+    writes, _ = fenced(api, leading())
+    api.replace_configmap(
+        NS,
+        "r",
+        {**record, "metadata": {**record["metadata"], "annotations": {FENCE_ANNOTATION: "me/1"}}},
+    )
+
+    with pytest.raises(ConflictError):
+        writes.delete_configmap(NS, "r", record["metadata"]["resourceVersion"])
+
+    assert (NS, "r") in api.configmaps
