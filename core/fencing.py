@@ -53,12 +53,6 @@ def stamped(metadata: dict[str, Any] | None, term: Term) -> dict[str, Any]:
     return metadata
 
 
-def carries(raw: dict[str, Any], term: Term) -> bool:
-    """Whether the object as stored was last written under `term`."""
-    annotations = (raw.get("metadata") or {}).get("annotations") or {}
-    return annotations.get(FENCE_ANNOTATION) == term.token()
-
-
 UNSEEN = Term("", -1)
 """What a refusal names when the API server has not seen the Lease at all yet."""
 _NO_PARAM = "no params found for policy binding"

@@ -15,7 +15,7 @@ real API server (tests/e2e/test_deploy_manifests.py):
   is what `nodegate status|explain|plan` read), its Lease (create; get/update by name), and
   Events about its own objects;
 * only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
-  namespace (list/watch by label, update, delete for garbage collection and quarantine, get
+  namespace (list/watch by label, update, delete for garbage collection and quarantine, patch
   to mark a record with the leader's term just before it is deleted: `core/fencing.py`). Their
   names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
   own objects.
@@ -72,7 +72,7 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
     """The Role in the reconciler's namespace: its rules, its records, its Lease, its Events."""
     lease = settings.leader_election.lease_name
     records = (
-        [_rule("", "configmaps", ["get", "list", "watch", "update", "delete"])]
+        [_rule("", "configmaps", ["list", "watch", "update", "patch", "delete"])]
         if rules.persistent_labels is not None
         else []
     )

@@ -160,6 +160,8 @@ class ConfigMapApi(Protocol):
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
 
+    def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject: ...
+
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
 
 
@@ -380,6 +382,18 @@ class KubeApi:
             namespace,
             cast(Any, body),
             field_manager="nodegate",
+        )
+
+    def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+        """JSON merge patch; its metadata.resourceVersion, if any, makes the server refuse a
+        stale one."""
+        return self._raw(
+            self.core.patch_namespaced_config_map,
+            name,
+            namespace,
+            merge_patch,
+            field_manager="nodegate",
+            _content_type="application/merge-patch+json",
         )
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:

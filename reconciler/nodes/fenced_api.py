@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from nodegate.core.fencing import Term, carries, deposed, lease_term_in, stamped
-from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
+from nodegate.core.fencing import Term, deposed, lease_term_in, stamped
+from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel
 
@@ -76,22 +76,22 @@ class FencedApi:
             lambda term: self._writes.replace_configmap(namespace, name, _on(body, term))
         )
 
+    def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+        return self._fenced(
+            lambda term: self._writes.patch_configmap(namespace, name, _on(merge_patch, term))
+        )
+
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
         """The policy checks a delete against the term the object was last written under, so
-        an object not written in this term is first marked with it (only the version that was
-        read: a change in between is a conflict, as for the delete itself)."""
+        the object is first marked with this one (a patch of the version that was read: a
+        change in between is a conflict, as for the delete itself), then deleted."""
 
         def send(term: Term | None) -> None:
             version = resource_version
             if term is not None:
-                stored = self._writes.read_configmap(namespace, name)
-                if stored is None:
-                    return
-                if (stored.get("metadata") or {}).get("resourceVersion") != resource_version:
-                    raise ConflictError(f"{namespace}/{name} changed since it was read")
-                if not carries(stored, term):
-                    marked = self._writes.replace_configmap(namespace, name, _on(stored, term))
-                    version = str((marked.get("metadata") or {}).get("resourceVersion"))
+                mark = {"metadata": {"resourceVersion": resource_version}}
+                marked = self._writes.patch_configmap(namespace, name, _on(mark, term))
+                version = str((marked.get("metadata") or {}).get("resourceVersion"))
             self._writes.delete_configmap(namespace, name, version)
 
         self._fenced(send)

@@ -35,7 +35,7 @@ from kubernetes import client as k8s_client
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.fencing import FENCE_ANNOTATION
+from nodegate.core.fencing import FENCE_ANNOTATION, Term, lease_term_in
 from nodegate.core.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
@@ -308,3 +308,69 @@ def test_a_single_replica_without_leader_election_writes_without_a_term(
     assert FENCE_ANNOTATION not in annotations
     assert reconciler.metric("nodegate_server_fence") == 0
     assert "fenced" not in reconciler.logs()
+
+
+TAKEOVERS = 10
+
+
+def test_the_api_server_refuses_the_old_term_within_milliseconds_of_a_takeover(
+    install: Callable[[bool], Install],
+    api_client: k8s_client.ApiClient,
+    make_node: Callable[..., str],
+) -> None:
+    """How long the policy's view of the Lease lags a takeover: the Lease is handed over (as a
+    standby's takeover writes it) and, as the reconciler's ServiceAccount, the old term's write
+    is sent again and again until refused, then the new term's until accepted. The figures are
+    the ones docs/reconciler.md ("One writer") quotes; the refusal is read back as the
+    reconciler reads it."""
+    installed = install(True)
+    from kubernetes import config as k8s_config
+
+    as_reconciler = k8s_client.CoreV1Api(
+        k8s_config.new_client_from_config(str(installed.kubeconfig))  # type: ignore[no-untyped-call]
+    )
+    leases = k8s_client.CoordinationV1Api(api_client)
+    leases.create_namespaced_lease(
+        installed.namespace,
+        {
+            "metadata": {"name": "nodegate-reconciler"},
+            "spec": {"holderIdentity": "a", "leaseTransitions": 0},
+        },  # type: ignore[arg-type]
+    )
+    name = make_node()
+
+    def write(term: str) -> str | None:
+        """The refusal's text, or None if the write was accepted."""
+        try:
+            as_reconciler.patch_node(name, {"metadata": {"annotations": {FENCE_ANNOTATION: term}}})
+        except ApiException as err:
+            assert err.status == 403, err.body
+            return str(err.body)
+        return None
+
+    wait_until(lambda: write("a/0") is None, 20, "the first term accepted")
+    refused_after: list[float] = []
+    accepted_after: list[float] = []
+    for transitions in range(1, TAKEOVERS + 1):
+        old = f"{'ab'[(transitions - 1) % 2]}/{transitions - 1}"
+        holder = "ab"[transitions % 2]
+        leases.patch_namespaced_lease(
+            "nodegate-reconciler",
+            installed.namespace,
+            {"spec": {"holderIdentity": holder, "leaseTransitions": transitions}},
+        )
+        taken = time.monotonic()
+        while (refusal := write(old)) is None:
+            assert time.monotonic() - taken < 1, "the old term still accepted 1 s after a takeover"
+        refused_after.append(time.monotonic() - taken)
+        assert lease_term_in(refusal) == Term(holder, transitions)
+        while write(f"{holder}/{transitions}") is not None:
+            assert time.monotonic() - taken < 1, "the new term still refused 1 s after a takeover"
+        accepted_after.append(time.monotonic() - taken)
+
+    print(f"old term refused after (ms): {_ms(refused_after)}")
+    print(f"new term accepted after (ms): {_ms(accepted_after)}")
+
+
+def _ms(seconds: list[float]) -> str:
+    return ", ".join(f"{s * 1000:.1f}" for s in sorted(seconds))

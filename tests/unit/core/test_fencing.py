@@ -11,7 +11,6 @@ from nodegate.core.fencing import (
     REFUSAL_MARK,
     UNSEEN,
     Term,
-    carries,
     deposed,
     lease_term_in,
     server_fence,
@@ -46,14 +45,6 @@ def test_stamping_adds_the_token_and_keeps_every_other_annotation() -> None:
         "annotations": {"other": "x", FENCE_ANNOTATION: "a/1"},
     }
     assert metadata == {"resourceVersion": "7", "annotations": {"other": "x"}}  # not changed
-
-
-def test_an_object_carries_the_term_it_was_last_written_under_only() -> None:
-    raw = {"metadata": {"annotations": {FENCE_ANNOTATION: "a/1"}}}
-
-    assert carries(raw, Term("a", 1))
-    assert not carries(raw, Term("a", 2))
-    assert not carries({"metadata": {}}, Term("a", 1))
 
 
 def test_the_policys_refusal_names_the_leases_term() -> None:

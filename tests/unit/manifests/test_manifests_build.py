@@ -72,7 +72,7 @@ def test_rbac_grants_no_secrets_no_wildcards_and_no_delete_but_of_label_records(
     record_rule = {
         "apiGroups": [""],
         "resources": ["configmaps"],
-        "verbs": ["get", "list", "watch", "update", "delete"],
+        "verbs": ["list", "watch", "update", "patch", "delete"],
     }
 
     assert rules
@@ -132,8 +132,8 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
     }
     assert by_name == {
         # the example rules persist labels: records are listed by label, GC'd by delete (after
-        # a get and a mark with the leader's term: core/fencing.py)
-        ("configmaps", ("get", "list", "watch", "update", "delete")): None,
+        # a mark with the leader's term: core/fencing.py)
+        ("configmaps", ("list", "watch", "update", "patch", "delete")): None,
         ("configmaps", ("get", "list", "watch")): ["my-rules"],
         ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name
         ("configmaps", ("get", "update", "patch")): [

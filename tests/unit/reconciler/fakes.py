@@ -190,6 +190,23 @@ class FakeApi:
         self.configmaps[(namespace, name)] = stored
         return stored
 
+    def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+        self._enter("patch_configmap", merge_patch)
+        current = self.configmaps.get((namespace, name))
+        if current is None:
+            raise NotFoundError(name)
+        meta = merge_patch.get("metadata") or {}
+        given = meta.get("resourceVersion")
+        if given is not None and given != current["metadata"]["resourceVersion"]:
+            raise ConflictError(name)
+        if "annotations" in meta:
+            merged = {**(current["metadata"].get("annotations") or {}), **meta["annotations"]}
+            current["metadata"]["annotations"] = {k: v for k, v in merged.items() if v is not None}
+        if "data" in merge_patch:
+            current["data"] = {**(current.get("data") or {}), **merge_patch["data"]}
+        current["metadata"]["resourceVersion"] = str(next(self._rv))
+        return copy.deepcopy(current)
+
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
         self._enter("delete_configmap", name)
         current = self.configmaps.get((namespace, name))
