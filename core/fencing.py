@@ -8,17 +8,28 @@ check a write where it lands. So each write nodegate's leader makes to a Node or
 own ConfigMaps carries its term of leadership, `<holderIdentity>/<leaseTransitions>` of the Lease
 as it last renewed it, in the `FENCE_ANNOTATION`; a ValidatingAdmissionPolicy whose param is that
 Lease refuses a write by nodegate's ServiceAccount whose term is not the Lease's current one
-(a DELETE: the term the object was last marked with, so a delete is preceded by a mark).
+(a DELETE: the term the object was last marked with, so a delete is preceded by a mark). A write
+carrying no term at all is let through: only a replica older than the fence writes one (an
+upgrade under way), and refusing it would leave no writer until the rollout ends.
+
+The policy must never cost the cluster anything else: its param lookup runs before its match
+conditions, for every request its rules match, whoever sends it, so a missing Lease is `Allow`
+(nobody leads; nothing of nodegate's is in flight) and a configuration error is `Ignore`;
+ConfigMaps are matched in the reconciler's namespace only.
 
 A term is unique: `leaseTransitions` grows by one whenever the holder changes (client-go's
-rule, a released Lease included) and each process has its own identity, so a later term always
-has the larger number. A refused write therefore says which side is behind: the Lease's term is
-later (this process was deposed: it stops writing) or earlier (the API server's view of the
-Lease has not caught up with this process's takeover yet, a few milliseconds: retry).
+rule, a released Lease included), each process has its own identity, and a process's first
+acquisition is a transition even if the Lease names its identity already. A later term has the
+larger number, so a refusal says which side is behind: the Lease's term is later (this
+process was deposed: it stops writing) or earlier (the API server's view of the Lease has not
+caught up with this process's takeover yet, a few milliseconds: retry). The numbers restart if
+the Lease is deleted, so a refusal that says "deposed" is confirmed against the Lease itself
+before the process gives up (reconciler/nodes/fenced_api.py).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,12 +38,10 @@ FENCE_ANNOTATION = "nodegate.dev/fence"
 """On every object the leader writes: the term of leadership the write was made under."""
 
 REFUSAL_MARK = "nodegate-fence"
-"""Starts the policy's refusal message (`refusal_message`), which `lease_term_in` reads back."""
-
-_REFUSAL = re.compile(REFUSAL_MARK + r" lease=(\S*)/(\d+) ")
+"""Starts the policy's refusal message (`policy_validation`), which `refusal_term` reads back."""
 
 
-@dataclass(frozen=True, order=False)
+@dataclass(frozen=True)
 class Term:
     """One leadership of the Lease: who held it, at which `leaseTransitions`."""
 
@@ -53,23 +62,28 @@ def stamped(metadata: dict[str, Any] | None, term: Term) -> dict[str, Any]:
     return metadata
 
 
-UNSEEN = Term("", -1)
-"""What a refusal names when the API server has not seen the Lease at all yet."""
-_NO_PARAM = "no params found for policy binding"
-"""The API server's words when a binding's param is not in its view (`Deny` then refuses)."""
-
-
-def lease_term_in(message: str) -> Term | None:
-    """The Lease's term named in an API error, if it is the fence policy's refusal; `UNSEEN`
-    if it refused because its view holds no Lease yet (a Lease just created: its informer
-    has not caught up; measured here on a new installation's first writes). None: another
-    error."""
-    found = _REFUSAL.search(message)
-    if found:
-        return Term(found.group(1), int(found.group(2)))
-    if "ValidatingAdmissionPolicy" in message and _NO_PARAM in message:
-        return UNSEEN
-    return None
+def refusal_term(body: str, policy: str) -> Term | None:
+    """The Lease's term named by the fence policy `policy` refusing a write, read from the API
+    server's answer (a Status); None for any other answer. Only the message's fixed head is
+    trusted: the API server writes it, and names the policy and binding (both `policy`), so
+    text a node planted in its own annotations, echoed by some other policy, is never taken
+    for the fence's word."""
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return None
+    message = status.get("message") if isinstance(status, dict) else None
+    if not isinstance(message, str):
+        return None
+    head = f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: "
+    found = re.fullmatch(
+        r'[a-z]+ "[^"]*" is forbidden: '
+        + re.escape(head + REFUSAL_MARK)
+        + r" lease=(\S*)/(\d+) write=.*",
+        message,
+        flags=re.DOTALL,
+    )
+    return Term(found.group(1), int(found.group(2))) if found else None
 
 
 def deposed(mine: Term, leases: Term) -> bool:
@@ -112,7 +126,7 @@ def policy_variables() -> list[dict[str, str]]:
 def policy_validation(lease_namespace: str, lease_name: str) -> dict[str, str]:
     """The one validation: the carried term is the current one; the refusal names both."""
     return {
-        "expression": "variables.carried == variables.current",
+        "expression": "variables.carried == '' || variables.carried == variables.current",
         "messageExpression": (
             f"'{REFUSAL_MARK} lease=' + variables.current + ' write=' + variables.carried + "
             f"' (a write by a replica that no longer leads Lease {lease_namespace}/{lease_name})'"

@@ -35,6 +35,14 @@ _RESOURCES: dict[tuple[str, str], _Factory] = {
         "admissionregistration.k8s.io/v1",
         "MutatingWebhookConfiguration",
     ): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,

@@ -379,6 +379,7 @@ VARIANTS = (
     _dropped("metrics.service", False),
     _dropped("metrics.annotateForScraping", False),
     _dropped("priorityClassName", ""),
+    _dropped("leaderElection.serverFence", False),
     _given("image.digest", "sha256:" + "d" * 64),
     _given("image.pullSecrets", ["zq-d-secret"]),
     _given("affinity", {"zq.d/affinity": "d"}),

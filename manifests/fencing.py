@@ -1,7 +1,8 @@
 """The fence policy, when `leaderElection.serverFence` is on: a ValidatingAdmissionPolicy whose
 param is the reconciler's leader Lease, refusing a write by the reconciler's ServiceAccount to a
-Node or a ConfigMap that does not carry the Lease's current term (core/fencing.py says why and
-what the check is), and its binding (deny; no Lease: deny). Cluster-scoped, so named after the
+Node or to a ConfigMap of its namespace that carries another term than the Lease's current one
+(core/fencing.py says why, and why a missing Lease allows and an error ignores: the policy must
+never stand in anyone else's way), and its binding. Cluster-scoped, so named after the
 installation like its ClusterRole; the reconciler may read both, to say at start whether its
 writes are fenced by the API server.
 """
@@ -49,13 +50,17 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": name, "labels": labels},
         "spec": {
-            "failurePolicy": "Fail",
+            "failurePolicy": "Ignore",
             "paramKind": {"apiVersion": api_version, "kind": kind},
             "matchConstraints": {
+                # Namespaced objects in the reconciler's namespace only (Nodes have none).
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": settings.namespace}
+                },
                 "resourceRules": [
                     _resources(["UPDATE"], "nodes"),
                     _resources(["CREATE", "UPDATE", "DELETE"], "configmaps"),
-                ]
+                ],
             },
             "matchConditions": [{"name": "reconciler", "expression": writer_condition(user)}],
             "variables": policy_variables(),
@@ -71,7 +76,7 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
             "paramRef": {
                 "name": lease,
                 "namespace": settings.namespace,
-                "parameterNotFoundAction": "Deny",
+                "parameterNotFoundAction": "Allow",
             },
             "validationActions": ["Deny"],
         },

@@ -42,7 +42,21 @@ def _node_api(settings: ReconcilerSettings) -> KubeApi:
     records, init pods): its pool holds a connection for each."""
     connections = settings.workers + 8
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
-    return KubeApi(load_api_client(kubeconfig, connections))
+    return KubeApi(
+        load_api_client(kubeconfig, connections), write_deadline_seconds=_deadline(settings)
+    )
+
+
+def _deadline(settings: ReconcilerSettings) -> float | None:
+    """With leader election, a write this process waits for ends before its Lease could pass
+    on: a standby takes over no sooner than lease duration minus renew deadline after the
+    fence lapsed (`kit/leader.py`), and a write starts only while the fence holds."""
+    lease = settings.leader_election
+    if not lease.enabled:
+        return None
+    return float(
+        min(REQUEST_TIMEOUT_SECONDS, lease.lease_duration_seconds - lease.renew_deadline_seconds)
+    )
 
 
 def run(
@@ -140,7 +154,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
     metrics.fence_held.set_function(lambda: int(fence.holds()))
-    writes = _fenced_writes(settings, api, fence, metrics)
+    writes = _fenced_writes(settings, api, fence, elector, metrics)
     history = TaintHistory(
         writes, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
     )
@@ -163,19 +177,19 @@ def _build(settings: ReconcilerSettings) -> _Parts:
 
 
 def _fenced_writes(
-    settings: ReconcilerSettings, api: KubeApi, fence: LeaderFence, metrics: Metrics
+    settings: ReconcilerSettings,
+    api: KubeApi,
+    fence: LeaderFence,
+    elector: LeaderElector | None,
+    metrics: Metrics,
 ) -> FencedApi:
-    """The controller's API: its writes through the fence. With leader election each write is
-    cut at half of lease duration minus renew deadline (connect, then answer), so none this
-    process waits for outlives the Lease: a standby takes over no sooner than that after the
-    fence lapsed (`kit/leader.py`)."""
+    """The controller's API: its writes through the fence (and, with leader election, read
+    back from the fence policy's refusals, each confirmed against the Lease)."""
     refused = lambda verdict: metrics.writes_fenced.labels(verdict).inc()  # noqa: E731
-    lease = settings.leader_election
-    if not lease.enabled:
+    if elector is None:
         return FencedApi(api, fence, refused)
-    half = (lease.lease_duration_seconds - lease.renew_deadline_seconds) / 2
-    writes = KubeApi(api.api_client, min(REQUEST_TIMEOUT_SECONDS, half))
-    return FencedApi(api, fence, refused, writes)
+    policy = settings.leader_election.fence_policy
+    return FencedApi(api, fence, refused, policy, elector.holds_term)
 
 
 def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:

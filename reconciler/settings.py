@@ -45,10 +45,12 @@ class LeaderElectionSettings(BaseModel):
     a write made under a term of leadership that is over; checked when this replica starts to
     lead (absent: writes are fenced on the client only, and the log says so)."""
     identity: Annotated[str, Flag("lease-identity")] = Field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+        min_length=1,
+        pattern=r"^\S+$",
     )
-    """This replica's name in the Lease (its holderIdentity); default: the host name, the
-    process id and a random suffix."""
+    """This replica's name in the Lease (its holderIdentity; no spaces: it is part of the fence
+    token); default: the host name, the process id and a random suffix."""
 
     @model_validator(mode="after")
     def _ordered(self) -> LeaderElectionSettings:

@@ -185,14 +185,23 @@ class KubeApi:
     """`Api` on the official client."""
 
     def __init__(
-        self, api_client: client.ApiClient, request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+        self,
+        api_client: client.ApiClient,
+        request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
+        write_deadline_seconds: float | None = None,
     ) -> None:
         """`request_timeout_seconds` bounds each ordinary call (connect included); the Node
-        admission webhook's client uses a short one to stay inside its own deadline."""
+        admission webhook's client uses a short one to stay inside its own deadline.
+        `write_deadline_seconds` bounds a whole write, from its first connect attempt to its
+        answer: urllib3 tries a connect up to four times (`load_api_client`), so each attempt
+        gets an eighth and the answer half (the leader's writes: `reconciler/main.py`)."""
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
+        self._write_timeout = self._timeout
+        if write_deadline_seconds is not None:
+            self._write_timeout = (write_deadline_seconds / 8, write_deadline_seconds / 2)
         self._watches: dict[int, tuple[Any, list[bool]]] = {}
         """Open watches: their responses, and whether each was severed (below)."""
         self._watch_ids = itertools.count()
@@ -343,7 +352,7 @@ class KubeApi:
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
-        return self._raw(
+        return self._write(
             self.core.patch_node,
             name,
             merge_patch,
@@ -367,7 +376,7 @@ class KubeApi:
         return self._read_or_none(self.core.read_namespaced_config_map, name, namespace)
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
-        return self._raw(
+        return self._write(
             self.core.create_namespaced_config_map,
             namespace,
             cast(Any, body),
@@ -376,7 +385,7 @@ class KubeApi:
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's metadata.resourceVersion: a concurrent change answers 409."""
-        return self._raw(
+        return self._write(
             self.core.replace_namespaced_config_map,
             name,
             namespace,
@@ -387,7 +396,7 @@ class KubeApi:
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion, if any, makes the server refuse a
         stale one."""
-        return self._raw(
+        return self._write(
             self.core.patch_namespaced_config_map,
             name,
             namespace,
@@ -399,7 +408,7 @@ class KubeApi:
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
         """Delete only the version that was read: a concurrent edit answers 409."""
         body = {"preconditions": {"resourceVersion": resource_version}}
-        self._raw(self.core.delete_namespaced_config_map, name, namespace, body=body)
+        self._write(self.core.delete_namespaced_config_map, name, namespace, body=body)
 
     def server_time(self) -> datetime:
         """The `Date` the API server puts on its answer to GET /version (whole seconds): its
@@ -419,6 +428,13 @@ class KubeApi:
         """One call with our timeout, answered as raw JSON."""
         response = self._call(
             function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
+        )
+        return cast(RawObject, json_body(response))
+
+    def _write(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
+        """One write, within the write deadline, answered as raw JSON."""
+        response = self._call(
+            function, *args, _preload_content=False, _request_timeout=self._write_timeout, **kwargs
         )
         return cast(RawObject, json_body(response))
 

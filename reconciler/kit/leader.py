@@ -34,7 +34,7 @@ from kubernetes import client
 from nodegate.reconciler.kit.errors import (
     KubeError,
 )
-from nodegate.reconciler.kit.fence import Clock, LeaderFence
+from nodegate.reconciler.kit.fence import Clock, LeaderFence, LeaseTerm
 from nodegate.reconciler.kit.lease import Election, KubeLeaseApi, LeaseApi, LeaseSettings
 
 log = logging.getLogger("nodegate.leader")
@@ -66,6 +66,10 @@ class LeaderElector:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.leading = False
+
+    def holds_term(self, term: LeaseTerm) -> bool:
+        """Whether the Lease, read now, is held under `term` (KubeError if it cannot be read)."""
+        return self._election.current_term() == term
 
     @property
     def leader_note(self) -> str | None:

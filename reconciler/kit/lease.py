@@ -135,12 +135,16 @@ def may_take(
     return now - observed_at >= lease_duration
 
 
-def claimed(record: LeaseRecord | None, me: str, duration: int, now: str) -> LeaseRecord:
+def claimed(
+    record: LeaseRecord | None, me: str, duration: int, now: str, renewing: bool = True
+) -> LeaseRecord:
     """The record that makes `me` the holder: a renewal keeps acquireTime and transitions, a
     takeover starts its own and counts one more transition, also after a release (client-go's
     rule), so each term of leadership has a larger number than every earlier one (the fence
-    token of core/fencing.py relies on it)."""
-    if record is not None and record.holder == me:
+    token of core/fencing.py relies on it). A process that finds its identity in a Lease it
+    has not itself acquired (`renewing` False: a restart under a fixed `--lease-identity`) takes
+    it over: the paused process that wrote it must not share its term."""
+    if record is not None and record.holder == me and renewing:
         return LeaseRecord(me, duration, record.acquire_time or now, now, record.transitions)
     transitions = 0 if record is None else record.transitions + 1
     return LeaseRecord(me, duration, now, now, transitions)
@@ -196,6 +200,8 @@ class Election:
         self.held_by_other = False
         """Set by an attempt that found another holder whose Lease has not expired."""
         self._failing = False
+        self._acquired = False
+        """Whether this process has itself acquired the Lease (and renews from then on)."""
 
     def _observe(self, record: LeaseRecord) -> None:
         """Remember when the record last changed, on our own clock, taken after the read
@@ -241,6 +247,7 @@ class Election:
             }
             self._observe(LeaseRecord.of(self._api.create_lease(s.lease_namespace, body)))
             self.held_by_other = False
+            self._acquired = True
             return True
         record = LeaseRecord.of(lease)
         self._observe(record)
@@ -252,10 +259,19 @@ class Election:
         note = self._note()
         if note is not None:  # until it has one, the last leader's note stands
             self.leader_note = note
-        body = _claimed_lease(lease, claimed(record, me, duration, now), note)
+        record = claimed(record, me, duration, now, renewing=self._acquired)
+        body = _claimed_lease(lease, record, note)
         answer = self._api.replace_lease(s.lease_namespace, s.lease_name, body)
         self._observe(LeaseRecord.of(answer))
+        self._acquired = True
         return True
+
+    def current_term(self) -> tuple[str, int]:
+        """The Lease's holder and transitions, read now (KubeError if it cannot be read)."""
+        s = self._settings
+        lease = self._api.read_lease(s.lease_namespace, s.lease_name)
+        record = LeaseRecord.of(lease) if lease is not None else LeaseRecord("", 0, None, None, -1)
+        return record.holder, record.transitions
 
     def release(self) -> None:
         """Hand the Lease back (holder cleared, duration 1 s) if it is still ours."""
@@ -266,4 +282,5 @@ class Election:
         record = LeaseRecord.of(lease)
         now = micro_time(self._wall())
         released = LeaseRecord("", 1, now, now, record.transitions)
+        self._acquired = False
         self._api.replace_lease(s.lease_namespace, s.lease_name, {**lease, "spec": released.spec()})

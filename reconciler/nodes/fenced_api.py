@@ -1,11 +1,12 @@
 """Every write the leader makes (Nodes, its own ConfigMaps) through the fence: started only while
 the client-side fence holds, counted in flight, stamped with the term of leadership it is made
-under, cut before the Lease could pass to another replica, and, when the API server's fence
-policy refuses it, read for who is behind (core/fencing.py). Reads, watches and Events go
-straight through.
+under (the API's write deadline cuts it before the Lease could pass to another replica), and,
+when the API server's fence policy refuses it, read for who is behind (core/fencing.py). Reads,
+watches and Events go straight through.
 
 A refusal is never retried by a deposed process: its fence is dropped at once (no write starts;
-the main loop sees the fence down and exits, as on any lost leadership). A refusal while the API
+the main loop sees the fence down and exits, as on any lost leadership), once the Lease itself
+confirms it (the numbers restart when someone deletes the Lease). A refusal while the API
 server has not yet seen this replica's own takeover is a TemporaryError like any other, retried
 with backoff; its view lags by milliseconds, so one that still lags after `STALE_VIEW_SECONDS`
 is stuck (kube-apiserver stops a built-in param kind's informer for good once no binding used
@@ -22,9 +23,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from nodegate.core.fencing import Term, deposed, lease_term_in, stamped
+from nodegate.core.fencing import Term, deposed, refusal_term, stamped
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
-from nodegate.reconciler.kit.fence import LeaderFence
+from nodegate.reconciler.kit.fence import LeaderFence, LeaseTerm
 from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel
 
 log = logging.getLogger("nodegate.fence")
@@ -32,8 +33,8 @@ log = logging.getLogger("nodegate.fence")
 T = TypeVar("T")
 Verdict = Literal["deposed", "lagging", "stale_view"]
 STALE_VIEW_SECONDS = 10.0
-REFUSED = (403, 422)
-"""The policy's refusal is a 403 (its reason, Forbidden); no Lease in its view, a 422."""
+FORBIDDEN = 403
+"""The fence policy's refusal (its reason: Forbidden)."""
 
 
 class FencedError(TemporaryError):
@@ -41,20 +42,22 @@ class FencedError(TemporaryError):
 
 
 class FencedApi:
-    """`Api` whose writes go through the fence; `writes` sends them (the same API with a
-    deadline below lease duration minus renew deadline, so that no write this process waits
-    for outlives its Lease), `inner` everything else."""
+    """`Api` whose writes go through the fence. `policy`: the fence policy's name, whose
+    refusals are read (None: none are); `confirm(term)`: whether the Lease, read now, is still
+    held under `term` (an error: the refusal's word stands)."""
 
     def __init__(
         self,
         inner: Api,
         fence: LeaderFence,
         on_refused: Callable[[Verdict], None],
-        writes: Api | None = None,
+        policy: str | None = None,
+        confirm: Callable[[LeaseTerm], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._inner = inner
-        self._writes = writes or inner
+        self._policy = policy
+        self._confirm = confirm
         self._fence = fence
         self._on_refused = on_refused
         self._clock = clock
@@ -66,19 +69,19 @@ class FencedApi:
     # --- writes ----------------------------------------------------------------------------------
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
-        return self._fenced(lambda term: self._writes.patch_node(name, _on(merge_patch, term)))
+        return self._fenced(lambda term: self._inner.patch_node(name, _on(merge_patch, term)))
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
-        return self._fenced(lambda term: self._writes.create_configmap(namespace, _on(body, term)))
+        return self._fenced(lambda term: self._inner.create_configmap(namespace, _on(body, term)))
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
         return self._fenced(
-            lambda term: self._writes.replace_configmap(namespace, name, _on(body, term))
+            lambda term: self._inner.replace_configmap(namespace, name, _on(body, term))
         )
 
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         return self._fenced(
-            lambda term: self._writes.patch_configmap(namespace, name, _on(merge_patch, term))
+            lambda term: self._inner.patch_configmap(namespace, name, _on(merge_patch, term))
         )
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
@@ -90,9 +93,9 @@ class FencedApi:
             version = resource_version
             if term is not None:
                 mark = {"metadata": {"resourceVersion": resource_version}}
-                marked = self._writes.patch_configmap(namespace, name, _on(mark, term))
+                marked = self._inner.patch_configmap(namespace, name, _on(mark, term))
                 version = str((marked.get("metadata") or {}).get("resourceVersion"))
-            self._writes.delete_configmap(namespace, name, version)
+            self._inner.delete_configmap(namespace, name, version)
 
         self._fenced(send)
 
@@ -102,7 +105,9 @@ class FencedApi:
             try:
                 sent = send(term)
             except PermanentError as err:
-                leases = lease_term_in(_whole(err)) if err.status in REFUSED else None
+                leases = None
+                if err.status == FORBIDDEN and self._policy is not None:
+                    leases = refusal_term(_whole(err), self._policy)
                 if term is None or leases is None:
                     raise
                 raise self._refused(term, leases, err) from err
@@ -123,7 +128,7 @@ class FencedApi:
         return FencedError(f"fenced ({verdict}): {err}")
 
     def _verdict(self, term: Term, leases: Term) -> Verdict:
-        if deposed(term, leases):
+        if deposed(term, leases) and not self._still_ours(term):
             return "deposed"
         now = self._clock()
         with self._lock:
@@ -161,6 +166,17 @@ class FencedApi:
     def server_time(self) -> datetime:
         return self._inner.server_time()
 
+    def _still_ours(self, term: Term) -> bool:
+        """Whether the Lease, read now, is still held under `term` (the API server's view
+        then lags; e.g. it still holds a Lease someone deleted, whose numbers were higher)."""
+        if self._confirm is None:
+            return False
+        try:
+            return self._confirm((term.holder, term.transitions))
+        except Exception as err:  # any failure: the refusal's word stands
+            log.warning("could not read the Lease to confirm a refusal", extra={"error": str(err)})
+            return False
+
 
 def _say(verdict: Verdict, fields: dict[str, str]) -> None:
     """Once per term and verdict: what the refusal means and what follows."""
@@ -188,9 +204,8 @@ def _say(verdict: Verdict, fields: dict[str, str]) -> None:
 
 
 def _whole(err: PermanentError) -> str:
-    """The API server's whole answer (the error's text is cut at 500 characters)."""
-    body = getattr(err.__cause__, "body", None)
-    return body.decode(errors="replace") if isinstance(body, bytes) else str(body or err)
+    """The API server's whole answer, a Status (the error's text is cut at 500 characters)."""
+    return str(getattr(err.__cause__, "body", None) or "")
 
 
 def _on(body: RawObject, term: Term | None) -> RawObject:

@@ -89,6 +89,19 @@ def test_rbac_has_no_secrets_and_no_wildcards(stack: str) -> None:
         assert "secrets" not in rule["resources"], rule
 
 
+def test_the_fence_policy_is_declared_and_bound_to_the_reconcilers_lease(stack: str) -> None:
+    run = run_program(_config(stack), stack=stack)
+
+    policy = _one(run, "ValidatingAdmissionPolicy").inputs
+    binding = _one(run, "ValidatingAdmissionPolicyBinding").inputs
+    assert policy["spec"]["paramKind"] == {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["paramRef"]["name"] == "nodegate-reconciler"
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    args = _one(run, "Deployment").inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--fence-policy={policy['metadata']['name']}" in args
+
+
 def test_rules_configmap_carries_exactly_the_stacks_rules_file(stack: str) -> None:
     run = run_program(_config(stack), stack=stack)
 
@@ -164,7 +177,8 @@ def test_rules_that_drop_init_pod_gates_drop_pod_access(
     run = run_program(oke_example, stack="oke-example", project_dir=project)
 
     resources = [r["resources"][0] for r in _one(run, "ClusterRole").inputs["rules"]]
-    assert resources == ["nodes", "events"]
+    assert "pods" not in resources
+    assert resources[:2] == ["nodes", "events"]
 
 
 def test_the_deployment_tolerates_a_noexecute_gate_of_the_stacks_rules(

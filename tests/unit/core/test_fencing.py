@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,10 +10,9 @@ import pytest
 from nodegate.core.fencing import (
     FENCE_ANNOTATION,
     REFUSAL_MARK,
-    UNSEEN,
     Term,
     deposed,
-    lease_term_in,
+    refusal_term,
     server_fence,
     stamped,
     writer_condition,
@@ -21,13 +21,20 @@ from nodegate.core.fencing import (
 USER = "system:serviceaccount:nodegate-system:nodegate-reconciler"
 
 
-def refusal(lease: str, write: str) -> str:
-    """A refusal as kube-apiserver words it around the policy's messageExpression."""
-    return (
-        '403 Forbidden: {"message":"nodes \\"n1\\" is forbidden: ValidatingAdmissionPolicy '
-        "'nodegate-reconciler-fence' with binding 'nodegate-reconciler-fence' denied request: "
-        f"{REFUSAL_MARK} lease={lease} write={write} (a write by a replica that no longer leads "
-        'Lease nodegate-system/nodegate-reconciler)"}'
+POLICY = "nodegate-reconciler-fence"
+
+
+def answer(message: str) -> str:
+    """The API server's answer to a refused write: a Status whose message says why."""
+    return json.dumps({"kind": "Status", "code": 403, "reason": "Forbidden", "message": message})
+
+
+def refusal(lease: str, write: str, policy: str = POLICY) -> str:
+    """The fence policy's refusal, as kube-apiserver words it around its messageExpression."""
+    return answer(
+        f"nodes \"n1\" is forbidden: ValidatingAdmissionPolicy '{policy}' with binding "
+        f"'{policy}' denied request: {REFUSAL_MARK} lease={lease} write={write} (a write by a "
+        "replica that no longer leads Lease nodegate-system/nodegate-reconciler)"
     )
 
 
@@ -48,29 +55,45 @@ def test_stamping_adds_the_token_and_keeps_every_other_annotation() -> None:
 
 
 def test_the_policys_refusal_names_the_leases_term() -> None:
-    assert lease_term_in(refusal("pod-b/5", "pod-a/4")) == Term("pod-b", 5)
+    assert refusal_term(refusal("pod-b/5", "pod-a/4"), POLICY) == Term("pod-b", 5)
 
 
 def test_a_holder_with_slashes_is_read_up_to_the_last_one() -> None:
-    assert lease_term_in(refusal("ns/pod-b/5", "pod-a/4")) == Term("ns/pod-b", 5)
+    assert refusal_term(refusal("ns/pod-b/5", "pod-a/4"), POLICY) == Term("ns/pod-b", 5)
 
 
 def test_a_released_lease_is_a_term_without_holder() -> None:
-    assert lease_term_in(refusal("/5", "pod-a/5")) == Term("", 5)
+    assert refusal_term(refusal("/5", "pod-a/5"), POLICY) == Term("", 5)
 
 
-def test_a_lease_the_api_server_has_not_seen_is_unseen() -> None:
-    message = (
-        "422 Unprocessable Entity: ValidatingAdmissionPolicy 'p' with binding 'p' denied "
-        "request: failed to configure binding: no params found for policy binding with `Deny` "
-        "parameterNotFoundAction"
+def test_a_write_that_carried_no_term_is_read_too() -> None:
+    assert refusal_term(refusal("pod-b/5", ""), POLICY) == Term("pod-b", 5)
+
+
+def test_another_policys_refusal_is_not_the_fences() -> None:
+    assert refusal_term(refusal("pod-b/5", "pod-a/4", policy="someone-else"), POLICY) is None
+
+
+def test_fence_words_a_node_planted_in_another_policys_refusal_are_not_the_fences() -> None:
+    """A kubelet may write its own Node's annotations; a policy that echoes one must not make
+    the leader believe it was deposed."""
+    echoed = answer(
+        "nodes \"n1\" is forbidden: ValidatingAdmissionPolicy 'vendor' with binding 'vendor' "
+        f"denied request: annotation {REFUSAL_MARK} lease=evil/999999 write=x is not allowed"
     )
 
-    assert lease_term_in(message) is UNSEEN
+    assert refusal_term(echoed, POLICY) is None
 
 
-def test_any_other_refusal_is_not_the_fences() -> None:
-    assert lease_term_in('403 Forbidden: nodes "n1" is forbidden: User cannot patch') is None
+def test_a_missing_param_and_other_refusals_are_not_the_fences() -> None:
+    missing = answer(
+        "nodes \"n1\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'p' denied "
+        "request: failed to configure binding: no params found for policy binding"
+    )
+
+    assert refusal_term(missing, POLICY) is None
+    assert refusal_term(answer('nodes "n1" is forbidden: User cannot patch'), POLICY) is None
+    assert refusal_term("not json", POLICY) is None
 
 
 @pytest.mark.parametrize(
@@ -79,9 +102,8 @@ def test_any_other_refusal_is_not_the_fences() -> None:
         (Term("a", 4), Term("b", 5), True),  # another replica took over
         (Term("a", 4), Term("", 4), True),  # released at our number: only we release it
         (Term("b", 5), Term("a", 4), False),  # the API server has not seen our takeover yet
-        (Term("b", 5), UNSEEN, False),  # nor the Lease at all
     ],
-    ids=["taken-over", "released", "view-behind", "lease-unseen"],
+    ids=["taken-over", "released", "view-behind"],
 )
 def test_a_refusal_means_the_term_is_over_only_if_the_lease_moved_past_it(
     mine: Term, leases: Term, over: bool

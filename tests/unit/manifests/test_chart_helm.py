@@ -228,10 +228,11 @@ CASES = {
             },
         ],
     ),
-    "no-namespace-no-metrics-service-no-priority": _values(
+    "no-namespace-no-metrics-service-no-priority-no-server-fence": _values(
         createNamespace=False,
         metrics={"service": False, "annotateForScraping": False},
         priorityClassName="",
+        leaderElection__serverFence=False,
     ),
     "every-option": _values(**EVERY_OPTION),
     "webhook-with-cert-manager-and-dashboard-elsewhere": _values(

@@ -4,10 +4,12 @@ does; the e2e tier (tests/e2e/test_server_fencing.py) runs the real policy."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.fencing import FENCE_ANNOTATION, REFUSAL_MARK
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
@@ -17,6 +19,7 @@ from nodegate.reconciler.nodes.fenced_api import STALE_VIEW_SECONDS, FencedApi, 
 from tests.unit.reconciler.fakes import FakeApi, fake_node
 
 NS = "nodegate-system"
+POLICY = "nodegate-reconciler-fence"
 
 
 class FencingApi(FakeApi):
@@ -26,25 +29,15 @@ class FencingApi(FakeApi):
     def __init__(self) -> None:
         super().__init__()
         self.view: str | None = "me/1"
+        """None: no Lease in its view (the binding then allows every write)."""
         self.sent = 0
         """Writes that reached this API server (refused ones included)."""
 
     def _check(self, body: RawObject) -> None:
         self.sent += 1
         carried = ((body.get("metadata") or {}).get("annotations") or {}).get(FENCE_ANNOTATION)
-        if self.view is None:
-            raise PermanentError(
-                "422 Unprocessable Entity: ValidatingAdmissionPolicy 'f' with binding 'f' "
-                "denied request: failed to configure binding: no params found for policy "
-                "binding with `Deny` parameterNotFoundAction",
-                422,
-            )
-        if carried != self.view:
-            raise PermanentError(
-                f"403 Forbidden: ValidatingAdmissionPolicy 'f' with binding 'f' denied request: "
-                f"{REFUSAL_MARK} lease={self.view} write={carried} (...)",
-                403,
-            )
+        if self.view is not None and carried != self.view:
+            raise refused(f"{REFUSAL_MARK} lease={self.view} write={carried} (...)")
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
         self._check(merge_patch)
@@ -63,6 +56,22 @@ class FencingApi(FakeApi):
         super().delete_configmap(namespace, name, resource_version)
 
 
+def refused(message: str, policy: str = POLICY) -> PermanentError:
+    """A refusal as the reconciler's client raises it: the API server's Status is its cause."""
+    answer = ApiException(status=403, reason="Forbidden")
+    answer.body = json.dumps(
+        {
+            "kind": "Status",
+            "code": 403,
+            "message": f"nodes \"n1\" is forbidden: ValidatingAdmissionPolicy '{policy}' with "
+            f"binding '{policy}' denied request: {message}",
+        }
+    )
+    error = PermanentError("403 Forbidden", 403)
+    error.__cause__ = answer
+    return error
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
@@ -78,10 +87,17 @@ def leading(term: tuple[str, int] = ("me", 1), clock: Clock | None = None) -> Le
 
 
 def fenced(
-    api: FakeApi, fence: LeaderFence, clock: Clock | None = None
+    api: FakeApi,
+    fence: LeaderFence,
+    clock: Clock | None = None,
+    lease: tuple[str, int] | None = None,
 ) -> tuple[FencedApi, list[str]]:
+    """The API through `fence`; `lease`: the Lease as read now (None: someone else's)."""
     refusals: list[str] = []
-    return FencedApi(api, fence, refusals.append, clock=clock or Clock()), refusals
+    writes = FencedApi(
+        api, fence, refusals.append, POLICY, lambda term: term == lease, clock or Clock()
+    )
+    return writes, refusals
 
 
 def patch(api: FakeApi, name: str = "n1") -> RawObject:
@@ -178,17 +194,34 @@ def test_a_write_refused_before_the_api_server_saw_the_takeover_is_retried_later
     assert api.nodes["n1"]["metadata"]["annotations"][FENCE_ANNOTATION] == "me/2"
 
 
-def test_a_lease_the_api_server_has_not_seen_yet_is_lagging_not_deposed() -> None:
+def test_a_refusal_naming_a_later_term_is_not_believed_while_the_lease_is_still_ours() -> None:
+    """Someone deleted the Lease and the leader made it again, numbering from 0: an API server
+    whose view still holds the old Lease names a higher number, and the Lease says otherwise."""
     api = FencingApi()
     api.add_node(fake_node("n1"))
     fence = leading(("me", 0))
-    writes, refusals = fenced(api, fence)
-    api.view = None
+    writes, refusals = fenced(api, fence, lease=("me", 0))
+    api.view = "old/7"
 
     with pytest.raises(FencedError):
         writes.patch_node("n1", patch(api))
 
     assert refusals == ["lagging"]
+    assert fence.holds()
+
+
+def test_a_refusal_by_another_policy_is_passed_on_as_it_is() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    api.fail("patch_node", refused(f"{REFUSAL_MARK} lease=evil/99 write=x", policy="vendor"))
+    fence = leading()
+    writes, refusals = fenced(api, fence)
+
+    with pytest.raises(PermanentError) as refusal:
+        writes.patch_node("n1", patch(api))
+
+    assert not isinstance(refusal.value, FencedError)
+    assert refusals == []
     assert fence.holds()
 
 

@@ -281,3 +281,26 @@ def test_a_fence_deposed_by_the_api_server_lets_no_write_start() -> None:
     assert fence.holds()
     assert fence.deposed(("a", 3))
     assert not fence.holds()
+
+
+def test_a_process_finding_its_own_identity_in_the_lease_starts_a_new_term() -> None:
+    """A restart under a fixed --lease-identity: the paused process that wrote the Lease must
+    not share the new process's term (the API server's fence tells terms apart by it)."""
+    api, clock = FakeLeaseApi(), Clock()
+    assert election(api, "fixed", clock).attempt()
+    restarted = election(api, "fixed", clock)
+
+    assert restarted.attempt()
+    assert api.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
+    clock.now += 2
+    assert restarted.attempt()  # its own renewals keep the term
+    assert api.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
+
+
+def test_the_lease_says_which_term_holds_it_now() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    leader = LeaderElector(None, Settings(identity="a"), lease_api=api, clock=clock)
+    election(api, "a", clock).attempt()
+
+    assert leader.holds_term(("a", 0))
+    assert not leader.holds_term(("a", 1))
