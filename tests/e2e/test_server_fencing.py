@@ -375,3 +375,23 @@ def test_the_api_server_refuses_the_old_term_within_milliseconds_of_a_takeover(
 
 def _ms(seconds: list[float]) -> str:
     return ", ".join(f"{s * 1000:.1f}" for s in seconds)
+
+
+def test_the_policy_stands_in_no_one_elses_way_even_before_any_lease_exists(
+    install: Callable[[bool], Install],
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+) -> None:
+    """kube-apiserver looks the binding's param up before it evaluates the match conditions,
+    for every request the rules match: with no Lease yet (a fresh install, a deleted Lease),
+    a binding that denied on a missing param would refuse every Node update and ConfigMap
+    write, whoever sent it."""
+    installed = install(True)
+    name = make_node()
+    time.sleep(2)  # the new policy is in force (a policy just created takes up to a second)
+
+    core_v1.patch_node(name, {"spec": {"unschedulable": True}})  # an admin cordons
+    someone_elses = k8s_client.V1ConfigMap(metadata={"name": "someone-elses"}, data={"k": "v"})
+    core_v1.create_namespaced_config_map(installed.namespace, someone_elses)
+
+    assert read_node(core_v1, name)["spec"]["unschedulable"] is True
