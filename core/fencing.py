@@ -53,13 +53,20 @@ class Term:
 
 
 def stamped(metadata: dict[str, Any] | None, term: Term) -> dict[str, Any]:
-    """`metadata` with the term's token in its annotations (a copy)."""
+    """`metadata` with the term's token in its annotations (a copy); a write that removes the
+    token on purpose (`UNFENCED`) is left so."""
     metadata = dict(metadata or {})
-    metadata["annotations"] = {
-        **(metadata.get("annotations") or {}),
-        FENCE_ANNOTATION: term.token(),
-    }
+    annotations = metadata.get("annotations") or {}
+    if FENCE_ANNOTATION in annotations and annotations[FENCE_ANNOTATION] is None:
+        return metadata
+    metadata["annotations"] = {**annotations, FENCE_ANNOTATION: term.token()}
     return metadata
+
+
+UNFENCED = ((FENCE_ANNOTATION, None),)
+"""The annotation change of a Node write that must not grow the node's annotations (its taints
+written alone because the node filled them to the size limit): it drops the token, so the
+policy sees none and lets it through, fenced on the client only."""
 
 
 def refusal_term(body: str, policy: str) -> Term | None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from nodegate.core.decisions import PlanFacts
+from nodegate.core.fencing import UNFENCED
 from nodegate.core.model import NodeRules
 from nodegate.core.plan import NodePlan, plan
 from nodegate.reconciler.kit.errors import (
@@ -139,6 +140,8 @@ class NodeReconciler:
         taints = node_plan.taints_only() if err.status in INVALID_WRITE_STATUSES else None
         if taints is None:
             return refused
+        # Not even the fence's token may grow a node's full annotations (core/fencing.py).
+        taints = replace(taints, set_annotations=UNFENCED)
         try:
             self._writer.write(node, taints)
         except KubeError:

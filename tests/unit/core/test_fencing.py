@@ -10,6 +10,7 @@ import pytest
 from nodegate.core.fencing import (
     FENCE_ANNOTATION,
     REFUSAL_MARK,
+    UNFENCED,
     Term,
     deposed,
     refusal_term,
@@ -170,3 +171,9 @@ def test_no_policy_or_no_binding_is_client_side_fencing_only() -> None:
 
     assert server_fence(None, None, "ns", "lease", USER).why == "the fence policy is not installed"
     assert server_fence(policy, None, "ns", "lease", USER).why == "the fence policy has no binding"
+
+
+def test_a_write_that_drops_the_token_on_purpose_is_left_without_one() -> None:
+    metadata = {"annotations": dict(UNFENCED)}
+
+    assert stamped(metadata, Term("a", 1)) == {"annotations": {FENCE_ANNOTATION: None}}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.blast_radius import rules_digest
+from nodegate.core.fencing import FENCE_ANNOTATION
 from nodegate.core.loader import parse_rules
 from nodegate.core.node import format_time
 from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
@@ -27,6 +28,7 @@ from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.worker import Outcome
 from nodegate.reconciler.nodes.controller import Controller
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.label_records import COALESCE_SECONDS
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
@@ -933,3 +935,34 @@ def test_a_label_change_still_coalesced_when_its_node_is_deleted_is_not_lost() -
     [*_, last] = record_writes(api)
     assert "persist.example.com/team" not in last["data"]["record.json"]
     assert '"nodeGoneAt": null' not in last["data"]["record.json"]
+
+
+class FullAnnotationsApi(FakeApi):
+    """A node whose own annotations fill the size limit: a write that adds one is refused."""
+
+    def patch_node(self, name: str, merge_patch: dict[str, Any]) -> dict[str, Any]:
+        present = self.nodes[name]["metadata"].get("annotations") or {}
+        added = (merge_patch.get("metadata") or {}).get("annotations") or {}
+        if any(value is not None and key not in present for key, value in added.items()):
+            self._enter("patch_node", merge_patch)
+            raise PermanentError("422 metadata.annotations: Too long", 422)
+        return super().patch_node(name, merge_patch)
+
+
+def test_a_taints_alone_write_carries_no_term_so_a_full_node_still_gets_its_taints() -> None:
+    """The fence's token is an annotation too: stamped on the taints-alone write it would be
+    refused like the first; that write drops it instead (fenced on the client only)."""
+    api = FullAnnotationsApi()
+    api.add_node(ci_node("n1"))
+    fence = LeaderFence(10)
+    fence.renewed(time.monotonic(), ("me", 1))
+    controller = synced(FencedApi(api, fence, lambda _verdict: None), fence, resync_seconds=300)  # type: ignore[arg-type]
+    controller.offer_rules(update(CI_RULES))
+
+    controller.process("n1")
+
+    taints = api.nodes["n1"]["spec"].get("taints") or []
+    assert [t["key"] for t in taints] == ["example.com/dedicated"]
+    alone = [body for call, body in api.calls if call == "patch_node"][-1]
+    assert alone["metadata"]["annotations"] == {FENCE_ANNOTATION: None}
+    assert FENCE_ANNOTATION not in (api.nodes["n1"]["metadata"].get("annotations") or {})
