@@ -395,3 +395,34 @@ def test_the_policy_stands_in_no_one_elses_way_even_before_any_lease_exists(
     core_v1.create_namespaced_config_map(installed.namespace, someone_elses)
 
     assert read_node(core_v1, name)["spec"]["unschedulable"] is True
+
+
+ANNOTATIONS_LIMIT = 256 * 1024
+"""kube-apiserver's limit on the total size of an object's annotations (keys and values)."""
+
+
+def test_a_node_that_filled_its_annotations_still_gets_its_taints_from_a_fenced_leader(
+    install: Callable[[bool], Install],
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kubelet may fill its own Node's annotations to the limit: the leader's write, which
+    adds its owned-taints record and its term, is refused as too long; its taints then go
+    alone, without the term (which would grow them too)."""
+    installed = install(True)
+    monkeypatch.setenv("POD_NAMESPACE", installed.namespace)
+    name = make_node(labels={"example.com/dedicated": "ci"})
+    present = read_node(core_v1, name)["metadata"].get("annotations") or {}
+    used = sum(len(k) + len(v) for k, v in present.items())
+    key = "filler.example.com/x"
+    core_v1.patch_node(
+        name, {"metadata": {"annotations": {key: "x" * (ANNOTATIONS_LIMIT - used - len(key) - 8)}}}
+    )
+
+    with running_reconciler(installed.kubeconfig, tmp_path, *installed.args) as leader:
+        wait_until(lambda: leads(leader), 20, "leads")
+        wait_until(lambda: TAINT in _taints(core_v1, name), 20, "tainted all the same")
+        assert leader.metric("nodegate_server_fence") == 1
+        assert leader.metric("nodegate_node_writes_split_total") >= 1
