@@ -14,8 +14,8 @@ upgrade under way), and refusing it would leave no writer until the rollout ends
 
 The policy must never cost the cluster anything else: its param lookup runs before its match
 conditions, for every request its rules match, whoever sends it, so a missing Lease is `Allow`
-(nobody leads; nothing of nodegate's is in flight) and a configuration error is `Ignore`;
-ConfigMaps are matched in the reconciler's namespace only.
+(every write passes until the leader makes it again: fenced on the client only meanwhile) and
+a configuration error is `Ignore`; ConfigMaps are matched in the reconciler's namespace only.
 
 A term is unique: `leaseTransitions` grows by one whenever the holder changes (client-go's
 rule, a released Lease included), each process has its own identity, and a process's first
@@ -23,8 +23,8 @@ acquisition is a transition even if the Lease names its identity already. A late
 larger number, so a refusal says which side is behind: the Lease's term is later (this
 process was deposed: it stops writing) or earlier (the API server's view of the Lease has not
 caught up with this process's takeover yet, a few milliseconds: retry). The numbers restart if
-the Lease is deleted, so a refusal that says "deposed" is confirmed against the Lease itself
-before the process gives up (reconciler/nodes/fenced_api.py).
+the Lease is deleted, so a refusal is judged against the Lease itself, read then, and its
+numbers decide only when it cannot be read (reconciler/nodes/fenced_api.py).
 """
 
 from __future__ import annotations

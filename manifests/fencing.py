@@ -96,5 +96,5 @@ def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
 
 
 def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
-    """What the reconciler is told: the policy's name."""
-    return {"fence_policy": policy_name(settings)}
+    """What the reconciler is told: the policy's name (empty: none is shipped)."""
+    return {"fence_policy": policy_name(settings) if settings.leader_election.server_fence else ""}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn, TextIO
 
-from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, load_api_client
+from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
@@ -42,21 +42,7 @@ def _node_api(settings: ReconcilerSettings) -> KubeApi:
     records, init pods): its pool holds a connection for each."""
     connections = settings.workers + 8
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
-    return KubeApi(
-        load_api_client(kubeconfig, connections), write_deadline_seconds=_deadline(settings)
-    )
-
-
-def _deadline(settings: ReconcilerSettings) -> float | None:
-    """With leader election, a write this process waits for ends before its Lease could pass
-    on: a standby takes over no sooner than lease duration minus renew deadline after the
-    fence lapsed (`kit/leader.py`), and a write starts only while the fence holds."""
-    lease = settings.leader_election
-    if not lease.enabled:
-        return None
-    return float(
-        min(REQUEST_TIMEOUT_SECONDS, lease.lease_duration_seconds - lease.renew_deadline_seconds)
-    )
+    return KubeApi(load_api_client(kubeconfig, connections))
 
 
 def run(
@@ -188,7 +174,7 @@ def _fenced_writes(
     refused = lambda verdict: metrics.writes_fenced.labels(verdict).inc()  # noqa: E731
     if elector is None:
         return FencedApi(api, fence, refused)
-    policy = settings.leader_election.fence_policy
+    policy = settings.leader_election.fence_policy or None
     return FencedApi(api, fence, refused, policy, elector.holds_term)
 
 

@@ -43,7 +43,7 @@ class LeaderElectionSettings(BaseModel):
     fence_policy: str = "nodegate-reconciler-fence"
     """ValidatingAdmissionPolicy (and binding, same name) through which the API server refuses
     a write made under a term of leadership that is over; checked when this replica starts to
-    lead (absent: writes are fenced on the client only, and the log says so)."""
+    lead (absent, or empty: writes are fenced on the client only, and the log says so)."""
     identity: Annotated[str, Flag("lease-identity")] = Field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}",
         min_length=1,

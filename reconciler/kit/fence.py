@@ -25,20 +25,36 @@ class LeaderFence:
     """Whether this process may write now, and which writes are in flight. Without leader
     election it always may."""
 
-    def __init__(self, renew_deadline_seconds: float | None, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        renew_deadline_seconds: float | None,
+        clock: Clock = time.monotonic,
+        lease_duration_seconds: float | None = None,
+    ) -> None:
+        """`lease_duration_seconds`: how long after a renewal a standby may take over, so how
+        long a write started under it may take (`time_left`)."""
         self._deadline = renew_deadline_seconds
+        self._grace = (
+            0.0
+            if lease_duration_seconds is None or renew_deadline_seconds is None
+            else lease_duration_seconds - renew_deadline_seconds
+        )
         self._clock = clock
         self._valid_until = float("inf") if renew_deadline_seconds is None else 0.0
         self._in_flight = 0
         self._changed = threading.Condition()
         self.term: LeaseTerm | None = None
         """The term the Lease was last renewed under (None without leader election)."""
+        self.deposed_term: LeaseTerm | None = None
+        """A term the API server said is over: no renewal raises the fence under it again."""
 
     def renewed(self, attempt_started: float, term: LeaseTerm | None = None) -> None:
         """A renewal that was sent at `attempt_started` (monotonic) succeeded, under `term`."""
         if self._deadline is None:
             return
         with self._changed:
+            if term is not None and term == self.deposed_term:
+                return
             if term is not None and term != self.term:
                 # A new term starts from its own renewal, never from the last term's.
                 self.term = term
@@ -54,6 +70,14 @@ class LeaderFence:
         with self._changed:
             return self._clock() < self._valid_until
 
+    def time_left(self) -> float | None:
+        """How long a write starting now may take before a standby could lead (None: no
+        Lease, no bound): the fence's validity, plus lease duration minus renew deadline."""
+        if self._deadline is None:
+            return None
+        with self._changed:
+            return self._valid_until + self._grace - self._clock()
+
     def deposed(self, term: LeaseTerm) -> bool:
         """The API server refused a write of `term` because the Lease has moved on: no write
         starts again under it (the main loop then sees the fence down and exits). False if the
@@ -61,6 +85,7 @@ class LeaderFence:
         with self._changed:
             if self.term != term:
                 return False
+            self.deposed_term = term
             self._valid_until = 0.0
             return True
 

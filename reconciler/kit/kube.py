@@ -29,6 +29,7 @@ raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
 from __future__ import annotations
 
 import contextlib
+import copy
 import email.utils
 import itertools
 import json
@@ -37,7 +38,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, Protocol, Self, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -174,6 +175,11 @@ class ServerClock(Protocol):
 class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, ServerClock, Protocol):
     """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
 
+    def within(self, seconds: float) -> Self:
+        """This API, whose writes each end within `seconds` (from the first connect attempt
+        to the answer)."""
+        ...
+
 
 def watch_timeout(base_seconds: int) -> int:
     """A server-side watch timeout in [base, 1.25*base), so replicas don't reconnect in step
@@ -185,23 +191,15 @@ class KubeApi:
     """`Api` on the official client."""
 
     def __init__(
-        self,
-        api_client: client.ApiClient,
-        request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS,
-        write_deadline_seconds: float | None = None,
+        self, api_client: client.ApiClient, request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
     ) -> None:
         """`request_timeout_seconds` bounds each ordinary call (connect included); the Node
-        admission webhook's client uses a short one to stay inside its own deadline.
-        `write_deadline_seconds` bounds a whole write, from its first connect attempt to its
-        answer: urllib3 tries a connect up to four times (`load_api_client`), so each attempt
-        gets an eighth and the answer half (the leader's writes: `reconciler/main.py`)."""
+        admission webhook's client uses a short one to stay inside its own deadline."""
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
         self._write_timeout = self._timeout
-        if write_deadline_seconds is not None:
-            self._write_timeout = (write_deadline_seconds / 8, write_deadline_seconds / 2)
         self._watches: dict[int, tuple[Any, list[bool]]] = {}
         """Open watches: their responses, and whether each was severed (below)."""
         self._watch_ids = itertools.count()
@@ -431,9 +429,23 @@ class KubeApi:
         )
         return cast(RawObject, json_body(response))
 
+    def within(self, seconds: float) -> KubeApi:
+        """A view of this API (same client, same watches) whose writes each end within
+        `seconds`: urllib3 tries a connect up to four times (`load_api_client`), so each
+        attempt gets an eighth (at most the usual connect timeout) and the answer half."""
+        bounded = copy.copy(self)
+        seconds = max(seconds, 0.001)
+        bounded._write_timeout = (
+            min(CONNECT_TIMEOUT_SECONDS, seconds / 8),
+            min(REQUEST_TIMEOUT_SECONDS, seconds / 2),
+        )
+        return bounded
+
     def _write(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
-        """One write, within the write deadline, answered as raw JSON."""
-        response = self._call(
+        """One write, within the write deadline, answered as raw JSON. A write past its
+        deadline failed; it is no sign of a dead path (the deadline is short by design: the
+        watches' own silence bound notices a dead one), so the watches are left alone."""
+        response = call(
             function, *args, _preload_content=False, _request_timeout=self._write_timeout, **kwargs
         )
         return cast(RawObject, json_body(response))

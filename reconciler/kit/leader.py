@@ -55,7 +55,9 @@ class LeaderElector:
     ) -> None:
         self._settings = settings
         self._on_leading = on_leading
-        self.fence = LeaderFence(settings.renew_deadline_seconds, clock)
+        self.fence = LeaderFence(
+            settings.renew_deadline_seconds, clock, settings.lease_duration_seconds
+        )
         timeout = max(1.0, settings.renew_deadline_seconds / 2)
         if lease_api is None:
             if api_client is None:
@@ -116,10 +118,14 @@ class LeaderElector:
         if not self.leading:
             return
         self.leading = False
+        deposed = self.fence.deposed_term is not None
         self.fence.revoke()
         self._on_leading(False)
         log.error(
-            "lost leadership: could not renew the Lease within the renew deadline",
+            "lost leadership: the API server refused a write, the Lease has passed to another "
+            "replica"
+            if deposed
+            else "lost leadership: could not renew the Lease within the renew deadline",
             extra={"identity": self._settings.identity},
         )
         on_stopped()

@@ -202,6 +202,8 @@ class Election:
         self._failing = False
         self._acquired = False
         """Whether this process has itself acquired the Lease (and renews from then on)."""
+        self._transitions = -1
+        """The leaseTransitions of the term this process acquired."""
 
     def _observe(self, record: LeaseRecord) -> None:
         """Remember when the record last changed, on our own clock, taken after the read
@@ -247,11 +249,16 @@ class Election:
             }
             self._observe(LeaseRecord.of(self._api.create_lease(s.lease_namespace, body)))
             self.held_by_other = False
-            self._acquired = True
+            self._acquired, self._transitions = True, 0
             return True
         record = LeaseRecord.of(lease)
         self._observe(record)
         self.leader_note = _note_of(lease)
+        if self._acquired and record.holder == me and record.transitions != self._transitions:
+            # Another process under our identity took it (a restart under a fixed identity)
+            # while this one was paused: its term, not ours.
+            self.held_by_other = True
+            return False
         if not may_take(record, me, self._observed_at, self._clock(), duration):
             self.held_by_other = True
             return False
@@ -263,7 +270,7 @@ class Election:
         body = _claimed_lease(lease, record, note)
         answer = self._api.replace_lease(s.lease_namespace, s.lease_name, body)
         self._observe(LeaseRecord.of(answer))
-        self._acquired = True
+        self._acquired, self._transitions = True, record.transitions
         return True
 
     def current_term(self) -> tuple[str, int]:

@@ -40,19 +40,23 @@ def _username(api_client: client.ApiClient) -> str | None:
     return str(user["username"]) if user.get("username") else None
 
 
-def check_server_fence(api_client: client.ApiClient, lease: LeaderElectionSettings) -> ServerFence:
-    """The fence this replica's writes get from the API server, said in the log: enforced
-    (INFO), or fenced on the client only, and why (WARNING)."""
+def _installed(api_client: client.ApiClient, lease: LeaderElectionSettings) -> ServerFence:
+    if not lease.fence_policy:
+        return ServerFence(False, "no fence policy is configured (--fence-policy is empty)")
     api = client.AdmissionregistrationV1Api(api_client)
     try:
         policy = _read(api.read_validating_admission_policy, lease.fence_policy)
         binding = _read(api.read_validating_admission_policy_binding, lease.fence_policy)
     except (KubeError, ValueError) as err:
-        fence = ServerFence(False, f"the fence policy could not be read ({err})")
-    else:
-        fence = server_fence(
-            policy, binding, lease.lease_namespace, lease.lease_name, _username(api_client)
-        )
+        return ServerFence(False, f"the fence policy could not be read ({err})")
+    user = _username(api_client)
+    return server_fence(policy, binding, lease.lease_namespace, lease.lease_name, user)
+
+
+def check_server_fence(api_client: client.ApiClient, lease: LeaderElectionSettings) -> ServerFence:
+    """The fence this replica's writes get from the API server, said in the log: enforced
+    (INFO), or fenced on the client only, and why (WARNING)."""
+    fence = _installed(api_client, lease)
     where = {"policy": lease.fence_policy, "lease": f"{lease.lease_namespace}/{lease.lease_name}"}
     if fence.enforced:
         log.info(

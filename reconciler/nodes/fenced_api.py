@@ -69,19 +69,19 @@ class FencedApi:
     # --- writes ----------------------------------------------------------------------------------
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
-        return self._fenced(lambda term: self._inner.patch_node(name, _on(merge_patch, term)))
+        return self._fenced(lambda api, term: api.patch_node(name, _on(merge_patch, term)))
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
-        return self._fenced(lambda term: self._inner.create_configmap(namespace, _on(body, term)))
+        return self._fenced(lambda api, term: api.create_configmap(namespace, _on(body, term)))
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
         return self._fenced(
-            lambda term: self._inner.replace_configmap(namespace, name, _on(body, term))
+            lambda api, term: api.replace_configmap(namespace, name, _on(body, term))
         )
 
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         return self._fenced(
-            lambda term: self._inner.patch_configmap(namespace, name, _on(merge_patch, term))
+            lambda api, term: api.patch_configmap(namespace, name, _on(merge_patch, term))
         )
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
@@ -89,31 +89,40 @@ class FencedApi:
         the object is first marked with this one (a patch of the version that was read: a
         change in between is a conflict, as for the delete itself), then deleted."""
 
-        def send(term: Term | None) -> None:
-            version = resource_version
-            if term is not None:
-                mark = {"metadata": {"resourceVersion": resource_version}}
-                marked = self._inner.patch_configmap(namespace, name, _on(mark, term))
-                version = str((marked.get("metadata") or {}).get("resourceVersion"))
-            self._inner.delete_configmap(namespace, name, version)
+        def mark(api: Api, term: Term | None) -> str:
+            if term is None:
+                return resource_version
+            stamp = {"metadata": {"resourceVersion": resource_version}}
+            marked = api.patch_configmap(namespace, name, _on(stamp, term))
+            return str((marked.get("metadata") or {}).get("resourceVersion"))
 
-        self._fenced(send)
+        version = self._fenced(mark)
+        # Its own pass through the fence: the delete is not sent once the fence has lapsed.
+        self._fenced(lambda api, _term: api.delete_configmap(namespace, name, version))
 
-    def _fenced(self, send: Callable[[Term | None], T]) -> T:
+    def _fenced(self, send: Callable[[Api, Term | None], T]) -> T:
+        """`send(api, term)` while the fence holds, on an API whose writes end before a
+        standby could lead (no write this process waits for outlives its Lease); a refusal by
+        the fence policy is judged once the write is no longer in flight (the judging may read
+        the Lease: a hand-back must not wait for that)."""
         with self._fence.writing() as lease_term:
             term = Term(*lease_term) if lease_term is not None else None
+            left = self._fence.time_left()
+            api = self._inner if left is None else self._inner.within(left)
             try:
-                sent = send(term)
+                sent = send(api, term)
             except PermanentError as err:
                 leases = None
                 if err.status == FORBIDDEN and self._policy is not None:
                     leases = refusal_term(_whole(err), self._policy)
                 if term is None or leases is None:
                     raise
-                raise self._refused(term, leases, err) from err
-            with self._lock:
-                self._lagging_since = None  # the API server's view has caught up
-            return sent
+                refusal = (term, leases, err)
+            else:
+                with self._lock:
+                    self._lagging_since = None  # the API server's view has caught up
+                return sent
+        raise self._refused(*refusal) from refusal[2]
 
     def _refused(self, term: Term, leases: Term, err: PermanentError) -> FencedError:
         verdict = self._verdict(term, leases)
@@ -128,7 +137,10 @@ class FencedApi:
         return FencedError(f"fenced ({verdict}): {err}")
 
     def _verdict(self, term: Term, leases: Term) -> Verdict:
-        if deposed(term, leases) and not self._still_ours(term):
+        """Deposed when the Lease, read now, is held under another term; when it cannot be
+        read, when the refusal's numbers say so."""
+        ours = self._still_ours(term)
+        if ours is False or (ours is None and deposed(term, leases)):
             return "deposed"
         now = self._clock()
         with self._lock:
@@ -136,6 +148,10 @@ class FencedApi:
                 self._lagging_since = (term, now)
             since = self._lagging_since[1]
         return "stale_view" if now - since >= STALE_VIEW_SECONDS else "lagging"
+
+    def within(self, seconds: float) -> FencedApi:
+        """Its writes are already bounded, by the fence (`_fenced`)."""
+        return self
 
     # --- everything else, as is ------------------------------------------------------------------
 
@@ -166,16 +182,17 @@ class FencedApi:
     def server_time(self) -> datetime:
         return self._inner.server_time()
 
-    def _still_ours(self, term: Term) -> bool:
+    def _still_ours(self, term: Term) -> bool | None:
         """Whether the Lease, read now, is still held under `term` (the API server's view
-        then lags; e.g. it still holds a Lease someone deleted, whose numbers were higher)."""
+        then lags: it has not seen the takeover, or still holds a Lease someone deleted, whose
+        numbers were higher); None if it cannot be read."""
         if self._confirm is None:
-            return False
+            return None
         try:
             return self._confirm((term.holder, term.transitions))
         except Exception as err:  # any failure: the refusal's word stands
-            log.warning("could not read the Lease to confirm a refusal", extra={"error": str(err)})
-            return False
+            log.warning("could not read the Lease to judge a refusal", extra={"error": str(err)})
+            return None
 
 
 def _say(verdict: Verdict, fields: dict[str, str]) -> None:

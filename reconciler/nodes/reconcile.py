@@ -36,6 +36,8 @@ RECHECK_SLACK_SECONDS = 0.05
 """A re-check comes this much after the moment it waits for, so that moment has passed."""
 RECORDS_SYNC_WAIT_SECONDS = 1.0
 INVALID_WRITE_STATUSES = frozenset({400, 413, 422})
+ANNOTATIONS_TOO_LONG = "metadata.annotations: Too long"
+"""How kube-apiserver refuses an object whose annotations exceed their total size limit."""
 """Refusals of the write's content (too large, invalid): its taints may still go alone."""
 """How soon a node is looked at again while the label records are not cached yet."""
 
@@ -140,8 +142,9 @@ class NodeReconciler:
         taints = node_plan.taints_only() if err.status in INVALID_WRITE_STATUSES else None
         if taints is None:
             return refused
-        # Not even the fence's token may grow a node's full annotations (core/fencing.py).
-        taints = replace(taints, set_annotations=UNFENCED)
+        if ANNOTATIONS_TOO_LONG in str(err):
+            # Not even the fence's token may grow the node's full annotations (core/fencing.py).
+            taints = replace(taints, set_annotations=UNFENCED)
         try:
             self._writer.write(node, taints)
         except KubeError:

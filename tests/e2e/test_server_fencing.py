@@ -222,6 +222,12 @@ def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_ap
             lambda: first.metric("nodegate_server_fence") == int(server_fence), 20, "fence checked"
         )
 
+        # A writes once more, so its pool holds an open connection for the next write: the
+        # proxy keeps what A sends, a TLS handshake of a new connection too.
+        warm = make_node("warm", labels={"example.com/dedicated": "ci"})
+        wait_until(lambda: TAINT in _taints(core_v1, warm), 20, "A wrote")
+        time.sleep(0.5)  # its Event sent too
+
         # A's next node PATCH leaves, is kept by the proxy, and A pauses.
         proxy.hold()
         hold.write_text("")
@@ -246,6 +252,7 @@ def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_ap
             )
             time.sleep(1)
 
+            assert proxy.held_bytes > 0  # A's PATCH (and its renewals) wait in the proxy
             proxy.release()  # the paused leader's PATCH reaches the API server
             if server_fence:
                 time.sleep(3)
@@ -326,29 +333,13 @@ def test_the_api_server_refuses_the_old_term_within_milliseconds_of_a_takeover(
     the ones docs/reconciler.md ("One writer") quotes; the refusal is read back as the
     reconciler reads it."""
     installed = install(True)
-    from kubernetes import config as k8s_config
-
-    as_reconciler = k8s_client.CoreV1Api(
-        k8s_config.new_client_from_config(str(installed.kubeconfig))  # type: ignore[no-untyped-call]
-    )
     leases = k8s_client.CoordinationV1Api(api_client)
-    leases.create_namespaced_lease(
-        installed.namespace,
-        {
-            "metadata": {"name": "nodegate-reconciler"},
-            "spec": {"holderIdentity": "a", "leaseTransitions": 0},
-        },  # type: ignore[arg-type]
+    lease = k8s_client.V1Lease(
+        metadata={"name": "nodegate-reconciler"},
+        spec={"holderIdentity": "a", "leaseTransitions": 0},
     )
-    name = make_node()
-
-    def write(term: str) -> str | None:
-        """The refusal's text, or None if the write was accepted."""
-        try:
-            as_reconciler.patch_node(name, {"metadata": {"annotations": {FENCE_ANNOTATION: term}}})
-        except ApiException as err:
-            assert err.status == 403, err.body
-            return str(err.body)
-        return None
+    leases.create_namespaced_lease(installed.namespace, lease)
+    write = _term_writer(installed, make_node())
 
     wait_until(lambda: write("z/99") is not None, 20, "the policy in force")  # just created
     wait_until(lambda: write("a/0") is None, 20, "the first term accepted")
@@ -381,6 +372,7 @@ def _ms(seconds: list[float]) -> str:
 
 def test_the_policy_stands_in_no_one_elses_way_even_before_any_lease_exists(
     install: Callable[[bool], Install],
+    api_client: k8s_client.ApiClient,
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
 ) -> None:
@@ -390,13 +382,41 @@ def test_the_policy_stands_in_no_one_elses_way_even_before_any_lease_exists(
     write, whoever sent it."""
     installed = install(True)
     name = make_node()
-    time.sleep(2)  # the new policy is in force (a policy just created takes up to a second)
+    leases = k8s_client.CoordinationV1Api(api_client)
+    lease = k8s_client.V1Lease(
+        metadata={"name": "nodegate-reconciler"}, spec={"holderIdentity": "a"}
+    )
+    leases.create_namespaced_lease(installed.namespace, lease)
+    write = _term_writer(installed, name)
+    wait_until(lambda: write("z/9") is not None, 20, "the policy in force")
+    leases.delete_namespaced_lease("nodegate-reconciler", installed.namespace)
+    wait_until(lambda: write("z/9") is None, 20, "no Lease: even a wrong term passes")
 
     core_v1.patch_node(name, {"spec": {"unschedulable": True}})  # an admin cordons
     someone_elses = k8s_client.V1ConfigMap(metadata={"name": "someone-elses"}, data={"k": "v"})
     core_v1.create_namespaced_config_map(installed.namespace, someone_elses)
 
     assert read_node(core_v1, name)["spec"]["unschedulable"] is True
+
+
+def _term_writer(installed: Install, name: str) -> Callable[[str], str | None]:
+    """write(term): a Node write as the reconciler's ServiceAccount carrying `term`; the
+    refusal's body, or None if the API server accepted it."""
+    from kubernetes import config as k8s_config
+
+    as_reconciler = k8s_client.CoreV1Api(
+        k8s_config.new_client_from_config(str(installed.kubeconfig))  # type: ignore[no-untyped-call]
+    )
+
+    def write(term: str) -> str | None:
+        try:
+            as_reconciler.patch_node(name, {"metadata": {"annotations": {FENCE_ANNOTATION: term}}})
+        except ApiException as err:
+            assert err.status == 403, err.body
+            return str(err.body)
+        return None
+
+    return write
 
 
 ANNOTATIONS_LIMIT = 256 * 1024

@@ -15,7 +15,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 from nodegate.reconciler.kit.errors import ConflictError, GoneError, NotFoundError
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
@@ -43,6 +43,7 @@ class FakeApi:
         self.watch_quiet_seconds = 0.0
         """How long a watch with nothing to deliver stays open (0: it ends at once)."""
         self.watch_timeouts: list[int] = []
+        self.write_deadlines: list[float] = []
         self._rv = itertools.count(1)
         self._names = itertools.count(1)
         self._lock = threading.Lock()
@@ -124,6 +125,11 @@ class FakeApi:
             if kind == "RAISE":
                 raise raw["error"]
             yield kind, raw
+
+    def within(self, seconds: float) -> Self:
+        """Writes here take no time: the deadline is recorded, the API is the same."""
+        self.write_deadlines.append(seconds)
+        return self
 
     def get_node(self, name: str) -> RawObject | None:
         self._enter("get_node", name)

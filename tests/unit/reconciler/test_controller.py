@@ -966,3 +966,23 @@ def test_a_taints_alone_write_carries_no_term_so_a_full_node_still_gets_its_tain
     alone = [body for call, body in api.calls if call == "patch_node"][-1]
     assert alone["metadata"]["annotations"] == {FENCE_ANNOTATION: None}
     assert FENCE_ANNOTATION not in (api.nodes["n1"]["metadata"].get("annotations") or {})
+
+
+def test_a_taints_alone_write_after_another_refusal_keeps_its_term() -> None:
+    """Only full annotations make the taints go without the term: a label the API server
+    refuses is not in the taints-alone write, so nothing keeps the term from it."""
+    api = FakeApi()
+    api.add_node(ci_node("n1"))
+    fence = LeaderFence(10)
+    fence.renewed(time.monotonic(), ("me", 1))
+    controller = synced(FencedApi(api, fence, lambda _verdict: None), fence, resync_seconds=300)  # type: ignore[arg-type]
+    controller.offer_rules(update(CI_RULES))
+    api.fail("patch_node", PermanentError("422 metadata.labels: Invalid value", 422))
+
+    controller.process("n1")
+
+    alone = [body for call, body in api.calls if call == "patch_node"][-1]
+    assert alone["metadata"]["annotations"] == {FENCE_ANNOTATION: "me/1"}
+    assert [t["key"] for t in api.nodes["n1"]["spec"].get("taints") or []] == [
+        "example.com/dedicated"
+    ]

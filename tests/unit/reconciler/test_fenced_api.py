@@ -23,36 +23,44 @@ POLICY = "nodegate-reconciler-fence"
 
 
 class FencingApi(FakeApi):
-    """Refuses, as the fence policy does, a write whose term is not `view` (the API server's
-    view of the Lease's term; None: it has none yet)."""
+    """Judges writes as the fence policy does: the term the object carries once written (a
+    patch merges into what is stored; a delete is judged on the object as it was) must be
+    `view`, the API server's view of the Lease's term, or none at all (None: no Lease in its
+    view, and the binding allows every write)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.view: str | None = "me/1"
-        """None: no Lease in its view (the binding then allows every write)."""
         self.sent = 0
         """Writes that reached this API server (refused ones included)."""
 
-    def _check(self, body: RawObject) -> None:
+    def _judge(self, stored: RawObject | None, change: RawObject, merged: bool) -> None:
         self.sent += 1
-        carried = ((body.get("metadata") or {}).get("annotations") or {}).get(FENCE_ANNOTATION)
-        if self.view is not None and carried != self.view:
+        annotations = dict(((stored or {}).get("metadata") or {}).get("annotations") or {})
+        written = (change.get("metadata") or {}).get("annotations") or {}
+        annotations = {**annotations, **written} if merged else dict(written)
+        carried = annotations.get(FENCE_ANNOTATION) or ""
+        if self.view is not None and carried not in ("", self.view):
             raise refused(f"{REFUSAL_MARK} lease={self.view} write={carried} (...)")
 
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
-        self._check(merge_patch)
+        self._judge(self.nodes.get(name), merge_patch, merged=True)
         return super().patch_node(name, merge_patch)
 
+    def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
+        self._judge(None, body, merged=False)
+        return super().create_configmap(namespace, body)
+
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
-        self._check(body)
+        self._judge(None, body, merged=False)
         return super().replace_configmap(namespace, name, body)
 
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        self._check(merge_patch)
+        self._judge(self.configmaps.get((namespace, name)), merge_patch, merged=True)
         return super().patch_configmap(namespace, name, merge_patch)
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
-        self._check(self.configmaps[(namespace, name)])  # the policy reads the old object
+        self._judge(None, self.configmaps[(namespace, name)], merged=False)
         super().delete_configmap(namespace, name, resource_version)
 
 
@@ -180,7 +188,7 @@ def test_a_write_refused_before_the_api_server_saw_the_takeover_is_retried_later
     api = FencingApi()
     api.add_node(fake_node("n1"))
     fence = leading(("me", 2))
-    writes, refusals = fenced(api, fence)
+    writes, refusals = fenced(api, fence, lease=("me", 2))
     api.view = "old/1"  # its view of the Lease lags our takeover
 
     with pytest.raises(FencedError) as refused:
@@ -231,7 +239,7 @@ def test_a_view_that_lags_for_seconds_is_said_to_be_stale(
     api, clock = FencingApi(), Clock()
     api.add_node(fake_node("n1"))
     fence = leading(("me", 2), clock)
-    writes, refusals = fenced(api, fence, clock)
+    writes, refusals = fenced(api, fence, clock, lease=("me", 2))
     api.view = "old/1"
 
     with caplog.at_level(logging.ERROR, "nodegate.fence"):
@@ -249,7 +257,7 @@ def test_an_accepted_write_ends_the_lag() -> None:
     api, clock = FencingApi(), Clock()
     api.add_node(fake_node("n1"))
     fence = leading(("me", 2), clock)
-    writes, refusals = fenced(api, fence, clock)
+    writes, refusals = fenced(api, fence, clock, lease=("me", 2))
     api.view = "old/1"
     with pytest.raises(FencedError):
         writes.patch_node("n1", patch(api))
@@ -280,7 +288,7 @@ def test_a_refusal_that_is_not_the_fences_is_passed_on_as_it_is() -> None:
 
 def stored_record(api: FakeApi, annotations: dict[str, str] | None = None) -> RawObject:
     body: dict[str, Any] = {"metadata": {"name": "r", "annotations": annotations or {}}}
-    return api.create_configmap(NS, {**body, "data": {"k": "v"}})
+    return FakeApi.create_configmap(api, NS, {**body, "data": {"k": "v"}})  # as it was stored
 
 
 def test_a_delete_marks_the_object_with_the_term_first_so_the_policy_can_check_it() -> None:
@@ -304,3 +312,74 @@ def test_a_delete_of_an_object_changed_since_it_was_read_is_a_conflict() -> None
         writes.delete_configmap(NS, "r", read_version)
 
     assert (NS, "r") in api.configmaps
+
+
+def test_without_a_lease_to_read_the_refusals_numbers_decide() -> None:
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 2))
+
+    def unreadable(_term: tuple[str, int]) -> bool:
+        raise TemporaryError("the Lease cannot be read")
+
+    refusals: list[str] = []
+    writes = FencedApi(api, fence, refusals.append, POLICY, unreadable, Clock())
+    api.view = "old/1"
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+    api.view = "other/3"
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+
+    assert refusals == ["lagging", "deposed"]
+    assert not fence.holds()
+
+
+def test_a_lease_taken_by_another_after_it_was_deleted_deposes_though_its_number_is_lower() -> None:
+    """Someone deleted the Lease and another replica made it again (numbering from 0): the
+    refusal's number alone would say the API server lags; the Lease says who holds it."""
+    api = FencingApi()
+    api.add_node(fake_node("n1"))
+    fence = leading(("me", 5))
+    writes, refusals = fenced(api, fence, lease=("other", 0))
+    api.view = "other/0"
+
+    with pytest.raises(FencedError):
+        writes.patch_node("n1", patch(api))
+
+    assert refusals == ["deposed"]
+    assert not fence.holds()
+
+
+def test_a_delete_is_not_sent_once_the_fence_has_lapsed_after_the_mark() -> None:
+    clock = Clock()
+
+    class SlowMark(FencingApi):
+        def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
+            marked = super().patch_configmap(namespace, name, merge_patch)
+            clock.now += 60  # the process was paused after the mark
+            return marked
+
+    api = SlowMark()
+    record = stored_record(api)
+    writes, _ = fenced(api, leading(clock=clock), clock)
+
+    with pytest.raises(TemporaryError, match="fence does not hold"):
+        writes.delete_configmap(NS, "r", record["metadata"]["resourceVersion"])
+
+    assert (NS, "r") in api.configmaps
+
+
+def test_a_write_may_take_only_until_a_standby_could_lead() -> None:
+    """Renewed at 100 s (renew deadline 10 s, lease 15 s): writes may start until 110 s and a
+    standby may lead from 115 s on, so a write started at 108 s must end within 7 s."""
+    api, clock = FencingApi(), Clock()
+    api.add_node(fake_node("n1"))
+    fence = LeaderFence(10, clock, lease_duration_seconds=15)
+    fence.renewed(100.0, ("me", 1))
+    writes, _ = fenced(api, fence, clock)
+    clock.now = 108.0
+
+    writes.patch_node("n1", patch(api))
+
+    assert api.write_deadlines == [7.0]

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from nodegate.reconciler.kit import kube
-from nodegate.reconciler.kit.errors import WatchStalledError
+from nodegate.reconciler.kit.errors import TimedOutError, WatchStalledError
 from nodegate.reconciler.kit.kube import KubeApi, Selection, WatchCancel
 
 BOOKMARK = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n'
@@ -21,7 +21,8 @@ BOOKMARK = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n
 
 class SilentServer:
     """Answers one watch with its headers and a bookmark, then holds the connection open
-    without a byte more: a partition that neither closes nor refuses it."""
+    without a byte more: a partition that neither closes nor refuses it. A write it never
+    answers at all."""
 
     def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -36,7 +37,8 @@ class SilentServer:
             except OSError:
                 return
             self._held.append(conn)
-            conn.recv(65536)
+            if not conn.recv(65536).startswith(b"GET"):
+                continue  # a write: never answered
             chunk = b"%x\r\n%s\r\n" % (len(BOOKMARK), BOOKMARK)
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -104,3 +106,24 @@ def test_one_silent_watch_takes_the_clients_other_watches_with_it(
     follower.join(timeout=3)
     assert not follower.is_alive()
     assert len(failed) == 1 and isinstance(failed[0], WatchStalledError)
+
+
+def test_a_write_is_cut_at_its_deadline_and_leaves_the_watches_alone() -> None:
+    """The leader's writes end before its Lease could pass on (reconciler/main.py); one that
+    times out failed, and is no sign of a dead path: the watches are not severed."""
+    server = SilentServer()
+    configuration = client.Configuration(host=f"http://127.0.0.1:{server.port}")
+    api = KubeApi(client.ApiClient(configuration)).within(0.8)
+    try:
+        watch = api.watch(Selection("Node"), "1", timeout_seconds=60)
+        assert next(watch)[0] == "BOOKMARK"
+        started = time.monotonic()
+        with pytest.raises(TimedOutError):
+            api.patch_node("n1", {"metadata": {"labels": {"a": "b"}}})
+        waited = time.monotonic() - started
+        severed = [s for _, (_, s) in api._watches.items() if s[0]]
+    finally:
+        server.close()
+
+    assert 0.3 < waited < 0.8  # half the deadline for the answer
+    assert severed == []

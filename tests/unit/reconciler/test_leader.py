@@ -304,3 +304,29 @@ def test_the_lease_says_which_term_holds_it_now() -> None:
 
     assert leader.holds_term(("a", 0))
     assert not leader.holds_term(("a", 1))
+
+
+def test_a_paused_process_never_takes_on_the_term_of_a_restart_under_its_identity() -> None:
+    api, clock = FakeLeaseApi(), Clock()
+    paused = LeaderFence(10, clock)
+    old = Election(api, Settings(identity="fixed"), paused, clock)
+    assert old.attempt()
+    restarted = election(api, "fixed", clock)
+    assert restarted.attempt()  # a new term: fixed/1
+
+    clock.now += 2
+    assert not old.attempt()  # resumed: fixed/1 is not its term
+
+    with paused.writing() as term:
+        assert term == ("fixed", 0)
+
+
+def test_a_term_the_api_server_said_is_over_is_not_raised_again_by_a_renewal() -> None:
+    clock = Clock()
+    fence = LeaderFence(10, clock)
+    fence.renewed(clock.now, ("a", 3))
+    fence.deposed(("a", 3))
+
+    fence.renewed(clock.now + 1, ("a", 3))
+
+    assert not fence.holds()
