@@ -949,15 +949,23 @@ class FullAnnotationsApi(FakeApi):
         return super().patch_node(name, merge_patch)
 
 
+def fenced_ci_controller(api: FakeApi) -> Controller:
+    """A leader (term me/1) on the ci rule, writing through the fence as `nodegate reconcile`
+    does (reconciler/main.py)."""
+    fence = LeaderFence(10)
+    fence.renewed(time.monotonic(), ("me", 1))
+    writes = FencedApi(api, fence, lambda _verdict: None)
+    controller = synced(writes, fence, resync_seconds=300)  # type: ignore[arg-type]
+    controller.offer_rules(update(CI_RULES))
+    return controller
+
+
 def test_a_taints_alone_write_carries_no_term_so_a_full_node_still_gets_its_taints() -> None:
     """The fence's token is an annotation too: stamped on the taints-alone write it would be
     refused like the first; that write drops it instead (fenced on the client only)."""
     api = FullAnnotationsApi()
     api.add_node(ci_node("n1"))
-    fence = LeaderFence(10)
-    fence.renewed(time.monotonic(), ("me", 1))
-    controller = synced(FencedApi(api, fence, lambda _verdict: None), fence, resync_seconds=300)  # type: ignore[arg-type]
-    controller.offer_rules(update(CI_RULES))
+    controller = fenced_ci_controller(api)
 
     controller.process("n1")
 
@@ -973,10 +981,7 @@ def test_a_taints_alone_write_after_another_refusal_keeps_its_term() -> None:
     refuses is not in the taints-alone write, so nothing keeps the term from it."""
     api = FakeApi()
     api.add_node(ci_node("n1"))
-    fence = LeaderFence(10)
-    fence.renewed(time.monotonic(), ("me", 1))
-    controller = synced(FencedApi(api, fence, lambda _verdict: None), fence, resync_seconds=300)  # type: ignore[arg-type]
-    controller.offer_rules(update(CI_RULES))
+    controller = fenced_ci_controller(api)
     api.fail("patch_node", PermanentError("422 metadata.labels: Invalid value", 422))
 
     controller.process("n1")
