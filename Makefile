@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-plan bench-karpenter bench-restart clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-neighbours bench-plan bench-karpenter bench-restart clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -134,6 +134,12 @@ restart-anywhere: setup controlplane
 # Options: make bench BENCH_ARGS="--nodes 1000 --write-qps 200"
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
+	$(BIN)/python -m tests.bench.hostile_neighbours
+
+# What nodes writing 50 changes/s about themselves cost (tests/bench/hostile_neighbours.py):
+# a minute; also the last table of `make bench`.
+bench-neighbours: setup controlplane
+	$(BIN)/python -m tests.bench.hostile_neighbours $(BENCH_ARGS)
 
 # What Karpenter does when the gate is left out of startupTaints (tests/bench/karpenter_startup_taints.py):
 # a 2-minute measurement, not a test, so not in `make test`.
