@@ -86,6 +86,9 @@ def run(
     lost = _lead_while_elected(parts, stop)
     if lost:
         exit_now(EXIT_LOST_LEADERSHIP)
+    if parts.leading.is_set():  # while the fence still holds
+        flushed = parts.controller.flush_labels()
+        log.info("record writes flushed", extra={"nodes": flushed})
     if parts.elector is not None:
         parts.elector.stop_and_release()
     server.shutdown()

@@ -214,6 +214,16 @@ class Controller:
         """One node's reconcile: what happened, for the worker to act on."""
         return self._node.reconcile(key)
 
+    def flush_labels(self) -> int:
+        """At a clean stop, before the Lease is handed back: the record writes still waiting
+        for their interval (`label_records.COALESCE_SECONDS`) go out now, so a node deleted
+        while no replica runs leaves its latest labels in its record. How many nodes."""
+        deferred = self.labels.deferred()
+        with self.labels.flushing():
+            for key in deferred:
+                self._node.reconcile(key)
+        return len(deferred)
+
     def process(self, key: str) -> Outcome:
         """Reconcile one node as a worker does: the outcome applied to the queue and counted."""
         return self._worker.process(key)

@@ -8,10 +8,11 @@ the `LabelStore` and says what it did.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -71,6 +72,9 @@ class LabelRecords:
         self._written: dict[str, float] = {}
         """record name -> when (monotonic) this process last wrote it: a node's own label
         changes are written at most every `COALESCE_SECONDS`, the last value winning."""
+        self._deferred: set[str] = set()
+        """Nodes whose record write waits for its interval (`flush_deferred` at a stop)."""
+        self._flushing = False
         self._recorder = recorder
         self._metrics = metrics
         self._now = clock
@@ -144,10 +148,14 @@ class LabelRecords:
         if work.decision.record is None or dry_run:
             return None
         if (wait := self._coalesce(work)) is not None:
+            with self._lock:
+                self._deferred.add(node.state.name)
             return RequeueAfter(wait)
         try:
             self._store.save(work.name, work.stored, work.decision.record)
             self._wrote(work.name)
+            with self._lock:
+                self._deferred.discard(node.state.name)
         except ConflictError as err:
             # Someone else changed or created the record since it was read: plan again.
             self._metrics.label_restore_failures.labels("record_conflict").inc()
@@ -164,7 +172,7 @@ class LabelRecords:
         flip; the node is planned again then, and its latest labels are written)."""
         stored = work.stored.record if work.stored is not None else None
         record = work.decision.record
-        if stored is None or record is None or work.decision.restore:
+        if stored is None or record is None or work.decision.restore or self._flushing:
             return None
         if stored.node_uid != record.node_uid:
             return None  # the record changes hands: written at once
@@ -174,6 +182,20 @@ class LabelRecords:
             return None
         wait = last + COALESCE_SECONDS - self._monotonic()
         return wait if wait > 0 else None
+
+    def deferred(self) -> list[str]:
+        """The nodes whose record write waits for its interval."""
+        with self._lock:
+            return sorted(self._deferred)
+
+    @contextlib.contextmanager
+    def flushing(self) -> Iterator[None]:
+        """Record writes go out at once, interval or not (a stop: nothing waits for later)."""
+        self._flushing = True
+        try:
+            yield
+        finally:
+            self._flushing = False
 
     def _wrote(self, name: str) -> None:
         now = self._monotonic()

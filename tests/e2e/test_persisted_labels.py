@@ -26,6 +26,7 @@ from tests.e2e.reconciler_fixtures import (
     RULES,
     TIMEOUT,
     Start,
+    after_a_reconcile,
     configmaps,
     patch_labels,
     read_node,
@@ -278,3 +279,19 @@ def test_a_survivor_of_two_claimants_gets_its_labels_as_soon_as_its_rival_is_del
     wait_for_team_label(core_v1, survivor, "the survivor's labels")
     print(f"survivor labelled {time.monotonic() - deleted:.2f}s after its rival's deletion")
     delete_node(core_v1, survivor)
+
+
+def test_a_label_change_waiting_for_its_record_write_is_written_at_a_clean_stop(
+    persisting: Start, core_v1: k8s_client.CoreV1Api, records_namespace: str, unique_name: str
+) -> None:
+    """Record writes that only follow a node's labels are coalesced (2 s): a SIGTERM inside the
+    interval writes the last labels before the process goes, since the node may be deleted
+    before any replica runs again."""
+    process = persisting()
+    name, provider_id = f"{unique_name}-n", f"oci://{unique_name}"
+    labelled_node(core_v1, records_namespace, name, provider_id)
+    after_a_reconcile(process, lambda: patch_labels(core_v1, name, {TEAM: "latest"}))
+
+    assert process.stop() == 0
+
+    assert record_of(core_v1, records_namespace, provider_id)["labels"].get(TEAM) == "latest"

@@ -991,3 +991,22 @@ def test_a_taints_alone_write_after_another_refusal_keeps_its_term() -> None:
     assert [t["key"] for t in api.nodes["n1"]["spec"].get("taints") or []] == [
         "example.com/dedicated"
     ]
+
+
+def test_a_record_write_waiting_for_its_interval_goes_out_at_a_clean_stop() -> None:
+    """Issue 45: coalescing must lose nothing at a stop: the next leader may never see the node
+    again (deleted while no replica ran), so its latest labels are written before the hand-back."""
+    api, controller = persisted_n1()
+    ticks = [0.0]
+    controller.labels._monotonic = lambda: ticks[0]
+    controller.process("n1")
+    api.nodes["n1"]["metadata"]["labels"] = {"persist.example.com/team": "latest"}
+    controller.informer.put(api.nodes["n1"])
+    controller.process("n1")  # within the interval: waits
+    assert len(record_writes(api)) == 1
+
+    assert controller.flush_labels() == 1
+
+    [_, last] = record_writes(api)
+    assert "latest" in last["data"]["record.json"]
+    assert controller.labels.deferred() == []
