@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from nodegate.core.model import (
+    ZONE_LABEL,
     ConditionTaintRule,
     EvictionLimit,
     LabelTaintRule,
@@ -29,7 +30,6 @@ from nodegate.core.node import NodeState, parse_time
 from nodegate.core.node_trust import registered_pool
 from nodegate.core.plan import NodePlan, PlanFacts, plan
 
-ZONE_LABEL = "topology.kubernetes.io/zone"
 TIME_ADDED_RESOLUTION = timedelta(seconds=1)
 WAITING = "waiting for the eviction budget"
 """How a waiting rule's decision starts its `why` (read back by `waiting_rules`)."""

@@ -54,6 +54,8 @@ POOL_LABEL = "nodegate.dev/pool"
 A kubelet may change it on its own Node at any time, so it selects only what the node could do
 to itself (its bootstrap, its gates); membership that grants something comes from
 `TRUSTED_POOL_LABEL`."""
+ZONE_LABEL = "topology.kubernetes.io/zone"
+"""The zone a node reports (a kubelet may change it: the eviction budget's zone scope)."""
 TRUSTED_POOL_LABEL = "node-restriction.kubernetes.io/nodegate-pool"
 """The pool a node was *registered in*: NodeRestriction forbids a kubelet to set or change it.
 

@@ -8,7 +8,7 @@ taints are decided here; startup gates in `gate_plan.py`; the plan merges both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -36,6 +36,7 @@ from nodegate.core.k8s_names import is_readiness_taint, taint_key_owner
 from nodegate.core.model import (
     POOL_LABEL,
     TRUSTED_POOL_LABEL,
+    ZONE_LABEL,
     ConditionTaintRule,
     NodeRules,
 )
@@ -529,19 +530,39 @@ def _conditions_read(node: NodeState, rules: NodeRules) -> tuple[tuple[str, str,
     )
 
 
+def labels_read(rules: NodeRules) -> Callable[[str], bool]:
+    """Whether the planner (or the label records, or the eviction budget's scope) reads the
+    label `key` under `rules`: every key a rule's `match` names, the pool labels and each pool's
+    labels, and the persisted ones. A node changing any other label costs no reconcile."""
+    selectors = [r.match for r in rules.label_taints] + [g.match for g in rules.startup_gates]
+    selectors += [r.match for r in rules.condition_taints if r.match is not None]
+    keys = {POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL}
+    for selector in selectors:
+        keys |= set(selector.labels) | {e.key for e in selector.expressions}
+    for pool in rules.node_pools:
+        keys |= set(pool.labels) | set(pool.reconciler_labels)
+    persisted = rules.persistent_labels
+    return lambda key: key in keys or (persisted is not None and persisted.persists(key))
+
+
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
     """Everything the planner reads from a node; equal views mean equal plans.
 
     The reconciler compares views of the old and new object on every watch event, so a heartbeat
-    or status update that changes nothing here costs no work.
+    or status update, or a label or annotation no rule reads, that changes nothing here costs no
+    work.
     """
     gate_records = {key for g in rules.startup_gates for key in gate_annotation_keys(g)}
     read_annotations = annotations_read(rules) | gate_records | {OWNED_TAINTS_ANNOTATION}
+    reads = labels_read(rules)
     return (
-        tuple(sorted(node.labels.items())),
+        tuple(sorted((k, v) for k, v in node.labels.items() if reads(k))),
         tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
         tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
         _conditions_read(node, rules),
         node.created,
         node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
+        # What identifies the machine a persisted-label record is kept for (set once at
+        # registration, or later while empty): its record is looked up again when it changes.
+        (node.provider_id, node.system_uuid) if rules.persistent_labels is not None else (),
     )

@@ -893,6 +893,27 @@ def record_writes(api: FakeApi) -> list[dict[str, Any]]:
     ]
 
 
+def test_a_node_churning_a_label_no_rule_reads_costs_no_reconcile() -> None:
+    """Issue 45: 50 changes of a label no rule's match, pool or persistence names queue
+    nothing; a label a rule matches on does."""
+    controller = synced(FakeApi())
+    controller.offer_rules(update(CI_RULES))
+    controller.queue.discard("n1")
+
+    def labelled(labels: dict[str, str]) -> CachedNode:
+        return controller._slim(fake_node("n1", labels))
+
+    old = labelled({"team.example.com/mood": "0"})
+    for i in range(1, 51):
+        new = labelled({"team.example.com/mood": str(i)})
+        controller._on_node_event("n1", old, new)
+        old = new
+    assert len(controller.queue) == 0
+
+    controller._on_node_event("n1", old, labelled({"example.com/dedicated": "ci"}))
+    assert len(controller.queue) == 1
+
+
 def test_a_node_flipping_a_persisted_label_pays_one_record_write_per_interval() -> None:
     """Issue 45: 50 flips of a persisted label cost one record write, then, once the interval
     has passed, one more with the last value: etcd writes are not the node's to spend."""
@@ -1010,3 +1031,16 @@ def test_a_record_write_waiting_for_its_interval_goes_out_at_a_clean_stop() -> N
     [_, last] = record_writes(api)
     assert "latest" in last["data"]["record.json"]
     assert controller.labels.deferred() == []
+
+
+def test_a_node_that_gets_its_provider_id_late_is_looked_at_again_when_labels_persist() -> None:
+    """A kubelet may set its providerID after registration (once, while empty): the record it
+    keys is looked up at once, not at the next resync."""
+    controller = labelled(FakeApi())  # no node listed: nothing queued yet
+    without = fake_node("n1")
+    with_id = {**without, "spec": {**without["spec"], "providerID": "oci://late"}}
+    assert len(controller.queue) == 0
+
+    controller._on_node_event("n1", controller._slim(without), controller._slim(with_id))
+
+    assert len(controller.queue) == 1
