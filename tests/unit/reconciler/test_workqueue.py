@@ -200,3 +200,19 @@ def test_changed_nodes_cannot_starve_the_resync() -> None:
         handed_out.append(key)
         queue.done(key)
     assert "r" in handed_out
+
+
+def test_a_node_changing_as_fast_as_it_can_waits_behind_every_other_changed_node() -> None:
+    """The per-node fairness bound (issue 45): a key is queued at most once, and one that
+    changes again while it is worked on goes to the back, so another node's change waits for
+    at most one reconcile of each hot node ahead of it, however fast they change."""
+    queue = WorkQueue()
+    queue.add("hot")
+    assert queue.get() == "hot"
+    for _ in range(50):
+        queue.add("hot")  # it changes on and on while it is worked on
+    queue.add("normal")
+    queue.done("hot")
+
+    assert queue.get() == "normal"
+    assert queue.get() == "hot"
