@@ -210,12 +210,47 @@ def after_a_reconcile(process: ReconcilerProcess, change: Callable[[], object]) 
     wait_until(lambda: process.metric(RECONCILES) > before, TIMEOUT, "a reconcile")
 
 
+POKE = {"key": "e2e.nodegate.dev/poke", "effect": "PreferNoSchedule"}
+"""A taint no rule names: on and off again, it makes the reconciler plan the node as it stands
+(every taint is in its watched view; a label no rule reads is not) and changes no plan."""
+
+
 def settled(process: ReconcilerProcess, core_v1: k8s_client.CoreV1Api, node: str) -> None:
-    """The reconciler has planned `node` as it stands now (an edit of a label no rule reads, a
-    reconcile, an empty queue): the sync point for asserting that nothing was written."""
-    poke: dict[str, str | None] = {"e2e.nodegate.dev/poke": str(time.monotonic_ns())}
-    after_a_reconcile(process, lambda: patch_labels(core_v1, node, poke))
+    """The reconciler has planned `node` as it stands now (a taint no rule names put on and
+    taken off, a reconcile after each, an empty queue): the sync point for asserting that
+    nothing was written."""
+    after_a_reconcile(process, lambda: _poke(core_v1, node, on=True))
+    after_a_reconcile(process, lambda: _poke(core_v1, node, on=False))
     wait_until(lambda: process.metric("nodegate_queue_depth") == 0, TIMEOUT, "an empty queue")
+
+
+def _poke(core_v1: k8s_client.CoreV1Api, node: str, on: bool) -> None:
+    """JSON patches that touch only the poke taint, checked against the list as read (a taint
+    the reconciler writes meanwhile is never lost: the patch is refused and made again)."""
+    for _ in range(10):
+        taints = read_node(core_v1, node)["spec"].get("taints") or []
+        at = next((i for i, t in enumerate(taints) if t.get("key") == POKE["key"]), None)
+        ops: list[dict[str, Any]]
+        if on and at is None:
+            ops = (
+                [{"op": "add", "path": "/spec/taints/-", "value": POKE}]
+                if taints
+                else [{"op": "add", "path": "/spec/taints", "value": [POKE]}]
+            )
+        elif not on and at is not None:
+            ops = [
+                {"op": "test", "path": f"/spec/taints/{at}/key", "value": POKE["key"]},
+                {"op": "remove", "path": f"/spec/taints/{at}"},
+            ]
+        else:
+            return
+        try:
+            core_v1.patch_node(node, ops)
+            return
+        except ApiException as err:
+            if err.status not in (409, 422):
+                raise
+    raise AssertionError(f"could not {'add' if on else 'remove'} the poke taint on {node}")
 
 
 def wait_for_claim_released(
