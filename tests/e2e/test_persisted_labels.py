@@ -295,3 +295,4 @@ def test_a_label_change_waiting_for_its_record_write_is_written_at_a_clean_stop(
     assert process.stop() == 0
 
     assert record_of(core_v1, records_namespace, provider_id)["labels"].get(TEAM) == "latest"
+    delete_node(core_v1, name)  # the cluster is shared: other tests count its nodes
