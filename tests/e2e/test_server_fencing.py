@@ -299,7 +299,8 @@ def test_every_write_of_the_leader_carries_its_term_and_the_api_server_knows_it(
         term = f"{lease.spec.holder_identity}/{lease.spec.lease_transitions}"
         annotations = read_node(core_v1, name)["metadata"]["annotations"]
         assert annotations[FENCE_ANNOTATION] == term
-        assert leader.metric("nodegate_server_fence") == 1
+        # checked in its own thread when the replica starts to lead
+        wait_until(lambda: leader.metric("nodegate_server_fence") == 1, 20, "fence checked")
         assert "writes are fenced by the API server" in leader.logs()
         assert leader.metric("nodegate_writes_fenced_total") == 0
 
@@ -446,5 +447,6 @@ def test_a_node_that_filled_its_annotations_still_gets_its_taints_from_a_fenced_
     with running_reconciler(installed.kubeconfig, tmp_path, *installed.args) as leader:
         wait_until(lambda: leads(leader), 20, "leads")
         wait_until(lambda: TAINT in _taints(core_v1, name), 20, "tainted all the same")
-        assert leader.metric("nodegate_server_fence") == 1
+        # checked in its own thread when the replica starts to lead
+        wait_until(lambda: leader.metric("nodegate_server_fence") == 1, 20, "fence checked")
         assert leader.metric("nodegate_node_writes_split_total") >= 1
