@@ -13,7 +13,6 @@ from rich.text import Text
 
 from nodegate.cli.live.cluster import Cluster, RecordUnreadableError, RulesInForceUnknownError
 from nodegate.cli.live.options import (
-    DEFAULT_NAMESPACE,
     Context,
     Kubeconfig,
     Namespace,
@@ -23,6 +22,7 @@ from nodegate.cli.live.options import (
 from nodegate.cli.live.render import Column, print_items, print_table
 from nodegate.core.errors import RulesError
 from nodegate.core.eviction_budget import WAITING, charges, plan_in_turn, waiting_rules
+from nodegate.core.installation import DEFAULT_NAMESPACE
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
+from nodegate.core.installation import DEFAULT_NAMESPACE
 from nodegate.core.node import NodeState
 from nodegate.core.persisted_labels import (
     RECORD_LABEL,
@@ -29,7 +30,6 @@ Kubeconfig = Annotated[
     Path | None, typer.Option(help="Kubeconfig; omit in a Pod to use its service account.")
 ]
 Namespace = Annotated[str, typer.Option(help="The reconciler's namespace, where its records live.")]
-DEFAULT_NAMESPACE = "nodegate-system"
 
 
 def _records(kubeconfig: Path | None, namespace: str) -> tuple[KubeApi, list[StoredRecord]]:

@@ -18,7 +18,6 @@ from rich.text import Text
 
 from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError
 from nodegate.cli.live.options import (
-    DEFAULT_NAMESPACE,
     Context,
     Kubeconfig,
     Namespace,
@@ -31,6 +30,7 @@ from nodegate.cli.live.options import (
 from nodegate.cli.live.render import Column, print_table
 from nodegate.core.decisions import PlanFacts
 from nodegate.core.errors import RulesError
+from nodegate.core.installation import DEFAULT_NAMESPACE
 from nodegate.core.loader import load_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.rules_change import RulesChange, rules_change

@@ -11,8 +11,6 @@ from rich.text import Text
 
 from nodegate.cli.live.cluster import Cluster, RecordUnreadableError
 from nodegate.cli.live.options import (
-    DEFAULT_LEASE,
-    DEFAULT_NAMESPACE,
     Context,
     Kubeconfig,
     Lease,
@@ -26,6 +24,7 @@ from nodegate.cli.live.options import (
 from nodegate.cli.live.render import Column, print_facts, print_table
 from nodegate.core.cluster_status import StatusReport, age, status_report
 from nodegate.core.errors import RulesError
+from nodegate.core.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.yaml_output import dump_all

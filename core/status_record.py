@@ -24,13 +24,13 @@ from typing import Any
 
 from nodegate.core.blast_radius import rules_digest
 from nodegate.core.errors import RulesError
+from nodegate.core.installation import RULES_KEY
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import format_time, parse_time
 
 STATUS_CONFIGMAP = "nodegate-status"
 STATUS_KEY = "status.json"
-RULES_KEY = "rules.yaml"
 STATUS_VERSION = 1
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodegate.core.installation import DEFAULT_NAME, RULES_KEY
 from nodegate.core.loader import RulesDocument
 from nodegate.core.model import NodeRules
 from nodegate.manifests.args import reconcile_argv
@@ -37,8 +38,6 @@ from nodegate.manifests.webhook import volumes as webhook_volumes
 Manifest = dict[str, Any]
 """One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
 
-RULES_KEY = "rules.yaml"
-"""Key of the rules text in the rules ConfigMap (the reconciler's default `--rules-key`)."""
 RUN_AS = 65532
 """The image's non-root user and group (Dockerfile `USER 65532:65532`)."""
 CONTAINER = "reconciler"
@@ -47,7 +46,7 @@ CONTAINER = "reconciler"
 def labels(settings: DeploySettings) -> dict[str, str]:
     """The labels every object carries; the selector is the first two."""
     return {
-        "app.kubernetes.io/name": "nodegate-reconciler",
+        "app.kubernetes.io/name": DEFAULT_NAME,
         "app.kubernetes.io/instance": settings.name,
         "app.kubernetes.io/part-of": "nodegate",
     }

@@ -14,6 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from nodegate.core.frozen import Frozen, LabelKey, LabelValue
+from nodegate.core.installation import (
+    DEFAULT_LEASE,
+    DEFAULT_NAME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RULES_CONFIGMAP,
+)
 from nodegate.core.status_record import STATUS_CONFIGMAP
 from nodegate.manifests.version import package_version
 
@@ -137,7 +143,7 @@ class LeaderElectionDeploy(Documented):
     (deploy side: what the manifests name; the reconciler's own Lease timing is
     `nodegate.reconciler.settings.LeaderElectionSettings`)."""
 
-    lease_name: DnsSubdomain = "nodegate-reconciler"
+    lease_name: DnsSubdomain = DEFAULT_LEASE
     """Name of the Lease; the Role may get and update this one Lease only."""
     server_fence: bool = True
     """Ship the fence policy (a ValidatingAdmissionPolicy and its binding, named
@@ -235,14 +241,14 @@ class DeploySettings(Documented):
 
     image: ImageSettings
     """The container image (repository required)."""
-    namespace: DnsLabel = "nodegate-system"
+    namespace: DnsLabel = DEFAULT_NAMESPACE
     """Namespace of the reconciler, its rules ConfigMap, Lease and records."""
     create_namespace: bool = True
     """Create the Namespace; set false when it exists and is managed elsewhere."""
-    name: DnsLabel = "nodegate-reconciler"
+    name: DnsLabel = DEFAULT_NAME
     """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
     cluster-wide, so two installations in one cluster need different names."""
-    rules_config_map: DnsSubdomain = "nodegate-rules"
+    rules_config_map: DnsSubdomain = DEFAULT_RULES_CONFIGMAP
     """Name of the ConfigMap holding the rules; the reconciler watches it and hot-reloads."""
     replicas: int = Field(default=2, ge=1, le=10)
     """Replicas: one leads, the others stand by to take over within a Lease duration."""

@@ -18,6 +18,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nodegate.core.flags import Flag, FlagGroup
+from nodegate.core.installation import DEFAULT_LEASE, RULES_KEY
 
 _SETTINGS = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Unknown settings refused, frozen, and each field's docstring kept as its flag's help."""
@@ -30,7 +31,7 @@ class LeaderElectionSettings(BaseModel):
 
     enabled: Annotated[bool, Flag("leader-elect")] = True
     """Lease-based leader election: one replica writes, the others stand by to take over."""
-    lease_name: str = "nodegate-reconciler"
+    lease_name: str = DEFAULT_LEASE
     """Name of the leader Lease."""
     lease_namespace: str = "kube-system"
     """Namespace of the leader Lease."""
@@ -114,7 +115,7 @@ class ReconcilerSettings(BaseModel):
     """Rules read from a file (a mounted ConfigMap); re-read when its content changes."""
     rules_configmap: str | None = None
     """Rules read from a ConfigMap `namespace/name`, watched: changes apply within a second."""
-    rules_key: str = "rules.yaml"
+    rules_key: str = RULES_KEY
     """Key inside the ConfigMap holding the rules YAML."""
     rules_poll_seconds: float = Field(default=2.0, gt=0)
     """How often a rules file is checked for new content."""

@@ -23,6 +23,13 @@ from nodegate.core.cluster_status import EventView, LeaseView, RecordsView, Rule
 from nodegate.core.errors import RulesError
 from nodegate.core.eviction_budget import Grant
 from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
+from nodegate.core.installation import (
+    DEFAULT_LEASE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RULES_CONFIGMAP,
+    RULES_KEY,
+    is_quarantine_of,
+)
 from nodegate.core.loader import parse_rules
 from nodegate.core.model import NodeRules
 from nodegate.core.node import NodeState, parse_time
@@ -69,18 +76,18 @@ EVENT_SELECTOR = "type=Warning,reportingComponent=nodegate.dev/reconciler"
 class Where:
     """Where the reconciler keeps its things (the shipped manifests' names by default)."""
 
-    namespace: str = "nodegate-system"
+    namespace: str = DEFAULT_NAMESPACE
     rules_configmap: str | None = None
     """namespace/name of the rules ConfigMap; default `<namespace>/nodegate-rules`."""
-    rules_key: str = "rules.yaml"
-    lease: str = "nodegate-reconciler"
+    rules_key: str = RULES_KEY
+    lease: str = DEFAULT_LEASE
     event_namespace: str = "default"
 
     @property
     def rules_ref(self) -> tuple[str, str]:
-        namespace, _, name = (self.rules_configmap or f"{self.namespace}/nodegate-rules").partition(
-            "/"
-        )
+        namespace, _, name = (
+            self.rules_configmap or f"{self.namespace}/{DEFAULT_RULES_CONFIGMAP}"
+        ).partition("/")
         return namespace, name
 
 
@@ -322,7 +329,7 @@ class Cluster:
             Selection("ConfigMap", self.where.namespace, None, f"{QUARANTINE_LABEL}=true")
         )
         names = (str((c.get("metadata") or {}).get("name")) for c in copies)
-        quarantined = tuple(sorted(n for n in names if n.startswith(f"{name}-quarantined-")))
+        quarantined = tuple(sorted(n for n in names if is_quarantine_of(n, name)))
         return (stored_record(raw) if raw is not None else None), quarantined
 
     def warning_events(self) -> list[EventView]:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from nodegate.cli.live.cluster import Cluster, Where, api_client
+from nodegate.core.installation import DEFAULT_LEASE
 
 Kubeconfig = Annotated[
     Path | None,
@@ -37,8 +38,6 @@ RulesConfigMap = Annotated[
     ),
 ]
 Lease = Annotated[str, typer.Option("--lease", help="Name of the reconciler's leader Lease.")]
-DEFAULT_NAMESPACE = "nodegate-system"
-DEFAULT_LEASE = "nodegate-reconciler"
 
 
 class Output(StrEnum):

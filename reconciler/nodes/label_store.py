@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from nodegate.core.installation import quarantine_name
 from nodegate.core.node import format_time
 from nodegate.core.persisted_labels import (
     QUARANTINE_LABEL,
@@ -122,7 +123,7 @@ class LabelStore:
         """Copy an unreadable record aside (not watched, never written again), then remove the
         original, only if unchanged since read. Returns the copy's name."""
         stamp = format_time(datetime.now(UTC)).replace(":", "").replace("-", "").lower()
-        copy_name = f"{stored.name}-quarantined-{stamp}"[:253]
+        copy_name = quarantine_name(stored.name, stamp)
         meta = stored.raw.get("metadata") or {}
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != RECORD_LABEL}
         body: RawObject = {
