@@ -19,7 +19,7 @@ from nodegate.bootstrap.registration import (
     registration_labels,
     startup_gate_taints,
 )
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 
 StartupGatesVia = Literal["nodeInitializationTaints", "webhook", "none"]
 

@@ -15,7 +15,7 @@ karpenter-provider-oci v1.0.0 is built on v1.6.2) know a gate only from that lis
 
 Oracle (a nodeClassRef in `oci.oraclecloud.com`, karpenter-provider-oci): a NodePool that may
 launch `spot` capacity also gets OKE's preemptible taint in `taints`, without which the provider
-offers no preemptible shape (nodegate.core.autoscalers); `nodepool_notes` says who must then
+offers no preemptible shape (nodegate.core.rules.autoscalers); `nodepool_notes` says who must then
 tolerate it.
 """
 
@@ -29,7 +29,7 @@ from nodegate.bootstrap.registration import (
     registration_labels,
     startup_gate_taints,
 )
-from nodegate.core.autoscalers import (
+from nodegate.core.rules.autoscalers import (
     CAPACITY_TYPE_LABEL,
     CAPACITY_TYPES,
     OCI_NODE_CLASS_GROUP,
@@ -37,7 +37,7 @@ from nodegate.core.autoscalers import (
     OKE_PREEMPTIBLE_TAINT_KEY,
     OKE_PREEMPTIBLE_TAINT_VALUE,
 )
-from nodegate.core.model import (
+from nodegate.core.rules.model import (
     POOL_LABEL,
     TRUSTED_POOL_LABEL,
     Autoscaler,

@@ -28,7 +28,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.kubelet_flags import NODE_LABELS, REGISTER_WITH_TAINTS, proven_kubelet_flags
 from nodegate.bootstrap.registration import registration_labels, registration_taints
-from nodegate.core.model import NodePool, NodeRules, Taint
+from nodegate.core.rules.model import NodePool, NodeRules, Taint
 
 KubeletMode = Literal["flags", "config"]
 KUBELET_MODES: Final = ("flags", "config")

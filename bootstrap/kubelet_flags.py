@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.core.k8s_names import (
+from nodegate.core.rules.model import TAINT_EFFECTS, Taint, TaintEffect
+from nodegate.core.text.k8s_names import (
     kubelet_may_set_label,
     label_value_problem,
     qualified_name_problem,
 )
-from nodegate.core.model import TAINT_EFFECTS, Taint, TaintEffect
 
 REGISTER_WITH_TAINTS = "--register-with-taints"
 NODE_LABELS = "--node-labels"

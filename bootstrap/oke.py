@@ -26,7 +26,7 @@ from nodegate.bootstrap.user_data import (
     multipart,
     user_part,
 )
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 
 __all__ = [
     "IMAGE_FAMILIES",

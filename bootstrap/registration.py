@@ -1,5 +1,5 @@
-"""A pool's registration taints and labels, for rendering: `nodegate.core.registration`, with a
-conflict reported as the `BootstrapError` every renderer raises.
+"""A pool's registration taints and labels, for rendering: `nodegate.core.rules.registration`, with
+a conflict reported as the `BootstrapError` every renderer raises.
 
 The derivation itself ("every label taint whose match the pool's labels satisfy, plus every
 startup gate whose match they satisfy") is domain logic the Node admission webhook needs too, so
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.core import registration as core
-from nodegate.core.model import NodePool, NodeRules, Taint
-from nodegate.core.registration import registration_labels
+from nodegate.core.rules import registration as core
+from nodegate.core.rules.model import NodePool, NodeRules, Taint
+from nodegate.core.rules.registration import registration_labels
 
 __all__ = ["permanent_taints", "registration_labels", "registration_taints", "startup_gate_taints"]
 

@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.text.errors import RulesError
 
 HARNESS = "nodegate.demo"
 """The harness package `nodegate demo` plays (harness/demo in the repository)."""

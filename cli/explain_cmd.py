@@ -20,19 +20,19 @@ from nodegate.cli.live.options import (
     connect,
 )
 from nodegate.cli.live.render import Column, print_items, print_table
-from nodegate.core.errors import RulesError
-from nodegate.core.eviction_budget import WAITING, charges, plan_in_turn, waiting_rules
-from nodegate.core.installation import DEFAULT_NAMESPACE
-from nodegate.core.loader import load_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState, parse_time
-from nodegate.core.node_file import parse_nodes
-from nodegate.core.node_waits import NodeContext, budget_waiting, waits
-from nodegate.core.persisted_labels import decide, record_key, record_name
-from nodegate.core.plan import NodePlan, PlanFacts, plan
-from nodegate.core.sightings import Sighting
-from nodegate.core.status_record import HeldUpdate
-from nodegate.core.yaml_input import read_limited
+from nodegate.core.decisions.eviction_budget import WAITING, charges, plan_in_turn, waiting_rules
+from nodegate.core.decisions.persisted_labels import decide, record_key, record_name
+from nodegate.core.decisions.plan import NodePlan, PlanFacts, plan
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.objects.installation import DEFAULT_NAMESPACE
+from nodegate.core.objects.status_record import HeldUpdate
+from nodegate.core.reports.node_waits import NodeContext, budget_waiting, waits
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.rules.node_file import parse_nodes
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import read_limited
 from nodegate.reconciler.kit.errors import KubeError
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}

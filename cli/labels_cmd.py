@@ -11,14 +11,14 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.core.installation import DEFAULT_NAMESPACE
-from nodegate.core.node import NodeState
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
     encode_record,
     handed_over,
 )
+from nodegate.core.objects.installation import DEFAULT_NAMESPACE
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, Selection

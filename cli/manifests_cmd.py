@@ -16,11 +16,11 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from nodegate.core.errors import RulesError, format_path
-from nodegate.core.loader import RulesDocument
-from nodegate.core.located_errors import located_errors
-from nodegate.core.yaml_input import decode, read_limited, read_yaml
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.text.errors import RulesError, format_path
+from nodegate.core.text.located_errors import located_errors
+from nodegate.core.text.yaml_input import decode, read_limited, read_yaml
+from nodegate.core.text.yaml_output import dump_all
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.version import package_version

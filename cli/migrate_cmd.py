@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.core.errors import Problem, RulesError
-from nodegate.core.yaml_input import decode, read_limited, read_yaml_documents
+from nodegate.core.text.errors import Problem, RulesError
+from nodegate.core.text.yaml_input import decode, read_limited, read_yaml_documents
 from nodegate.migrate.conversion import Conversion, to_yaml
 from nodegate.migrate.label_to_taint import (
     LABEL_KEY,

@@ -28,13 +28,13 @@ from nodegate.cli.live.options import (
     stderr_console,
 )
 from nodegate.cli.live.render import Column, print_table
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.errors import RulesError
-from nodegate.core.installation import DEFAULT_NAMESPACE
-from nodegate.core.loader import load_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.rules_change import RulesChange, rules_change
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.installation import DEFAULT_NAMESPACE
+from nodegate.core.reports.rules_change import RulesChange, rules_change
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_output import dump_all
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.settings import ReconcilerSettings
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from nodegate.core.flags import FlagSpec, flags, values_from_flags
+from nodegate.core.text.flags import FlagSpec, flags, values_from_flags
 from nodegate.reconciler.main import run
 from nodegate.reconciler.settings import ReconcilerSettings
 

@@ -24,10 +24,10 @@ from nodegate.bootstrap.oke import (
     oke_node_metadata,
     render_oke_cloud_init,
 )
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
-from nodegate.core.model import NodePool, NodeRules
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_output import dump_all
 
 
 class RenderFormat(StrEnum):

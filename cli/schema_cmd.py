@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from nodegate.core.model import rules_json_schema
+from nodegate.core.rules.model import rules_json_schema
 
 
 def schema() -> None:

@@ -22,12 +22,12 @@ from nodegate.cli.live.options import (
     stderr_console,
 )
 from nodegate.cli.live.render import Column, print_facts, print_table
-from nodegate.core.cluster_status import StatusReport, age, status_report
-from nodegate.core.errors import RulesError
-from nodegate.core.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.objects.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
+from nodegate.core.reports.cluster_status import StatusReport, age, status_report
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_output import dump_all
 from nodegate.reconciler.kit.errors import KubeError
 
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import check_rules_file
-from nodegate.core.node_trust import pool_evidence_advice
+from nodegate.core.decisions.node_trust import pool_evidence_advice
+from nodegate.core.rules.loader import check_rules_file
+from nodegate.core.text.errors import RulesError
 from nodegate.manifests.tolerations import describe_gate_tolerations
 
 

@@ -1,5 +1,13 @@
-"""The rules core: one model of the rules file, its validation, and the pure planning functions.
+"""The rules core: one model of the rules file, its validation, and the pure decisions over it.
 
 Everything else (bootstrap rendering, Pulumi programs, the reconciler, the CLI) imports from here
-and never keeps a copy of its own.
+and never keeps a copy of its own. Its floors, each importing only those below it (the `layers`
+contract in pyproject.toml):
+
+    reports/    what the day-2 commands print: cluster status, a node's waits, a rules change
+    objects/    the reconciler's objects: default names, the codecs of its ConfigMap records
+    decisions/  the planner, since-when sightings, eviction budget, blast radius, persisted
+                labels, node trust and admission, the write fence
+    rules/      the rules model, its loader and cross-checks, the node as the planner sees it
+    text/       generic: YAML in and out, located errors and hints, flags, durations, names
 """

@@ -18,7 +18,7 @@ import pulumi_azure_native as azure_native
 
 from nodegate.bootstrap.aks import AksPoolSpec, render_aks_pool
 from nodegate.bootstrap.registration import registration_taints
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.infra.cloud_inputs import (
     agent_pool_name_problem,
     aks_bootstrap_digest,

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.infra.planned_pool import DeclareContext
 
 TYPE_TOKEN = "nodegate:index:KarpenterNodePool"

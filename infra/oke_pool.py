@@ -24,7 +24,7 @@ from nodegate.bootstrap.oke import (
     user_data_budget,
 )
 from nodegate.bootstrap.registration import registration_labels, registration_taints
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
 from nodegate.infra.planned_pool import DeclareContext
 

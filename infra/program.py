@@ -16,9 +16,9 @@ from typing import Any
 import pulumi
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import RulesDocument, load_rules
-from nodegate.core.yaml_input import decode, read_limited
+from nodegate.core.rules.loader import RulesDocument, load_rules
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import decode, read_limited
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs

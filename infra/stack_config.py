@@ -23,10 +23,10 @@ from pydantic import (
     model_validator,
 )
 
-from nodegate.core.errors import format_path
-from nodegate.core.frozen import Frozen
-from nodegate.core.located_errors import located_errors
-from nodegate.core.model import Provider
+from nodegate.core.rules.model import Provider
+from nodegate.core.text.errors import format_path
+from nodegate.core.text.frozen import Frozen
+from nodegate.core.text.located_errors import located_errors
 from nodegate.manifests.settings import DeploySettings
 
 NAMESPACE = "nodegate"

@@ -2,7 +2,7 @@
 
 The Deployment says what it wants as `ReconcilerSettings` values (field names, groups nested);
 `reconcile_argv` checks them against that model and writes them as the flags `nodegate
-reconcile` parses back into the same settings (`nodegate.core.flags`). No flag name or default
+reconcile` parses back into the same settings (`nodegate.core.text.flags`). No flag name or default
 is written here: a new flag is a new field of `nodegate.reconciler.settings`.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodegate.core.flags import flag_argv
+from nodegate.core.text.flags import flag_argv
 from nodegate.reconciler.settings import ReconcilerSettings
 
 

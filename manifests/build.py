@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.installation import DEFAULT_NAME, RULES_KEY
-from nodegate.core.loader import RulesDocument
-from nodegate.core.model import NodeRules
+from nodegate.core.objects.installation import DEFAULT_NAME, RULES_KEY
+from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
 from nodegate.manifests.fencing import objects as fence_objects

@@ -58,8 +58,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from nodegate.core.loader import RulesDocument
-from nodegate.core.model import rules_json_schema
+from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import rules_json_schema
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.rbac import gates_watch_pods
 from nodegate.manifests.settings import DIGEST_RE, REPOSITORY_RE, TAG_RE, DeploySettings

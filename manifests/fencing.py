@@ -1,8 +1,8 @@
 """The fence policy, when `leaderElection.serverFence` is on: a ValidatingAdmissionPolicy whose
 param is the reconciler's leader Lease, refusing a write by the reconciler's ServiceAccount to a
 Node or to a ConfigMap of its namespace that carries another term than the Lease's current one
-(core/fencing.py says why, and why a missing Lease allows and an error ignores: the policy must
-never stand in anyone else's way), and its binding. Cluster-scoped, so named after the
+(core/decisions/fencing.py says why, and why a missing Lease allows and an error ignores: the
+policy must never stand in anyone else's way), and its binding. Cluster-scoped, so named after the
 installation like its ClusterRole; the reconciler may read both, to say at start whether its
 writes are fenced by the API server.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.fencing import (
+from nodegate.core.decisions.fencing import (
     LEASE_KIND,
     policy_validation,
     policy_variables,

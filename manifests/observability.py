@@ -13,8 +13,12 @@ from datetime import timedelta
 from importlib.resources import files
 from typing import Any, Literal
 
-from nodegate.core.autoscalers import CA_MAX_TOTAL_UNREADY_PERCENTAGE, CA_STARTUP_WINDOW
-from nodegate.core.gate_census import GATE_AGE_WARNING, GATED_COUNT_WARNING, GATED_SHARE_WARNING
+from nodegate.core.reports.gate_census import (
+    GATE_AGE_WARNING,
+    GATED_COUNT_WARNING,
+    GATED_SHARE_WARNING,
+)
+from nodegate.core.rules.autoscalers import CA_MAX_TOTAL_UNREADY_PERCENTAGE, CA_STARTUP_WINDOW
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import WEBHOOK_NAME
 
@@ -197,8 +201,8 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "The node's StartupGateTimedOut Event names the gate; check that gate's init "
             "DaemonSet pods on those nodes (onTimeout says whether the gate was kept).",
         ),
-        # Before cluster-autoscaler's thresholds (docs/gates.md, core/gate_census.py): a node
-        # still gated 15 minutes after its creation counts as unready and keeps its scale-up
+        # Before cluster-autoscaler's thresholds (docs/gates.md, core/reports/gate_census.py): a
+        # node still gated 15 minutes after its creation counts as unready and keeps its scale-up
         # pending until it times out (the node group then backs off); more than 3 unready
         # nodes that are also more than 45 % of all nodes stop it from scaling at all.
         _alert(

@@ -16,8 +16,8 @@ real API server (tests/e2e/test_deploy_manifests.py):
   Events about its own objects;
 * only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
   namespace (list/watch by label, update, delete for garbage collection and quarantine, patch
-  to mark a record with the leader's term just before it is deleted: `core/fencing.py`). Their
-  names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
+  to mark a record with the leader's term just before it is deleted: `core/decisions/fencing.py`).
+  Their names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
   own objects.
 
 With the Node admission webhook (`manifests/webhook.py`): `get` on its namespace's ConfigMaps
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
-from nodegate.core.model import NodeRules
-from nodegate.core.sightings_record import SIGHTINGS_CONFIGMAP
-from nodegate.core.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
+from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
 
 PolicyRule = dict[str, Any]

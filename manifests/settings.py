@@ -13,14 +13,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from nodegate.core.frozen import Frozen, LabelKey, LabelValue
-from nodegate.core.installation import (
+from nodegate.core.objects.installation import (
     DEFAULT_LEASE,
     DEFAULT_NAME,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
 )
-from nodegate.core.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue
 from nodegate.manifests.version import package_version
 
 # The image reference grammar of the OCI distribution spec (distribution/reference): a
@@ -312,4 +312,4 @@ class DeploySettings(Documented):
 HISTORY_CONFIGMAP = "nodegate-taint-history"
 """The ConfigMap in its namespace where the reconciler records which taint keys its rules have
 owned (reconciler/nodes/taint_history.py); with its status record (`STATUS_CONFIGMAP`,
-core/status_record.py), the only ConfigMaps it writes besides persisted-label records."""
+core/objects/status_record.py), the only ConfigMaps it writes besides persisted-label records."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.model import NodeRules
+from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.settings import DeploySettings, WebhookDeploy
 
 Manifest = dict[str, Any]

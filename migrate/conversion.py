@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nodegate.core.errors import DocPath, Problem, RulesError
-from nodegate.core.loader import parse_rules
-from nodegate.core.located_errors import located_errors
-from nodegate.core.yaml_input import Positions
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.text.errors import DocPath, Problem, RulesError
+from nodegate.core.text.located_errors import located_errors
+from nodegate.core.text.yaml_input import Positions
+from nodegate.core.text.yaml_output import dump_all
 from nodegate.manifests.settings import WebhookDeploy
 
 HEADER_WIDTH = 96

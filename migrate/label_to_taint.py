@@ -11,8 +11,8 @@ without a resourceVersion. Its README recommends registering nodes with the same
 
 from __future__ import annotations
 
-from nodegate.core.errors import Problem, RulesError
-from nodegate.core.k8s_names import (
+from nodegate.core.text.errors import Problem, RulesError
+from nodegate.core.text.k8s_names import (
     kubelet_may_set_label,
     label_value_problem,
     qualified_name_problem,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodegate.core.errors import Problem
+from nodegate.core.text.errors import Problem
 from nodegate.migrate.conversion import Conversion, rules_document
 
 COMMAND = "nodegate migrate node-label-operator"

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from nodegate.core.errors import DocPath, Problem
-from nodegate.core.k8s_names import READINESS_TAINT_PREFIX
-from nodegate.core.model import TAINT_EFFECTS
-from nodegate.core.yaml_input import Positions
+from nodegate.core.rules.model import TAINT_EFFECTS
+from nodegate.core.text.errors import DocPath, Problem
+from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
+from nodegate.core.text.yaml_input import Positions
 from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
 
 COMMAND: Final = "nodegate migrate node-readiness-controller"

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nodegate.core.autoscalers import is_ca_gate_key, renamed_key
-from nodegate.core.errors import DocPath, Problem
+from nodegate.core.rules.autoscalers import is_ca_gate_key, renamed_key
+from nodegate.core.text.errors import DocPath, Problem
 from nodegate.migrate.conversion import Conversion, rules_document
 
 COMMAND = "nodegate migrate nodetaintshandler"

@@ -16,8 +16,8 @@ import re
 import tomllib
 from typing import Any
 
-from nodegate.core.errors import DocPath, Problem, RulesError
-from nodegate.core.k8s_names import OUT_OF_SERVICE_TAINT
+from nodegate.core.text.errors import DocPath, Problem, RulesError
+from nodegate.core.text.k8s_names import OUT_OF_SERVICE_TAINT
 from nodegate.migrate.conversion import Conversion, rule_name, rules_document
 
 COMMAND = "nodegate migrate tainter"

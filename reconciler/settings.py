@@ -1,6 +1,6 @@
 """Reconciler settings: every knob in one typed, documented place, and each one's flag.
 
-This model is the one declaration of `nodegate reconcile`'s flags (`nodegate.core.flags`): a
+This model is the one declaration of `nodegate reconcile`'s flags (`nodegate.core.text.flags`): a
 field's flag is its name in kebab case (after its group's prefix, or as its `Flag` marker says),
 its default the field's, its help the attribute docstring under it. The CLI's options and the
 Deployment's arguments (`nodegate.manifests.args`) are derived from it; a new flag is a new
@@ -17,8 +17,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nodegate.core.flags import Flag, FlagGroup
-from nodegate.core.installation import DEFAULT_LEASE, RULES_KEY
+from nodegate.core.objects.installation import DEFAULT_LEASE, RULES_KEY
+from nodegate.core.text.flags import Flag, FlagGroup
 
 _SETTINGS = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Unknown settings refused, frozen, and each field's docstring kept as its flag's help."""

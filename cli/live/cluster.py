@@ -18,36 +18,40 @@ from typing import Any
 
 from kubernetes import client
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
-from nodegate.core.errors import RulesError
-from nodegate.core.eviction_budget import Grant
-from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
-from nodegate.core.installation import (
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.decisions.eviction_budget import Grant
+from nodegate.core.decisions.persisted_labels import (
+    QUARANTINE_LABEL,
+    RECORD_LABEL,
+    RECORD_LABEL_VALUE,
+)
+from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
+from nodegate.core.objects.installation import (
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
     RULES_KEY,
     is_quarantine_of,
 )
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState, parse_time
-from nodegate.core.node_waits import InitPod
-from nodegate.core.persisted_labels import QUARANTINE_LABEL, RECORD_LABEL, RECORD_LABEL_VALUE
-from nodegate.core.sightings import ConditionKey, Sighting
-from nodegate.core.sightings_record import (
+from nodegate.core.objects.sightings_record import (
     SIGHTINGS_CONFIGMAP,
     SightingsRecordError,
     decode_sightings,
 )
-from nodegate.core.status_record import (
+from nodegate.core.objects.status_record import (
     STATUS_CONFIGMAP,
     ReconcilerStatus,
     StatusRecordError,
     decode_status,
     rules_of_record,
 )
+from nodegate.core.reports.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
+from nodegate.core.reports.node_waits import InitPod
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.text.errors import RulesError
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection

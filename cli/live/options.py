@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from nodegate.cli.live.cluster import Cluster, Where, api_client
-from nodegate.core.installation import DEFAULT_LEASE
+from nodegate.core.objects.installation import DEFAULT_LEASE
 
 Kubeconfig = Annotated[
     Path | None,

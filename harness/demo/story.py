@@ -25,11 +25,11 @@ from rich.table import Table
 
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags
 from nodegate.cli.live.render import Column, print_table
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodePool, NodeRules
-from nodegate.core.node_trust import seal_for_registration
-from nodegate.core.persisted_labels import record_name
-from nodegate.core.registration import registration_labels, registration_taints
+from nodegate.core.decisions.node_trust import seal_for_registration
+from nodegate.core.decisions.persisted_labels import record_name
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.registration import registration_labels, registration_taints
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,

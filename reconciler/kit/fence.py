@@ -2,7 +2,8 @@
 last successful renewal started less than `renew_deadline` ago; it counts the writes in flight
 so a clean hand-back can wait for them (`leader.py`), and it tells each write the term of
 leadership it is made under, which the API server checks where the write lands
-(core/fencing.py), since a process paused after this check sends its write whenever it resumes.
+(core/decisions/fencing.py), since a process paused after this check sends its write whenever it
+resumes.
 """
 
 from __future__ import annotations

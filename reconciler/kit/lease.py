@@ -141,8 +141,8 @@ def claimed(
     """The record that makes `me` the holder: a renewal keeps acquireTime and transitions, a
     takeover starts its own and counts one more transition, also after a release (client-go's
     rule), so each term of leadership has a larger number than every earlier one (the fence
-    token of core/fencing.py relies on it). A process that finds its identity in a Lease it
-    has not itself acquired (`renewing` False: a restart under a fixed `--lease-identity`) takes
+    token of core/decisions/fencing.py relies on it). A process that finds its identity in a Lease
+    it has not itself acquired (`renewing` False: a restart under a fixed `--lease-identity`) takes
     it over: the paused process that wrote it must not share its term."""
     if record is not None and record.holder == me and renewing:
         return LeaseRecord(me, duration, record.acquire_time or now, now, record.transitions)

@@ -1,6 +1,6 @@
 """Since when each node's conditions hold, as this leader saw them: the table behind `for` and
-a re-gate's conditions (`nodegate.core.sightings`), and the part of it that must outlive the
-process (`nodegate.core.sightings_record`).
+a re-gate's conditions (`nodegate.core.decisions.sightings`), and the part of it that must outlive
+the process (`nodegate.core.objects.sightings_record`).
 
 Looked at on every watch event and again when a node is planned (a node that sent no event
 since the rules began reading a condition type is sighted then), from several threads. Only
@@ -15,11 +15,11 @@ import threading
 from collections.abc import Mapping
 from datetime import datetime
 
-from nodegate.core.conditions import condition_types_read
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState
-from nodegate.core.sightings import ConditionKey, Sighting, condition_episodes, track
-from nodegate.core.sightings_record import NodeSightings, restored
+from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.core.objects.sightings_record import NodeSightings, restored
+from nodegate.core.rules.conditions import condition_types_read
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 
 
 class ConditionSightings:

@@ -15,16 +15,16 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from nodegate.core.boot_sight import BootSight, track_boot
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.gate_census import GateCensus, gate_census
-from nodegate.core.gate_plan import annotations_read
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState
-from nodegate.core.plan import relevant_view
-from nodegate.core.sightings import ConditionKey, Sighting
-from nodegate.core.sightings_record import worth_keeping
-from nodegate.core.status_record import StatusRecordError
+from nodegate.core.decisions.boot_sight import BootSight, track_boot
+from nodegate.core.decisions.gate_plan import annotations_read
+from nodegate.core.decisions.plan import relevant_view
+from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.sightings_record import worth_keeping
+from nodegate.core.objects.status_record import StatusRecordError
+from nodegate.core.reports.gate_census import GateCensus, gate_census
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder

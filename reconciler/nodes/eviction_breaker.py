@@ -1,9 +1,9 @@
 """The eviction breaker: one lock around the eviction budget, the nodes kept waiting, and the
 one Warning that says so.
 
-The decision is `nodegate.core.eviction_budget`; this keeps what was granted (in memory and in
-the eviction ledger, `core.eviction_ledger`, written before a grant is used, so a restart or a
-new leader counts what was spent; and as the nodes' own `timeAdded` says), counted in the API
+The decision is `nodegate.core.decisions.eviction_budget`; this keeps what was granted (in memory
+and in the eviction ledger, `core.eviction_ledger`, written before a grant is used, so a restart or
+a new leader counts what was spent; and as the nodes' own `timeAdded` says), counted in the API
 server's time (`kit.server_clock`), which nodes wait for which rule, the metric, and one Event
 per hold episode. Concurrent workers admit
 under one lock, read and record together, so together they never overspend the budget.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from nodegate.core.eviction_budget import (
+from nodegate.core.decisions.eviction_budget import (
     WAITING,
     Charge,
     Grant,
@@ -29,10 +29,10 @@ from nodegate.core.eviction_budget import (
     census,
     charges,
 )
-from nodegate.core.eviction_ledger import compact, merged, spent
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState
-from nodegate.core.plan import NodePlan
+from nodegate.core.decisions.plan import NodePlan
+from nodegate.core.objects.eviction_ledger import compact, merged, spent
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.server_clock import AnchoredClock

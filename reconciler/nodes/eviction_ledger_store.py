@@ -1,4 +1,4 @@
-"""The eviction ledger's ConfigMap (`nodegate.core.eviction_ledger`) in the reconciler's
+"""The eviction ledger's ConfigMap (`nodegate.core.objects.eviction_ledger`) in the reconciler's
 namespace, where nodes cannot write: read once by a new leader, written before each grant is
 used, with optimistic concurrency (a 409 merges what is stored and tries again)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from nodegate.core.eviction_budget import Grant
-from nodegate.core.eviction_ledger import (
+from nodegate.core.decisions.eviction_budget import Grant
+from nodegate.core.objects.eviction_ledger import (
     LEDGER_CONFIGMAP,
     LedgerError,
     compact,

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodegate.core.fencing import ServerFence, server_fence
+from nodegate.core.decisions.fencing import ServerFence, server_fence
 from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, call
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import RawObject

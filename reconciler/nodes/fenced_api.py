@@ -1,8 +1,8 @@
 """Every write the leader makes (Nodes, its own ConfigMaps) through the fence: started only while
 the client-side fence holds, counted in flight, stamped with the term of leadership it is made
 under (the API's write deadline cuts it before the Lease could pass to another replica), and,
-when the API server's fence policy refuses it, read for who is behind (core/fencing.py). Reads,
-watches and Events go straight through.
+when the API server's fence policy refuses it, read for who is behind (core/decisions/fencing.py).
+Reads, watches and Events go straight through.
 
 A refusal is never retried by a deposed process: its fence is dropped at once (no write starts;
 the main loop sees the fence down and exits, as on any lost leadership), once the Lease itself
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Literal, TypeVar
 
-from nodegate.core.fencing import Term, deposed, refusal_term, stamped
+from nodegate.core.decisions.fencing import Term, deposed, refusal_term, stamped
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence, LeaseTerm
 from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel

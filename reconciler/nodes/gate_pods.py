@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from nodegate.core.model import NodeRules, StartupGate
-from nodegate.core.node import parse_time
-from nodegate.core.sightings import Sighting
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.rules.model import NodeRules, StartupGate
+from nodegate.core.rules.node import parse_time
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
@@ -78,8 +78,8 @@ def _status_written(meta: RawObject) -> datetime | None:
 
 
 def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
-    """The view with its Ready episode's sighting (`nodegate.core.sightings`): kept from the
-    previous view of the same episode; else first seen `now`, witnessed if there was a
+    """The view with its Ready episode's sighting (`nodegate.core.decisions.sightings`): kept from
+    the previous view of the same episode; else first seen `now`, witnessed if there was a
     previous view of the pod (this process saw the episode begin)."""
     if view.ready_token is None:
         return view

@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from nodegate.core.gate_plan import needs_backfill
-from nodegate.core.model import POOL_LABEL, NodeRules, StartupGate
-from nodegate.core.plan import NodePlan
+from nodegate.core.decisions.gate_plan import needs_backfill
+from nodegate.core.decisions.plan import NodePlan
+from nodegate.core.rules.model import POOL_LABEL, NodeRules, StartupGate
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import ListWatch

@@ -2,8 +2,8 @@
 the record brought up to date (after the write), unreadable records quarantined, records of
 deleted nodes marked gone and, after `forgetAfter`, forgotten.
 
-Every decision is `nodegate.core.persisted_labels`; this reads and writes the records through
-the `LabelStore` and says what it did.
+Every decision is `nodegate.core.decisions.persisted_labels`; this reads and writes the records
+through the `LabelStore` and says what it did.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from nodegate.core.model import NodeRules, PersistentLabels
-from nodegate.core.node import NodeState
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     LabelDecision,
     decide,
     forget_due,
@@ -27,6 +25,8 @@ from nodegate.core.persisted_labels import (
     record_key,
     record_name,
 )
+from nodegate.core.rules.model import NodeRules, PersistentLabels
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ConflictError, KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised

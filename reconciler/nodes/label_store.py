@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from nodegate.core.installation import quarantine_name
-from nodegate.core.node import format_time
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -28,6 +26,8 @@ from nodegate.core.persisted_labels import (
     decode_record,
     encode_record,
 )
+from nodegate.core.objects.installation import quarantine_name
+from nodegate.core.rules.node import format_time
 from nodegate.reconciler.kit.errors import NotFoundError
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ConfigMapApi, ListWatch, RawObject, Selection

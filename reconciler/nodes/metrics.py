@@ -18,7 +18,7 @@ from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from nodegate.core.gate_census import AGE_BUCKETS, GateCensus
+from nodegate.core.reports.gate_census import AGE_BUCKETS, GateCensus
 from nodegate.reconciler.kit.errors import WatchStalledError
 
 _go_float = cast(Callable[[float], str], floatToGoString)  # untyped in prometheus_client

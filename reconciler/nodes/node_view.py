@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nodegate.core.gate_plan import annotations_read
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.decisions.gate_plan import annotations_read
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 
 RawTaints = tuple[dict[str, Any], ...]
 

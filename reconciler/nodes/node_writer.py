@@ -13,8 +13,8 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from nodegate.core.dry_run import DryRunChange
-from nodegate.core.plan import NodePlan
+from nodegate.core.decisions.dry_run import DryRunChange
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.fence import LeaderFence

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, NodePlan
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, NodePlan
 from nodegate.reconciler.nodes.node_view import CachedNode
 
 RawObject = dict[str, Any]

@@ -10,10 +10,10 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.fencing import UNFENCED
-from nodegate.core.model import NodeRules
-from nodegate.core.plan import NodePlan, plan
+from nodegate.core.decisions.fencing import UNFENCED
+from nodegate.core.decisions.plan import NodePlan, plan
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.errors import (
     ConflictError,
     KubeError,
@@ -143,7 +143,8 @@ class NodeReconciler:
         if taints is None:
             return refused
         if ANNOTATIONS_TOO_LONG in str(err):
-            # Not even the fence's token may grow the node's full annotations (core/fencing.py).
+            # Not even the fence's token may grow the node's full annotations
+            # (core/decisions/fencing.py).
             taints = replace(taints, set_annotations=UNFENCED)
         try:
             self._writer.write(node, taints)

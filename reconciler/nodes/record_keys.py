@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from nodegate.core.model import PersistentLabels
-from nodegate.core.node import NodeState
-from nodegate.core.persisted_labels import record_key
+from nodegate.core.decisions.persisted_labels import record_key
+from nodegate.core.rules.model import PersistentLabels
+from nodegate.core.rules.node import NodeState
 
 
 class RecordKeys:

@@ -1,8 +1,8 @@
 """Which rules are in force: a valid update takes effect once the node cache is synced and the
 blast-radius guard lets it (or a human confirmed its digest); otherwise it is held and said so.
 
-The decision is `nodegate.core.blast_radius`; this keeps the offered, held and applied updates,
-records every taint the rules ever owned before they act, and reports a hold once.
+The decision is `nodegate.core.decisions.blast_radius`; this keeps the offered, held and applied
+updates, records every taint the rules ever owned before they act, and reports a hold once.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from nodegate.core.blast_radius import blast_radius, hold_reason
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.dry_run import live_owned_taints
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState
+from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
+from nodegate.core.decisions.dry_run import live_owned_taints
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import (

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.errors import Problem, RulesError
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.yaml_input import read_limited
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.errors import Problem, RulesError
+from nodegate.core.text.yaml_input import read_limited
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer

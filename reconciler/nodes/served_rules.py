@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from nodegate.core.model import NodeRules
+from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 
 log = logging.getLogger("nodegate.webhook")

@@ -1,4 +1,4 @@
-"""The sightings record's ConfigMap (`nodegate.core.sightings_record`) in the reconciler's
+"""The sightings record's ConfigMap (`nodegate.core.objects.sightings_record`) in the reconciler's
 namespace, where nodes cannot write: read once by a new leader, written by the leader when
 what it keeps changes (at most every `SAVE_INTERVAL_SECONDS`)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodegate.core.sightings_record import (
+from nodegate.core.objects.sightings_record import (
     SIGHTINGS_CONFIGMAP,
     NodeSightings,
     SightingsRecordError,

@@ -1,5 +1,6 @@
-"""The reconciler's status record (`nodegate.core.status_record`): written by the leader when the
-rules in force change or an update is held or released, read by `nodegate status|explain|plan`.
+"""The reconciler's status record (`nodegate.core.objects.status_record`): written by the leader
+when the rules in force change or an update is held or released, read by `nodegate
+status|explain|plan`.
 
 Plain data in one ConfigMap of the reconciler's namespace, written with update, then create if it
 does not exist (no read: only the leader writes it); the shipped Role grants update on it by name
@@ -16,8 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
-from nodegate.core.model import NodeRules
-from nodegate.core.status_record import (
+from nodegate.core.objects.status_record import (
     STATUS_CONFIGMAP,
     HeldUpdate,
     ReconcilerStatus,
@@ -25,6 +25,7 @@ from nodegate.core.status_record import (
     encode_status,
     rules_of_record,
 )
+from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 from nodegate.reconciler.nodes.rules_source import RulesUpdate

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from nodegate.core.node import format_time
-from nodegate.core.stored_document import read_document
+from nodegate.core.rules.node import format_time
+from nodegate.core.text.stored_document import read_document
 from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject

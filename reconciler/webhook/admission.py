@@ -1,8 +1,8 @@
 """The Node admission webhook's decision around the wire: an AdmissionReview in, the persisted
 labels looked up within budget, `admission_patch` called, an AdmissionReview out.
 
-The decision is `core/node_admission.py`, the wire format `review.py`; the HTTPS server and
-its certificate are `server.py` and `tls.py`. Whatever a request holds, the webhook answers
+The decision is `core/decisions/node_admission.py`, the wire format `review.py`; the HTTPS server
+and its certificate are `server.py` and `tls.py`. Whatever a request holds, the webhook answers
 and stays up: a request it does not handle is answered allowed and unchanged (or HTTP 400/413
 when it has no uid to answer), a bug in the patch is logged and answered allowed and unchanged,
 a slow record lookup is cut at its budget. It never denies: with `failurePolicy: Ignore` an
@@ -22,16 +22,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from nodegate.core.model import API_VERSION, KIND, NodeRules
-from nodegate.core.node import NodeState
-from nodegate.core.node_admission import admission_patch
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.node_admission import admission_patch
+from nodegate.core.decisions.persisted_labels import (
     RecordError,
     decode_record,
     key_for,
     record_name,
     restore_refusal,
 )
+from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.webhook.api import RecordReader
 from nodegate.reconciler.webhook.review import (

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags
-from nodegate.core.model import Taint
+from nodegate.core.rules.model import Taint
 from tests.ansible.playbooks import ROOT, PlaybookRun, inventory, run_playbook
 
 RULES = ROOT / "examples" / "rules.yaml"

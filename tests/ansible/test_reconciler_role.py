@@ -21,7 +21,7 @@ from kubernetes import client as k8s_client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings

@@ -28,7 +28,7 @@ from pathlib import Path
 from kubernetes import client as k8s_client
 from kubernetes import watch as k8s_watch
 
-from nodegate.core.persisted_labels import RECORD_LABEL
+from nodegate.core.decisions.persisted_labels import RECORD_LABEL
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.bench.cluster_ops import bench_api

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodegate.bootstrap.registration import registration_taints
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from nodegate.localcluster.nodes import SimNode
 
 PREFIX = "bench.nodegate.dev"

@@ -14,7 +14,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.bootstrap.karpenter import render_karpenter_nodepool
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
 from tests.e2e.reconciler_fixtures import HEADER, alone, configmap_putter, init_daemonset

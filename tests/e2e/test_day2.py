@@ -23,8 +23,8 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.persisted_labels import record_name
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.decisions.persisted_labels import record_name
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until

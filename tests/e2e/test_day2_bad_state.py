@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.status_record import HeldUpdate, ReconcilerStatus, encode_status
+from nodegate.core.objects.status_record import HeldUpdate, ReconcilerStatus, encode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from tests.e2e.reconciler_fixtures import HEADER
 

@@ -26,7 +26,7 @@ from kubernetes import client as k8s_client
 from kubernetes import utils
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from nodegate.manifests.build import build_manifests

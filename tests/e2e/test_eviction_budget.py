@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client as k8s_client
 
-from nodegate.core.blast_radius import rules_digest
+from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from tests.e2e.reconciler_fixtures import HEADER, Start, taints_of, wait_for_event
 

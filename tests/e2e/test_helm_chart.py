@@ -35,8 +35,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from nodegate.core.loader import RulesDocument
-from nodegate.core.persisted_labels import RECORD_LABEL
+from nodegate.core.decisions.persisted_labels import RECORD_LABEL
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.build import ensure_helm_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until

@@ -16,8 +16,7 @@ from typing import Any, cast
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -25,6 +24,7 @@ from nodegate.core.persisted_labels import (
     encode_record,
     record_name,
 )
+from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
 from tests.e2e.node_identity import AsNode
 from tests.e2e.reconciler_fixtures import (

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.loader import load_rules
-from nodegate.core.model import InitPods, NodePool, Taint
-from nodegate.core.registration import (
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import InitPods, NodePool, Taint
+from nodegate.core.rules.registration import (
     permanent_taints,
     registration_labels,
     registration_taints,

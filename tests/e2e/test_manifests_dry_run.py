@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings

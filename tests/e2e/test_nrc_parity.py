@@ -26,8 +26,8 @@ from typing import Any
 
 from kubernetes import client as k8s_client
 
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
-from nodegate.core.yaml_input import read_yaml_documents
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller

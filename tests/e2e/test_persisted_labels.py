@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.persisted_labels import record_name
+from nodegate.core.decisions.persisted_labels import record_name
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,

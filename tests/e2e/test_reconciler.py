@@ -13,7 +13,7 @@ from pathlib import Path
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.blast_radius import rules_digest
+from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import heartbeat, set_node_condition, wait_until
 from tests.e2e.reconciler_fixtures import (

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.blast_radius import rules_digest
+from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
 from tests.e2e.reconciler_fixtures import (

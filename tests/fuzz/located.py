@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from nodegate.core.errors import RulesError
-from nodegate.core.yaml_input import MAX_BYTES
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import MAX_BYTES
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 

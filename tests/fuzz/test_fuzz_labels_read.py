@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from nodegate.core.loader import load_rules, parse_rules
-from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL, NodeRules
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint
-from nodegate.core.plan import NodePlan, PlanFacts, labels_read, plan, relevant_view
+from nodegate.core.decisions.plan import NodePlan, PlanFacts, labels_read, plan, relevant_view
+from nodegate.core.rules.loader import load_rules, parse_rules
+from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL, NodeRules
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import ROOT
 

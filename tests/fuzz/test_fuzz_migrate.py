@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.errors import RulesError
-from nodegate.core.yaml_input import decode
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import decode
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.tainter import convert_tainter, convert_tainter_config
 from tests.fuzz.profiles import fuzz

@@ -9,10 +9,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules
-from nodegate.core.node_file import parse_nodes
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.node_file import parse_nodes
+from nodegate.core.text.errors import RulesError
 from tests.fuzz.located import assert_located
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import (

@@ -18,12 +18,12 @@ from datetime import timedelta
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from nodegate.core.conditions import condition_types_read
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.loader import parse_rules
-from nodegate.core.node import NodeCondition, NodeState
-from nodegate.core.plan import plan
-from nodegate.core.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.conditions import condition_types_read
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.node import NodeCondition, NodeState
 from tests.fuzz.gate_world import T0, GateConfig, World
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.test_fuzz_gate_invariant import CONFIGS, HISTORIES, STUCK_DOWN, STUCK_THROTTLED

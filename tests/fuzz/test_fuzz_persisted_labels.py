@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     DATA_KEY,
     LabelRecord,
     RecordError,

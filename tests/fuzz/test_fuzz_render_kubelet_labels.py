@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import rules_from_data
+from nodegate.core.rules.loader import rules_from_data
+from nodegate.core.text.errors import RulesError
 from tests.fuzz.profiles import fuzz
 
 KUBELET_LABELS = frozenset(

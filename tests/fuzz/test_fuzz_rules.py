@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import parse_rules, rules_from_data
+from nodegate.core.rules.loader import parse_rules, rules_from_data
+from nodegate.core.text.errors import RulesError
 from tests.fuzz.located import assert_located
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import (

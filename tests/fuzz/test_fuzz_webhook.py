@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics
 from nodegate.reconciler.webhook.review import NodeCreate, Refusal, decode_review
 from tests.fuzz.profiles import fuzz

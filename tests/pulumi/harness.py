@@ -24,8 +24,8 @@ from pulumi.runtime import settings
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
 from nodegate.bootstrap.registration import registration_labels, registration_taints
-from nodegate.core.loader import load_rules
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import NodePool, NodeRules
 
 REPO = Path(__file__).resolve().parents[2]
 OKE_NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"

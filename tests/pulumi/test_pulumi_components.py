@@ -8,8 +8,8 @@ from pulumi import Output
 from nodegate.bootstrap.aks import AksPoolSpec
 from nodegate.bootstrap.oke import kubelet_extra_args
 from nodegate.bootstrap.registration import permanent_taints
-from nodegate.core.loader import load_rules
-from nodegate.core.model import NodeRules
+from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.model import NodeRules
 from nodegate.infra.aks_pool import AksNodePool, AksNodePoolArgs, _checked_spec
 from nodegate.infra.oke_pool import OkeNodePool, OkeNodePoolArgs, OkePlacementArgs
 from tests.pulumi.harness import (

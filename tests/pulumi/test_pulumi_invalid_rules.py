@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.rules.loader import load_rules, parse_rules
+from nodegate.core.text.errors import RulesError
 from nodegate.infra.program import InvalidRulesError
 from tests.pulumi.harness import run_program
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.pulumi.harness import (

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.loader import load_rules, parse_rules
-from nodegate.core.model import NodePool, NodeRules
+from nodegate.core.rules.loader import load_rules, parse_rules
+from nodegate.core.rules.model import NodePool, NodeRules
 
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"

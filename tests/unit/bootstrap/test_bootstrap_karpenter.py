@@ -6,8 +6,8 @@ import pytest
 
 from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
-from nodegate.core.model import NodeRules
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.yaml_output import dump_all
 from tests.unit.bootstrap.support import check_golden, karpenter_pool_params, rules_and_pool
 
 KARPENTER_POOLS = karpenter_pool_params()

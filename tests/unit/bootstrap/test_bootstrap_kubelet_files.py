@@ -11,7 +11,7 @@ from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.kubelet_files import kubelet_files
 from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags
 from nodegate.bootstrap.registration import registration_labels, registration_taints
-from nodegate.core.model import Taint
+from nodegate.core.rules.model import Taint
 from tests.unit.bootstrap.support import check_golden, pool_params, rules_and_pool
 
 ALL_POOLS = pool_params("oke") + pool_params("aks")

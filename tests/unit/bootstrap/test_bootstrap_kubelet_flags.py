@@ -12,8 +12,8 @@ from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.kubelet_flags import format_kubelet_flags, parse_kubelet_flags
 from nodegate.bootstrap.oke import kubelet_extra_args, render_oke_bootstrap_script
 from nodegate.bootstrap.registration import registration_labels, registration_taints
-from nodegate.core.k8s_names import kubelet_may_set_label
-from nodegate.core.model import TAINT_EFFECTS, Taint
+from nodegate.core.rules.model import TAINT_EFFECTS, Taint
+from nodegate.core.text.k8s_names import kubelet_may_set_label
 from tests.unit.bootstrap.support import pool_params, rules_and_pool
 
 OKE_POOLS = pool_params("oke")

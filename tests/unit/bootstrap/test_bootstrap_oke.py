@@ -30,7 +30,7 @@ from nodegate.bootstrap.user_data import (
     decode_payload,
     metadata_payload,
 )
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from tests.unit.bootstrap.support import (
     GOLDEN,
     check_golden,

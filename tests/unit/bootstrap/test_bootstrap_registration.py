@@ -11,7 +11,7 @@ from nodegate.bootstrap.registration import (
     registration_taints,
     startup_gate_taints,
 )
-from nodegate.core.model import LabelSelector, LabelTaintRule, NodeRules, Taint
+from nodegate.core.rules.model import LabelSelector, LabelTaintRule, NodeRules, Taint
 from tests.unit.bootstrap.support import awkward_rules, example_rules, rules_and_pool
 
 

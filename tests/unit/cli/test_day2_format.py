@@ -17,17 +17,17 @@ from nodegate.cli.live.render import Column, print_table
 from nodegate.cli.main import app
 from nodegate.cli.plan_cmd import print_plan
 from nodegate.cli.status_cmd import print_status
-from nodegate.core.cluster_status import (
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.status_record import HeldUpdate, ReconcilerStatus
+from nodegate.core.reports.cluster_status import (
     EventView,
     LeaseView,
     RecordsView,
     RulesSourceView,
     status_report,
 )
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.node import NodeTaint
-from nodegate.core.rules_change import rules_change
-from nodegate.core.status_record import HeldUpdate, ReconcilerStatus
+from nodegate.core.reports.rules_change import rules_change
+from nodegate.core.rules.node import NodeTaint
 from tests.unit.core.builders import NOW, node, rules
 
 ROOT = Path(__file__).resolve().parents[3]

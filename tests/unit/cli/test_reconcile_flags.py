@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from nodegate.cli import reconcile_cmd
 from nodegate.cli.main import app
-from nodegate.core.flags import flags
+from nodegate.core.text.flags import flags
 from nodegate.reconciler.settings import ReconcilerSettings
 
 runner = CliRunner()

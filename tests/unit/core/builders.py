@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint
-from nodegate.core.sightings import Sighting, condition_key, condition_token
+from nodegate.core.decisions.sightings import Sighting, condition_key, condition_token
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from nodegate.core.autoscaler_checks import MANAGED_CA, autoscaler_findings
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import check_rules_data
-from nodegate.core.yaml_input import read_yaml
+from nodegate.core.rules.autoscaler_checks import MANAGED_CA, autoscaler_findings
+from nodegate.core.rules.loader import check_rules_data
+from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import read_yaml
 from tests.unit.core.builders import rules
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"

@@ -9,7 +9,17 @@ from datetime import timedelta
 import pytest
 import yaml
 
-from nodegate.core.cluster_status import (
+from nodegate.core.decisions.eviction_budget import SHARED, Grant, Place
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, plan
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.status_record import (
+    HeldUpdate,
+    ReconcilerStatus,
+    StatusRecordError,
+    decode_status,
+    encode_status,
+)
+from nodegate.core.reports.cluster_status import (
     EventView,
     LeaseView,
     RecordsView,
@@ -18,20 +28,10 @@ from nodegate.core.cluster_status import (
     age,
     status_report,
 )
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.eviction_budget import SHARED, Grant, Place
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
-from nodegate.core.node_waits import InitPod, NodeContext, budget_waiting, waits
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, plan
-from nodegate.core.rules_change import CHANGES, HELD, NO_CHANGE, rules_change
-from nodegate.core.status_record import (
-    HeldUpdate,
-    ReconcilerStatus,
-    StatusRecordError,
-    decode_status,
-    encode_status,
-)
-from nodegate.core.yaml_output import dump_all
+from nodegate.core.reports.node_waits import InitPod, NodeContext, budget_waiting, waits
+from nodegate.core.reports.rules_change import CHANGES, HELD, NO_CHANGE, rules_change
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.text.yaml_output import dump_all
 from tests.unit.core.builders import NOW, node, rules
 
 TEAM = """\

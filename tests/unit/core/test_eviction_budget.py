@@ -1,4 +1,5 @@
-"""The eviction budget's arithmetic and what it does to a plan (core/eviction_budget.py)."""
+"""The eviction budget's arithmetic and what it does to a plan
+(core/decisions/eviction_budget.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.blast_radius import blast_radius, hold_reason
-from nodegate.core.errors import RulesError
-from nodegate.core.eviction_budget import (
+from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
+from nodegate.core.decisions.eviction_budget import (
     SHARED,
     Census,
     Grant,
@@ -20,9 +20,10 @@ from nodegate.core.eviction_budget import (
     grants_on_nodes,
     limit,
 )
-from nodegate.core.model import EvictionLimit, NodeRules
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint, format_time
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.rules.model import EvictionLimit, NodeRules
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.text.errors import RulesError
 from tests.unit.core.builders import NOW, rules
 
 WINDOW = timedelta(minutes=5)
@@ -283,9 +284,9 @@ def test_a_bad_rule_budget_is_refused_at_its_place_with_the_fix(budget: str, mes
 
 
 def test_a_node_spends_the_budget_of_the_pool_it_registered_in_not_the_one_it_claims() -> None:
-    from nodegate.core.eviction_budget import place_of
-    from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL
-    from nodegate.core.node import NodeState
+    from nodegate.core.decisions.eviction_budget import place_of
+    from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
+    from nodegate.core.rules.node import NodeState
 
     claims = NodeState(name="n", labels={POOL_LABEL: "payments", TRUSTED_POOL_LABEL: "ci"})
     assert place_of(claims).pool == "ci"

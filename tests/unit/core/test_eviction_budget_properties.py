@@ -7,8 +7,8 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodegate.core.eviction_budget import SHARED, Census, Grant, Place, check, limit
-from nodegate.core.model import EvictionBudget, EvictionLimit
+from nodegate.core.decisions.eviction_budget import SHARED, Census, Grant, Place, check, limit
+from nodegate.core.rules.model import EvictionBudget, EvictionLimit
 from tests.unit.core.builders import NOW
 
 POOLS = ("a", "b", None)

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.eviction_budget import Grant, Place
-from nodegate.core.eviction_ledger import (
+from nodegate.core.decisions.eviction_budget import Grant, Place
+from nodegate.core.objects.eviction_ledger import (
     KEEP,
     LEDGER_KEY,
     LedgerError,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.fencing import (
+from nodegate.core.decisions.fencing import (
     FENCE_ANNOTATION,
     REFUSAL_MARK,
     UNFENCED,

@@ -8,7 +8,7 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodegate.core.flags import (
+from nodegate.core.text.flags import (
     Flag,
     FlagDeclarationError,
     FlagGroup,

@@ -9,8 +9,8 @@ from types import ModuleType
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from nodegate.core import model as rules_model
-from nodegate.core.frozen import Frozen
+from nodegate.core.rules import model as rules_model
+from nodegate.core.text.frozen import Frozen
 from nodegate.infra import stack_config
 from nodegate.manifests import settings as deploy_settings
 from nodegate.manifests.settings import DeploySettings, ImageSettings

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodegate.core.autoscalers import CA_STARTUP_WINDOW
-from nodegate.core.gate_census import AGE_BUCKETS, GATE_AGE_WARNING, GatedGroup, gate_census
-from nodegate.core.node import NodeState, NodeTaint
+from nodegate.core.reports.gate_census import AGE_BUCKETS, GATE_AGE_WARNING, GatedGroup, gate_census
+from nodegate.core.rules.autoscalers import CA_STARTUP_WINDOW
+from nodegate.core.rules.node import NodeState, NodeTaint
 from tests.unit.core.builders import NOW, node, rules
 
 RULES = rules(

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodegate.core.boot_sight import BootSight, track_boot
-from nodegate.core.decisions import PlanFacts
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState, NodeTaint
-from nodegate.core.node_waits import NodeContext, waits
-from nodegate.core.plan import plan
-from nodegate.core.sightings import Sighting
+from nodegate.core.decisions.boot_sight import BootSight, track_boot
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.reports.node_waits import NodeContext, waits
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, NodeTaint
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")

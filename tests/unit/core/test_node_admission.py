@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.loader import load_rules
-from nodegate.core.node_admission import admission_patch, pointer_token
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.decisions.node_admission import admission_patch, pointer_token
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.loader import load_rules
 from tests.unit.core.builders import NOW, rules
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.errors import RulesError
-from nodegate.core.node_file import parse_nodes
+from nodegate.core.rules.node_file import parse_nodes
+from nodegate.core.text.errors import RulesError
 
 NODE = Path(__file__).resolve().parents[3] / "examples" / "nodes" / "gpu-node.yaml"
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import POOL_LABEL, TRUSTED_POOL_LABEL
-from nodegate.core.node import NodeTaint
-from nodegate.core.node_trust import (
+from nodegate.core.decisions.node_trust import (
     REGISTRATION_SEAL_KEY,
     pool_membership,
     seal_for_registration,
     seal_taint,
 )
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
+from nodegate.core.rules.node import NodeTaint
 from tests.unit.core.builders import rules
 from tests.unit.core.test_validation import HEADER, problems_of
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import parse_rules
-from nodegate.core.node import NodeCondition, NodeTaint
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.node import NodeCondition, NodeTaint
+from nodegate.core.text.errors import RulesError
 from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"

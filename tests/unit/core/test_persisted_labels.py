@@ -6,9 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.model import PersistentLabels
-from nodegate.core.node import NodeState
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     LabelRecord,
     RecordError,
     decide,
@@ -20,6 +18,8 @@ from nodegate.core.persisted_labels import (
     record_key,
     record_name,
 )
+from nodegate.core.rules.model import PersistentLabels
+from nodegate.core.rules.node import NodeState
 from tests.unit.core.builders import NOW
 
 CONFIG = PersistentLabels(prefixes=("persist.example.com/",), keys=("example.com/rack",))

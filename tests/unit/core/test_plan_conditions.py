@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from nodegate.core.gate_plan import GATE_COMPLETED, GATE_REBOOTED_AFTER
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeCondition, NodeTaint, format_time
-from nodegate.core.plan import PlanFacts, plan, relevant_view
+from nodegate.core.decisions.gate_plan import GATE_COMPLETED, GATE_REBOOTED_AFTER
+from nodegate.core.decisions.plan import PlanFacts, plan, relevant_view
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeCondition, NodeTaint, format_time
 from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 FACTS = PlanFacts(now=NOW)

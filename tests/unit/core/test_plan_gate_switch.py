@@ -10,15 +10,15 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodegate.core.gate_plan import needs_backfill
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeState, NodeTaint
-from nodegate.core.plan import (
+from nodegate.core.decisions.gate_plan import needs_backfill
+from nodegate.core.decisions.plan import (
     OWNED_TAINTS_ANNOTATION,
     PlanFacts,
     plan,
     relevant_view,
 )
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, NodeTaint
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 NEW_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/initializing"

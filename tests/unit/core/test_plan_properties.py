@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from nodegate.core.dry_run import hands_off
-from nodegate.core.model import (
+from nodegate.core.decisions.dry_run import hands_off
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.rules.model import (
     ConditionMatch,
     ConditionTaintRule,
     LabelSelector,
@@ -14,8 +15,7 @@ from nodegate.core.model import (
     NodeRules,
     Taint,
 )
-from nodegate.core.node import NodeCondition, NodeState, NodeTaint
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from tests.unit.core.builders import NOW
 
 KEYS = ["example.com/a", "example.com/b", "c", "d.io/e", "readiness.k8s.io/r"]

@@ -11,9 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.model import PersistentLabels
-from nodegate.core.node import NodeState
-from nodegate.core.persisted_labels import (
+from nodegate.core.decisions.persisted_labels import (
     LabelRecord,
     RecordError,
     decide,
@@ -23,6 +21,8 @@ from nodegate.core.persisted_labels import (
     key_for,
     same_machine,
 )
+from nodegate.core.rules.model import PersistentLabels
+from nodegate.core.rules.node import NodeState
 from tests.unit.core.builders import NOW
 
 BY_PROVIDER = PersistentLabels(prefixes=("persist.example.com/",))

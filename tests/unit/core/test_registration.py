@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodegate.core.model import Taint
-from nodegate.core.registration import (
+from nodegate.core.rules.model import Taint
+from nodegate.core.rules.registration import (
     TaintConflictError,
     gates_for,
     label_taints_for,

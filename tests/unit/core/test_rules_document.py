@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 
 EXAMPLE_RULES = Path(__file__).resolve().parents[3] / "examples" / "rules.yaml"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from jsonschema import Draft202012Validator
 
-from nodegate.core.model import rules_json_schema
+from nodegate.core.rules.model import rules_json_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 

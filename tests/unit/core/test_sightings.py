@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodegate.core.node import NodeCondition
-from nodegate.core.sightings import (
+from nodegate.core.decisions.sightings import (
     RESTORED_MARGIN,
     Sighting,
     condition_episodes,
@@ -17,6 +16,7 @@ from nodegate.core.sightings import (
     latest,
     track,
 )
+from nodegate.core.rules.node import NodeCondition
 from tests.unit.core.builders import NOW
 
 KAPUT = NodeCondition("NetworkInterfaceCard", "Kaput", "", NOW - timedelta(hours=3))

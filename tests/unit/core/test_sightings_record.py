@@ -8,10 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.gate_plan import GATE_REBOOTED_AFTER
-from nodegate.core.node import NodeCondition, NodeTaint
-from nodegate.core.sightings import Sighting
-from nodegate.core.sightings_record import (
+from nodegate.core.decisions.gate_plan import GATE_REBOOTED_AFTER
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.objects.sightings_record import (
     SIGHTINGS_KEY,
     SIGHTINGS_LIMIT,
     NodeSightings,
@@ -20,6 +19,7 @@ from nodegate.core.sightings_record import (
     encode_sightings,
     worth_keeping,
 )
+from nodegate.core.rules.node import NodeCondition, NodeTaint
 from tests.unit.core.builders import NOW, node, rules
 
 RULES = rules(

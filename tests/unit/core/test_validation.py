@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules, parse_rules, rules_from_data
+from nodegate.core.rules.loader import load_rules, parse_rules, rules_from_data
+from nodegate.core.text.errors import RulesError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.errors import RulesError
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 

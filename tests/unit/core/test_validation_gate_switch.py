@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from tests.unit.core.test_validation import HEADER, problems_of
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core import yaml_input
-from nodegate.core.errors import Problem, RulesError
-from nodegate.core.loader import load_rules, parse_rules, rules_from_data
-from nodegate.core.yaml_input import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_yaml
+from nodegate.core.rules.loader import load_rules, parse_rules, rules_from_data
+from nodegate.core.text import yaml_input
+from nodegate.core.text.errors import Problem, RulesError
+from nodegate.core.text.yaml_input import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_yaml
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "rules.yaml"

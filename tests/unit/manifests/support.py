@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.gotool import GoError, find_go
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
-from nodegate.core.loader import RulesDocument
-from nodegate.core.model import rules_json_schema
+from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import rules_json_schema
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import (
     ensure_chart_testing_built,

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP
-from nodegate.core.loader import RulesDocument
-from nodegate.core.sightings_record import SIGHTINGS_CONFIGMAP
-from nodegate.core.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
+from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
 from nodegate.manifests.settings import HISTORY_CONFIGMAP
@@ -132,7 +132,7 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
     }
     assert by_name == {
         # the example rules persist labels: records are listed by label, GC'd by delete (after
-        # a mark with the leader's term: core/fencing.py)
+        # a mark with the leader's term: core/decisions/fencing.py)
         ("configmaps", ("list", "watch", "update", "patch", "delete")): None,
         ("configmaps", ("get", "list", "watch")): ["my-rules"],
         ("configmaps", ("create",)): None,  # RBAC cannot restrict create by name

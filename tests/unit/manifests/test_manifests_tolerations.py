@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.tolerations import describe_gate_tolerations
 from tests.unit.manifests.support import build, one
 

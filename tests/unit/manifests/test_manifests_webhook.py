@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.loader import RulesDocument
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.webhook import CERT_DIR
 from tests.unit.manifests.support import NO_POD_GATES, build, one
 from tests.unit.manifests.test_manifests_args import _parse_with_the_real_cli

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nodegate.core.errors import RulesError
+from nodegate.core.text.errors import RulesError
 from nodegate.migrate.conversion import Conversion, to_yaml
 
 ROOT = Path(__file__).resolve().parents[3]

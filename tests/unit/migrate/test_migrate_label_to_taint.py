@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from nodegate.bootstrap.oke import kubelet_extra_args
 from nodegate.cli.main import app
-from nodegate.core.loader import load_rules, parse_rules
-from nodegate.core.model import NodePool
+from nodegate.core.rules.loader import load_rules, parse_rules
+from nodegate.core.rules.model import NodePool
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.label_to_taint import convert_label_to_taint
 from tests.unit.migrate.support import EXAMPLES, problems_of, runner

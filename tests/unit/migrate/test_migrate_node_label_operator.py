@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodegate.cli.main import app
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.rules.loader import load_rules, parse_rules
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
 from tests.unit.migrate.support import EXAMPLES, env_file, problems_of, runner

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from nodegate.cli.main import app
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.yaml_input import read_yaml_documents
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.migrate.conversion import Conversion, to_yaml
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from tests.unit.migrate.support import EXAMPLES, ROOT, problems_of, runner

@@ -11,11 +11,11 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
-from nodegate.core.node import NodeCondition, NodeTaint
-from nodegate.core.plan import PlanFacts, plan
-from nodegate.core.yaml_input import read_yaml_documents
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeCondition, NodeTaint
+from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from tests.unit.core.builders import NOW, node

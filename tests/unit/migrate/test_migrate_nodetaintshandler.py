@@ -10,9 +10,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from nodegate.cli.main import app
-from nodegate.core.loader import RulesDocument, load_rules, parse_rules
-from nodegate.core.node import NodeTaint
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.rules.loader import RulesDocument, load_rules, parse_rules
+from nodegate.core.rules.node import NodeTaint
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.migrate.conversion import to_yaml

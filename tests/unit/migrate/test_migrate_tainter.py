@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nodegate.cli.main import app
-from nodegate.core.errors import RulesError
-from nodegate.core.loader import load_rules, parse_rules
+from nodegate.core.rules.loader import load_rules, parse_rules
+from nodegate.core.text.errors import RulesError
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.tainter import convert_tainter
 from tests.unit.migrate.support import EXAMPLES, ROOT, runner

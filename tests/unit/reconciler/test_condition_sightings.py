@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodegate.core.node import NodeCondition
-from nodegate.core.sightings import Sighting
-from nodegate.core.sightings_record import NodeSightings
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.objects.sightings_record import NodeSightings
+from nodegate.core.rules.node import NodeCondition
 from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
 from tests.unit.core.builders import NOW, node, rules
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.fencing import FENCE_ANNOTATION
-from nodegate.core.loader import parse_rules
-from nodegate.core.node import format_time
-from nodegate.core.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.decisions.fencing import FENCE_ANNOTATION
+from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.node import format_time
 from nodegate.reconciler.kit.errors import (
     ConflictError,
     PermanentError,
@@ -387,7 +387,7 @@ def test_two_live_nodes_claiming_one_provider_id_get_nothing_and_write_no_record
 
 
 def test_an_unreadable_record_is_quarantined_and_the_node_keeps_its_labels() -> None:
-    from nodegate.core.persisted_labels import RECORD_LABEL, record_name
+    from nodegate.core.decisions.persisted_labels import RECORD_LABEL, record_name
 
     api = FakeApi()
     api.add_node(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from nodegate.core.dry_run import DryRunChange
-from nodegate.core.node import NodeState
+from nodegate.core.decisions.dry_run import DryRunChange
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.nodes.metrics import Metrics

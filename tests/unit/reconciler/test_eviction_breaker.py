@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from nodegate.core.eviction_budget import Grant
-from nodegate.core.eviction_ledger import compact, merged
-from nodegate.core.node import NodeCondition, NodeState
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.decisions.eviction_budget import Grant
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.objects.eviction_ledger import compact, merged
+from nodegate.core.rules.node import NodeCondition, NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.nodes import eviction_breaker

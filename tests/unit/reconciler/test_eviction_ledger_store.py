@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.eviction_budget import Grant, Place
-from nodegate.core.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
+from nodegate.core.decisions.eviction_budget import Grant, Place
+from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from tests.unit.core.builders import NOW

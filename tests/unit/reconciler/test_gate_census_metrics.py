@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from nodegate.core.gate_census import GateCensus, GatedGroup
+from nodegate.core.reports.gate_census import GateCensus, GatedGroup
 from nodegate.reconciler.nodes.metrics import Metrics
 
 

@@ -245,7 +245,7 @@ def test_a_write_still_in_flight_after_the_drain_keeps_the_lease() -> None:
 
 def test_every_takeover_counts_a_transition_a_released_lease_included() -> None:
     """Each term of leadership has a larger number than every earlier one (the API server's
-    fence compares them: core/fencing.py)."""
+    fence compares them: core/decisions/fencing.py)."""
     api, clock = FakeLeaseApi(), Clock()
     first, second, third = (election(api, me, clock) for me in ("a", "b", "c"))
     assert first.attempt()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodegate.core.loader import parse_rules
+from nodegate.core.rules.loader import parse_rules
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.node import NodeState
-from nodegate.core.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.node_view import slim_node
 from nodegate.reconciler.nodes.patch import describe, merge_patch
 from tests.unit.core.builders import NOW, rules
@@ -88,7 +88,7 @@ def test_description_names_the_rule_and_the_reason() -> None:
 
 
 def test_gate_records_are_written_and_removed_in_the_same_write() -> None:
-    from nodegate.core.plan import NodePlan
+    from nodegate.core.decisions.plan import NodePlan
 
     gate_plan = NodePlan(
         "n1",

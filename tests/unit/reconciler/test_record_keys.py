@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodegate.core.node import NodeState
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.record_keys import RecordKeys
 from tests.unit.core.builders import rules
 

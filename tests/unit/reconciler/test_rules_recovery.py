@@ -11,8 +11,8 @@ from typing import Any, cast
 
 import pytest
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
 from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.main import readiness
 from nodegate.reconciler.nodes import controller as controller_module

@@ -6,9 +6,9 @@ from __future__ import annotations
 import textwrap
 import time
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.loader import parse_rules
-from nodegate.core.model import NodeRules
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.served_rules import ServedRules
 

@@ -3,9 +3,9 @@ written where `nodegate status|explain|plan` read them, and written again after 
 
 from __future__ import annotations
 
-from nodegate.core.blast_radius import rules_digest
-from nodegate.core.loader import parse_rules
-from nodegate.core.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
+from nodegate.core.rules.loader import parse_rules
 from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from tests.unit.reconciler.fakes import FakeApi

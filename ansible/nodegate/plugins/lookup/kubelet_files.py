@@ -18,8 +18,8 @@ NODEGATE_MISSING: ImportError | None = None
 try:
     from nodegate.bootstrap.errors import BootstrapError
     from nodegate.bootstrap.kubelet_files import kubelet_files
-    from nodegate.core.errors import RulesError
-    from nodegate.core.loader import load_rules
+    from nodegate.core.rules.loader import load_rules
+    from nodegate.core.text.errors import RulesError
 except ImportError as err:
     NODEGATE_MISSING = err
 

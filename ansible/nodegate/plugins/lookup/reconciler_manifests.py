@@ -19,10 +19,10 @@ NODEGATE_MISSING: ImportError | None = None
 try:
     from pydantic import ValidationError
 
-    from nodegate.core.errors import RulesError, format_path
-    from nodegate.core.loader import RulesDocument
-    from nodegate.core.located_errors import located_errors
-    from nodegate.core.yaml_input import decode, read_limited
+    from nodegate.core.rules.loader import RulesDocument
+    from nodegate.core.text.errors import RulesError, format_path
+    from nodegate.core.text.located_errors import located_errors
+    from nodegate.core.text.yaml_input import decode, read_limited
     from nodegate.manifests.build import build_manifests
     from nodegate.manifests.settings import DeploySettings
 except ImportError as err:

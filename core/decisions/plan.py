@@ -1,0 +1,569 @@
+"""What one node should look like under the rules, and the smallest change that gets it there.
+
+Pure: no API calls, no clock. The caller passes the facts the planner cannot see on the Node
+itself (the time, which init pods are Ready, which persisted labels to restore). The reconciler,
+`nodegate explain`, the demo and the benchmarks all call this one function. Label and condition
+taints are decided here; startup gates in `gate_plan.py`; the plan merges both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from nodegate.core.decisions.dry_run import (
+    PERSISTENT_LABELS_RULE,
+    DryRunAction,
+    DryRunChange,
+    dry_run_rules,
+    hands_off,
+)
+from nodegate.core.decisions.gate_plan import (
+    GateOutcome,
+    annotations_read,
+    gate_annotation_keys,
+    gate_outcome,
+)
+from nodegate.core.decisions.node_trust import pool_membership, registration_seal, seal_taint
+from nodegate.core.decisions.sightings import condition_key, condition_token, first_sight
+from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, Verdict
+from nodegate.core.rules.conditions import (
+    condition_types_read,
+    conditions_hold,
+    is_assumed,
+    matching_condition,
+)
+from nodegate.core.rules.model import (
+    POOL_LABEL,
+    TRUSTED_POOL_LABEL,
+    ZONE_LABEL,
+    ConditionTaintRule,
+    NodeRules,
+)
+from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.rules.registration import TaintConflictError, registration_taints
+from nodegate.core.text.k8s_names import is_readiness_taint, taint_key_owner
+
+__all__ = [
+    "OWNED_TAINTS_ANNOTATION",
+    "OWNERSHIP_ANNOTATION_LIMIT",
+    "DryRunChange",
+    "LabelChange",
+    "NodePlan",
+    "PlanFacts",
+    "RuleDecision",
+    "TaintChange",
+    "parse_ownership",
+    "plan",
+    "relevant_view",
+    "removable_taints",
+]
+
+OWNED_TAINTS_ANNOTATION = "nodegate.dev/owned-taints"
+"""key:Effect of every taint nodegate manages on this node, so deleted rules still clean up."""
+
+
+@dataclass(frozen=True)
+class TaintChange:
+    taint: NodeTaint
+    rules: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    key: str
+    value: str
+    why: str
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """The changes one node needs. Empty means: zero writes."""
+
+    node: str
+    decisions: tuple[RuleDecision, ...] = ()
+    add_taints: tuple[TaintChange, ...] = ()
+    remove_taints: tuple[TaintChange, ...] = ()
+    set_labels: tuple[LabelChange, ...] = ()
+    owned_annotation: str | None = None
+    """New value of the ownership annotation; None: unchanged; '': remove it."""
+    recheck_after: timedelta | None = None
+    """When the verdict may change with time alone (a `for` hold or gate timeout running)."""
+    warnings: tuple[str, ...] = ()
+    set_annotations: tuple[tuple[str, str | None], ...] = ()
+    """Annotations to set (None: remove): startup gates' completion and re-gate records."""
+    lifted_gates: tuple[str, ...] = ()
+    timed_out_gates: tuple[str, ...] = ()
+    gates_put_back: tuple[str, ...] = ()
+    """Gates this plan adds back: re-gated after a reboot, or backfilled."""
+    adopted_taints: tuple[TaintChange, ...] = ()
+    """Taints already on the node, unclaimed, that this plan records as owned (the owned
+    annotation carries them): each is reported as adopted once written."""
+    dry_run: tuple[DryRunChange, ...] = ()
+    """What the dry-run rules would change: reported, never written
+    (`nodegate.core.decisions.dry_run`)."""
+
+    @property
+    def is_empty(self) -> bool:
+        return (
+            not (self.add_taints or self.remove_taints or self.set_labels or self.set_annotations)
+            and self.owned_annotation is None
+        )
+
+    def taints_only(self) -> NodePlan | None:
+        """This plan's taint changes alone, if it has any besides other changes.
+
+        What the API server refuses in a node write is almost always metadata the node itself
+        can spoil (its own annotations filled to the size limit, a label it set): the taints,
+        which protect workloads and lift gates, must not be held hostage by it.
+        """
+        has_other = (
+            bool(self.set_labels or self.set_annotations) or self.owned_annotation is not None
+        )
+        if not (self.add_taints or self.remove_taints) or not has_other:
+            return None
+        return replace(
+            self, set_labels=(), set_annotations=(), owned_annotation=None, adopted_taints=()
+        )
+
+    def taints_after(self, node: NodeState) -> tuple[NodeTaint, ...]:
+        """The node's taint list after the plan: order of survivors kept, additions appended."""
+        removed = {c.taint.identity for c in self.remove_taints}
+        kept = tuple(t for t in node.taints if t.identity not in removed)
+        return kept + tuple(c.taint for c in self.add_taints)
+
+    def apply(self, node: NodeState) -> NodeState:
+        """The node as it will be once the plan is written (used by tests and dry runs)."""
+        labels = {**node.labels, **{c.key: c.value for c in self.set_labels}}
+        annotations = dict(node.annotations)
+        for key, value in self.set_annotations:
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
+        if self.owned_annotation == "":
+            annotations.pop(OWNED_TAINTS_ANNOTATION, None)
+        elif self.owned_annotation is not None:
+            annotations[OWNED_TAINTS_ANNOTATION] = self.owned_annotation
+        return replace(node, labels=labels, annotations=annotations, taints=self.taints_after(node))
+
+
+def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
+    """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed.
+
+    Dry-run rules (`dryRun: true`) are planned as live ones, but their changes land in
+    `dry_run` (to be reported), not in the changes to write (`nodegate.core.decisions.dry_run`).
+    """
+    dry = dry_run_rules(rules)
+    restore_dry = rules.persistent_labels is not None and rules.persistent_labels.dry_run
+    live = _plan_once(node, rules, facts, dry, restore=not restore_dry)
+    if not dry and not (restore_dry and facts.restored_labels):
+        return live
+    full = _plan_once(node, rules, facts, frozenset(), restore=True)
+    return replace(live, dry_run=_would_be(full, live, dry))
+
+
+def _plan_once(
+    node: NodeState, rules: NodeRules, facts: PlanFacts, dry: frozenset[str], restore: bool
+) -> NodePlan:
+    """The plan with the `dry` rules' verdicts left out (their taints hands-off), and with the
+    persisted labels restored or not."""
+    if not restore:
+        facts = replace(facts, restored_labels={})
+    label_changes = _label_changes(node, rules, facts)
+    labels = {**node.labels, **{c.key: c.value for c in label_changes}}
+    decisions, rechecks = _decide(node, labels, rules, facts)
+    gates = [gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
+    decisions += [g.decision for g in gates]
+    rechecks += [g.recheck for g in gates if g.recheck is not None]
+    live_gates = [g for g in gates if g.decision.rule not in dry]
+    warnings = [g.warning for g in live_gates if g.warning] + _pool_claim_warnings(node, rules)
+
+    decisions += [d for g in gates for d in g.former]
+    decisions = [_waiting(d, node, facts) for d in decisions]
+    settled = _settle(
+        node,
+        rules,
+        facts,
+        [d for d in decisions if d.rule not in dry],
+        live_gates,
+        hands_off(rules) if dry else frozenset(),
+    )
+    return replace(
+        settled,
+        decisions=tuple(decisions),
+        set_labels=tuple(label_changes),
+        recheck_after=min(rechecks) if rechecks else None,
+        warnings=tuple(warnings),
+        timed_out_gates=tuple(g.decision.rule for g in live_gates if g.timed_out),
+    )
+
+
+def _settle(
+    node: NodeState,
+    rules: NodeRules,
+    facts: PlanFacts,
+    decisions: list[RuleDecision],
+    gates: list[GateOutcome],
+    untouched: frozenset[tuple[str, str]],
+) -> NodePlan:
+    """The taint, ownership and gate-record changes the verdicts call for; `untouched` taints
+    (named by dry-run rules only) are neither added, removed nor claimed anew."""
+    wanted: dict[tuple[str, str], list[RuleDecision]] = {}
+    kept: dict[tuple[str, str], list[RuleDecision]] = {}
+    for d in decisions:
+        if d.verdict == "want":
+            wanted.setdefault(d.taint.identity, []).append(d)
+        elif d.verdict == "keep":
+            kept.setdefault(d.taint.identity, []).append(d)
+
+    add: list[TaintChange] = []
+    remove: list[TaintChange] = []
+    for identity, wanting in sorted(wanted.items()):
+        desired = wanting[0].taint
+        current = node.taint(identity)
+        names = tuple(sorted({d.rule for d in wanting}))
+        if current is not None and current.value == desired.value:
+            continue
+        if current is not None:
+            remove.append(TaintChange(current, names, f"value changes to '{desired.value}'"))
+        time_added = format_time(facts.now) if desired.effect == "NoExecute" else None
+        why = "; ".join(sorted({d.why for d in wanting}))
+        add.append(
+            TaintChange(
+                NodeTaint(desired.key, desired.effect, desired.value, time_added), names, why
+            )
+        )
+
+    owned = removable_taints(node, rules, facts.previously_owned) - untouched
+    releasing = {d.taint.identity: d for d in decisions if d.verdict == "release"}
+    for taint in node.taints:
+        identity = taint.identity
+        if identity in wanted or identity in kept or identity not in owned:
+            continue
+        if identity in releasing:
+            reason = releasing[identity]
+            remove.append(TaintChange(taint, (reason.rule,), reason.why))
+        else:
+            remove.append(TaintChange(taint, (), "no rule in the rules file owns it any more"))
+
+    remove += _seal_removal(node)
+    after = NodePlan(node.name, add_taints=tuple(add), remove_taints=tuple(remove)).taints_after(
+        node
+    )
+    # Former gate keys are lifted, never claimed: once dropped from formerKeys, they are left.
+    former = rules.former_gate_taints()
+    claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+    managed = sorted(
+        {
+            t.identity
+            for t in after
+            if t.identity in wanted
+            or (t.identity in kept.keys() - former)
+            or (t.identity in untouched and t.identity in claimed)
+        }
+    )
+    annotation = ",".join(f"{key}:{effect}" for key, effect in managed)
+    current_annotation = node.annotations.get(OWNED_TAINTS_ANNOTATION)
+    new_annotation = None if annotation == (current_annotation or "") else annotation
+
+    removed = {c.taint.identity for c in remove}
+    added = {c.taint.identity for c in add}
+    adopted = _adopted(node, rules, managed, claimed | added, {**kept, **wanted})
+    lifted = [g for g in gates if g.lift and g.carried & removed]
+    put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
+    recorded = [g for g in gates if g.recorded]
+    annotations = [a for g in (*lifted, *put_back, *recorded) for a in g.annotations]
+    return NodePlan(
+        node=node.name,
+        add_taints=tuple(add),
+        remove_taints=tuple(sorted(remove, key=lambda c: c.taint.identity)),
+        owned_annotation=new_annotation,
+        set_annotations=tuple(annotations),
+        lifted_gates=tuple(g.decision.rule for g in lifted),
+        gates_put_back=tuple(g.decision.rule for g in put_back),
+        adopted_taints=adopted,
+    )
+
+
+def _adopted(
+    node: NodeState,
+    rules: NodeRules,
+    managed: list[tuple[str, str]],
+    not_new: set[tuple[str, str]] | frozenset[tuple[str, str]],
+    deciding: Mapping[tuple[str, str], list[RuleDecision]],
+) -> tuple[TaintChange, ...]:
+    """Taints this plan claims that were on the node, unclaimed, before nodegate wanted them
+    (another tool's, or left by hand): adopted, so they are reported. A taint the node's own
+    pool is born with (nodegate's bootstrap put it there) is not adoption."""
+    found = [i for i in managed if i not in not_new and node.taint(i) is not None]
+    if not found:
+        return ()
+    born = _born_with(node, rules)
+    adopted = []
+    for identity in found:
+        taint = node.taint(identity)
+        if taint is None or identity in born:
+            continue
+        names = tuple(sorted({d.rule for d in deciding.get(identity, ())}))
+        adopted.append(TaintChange(taint, names, "already on the node, not claimed: adopted"))
+    return tuple(adopted)
+
+
+def _born_with(node: NodeState, rules: NodeRules) -> frozenset[tuple[str, str]]:
+    """(key, effect) of the taints the node's pool (as it claims) registers with."""
+    pool = rules.pool(node.labels.get(POOL_LABEL, ""))
+    if pool is None:
+        return frozenset()
+    try:
+        return frozenset(t.identity for t in registration_taints(rules, pool))
+    except TaintConflictError:
+        return frozenset()  # rules built in code, never a validated file: nothing is born with
+
+
+def _would_be(full: NodePlan, live: NodePlan, dry: frozenset[str]) -> tuple[DryRunChange, ...]:
+    """What the plan with every rule live does that the written plan does not, by rule."""
+    why_of = {d.rule: d.why for d in full.decisions}
+    lifted = set(full.lifted_gates) - set(live.lifted_gates)
+    put_back = set(full.gates_put_back) - set(live.gates_put_back)
+    changes = [DryRunChange(g, "lift_gate", g, why_of.get(g, "")) for g in sorted(lifted)]
+    changes += [DryRunChange(g, "put_back_gate", g, why_of.get(g, "")) for g in sorted(put_back)]
+    live_adds = {(c.taint.identity, c.taint.value) for c in live.add_taints}
+    for c in full.add_taints:
+        if (c.taint.identity, c.taint.value) not in live_adds:
+            changes += _by_dry_rule(c, "add_taint", dry, put_back)
+    live_removes = {c.taint.identity for c in live.remove_taints}
+    for c in full.remove_taints:
+        if c.taint.identity not in live_removes:
+            changes += _by_dry_rule(c, "remove_taint", dry, lifted)
+    live_adopted = {c.taint.identity for c in live.adopted_taints}
+    for c in full.adopted_taints:
+        if c.taint.identity not in live_adopted:
+            changes += _by_dry_rule(c, "adopt_taint", dry, set())
+    live_labels = {(c.key, c.value) for c in live.set_labels}
+    changes += [
+        DryRunChange(PERSISTENT_LABELS_RULE, "restore_label", f"{c.key}={c.value}", c.why)
+        for c in full.set_labels
+        if (c.key, c.value) not in live_labels
+    ]
+    return tuple(changes)
+
+
+def _by_dry_rule(
+    change: TaintChange, action: DryRunAction, dry: frozenset[str], reported: set[str]
+) -> list[DryRunChange]:
+    """One would-be change per dry-run rule behind it (a gate's lift or put-back is reported
+    once, as such, not again as its taint's removal or addition)."""
+    names = [r for r in change.rules if r in dry and r not in reported]
+    if not change.rules:
+        names = ["(deleted rule)"]
+    return [DryRunChange(r, action, str(change.taint), change.why) for r in names]
+
+
+def _waiting(decision: RuleDecision, node: NodeState, facts: PlanFacts) -> RuleDecision:
+    """A wanted taint that is not on the node and waits for the eviction budget: kept out."""
+    why = facts.budget_waiting.get(decision.rule)
+    if why is None or decision.verdict != "want" or node.taint(decision.taint.identity) is not None:
+        return decision
+    return replace(decision, verdict="keep", why=why)
+
+
+OWNERSHIP_ANNOTATION_LIMIT = 64 * 1024
+"""Longer annotations are not read at all: a real one lists a handful of taints."""
+
+
+def parse_ownership(text: str) -> frozenset[tuple[str, str]]:
+    """Read the ownership annotation ('key:Effect,key:Effect'); unreadable parts are skipped.
+
+    The node itself can write this annotation (a kubelet may edit its own Node's annotations),
+    so what it says is only ever a claim, intersected with what rules owned (`removable_taints`).
+    """
+    if len(text) > OWNERSHIP_ANNOTATION_LIMIT:
+        return frozenset()
+    owned = set()
+    for item in text.split(","):
+        key, sep, effect = item.strip().rpartition(":")
+        if sep and key and effect:
+            owned.add((key, effect))
+    return frozenset(owned)
+
+
+def removable_taints(
+    node: NodeState, rules: NodeRules, previously_owned: frozenset[tuple[str, str]]
+) -> frozenset[tuple[str, str]]:
+    """The taints nodegate may remove from this node, and no others.
+
+    A current rule's taint, or a taint that the node's ownership annotation claims *and* that
+    some earlier accepted rules owned (so a deleted rule still cleans up after itself). A claim
+    alone is never enough, and a key another controller owns (`node.kubernetes.io/*`,
+    Karpenter, the autoscaler...) or a `readiness.k8s.io/` key (node-readiness-controller's,
+    which may run side by side) is never removable unless a current rule names it. A gate's
+    former keys are named by a current rule too (the planner only ever releases them with
+    their gate).
+    """
+    current = rules.owned_taints() | rules.former_gate_taints()
+    claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
+    earlier = {
+        identity
+        for identity in claimed & previously_owned
+        if taint_key_owner(identity[0]) is None and not is_readiness_taint(identity[0])
+    }
+    return current | earlier
+
+
+def _seal_removal(node: NodeState) -> list[TaintChange]:
+    """The registration seal goes in the write that records it as the trusted pool label."""
+    seal = registration_seal(node.taints)
+    if seal is None:
+        return []
+    why = f"registration seal of pool '{seal}' lifted (recorded as {TRUSTED_POOL_LABEL} if "
+    "the rules have that pool)"
+    return [TaintChange(seal_taint(seal), (), why)]
+
+
+def _pool_claim_warnings(node: NodeState, rules: NodeRules) -> list[str]:
+    claim = pool_membership(node.labels, node.taints, rules).untrusted_claim
+    if claim is None:
+        return []
+    return [
+        f"node claims pool '{claim}' but carries no {TRUSTED_POOL_LABEL} label (set when it "
+        "registers): its reconcilerLabels are not applied"
+    ]
+
+
+def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[LabelChange]:
+    changes: dict[str, LabelChange] = {}
+    for key, value in sorted(facts.restored_labels.items()):
+        if key not in node.labels:
+            changes[key] = LabelChange(key, value, "restored persisted label")
+    seal = registration_seal(node.taints)
+    if seal is not None and TRUSTED_POOL_LABEL not in node.labels and rules.pool(seal):
+        changes[TRUSTED_POOL_LABEL] = LabelChange(
+            TRUSTED_POOL_LABEL, seal, "pool the node registered in (its registration seal)"
+        )
+    pool = pool_membership(node.labels, node.taints, rules).pool
+    if pool is not None:
+        for key, value in sorted(pool.reconciler_labels.items()):
+            if node.labels.get(key) != value:
+                changes[key] = LabelChange(key, value, f"reconcilerLabels of pool '{pool.name}'")
+    return [changes[k] for k in sorted(changes)]
+
+
+def _decide(
+    node: NodeState, labels: Mapping[str, str], rules: NodeRules, facts: PlanFacts
+) -> tuple[list[RuleDecision], list[timedelta]]:
+    """Label and condition taint rules' verdicts, and when time alone may change them."""
+    decisions: list[RuleDecision] = []
+    rechecks: list[timedelta] = []
+    for rule in rules.label_taints:
+        if rule.match.matches(dict(labels)):
+            decisions.append(RuleDecision(rule.name, rule.taint, "want", "node labels match"))
+        else:
+            decisions.append(
+                RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
+            )
+    for condition_rule in rules.condition_taints:
+        decision, recheck = _condition_decision(node, labels, condition_rule, facts)
+        decisions.append(decision)
+        if recheck is not None:
+            rechecks.append(recheck)
+    return decisions, rechecks
+
+
+def _condition_decision(
+    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
+) -> tuple[RuleDecision, timedelta | None]:
+    now = facts.now
+    not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
+    if rule.match is not None and not rule.match.matches(dict(labels)):
+        return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
+    found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
+    matched = conditions_hold(found, rule.condition_policy)
+    if matched is None:
+        why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
+        return RuleDecision(rule.name, rule.taint, not_matching, why), None
+    assumed = sorted({c.type for c in matched if is_assumed(c, node.conditions)})
+    said = "conditions match" if rule.condition_policy == "allOf" else "a condition matches"
+    if assumed:
+        said += " (not reported, counted as defaultStatus: " + ", ".join(assumed) + ")"
+    if rule.hold:
+        # allOf: the list holds since its last condition matched; anyOf: since its first.
+        times = [_condition_since(c, node, facts) for c in matched]
+        held_since = max(times) if rule.condition_policy == "allOf" else min(times)
+        remaining = held_since + rule.hold - now
+        if remaining > timedelta(0):
+            why = (
+                f"{said}, waiting {int(remaining.total_seconds())}s more of `for` (holding "
+                f"since {format_time(held_since)})"
+            )
+            return RuleDecision(rule.name, rule.taint, "keep", why), remaining
+    return RuleDecision(rule.name, rule.taint, "want", said), None
+
+
+def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts) -> datetime:
+    """Since when a condition has held, on the API server's clock: when nodegate first saw this
+    episode of it (`sightings`); for one the node does not report (its defaultStatus), since
+    the Node was created. The time the node wrote is never read: its clock may be anywhere."""
+    if is_assumed(condition, node.conditions):
+        return min(node.created or facts.now, facts.now)
+    return first_sight(
+        facts.condition_sightings,
+        condition_key(condition),
+        condition_token(condition),
+        facts.now,
+    )
+
+
+def _conditions_read(node: NodeState, rules: NodeRules) -> tuple[tuple[str, str, str], ...]:
+    """The conditions as the rules read them: types no rule reads are left out, and so is a
+    reason no rule matches on, so a node churning them costs no reconcile. Their times are not
+    read either: since when a state holds is nodegate's first sight (`sightings`), taken as the
+    event arrives, and a hold is looked at again when it is due."""
+    read = condition_types_read(rules)
+    return tuple(
+        sorted(
+            (c.type, c.status, c.reason if read.reads_reason(c.type) else "")
+            for c in node.conditions
+            if read(c.type)
+        )
+    )
+
+
+def labels_read(rules: NodeRules) -> Callable[[str], bool]:
+    """Whether the planner (or the label records, or the eviction budget's scope) reads the
+    label `key` under `rules`: every key a rule's `match` names, the pool labels and each pool's
+    labels, and the persisted ones. A node changing any other label costs no reconcile."""
+    selectors = [r.match for r in rules.label_taints] + [g.match for g in rules.startup_gates]
+    selectors += [r.match for r in rules.condition_taints if r.match is not None]
+    keys = {POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL}
+    for selector in selectors:
+        keys |= set(selector.labels) | {e.key for e in selector.expressions}
+    for pool in rules.node_pools:
+        keys |= set(pool.labels) | set(pool.reconciler_labels)
+    persisted = rules.persistent_labels
+    return lambda key: key in keys or (persisted is not None and persisted.persists(key))
+
+
+def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
+    """Everything the planner reads from a node; equal views mean equal plans.
+
+    The reconciler compares views of the old and new object on every watch event, so a heartbeat
+    or status update, or a label or annotation no rule reads, that changes nothing here costs no
+    work.
+    """
+    gate_records = {key for g in rules.startup_gates for key in gate_annotation_keys(g)}
+    read_annotations = annotations_read(rules) | gate_records | {OWNED_TAINTS_ANNOTATION}
+    reads = labels_read(rules)
+    return (
+        tuple(sorted((k, v) for k, v in node.labels.items() if reads(k))),
+        tuple(sorted((k, v) for k, v in node.annotations.items() if k in read_annotations)),
+        tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
+        _conditions_read(node, rules),
+        node.created,
+        node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
+        # What identifies the machine a persisted-label record is kept for (set once at
+        # registration, or later while empty): its record is looked up again when it changes.
+        (node.provider_id, node.system_uuid) if rules.persistent_labels is not None else (),
+    )

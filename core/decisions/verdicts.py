@@ -1,0 +1,56 @@
+"""The planner's vocabulary: the facts it is given beyond the Node, and one rule's verdict.
+
+Shared by the taint planner (`plan.py`: label and condition taints, and the plan as a whole) and
+the startup-gate planner (`gate_plan.py`), so neither has to import the other's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.rules.model import Taint
+
+Verdict = Literal["want", "keep", "release"]
+"""want: the taint must be there; keep: leave it as it is; release: it must go (if present)."""
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What the planner needs beyond the Node object itself."""
+
+    now: datetime
+    restored_labels: Mapping[str, str] = field(default_factory=dict)
+    """Persisted labels to put back on a re-created node (absent keys only)."""
+    previously_owned: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of taints that rules of earlier accepted generations owned, as recorded
+    where nodes cannot write. Only these (and the current rules' taints) may be cleaned up."""
+    condition_sightings: Mapping[ConditionKey, Sighting] = field(default_factory=dict)
+    """When the reconciler first saw each episode of the node's conditions (`sightings`): the
+    one "since when" of `for` and of a re-gate's conditions. Empty: none seen (since now)."""
+    gate_pod_signals: Mapping[str, tuple[Sighting, ...]] = field(default_factory=dict)
+    """Gate name -> the ready signals of its init pods on this node (a Ready episode as first
+    seen, or the pod's ready annotation as of the pod's creation), for gates that have any."""
+    boot_first_seen: datetime | None = None
+    """When the reconciler first saw the node's current bootID (None: not tracked): a re-gate's
+    life begins then, however late the re-gate is written."""
+    previous_boot_seen: datetime | None = None
+    """When it last saw the node's bootID before the current one (None: it saw no other)."""
+    workload_pods: int | None = None
+    """Pods on the node other than DaemonSet and static pods; None: not looked up (no backfill)."""
+    budget_waiting: Mapping[str, str] = field(default_factory=dict)
+    """Rule -> why its evicting taint waits for the eviction budget on this node
+    (`eviction_budget.admit`): the rule's "want" becomes "keep", so the node stays as it is."""
+
+
+@dataclass(frozen=True)
+class RuleDecision:
+    """One rule's verdict on one node, with the reason in words (for events and explain)."""
+
+    rule: str
+    taint: Taint
+    verdict: Verdict
+    why: str

@@ -1,0 +1,138 @@
+"""The first sights that must outlive a process, as stored where nodes cannot write. Pure.
+
+A sighting (`core.sightings`) kept in memory only is rebuilt after a restart from the first
+look, later than it was: a `for` hold under way starts again, and a re-gated node's conditions
+are seen anew, unwitnessed. Both are safe, but a restart should change nothing, and
+`nodegate explain` should say the "since" the reconciler acts on. So the leader keeps here the
+sightings that still decide something: of conditions a `for` hold is counting (the rule's taint
+not on the node yet) and of the conditions of a re-gated gate the node carries. That is a few
+nodes at a time, not the cluster; the record is written when it changes, at most every few
+seconds (`reconciler.nodes.sightings_store`), and a restart inside that interval only makes
+a sighting later.
+
+Format (`data["sightings.json"]`): {"version": 1, "nodes": {name: {"uid", "conditions":
+[{"type", "status", "token", "firstSeen", "witnessed"}]}}}.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nodegate.core.decisions.gate_plan import GATE_REBOOTED_AFTER, carried_gate_taints
+from nodegate.core.decisions.sightings import (
+    ConditionKey,
+    Sighting,
+    condition_key,
+    tells_episodes_apart,
+)
+from nodegate.core.rules.conditions import conditions_hold, matching_condition
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, format_precise_time, parse_time
+from nodegate.core.text.stored_document import read_document
+
+SIGHTINGS_CONFIGMAP = "nodegate-sightings"
+SIGHTINGS_KEY = "sightings.json"
+SIGHTINGS_VERSION = 1
+SIGHTINGS_LIMIT = 512 * 1024
+"""Bytes the record may take (a ConfigMap holds 1 MiB): past it, the nodes sighted last are
+left out, and after a restart their holds start again (later, never earlier)."""
+
+
+def restored(sighted: NodeSightings) -> NodeSightings:
+    """The sightings as a new process takes them: made on another reading of the server's
+    clock (`sightings.RESTORED_MARGIN`), and only of episodes the node wrote a time for (one
+    without could have ended and begun again while no process watched)."""
+    kept = {
+        key: replace(s, restored=True)
+        for key, s in sighted.conditions.items()
+        if tells_episodes_apart(s.token)
+    }
+    return NodeSightings(sighted.uid, kept)
+
+
+class SightingsRecordError(ValueError):
+    """The stored record cannot be read (hand-edited, truncated, a newer format)."""
+
+
+@dataclass(frozen=True)
+class NodeSightings:
+    uid: str
+    """The Node object they were made of: a node re-created under its name starts afresh."""
+    conditions: Mapping[ConditionKey, Sighting]
+
+
+def worth_keeping(node: NodeState, rules: NodeRules) -> frozenset[ConditionKey]:
+    """The node's conditions whose first sight still decides something: those a `for` hold is
+    counting (its conditions hold and its taint is not on the node), and a re-gated gate's."""
+    keys: set[ConditionKey] = set()
+    for rule in rules.condition_taints:
+        if not rule.hold or node.taint(rule.taint.identity) is not None:
+            continue
+        found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
+        matched = conditions_hold(found, rule.condition_policy) or ()
+        reported = {c.type for c in node.conditions}
+        keys |= {condition_key(c) for c in matched if c.type in reported}
+    for gate in rules.startup_gates:
+        regated = GATE_REBOOTED_AFTER + gate.name in node.annotations
+        if regated and gate.ready_when.conditions and carried_gate_taints(node, gate):
+            types = {m.type for m in gate.ready_when.conditions}
+            keys |= {condition_key(c) for c in node.conditions if c.type in types}
+    return frozenset(keys)
+
+
+def encode_sightings(nodes: Mapping[str, NodeSightings]) -> dict[str, str]:
+    """The ConfigMap's data, within `SIGHTINGS_LIMIT`: the earliest sightings first (a hold
+    about to fire is worth more than one just begun)."""
+    entries = sorted(
+        (
+            (min(s.first_seen for s in sighted.conditions.values()), name, sighted)
+            for name, sighted in nodes.items()
+            if sighted.conditions
+        ),
+        key=lambda entry: (entry[0], entry[1]),
+    )
+    document: dict[str, Any] = {"version": SIGHTINGS_VERSION, "nodes": {}}
+    size = len(json.dumps(document))
+    for _, name, sighted in entries:
+        entry = {
+            "uid": sighted.uid,
+            "conditions": [
+                {
+                    "type": key[0],
+                    "status": key[1],
+                    "token": s.token,
+                    "firstSeen": format_precise_time(s.first_seen),
+                    "witnessed": s.witnessed,
+                }
+                for key, s in sorted(sighted.conditions.items())
+            ],
+        }
+        size += len(json.dumps({name: entry})) + 1
+        if size > SIGHTINGS_LIMIT:
+            break
+        document["nodes"][name] = entry
+    return {SIGHTINGS_KEY: json.dumps(document, separators=(",", ":"), sort_keys=True)}
+
+
+def decode_sightings(data: Mapping[str, Any] | None) -> dict[str, NodeSightings]:
+    """The sightings a ConfigMap's data holds (none when it has none); SightingsRecordError
+    saying why it cannot be read."""
+    where = (SIGHTINGS_CONFIGMAP, SIGHTINGS_KEY)
+    return read_document(data, where, SIGHTINGS_VERSION, _nodes, SightingsRecordError) or {}
+
+
+def _nodes(document: dict[str, Any]) -> dict[str, NodeSightings]:
+    nodes = {}
+    for name, entry in document["nodes"].items():
+        conditions = {}
+        for c in entry["conditions"]:
+            first_seen = parse_time(c["firstSeen"])
+            if first_seen is None:
+                raise ValueError("a sighting has no time")
+            key = (str(c["type"]), str(c["status"]))
+            conditions[key] = Sighting(str(c["token"]), first_seen, bool(c["witnessed"]))
+        nodes[str(name)] = NodeSightings(str(entry["uid"]), conditions)
+    return nodes

@@ -1,0 +1,82 @@
+"""One translation of pydantic's validation errors into messages a person can act on.
+
+pydantic reports *where* (a `loc` tuple) and *what* (an error type and a terse message). The
+rules loader, the Pulumi stack config and the reconciler deployment settings all need the same
+thing from it: the place as a document path, and a sentence that says how to fix it (a
+did-you-mean for an unknown field, a hint to quote YAML scalars read as other types). Each of
+them turns the place into its own coordinates (file:line:column, a stack-config key); the
+wording lives here, once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from nodegate.core.text.errors import DocPath
+from nodegate.core.text.hints import allowed_keys
+
+
+@dataclass(frozen=True)
+class LocatedError:
+    """One validation failure: the path in the document, pydantic's error type, the message."""
+
+    path: DocPath
+    kind: str
+    message: str
+
+
+def located_errors(err: ValidationError, model: type[BaseModel]) -> list[LocatedError]:
+    """Every root cause in `err` (raised validating `model`), with a path and a fix."""
+    located = []
+    for details in _root_causes(err):
+        path = doc_path(details["loc"])
+        located.append(LocatedError(path, details["type"], _message(details, path, model)))
+    return located
+
+
+def doc_path(loc: tuple[int | str, ...]) -> DocPath:
+    """pydantic marks a failing dict *key* with a trailing '[key]'; the key itself is the place.
+
+    Only a trailing marker after a key is pydantic's: a user's own key may be named '[key]'."""
+    return tuple(loc[:-1]) if len(loc) > 1 and loc[-1] == "[key]" else tuple(loc)
+
+
+def _root_causes(err: ValidationError) -> list[ErrorDetails]:
+    """Drop "list too short" errors that only exist because an item inside it failed."""
+    details = err.errors()
+    failing = [d["loc"] for d in details]
+    return [
+        d
+        for d in details
+        if d["type"] != "too_short"
+        or not any(len(loc) > len(d["loc"]) and loc[: len(d["loc"])] == d["loc"] for loc in failing)
+    ]
+
+
+def _message(err: ErrorDetails, path: DocPath, model: type[BaseModel]) -> str:
+    kind = err["type"]
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        allowed = allowed_keys(model, path[:-1])
+        close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return f"unknown field '{path[-1]}'{hint} (allowed here: {', '.join(allowed)})"
+    if kind == "missing":
+        return f"required field '{path[-1]}' is missing" if path else "required, not set"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if kind == "string_type" and isinstance(given, bool | int | float):
+        as_text = str(given).lower() if isinstance(given, bool) else str(given)
+        return (
+            f"expected a string, got {given!r}; YAML reads unquoted true/false/numbers as "
+            f'other types, so quote it: "{as_text}"'
+        )
+    if kind == "literal_error":
+        return f"{given!r} is not allowed: {err['msg'].replace('Input should be', 'use')}"
+    if given is not None and kind != "dict_type":
+        return f"{err['msg']} (got {given!r})"
+    return err["msg"]

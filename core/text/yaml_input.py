@@ -1,0 +1,442 @@
+"""The one front door for YAML that nodegate did not write: bytes or text in, plain data out.
+
+Every source of rules (a file for `nodegate validate`/`render`/`explain`, the reconciler's
+ConfigMap or mounted file, the Pulumi stack) and every node file `nodegate explain` reads comes
+through `read_yaml`, so hostile input is refused the same way everywhere, as `RulesError`
+problems naming the source, line, column and the fix, within bounded memory and time:
+
+* size: at most `MAX_BYTES`, checked before anything is decoded;
+* encoding: UTF-8 only; a UTF-8 byte-order mark is accepted and dropped (YAML allows one and
+  Windows editors write it), UTF-16/32 and bytes that are not UTF-8 are refused at their line;
+* control characters YAML does not allow, refused at their line before the parser sees them;
+* nesting deeper than `MAX_DEPTH` and documents that would expand past `MAX_NODES` values
+  (aliases count every time they are used), refused by the composer *as it builds* the node
+  graph: an alias bomb stops at the alias that crosses the bound, before anything is expanded;
+* every ruamel.yaml error (reader, scanner, parser, composer, constructor) at its mark.
+
+ruamel.yaml has a depth bound (`max_depth`) but no bound on alias expansion, and its depth does
+not follow aliases (an alias to a deep anchor nests it again), hence the small composer below.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.composer import Composer
+from ruamel.yaml.constructor import DuplicateKeyError, RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.reader import Reader, ReaderError
+
+from nodegate.core.text.errors import DocPath, Problem, RulesError
+
+_T = TypeVar("_T")
+Positions = dict[DocPath, tuple[int, int]]
+"""Where each key or list item of a document stood: 1-based (line, column) by document path."""
+
+MAX_BYTES = 1024 * 1024
+"""1 MiB: the most a ConfigMap can hold, so the most the reconciler can ever be given. A rules
+file of a thousand label taints is about 240 KB."""
+
+MAX_DEPTH = 32
+"""Nesting levels (the document is level 1). The deepest a valid rules file goes is 9
+(`startupGates[].readyWhen.pods.selector...`), a kubectl Node about 10; 32 leaves room for
+any hand-written file and keeps every recursive step (composer, constructor, validation) far
+below Python's recursion limit."""
+
+MAX_NODES = 50_000
+"""Values (keys, scalars, lists, mappings) in the document once aliases are expanded. A label
+taint rule is about 24, so a thousand rules is 24,000; the bound is twice that. It also bounds
+memory: 50,000 values cost ruamel.yaml about 50 MB, which fits the reconciler's 256 MiB."""
+
+_UTF16_32_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # as ruamel.yaml counts lines (YAML 1.2)
+
+
+def read_limited(path: str | Path) -> bytes:
+    """A file's bytes, never more than one byte past `MAX_BYTES` (so /dev/zero cannot fill
+    memory); `read_yaml` refuses the rest. OSError is the caller's to report."""
+    with Path(path).open("rb") as stream:
+        return stream.read(MAX_BYTES + 1)
+
+
+def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
+    """One YAML (or JSON) document as plain data with the position of every key and item.
+
+    `data` is the raw input, bytes or text; `source` names it in every problem. Raises
+    `RulesError` for anything refused: see the module docstring.
+    """
+    text = decode(data, source)
+    tree = _load(text, source, lambda yaml: yaml.load(text))
+    positions: Positions = {(): (1, 1)}
+    return _plain(tree, (), positions), positions
+
+
+def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Positions]]:
+    """Every document of a `---`-separated YAML stream (empty ones dropped), each as plain data
+    with its positions: lines count from the start of the stream. The bounds hold for the whole
+    stream (`MAX_NODES` counts every document's values), so input other tools wrote (`kubectl
+    get -o yaml`, a directory of manifests concatenated) is read as safely as a rules file."""
+    text = decode(data, source)
+    trees = _load(text, source, lambda yaml: list(yaml.load_all(text)))
+    documents: list[tuple[Any, Positions]] = []
+    for tree in trees:
+        if tree is None:
+            continue
+        positions: Positions = {(): _start(tree)}
+        documents.append((_plain(tree, (), positions), positions))
+    return documents
+
+
+def _start(tree: Any) -> tuple[int, int]:
+    if isinstance(tree, CommentedMap | CommentedSeq) and tree.lc.line is not None:
+        return (tree.lc.line + 1, tree.lc.col + 1)
+    return (1, 1)
+
+
+def _load(text: str, source: str, load: Callable[[YAML], _T]) -> _T:
+    """`load` run on a bounded, locating parser; every failure a located RulesError."""
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    yaml.Composer = _BoundedComposer
+    yaml.Constructor = _LocatingConstructor
+    try:
+        return load(yaml)
+    except _InputError as err:
+        raise _error(source, err.mark, err.message) from err
+    except DuplicateKeyError as err:
+        key = str(err.problem).split('"')[1] if '"' in str(err.problem) else "?"
+        first = err.context_mark.line + 1 if err.context_mark else 0
+        raise _error(
+            source,
+            err.problem_mark,
+            f"duplicate key '{key}' (the mapping starts at line {first}); a key may appear "
+            "once per mapping: merge the two entries",
+        ) from err
+    except MarkedYAMLError as err:
+        raise _error(source, err.problem_mark or err.context_mark, _syntax_message(err)) from err
+    except ReaderError as err:  # decode() refuses what the reader would; kept as a backstop
+        line, column = _line_col(text, err.position)
+        raise RulesError(
+            [Problem(line, column, source, (), f"YAML reader error: {err.reason}")]
+        ) from err
+    # A bug in the YAML library on input no test has tried: still a refusal, never a crash (the
+    # fuzz tier fails on it, because this problem has no place).
+    except Exception as err:
+        raise RulesError(
+            [
+                Problem(
+                    0,
+                    0,
+                    source,
+                    (),
+                    f"the YAML parser failed on this input ({type(err).__name__}: {err}); "
+                    "simplify the YAML (plain keys and values, no tags or anchors)",
+                )
+            ]
+        ) from err
+
+
+def decode(data: str | bytes, source: str) -> str:
+    """The text of `data` (a UTF-8 byte-order mark dropped), or RulesError: too large, not
+    UTF-8, or a control character. For callers that keep the text itself (the rules ConfigMap
+    the Pulumi program and `nodegate manifests` write); `read_yaml` calls it first."""
+    if isinstance(data, bytes):
+        size = len(data)
+    else:
+        # A character is 1-4 bytes in UTF-8: only encode (to measure) when it could be over.
+        size = len(data) if len(data) * 4 <= MAX_BYTES else len(_utf8(data))
+    if size > MAX_BYTES:
+        raise RulesError(
+            [
+                Problem(
+                    0,
+                    0,
+                    source,
+                    (),
+                    f"larger than {MAX_BYTES:,} bytes (1 MiB, the most a ConfigMap holds), the "
+                    "most nodegate reads: a thousand rules take about 240 KB; remove what is "
+                    "not needed or split the input",
+                )
+            ]
+        )
+    text = _text(data, source) if isinstance(data, bytes) else data
+    text = text.removeprefix("\ufeff")
+    bad = Reader.NON_PRINTABLE.search(text)
+    if bad is not None:
+        line, column = _line_col(text, bad.start())
+        raise RulesError(
+            [
+                Problem(
+                    line,
+                    column,
+                    source,
+                    (),
+                    f"character U+{ord(bad.group()):04X} is not allowed in YAML (a control "
+                    "character, often invisible in an editor): delete it, or inside a "
+                    f'double-quoted string write it as the escape "\\u{ord(bad.group()):04x}"',
+                )
+            ]
+        )
+    return text
+
+
+def check_limits(data: Any, source: str) -> None:
+    """The depth and size bounds of `read_yaml`, for data parsed elsewhere (the Pulumi stack's
+    structured config): walked without recursion, so a deep value cannot overflow the stack."""
+    count = 0
+    stack: list[tuple[Any, DocPath]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        count += 1
+        if len(path) >= MAX_DEPTH:
+            raise RulesError([Problem(0, 0, source, path, _too_deep())])
+        if count > MAX_NODES:
+            raise RulesError([Problem(0, 0, source, path, _too_many())])
+        if isinstance(value, dict):
+            count += len(value)  # the keys
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+
+
+# --- decoding ------------------------------------------------------------------------------
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: a lone surrogate is measured here and refused as a character later.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(data: bytes, source: str) -> str:
+    for bom, encoding in _UTF16_32_BOMS:
+        if data.startswith(bom):
+            raise RulesError(
+                [
+                    Problem(
+                        1,
+                        1,
+                        source,
+                        (),
+                        f"the text is {encoding} (it starts with a {encoding} byte-order mark); "
+                        "nodegate reads UTF-8 only: save it as UTF-8 (e.g. iconv -f "
+                        f"{encoding} -t UTF-8)",
+                    )
+                ]
+            )
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = data[skip : skip + err.start].decode("utf-8")  # valid up to the first bad byte
+        line, column = _line_col(before, len(before))
+        raise RulesError(
+            [
+                Problem(
+                    line,
+                    column,
+                    source,
+                    (),
+                    f"byte 0x{data[skip + err.start]:02X} (byte offset {skip + err.start}) is "
+                    "not UTF-8; nodegate reads UTF-8 only: save the file as UTF-8 (e.g. iconv "
+                    "-f latin1 -t UTF-8 if it was written as Latin-1)",
+                )
+            ]
+        ) from err
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of `text[index]`, counting lines as ruamel.yaml does."""
+    line, start = 1, 0
+    for match in _LINE_BREAK.finditer(text, 0, index):
+        line, start = line + 1, match.end()
+    return line, index - start + 1
+
+
+# --- bounded parsing -----------------------------------------------------------------------
+
+
+class _InputError(Exception):
+    """Refused while composing or constructing: the place (a ruamel mark) and the message."""
+
+    def __init__(self, mark: Any, message: str) -> None:
+        super().__init__(message)
+        self.mark = mark
+        self.message = message
+
+
+class _BoundedComposer(Composer):
+    """ruamel.yaml's composer, counting as it builds: the nesting level of each node and how
+    many values the document holds once every alias is expanded. An alias adds the size of
+    its anchor's node (known once that node is complete), so a bomb is refused at the first
+    alias that crosses `MAX_NODES`, having built a few hundred nodes, not billions."""
+
+    def __init__(self, loader: Any = None) -> None:
+        super().__init__(loader)
+        self.warn_double_anchors = False  # legal YAML (the later anchor wins); not worth a warning
+        self._values = 0
+        self._open: list[int] = []  # per node being built: the height of its tallest child
+        self._anchored: dict[int, tuple[int, int]] = {}  # id(node) -> (values, height)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
+        level = len(self._open) + 1
+        if isinstance(event, AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is not None:  # an undefined alias is ruamel's error to raise
+                self._alias(event, target, level)
+            return super().compose_node(parent, index)
+        if level > MAX_DEPTH:
+            raise _InputError(event.start_mark, _too_deep())
+        self._count(1, event.start_mark, _too_many())
+        before = self._values
+        self._open.append(0)
+        node = super().compose_node(parent, index)
+        height = self._open.pop() + 1
+        self._grow(height)
+        if event.anchor is not None:
+            self._anchored[id(node)] = (self._values - before + 1, height)
+        return node
+
+    def _alias(self, event: Any, target: Any, level: int) -> None:
+        known = self._anchored.get(id(target))
+        if known is None:
+            raise _InputError(
+                event.start_mark,
+                f"alias *{event.anchor} is inside the node its anchor &{event.anchor} names, "
+                "which makes the value infinite: write the value out instead",
+            )
+        values, height = known
+        if level - 1 + height > MAX_DEPTH:
+            raise _InputError(event.start_mark, _too_deep(f"with alias *{event.anchor} expanded, "))
+        self._count(
+            values,
+            event.start_mark,
+            f"alias *{event.anchor} ({values:,} value{'s' if values > 1 else ''}) takes the "
+            f"document past {MAX_NODES:,} "
+            "values: aliases are copied at every use, so a few can expand without bound (an "
+            "'alias bomb'); write the values out, or use fewer aliases",
+        )
+        self._grow(height)
+
+    def _count(self, values: int, mark: Any, message: str) -> None:
+        self._values += values
+        if self._values > MAX_NODES:
+            raise _InputError(mark, message)
+
+    def _grow(self, height: int) -> None:
+        if self._open:
+            self._open[-1] = max(self._open[-1], height)
+
+
+class _LocatingConstructor(RoundTripConstructor):
+    """ruamel.yaml's constructors assume well-formed nodes; on hostile input some fail with a
+    bare Python error and no place: `int` past 4,300 digits and a 13th month (ValueError),
+    `!!bool x` (KeyError), `!!set x` (AttributeError). This gives them the node's place."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        # Already located (here, for a node inside this one, or by ruamel.yaml).
+        except (YAMLError, _InputError):
+            raise
+        # Anything else is a value (or an explicit tag) ruamel.yaml could not build.
+        except Exception as err:
+            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+            raise _InputError(
+                node.start_mark,
+                f"cannot read this value as {tag} ({type(err).__name__}: {err}); fix the "
+                "value, or quote it to make it a string",
+            ) from err
+
+
+def _too_deep(prefix: str = "") -> str:
+    return (
+        f"{prefix}nested deeper than {MAX_DEPTH} levels, the most nodegate reads (a valid rules "
+        "file needs 9): remove the extra brackets or indentation"
+    )
+
+
+def _too_many() -> str:
+    return (
+        f"more than {MAX_NODES:,} values (keys, items and scalars), the most nodegate reads "
+        "(a thousand rules take about 24,000): remove what is not needed or split the input"
+    )
+
+
+_SYNTAX_FIXES = (
+    ("'\\t'", "indent with spaces: YAML does not allow tabs here"),
+    ("undefined alias", "define the anchor (&name) before the alias (*name) uses it"),
+    ("another document", "a rules file is one YAML document: remove the second '---' part"),
+    ("mapping values are not allowed", "quote a value that contains ': ', or fix the indent"),
+    ("while parsing a flow", "close each '[' with ']' and each '{' with '}', or quote the value"),
+    ("while scanning a quoted", "close the quoted string with the quote it opened with"),
+)
+
+
+def _syntax_message(err: MarkedYAMLError) -> str:
+    context, problem = (str(part) if part else "" for part in (err.context, err.problem))
+    start, mark = err.context_mark, err.problem_mark
+    if context.startswith("while") and start is not None and mark is not None:
+        context += f" started at line {start.line + 1}" if start.line != mark.line else ""
+    glue = ", " if problem.startswith("but") else ": "
+    what = glue.join(part for part in (context, problem) if part)
+    fix = next((fix for key, fix in _SYNTAX_FIXES if key in what), None)
+    fix = fix or "fix the YAML at this place (indentation, quoting, brackets)"
+    return f"YAML syntax error: {what}; {fix}"
+
+
+def _error(source: str, mark: Any, message: str) -> RulesError:
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    return RulesError([Problem(line, column, source, (), message)])
+
+
+# --- plain data ----------------------------------------------------------------------------
+
+
+def _plain(node: Any, path: DocPath, positions: Positions) -> Any:
+    """ruamel's round-trip objects to plain Python, recording where each key/item stood.
+
+    Recursive, which is safe: the composer refused anything deeper than MAX_DEPTH."""
+    if isinstance(node, CommentedMap):
+        result: dict[Any, Any] = {}
+        for key, value in node.items():
+            child = (*path, str(key))
+            positions[child] = _mark(node, key)
+            result[str(key) if not isinstance(key, int | bool) else key] = _plain(
+                value, child, positions
+            )
+        return result
+    if isinstance(node, CommentedSeq):
+        items = []
+        for index, value in enumerate(node):
+            positions[(*path, index)] = _mark(node, index)
+            items.append(_plain(value, (*path, index), positions))
+        return items
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    return str(node)
+
+
+def _mark(node: CommentedMap | CommentedSeq, key: Any) -> tuple[int, int]:
+    """Where a key or item stood; a key merged in with `<<: *anchor` takes its mapping's, and
+    so does one of a collection under a tag ruamel does not know (`!!python/...`), which it
+    builds without positions."""
+    where = (node.lc.data or {}).get(key)
+    line, column = (where[0], where[1]) if where else (node.lc.line, node.lc.col)
+    return (line + 1, column + 1) if line is not None else (1, 1)
