@@ -36,11 +36,11 @@ def validate(
             typer.echo(str(warning), err=True)
         rules = checked.rules
         warned = f", {len(checked.warnings)} warnings" if checked.warnings else ""
-        typer.echo(
-            f"{path}: ok ({len(rules.label_taints)} label taints, "
-            f"{len(rules.condition_taints)} condition taints, {len(rules.startup_gates)} "
-            f"startup gates, {len(rules.node_pools)} pools{warned})"
-        )
+        counts = [
+            f"{len(getattr(rules, attribute))} {kind.kind.plural}"
+            for attribute, kind in rules.rule_kinds()
+        ]
+        typer.echo(f"{path}: ok ({', '.join(counts)}, {len(rules.node_pools)} pools{warned})")
         tolerated = describe_gate_tolerations(rules)
         if tolerated is not None:
             typer.echo(f"{path}: info: {tolerated}")

@@ -95,13 +95,7 @@ def rules_digest(data: str | bytes) -> str:
 
 
 def has_no_rules(rules: NodeRules) -> bool:
-    return not (
-        rules.label_taints
-        or rules.condition_taints
-        or rules.startup_gates
-        or rules.persistent_labels
-        or rules.node_pools
-    )
+    return not (rules.taint_rules() or rules.persistent_labels or rules.node_pools)
 
 
 def hold_reason(radius: BlastRadius, rules: NodeRules, max_share: float) -> str | None:

@@ -60,9 +60,7 @@ class DryRunChange:
 
 def dry_run_rules(rules: NodeRules) -> frozenset[str]:
     """Names of the taint rules and gates in dry run."""
-    names = {r.name for r in rules.label_taints if r.dry_run}
-    names |= {r.name for r in rules.condition_taints if r.dry_run}
-    return frozenset(names | {g.name for g in rules.startup_gates if g.dry_run})
+    return frozenset(r.name for r in rules.taint_rules() if r.dry_run)
 
 
 def hands_off(rules: NodeRules) -> frozenset[tuple[str, str]]:
@@ -70,13 +68,9 @@ def hands_off(rules: NodeRules) -> frozenset[tuple[str, str]]:
     claims them (a claim already on the node stays), whatever an earlier generation owned."""
     named_live: set[tuple[str, str]] = set()
     named_dry: set[tuple[str, str]] = set()
-    for rule in rules.label_taints:
-        (named_dry if rule.dry_run else named_live).add(rule.taint.identity)
-    for condition_rule in rules.condition_taints:
-        (named_dry if condition_rule.dry_run else named_live).add(condition_rule.taint.identity)
-    for gate in rules.startup_gates:
-        identities = {gate.taint.identity} | {t.identity for t in gate.former_taints}
-        (named_dry if gate.dry_run else named_live).update(identities)
+    for rule in rules.taint_rules():
+        identities = {rule.taint.identity} | {t.identity for t in rule.former_taints}
+        (named_dry if rule.dry_run else named_live).update(identities)
     return frozenset(named_dry - named_live)
 
 

@@ -22,13 +22,12 @@ from nodegate.core.decisions.node_trust import registered_pool
 from nodegate.core.decisions.plan import NodePlan, PlanFacts, plan
 from nodegate.core.rules.model import (
     ZONE_LABEL,
-    ConditionTaintRule,
     EvictionLimit,
-    LabelTaintRule,
     NodeRules,
     RuleEvictionBudget,
 )
 from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.rules.rule_kinds import TaintRule
 
 TIME_ADDED_RESOLUTION = timedelta(seconds=1)
 WAITING = "waiting for the eviction budget"
@@ -105,8 +104,9 @@ def limit(rule_limit: EvictionLimit, scope_nodes: int) -> int:
     return max(1, min(bounds))
 
 
-def _taint_rules(rules: NodeRules) -> tuple[LabelTaintRule | ConditionTaintRule, ...]:
-    return (*rules.label_taints, *rules.condition_taints)
+def charged_rules(rules: NodeRules) -> tuple[TaintRule, ...]:
+    """The rules whose taints' additions count against a budget (`RuleKind.charged`)."""
+    return tuple(r for r in rules.taint_rules() if r.kind.charged)
 
 
 def budgeted_effects(rules: NodeRules) -> frozenset[str]:
@@ -117,14 +117,14 @@ def budgeted_effects(rules: NodeRules) -> frozenset[str]:
 
 def ledger_of(rules: NodeRules, rule: str) -> str | None:
     """Which budget a rule's additions count against (None: the rule is unlimited)."""
-    for each in _taint_rules(rules):
+    for each in charged_rules(rules):
         if each.name == rule and each.eviction_budget is not None:
             return None if each.eviction_budget.unlimited else rule
     return None if rules.eviction_budget.unlimited else SHARED
 
 
 def budget_of(rules: NodeRules, ledger: str) -> RuleEvictionBudget:
-    for each in _taint_rules(rules):
+    for each in charged_rules(rules):
         if each.name == ledger and each.eviction_budget is not None:
             return each.eviction_budget
     return rules.eviction_budget
@@ -135,13 +135,13 @@ def charges(node: NodeState, node_plan: NodePlan, rules: NodeRules) -> tuple[Cha
     taint's key and effect were there already). Startup gates are not charged: a gate goes on
     a node being born, rebooted or idle, where it evicts nothing a workload would miss."""
     effects = budgeted_effects(rules)
-    gates = {g.name for g in rules.startup_gates}
+    charged = {r.name for r in charged_rules(rules)}
     found = []
     for change in node_plan.add_taints:
         taint = change.taint
         if taint.effect not in effects or node.taint(taint.identity) is not None:
             continue
-        owners = [r for r in change.rules if r not in gates]
+        owners = [r for r in change.rules if r in charged]
         if not owners:
             continue
         ledgers = [ledger_of(rules, r) for r in owners]
@@ -160,7 +160,7 @@ def grants_on_nodes(nodes: Iterable[NodeState], rules: NodeRules, now: datetime)
     """What the nodes themselves say was spent: a NoExecute taint of a budgeted rule whose
     `timeAdded` is within its budget's window. This survives a restart or a new leader."""
     by_taint: dict[tuple[str, str], str] = {}
-    for rule in _taint_rules(rules):
+    for rule in charged_rules(rules):
         ledger = ledger_of(rules, rule.name)
         if ledger is not None and rule.taint.effect == "NoExecute":
             by_taint.setdefault(rule.taint.identity, ledger)

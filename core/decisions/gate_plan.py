@@ -11,7 +11,7 @@ reboot (`regateOnReboot`) or as a backfill onto an idle node that never had it (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodegate.core.decisions.sightings import (
@@ -21,9 +21,17 @@ from nodegate.core.decisions.sightings import (
     earliest,
     episode_digest,
 )
-from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision
+from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.conditions import conditions_hold, matching_condition
-from nodegate.core.rules.model import NodeRules, StartupGate
+from nodegate.core.rules.gate_records import (
+    GATE_BUSY,
+    GATE_COMPLETED,
+    GATE_REBOOTED_AFTER,
+    GATE_REGATED,
+    GATE_SIGNALS,
+    gate_annotation_keys,
+)
+from nodegate.core.rules.model import StartupGate
 from nodegate.core.rules.node import (
     NodeCondition,
     NodeState,
@@ -32,73 +40,10 @@ from nodegate.core.rules.node import (
     parse_time,
 )
 
-GATE_COMPLETED = "completed.gate.nodegate.dev/"
-"""+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
-GATE_BOOT = "boot.gate.nodegate.dev/"
-"""+ gate name: the node's bootID when the gate was lifted (a new one means a reboot)."""
-GATE_REGATED = "regated.gate.nodegate.dev/"
-"""+ gate name: when the reboot that put the gate back was first seen (the new bootID): this
-life of the gate began then, so its timeout and minHold count from it."""
-GATE_REBOOTED_AFTER = "rebooted-after.gate.nodegate.dev/"
-"""+ gate name, on a re-gated node: the last moment the previous boot was known up (its lift, or
-a later sight of its bootID). The reboot came after it, so readiness that began after it is of
-the new boot, even if the re-gate was written later (nodegate down, failing over, throttled)."""
-
-
-GATE_SIGNALS = "signals.gate.nodegate.dev/"
-"""+ gate name: digests of the gate's readiness episodes shown when it was lifted (its init
-pods' and its conditions'), so that after a reboot an episode still shown from the previous
-boot is known as such even by a process that did not see it begin (`sightings`)."""
-
-
-GATE_BUSY = "busy.gate.nodegate.dev/"
-"""+ gate name: when the node was found running workload pods while the gate would have been
-backfilled: a node with workloads is never gated afterwards, whichever process looks next."""
-
-
-def gate_annotation_keys(gate: StartupGate) -> tuple[str, str, str, str, str, str]:
-    return (
-        GATE_COMPLETED + gate.name,
-        GATE_BOOT + gate.name,
-        GATE_REGATED + gate.name,
-        GATE_REBOOTED_AFTER + gate.name,
-        GATE_SIGNALS + gate.name,
-        GATE_BUSY + gate.name,
-    )
-
-
-def annotations_read(rules: NodeRules) -> frozenset[str]:
-    """Node annotations outside nodegate's own domain that the rules' gates read: ready
-    annotations, and completion annotations (a node carrying one is not backfilled)."""
-    ready = {
-        pair[0] for g in rules.startup_gates if (pair := g.ready_when.annotation_pair) is not None
-    }
-    completion = {
-        g.completion_annotation.key for g in rules.startup_gates if g.completion_annotation
-    }
-    return frozenset(ready | completion)
-
-
-@dataclass(frozen=True)
-class GateOutcome:
-    decision: RuleDecision
-    recheck: timedelta | None = None
-    warning: str | None = None
-    annotations: tuple[tuple[str, str | None], ...] = ()
-    lift: bool = False
-    put_back: bool = False
-    recorded: bool = False
-    """Its `annotations` are written whatever the taints do (a skipped backfill's record)."""
-    timed_out: bool = False
-    carried: frozenset[tuple[str, str]] = frozenset()
-    """(key, effect) of the gate's taints on the node: its own and any former key."""
-    former: tuple[RuleDecision, ...] = ()
-    """The same verdict for each former key the node carries (keep, or release on lift)."""
-
 
 def gate_outcome(
     node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
-) -> GateOutcome:
+) -> RuleOutcome:
     carried = carried_gate_taints(node, gate)
     if not carried:
         return _absent_gate(node, labels, gate, facts)
@@ -120,7 +65,7 @@ def carried_gate_taints(node: NodeState, gate: StartupGate) -> frozenset[tuple[s
     return frozenset(i for i in identities if node.taint(i) is not None)
 
 
-def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateOutcome:
+def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> RuleOutcome:
     # `match` is not consulted here: labels often arrive after registration, so a gate the node
     # carries is lifted only by its readiness or its timeout, never by a label mismatch.
     signal = _gate_signal(node, gate, facts)
@@ -129,7 +74,7 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateO
         held = _min_hold_left(began, gate, facts.now)
         if held is not None:
             why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
-            return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
+            return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
         return _lifted(node, gate, facts, signal)
     if gate.timeout is not None and began is not None:
         remaining = began + gate.timeout - facts.now
@@ -138,10 +83,10 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> GateO
                 return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
             warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
             decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
-            return GateOutcome(decision, warning=warning, timed_out=True)
+            return RuleOutcome(decision, warning=warning, timed_out=True)
         decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
-        return GateOutcome(decision, recheck=remaining)
-    return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
+        return RuleOutcome(decision, recheck=remaining)
+    return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
 
 
 def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
@@ -286,7 +231,7 @@ def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> 
 
 def _lifted(
     node: NodeState, gate: StartupGate, facts: PlanFacts, why: str, timed_out: bool = False
-) -> GateOutcome:
+) -> RuleOutcome:
     completed, boot, regated, after, signals, _ = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
     # Written even when nothing is shown: a record, empty or not, says this nodegate lifted it.
@@ -298,7 +243,7 @@ def _lifted(
     if node.boot_id:
         annotations.append((boot, node.boot_id))
     annotations += [(key, None) for key in (regated, after) if key in node.annotations]
-    return GateOutcome(
+    return RuleOutcome(
         RuleDecision(gate.name, gate.taint, "release", why),
         annotations=tuple(annotations),
         lift=True,
@@ -308,7 +253,7 @@ def _lifted(
 
 def _absent_gate(
     node: NodeState, labels: Mapping[str, str], gate: StartupGate, facts: PlanFacts
-) -> GateOutcome:
+) -> RuleOutcome:
     """A gate the node does not carry: put back only after a reboot (opt-in), or backfilled
     onto an idle node that never had it (opt-in); otherwise a gate never comes back."""
     completed, boot, *_ = gate_annotation_keys(gate)
@@ -330,20 +275,20 @@ def _absent_gate(
             # Set on the previous boot, it says nothing of this one: the node sets it again.
             annotations += ((ready[0], None),)
             why += f"; its ready annotation {ready[0]} (of the previous boot) removed"
-        return GateOutcome(
+        return RuleOutcome(
             RuleDecision(gate.name, gate.taint, "want", why),
             annotations=annotations,
             put_back=True,
         )
     if needs_backfill(node, labels, gate) and facts.workload_pods == 0:
         why = "backfill: the node joined without the gate and runs no workload pods"
-        return GateOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
+        return RuleOutcome(RuleDecision(gate.name, gate.taint, "want", why), put_back=True)
     if needs_backfill(node, labels, gate) and facts.workload_pods:
         why = "not backfilled: the node runs workload pods (recorded: it never will be)"
         record = ((GATE_BUSY + gate.name, format_time(facts.now)),)
         decision = RuleDecision(gate.name, gate.taint, "keep", why)
-        return GateOutcome(decision, annotations=record, recorded=True)
-    return GateOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
+        return RuleOutcome(decision, annotations=record, recorded=True)
+    return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", "gate not on the node"))
 
 
 def reboot_records(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from nodegate.core.decisions.dry_run import (
     PERSISTENT_LABELS_RULE,
@@ -19,29 +19,18 @@ from nodegate.core.decisions.dry_run import (
     dry_run_rules,
     hands_off,
 )
-from nodegate.core.decisions.gate_plan import (
-    GateOutcome,
-    annotations_read,
-    gate_annotation_keys,
-    gate_outcome,
-)
 from nodegate.core.decisions.node_trust import pool_membership, registration_seal, seal_taint
-from nodegate.core.decisions.sightings import condition_key, condition_token, first_sight
-from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, Verdict
+from nodegate.core.decisions.rule_outcomes import rule_outcome
+from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.conditions import (
     condition_types_read,
-    conditions_hold,
-    is_assumed,
-    matching_condition,
 )
 from nodegate.core.rules.model import (
     POOL_LABEL,
     TRUSTED_POOL_LABEL,
-    ZONE_LABEL,
-    ConditionTaintRule,
     NodeRules,
 )
-from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.rules.node import NodeState, NodeTaint, format_time
 from nodegate.core.rules.registration import TaintConflictError, registration_taints
 from nodegate.core.text.k8s_names import is_readiness_taint, taint_key_owner
 
@@ -174,21 +163,19 @@ def _plan_once(
         facts = replace(facts, restored_labels={})
     label_changes = _label_changes(node, rules, facts)
     labels = {**node.labels, **{c.key: c.value for c in label_changes}}
-    decisions, rechecks = _decide(node, labels, rules, facts)
-    gates = [gate_outcome(node, labels, gate, facts) for gate in rules.startup_gates]
-    decisions += [g.decision for g in gates]
-    rechecks += [g.recheck for g in gates if g.recheck is not None]
-    live_gates = [g for g in gates if g.decision.rule not in dry]
-    warnings = [g.warning for g in live_gates if g.warning] + _pool_claim_warnings(node, rules)
+    outcomes = [rule_outcome(node, labels, rule, facts) for rule in rules.taint_rules()]
+    rechecks = [o.recheck for o in outcomes if o.recheck is not None]
+    live = [o for o in outcomes if o.decision.rule not in dry]
+    warnings = [o.warning for o in live if o.warning] + _pool_claim_warnings(node, rules)
 
-    decisions += [d for g in gates for d in g.former]
+    decisions = [o.decision for o in outcomes] + [d for o in outcomes for d in o.former]
     decisions = [_waiting(d, node, facts) for d in decisions]
     settled = _settle(
         node,
         rules,
         facts,
         [d for d in decisions if d.rule not in dry],
-        live_gates,
+        live,
         hands_off(rules) if dry else frozenset(),
     )
     return replace(
@@ -197,7 +184,7 @@ def _plan_once(
         set_labels=tuple(label_changes),
         recheck_after=min(rechecks) if rechecks else None,
         warnings=tuple(warnings),
-        timed_out_gates=tuple(g.decision.rule for g in live_gates if g.timed_out),
+        timed_out_gates=tuple(o.decision.rule for o in live if o.timed_out),
     )
 
 
@@ -206,7 +193,7 @@ def _settle(
     rules: NodeRules,
     facts: PlanFacts,
     decisions: list[RuleDecision],
-    gates: list[GateOutcome],
+    outcomes: list[RuleOutcome],
     untouched: frozenset[tuple[str, str]],
 ) -> NodePlan:
     """The taint, ownership and gate-record changes the verdicts call for; `untouched` taints
@@ -272,10 +259,10 @@ def _settle(
     removed = {c.taint.identity for c in remove}
     added = {c.taint.identity for c in add}
     adopted = _adopted(node, rules, managed, claimed | added, {**kept, **wanted})
-    lifted = [g for g in gates if g.lift and g.carried & removed]
-    put_back = [g for g in gates if g.put_back and g.decision.taint.identity in added]
-    recorded = [g for g in gates if g.recorded]
-    annotations = [a for g in (*lifted, *put_back, *recorded) for a in g.annotations]
+    lifted = [o for o in outcomes if o.lift and o.carried & removed]
+    put_back = [o for o in outcomes if o.put_back and o.decision.taint.identity in added]
+    recorded = [o for o in outcomes if o.recorded]
+    annotations = [a for o in (*lifted, *put_back, *recorded) for a in o.annotations]
     return NodePlan(
         node=node.name,
         add_taints=tuple(add),
@@ -451,71 +438,6 @@ def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[
     return [changes[k] for k in sorted(changes)]
 
 
-def _decide(
-    node: NodeState, labels: Mapping[str, str], rules: NodeRules, facts: PlanFacts
-) -> tuple[list[RuleDecision], list[timedelta]]:
-    """Label and condition taint rules' verdicts, and when time alone may change them."""
-    decisions: list[RuleDecision] = []
-    rechecks: list[timedelta] = []
-    for rule in rules.label_taints:
-        if rule.match.matches(dict(labels)):
-            decisions.append(RuleDecision(rule.name, rule.taint, "want", "node labels match"))
-        else:
-            decisions.append(
-                RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
-            )
-    for condition_rule in rules.condition_taints:
-        decision, recheck = _condition_decision(node, labels, condition_rule, facts)
-        decisions.append(decision)
-        if recheck is not None:
-            rechecks.append(recheck)
-    return decisions, rechecks
-
-
-def _condition_decision(
-    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
-) -> tuple[RuleDecision, timedelta | None]:
-    now = facts.now
-    not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
-    if rule.match is not None and not rule.match.matches(dict(labels)):
-        return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
-    found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
-    matched = conditions_hold(found, rule.condition_policy)
-    if matched is None:
-        why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
-        return RuleDecision(rule.name, rule.taint, not_matching, why), None
-    assumed = sorted({c.type for c in matched if is_assumed(c, node.conditions)})
-    said = "conditions match" if rule.condition_policy == "allOf" else "a condition matches"
-    if assumed:
-        said += " (not reported, counted as defaultStatus: " + ", ".join(assumed) + ")"
-    if rule.hold:
-        # allOf: the list holds since its last condition matched; anyOf: since its first.
-        times = [_condition_since(c, node, facts) for c in matched]
-        held_since = max(times) if rule.condition_policy == "allOf" else min(times)
-        remaining = held_since + rule.hold - now
-        if remaining > timedelta(0):
-            why = (
-                f"{said}, waiting {int(remaining.total_seconds())}s more of `for` (holding "
-                f"since {format_time(held_since)})"
-            )
-            return RuleDecision(rule.name, rule.taint, "keep", why), remaining
-    return RuleDecision(rule.name, rule.taint, "want", said), None
-
-
-def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts) -> datetime:
-    """Since when a condition has held, on the API server's clock: when nodegate first saw this
-    episode of it (`sightings`); for one the node does not report (its defaultStatus), since
-    the Node was created. The time the node wrote is never read: its clock may be anywhere."""
-    if is_assumed(condition, node.conditions):
-        return min(node.created or facts.now, facts.now)
-    return first_sight(
-        facts.condition_sightings,
-        condition_key(condition),
-        condition_token(condition),
-        facts.now,
-    )
-
-
 def _conditions_read(node: NodeState, rules: NodeRules) -> tuple[tuple[str, str, str], ...]:
     """The conditions as the rules read them: types no rule reads are left out, and so is a
     reason no rule matches on, so a node churning them costs no reconcile. Their times are not
@@ -533,17 +455,19 @@ def _conditions_read(node: NodeState, rules: NodeRules) -> tuple[tuple[str, str,
 
 def labels_read(rules: NodeRules) -> Callable[[str], bool]:
     """Whether the planner (or the label records, or the eviction budget's scope) reads the
-    label `key` under `rules`: every key a rule's `match` names, the pool labels and each pool's
-    labels, and the persisted ones. A node changing any other label costs no reconcile."""
-    selectors = [r.match for r in rules.label_taints] + [g.match for g in rules.startup_gates]
-    selectors += [r.match for r in rules.condition_taints if r.match is not None]
-    keys = {POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL}
-    for selector in selectors:
-        keys |= set(selector.labels) | {e.key for e in selector.expressions}
-    for pool in rules.node_pools:
-        keys |= set(pool.labels) | set(pool.reconciler_labels)
+    label `key` under `rules`: every key a rule reads (`NodeRules.reads`: its selectors, the
+    pool labels and each pool's labels) and the persisted ones. A node changing any other label
+    costs no reconcile."""
+    keys = rules.reads().labels()
     persisted = rules.persistent_labels
     return lambda key: key in keys or (persisted is not None and persisted.persists(key))
+
+
+def annotations_read(rules: NodeRules | None) -> frozenset[str]:
+    """The node annotations the planner reads under `rules`: the rules' own (`NodeRules.reads`)
+    and the ownership record. The reconciler's cache keeps these (and nodegate's domain)."""
+    read = rules.reads().annotations if rules is not None else frozenset()
+    return read | {OWNED_TAINTS_ANNOTATION}
 
 
 def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
@@ -553,8 +477,7 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
     or status update, or a label or annotation no rule reads, that changes nothing here costs no
     work.
     """
-    gate_records = {key for g in rules.startup_gates for key in gate_annotation_keys(g)}
-    read_annotations = annotations_read(rules) | gate_records | {OWNED_TAINTS_ANNOTATION}
+    read_annotations = annotations_read(rules)
     reads = labels_read(rules)
     return (
         tuple(sorted((k, v) for k, v in node.labels.items() if reads(k))),
@@ -562,7 +485,7 @@ def relevant_view(node: NodeState, rules: NodeRules) -> tuple[object, ...]:
         tuple(sorted((t.key, t.effect, t.value) for t in node.taints)),
         _conditions_read(node, rules),
         node.created,
-        node.boot_id if any(g.regate_on_reboot for g in rules.startup_gates) else "",
+        node.boot_id if rules.reads().boot_id else "",
         # What identifies the machine a persisted-label record is kept for (set once at
         # registration, or later while empty): its record is looked up again when it changes.
         (node.provider_id, node.system_uuid) if rules.persistent_labels is not None else (),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
@@ -54,3 +54,23 @@ class RuleDecision:
     taint: Taint
     verdict: Verdict
     why: str
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """One rule's verdict on one node, and what comes with it. Only a startup gate fills in
+    more than `decision` and `recheck` today; the plan reads every field of every kind."""
+
+    decision: RuleDecision
+    recheck: timedelta | None = None
+    warning: str | None = None
+    annotations: tuple[tuple[str, str | None], ...] = ()
+    lift: bool = False
+    put_back: bool = False
+    recorded: bool = False
+    """Its `annotations` are written whatever the taints do (a skipped backfill's record)."""
+    timed_out: bool = False
+    carried: frozenset[tuple[str, str]] = frozenset()
+    """(key, effect) of the gate's taints on the node: its own and any former key."""
+    former: tuple[RuleDecision, ...] = ()
+    """The same verdict for each former key the node carries (keep, or release on lift)."""

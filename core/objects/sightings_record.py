@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nodegate.core.decisions.gate_plan import GATE_REBOOTED_AFTER, carried_gate_taints
+from nodegate.core.decisions.gate_plan import carried_gate_taints
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Sighting,
@@ -29,6 +29,7 @@ from nodegate.core.decisions.sightings import (
     tells_episodes_apart,
 )
 from nodegate.core.rules.conditions import conditions_hold, matching_condition
+from nodegate.core.rules.gate_records import GATE_REBOOTED_AFTER
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, format_precise_time, parse_time
 from nodegate.core.text.stored_document import read_document

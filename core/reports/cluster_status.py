@@ -19,6 +19,7 @@ from nodegate.core.decisions.eviction_budget import (
     Grant,
     budget_of,
     census,
+    charged_rules,
     charges,
     ledger_of,
     limit,
@@ -226,14 +227,9 @@ def _rules_row(status: ReconcilerStatus | None, source: RulesSourceView | None) 
 def _taint_rows(nodes: Sequence[NodeState], rules: NodeRules | None) -> tuple[TaintRow, ...]:
     if rules is None:
         return ()
-    owners = [
-        *((r.name, r.taint) for r in rules.label_taints),
-        *((r.name, r.taint) for r in rules.condition_taints),
-        *((g.name, g.taint) for g in rules.startup_gates),
-    ]
     return tuple(
-        TaintRow(name, taint.flag(), sum(1 for n in nodes if n.taint(taint.identity) is not None))
-        for name, taint in owners
+        TaintRow(r.name, r.taint.flag(), sum(1 for n in nodes if n.taint(r.taint.identity)))
+        for r in rules.taint_rules()
     )
 
 
@@ -246,7 +242,7 @@ def _budget_rows(
 ) -> tuple[BudgetRow, ...]:
     if rules is None:
         return ()
-    names = [r.name for r in rules.label_taints] + [r.name for r in rules.condition_taints]
+    names = [r.name for r in charged_rules(rules)]
     ledgers = {ledger for name in names if (ledger := ledger_of(rules, name)) is not None}
     if not ledgers:
         return ()

@@ -168,12 +168,8 @@ def rules_change(
 def _owners(rules: NodeRules) -> dict[tuple[str, str], str]:
     """Which rule owns each taint (key, effect) under `rules`."""
     owned: dict[tuple[str, str], str] = {}
-    for label_rule in rules.label_taints:
-        owned.setdefault(label_rule.taint.identity, label_rule.name)
-    for condition_rule in rules.condition_taints:
-        owned.setdefault(condition_rule.taint.identity, condition_rule.name)
-    for gate in rules.startup_gates:
-        owned.setdefault(gate.taint.identity, gate.name)
+    for rule in rules.taint_rules():
+        owned.setdefault(rule.taint.identity, rule.name)
     return owned
 
 

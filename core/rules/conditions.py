@@ -77,7 +77,4 @@ class ConditionTypesRead:
 def condition_types_read(rules: NodeRules | None) -> ConditionTypesRead:
     if rules is None:
         return ConditionTypesRead(frozenset())
-    matches = [m for r in rules.condition_taints for m in r.conditions] + [
-        m for g in rules.startup_gates for m in g.ready_when.conditions
-    ]
-    return ConditionTypesRead(frozenset(matches))
+    return ConditionTypesRead(frozenset(rules.reads().conditions))

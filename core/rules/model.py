@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from functools import cached_property
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -35,6 +37,8 @@ from nodegate.core.rules.autoscalers import (
     is_ca_gate_key,
     parse_ca_version,
 )
+from nodegate.core.rules.gate_records import gate_annotation_keys
+from nodegate.core.rules.rule_kinds import NodeReads, RuleKind, TaintRule
 from nodegate.core.text.durations import format_duration, parse_duration
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue, check_key
 from nodegate.core.text.k8s_names import (
@@ -446,7 +450,18 @@ class LabelTaintRule(Frozen):
     eviction_budget: RuleBudget
     dry_run: bool = _dry_run_field("each taint it would add or remove")
 
+    kind: ClassVar[RuleKind] = RuleKind(
+        field="labelTaints", plural="label taints", charged=True, at_registration="permanent"
+    )
+    former_taints: ClassVar[tuple[Taint, ...]] = ()
+
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+    def reads(self) -> NodeReads:
+        return NodeReads(selectors=(self.match,))
+
+    def born_with(self, labels: Mapping[str, str]) -> bool:
+        return not self.dry_run and self.match.matches(dict(labels))
 
 
 class ConditionMatch(Frozen):
@@ -533,6 +548,19 @@ class ConditionTaintRule(Frozen):
     )
     eviction_budget: RuleBudget
     dry_run: bool = _dry_run_field("each taint it would add or remove")
+
+    kind: ClassVar[RuleKind] = RuleKind(
+        field="conditionTaints", plural="condition taints", charged=True, at_registration="never"
+    )
+    former_taints: ClassVar[tuple[Taint, ...]] = ()
+
+    def reads(self) -> NodeReads:
+        return NodeReads(
+            selectors=(self.match,) if self.match is not None else (), conditions=self.conditions
+        )
+
+    def born_with(self, labels: Mapping[str, str]) -> bool:
+        return False  # conditions are reported after registration
 
     @model_validator(mode="after")
     def _out_of_service_only_on_shut_down_nodes(self) -> ConditionTaintRule:
@@ -783,7 +811,32 @@ class StartupGate(Frozen):
         "metric, not done (docs/gates.md, 'Dry run').",
     )
 
+    kind: ClassVar[RuleKind] = RuleKind(
+        field="startupGates", plural="startup gates", charged=False, at_registration="startup"
+    )
+    eviction_budget: ClassVar[None] = None
+
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+    def reads(self) -> NodeReads:
+        """Its readiness signals, the completion annotation (a node carrying one is not
+        backfilled), its own records, and the bootID when a reboot puts it back."""
+        ready = self.ready_when
+        annotations = set(gate_annotation_keys(self))
+        if (pair := ready.annotation_pair) is not None:
+            annotations.add(pair[0])
+        if self.completion_annotation is not None:
+            annotations.add(self.completion_annotation.key)
+        return NodeReads(
+            selectors=(self.match,),
+            conditions=ready.conditions,
+            annotations=frozenset(annotations),
+            pods=(ready.pods,) if ready.pods is not None else (),
+            boot_id=self.regate_on_reboot,
+        )
+
+    def born_with(self, labels: Mapping[str, str]) -> bool:
+        return not self.dry_run and self.match.matches(dict(labels))
 
     @model_validator(mode="after")
     def _min_hold_within_timeout(self) -> StartupGate:
@@ -1010,20 +1063,57 @@ class NodeRules(Frozen):
     def pool(self, name: str) -> NodePool | None:
         return next((p for p in self.node_pools if p.name == name), None)
 
+    @classmethod
+    def rule_kinds(cls) -> tuple[tuple[str, type[TaintRule]], ...]:
+        """(attribute, class) of each list of taint-making rules, in the file's order: every
+        field whose items are a rule kind (`rule_kinds.TaintRule`)."""
+        found: list[tuple[str, type[TaintRule]]] = []
+        for attribute, info in cls.model_fields.items():
+            items = get_args(info.annotation)
+            is_list = get_origin(info.annotation) is tuple and items
+            if is_list and isinstance(getattr(items[0], "kind", None), RuleKind):
+                found.append((attribute, items[0]))
+        return tuple(found)
+
+    def taint_rules(self) -> tuple[TaintRule, ...]:
+        """Every taint-making rule, of every kind, in the file's order: what consumers iterate
+        (never `label_taints`, `condition_taints`... one by one)."""
+        rules: list[TaintRule] = []
+        for attribute, _ in self.rule_kinds():
+            rules += getattr(self, attribute)
+        return tuple(rules)
+
+    def reads(self) -> NodeReads:
+        """Everything the rules read from a node: each rule's reads, the pool labels and each
+        pool's labels (the persisted labels are matched by prefix: `PersistentLabels.persists`,
+        which the caller applies). Computed once per rules: every watch event asks."""
+        return self._reads
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy (pydantic's), without the cached reads of the rules it was copied from."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("_reads", None)
+        return copied
+
+    @cached_property
+    def _reads(self) -> NodeReads:
+        reads = NodeReads(label_keys=frozenset({POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL}))
+        for rule in self.taint_rules():
+            reads |= rule.reads()
+        for pool in self.node_pools:
+            reads |= NodeReads(label_keys=frozenset({*pool.labels, *pool.reconciler_labels}))
+        return reads
+
     def owned_taints(self) -> frozenset[tuple[str, str]]:
-        """(key, effect) of every taint some rule adds or keeps; with the gates' former taints,
-        the only ones a current rule lets nodegate remove."""
-        taints = [r.taint for r in self.label_taints]
-        taints += [r.taint for r in self.condition_taints]
-        taints += [g.taint for g in self.startup_gates]
-        return frozenset(t.identity for t in taints)
+        """(key, effect) of every taint some rule adds or keeps; with the former taints, the
+        only ones a current rule lets nodegate remove."""
+        return frozenset(r.taint.identity for r in self.taint_rules())
 
     def former_gate_taints(self) -> frozenset[tuple[str, str]]:
-        """(key, effect) of the gates' former keys: removed only when their gate is lifted,
-        never added, and never recorded as owned (a key dropped from formerKeys is left)."""
-        return frozenset(
-            (key, gate.taint.effect) for gate in self.startup_gates for key in gate.former_keys
-        )
+        """(key, effect) of the rules' former taints (a gate's former keys): removed only when
+        their gate is lifted, never added, and never recorded as owned (a key dropped from
+        formerKeys is left)."""
+        return frozenset(t.identity for r in self.taint_rules() for t in r.former_taints)
 
 
 def rules_json_schema() -> dict[str, Any]:

@@ -41,10 +41,13 @@ def sorted_unique(taints: Iterable[Taint], where: str) -> tuple[Taint, ...]:
 
 
 def label_taints_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[Taint, ...]:
-    """Taints of the label rules whose `match` these labels satisfy (rules order, repeats kept);
-    a dry-run rule's never (it writes nothing, at birth neither)."""
+    """Taints nodes with these labels keep from registration on (rules order, repeats kept):
+    every rule of a kind registered as permanent that `born_with` these labels (a label rule
+    whose `match` they satisfy); a dry-run rule's never (it writes nothing, at birth neither)."""
     return tuple(
-        r.taint for r in rules.label_taints if not r.dry_run and r.match.matches(dict(labels))
+        r.taint
+        for r in rules.taint_rules()
+        if r.kind.at_registration == "permanent" and r.born_with(labels)
     )
 
 
@@ -65,8 +68,13 @@ def permanent_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
 
 def startup_gate_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
     """Startup gates: on the node at birth, lifted once it is ready, never added again."""
-    gates = gates_for(rules, pool.eventual_labels())
-    return sorted_unique((g.taint for g in gates), _pool(pool))
+    labels = pool.eventual_labels()
+    born = [
+        r.taint
+        for r in rules.taint_rules()
+        if r.kind.at_registration == "startup" and r.born_with(labels)
+    ]
+    return sorted_unique(born, _pool(pool))
 
 
 def registration_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.decisions.boot_sight import BootSight, track_boot
-from nodegate.core.decisions.gate_plan import annotations_read
-from nodegate.core.decisions.plan import relevant_view
+from nodegate.core.decisions.plan import annotations_read, relevant_view
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping

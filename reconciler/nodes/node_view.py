@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nodegate.core.decisions.gate_plan import annotations_read
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.decisions.plan import annotations_read
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 
@@ -30,12 +29,9 @@ class CachedNode:
 
 
 def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
-    """Keep nodegate's own annotations and those the rules' gates read."""
-    read = {OWNED_TAINTS_ANNOTATION}
-    if rules is not None:
-        read |= annotations_read(rules)
-    frozen = frozenset(read)
-    return lambda key: key in frozen or key.partition("/")[0].endswith(NODEGATE_DOMAIN)
+    """Keep nodegate's own annotations and those the rules read (`NodeRules.reads`)."""
+    read = annotations_read(rules)
+    return lambda key: key in read or key.partition("/")[0].endswith(NODEGATE_DOMAIN)
 
 
 def slim_node(raw: dict[str, Any], keep_annotation: Callable[[str], bool]) -> CachedNode:

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.decisions.gate_plan import GATE_BUSY, GATE_SIGNALS
 from nodegate.core.decisions.node_trust import seal_taint
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
 from nodegate.core.decisions.sightings import (
@@ -16,6 +15,7 @@ from nodegate.core.decisions.sightings import (
     condition_token,
     episode_digest,
 )
+from nodegate.core.rules.gate_records import GATE_BUSY, GATE_SIGNALS
 from nodegate.core.rules.model import TRUSTED_POOL_LABEL
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from tests.unit.core.builders import NOW, node, ready_pods, rules

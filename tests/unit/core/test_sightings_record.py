@@ -8,7 +8,6 @@ from datetime import timedelta
 
 import pytest
 
-from nodegate.core.decisions.gate_plan import GATE_REBOOTED_AFTER
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.objects.sightings_record import (
     SIGHTINGS_KEY,
@@ -19,6 +18,7 @@ from nodegate.core.objects.sightings_record import (
     encode_sightings,
     worth_keeping,
 )
+from nodegate.core.rules.gate_records import GATE_REBOOTED_AFTER
 from nodegate.core.rules.node import NodeCondition, NodeTaint
 from tests.unit.core.builders import NOW, node, rules
 
