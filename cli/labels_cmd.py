@@ -11,40 +11,21 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.core.decisions.persisted_labels import (
-    RECORD_LABEL,
-    RECORD_LABEL_VALUE,
-    encode_record,
-    handed_over,
-)
+from nodegate.cli.live.label_records import LabelRecords, NoSuchNodeError
+from nodegate.cli.live.options import Context, Kubeconfig, Namespace, label_records
 from nodegate.core.objects.installation import DEFAULT_NAMESPACE
-from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.kit.client import load_api_client
+from nodegate.core.objects.label_records import StoredRecord
 from nodegate.reconciler.kit.errors import KubeError
-from nodegate.reconciler.kit.kube import KubeApi, Selection
-from nodegate.reconciler.nodes.label_store import StoredRecord, stored_record
 
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
-Kubeconfig = Annotated[
-    Path | None, typer.Option(help="Kubeconfig; omit in a Pod to use its service account.")
-]
-Namespace = Annotated[str, typer.Option(help="The reconciler's namespace, where its records live.")]
 
-
-def _records(kubeconfig: Path | None, namespace: str) -> tuple[KubeApi, list[StoredRecord]]:
-    api = KubeApi(load_api_client(str(kubeconfig) if kubeconfig else None))
-    selection = Selection(
-        "ConfigMap", namespace, label_selector=f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
-    )
-    found: list[StoredRecord] = []
-    token: str | None = None
-    while True:
-        page = api.list_page(selection, 500, token)
-        found += [stored_record(raw) for raw in page.items]
-        token = page.continue_token
-        if token is None:
-            return api, found
+def _records(
+    kubeconfig: Path | None, context: str | None, namespace: str
+) -> tuple[LabelRecords, list[StoredRecord]]:
+    """The records, from the cluster kubectl would talk to (as `status` and `explain`)."""
+    records = label_records(kubeconfig, context, namespace)
+    return records, records.all()
 
 
 def _matching(records: list[StoredRecord], node: str) -> list[StoredRecord]:
@@ -67,10 +48,12 @@ def _fail(err: KubeError) -> typer.Exit:
 
 
 @app.command("list", cls=Command)
-def list_records(kubeconfig: Kubeconfig = None, namespace: Namespace = DEFAULT_NAMESPACE) -> None:
+def list_records(
+    kubeconfig: Kubeconfig = None, context: Context = None, namespace: Namespace = DEFAULT_NAMESPACE
+) -> None:
     """Every record: key, node names, labels, when captured, whether its node is gone."""
     try:
-        _, records = _records(kubeconfig, namespace)
+        _, records = _records(kubeconfig, context, namespace)
     except KubeError as err:
         raise _fail(err) from err
     table = Table()
@@ -96,11 +79,12 @@ def list_records(kubeconfig: Kubeconfig = None, namespace: Namespace = DEFAULT_N
 def show(
     node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
     kubeconfig: Kubeconfig = None,
+    context: Context = None,
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """The labels nodegate would restore onto NODE if it were re-created."""
     try:
-        _, records = _records(kubeconfig, namespace)
+        _, records = _records(kubeconfig, context, namespace)
     except KubeError as err:
         raise _fail(err) from err
     matching = _matching(records, node)
@@ -119,14 +103,15 @@ def show(
 def forget(
     node: Annotated[str, typer.Argument(help="Node name (or providerID).")],
     kubeconfig: Kubeconfig = None,
+    context: Context = None,
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Drop NODE's record: a re-created node then starts with no persisted labels."""
     try:
-        api, records = _records(kubeconfig, namespace)
+        store, records = _records(kubeconfig, context, namespace)
         matching = _matching(records, node)
         for stored in matching:
-            api.delete_configmap(namespace, stored.name, stored.resource_version)
+            store.forget(stored)
             typer.echo(f"forgot record {stored.name}")
     except KubeError as err:
         raise _fail(err) from err
@@ -138,24 +123,21 @@ def hand_over(
     node: Annotated[str, typer.Argument(help="The record's node name, or its key.")],
     to: Annotated[str, typer.Option("--to", help="The Node of the machine to hand it to.")],
     kubeconfig: Kubeconfig = None,
+    context: Context = None,
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Hand NODE's record to another machine's Node (a machine replaced under the same key):
     nodegate never takes a node's word for that. Its labels are restored there at that node's
     next plan (its next change, or the resync)."""
     try:
-        api, records = _records(kubeconfig, namespace)
+        store, records = _records(kubeconfig, context, namespace)
         matching = [m for m in _matching(records, node) if m.record is not None]
-        raw = api.get_node(to)
-        if raw is None:
-            typer.echo(f"nodegate labels: no node {to}", err=True)
-            raise typer.Exit(1)
-        target = NodeState.from_k8s(raw, lambda _key: False)
         for stored in matching:
-            assert stored.record is not None
-            data = encode_record(handed_over(stored.record, target))
-            api.replace_configmap(namespace, stored.name, {**stored.raw, "data": data})
+            store.hand_over(stored, to)
             typer.echo(f"handed record {stored.name} to {to}")
+    except NoSuchNodeError as err:
+        typer.echo(f"nodegate labels: no node {to}", err=True)
+        raise typer.Exit(1) from err
     except KubeError as err:
         raise _fail(err) from err
     _found_any(matching, node, namespace)

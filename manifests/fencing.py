@@ -18,6 +18,7 @@ from nodegate.core.decisions.fencing import (
     service_account_user,
     writer_condition,
 )
+from nodegate.core.objects.installation import fence_policy_name
 from nodegate.manifests.settings import DeploySettings
 
 Manifest = dict[str, Any]
@@ -26,7 +27,7 @@ GROUP = "admissionregistration.k8s.io"
 
 
 def policy_name(settings: DeploySettings) -> str:
-    return f"{settings.name}-fence"
+    return fence_policy_name(settings.name)
 
 
 def _resources(operations: list[str], resource: str) -> dict[str, Any]:

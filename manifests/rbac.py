@@ -35,8 +35,9 @@ from typing import Any
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.model import NodeRules
-from nodegate.manifests.settings import HISTORY_CONFIGMAP, DeploySettings
+from nodegate.manifests.settings import DeploySettings
 
 PolicyRule = dict[str, Any]
 """A Kubernetes rbac.authorization.k8s.io/v1 PolicyRule as plain data."""

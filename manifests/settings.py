@@ -13,13 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
+from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.installation import (
     DEFAULT_LEASE,
     DEFAULT_NAME,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
 )
+from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue
 from nodegate.manifests.version import package_version
 
@@ -300,16 +303,15 @@ class DeploySettings(Documented):
 
     @model_validator(mode="after")
     def _distinct_names(self) -> DeploySettings:
-        own = {HISTORY_CONFIGMAP: "taint record", STATUS_CONFIGMAP: "status record"}
+        own = {
+            HISTORY_CONFIGMAP: "taint record",
+            STATUS_CONFIGMAP: "status record",
+            LEDGER_CONFIGMAP: "eviction ledger",
+            SIGHTINGS_CONFIGMAP: "sightings record",
+        }
         if self.rules_config_map in own:
             raise ValueError(
                 f"rulesConfigMap '{self.rules_config_map}' is the name of the reconciler's own "
                 f"{own[self.rules_config_map]}; choose another name"
             )
         return self
-
-
-HISTORY_CONFIGMAP = "nodegate-taint-history"
-"""The ConfigMap in its namespace where the reconciler records which taint keys its rules have
-owned (reconciler/nodes/taint_history.py); with its status record (`STATUS_CONFIGMAP`,
-core/objects/status_record.py), the only ConfigMaps it writes besides persisted-label records."""

@@ -17,7 +17,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nodegate.core.objects.installation import DEFAULT_LEASE, RULES_KEY
+from nodegate.core.objects.installation import (
+    DEFAULT_LEASE,
+    DEFAULT_NAME,
+    RULES_KEY,
+    fence_policy_name,
+)
 from nodegate.core.text.flags import Flag, FlagGroup
 
 _SETTINGS = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
@@ -41,7 +46,7 @@ class LeaderElectionSettings(BaseModel):
     """How long the leader keeps trying to renew before it gives up leadership (and exits)."""
     retry_period_seconds: int = Field(default=2, ge=1)
     """Pause between acquire/renew attempts."""
-    fence_policy: str = "nodegate-reconciler-fence"
+    fence_policy: str = fence_policy_name(DEFAULT_NAME)
     """ValidatingAdmissionPolicy (and binding, same name) through which the API server refuses
     a write made under a term of leadership that is over; checked when this replica starts to
     lead (absent, or empty: writes are fenced on the client only, and the log says so)."""

@@ -20,6 +20,7 @@ from kubernetes import client
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.eviction_budget import Grant
+from nodegate.core.decisions.init_pods import pod_signals, pod_source, sighted, slim_pod
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
@@ -28,11 +29,17 @@ from nodegate.core.decisions.persisted_labels import (
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
 from nodegate.core.objects.installation import (
+    CONFIRM_ANNOTATION,
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
     RULES_KEY,
     is_quarantine_of,
+)
+from nodegate.core.objects.label_records import (
+    QUARANTINE_REASON_ANNOTATION,
+    StoredRecord,
+    stored_record,
 )
 from nodegate.core.objects.sightings_record import (
     SIGHTINGS_CONFIGMAP,
@@ -46,6 +53,7 @@ from nodegate.core.objects.status_record import (
     decode_status,
     rules_of_record,
 )
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP, HistoryError, decode_history
 from nodegate.core.reports.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
 from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.loader import parse_rules
@@ -57,18 +65,6 @@ from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
 from nodegate.reconciler.kit.server_clock import AnchoredClock
-from nodegate.reconciler.nodes.gate_pods import pod_signals, pod_source, sighted, slim_pod
-from nodegate.reconciler.nodes.label_store import (
-    QUARANTINE_REASON_ANNOTATION,
-    StoredRecord,
-    stored_record,
-)
-from nodegate.reconciler.nodes.rules_source import CONFIRM_ANNOTATION
-from nodegate.reconciler.nodes.taint_history import (
-    HISTORY_CONFIGMAP,
-    HistoryError,
-    decode_history,
-)
 
 PAGE_SIZE = 500
 """Nodes per LIST page: 5,000 nodes are ten calls, and no page holds them all in memory twice."""
@@ -104,7 +100,10 @@ class ConfigMapRules:
     text: str
 
 
-def api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient:
+ApiClient = client.ApiClient
+
+
+def api_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
     """As kubectl finds its cluster: --kubeconfig, else $KUBECONFIG, else ~/.kube/config; in a
     Pod without any of them, its service account."""
     if kubeconfig is not None:

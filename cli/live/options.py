@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nodegate.cli.live.cluster import Cluster, Where, api_client
+from nodegate.cli.live.cluster import ApiClient, Cluster, Where, api_client
+from nodegate.cli.live.label_records import LabelRecords
 from nodegate.core.objects.installation import DEFAULT_LEASE
 
 Kubeconfig = Annotated[
@@ -59,8 +60,17 @@ def connect(
     lease: str = DEFAULT_LEASE,
 ) -> Cluster:
     where = Where(namespace=namespace, rules_configmap=rules_configmap, lease=lease)
+    return Cluster(_kube_client(kubeconfig, context), where)
+
+
+def label_records(kubeconfig: Path | None, context: str | None, namespace: str) -> LabelRecords:
+    return LabelRecords(_kube_client(kubeconfig, context), namespace)
+
+
+def _kube_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
+    """The cluster kubectl would talk to (`api_client`), or a one-line error and exit 1."""
     try:
-        return Cluster(api_client(kubeconfig, context), where)
+        return api_client(kubeconfig, context)
     # A missing or broken kubeconfig is the user's to fix: say so in one line, as kubectl does.
     except Exception as err:
         typer.echo(f"nodegate: cannot load a kubeconfig: {err}", err=True)

@@ -1,6 +1,7 @@
-"""The names of the reconciler's own objects, as the shipped manifests make them by default:
-one declaration each, for the manifest builder, the reconciler's settings and the day-2 CLI.
-Pure."""
+"""The names of the reconciler's own objects, as the shipped manifests make them by default,
+and the annotations people put on them: one declaration each, for the manifest builder, the
+reconciler's settings and the day-2 CLI. The records' formats are this package's other
+modules. Pure."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ QUARANTINE_INFIX = "-quarantined-"
 """An unreadable record's copy is named `<record><infix><stamp>`."""
 
 
+def fence_policy_name(installation: str) -> str:
+    """The ValidatingAdmissionPolicy (and binding) that fences the installation's writes."""
+    return f"{installation}-fence"
+
+
 def quarantine_name(record: str, stamp: str) -> str:
     """The name of an unreadable record's copy (at most 253 characters, as the API allows)."""
     return f"{record}{QUARANTINE_INFIX}{stamp}"[:253]
@@ -24,3 +30,7 @@ def quarantine_name(record: str, stamp: str) -> str:
 def is_quarantine_of(name: str, record: str) -> bool:
     """Whether `name` is a quarantined copy of the record named `record`."""
     return name.startswith(f"{record}{QUARANTINE_INFIX}")
+
+
+CONFIRM_ANNOTATION = "nodegate.dev/confirm-rules"
+"""On the rules ConfigMap: the digest of a held rules text to apply anyway."""

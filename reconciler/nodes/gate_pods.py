@@ -8,115 +8,28 @@ was created, and the annotations gates read. The set of informers follows the ru
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from datetime import datetime
 
+from nodegate.core.decisions.init_pods import (
+    PodSource,
+    PodView,
+    is_workload_pod,
+    pod_signals,
+    pod_source,
+    sighted,
+    slim_pod,
+)
 from nodegate.core.decisions.sightings import Sighting
-from nodegate.core.rules.model import NodeRules, StartupGate
-from nodegate.core.rules.node import parse_time
+from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
+from nodegate.reconciler.kit.kube import ListWatch, Selection
 from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.gates")
-
-PodSource = tuple[str, str]
-"""(namespace, label selector) of one gate's init pods."""
-
-
-@dataclass(frozen=True)
-class PodView:
-    node: str
-    created: datetime | None
-    status_written: datetime | None
-    """When the pod's status was last written, stamped by the API server (its `managedFields`
-    entries for the status subresource), else its creation."""
-    uid: str
-    ready_token: str | None
-    """This Ready episode as the kubelet wrote it (its Ready lastTransitionTime as text, compared
-    for equality only: the kubelet's clock may be anywhere); None: not Ready (PodReady True and
-    every container ready)."""
-    annotations: Mapping[str, str]
-    ready: Sighting | None = None
-    """When nodegate first saw this Ready episode (`sighted`)."""
-
-
-def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
-    meta = raw.get("metadata") or {}
-    status = raw.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or ()}
-    ready = conditions.get("Ready") or {}
-    containers = status.get("containerStatuses") or ()
-    is_ready = ready.get("status") == "True" and all(c.get("ready") for c in containers)
-    created = parse_time(meta.get("creationTimestamp"))
-    return PodView(
-        node=str((raw.get("spec") or {}).get("nodeName") or ""),
-        created=created,
-        status_written=_status_written(meta) or created,
-        uid=str(meta.get("uid") or ""),
-        ready_token=str(ready.get("lastTransitionTime") or "") if is_ready else None,
-        annotations={
-            k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
-        },
-    )
-
-
-def _status_written(meta: RawObject) -> datetime | None:
-    """The latest time the API server stamped on a write of the pod's status (the kubelet's)."""
-    times = []
-    for entry in meta.get("managedFields") or ():
-        if entry.get("subresource") == "status":
-            with contextlib.suppress(ValueError):
-                if (when := parse_time(entry.get("time"))) is not None:
-                    times.append(when)
-    return max(times) if times else None
-
-
-def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
-    """The view with its Ready episode's sighting (`nodegate.core.decisions.sightings`): kept from
-    the previous view of the same episode; else first seen `now`, witnessed if there was a
-    previous view of the pod (this process saw the episode begin)."""
-    if view.ready_token is None:
-        return view
-    token = f"{view.uid}@{view.ready_token}"
-    if previous is not None and previous.ready is not None and previous.ready.token == token:
-        return replace(view, ready=previous.ready)
-    seen = Sighting(token, now, previous is not None, view.status_written)
-    return replace(view, ready=seen)
-
-
-def pod_source(gate: StartupGate) -> PodSource | None:
-    pods = gate.ready_when.pods
-    return (pods.namespace, pods.label_selector) if pods is not None else None
-
-
-def pod_signals(gate: StartupGate, pods: list[PodView]) -> tuple[Sighting, ...]:
-    """The ready signals of this gate's init pods on the node, each as a sighting.
-
-    Readiness counts unless `requireAnnotation`; the pod's ready annotation counts as an
-    episode that began when the pod was created (so an annotation left on a pod from before a
-    reboot does not re-lift a gate): both are API-server times.
-    """
-    spec = gate.ready_when.pods
-    if spec is None:
-        return ()
-    pair = spec.ready_annotation_pair
-    signals = []
-    for pod in pods:
-        if pod.ready is not None and not spec.require_annotation:
-            signals.append(pod.ready)
-        if pair is not None and pod.annotations.get(pair[0]) == pair[1]:
-            created = pod.created or _EPOCH
-            signals.append(Sighting(f"{pod.uid}@annotation", created, True, created))
-    return tuple(signals)
-
-
-_EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 
 class GatePods:
@@ -217,19 +130,6 @@ class GatePods:
                 if signals := pod_signals(gate, pods):
                     result[gate.name] = signals
         return result
-
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-def is_workload_pod(raw: RawObject) -> bool:
-    """A pod that is not a DaemonSet's, not a static (mirror) pod, and not finished."""
-    meta = raw.get("metadata") or {}
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return False
-    if any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or ()):
-        return False
-    return (raw.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
 def workload_pods_on(api: ListWatch, node: str) -> list[str]:

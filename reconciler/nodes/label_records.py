@@ -25,6 +25,7 @@ from nodegate.core.decisions.persisted_labels import (
     record_key,
     record_name,
 )
+from nodegate.core.objects.label_records import StoredRecord
 from nodegate.core.rules.model import NodeRules, PersistentLabels
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ConflictError, KubeError
@@ -32,7 +33,7 @@ from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.worker import RequeueAfter, Retry, retry
-from nodegate.reconciler.nodes.label_store import LabelStore, StoredRecord
+from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.record_keys import RecordKeys

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -22,11 +21,14 @@ from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
     LabelRecord,
-    RecordError,
-    decode_record,
     encode_record,
 )
 from nodegate.core.objects.installation import quarantine_name
+from nodegate.core.objects.label_records import (
+    QUARANTINE_REASON_ANNOTATION,
+    StoredRecord,
+    stored_record,
+)
 from nodegate.core.rules.node import format_time
 from nodegate.reconciler.kit.errors import NotFoundError
 from nodegate.reconciler.kit.informer import Informer
@@ -34,30 +36,6 @@ from nodegate.reconciler.kit.kube import ConfigMapApi, ListWatch, RawObject, Sel
 from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.labels")
-
-QUARANTINE_REASON_ANNOTATION = "nodegate.dev/quarantine-reason"
-
-
-@dataclass(frozen=True)
-class StoredRecord:
-    """A record ConfigMap as cached: decoded, or the reason it cannot be."""
-
-    name: str
-    resource_version: str
-    record: LabelRecord | None
-    error: str | None
-    raw: RawObject
-
-
-def stored_record(raw: RawObject) -> StoredRecord:
-    meta = raw.get("metadata") or {}
-    try:
-        record, error = decode_record(raw.get("data")), None
-    except RecordError as err:
-        record, error = None, str(err)
-    return StoredRecord(
-        str(meta.get("name")), str(meta.get("resourceVersion") or ""), record, error, raw
-    )
 
 
 class RecordApi(ListWatch, ConfigMapApi, Protocol):

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.rules_source import (
-    CONFIRM_ANNOTATION,
     RulesUpdate,
     report_on_source,
 )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.errors import Problem, RulesError
@@ -33,8 +34,6 @@ from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")
 
-CONFIRM_ANNOTATION = "nodegate.dev/confirm-rules"
-"""On the rules ConfigMap: the digest of a held rules text to apply anyway."""
 
 SourceRef = tuple[str, str, str]
 """(namespace, name, uid) of the rules ConfigMap, for Events."""

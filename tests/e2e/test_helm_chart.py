@@ -36,6 +36,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.decisions.persisted_labels import RECORD_LABEL
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.build import ensure_helm_built
 from nodegate.localcluster.cluster import LocalControlPlane
@@ -43,7 +44,6 @@ from nodegate.localcluster.nodes import wait_until
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.chart import default_values, release_settings, rules_text
-from nodegate.manifests.settings import HISTORY_CONFIGMAP
 from tests.e2e.reconciler_fixtures import TIMEOUT, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
 from tests.e2e.shipped_manifests import service_account_kubeconfig, service_account_token

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.boot_sight import BootSight, track_boot
+from nodegate.core.decisions.init_pods import PodView, pod_signals, sighted
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
 from nodegate.core.decisions.verdicts import PlanFacts
@@ -32,7 +33,6 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for
-from nodegate.reconciler.nodes.gate_pods import PodView, pod_signals, sighted
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.served_rules import ServedRules
 

@@ -9,10 +9,10 @@ import pytest
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.rbac import cluster_rules
-from nodegate.manifests.settings import HISTORY_CONFIGMAP
 from tests.unit.manifests.support import (
     EXAMPLE_RULES,
     NO_POD_GATES,
@@ -315,7 +315,9 @@ def test_image_reference_defaults_to_the_package_version(
     )
 
 
-@pytest.mark.parametrize("name", [HISTORY_CONFIGMAP, STATUS_CONFIGMAP])
+@pytest.mark.parametrize(
+    "name", [HISTORY_CONFIGMAP, STATUS_CONFIGMAP, LEDGER_CONFIGMAP, SIGHTINGS_CONFIGMAP]
+)
 def test_the_rules_configmap_may_not_take_a_name_the_reconciler_writes(name: str) -> None:
     with pytest.raises(ValueError, match=f"'{name}' is the name of the reconciler's own"):
         build(rulesConfigMap=name)

@@ -15,6 +15,7 @@ import pytest
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.fencing import FENCE_ANNOTATION
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import format_time
 from nodegate.reconciler.kit.errors import (
@@ -33,7 +34,7 @@ from nodegate.reconciler.nodes.label_records import COALESCE_SECONDS
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.taint_history import HISTORY_CONFIGMAP, TaintHistory
+from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.fakes import FakeApi, fake_node
 

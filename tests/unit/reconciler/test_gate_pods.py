@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodegate.core.decisions.init_pods import PodView, pod_signals, sighted, slim_pod
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import StartupGate
-from nodegate.reconciler.nodes.gate_pods import PodView, pod_signals, sighted, slim_pod
 from tests.unit.core.builders import NOW, rules
 
 GATES = rules(
