@@ -4,7 +4,7 @@ write, so that a restart or a new leader counts what was spent. Pure.
 A node's own NoExecute taint (its `timeAdded`) says only what is still on it: a node that
 recovered within the window, and every `noSchedule: true` grant, would be forgotten. So the
 leader writes each grant here before the taint it allows is written (no grant without its
-record), in the API server's time, which every replica reads alike (`core.eviction_budget`
+record), in the API server's time, which every replica reads alike (`core.decisions.eviction_budget`
 counts windows in it).
 
 Format (`data["grants.json"]`): {"version": 1, "grants": [{"ledger", "node", "pool", "zone",

@@ -1,7 +1,7 @@
 """The first sights that must outlive a process, as stored where nodes cannot write. Pure.
 
-A sighting (`core.sightings`) kept in memory only is rebuilt after a restart from the first
-look, later than it was: a `for` hold under way starts again, and a re-gated node's conditions
+A sighting (`core.decisions.sightings`) kept in memory only is rebuilt after a restart from the
+first look, later than it was: a `for` hold under way starts again, and a re-gated node's conditions
 are seen anew, unwitnessed. Both are safe, but a restart should change nothing, and
 `nodegate explain` should say the "since" the reconciler acts on. So the leader keeps here the
 sightings that still decide something: of conditions a `for` hold is counting (the rule's taint

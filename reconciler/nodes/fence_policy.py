@@ -1,6 +1,6 @@
 """Whether the API server fences this leader's writes: the fence policy and its binding as
 installed, and who this replica is to the API server, read once when it starts to lead; what
-they mean is decided by `core.fencing.server_fence`."""
+they mean is decided by `core.decisions.fencing.server_fence`."""
 
 from __future__ import annotations
 

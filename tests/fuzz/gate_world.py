@@ -3,9 +3,9 @@ update the blast-radius guard holds), the webhook and the reconciler, driven ste
 
 The world keeps the ground truth nodegate cannot see (when the node really rebooted, which boot
 the pod's status is from; for a gate lifting on a node condition, the agent that reports it),
-runs the real planner (`core.plan`), the real boot tracking
-(`core.boot_sight`) and the real choice of what the webhook serves (`nodes.served_rules`), and
-checks the invariant on every write:
+runs the real planner (`core.decisions.plan`), the real boot tracking
+(`core.decisions.boot_sight`) and the real choice of what the webhook serves
+(`nodes.served_rules`), and checks the invariant on every write:
 
 * no gate is lifted without readiness of this life of the gate, a timeout that says lift (from
   this life's beginning), or its rule leaving the rules in force;
@@ -135,9 +135,10 @@ class World:
     note: str | None = None
     sight: BootSight | None = None
     pod_view: PodView | None = None
-    """The reconciler's view of the pod (`gate_pods.sighted`); None: not looked at since up."""
+    """The reconciler's view of the pod (`init_pods.sighted`); None: not looked at since up."""
     conditions_seen: dict[ConditionKey, Sighting] | None = None
-    """The reconciler's condition sightings (`core.sightings`); None: not looked at since up."""
+    """The reconciler's condition sightings (`core.decisions.sightings`); None: not looked at since
+    up."""
     history: frozenset[tuple[str, str]] = frozenset()
     serials: int = 0
     violations: list[str] = field(default_factory=list)

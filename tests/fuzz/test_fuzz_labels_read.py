@@ -1,4 +1,4 @@
-"""The watched view keeps only the labels the rules read (`core.plan.labels_read`): a node
+"""The watched view keeps only the labels the rules read (`core.decisions.plan.labels_read`): a node
 changing any other label costs no reconcile. That is safe only if the planner truly never reads
 them: for any node, changing labels the rules do not read changes nothing in its plan."""
 

@@ -5,7 +5,7 @@ allowed set (tests/e2e/test_local_kubelet.py shows it once, on a real kubelet). 
 put such labels everywhere a rules file can hold labels (pool labels, reconcilerLabels, rule
 matches); whatever validation lets through, the rendered OKE kubelet flags must only carry
 labels kubelet accepts. The oracle below is a transcription of kubelet's own check, not
-nodegate's (`core.k8s_names`), so a shared mistake cannot hide.
+nodegate's (`core.text.k8s_names`), so a shared mistake cannot hide.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""First sights (`core.sightings`): node-written times are tokens, and since when a state holds
-is when nodegate first saw its episode."""
+"""First sights (`core.decisions.sightings`): node-written times are tokens, and since when a state
+holds is when nodegate first saw its episode."""
 
 from __future__ import annotations
 

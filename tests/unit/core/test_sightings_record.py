@@ -1,4 +1,4 @@
-"""The sightings record (`core.sightings_record`): which first sights outlive a process, and
+"""The sightings record (`core.objects.sightings_record`): which first sights outlive a process, and
 how they are stored."""
 
 from __future__ import annotations
