@@ -1,5 +1,5 @@
 """Which init pods on a node signal that its startup gate may be lifted (pure part of
-reconciler/nodes/gate_pods.py: the slim pod view and the readiness signal)."""
+core/decisions/init_pods.py: the slim pod view and the readiness signal)."""
 
 from __future__ import annotations
 
