@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodegate.core.decisions.sightings import (
+    ConditionKey,
     Sighting,
     condition_key,
     condition_token,
@@ -56,6 +57,16 @@ def gate_outcome(
         if taint.identity in carried
     )
     return replace(outcome, carried=carried, former=former)
+
+
+def gate_sightings_kept(node: NodeState, gate: StartupGate) -> frozenset[ConditionKey]:
+    """A re-gated gate's conditions, while the node carries it: their first sight, witnessed or
+    not, decides whether readiness is of the new boot."""
+    regated = GATE_REBOOTED_AFTER + gate.name in node.annotations
+    if not (regated and gate.ready_when.conditions and carried_gate_taints(node, gate)):
+        return frozenset()
+    types = {m.type for m in gate.ready_when.conditions}
+    return frozenset(condition_key(c) for c in node.conditions if c.type in types)
 
 
 def carried_gate_taints(node: NodeState, gate: StartupGate) -> frozenset[tuple[str, str]]:

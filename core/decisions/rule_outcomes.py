@@ -7,11 +7,17 @@ one), never silently skipped. Pure.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodegate.core.decisions.gate_plan import gate_outcome
-from nodegate.core.decisions.sightings import condition_key, condition_token, first_sight
+from nodegate.core.decisions.gate_plan import gate_outcome, gate_sightings_kept
+from nodegate.core.decisions.sightings import (
+    ConditionKey,
+    condition_key,
+    condition_token,
+    first_sight,
+)
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome, Verdict
 from nodegate.core.rules.conditions import conditions_hold, is_assumed, matching_condition
 from nodegate.core.rules.model import ConditionTaintRule, LabelTaintRule, StartupGate
@@ -83,25 +89,58 @@ def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts
     )
 
 
-DECIDERS: dict[type[Any], Decide] = {
-    LabelTaintRule: label_outcome,
-    ConditionTaintRule: condition_outcome,
-    StartupGate: gate_outcome,
+def condition_sightings_kept(node: NodeState, rule: ConditionTaintRule) -> frozenset[ConditionKey]:
+    """The conditions a `for` hold is counting (they hold, the taint is not on yet): reported
+    ones only (an assumed one counts from the Node's creation, which needs no keeping)."""
+    if not rule.hold or node.taint(rule.taint.identity) is not None:
+        return frozenset()
+    found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
+    matched = conditions_hold(found, rule.condition_policy) or ()
+    reported = {c.type for c in node.conditions}
+    return frozenset(condition_key(c) for c in matched if c.type in reported)
+
+
+def _none_kept(node: NodeState, rule: Any) -> frozenset[ConditionKey]:
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class KindDecisions:
+    """What one kind of rule decides about a node."""
+
+    outcome: Decide
+    sightings_kept: Callable[[NodeState, Any], frozenset[ConditionKey]] = _none_kept
+    """Which of the node's condition sightings this rule still decides with, so they outlive a
+    restart (`core.objects.sightings_record`)."""
+
+
+DECIDERS: dict[type[Any], KindDecisions] = {
+    LabelTaintRule: KindDecisions(label_outcome),
+    ConditionTaintRule: KindDecisions(condition_outcome, condition_sightings_kept),
+    StartupGate: KindDecisions(gate_outcome, gate_sightings_kept),
 }
-"""The one place a rule kind's decision is registered."""
+"""The one place a rule kind's decisions are registered."""
 
 
 class UnknownRuleKindError(TypeError):
     pass
 
 
-def rule_outcome(
-    node: NodeState, labels: Mapping[str, str], rule: TaintRule, facts: PlanFacts
-) -> RuleOutcome:
-    decide = DECIDERS.get(type(rule))
-    if decide is None:
+def _decisions(rule: TaintRule) -> KindDecisions:
+    found = DECIDERS.get(type(rule))
+    if found is None:
         raise UnknownRuleKindError(
             f"no decision registered for rule kind {type(rule).__name__} "
             f"({rule.kind.field}): add it to DECIDERS in core/decisions/rule_outcomes.py"
         )
-    return decide(node, labels, rule, facts)
+    return found
+
+
+def rule_outcome(
+    node: NodeState, labels: Mapping[str, str], rule: TaintRule, facts: PlanFacts
+) -> RuleOutcome:
+    return _decisions(rule).outcome(node, labels, rule, facts)
+
+
+def sightings_kept(node: NodeState, rule: TaintRule) -> frozenset[ConditionKey]:
+    return _decisions(rule).sightings_kept(node, rule)

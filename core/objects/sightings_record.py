@@ -21,15 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nodegate.core.decisions.gate_plan import carried_gate_taints
+from nodegate.core.decisions.rule_outcomes import sightings_kept
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Sighting,
-    condition_key,
     tells_episodes_apart,
 )
-from nodegate.core.rules.conditions import conditions_hold, matching_condition
-from nodegate.core.rules.gate_records import GATE_REBOOTED_AFTER
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, format_precise_time, parse_time
 from nodegate.core.text.stored_document import read_document
@@ -68,20 +65,7 @@ class NodeSightings:
 def worth_keeping(node: NodeState, rules: NodeRules) -> frozenset[ConditionKey]:
     """The node's conditions whose first sight still decides something: those a `for` hold is
     counting (its conditions hold and its taint is not on the node), and a re-gated gate's."""
-    keys: set[ConditionKey] = set()
-    for rule in rules.condition_taints:
-        if not rule.hold or node.taint(rule.taint.identity) is not None:
-            continue
-        found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
-        matched = conditions_hold(found, rule.condition_policy) or ()
-        reported = {c.type for c in node.conditions}
-        keys |= {condition_key(c) for c in matched if c.type in reported}
-    for gate in rules.startup_gates:
-        regated = GATE_REBOOTED_AFTER + gate.name in node.annotations
-        if regated and gate.ready_when.conditions and carried_gate_taints(node, gate):
-            types = {m.type for m in gate.ready_when.conditions}
-            keys |= {condition_key(c) for c in node.conditions if c.type in types}
-    return frozenset(keys)
+    return frozenset(key for rule in rules.taint_rules() for key in sightings_kept(node, rule))
 
 
 def encode_sightings(nodes: Mapping[str, NodeSightings]) -> dict[str, str]:

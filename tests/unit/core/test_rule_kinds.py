@@ -19,8 +19,9 @@ from nodegate.core.decisions.blast_radius import has_no_rules
 from nodegate.core.decisions.dry_run import dry_run_rules, hands_off
 from nodegate.core.decisions.eviction_budget import charged_rules, charges, ledger_of
 from nodegate.core.decisions.plan import annotations_read, labels_read, plan, relevant_view
-from nodegate.core.decisions.rule_outcomes import DECIDERS, UnknownRuleKindError
+from nodegate.core.decisions.rule_outcomes import DECIDERS, KindDecisions, UnknownRuleKindError
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome, Verdict
+from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.reports.cluster_status import RecordsView, status_report
 from nodegate.core.reports.rules_change import rules_change
 from nodegate.core.rules.conditions import condition_types_read
@@ -85,7 +86,7 @@ def annotation_outcome(
 @pytest.fixture
 def registered() -> Iterator[None]:
     """The dummy kind's decision, registered as a real kind's is (and unregistered after)."""
-    DECIDERS[AnnotationTaintRule] = annotation_outcome
+    DECIDERS[AnnotationTaintRule] = KindDecisions(annotation_outcome)
     yield
     del DECIDERS[AnnotationTaintRule]
 
@@ -193,3 +194,12 @@ def test_the_day2_reports_show_a_new_kinds_rules() -> None:
     assert [row.rule for row in change.summary] == ["quarantined"]
     report = status_report(NOW, [tainted], rules, None, None, None, RecordsView(), ())
     assert [row.rule for row in report.taints] == ["quarantined"]
+
+
+def test_the_sightings_record_keeps_what_a_new_kind_still_decides_with() -> None:
+    kept = frozenset({("example.com/Quarantine", "True")})
+    DECIDERS[AnnotationTaintRule] = KindDecisions(annotation_outcome, lambda _node, _rule: kept)
+    try:
+        assert worth_keeping(node(), dummy_rules()) == kept
+    finally:
+        del DECIDERS[AnnotationTaintRule]
