@@ -42,7 +42,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 from nodegate.manifests.build import build_manifests
-from nodegate.manifests.chart import default_values, release_settings, rules_text
+from nodegate.manifests.chart.values import default_values, release_settings, rules_text
 from nodegate.manifests.settings import HISTORY_CONFIGMAP
 from tests.e2e.reconciler_fixtures import TIMEOUT, wait_for_taints
 from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
