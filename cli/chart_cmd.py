@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from nodegate.cli.manifests_cmd import EXAMPLE_RULES, load_rules
-from nodegate.manifests.chart import chart_files
+from nodegate.manifests.chart.files import chart_files
 
 
 def chart(

@@ -33,7 +33,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.bench.cluster_ops import bench_api
 from tests.bench.procstat import usage
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 NAMESPACE = "nodegate-bench-hostile"
 RATE = 50.0

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import LocalKarpenter
-from tests.e2e.karpenter_scene import GATE, REPLICAS, start_scene
-from tests.e2e.reconciler_fixtures import taints_of
+from tests.e2e.support.karpenter_scene import GATE, REPLICAS, start_scene
+from tests.e2e.support.reconciler_fixtures import taints_of
 
 
 def measure(plane: LocalControlPlane, workdir: Path, seconds: float, every: float) -> None:

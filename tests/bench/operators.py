@@ -13,7 +13,7 @@ from typing import Literal
 
 from tests.bench.procstat import ProcUsage, usage
 from tests.bench.scenario import RULES_YAML
-from tests.e2e.reconciler_process import free_port, http_get, metric_total
+from tests.e2e.support.reconciler_process import free_port, http_get, metric_total
 
 OperatorName = Literal["nodegate", "nodegate-unlimited", "kopf"]
 # What each one's requests carry as User-Agent, to find its writes in the audit log:

@@ -27,7 +27,7 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, wait_until
 from tests.bench import cluster_ops
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 RULES = cluster_ops.BATCH_RULES
 TAINT = "bench.example.com/batch"

@@ -26,10 +26,10 @@ from nodegate.localcluster.build import (
     kubelet_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
-from tests.e2e.lease_params import keep_lease_params_watched
-from tests.e2e.node_identity import as_node
-from tests.e2e.real_kubelet import start_kubelet
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.lease_params import keep_lease_params_watched
+from tests.e2e.support.node_identity import as_node
+from tests.e2e.support.real_kubelet import start_kubelet
+from tests.e2e.support.reconciler_fixtures import (
     make_node,
     reconciler,
     records_namespace,

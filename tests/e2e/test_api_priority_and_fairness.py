@@ -18,8 +18,8 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.reconciler.kit.client import load_api_client
-from tests.e2e.reconciler_fixtures import HEADER, alone, taints_of
-from tests.e2e.reconciler_process import running_reconciler
+from tests.e2e.support.reconciler_fixtures import HEADER, alone, taints_of
+from tests.e2e.support.reconciler_process import running_reconciler
 
 NODES = 60
 STORM_LABEL = "e2e.nodegate.dev/apf-storm"

@@ -13,8 +13,8 @@ from kubernetes import client as k8s_client
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, set_node_condition
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     Start,
     after_a_reconcile,
@@ -25,7 +25,7 @@ from tests.e2e.reconciler_fixtures import (
     wait_for_event,
     wait_for_taints,
 )
-from tests.e2e.webhook_fixtures import (
+from tests.e2e.support.webhook_fixtures import (
     SELECTED,
     raw_create,
     registered_webhook,

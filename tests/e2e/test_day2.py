@@ -28,14 +28,14 @@ from nodegate.core.decisions.persisted_labels import record_name
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     gate_init_pod,
     taints_of,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 BIN = Path(sys.executable).parent
 GATE_KEY = "startup.day2.example.com/init"

@@ -19,7 +19,7 @@ from kubernetes import client as k8s_client
 
 from nodegate.core.objects.status_record import HeldUpdate, ReconcilerStatus, encode_status
 from nodegate.localcluster.cluster import LocalControlPlane
-from tests.e2e.reconciler_fixtures import HEADER
+from tests.e2e.support.reconciler_fixtures import HEADER
 
 BIN = Path(sys.executable).parent
 TEAM = "e2e.nodegate.dev/day2-bad-state"

@@ -31,9 +31,9 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
-from tests.e2e.reconciler_fixtures import init_daemonset, taints_of
-from tests.e2e.reconciler_process import running_reconciler
-from tests.e2e.shipped_manifests import (
+from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
+from tests.e2e.support.reconciler_process import running_reconciler
+from tests.e2e.support.shipped_manifests import (
     service_account_kubeconfig,
     service_account_token,
     the_deployment,

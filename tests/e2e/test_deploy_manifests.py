@@ -21,9 +21,9 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
-from tests.e2e.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
-from tests.e2e.reconciler_process import running_reconciler
-from tests.e2e.shipped_manifests import (
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
+from tests.e2e.support.reconciler_process import running_reconciler
+from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
     service_account_kubeconfig,
     service_account_token,

@@ -12,7 +12,7 @@ from kubernetes import client as k8s_client
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.nodes import set_node_condition, wait_until
-from tests.e2e.reconciler_fixtures import HEADER, Start, taints_of, wait_for_event
+from tests.e2e.support.reconciler_fixtures import HEADER, Start, taints_of, wait_for_event
 
 NODES = 20
 WINDOW_SECONDS = 3

@@ -43,10 +43,10 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 from nodegate.manifests.build import build_manifests
-from nodegate.manifests.chart import default_values, release_settings, rules_text
-from tests.e2e.reconciler_fixtures import TIMEOUT, wait_for_taints
-from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
-from tests.e2e.shipped_manifests import service_account_kubeconfig, service_account_token
+from nodegate.manifests.chart.values import default_values, release_settings, rules_text
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, wait_for_taints
+from tests.e2e.support.reconciler_process import ReconcilerProcess, free_port, running_reconciler
+from tests.e2e.support.shipped_manifests import service_account_kubeconfig, service_account_token
 from tests.unit.manifests.support import REPO, REPOSITORY, example_document
 
 CHART = REPO / "charts" / "nodegate"

@@ -26,8 +26,8 @@ from nodegate.core.decisions.persisted_labels import (
 )
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     Start,
@@ -40,7 +40,7 @@ from tests.e2e.reconciler_fixtures import (
     wait_for_record,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess
+from tests.e2e.support.reconciler_process import ReconcilerProcess
 
 TENANT = "node-restriction.kubernetes.io/tenant"
 ROLE = "node-role.kubernetes.io/payments"

@@ -17,8 +17,8 @@ from kubernetes import client as k8s_client
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import STRATEGIC_MERGE_PATCH
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     Start,
     after_a_reconcile,

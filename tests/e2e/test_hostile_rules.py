@@ -11,13 +11,13 @@ from kubernetes import client as k8s_client
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     RULES,
     TIMEOUT,
     wait_for_event,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 MEMORY_LIMIT_MIB = 256  # the shipped Deployment's limit
 ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -36,9 +36,9 @@ from nodegate.image.errors import ImageError
 from nodegate.image.pod import deployment_container, in_cluster_env, run_argv
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
-from tests.e2e.reconciler_process import free_port, http_get, metric_total
-from tests.e2e.shipped_manifests import (
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
+from tests.e2e.support.reconciler_process import free_port, http_get, metric_total
+from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
     manifest_objects,
     service_account_token,

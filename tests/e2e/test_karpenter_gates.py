@@ -24,8 +24,8 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import LocalKarpenter
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.karpenter_scene import DONE, GATE, HOLD_SECONDS, REPLICAS, start_scene
-from tests.e2e.reconciler_fixtures import taints_of, wait_for_event
+from tests.e2e.support.karpenter_scene import DONE, GATE, HOLD_SECONDS, REPLICAS, start_scene
+from tests.e2e.support.reconciler_fixtures import taints_of, wait_for_event
 
 pytestmark = [pytest.mark.karpenter, pytest.mark.timeout(600)]
 

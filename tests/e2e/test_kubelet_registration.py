@@ -29,7 +29,7 @@ from nodegate.core.rules.registration import (
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from tests.ansible.playbooks import ROOT, install_collection, inventory, run_playbook
-from tests.e2e.real_kubelet import (
+from tests.e2e.support.real_kubelet import (
     KUBELET_NOT_READY,
     KUBELET_OWN_LABELS,
     FirstVersion,
@@ -37,9 +37,9 @@ from tests.e2e.real_kubelet import (
     first_version,
     taint_set,
 )
-from tests.e2e.reconciler_fixtures import RECONCILES, TIMEOUT, taints_of
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
-from tests.e2e.rendered_kubelet_args import (
+from tests.e2e.support.reconciler_fixtures import RECONCILES, TIMEOUT, taints_of
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.rendered_kubelet_args import (
     env_file_kubelet_flags,
     oke_boot_kubelet_flags,
     render,

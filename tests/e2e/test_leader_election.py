@@ -18,9 +18,9 @@ from kubernetes import client as k8s_client
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import RULES, wait_for_taints
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
-from tests.e2e.tcp_proxy import partition_proxy
+from tests.e2e.support.reconciler_fixtures import RULES, wait_for_taints
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.tcp_proxy import partition_proxy
 
 LEASE = (
     "--lease-duration-seconds",
@@ -198,7 +198,7 @@ def test_a_stepped_wall_clock_and_slow_lease_reads_never_put_both_fences_up(
     args = ("--rules-configmap", ref, *lease, *LEASE_FOR_SLOW_READS)
     step_file = tmp_path / "wall-step"
     step_file.write_text("0")
-    skewed = "tests.e2e.skewed_reconciler"
+    skewed = "tests.e2e.support.skewed_reconciler"
     slow = {"NODEGATE_TEST_LEASE_READ_DELAY": "4"}
     stepped = {"NODEGATE_TEST_WALL_STEP_FILE": str(step_file)}
     kubeconfig = control_plane.kubeconfig_path

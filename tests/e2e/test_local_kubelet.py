@@ -19,8 +19,8 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.localcluster.kubelet import KUBELET_OWN_DIRS
 from nodegate.localcluster.nodes import wait_until
 from tests.ansible.playbooks import ROOT
-from tests.e2e.real_kubelet import StartKubelet, first_version, taint_set
-from tests.e2e.rendered_kubelet_args import render_result
+from tests.e2e.support.real_kubelet import StartKubelet, first_version, taint_set
+from tests.e2e.support.rendered_kubelet_args import render_result
 
 pytestmark = pytest.mark.kubelet
 

@@ -9,8 +9,8 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import read_node
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import read_node
 
 
 @pytest.fixture

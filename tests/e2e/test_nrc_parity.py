@@ -31,7 +31,7 @@ from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     Start,

@@ -18,9 +18,9 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.reconciler_fixtures import HEADER, RULES, patch_labels, wait_for_taints
-from tests.e2e.reconciler_process import running_reconciler
-from tests.e2e.tcp_proxy import partition_proxy
+from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, wait_for_taints
+from tests.e2e.support.reconciler_process import running_reconciler
+from tests.e2e.support.tcp_proxy import partition_proxy
 
 CI = ("example.com/dedicated", "NoSchedule")
 CONVERGE_SECONDS = 30

@@ -14,7 +14,7 @@ from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodePool
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,
     Start,
     patch_labels,

@@ -15,7 +15,7 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,
     Start,
     patch_labels,

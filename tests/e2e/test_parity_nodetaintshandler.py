@@ -1,7 +1,7 @@
 """Parity with nodetaintshandler: its documented usage replayed on the real control plane
 (scheduler, controller-manager, kwok), with the rules and webhook settings `nodegate migrate
 nodetaintshandler` makes of its environment and the Node admission webhook registered with the
-real kube-apiserver (tests/e2e/webhook_fixtures.py).
+real kube-apiserver (tests/e2e/support/webhook_fixtures.py).
 
 Nodes join and are born with `startup.k8s.io/initializing=wait:NoSchedule` (AKS system-pool
 nodes are not); the init DaemonSet's pod (`startup.k8s.io/component=init`, tolerating the gate)
@@ -33,15 +33,15 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, mark_pod_ready, wait_until
 from nodegate.migrate.conversion import Conversion, to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,
     configmap_putter,
     read_node,
     taints_of,
     wait_for_event,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess
-from tests.e2e.webhook_fixtures import (
+from tests.e2e.support.reconciler_process import ReconcilerProcess
+from tests.e2e.support.webhook_fixtures import (
     SELECTED,
     Webhook,
     raw_create,

@@ -10,7 +10,7 @@ from pathlib import Path
 from kubernetes import client as k8s_client
 
 from nodegate.localcluster.nodes import set_node_condition
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     Start,
     after_a_reconcile,
     taints_of,

@@ -22,7 +22,7 @@ from nodegate.localcluster.nodes import (
     delete_node,
     wait_until,
 )
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     RULES,
     TIMEOUT,
     Start,
@@ -36,7 +36,7 @@ from tests.e2e.reconciler_fixtures import (
     wait_for_event,
     wait_for_record,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess
+from tests.e2e.support.reconciler_process import ReconcilerProcess
 
 TEAM = "persist.example.com/team"
 PERSIST = RULES + "persistentLabels: {prefixes: [persist.example.com/], forgetAfter: %s}\n"

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import heartbeat, set_node_condition, wait_until
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     RULES,
     TIMEOUT,
@@ -27,7 +27,7 @@ from tests.e2e.reconciler_fixtures import (
     wait_for_event,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 
 def test_label_taint_is_added_when_the_label_appears(

@@ -36,7 +36,7 @@ from nodegate.localcluster.nodes import (
     set_node_condition,
     wait_until,
 )
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     gate_init_pod,
@@ -48,7 +48,7 @@ from tests.e2e.reconciler_fixtures import (
     taints_of,
     wait_for_record,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 pytestmark = [pytest.mark.restart, pytest.mark.timeout(600)]
 

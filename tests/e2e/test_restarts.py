@@ -23,7 +23,7 @@ from kubernetes import client as k8s_client
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     gate_init_pod,
@@ -32,7 +32,7 @@ from tests.e2e.reconciler_fixtures import (
     taints_of,
     wait_for_taints,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 TEAM = "restart.example.com/team"
 GATE = ("restart.example.com/init", "NoSchedule")

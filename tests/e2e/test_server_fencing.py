@@ -7,7 +7,7 @@ ServiceAccount's token (no kubelet here), as tests/e2e/test_deploy_manifests.py 
 
 The paused leader (issue 44): replica A leads, through a proxy; the proxy starts keeping what A
 sends; a label makes A patch a taint onto a node, and A stops itself (SIGSTOP) right after that
-PATCH left (tests/e2e/held_writer.py), so the request sits in the proxy with A's term on it.
+PATCH left (tests/e2e/support/held_writer.py), so the request sits in the proxy with A's term on it.
 The admin deletes the rule; the standby B takes over and leads under the new rules, which
 want no taint. Then the proxy delivers A's PATCH. Without the fence policy it lands: the node
 carries the deleted rule's taint (the control case: the hazard is real, the scene reaches it).
@@ -41,15 +41,15 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
-from tests.e2e.reconciler_fixtures import HEADER, RULES, patch_labels, read_node
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
-from tests.e2e.shipped_manifests import (
+from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, read_node
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
     service_account_kubeconfig,
     service_account_token,
     the_deployment,
 )
-from tests.e2e.tcp_proxy import partition_proxy
+from tests.e2e.support.tcp_proxy import partition_proxy
 
 LEASE = ("--lease-duration-seconds=4", "--renew-deadline-seconds=3", "--retry-period-seconds=1")
 TAINT = ("example.com/dedicated", "NoSchedule")
@@ -110,7 +110,7 @@ def install(
 
 def _uninstall(api_client: k8s_client.ApiClient, done: Install) -> None:
     """The cluster-scoped objects and the namespace: the control plane is shared (its Lease
-    param informer outlives our bindings: tests/e2e/lease_params.py)."""
+    param informer outlives our bindings: tests/e2e/support/lease_params.py)."""
     admission = k8s_client.AdmissionregistrationV1Api(api_client)
     rbac = k8s_client.RbacAuthorizationV1Api(api_client)
     deletes: dict[str, Callable[[str], object]] = {
@@ -209,7 +209,7 @@ def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_ap
                 via_proxy,
                 tmp_path,
                 *installed.args,
-                module="tests.e2e.held_writer",
+                module="tests.e2e.support.held_writer",
                 env={"NODEGATE_TEST_HOLD_FILE": str(hold), "NODEGATE_TEST_SENT_FILE": str(sent)},
             )
         )

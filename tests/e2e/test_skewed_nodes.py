@@ -20,8 +20,8 @@ import pytest
 from kubernetes import client as k8s_client
 
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     Start,
     gate_init_pod,

@@ -26,7 +26,7 @@ from nodegate.localcluster.nodes import (
     mark_pod_ready,
     wait_until,
 )
-from tests.e2e.reconciler_fixtures import (
+from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
     alone,
@@ -37,7 +37,7 @@ from tests.e2e.reconciler_fixtures import (
     taints_of,
     wait_for_event,
 )
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 GATE = ("startup.example.com/init", "NoSchedule")
 GATE_TAINT = {"key": GATE[0], "value": "wait", "effect": GATE[1]}

@@ -1,6 +1,6 @@
-"""The Node admission webhook registered with the real kube-apiserver (tests/e2e/webhook_fixtures.py
-says how): what a Node is born with, read from the create response, the failure policies, the
-latency, and the shipped RBAC."""
+"""The Node admission webhook registered with the real kube-apiserver
+(tests/e2e/support/webhook_fixtures.py says how): what a Node is born with, read from the create
+response, the failure policies, the latency, and the shipped RBAC."""
 
 from __future__ import annotations
 
@@ -33,16 +33,16 @@ from nodegate.manifests.build import build_manifests
 from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, WEBHOOK_NAME
-from tests.e2e.node_identity import AsNode
-from tests.e2e.reconciler_fixtures import read_node, wait_for_event, wait_for_taints
-from tests.e2e.reconciler_process import ReconcilerProcess, free_port, running_reconciler
-from tests.e2e.shipped_manifests import (
+from tests.e2e.support.node_identity import AsNode
+from tests.e2e.support.reconciler_fixtures import read_node, wait_for_event, wait_for_taints
+from tests.e2e.support.reconciler_process import ReconcilerProcess, free_port, running_reconciler
+from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
     service_account_kubeconfig,
     service_account_token,
     the_deployment,
 )
-from tests.e2e.webhook_fixtures import (
+from tests.e2e.support.webhook_fixtures import (
     READY_TIMEOUT,
     SELECTED,
     Webhook,

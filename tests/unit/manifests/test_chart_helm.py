@@ -31,9 +31,9 @@ from nodegate.localcluster.build import (
 )
 from nodegate.localcluster.versions import HELM4_VERSION
 from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.chart import (
+from nodegate.manifests.chart.files import chart_files
+from nodegate.manifests.chart.values import (
     MAP_SETTINGS,
-    chart_files,
     default_values,
     release_settings,
     rules_text,

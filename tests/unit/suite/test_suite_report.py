@@ -75,3 +75,11 @@ def test_the_tiers_together_run_every_test_folder() -> None:
         f"tests/{child.name}" for child in tests.iterdir() if (child / "__init__.py").is_file()
     }
     assert folders == expected
+
+
+def test_the_e2e_tier_keeps_its_helpers_in_support_and_its_tests_beside_the_conftest() -> None:
+    # tests/e2e/README.md, "Layout": a helper module among the tests reads as a test file.
+    e2e = Path(__file__).parents[2] / "e2e"
+    top = {p.name for p in e2e.glob("*.py")} - {"__init__.py", "conftest.py"}
+    assert sorted(n for n in top if not n.startswith("test_")) == []
+    assert sorted(p.name for p in (e2e / "support").glob("test_*.py")) == []

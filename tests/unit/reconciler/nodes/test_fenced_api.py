@@ -16,7 +16,7 @@ from nodegate.reconciler.kit.errors import ConflictError, PermanentError, Tempor
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.nodes.fenced_api import STALE_VIEW_SECONDS, FencedApi, FencedError
-from tests.unit.reconciler.fakes import FakeApi, fake_node
+from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 
 NS = "nodegate-system"
 POLICY = "nodegate-reconciler-fence"

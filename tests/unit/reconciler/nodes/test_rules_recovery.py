@@ -17,8 +17,8 @@ from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.main import readiness
 from nodegate.reconciler.nodes import controller as controller_module
 from nodegate.reconciler.nodes.controller import Controller
-from tests.unit.reconciler.fakes import FakeApi
-from tests.unit.reconciler.test_controller import (
+from tests.unit.reconciler.kit.fakes import FakeApi
+from tests.unit.reconciler.nodes.test_controller import (
     CI_RULES,
     GPU_ONLY,
     REF,
@@ -28,7 +28,7 @@ from tests.unit.reconciler.test_controller import (
     sync,
     synced,
 )
-from tests.unit.reconciler.test_status_publisher import offered
+from tests.unit.reconciler.nodes.test_status_publisher import offered
 
 RECORD = ("nodegate-system", STATUS_CONFIGMAP)
 CI_EVICTING = CI_RULES.replace("effect: NoSchedule", "effect: NoExecute")

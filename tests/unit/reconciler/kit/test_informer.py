@@ -15,7 +15,7 @@ from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import TemporaryError, WatchStalledError
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection
-from tests.unit.reconciler.fakes import FakeApi, fake_node, gone
+from tests.unit.reconciler.kit.fakes import FakeApi, fake_node, gone
 
 Seen = list[tuple[str, str | None, str | None]]
 

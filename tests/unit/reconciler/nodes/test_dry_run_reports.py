@@ -12,8 +12,8 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.node_writer import NodeWriter
-from tests.unit.reconciler.fakes import FakeApi
-from tests.unit.reconciler.test_eviction_breaker import FakeRecorder
+from tests.unit.reconciler.kit.fakes import FakeApi
+from tests.unit.reconciler.nodes.test_eviction_breaker import FakeRecorder
 
 ADD = DryRunChange("ci", "add_taint", "example.com/ci:NoSchedule", "node labels match")
 LIFT = DryRunChange("cni", "lift_gate", "cni", "condition NetworkReady=True")

@@ -30,7 +30,7 @@ from nodegate.reconciler.main import readiness
 from nodegate.reconciler.webhook.admission import NodeAdmission, RecordLookup, WebhookMetrics
 from nodegate.reconciler.webhook.certs import CertPolicy, renew
 from nodegate.reconciler.webhook.server import WebhookServer
-from tests.unit.reconciler.test_admission_review import review
+from tests.unit.reconciler.webhook.test_admission_review import review
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 RULES = parse_rules(

@@ -12,7 +12,7 @@ from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, 
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from tests.unit.core.builders import NOW
-from tests.unit.reconciler.fakes import FakeApi
+from tests.unit.reconciler.kit.fakes import FakeApi
 
 WHERE = ("nodegate-system", LEDGER_CONFIGMAP)
 A = Grant("network-problem", "a1", Place(), NOW - timedelta(minutes=1))

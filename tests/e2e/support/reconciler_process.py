@@ -107,7 +107,8 @@ def running_reconciler(
     module: str = "nodegate.cli",
     env: dict[str, str] | None = None,
 ) -> Iterator[ReconcilerProcess]:
-    """`module` and `env`: a wrapper of the CLI and its settings (tests.e2e.skewed_reconciler)."""
+    """`module` and `env`: a wrapper of the CLI and its settings
+    (tests.e2e.support.skewed_reconciler)."""
     port = free_port()
     log_path = log_dir / f"reconciler-{port}.log"
     argv = [sys.executable, "-m", module, "reconcile", "--kubeconfig", str(kubeconfig)]

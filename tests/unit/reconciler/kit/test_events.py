@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
-from tests.unit.reconciler.fakes import FakeApi
+from tests.unit.reconciler.kit.fakes import FakeApi
 
 
 def test_a_repeated_event_patches_the_count_instead_of_creating_another() -> None:

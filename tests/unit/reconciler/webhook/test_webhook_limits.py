@@ -26,7 +26,7 @@ from nodegate.manifests.settings import WebhookDeploy
 from nodegate.reconciler.settings import WebhookSettings
 from nodegate.reconciler.webhook.server import WebhookServer
 from nodegate.reconciler.webhook.wire import REQUEST_DEADLINE_SECONDS, ServerLimits
-from tests.unit.reconciler.test_webhook import (
+from tests.unit.reconciler.webhook.test_webhook import (
     FakeReader,
     admission,
     body,

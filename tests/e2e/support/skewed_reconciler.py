@@ -1,5 +1,6 @@
-"""`python -m tests.e2e.skewed_reconciler reconcile ...`: the real `nodegate reconcile`, with this
-process's wall clock steppable and its Lease reads slowed, for the clock-step election test.
+"""`python -m tests.e2e.support.skewed_reconciler reconcile ...`: the real `nodegate reconcile`,
+with this process's wall clock steppable and its Lease reads slowed, for the clock-step election
+test.
 
 The system clock cannot be stepped in a test (nor for one process), so `time.time()` is
 replaced in this process only: it is what the official client's leader election compared. The

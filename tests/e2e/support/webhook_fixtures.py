@@ -31,7 +31,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, wait_until
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, mutating_webhook_configuration
-from tests.e2e.reconciler_process import (
+from tests.e2e.support.reconciler_process import (
     ReconcilerProcess,
     free_port,
     running_reconciler,

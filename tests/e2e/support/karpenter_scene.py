@@ -17,8 +17,8 @@ from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.core.rules.loader import parse_rules
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
-from tests.e2e.reconciler_fixtures import HEADER, alone, configmap_putter, init_daemonset
-from tests.e2e.reconciler_process import running_reconciler
+from tests.e2e.support.reconciler_fixtures import HEADER, alone, configmap_putter, init_daemonset
+from tests.e2e.support.reconciler_process import running_reconciler
 
 GATE_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-init"
 GATE = (GATE_KEY, "NoSchedule")

@@ -8,8 +8,8 @@ from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStat
 from nodegate.core.rules.loader import parse_rules
 from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from tests.unit.reconciler.fakes import FakeApi
-from tests.unit.reconciler.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
+from tests.unit.reconciler.kit.fakes import FakeApi
+from tests.unit.reconciler.nodes.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
 
 
 def offered(text: str, confirmation: str | None = None) -> RulesUpdate:

@@ -12,7 +12,7 @@ from kubernetes import utils
 
 from nodegate.localcluster.cluster import LocalControlPlane
 
-MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "reconciler.yaml"
+MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "reconciler.yaml"
 ALREADY_EXISTS = 409
 
 

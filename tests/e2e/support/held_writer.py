@@ -1,8 +1,8 @@
-"""`python -m tests.e2e.held_writer reconcile ...`: the real `nodegate reconcile`, which, once the
-file named by NODEGATE_TEST_HOLD_FILE exists, stops itself (SIGSTOP) right after its next Node
-PATCH has left for the API server and before it reads the answer: a process paused with a write
-in flight (GC, a frozen container, a live-migrated VM), made deterministic. It first writes the
-file named by NODEGATE_TEST_SENT_FILE, so the test knows the request is on its way.
+"""`python -m tests.e2e.support.held_writer reconcile ...`: the real `nodegate reconcile`, which,
+once the file named by NODEGATE_TEST_HOLD_FILE exists, stops itself (SIGSTOP) right after its next
+Node PATCH has left for the API server and before it reads the answer: a process paused with a write
+in flight (GC, a frozen container, a live-migrated VM), made deterministic. It first writes the file
+named by NODEGATE_TEST_SENT_FILE, so the test knows the request is on its way.
 
 The PATCH has passed every check of the process's own (its fence among them) when it pauses;
 what happens to it is up to the API server.

@@ -19,7 +19,7 @@ from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
-from tests.e2e.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 RULES = HEADER + textwrap.dedent(

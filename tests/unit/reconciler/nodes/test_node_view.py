@@ -6,7 +6,7 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
-from tests.unit.reconciler.fakes import fake_node
+from tests.unit.reconciler.kit.fakes import fake_node
 
 RULES = parse_rules(to_yaml(convert_nodetaintshandler(HandlerSettings(startup_backfill="1"))))
 

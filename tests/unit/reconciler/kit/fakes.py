@@ -1,4 +1,4 @@
-"""A fake of the client boundary (`nodegate.reconciler.kube.Api`) for the retry and error paths
+"""A fake of the client boundary (`nodegate.reconciler.kit.kube.Api`) for the retry and error paths
 that are hard to hit on a real API server. The e2e tier proves the happy and racy paths there.
 
 Nodes live in a dict with resourceVersions; scripted failures are queued per call name and

@@ -36,7 +36,7 @@ from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
-from tests.unit.reconciler.fakes import FakeApi, fake_node
+from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 CI_RULES = HEADER + textwrap.dedent(
