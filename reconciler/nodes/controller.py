@@ -82,6 +82,8 @@ class Controller:
         test gives one: every "since when" and every record nodegate writes is on it."""
         self._settings = settings
         self._metrics = metrics
+        """The registry: the controller hands each collaborator its own group."""
+        self._own_metrics = metrics.controller
         self._history = history
         self._health = health
         self._server_clock = AnchoredClock(api.server_time)
@@ -89,7 +91,7 @@ class Controller:
         clock = self._now
         self.queue = WorkQueue()
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
-        metrics.queue_depth.set_function(lambda: len(self.queue))
+        self._own_metrics.queue_depth.set_function(lambda: len(self.queue))
         self._keep_annotation = annotation_filter(None)
         self.informer: Informer[CachedNode] = Informer(
             "nodes",
@@ -99,7 +101,7 @@ class Controller:
             self._on_node_event,
             page_size=settings.list_page_size,
             watch_timeout_seconds=settings.watch_timeout_seconds,
-            on_error=metrics.on_informer_error,
+            on_error=self._own_metrics.on_informer_error,
             on_synced=self._consider_rules,
         )
         self.status = StatusPublisher(
@@ -108,18 +110,18 @@ class Controller:
             settings.leader_election.identity,
             clock,
             settings.max_untaint_share,
-            lambda kind: metrics.errors.labels(kind).inc(),
+            lambda kind: self._own_metrics.errors.labels(kind).inc(),
         )
         self._in_force = RulesInForce(
             history,
             recorder,
-            metrics,
+            metrics.rules_in_force,
             settings.max_untaint_share,
             self._on_rules_applied,
             self.status,
         )
         self._compose(api, recorder, fence or LeaderFence(None), clock)
-        metrics.gate_census.source = self._gate_census
+        self._own_metrics.gate_census.source = self._gate_census
         self._conditions = ConditionSightings()
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
         self._next_sightings_save = 0.0
@@ -136,19 +138,19 @@ class Controller:
     def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
         settings, metrics = self._settings, self._metrics
-        store = LabelStore(api, settings.records_namespace, metrics)
+        store = LabelStore(api, settings.records_namespace, metrics.label_store)
         self.labels = LabelRecords(
             store,
             recorder,
-            metrics,
+            metrics.labels,
             clock,
             settings.dry_run,
             alive=lambda name: self.informer.get(name) is not None,
         )
-        self.gates = GateReports(api, recorder, metrics, clock, settings.dry_run)
+        self.gates = GateReports(api, recorder, metrics.gates, clock, settings.dry_run)
         self.gate_pods = GatePods(
             api,
-            metrics,
+            metrics.on_informer_error,
             self._health,
             self._on_gate_pod_node,
             clock,
@@ -157,14 +159,14 @@ class Controller:
         self._writer = NodeWriter(
             api,
             recorder,
-            metrics,
+            metrics.writer,
             fence,
             TokenBucket(settings.write_qps, settings.write_burst),
             settings.dry_run,
         )
         self.breaker = EvictionBreaker(
             recorder,
-            metrics,
+            metrics.breaker,
             lambda: [cached.state for _, cached in self.informer.items()],
             self._rules_source,
             self._server_clock,
@@ -188,8 +190,8 @@ class Controller:
         self._worker = Worker(
             self.queue,
             self._node.reconcile,
-            metrics.reconcile_seconds.observe,
-            lambda kind: metrics.errors.labels(kind).inc(),
+            self._own_metrics.reconcile_seconds.observe,
+            lambda kind: self._own_metrics.errors.labels(kind).inc(),
             log,
             key_field="node",
         )
@@ -273,7 +275,7 @@ class Controller:
         return slim_node(raw, self._keep_annotation)
 
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
-        self._metrics.cached_objects.labels("nodes").set(len(self.informer))
+        self._own_metrics.cached_objects.labels("nodes").set(len(self.informer))
         for rival in self.labels.keys.observe(key, new.state if new is not None else None):
             if self.rules is not None:
                 self._enqueue(rival, "event")
@@ -289,18 +291,18 @@ class Controller:
             self._boots[key] = boot
         rules = self.rules
         if rules is None:
-            self._metrics.node_events.labels("no_rules").inc()
+            self._own_metrics.node_events.labels("no_rules").inc()
             return
         if old is not None and relevant_view(old.state, rules) == relevant_view(new.state, rules):
-            self._metrics.node_events.labels("unchanged").inc()
+            self._own_metrics.node_events.labels("unchanged").inc()
             return  # a heartbeat or a change in something the rules don't read
-        self._metrics.node_events.labels("queued").inc()
+        self._own_metrics.node_events.labels("queued").inc()
         self._enqueue(key, "event")
 
     def _on_node_deleted(self, key: str, old: CachedNode | None) -> None:
         """Forget the node everywhere; if labels persist, reconcile its key once more so its
         record is marked gone."""
-        self._metrics.node_events.labels("deleted").inc()
+        self._own_metrics.node_events.labels("deleted").inc()
         self.queue.discard(key)
         self._forget_node(key, old.state.uid if old is not None else None)
         if old is None:
@@ -371,7 +373,7 @@ class Controller:
             self._sightings_store.save(changed)
         except KubeError as err:
             self._conditions.changed_again()
-            self._metrics.errors.labels("sightings").inc()
+            self._own_metrics.errors.labels("sightings").inc()
             log.warning("sightings record not written", extra={"error": str(err)})
 
     def _load_sightings(self, stop: threading.Event) -> None:
@@ -388,7 +390,7 @@ class Controller:
                 if isinstance(err, TemporaryError) and time.monotonic() < deadline:
                     stop.wait(max(backoff.next_delay(), err.retry_after or 0.0))
                     continue
-                self._metrics.errors.labels("sightings").inc()
+                self._own_metrics.errors.labels("sightings").inc()
                 log.error("sightings record not read; holds start again", extra={"error": str(err)})
                 return
 
@@ -466,8 +468,8 @@ class Controller:
         if started is None or self.queue.resync_pending():
             return
         self._resync_started = None
-        self._metrics.resync_seconds.set(time.monotonic() - started)
-        self._metrics.resyncs.inc()
+        self._own_metrics.resync_seconds.set(time.monotonic() - started)
+        self._own_metrics.resyncs.inc()
 
     def _recover_rules(self, stop: threading.Event) -> None:
         """Read back the rules in force from the status record before the node cache syncs, so
@@ -512,7 +514,7 @@ class Controller:
             "the rules source is judged as on a first start",
             extra={"error": f"{type(err).__name__}: {err}"},
         )
-        self._metrics.errors.labels("status").inc()
+        self._own_metrics.errors.labels("status").inc()
 
     def _load_ledger(self, stop: threading.Event) -> None:
         """Read the eviction ledger and the API server's time before anything is planned, for
@@ -547,5 +549,5 @@ class Controller:
                 stop.wait(backoff.next_delay())
             except PermanentError as err:
                 log.error("taint history cannot be read", extra={"error": str(err)})
-                self._metrics.errors.labels("permanent").inc()
+                self._own_metrics.errors.labels("permanent").inc()
                 return

@@ -19,9 +19,8 @@ from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules, StartupGate
 from nodegate.core.rules.node import parse_time
 from nodegate.reconciler.kit.health import Health, supervised
-from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.informer import ErrorHook, Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
-from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.gates")
 
@@ -125,7 +124,7 @@ class GatePods:
     def __init__(
         self,
         api: ListWatch,
-        metrics: Metrics,
+        on_informer_error: ErrorHook,
         health: Health,
         on_node: Callable[[str], None],
         clock: Callable[[], datetime],
@@ -133,7 +132,7 @@ class GatePods:
     ) -> None:
         self._api = api
         self._now = clock
-        self._metrics = metrics
+        self._on_informer_error = on_informer_error
         self._health = health
         self._on_node = on_node
         self._watch_timeout = watch_timeout_seconds
@@ -182,7 +181,7 @@ class GatePods:
             lambda raw: slim_pod(raw, self._keep),
             lambda key, old, new: self._on_pod(source, key, old, new),
             watch_timeout_seconds=self._watch_timeout,
-            on_error=self._metrics.on_informer_error,
+            on_error=self._on_informer_error,
         )
         self._informers[source] = (informer, informer_stop)
         self._by_node[source] = {}

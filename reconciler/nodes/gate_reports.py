@@ -20,7 +20,7 @@ from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import ListWatch
 from nodegate.reconciler.nodes.gate_pods import workload_pods_on
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import GateMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 
 log = logging.getLogger("nodegate.controller")
@@ -34,7 +34,7 @@ class GateReports:
         self,
         api: ListWatch,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: GateMetrics,
         clock: Callable[[], datetime],
         dry_run: bool,
     ) -> None:
