@@ -12,19 +12,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 
-from nodegate.core.decisions.boot_sight import BootSight, track_boot
 from nodegate.core.decisions.gate_plan import annotations_read
 from nodegate.core.decisions.plan import relevant_view
-from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.objects.status_record import StatusRecordError
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
-from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
@@ -36,7 +32,6 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
-from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
@@ -44,9 +39,10 @@ from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
 from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
 from nodegate.reconciler.nodes.node_writer import NodeWriter
-from nodegate.reconciler.nodes.reconcile import NodeReconciler
+from nodegate.reconciler.nodes.reconcile import NodeReads, NodeReconciler
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
@@ -122,11 +118,9 @@ class Controller:
         )
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         self._own_metrics.gate_census.source = self._gate_census
-        self._conditions = ConditionSightings()
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
         self._next_sightings_save = 0.0
         self._next_anchor = 0.0
-        self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
         """When the periodic resync under way queued every node (monotonic), or None."""
         self._running = threading.Event()
@@ -174,18 +168,22 @@ class Controller:
                 api, settings.records_namespace
             ),
         )
-        self._node = NodeReconciler(
-            self.informer.get,
+        self._node_facts = NodeFacts(
+            clock,
             lambda: self.rules,
-            self._facts,
-            api,
-            self._slim,
-            self.labels,
+            self.informer.get,
+            lambda: self._history.known,
             self.gate_pods,
             self.gates,
+        )
+        self._node = NodeReconciler(
+            NodeReads(lambda: self.rules, self.informer.get, api, self._slim),
+            self._node_facts,
+            self.labels,
+            self.gates,
             self._writer,
-            settings.max_conflict_retries,
             self.breaker,
+            settings.max_conflict_retries,
         )
         self._worker = Worker(
             self.queue,
@@ -286,9 +284,7 @@ class Controller:
             # Deleted and created again while the watch was down: a new node of the same name.
             self._forget_node(key, old.state.uid)
             old = None
-        self._look(key, new.state, self._now())
-        if (boot := track_boot(self._boots.get(key), new.state.boot_id, self._now())) is not None:
-            self._boots[key] = boot
+        self._node_facts.saw(key, new.state)
         rules = self.rules
         if rules is None:
             self._own_metrics.node_events.labels("no_rules").inc()
@@ -314,8 +310,8 @@ class Controller:
 
     def _forget_node(self, key: str, uid: str | None) -> None:
         """What was remembered about a node that is gone."""
-        self._conditions.forget(key)
-        self._boots.pop(key, None)
+        self._node_facts.conditions.forget(key)
+        self._node_facts.boots.forget(key)
         self._writer.forget(key)
         self.breaker.forget(key)
         if uid is not None:
@@ -333,17 +329,8 @@ class Controller:
             self.queue.add(key, lane)
 
     def _facts(self, key: str) -> PlanFacts:
-        boot = self._boots.get(key)
-        now = self._now()
-        cached = self.informer.get(key)
-        sightings = self._look(key, cached.state, now) if cached is not None else {}
-        return PlanFacts(
-            now=now,
-            previously_owned=self._history.known,
-            condition_sightings=sightings,
-            boot_first_seen=boot.first_seen if boot is not None else None,
-            previous_boot_seen=boot.previous_last_seen if boot is not None else None,
-        )
+        """The node's facts as the blast-radius guard plans it (`NodeFacts.of`)."""
+        return self._node_facts.of(key)
 
     def _reanchor(self) -> None:
         """Read the API server's time again each resync: it was not read at start (the clock
@@ -354,25 +341,19 @@ class Controller:
         except KubeError as err:
             log.warning("the API server's time not read", extra={"error": str(err)})
 
-    def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
-        """Sight the node's conditions; those still deciding something are kept for a restart."""
-        rules = self.rules
-        keep = worth_keeping(node, rules) if rules is not None else frozenset()
-        return self._conditions.look(key, node, rules, now, keep)
-
     def _save_sightings(self) -> None:
         """Write what the sightings record should hold, if it changed (every few seconds at
         most); a write that fails is tried again then."""
         if time.monotonic() < self._next_sightings_save:
             return
         self._next_sightings_save = time.monotonic() + SAVE_INTERVAL_SECONDS
-        changed = self._conditions.changes()
+        changed = self._node_facts.conditions.changes()
         if changed is None:
             return
         try:
             self._sightings_store.save(changed)
         except KubeError as err:
-            self._conditions.changed_again()
+            self._node_facts.conditions.changed_again()
             self._own_metrics.errors.labels("sightings").inc()
             log.warning("sightings record not written", extra={"error": str(err)})
 
@@ -384,7 +365,7 @@ class Controller:
         deadline = time.monotonic() + HISTORY_LOAD_SECONDS
         while not stop.is_set():
             try:
-                self._conditions.restore(self._sightings_store.load())
+                self._node_facts.conditions.restore(self._sightings_store.load())
                 return
             except KubeError as err:
                 if isinstance(err, TemporaryError) and time.monotonic() < deadline:
@@ -441,7 +422,7 @@ class Controller:
             self.status.retry()
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
-                self._conditions.keep_only(set(self.informer.cached_keys()))
+                self._node_facts.conditions.keep_only(set(self.informer.cached_keys()))
             self._start_resync()
         self._running.clear()
         self.labels.follow(False, health)
