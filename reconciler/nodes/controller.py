@@ -40,6 +40,7 @@ from nodegate.reconciler.nodes.label_records import LabelRecords
 from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_facts import NodeFacts
+from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
 from nodegate.reconciler.nodes.node_writer import NodeWriter
 from nodegate.reconciler.nodes.reconcile import NodeReads, NodeReconciler
@@ -116,6 +117,8 @@ class Controller:
             self._on_rules_applied,
             self.status,
         )
+        self._memory = NodeMemories()
+        """Everything that remembers something per node, forgotten through it (`node_memory`)."""
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         self._own_metrics.gate_census.source = self._gate_census
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
@@ -131,7 +134,7 @@ class Controller:
 
     def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
-        settings, metrics = self._settings, self._metrics
+        settings, metrics, memory = self._settings, self._metrics, self._memory
         store = LabelStore(api, settings.records_namespace, metrics.label_store)
         self.labels = LabelRecords(
             store,
@@ -141,7 +144,7 @@ class Controller:
             settings.dry_run,
             alive=lambda name: self.informer.get(name) is not None,
         )
-        self.gates = GateReports(api, recorder, metrics.gates, clock, settings.dry_run)
+        self.gates = memory.add(GateReports(api, recorder, metrics.gates, clock, settings.dry_run))
         self.gate_pods = GatePods(
             api,
             metrics.on_informer_error,
@@ -150,31 +153,37 @@ class Controller:
             clock,
             settings.watch_timeout_seconds,
         )
-        self._writer = NodeWriter(
-            api,
-            recorder,
-            metrics.writer,
-            fence,
-            TokenBucket(settings.write_qps, settings.write_burst),
-            settings.dry_run,
+        self._writer = memory.add(
+            NodeWriter(
+                api,
+                recorder,
+                metrics.writer,
+                fence,
+                TokenBucket(settings.write_qps, settings.write_burst),
+                settings.dry_run,
+            )
         )
-        self.breaker = EvictionBreaker(
-            recorder,
-            metrics.breaker,
-            lambda: [cached.state for _, cached in self.informer.items()],
-            self._rules_source,
-            self._server_clock,
-            (PreviewLedgerStore if settings.dry_run else LedgerStore)(
-                api, settings.records_namespace
-            ),
+        self.breaker = memory.add(
+            EvictionBreaker(
+                recorder,
+                metrics.breaker,
+                lambda: [cached.state for _, cached in self.informer.items()],
+                self._rules_source,
+                self._server_clock,
+                (PreviewLedgerStore if settings.dry_run else LedgerStore)(
+                    api, settings.records_namespace
+                ),
+            )
         )
-        self._node_facts = NodeFacts(
-            clock,
-            lambda: self.rules,
-            self.informer.get,
-            lambda: self._history.known,
-            self.gate_pods,
-            self.gates,
+        self._node_facts = memory.add(
+            NodeFacts(
+                clock,
+                lambda: self.rules,
+                self.informer.get,
+                lambda: self._history.known,
+                self.gate_pods,
+                self.gates,
+            )
         )
         self._node = NodeReconciler(
             NodeReads(lambda: self.rules, self.informer.get, api, self._slim),
@@ -309,13 +318,8 @@ class Controller:
             self._enqueue(key, "event")
 
     def _forget_node(self, key: str, uid: str | None) -> None:
-        """What was remembered about a node that is gone."""
-        self._node_facts.conditions.forget(key)
-        self._node_facts.boots.forget(key)
-        self._writer.forget(key)
-        self.breaker.forget(key)
-        if uid is not None:
-            self.gates.forget(uid)
+        """What was remembered about a node that is gone, everywhere it was (`node_memory`)."""
+        self._memory.forget(key, uid)
 
     def _on_gate_pod_node(self, node: str) -> None:
         if self.rules is not None:

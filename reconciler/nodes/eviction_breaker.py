@@ -211,8 +211,8 @@ class EvictionBreaker:
         with self._lock:
             self._settle(name, keep=set())
 
-    def forget(self, name: str) -> None:
-        """The node is gone."""
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`)."""
         self.settle(name)
 
     def _wait(

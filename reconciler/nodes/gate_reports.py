@@ -52,8 +52,10 @@ class GateReports:
         with self._lock:
             return len(self._said)
 
-    def forget(self, uid: str) -> None:
-        """The node is deleted: nothing about it needs remembering any more."""
+    def forget(self, name: str, uid: str | None) -> None:
+        """The node is deleted (`NodeMemory`): nothing about it needs remembering any more."""
+        if uid is None:
+            return
         with self._lock:
             self._said.pop(uid, None)
 

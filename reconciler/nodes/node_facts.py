@@ -100,6 +100,11 @@ class NodeFacts:
         self.conditions = ConditionSightings()
         self.boots = BootSightings()
 
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`): its sightings and boots go."""
+        self.conditions.forget(name)
+        self.boots.forget(name)
+
     def saw(self, key: str, node: NodeState) -> None:
         """A watch event: sight the node's conditions and its boot."""
         self._look(key, node, self._now())

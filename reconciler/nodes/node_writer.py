@@ -165,8 +165,9 @@ class NodeWriter:
             warning=True,
         )
 
-    def forget(self, name: str) -> None:
-        """The node is gone: a node of the same name later is told its dry run afresh."""
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`): a node of the same name later is told its dry run
+        afresh."""
         self._dry_run_said.pop(name, None)
         with self._would_lock:
             self._recount(self._would.pop(name, frozenset()), frozenset())
