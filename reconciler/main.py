@@ -24,7 +24,7 @@ from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.fence_policy import check_server_fence
 from nodegate.reconciler.nodes.fenced_api import FencedApi
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.served_rules import ServedRules
 from nodegate.reconciler.nodes.taint_history import TaintHistory
@@ -63,7 +63,8 @@ def run(
     if not in_process:
         stop_on_signals(stop)
         # The process's own collector; an in-process caller's objects are not ours to freeze.
-        observe_pauses(lambda gen, seconds: parts.metrics.gc_pauses.labels(gen).observe(seconds))
+        pauses = parts.metrics.process.gc_pauses
+        observe_pauses(lambda gen, seconds: pauses.labels(gen).observe(seconds))
         frozen = freeze_startup_objects()
     registry = parts.metrics.registry
     webhook = serve_webhook(settings, parts.served_rules, registry, stop, parts.health)
@@ -117,7 +118,8 @@ class _Parts:
 def _build(settings: ReconcilerSettings) -> _Parts:
     api = _node_api(settings)
     metrics = Metrics()
-    health = Health(lambda loop: metrics.loop_failed.labels(loop).set(1))
+    process = metrics.process
+    health = Health(lambda loop: process.loop_failed.labels(loop).set(1))
     controller: Controller  # made below, once the fence is known; read only when called
     recorder = QueuedEvents(
         EventRecorder(api, settings.event_namespace, settings.leader_election.identity),
@@ -138,28 +140,28 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         elector = LeaderElector(
             election_client,
             settings.leader_election,
-            lambda on: metrics.is_leader.set(int(on)),
+            lambda on: process.is_leader.set(int(on)),
             note=served.digest_in_force,
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
-    metrics.fence_held.set_function(lambda: int(fence.holds()))
-    writes = _fenced_writes(settings, api, fence, elector, metrics)
+    process.fence_held.set_function(lambda: int(fence.holds()))
+    writes = _fenced_writes(settings, api, fence, elector, process)
     history = TaintHistory(
-        writes, settings.records_namespace, lambda kind: metrics.errors.labels(kind).inc()
+        writes, settings.records_namespace, lambda kind: process.errors.labels(kind).inc()
     )
     controller = Controller(settings, writes, recorder, metrics, history, health, fence)
     watcher = RulesWatcher(
         settings,
         api,
         recorder,
-        metrics,
+        metrics.rules_source,
         fan_out(served.offer, controller.offer_rules),
         lambda: controller.applied.generation if controller.applied else 0,
     )
     check_fence = None
     if elector is not None:
         lease = settings.leader_election
-        check_fence = lambda: metrics.server_fence.set(  # noqa: E731
+        check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
     return _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
@@ -170,7 +172,7 @@ def _fenced_writes(
     api: KubeApi,
     fence: LeaderFence,
     elector: LeaderElector | None,
-    metrics: Metrics,
+    metrics: ProcessMetrics,
 ) -> FencedApi:
     """The controller's API: its writes through the fence (and, with leader election, read
     back from the fence policy's refusals, each confirmed against the Lease)."""

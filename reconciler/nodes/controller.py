@@ -12,18 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 
-from nodegate.core.decisions.boot_sight import BootSight, track_boot
 from nodegate.core.decisions.plan import annotations_read, relevant_view
-from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.objects.status_record import StatusRecordError
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
-from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
@@ -35,7 +31,6 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
-from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
@@ -43,9 +38,11 @@ from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
 from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_facts import NodeFacts
+from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
 from nodegate.reconciler.nodes.node_writer import NodeWriter
-from nodegate.reconciler.nodes.reconcile import NodeReconciler
+from nodegate.reconciler.nodes.reconcile import NodeReads, NodeReconciler
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
@@ -81,6 +78,8 @@ class Controller:
         test gives one: every "since when" and every record nodegate writes is on it."""
         self._settings = settings
         self._metrics = metrics
+        """The registry: the controller hands each collaborator its own group."""
+        self._own_metrics = metrics.controller
         self._history = history
         self._health = health
         self._server_clock = AnchoredClock(api.server_time)
@@ -88,7 +87,7 @@ class Controller:
         clock = self._now
         self.queue = WorkQueue()
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
-        metrics.queue_depth.set_function(lambda: len(self.queue))
+        self._own_metrics.queue_depth.set_function(lambda: len(self.queue))
         self._keep_annotation = annotation_filter(None)
         self.informer: Informer[CachedNode] = Informer(
             "nodes",
@@ -98,7 +97,7 @@ class Controller:
             self._on_node_event,
             page_size=settings.list_page_size,
             watch_timeout_seconds=settings.watch_timeout_seconds,
-            on_error=metrics.on_informer_error,
+            on_error=self._own_metrics.on_informer_error,
             on_synced=self._consider_rules,
         )
         self.status = StatusPublisher(
@@ -107,23 +106,23 @@ class Controller:
             settings.leader_election.identity,
             clock,
             settings.max_untaint_share,
-            lambda kind: metrics.errors.labels(kind).inc(),
+            lambda kind: self._own_metrics.errors.labels(kind).inc(),
         )
         self._in_force = RulesInForce(
             history,
             recorder,
-            metrics,
+            metrics.rules_in_force,
             settings.max_untaint_share,
             self._on_rules_applied,
             self.status,
         )
+        self._memory = NodeMemories()
+        """Everything that remembers something per node, forgotten through it (`node_memory`)."""
         self._compose(api, recorder, fence or LeaderFence(None), clock)
-        metrics.gate_census.source = self._gate_census
-        self._conditions = ConditionSightings()
+        self._own_metrics.gate_census.source = self._gate_census
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
         self._next_sightings_save = 0.0
         self._next_anchor = 0.0
-        self._boots: dict[str, BootSight] = {}
         self._resync_started: float | None = None
         """When the periodic resync under way queued every node (monotonic), or None."""
         self._running = threading.Event()
@@ -134,61 +133,71 @@ class Controller:
 
     def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
-        settings, metrics = self._settings, self._metrics
-        store = LabelStore(api, settings.records_namespace, metrics)
+        settings, metrics, memory = self._settings, self._metrics, self._memory
+        store = LabelStore(api, settings.records_namespace, metrics.label_store)
         self.labels = LabelRecords(
             store,
             recorder,
-            metrics,
+            metrics.labels,
             clock,
             settings.dry_run,
             alive=lambda name: self.informer.get(name) is not None,
         )
-        self.gates = GateReports(api, recorder, metrics, clock, settings.dry_run)
+        self.gates = memory.add(GateReports(api, recorder, metrics.gates, clock, settings.dry_run))
         self.gate_pods = GatePods(
             api,
-            metrics,
+            metrics.on_informer_error,
             self._health,
             self._on_gate_pod_node,
             clock,
             settings.watch_timeout_seconds,
         )
-        self._writer = NodeWriter(
-            api,
-            recorder,
-            metrics,
-            fence,
-            TokenBucket(settings.write_qps, settings.write_burst),
-            settings.dry_run,
+        self._writer = memory.add(
+            NodeWriter(
+                api,
+                recorder,
+                metrics.writer,
+                fence,
+                TokenBucket(settings.write_qps, settings.write_burst),
+                settings.dry_run,
+            )
         )
-        self.breaker = EvictionBreaker(
-            recorder,
-            metrics,
-            lambda: [cached.state for _, cached in self.informer.items()],
-            self._rules_source,
-            self._server_clock,
-            (PreviewLedgerStore if settings.dry_run else LedgerStore)(
-                api, settings.records_namespace
-            ),
+        self.breaker = memory.add(
+            EvictionBreaker(
+                recorder,
+                metrics.breaker,
+                lambda: [cached.state for _, cached in self.informer.items()],
+                self._rules_source,
+                self._server_clock,
+                (PreviewLedgerStore if settings.dry_run else LedgerStore)(
+                    api, settings.records_namespace
+                ),
+            )
+        )
+        self._node_facts = memory.add(
+            NodeFacts(
+                clock,
+                lambda: self.rules,
+                self.informer.get,
+                lambda: self._history.known,
+                self.gate_pods,
+                self.gates,
+            )
         )
         self._node = NodeReconciler(
-            self.informer.get,
-            lambda: self.rules,
-            self._facts,
-            api,
-            self._slim,
+            NodeReads(lambda: self.rules, self.informer.get, api, self._slim),
+            self._node_facts,
             self.labels,
-            self.gate_pods,
             self.gates,
             self._writer,
-            settings.max_conflict_retries,
             self.breaker,
+            settings.max_conflict_retries,
         )
         self._worker = Worker(
             self.queue,
             self._node.reconcile,
-            metrics.reconcile_seconds.observe,
-            lambda kind: metrics.errors.labels(kind).inc(),
+            self._own_metrics.reconcile_seconds.observe,
+            lambda kind: self._own_metrics.errors.labels(kind).inc(),
             log,
             key_field="node",
         )
@@ -272,7 +281,7 @@ class Controller:
         return slim_node(raw, self._keep_annotation)
 
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
-        self._metrics.cached_objects.labels("nodes").set(len(self.informer))
+        self._own_metrics.cached_objects.labels("nodes").set(len(self.informer))
         for rival in self.labels.keys.observe(key, new.state if new is not None else None):
             if self.rules is not None:
                 self._enqueue(rival, "event")
@@ -283,23 +292,21 @@ class Controller:
             # Deleted and created again while the watch was down: a new node of the same name.
             self._forget_node(key, old.state.uid)
             old = None
-        self._look(key, new.state, self._now())
-        if (boot := track_boot(self._boots.get(key), new.state.boot_id, self._now())) is not None:
-            self._boots[key] = boot
+        self._node_facts.saw(key, new.state)
         rules = self.rules
         if rules is None:
-            self._metrics.node_events.labels("no_rules").inc()
+            self._own_metrics.node_events.labels("no_rules").inc()
             return
         if old is not None and relevant_view(old.state, rules) == relevant_view(new.state, rules):
-            self._metrics.node_events.labels("unchanged").inc()
+            self._own_metrics.node_events.labels("unchanged").inc()
             return  # a heartbeat or a change in something the rules don't read
-        self._metrics.node_events.labels("queued").inc()
+        self._own_metrics.node_events.labels("queued").inc()
         self._enqueue(key, "event")
 
     def _on_node_deleted(self, key: str, old: CachedNode | None) -> None:
         """Forget the node everywhere; if labels persist, reconcile its key once more so its
         record is marked gone."""
-        self._metrics.node_events.labels("deleted").inc()
+        self._own_metrics.node_events.labels("deleted").inc()
         self.queue.discard(key)
         self._forget_node(key, old.state.uid if old is not None else None)
         if old is None:
@@ -310,13 +317,8 @@ class Controller:
             self._enqueue(key, "event")
 
     def _forget_node(self, key: str, uid: str | None) -> None:
-        """What was remembered about a node that is gone."""
-        self._conditions.forget(key)
-        self._boots.pop(key, None)
-        self._writer.forget(key)
-        self.breaker.forget(key)
-        if uid is not None:
-            self.gates.forget(uid)
+        """What was remembered about a node that is gone, everywhere it was (`node_memory`)."""
+        self._memory.forget(key, uid)
 
     def _on_gate_pod_node(self, node: str) -> None:
         if self.rules is not None:
@@ -330,17 +332,8 @@ class Controller:
             self.queue.add(key, lane)
 
     def _facts(self, key: str) -> PlanFacts:
-        boot = self._boots.get(key)
-        now = self._now()
-        cached = self.informer.get(key)
-        sightings = self._look(key, cached.state, now) if cached is not None else {}
-        return PlanFacts(
-            now=now,
-            previously_owned=self._history.known,
-            condition_sightings=sightings,
-            boot_first_seen=boot.first_seen if boot is not None else None,
-            previous_boot_seen=boot.previous_last_seen if boot is not None else None,
-        )
+        """The node's facts as the blast-radius guard plans it (`NodeFacts.of`)."""
+        return self._node_facts.of(key)
 
     def _reanchor(self) -> None:
         """Read the API server's time again each resync: it was not read at start (the clock
@@ -351,26 +344,20 @@ class Controller:
         except KubeError as err:
             log.warning("the API server's time not read", extra={"error": str(err)})
 
-    def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
-        """Sight the node's conditions; those still deciding something are kept for a restart."""
-        rules = self.rules
-        keep = worth_keeping(node, rules) if rules is not None else frozenset()
-        return self._conditions.look(key, node, rules, now, keep)
-
     def _save_sightings(self) -> None:
         """Write what the sightings record should hold, if it changed (every few seconds at
         most); a write that fails is tried again then."""
         if time.monotonic() < self._next_sightings_save:
             return
         self._next_sightings_save = time.monotonic() + SAVE_INTERVAL_SECONDS
-        changed = self._conditions.changes()
+        changed = self._node_facts.conditions.changes()
         if changed is None:
             return
         try:
             self._sightings_store.save(changed)
         except KubeError as err:
-            self._conditions.changed_again()
-            self._metrics.errors.labels("sightings").inc()
+            self._node_facts.conditions.changed_again()
+            self._own_metrics.errors.labels("sightings").inc()
             log.warning("sightings record not written", extra={"error": str(err)})
 
     def _load_sightings(self, stop: threading.Event) -> None:
@@ -381,13 +368,13 @@ class Controller:
         deadline = time.monotonic() + HISTORY_LOAD_SECONDS
         while not stop.is_set():
             try:
-                self._conditions.restore(self._sightings_store.load())
+                self._node_facts.conditions.restore(self._sightings_store.load())
                 return
             except KubeError as err:
                 if isinstance(err, TemporaryError) and time.monotonic() < deadline:
                     stop.wait(max(backoff.next_delay(), err.retry_after or 0.0))
                     continue
-                self._metrics.errors.labels("sightings").inc()
+                self._own_metrics.errors.labels("sightings").inc()
                 log.error("sightings record not read; holds start again", extra={"error": str(err)})
                 return
 
@@ -438,7 +425,7 @@ class Controller:
             self.status.retry()
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
-                self._conditions.keep_only(set(self.informer.cached_keys()))
+                self._node_facts.conditions.keep_only(set(self.informer.cached_keys()))
             self._start_resync()
         self._running.clear()
         self.labels.follow(False, health)
@@ -465,8 +452,8 @@ class Controller:
         if started is None or self.queue.resync_pending():
             return
         self._resync_started = None
-        self._metrics.resync_seconds.set(time.monotonic() - started)
-        self._metrics.resyncs.inc()
+        self._own_metrics.resync_seconds.set(time.monotonic() - started)
+        self._own_metrics.resyncs.inc()
 
     def _recover_rules(self, stop: threading.Event) -> None:
         """Read back the rules in force from the status record before the node cache syncs, so
@@ -511,7 +498,7 @@ class Controller:
             "the rules source is judged as on a first start",
             extra={"error": f"{type(err).__name__}: {err}"},
         )
-        self._metrics.errors.labels("status").inc()
+        self._own_metrics.errors.labels("status").inc()
 
     def _load_ledger(self, stop: threading.Event) -> None:
         """Read the eviction ledger and the API server's time before anything is planned, for
@@ -546,5 +533,5 @@ class Controller:
                 stop.wait(backoff.next_delay())
             except PermanentError as err:
                 log.error("taint history cannot be read", extra={"error": str(err)})
-                self._metrics.errors.labels("permanent").inc()
+                self._own_metrics.errors.labels("permanent").inc()
                 return

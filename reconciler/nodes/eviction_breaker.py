@@ -36,7 +36,7 @@ from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.server_clock import AnchoredClock
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import BreakerMetrics
 from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger("nodegate.controller")
@@ -87,7 +87,7 @@ class EvictionBreaker:
     def __init__(
         self,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: BreakerMetrics,
         nodes: Callable[[], Iterable[NodeState]],
         source: Callable[[], SourceRef | None],
         clock: AnchoredClock,
@@ -211,8 +211,8 @@ class EvictionBreaker:
         with self._lock:
             self._settle(name, keep=set())
 
-    def forget(self, name: str) -> None:
-        """The node is gone."""
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`)."""
         self.settle(name)
 
     def _wait(

@@ -25,9 +25,8 @@ from nodegate.core.decisions.init_pods import (
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.health import Health, supervised
-from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.informer import ErrorHook, Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
-from nodegate.reconciler.nodes.metrics import Metrics
 
 log = logging.getLogger("nodegate.gates")
 
@@ -38,7 +37,7 @@ class GatePods:
     def __init__(
         self,
         api: ListWatch,
-        metrics: Metrics,
+        on_informer_error: ErrorHook,
         health: Health,
         on_node: Callable[[str], None],
         clock: Callable[[], datetime],
@@ -46,7 +45,7 @@ class GatePods:
     ) -> None:
         self._api = api
         self._now = clock
-        self._metrics = metrics
+        self._on_informer_error = on_informer_error
         self._health = health
         self._on_node = on_node
         self._watch_timeout = watch_timeout_seconds
@@ -95,7 +94,7 @@ class GatePods:
             lambda raw: slim_pod(raw, self._keep),
             lambda key, old, new: self._on_pod(source, key, old, new),
             watch_timeout_seconds=self._watch_timeout,
-            on_error=self._metrics.on_informer_error,
+            on_error=self._on_informer_error,
         )
         self._informers[source] = (informer, informer_stop)
         self._by_node[source] = {}

@@ -20,7 +20,7 @@ from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import ListWatch
 from nodegate.reconciler.nodes.gate_pods import workload_pods_on
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import GateMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 
 log = logging.getLogger("nodegate.controller")
@@ -34,7 +34,7 @@ class GateReports:
         self,
         api: ListWatch,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: GateMetrics,
         clock: Callable[[], datetime],
         dry_run: bool,
     ) -> None:
@@ -52,8 +52,10 @@ class GateReports:
         with self._lock:
             return len(self._said)
 
-    def forget(self, uid: str) -> None:
-        """The node is deleted: nothing about it needs remembering any more."""
+    def forget(self, name: str, uid: str | None) -> None:
+        """The node is deleted (`NodeMemory`): nothing about it needs remembering any more."""
+        if uid is None:
+            return
         with self._lock:
             self._said.pop(uid, None)
 

@@ -34,7 +34,7 @@ from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.worker import RequeueAfter, Retry, retry
 from nodegate.reconciler.nodes.label_store import LabelStore
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import LabelRecordMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.record_keys import RecordKeys
 
@@ -62,7 +62,7 @@ class LabelRecords:
         self,
         store: LabelStore,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: LabelRecordMetrics,
         clock: Callable[[], datetime],
         dry_run: bool,
         alive: Callable[[str], bool] = lambda _name: True,

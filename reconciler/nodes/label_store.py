@@ -33,7 +33,7 @@ from nodegate.core.rules.node import format_time
 from nodegate.reconciler.kit.errors import NotFoundError
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ConfigMapApi, ListWatch, RawObject, Selection
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import LabelStoreMetrics
 
 log = logging.getLogger("nodegate.labels")
 
@@ -43,7 +43,7 @@ class RecordApi(ListWatch, ConfigMapApi, Protocol):
 
 
 class LabelStore:
-    def __init__(self, api: RecordApi, namespace: str, metrics: Metrics) -> None:
+    def __init__(self, api: RecordApi, namespace: str, metrics: LabelStoreMetrics) -> None:
         self._api = api
         self.namespace = namespace
         self._metrics = metrics

@@ -1,4 +1,11 @@
-"""Prometheus metrics: one registry per reconciler so tests and two instances don't collide."""
+"""Prometheus metrics: one registry per reconciler so tests and two instances don't collide.
+
+Every metric is created here, once, against that registry (`Metrics`), and handed out in small
+groups, one per collaborator, each the metrics it records and nothing else: the node writer
+gets `WriterMetrics`, the eviction breaker `BreakerMetrics`, and so on. The one counter they
+share, `nodegate_errors_total{kind}`, is the same object in every group that counts into it,
+and every informer reports its failures to the one `WatchMetrics.on_informer_error`.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ from prometheus_client.utils import floatToGoString
 
 from nodegate.core.reports.gate_census import AGE_BUCKETS, GateCensus
 from nodegate.reconciler.kit.errors import WatchStalledError
+from nodegate.reconciler.kit.informer import ErrorHook
 
 _go_float = cast(Callable[[float], str], floatToGoString)  # untyped in prometheus_client
 AGE_BUCKET_LABELS = tuple(_go_float(bound) for bound in AGE_BUCKETS)
@@ -80,193 +88,13 @@ class GateCensusCollector(Collector):
         yield nodes
 
 
-@dataclass
-class Metrics:
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+@dataclass(frozen=True)
+class WatchMetrics:
+    """Every informer's failures (nodes, rules, label records, init pods), through
+    `on_informer_error`, the `on_error` each of them is given."""
 
-    def __post_init__(self) -> None:
-        self.gate_census = GateCensusCollector()
-        self.registry.register(self.gate_census)
-        self._writes(self.registry)
-        self._rules(self.registry)
-        self._process(self.registry)
-        # The client library's own: memory and CPU (process_*) and the cycle collector's runs
-        # by generation (python_gc_*), what the default registry would have exported.
-        ProcessCollector(registry=self.registry)
-        GCCollector(registry=self.registry)
-        self.gc_pauses = Histogram(
-            "nodegate_gc_pause_seconds",
-            "Pauses of the cycle collector by generation: a generation-2 (full) collection "
-            "stops every thread of the reconciler while it walks the heap.",
-            ["generation"],
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
-            registry=self.registry,
-        )
-        self._labels(self.registry)
-        self._gates(self.registry)
-
-    def _writes(self, r: CollectorRegistry) -> None:
-        """What the workers did to nodes, and how it went."""
-        self.changes = Counter(
-            "nodegate_node_changes",
-            "Changes made to nodes, by rule and kind of change.",
-            ["rule", "change"],
-            registry=r,
-        )
-        self.writes = Counter(
-            "nodegate_node_writes", "Node writes by result.", ["result"], registry=r
-        )
-        self.writes_refused = Counter(
-            "nodegate_node_writes_split",
-            "Node writes the API server refused whole, whose taint changes were then written "
-            "alone (something on the node keeps its labels and annotations from landing).",
-            registry=r,
-        )
-        self.conflicts = Counter(
-            "nodegate_write_conflicts",
-            "409 conflicts on node writes (each one is re-read and re-planned).",
-            registry=r,
-        )
-        self.errors = Counter(
-            "nodegate_errors",
-            "Errors by kind (temporary, permanent, rules, history, status, ledger, sightings, "
-            "internal).",
-            ["kind"],
-            registry=r,
-        )
-        self.reconcile_seconds = Histogram(
-            "nodegate_reconcile_duration_seconds",
-            "Time to reconcile one node (read, plan, write).",
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=r,
-        )
-        self.taints_adopted = Counter(
-            "nodegate_taints_adopted",
-            "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
-            "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
-            ["rule"],
-            registry=r,
-        )
-        self.dry_run_changes = Counter(
-            "nodegate_dry_run_changes",
-            "Changes dry-run rules would have made (each counted once per node while it stays "
-            "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
-            "put_back_gate, restore_label).",
-            ["rule", "action"],
-            registry=r,
-        )
-        self.dry_run_nodes = Gauge(
-            "nodegate_dry_run_nodes",
-            "Nodes a dry-run rule would change now, by rule and action.",
-            ["rule", "action"],
-            registry=r,
-        )
-        self.write_wait_seconds = Counter(
-            "nodegate_write_throttle_seconds",
-            "Seconds node writes waited for the client-side rate limit.",
-            registry=r,
-        )
-
-    def _rules(self, r: CollectorRegistry) -> None:
-        """The rules: accepted, refused, held."""
-        self.rules_generation = Gauge(
-            "nodegate_rules_generation",
-            "Counts accepted rules versions since start (1 = the first rules loaded).",
-            registry=r,
-        )
-        self.rules_valid = Gauge(
-            "nodegate_rules_last_update_valid",
-            "1 if the most recent rules update was accepted, 0 if it was refused.",
-            registry=r,
-        )
-        self.rules_rejected = Counter(
-            "nodegate_rules_rejected", "Rules updates refused as invalid.", registry=r
-        )
-        self.rules_held = Gauge(
-            "nodegate_rules_held",
-            "1 while a valid rules update is held back by the blast-radius guard.",
-            registry=r,
-        )
-        self.evictions_waiting = Gauge(
-            "nodegate_evictions_waiting",
-            "Nodes whose evicting (NoExecute) taint of a rule waits for the eviction budget.",
-            ["rule"],
-            registry=r,
-        )
-        self.eviction_holds = Counter(
-            "nodegate_eviction_holds",
-            "Times a node started waiting for the eviction budget, by rule.",
-            ["rule"],
-            registry=r,
-        )
-
-    def _process(self, r: CollectorRegistry) -> None:
-        """The process: leadership, queue, watches, loops."""
-        self.is_leader = Gauge(
-            "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
-        )
-        self.fence_held = Gauge(
-            "nodegate_leader_fence_held",
-            "1 while this replica may write to nodes: leader election is off, or its last "
-            "Lease renewal started less than the renew deadline ago.",
-            registry=r,
-        )
-        self.writes_fenced = Counter(
-            "nodegate_writes_fenced",
-            "Writes the API server's fence policy refused: 'deposed' when the Lease had passed "
-            "to another replica (this one then stops writing and exits), 'lagging' when the API "
-            "server had not yet seen this replica's takeover (retried).",
-            ["verdict"],
-            registry=r,
-        )
-        self.server_fence = Gauge(
-            "nodegate_server_fence",
-            "1 when the API server fences this leader's writes (the fence policy is installed "
-            "and bound to its Lease, checked when it starts to lead); 0: fenced on the client "
-            "only.",
-            registry=r,
-        )
-        self.resync_seconds = Gauge(
-            "nodegate_resync_duration_seconds",
-            "How long the last periodic resync took: every cached node queued, until each was "
-            "reconciled (a pass near the resync period means nodes wait behind it).",
-            registry=r,
-        )
-        self.resyncs = Counter("nodegate_resyncs", "Periodic resyncs completed.", registry=r)
-        self.queue_depth = Gauge(
-            "nodegate_queue_depth",
-            "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
-            registry=r,
-        )
-        self.node_events = Counter(
-            "nodegate_node_watch_events",
-            "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
-            "heartbeats), deleted, or no_rules.",
-            ["outcome"],
-            registry=r,
-        )
-        self.informer_errors = Counter(
-            "nodegate_informer_errors",
-            "List/watch failures by informer (each one backs off and retries).",
-            ["informer"],
-            registry=r,
-        )
-        self.watch_stalls = Counter(
-            "nodegate_watch_stalls",
-            "Watches presumed dead after a silence past their liveness bound (a partition that "
-            "neither closes nor refuses the connection); each is resumed on a new connection.",
-            ["informer"],
-            registry=r,
-        )
-        self.cached_objects = Gauge(
-            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
-        )
-        self.loop_failed = Gauge(
-            "nodegate_loop_failed",
-            "1 if a long-running loop ended unexpectedly (/healthz then fails).",
-            ["loop"],
-            registry=r,
-        )
+    informer_errors: Counter
+    watch_stalls: Counter
 
     def on_informer_error(self, informer: str, err: BaseException) -> None:
         """The informers' `on_error`: every failure counted, a dead watch also as a stall."""
@@ -274,71 +102,401 @@ class Metrics:
         if isinstance(err, WatchStalledError):
             self.watch_stalls.labels(informer).inc()
 
-    def _labels(self, r: CollectorRegistry) -> None:
-        """Persisted-label records."""
-        self.label_records = Gauge(
-            "nodegate_label_records", "Persisted-label records in the store.", registry=r
-        )
-        self.label_restores = Counter(
-            "nodegate_label_restores",
-            "Persisted labels put back on re-created nodes.",
+
+@dataclass(frozen=True)
+class ControllerMetrics:
+    """What the node controller records (`controller.Controller`): node events, the queue,
+    resyncs and its cache; its worker's reconcile durations and error kinds; the gate census."""
+
+    gate_census: GateCensusCollector
+    errors: Counter
+    reconcile_seconds: Histogram
+    resync_seconds: Gauge
+    resyncs: Counter
+    queue_depth: Gauge
+    node_events: Counter
+    cached_objects: Gauge
+    on_informer_error: ErrorHook
+
+
+@dataclass(frozen=True)
+class WriterMetrics:
+    """What the one write path to Nodes records (`node_writer.NodeWriter`)."""
+
+    changes: Counter
+    writes: Counter
+    writes_refused: Counter
+    conflicts: Counter
+    taints_adopted: Counter
+    dry_run_changes: Counter
+    dry_run_nodes: Gauge
+    write_wait_seconds: Counter
+
+
+@dataclass(frozen=True)
+class RulesInForceMetrics:
+    """What the rules in force and their guard record (`rules_in_force.RulesInForce`)."""
+
+    rules_generation: Gauge
+    rules_held: Gauge
+
+
+@dataclass(frozen=True)
+class RulesSourceMetrics:
+    """What the rules source records (`rules_source.RulesWatcher`)."""
+
+    rules_valid: Gauge
+    rules_rejected: Counter
+    errors: Counter
+    on_informer_error: ErrorHook
+
+
+@dataclass(frozen=True)
+class BreakerMetrics:
+    """What the eviction breaker records (`eviction_breaker.EvictionBreaker`)."""
+
+    evictions_waiting: Gauge
+    eviction_holds: Counter
+    errors: Counter
+
+
+@dataclass(frozen=True)
+class LabelRecordMetrics:
+    """What persisted-label records record around a reconcile (`label_records.LabelRecords`)."""
+
+    label_restores: Counter
+    label_restore_failures: Counter
+    label_records_forgotten: Counter
+    label_keys_contested: Gauge
+    label_records_withheld: Counter
+
+
+@dataclass(frozen=True)
+class LabelStoreMetrics:
+    """What the store of persisted-label records records (`label_store.LabelStore`)."""
+
+    label_records: Gauge
+    label_records_quarantined: Counter
+    on_informer_error: ErrorHook
+
+
+@dataclass(frozen=True)
+class GateMetrics:
+    """What the startup gates' reports record (`gate_reports.GateReports`)."""
+
+    time_to_ungate: Histogram
+    gate_timeouts: Counter
+    gates_put_back: Counter
+    backfill_skipped: Counter
+
+
+@dataclass(frozen=True)
+class ProcessMetrics:
+    """What the process records around the controller (`main`): leadership and the write
+    fence, loops that ended, the cycle collector's pauses, and the taint history's errors."""
+
+    is_leader: Gauge
+    fence_held: Gauge
+    writes_fenced: Counter
+    server_fence: Gauge
+    loop_failed: Gauge
+    gc_pauses: Histogram
+    errors: Counter
+
+
+@dataclass
+class Metrics:
+    """The one registry: every metric created once, in the order /metrics lists them, and
+    handed out by group (the controller, which composes the node collaborators, hands each
+    one its own; `main` takes `process` and `rules_source`)."""
+
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.gate_census = GateCensusCollector()
+        r.register(self.gate_census)
+
+        # What the workers did to nodes, and how it went.
+        changes = Counter(
+            "nodegate_node_changes",
+            "Changes made to nodes, by rule and kind of change.",
+            ["rule", "change"],
             registry=r,
         )
-        self.label_restore_failures = Counter(
-            "nodegate_label_restore_failures",
-            "Restores that failed, by reason (each is retried).",
-            ["reason"],
+        writes = Counter("nodegate_node_writes", "Node writes by result.", ["result"], registry=r)
+        writes_refused = Counter(
+            "nodegate_node_writes_split",
+            "Node writes the API server refused whole, whose taint changes were then written "
+            "alone (something on the node keeps its labels and annotations from landing).",
             registry=r,
         )
-        self.label_records_forgotten = Counter(
-            "nodegate_label_records_forgotten",
-            "Records of deleted nodes garbage-collected after forgetAfter.",
+        conflicts = Counter(
+            "nodegate_write_conflicts",
+            "409 conflicts on node writes (each one is re-read and re-planned).",
             registry=r,
         )
-        self.label_keys_contested = Gauge(
-            "nodegate_label_keys_contested",
-            "Persisted-label record keys (providerIDs, names) that more than one live node "
-            "claims: their records are neither restored nor taken over until one node is left.",
+        errors = Counter(
+            "nodegate_errors",
+            "Errors by kind (temporary, permanent, rules, history, status, ledger, sightings, "
+            "internal).",
+            ["kind"],
             registry=r,
         )
-        self.label_records_withheld = Counter(
-            "nodegate_label_records_withheld",
-            "Reconciles that left a record's labels off a node, by reason (contested: another "
-            "live node claims its key; unproven: nothing shows the node is the recorded machine; "
-            "other_machine: the record is another machine's and stays so).",
-            ["reason"],
+        reconcile_seconds = Histogram(
+            "nodegate_reconcile_duration_seconds",
+            "Time to reconcile one node (read, plan, write).",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=r,
         )
-        self.label_records_quarantined = Counter(
-            "nodegate_label_records_quarantined",
-            "Unreadable records copied aside (never overwritten, never dropped).",
+        taints_adopted = Counter(
+            "nodegate_taints_adopted",
+            "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
+            "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
+            ["rule"],
+            registry=r,
+        )
+        dry_run_changes = Counter(
+            "nodegate_dry_run_changes",
+            "Changes dry-run rules would have made (each counted once per node while it stays "
+            "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
+            "put_back_gate, restore_label).",
+            ["rule", "action"],
+            registry=r,
+        )
+        dry_run_nodes = Gauge(
+            "nodegate_dry_run_nodes",
+            "Nodes a dry-run rule would change now, by rule and action.",
+            ["rule", "action"],
+            registry=r,
+        )
+        write_wait_seconds = Counter(
+            "nodegate_write_throttle_seconds",
+            "Seconds node writes waited for the client-side rate limit.",
+            registry=r,
+        )
+        self.writer = WriterMetrics(
+            changes,
+            writes,
+            writes_refused,
+            conflicts,
+            taints_adopted,
+            dry_run_changes,
+            dry_run_nodes,
+            write_wait_seconds,
+        )
+
+        # The rules: accepted, refused, held.
+        rules_generation = Gauge(
+            "nodegate_rules_generation",
+            "Counts accepted rules versions since start (1 = the first rules loaded).",
+            registry=r,
+        )
+        rules_valid = Gauge(
+            "nodegate_rules_last_update_valid",
+            "1 if the most recent rules update was accepted, 0 if it was refused.",
+            registry=r,
+        )
+        rules_rejected = Counter(
+            "nodegate_rules_rejected", "Rules updates refused as invalid.", registry=r
+        )
+        rules_held = Gauge(
+            "nodegate_rules_held",
+            "1 while a valid rules update is held back by the blast-radius guard.",
+            registry=r,
+        )
+        self.rules_in_force = RulesInForceMetrics(rules_generation, rules_held)
+        self.breaker = BreakerMetrics(
+            Gauge(
+                "nodegate_evictions_waiting",
+                "Nodes whose evicting (NoExecute) taint of a rule waits for the eviction budget.",
+                ["rule"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_eviction_holds",
+                "Times a node started waiting for the eviction budget, by rule.",
+                ["rule"],
+                registry=r,
+            ),
+            errors,
+        )
+
+        # The process: leadership, queue, watches, loops.
+        is_leader = Gauge(
+            "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
+        )
+        fence_held = Gauge(
+            "nodegate_leader_fence_held",
+            "1 while this replica may write to nodes: leader election is off, or its last "
+            "Lease renewal started less than the renew deadline ago.",
+            registry=r,
+        )
+        writes_fenced = Counter(
+            "nodegate_writes_fenced",
+            "Writes the API server's fence policy refused: 'deposed' when the Lease had passed "
+            "to another replica (this one then stops writing and exits), 'lagging' when the API "
+            "server had not yet seen this replica's takeover (retried).",
+            ["verdict"],
+            registry=r,
+        )
+        server_fence = Gauge(
+            "nodegate_server_fence",
+            "1 when the API server fences this leader's writes (the fence policy is installed "
+            "and bound to its Lease, checked when it starts to lead); 0: fenced on the client "
+            "only.",
+            registry=r,
+        )
+        resync_seconds = Gauge(
+            "nodegate_resync_duration_seconds",
+            "How long the last periodic resync took: every cached node queued, until each was "
+            "reconciled (a pass near the resync period means nodes wait behind it).",
+            registry=r,
+        )
+        resyncs = Counter("nodegate_resyncs", "Periodic resyncs completed.", registry=r)
+        queue_depth = Gauge(
+            "nodegate_queue_depth",
+            "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
+            registry=r,
+        )
+        node_events = Counter(
+            "nodegate_node_watch_events",
+            "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
+            "heartbeats), deleted, or no_rules.",
+            ["outcome"],
+            registry=r,
+        )
+        self.watches = WatchMetrics(
+            Counter(
+                "nodegate_informer_errors",
+                "List/watch failures by informer (each one backs off and retries).",
+                ["informer"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_watch_stalls",
+                "Watches presumed dead after a silence past their liveness bound (a partition "
+                "that neither closes nor refuses the connection); each is resumed on a new "
+                "connection.",
+                ["informer"],
+                registry=r,
+            ),
+        )
+        self.on_informer_error: ErrorHook = self.watches.on_informer_error
+        """Every informer's `on_error` (gate pods are handed this alone)."""
+        cached_objects = Gauge(
+            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
+        )
+        self.rules_source = RulesSourceMetrics(
+            rules_valid, rules_rejected, errors, self.on_informer_error
+        )
+        self.controller = ControllerMetrics(
+            self.gate_census,
+            errors,
+            reconcile_seconds,
+            resync_seconds,
+            resyncs,
+            queue_depth,
+            node_events,
+            cached_objects,
+            self.on_informer_error,
+        )
+        loop_failed = Gauge(
+            "nodegate_loop_failed",
+            "1 if a long-running loop ended unexpectedly (/healthz then fails).",
+            ["loop"],
             registry=r,
         )
 
-    def _gates(self, r: CollectorRegistry) -> None:
-        """Startup gates."""
-        self.time_to_ungate = Histogram(
-            "nodegate_time_to_ungate_seconds",
-            "From node creation to its startup gate being lifted.",
-            ["gate", "pool"],
-            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
+        # The client library's own: memory and CPU (process_*) and the cycle collector's runs
+        # by generation (python_gc_*), what the default registry would have exported.
+        ProcessCollector(registry=r)
+        GCCollector(registry=r)
+        gc_pauses = Histogram(
+            "nodegate_gc_pause_seconds",
+            "Pauses of the cycle collector by generation: a generation-2 (full) collection "
+            "stops every thread of the reconciler while it walks the heap.",
+            ["generation"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
             registry=r,
         )
-        self.gate_timeouts = Counter(
-            "nodegate_gate_timeouts",
-            "Startup gates that reached their timeout, by what was done (keep or lift).",
-            ["gate", "action"],
-            registry=r,
+        self.process = ProcessMetrics(
+            is_leader, fence_held, writes_fenced, server_fence, loop_failed, gc_pauses, errors
         )
-        self.gates_put_back = Counter(
-            "nodegate_gates_put_back",
-            "Startup gates added back: after a reboot (regate) or onto an idle node (backfill).",
-            ["gate"],
-            registry=r,
+
+        # Persisted-label records.
+        label_records = Gauge(
+            "nodegate_label_records", "Persisted-label records in the store.", registry=r
         )
-        self.backfill_skipped = Counter(
-            "nodegate_backfill_skipped",
-            "Nodes not backfilled because they already run workload pods.",
-            ["gate"],
-            registry=r,
+        self.labels = LabelRecordMetrics(
+            Counter(
+                "nodegate_label_restores",
+                "Persisted labels put back on re-created nodes.",
+                registry=r,
+            ),
+            Counter(
+                "nodegate_label_restore_failures",
+                "Restores that failed, by reason (each is retried).",
+                ["reason"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_label_records_forgotten",
+                "Records of deleted nodes garbage-collected after forgetAfter.",
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_label_keys_contested",
+                "Persisted-label record keys (providerIDs, names) that more than one live node "
+                "claims: their records are neither restored nor taken over until one node is "
+                "left.",
+                registry=r,
+            ),
+            Counter(
+                "nodegate_label_records_withheld",
+                "Reconciles that left a record's labels off a node, by reason (contested: "
+                "another live node claims its key; unproven: nothing shows the node is the "
+                "recorded machine; other_machine: the record is another machine's and stays so).",
+                ["reason"],
+                registry=r,
+            ),
+        )
+        self.label_store = LabelStoreMetrics(
+            label_records,
+            Counter(
+                "nodegate_label_records_quarantined",
+                "Unreadable records copied aside (never overwritten, never dropped).",
+                registry=r,
+            ),
+            self.on_informer_error,
+        )
+
+        # Startup gates.
+        self.gates = GateMetrics(
+            Histogram(
+                "nodegate_time_to_ungate_seconds",
+                "From node creation to its startup gate being lifted.",
+                ["gate", "pool"],
+                buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
+                registry=r,
+            ),
+            Counter(
+                "nodegate_gate_timeouts",
+                "Startup gates that reached their timeout, by what was done (keep or lift).",
+                ["gate", "action"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_gates_put_back",
+                "Startup gates added back: after a reboot (regate) or onto an idle node "
+                "(backfill).",
+                ["gate"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_backfill_skipped",
+                "Nodes not backfilled because they already run workload pods.",
+                ["gate"],
+                registry=r,
+            ),
         )

@@ -20,7 +20,7 @@ from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import NodeApi
 from nodegate.reconciler.kit.ratelimit import TokenBucket
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import WriterMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.patch import describe, merge_patch
 
@@ -32,7 +32,7 @@ class NodeWriter:
         self,
         api: NodeApi,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: WriterMetrics,
         fence: LeaderFence,
         limiter: TokenBucket,
         dry_run: bool,
@@ -165,8 +165,9 @@ class NodeWriter:
             warning=True,
         )
 
-    def forget(self, name: str) -> None:
-        """The node is gone: a node of the same name later is told its dry run afresh."""
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`): a node of the same name later is told its dry run
+        afresh."""
         self._dry_run_said.pop(name, None)
         with self._would_lock:
             self._recount(self._would.pop(name, frozenset()), frozenset())

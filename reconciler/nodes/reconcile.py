@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from nodegate.core.decisions.fencing import UNFENCED
 from nodegate.core.decisions.plan import NodePlan, plan
-from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.errors import (
     ConflictError,
@@ -24,9 +23,9 @@ from nodegate.reconciler.kit.errors import (
 from nodegate.reconciler.kit.kube import NodeApi, RawObject
 from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker, Hold
-from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords, LabelWork
+from nodegate.reconciler.nodes.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.node_writer import NodeWriter
 
@@ -42,41 +41,44 @@ ANNOTATIONS_TOO_LONG = "metadata.annotations: Too long"
 """How soon a node is looked at again while the label records are not cached yet."""
 
 
+@dataclass(frozen=True)
+class NodeReads:
+    """What one node's reconcile reads: the rules in force, the node as cached and, after a
+    conflict, the node as the API server has it now, slimmed as the cache slims it."""
+
+    rules: Callable[[], NodeRules | None]
+    cached: Callable[[str], CachedNode | None]
+    api: NodeApi
+    slim: Callable[[RawObject], CachedNode]
+
+
 class NodeReconciler:
     """`reconcile(key)` for the node controller; handed only what one node's work needs."""
 
     def __init__(
         self,
-        cached: Callable[[str], CachedNode | None],
-        rules: Callable[[], NodeRules | None],
-        facts: Callable[[str], PlanFacts],
-        api: NodeApi,
-        slim: Callable[[RawObject], CachedNode],
+        reads: NodeReads,
+        facts: NodeFacts,
         labels: LabelRecords,
-        gate_pods: GatePods,
         gates: GateReports,
         writer: NodeWriter,
-        max_conflict_retries: int,
         breaker: EvictionBreaker,
+        max_conflict_retries: int,
     ) -> None:
-        self._cached = cached
-        self._rules = rules
+        self._reads = reads
         self._facts = facts
-        self._api = api
-        self._slim = slim
         self._labels = labels
-        self._gate_pods = gate_pods
         self._gates = gates
         self._writer = writer
-        self._max_conflict_retries = max_conflict_retries
         self._breaker = breaker
+        self._max_conflict_retries = max_conflict_retries
 
     def reconcile(self, key: str) -> Outcome:
         """Read, plan, write once; on 409 read again and re-plan. Zero writes if nothing differs."""
-        rules = self._rules()
+        rules = self._reads.rules()
         if rules is None:
             return Done()
-        node = self._cached(key)
+        node = self._reads.cached(key)
         if node is None:
             self._labels.node_gone(key, rules.persistent_labels)
             return Done()
@@ -164,22 +166,14 @@ class NodeReconciler:
         work: LabelWork | None,
         waiting: Mapping[str, str] | None = None,
     ) -> NodePlan:
-        facts = replace(
-            self._facts(key),
-            gate_pod_signals=self._gate_pods.signals(rules, key),
-            workload_pods=self._gates.workload_pods(node, rules),
-            budget_waiting=waiting or {},
-        )
-        if work is not None:
-            facts = replace(facts, restored_labels=work.decision.restore)
-        return plan(node.state, rules, facts)
+        return plan(node.state, rules, self._facts.for_plan(key, node, rules, work, waiting))
 
     def _read_again(self, key: str) -> Outcome | CachedNode:
         try:
-            fresh = self._api.get_node(key)
+            fresh = self._reads.api.get_node(key)
         except KubeError as err:
             return retry(err, "re-read after a conflict failed")
-        return Done() if fresh is None else self._slim(fresh)
+        return Done() if fresh is None else self._reads.slim(fresh)
 
     def _finish(
         self,

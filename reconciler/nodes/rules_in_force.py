@@ -19,7 +19,7 @@ from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import RulesInForceMetrics
 from nodegate.reconciler.nodes.rules_source import (
     RulesUpdate,
     report_on_source,
@@ -49,7 +49,7 @@ class RulesInForce:
         self,
         history: TaintHistory,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: RulesInForceMetrics,
         max_untaint_share: float,
         on_applied: Callable[[RulesUpdate], None],
         status: StatusPublisher | None = None,

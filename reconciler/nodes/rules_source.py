@@ -29,7 +29,7 @@ from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
-from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.metrics import RulesSourceMetrics
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")
@@ -71,7 +71,7 @@ class RulesWatcher:
         settings: ReconcilerSettings,
         api: ListWatch,
         recorder: Recorder,
-        metrics: Metrics,
+        metrics: RulesSourceMetrics,
         on_valid: Callable[[RulesUpdate], None],
         generation_in_force: Callable[[], int] = lambda: 0,
     ) -> None:

@@ -6,6 +6,7 @@ import logging
 import textwrap
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1045,3 +1046,91 @@ def test_a_node_that_gets_its_provider_id_late_is_looked_at_again_when_labels_pe
     controller._on_node_event("n1", controller._slim(without), controller._slim(with_id))
 
     assert len(controller.queue) == 1
+
+
+REMEMBERED_RULES = HEADER + textwrap.dedent(
+    """\
+    evictionBudget: {cluster: {maxNodes: 1}}
+    labelTaints:
+      - name: trial
+        match: {labels: {pool: gpu}}
+        taint: {key: example.com/trial, value: "on", effect: NoSchedule}
+        nodeMayLift: true
+        dryRun: true
+    conditionTaints:
+      - name: network-problem
+        conditions: [{type: NetworkProblem, status: "True"}]
+        taint: {key: example.com/network-problem, effect: NoExecute}
+    startupGates:
+      - name: warmup
+        match: {labels: {pool: gpu}}
+        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
+        readyWhen: {annotation: example.com/ready=true}
+        timeout: 10m
+        onTimeout: keep
+    """
+)
+"""Rules under which a node is remembered by every collaborator that keeps something per node:
+its condition sightings and boot, a dry-run rule's pending change, an evicting taint waiting for
+the budget (another node spent it) and a gate's timeout said."""
+
+
+def remembered(controller: Controller, *marks: str) -> set[str]:
+    """Where, from the controller, something holds one of `marks` (a node's name or uid): a
+    dict's key or value, a member of a set, list or tuple, or a field of nodegate's own
+    objects, by the shortest attribute path. The kit (informers, queue, Event recorder) and the
+    API are not looked into: what they hold is not the node controller's memory."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    todo: deque[tuple[object, str]] = deque([(controller, "controller")])
+    while todo:
+        value, path = todo.popleft()
+        if isinstance(value, str):
+            if value in marks:
+                found.add(path)
+            continue
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            todo.extend((item, path) for pair in list(value.items()) for item in pair)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            todo.extend((item, path) for item in list(value))
+        elif type(value).__module__.startswith(("nodegate.reconciler.nodes", "nodegate.core")):
+            fields = dict(getattr(value, "__dict__", {}))
+            fields.update(
+                (slot, getattr(value, slot))
+                for slot in getattr(type(value), "__slots__", ())
+                if hasattr(value, slot)
+            )
+            todo.extend((item, f"{path}.{name}") for name, item in fields.items())
+    return found
+
+
+def test_a_deleted_node_is_forgotten_by_every_collaborator_that_remembered_it() -> None:
+    """Every collaborator keeping something per node is in the one list the controller forgets
+    through (`node_memory`): leave one out of it and this fails, naming what it kept."""
+    api = FakeApi()
+    broken = [{"type": "NetworkProblem", "status": "True"}]
+    spender = fake_node("spender")
+    spender["status"]["conditions"] = broken
+    api.add_node(spender)
+    node: dict[str, Any] = gated_node("forgotten")
+    node["status"]["conditions"] = broken
+    node["status"]["nodeInfo"] = {"bootID": "boot-1"}
+    api.add_node(node)
+    controller = synced(api)
+    controller.offer_rules(update(REMEMBERED_RULES, rules_digest(REMEMBERED_RULES)))
+    controller.process("spender")  # spends the eviction budget: "forgotten" waits for it
+    controller.process("forgotten")
+    marks = ("forgotten", "uid-forgotten")
+    before = remembered(controller, *marks)
+    owners = {path.split(".")[1] for path in before}
+    assert owners == {"_node_facts", "_writer", "breaker", "gates"}, before
+
+    gone = controller.informer.get("forgotten")
+    del api.nodes["forgotten"]
+    controller.informer.discard("forgotten")
+    controller._on_node_event("forgotten", gone, None)
+
+    assert remembered(controller, *marks) == set()

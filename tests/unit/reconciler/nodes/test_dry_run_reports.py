@@ -23,7 +23,7 @@ def writer() -> tuple[NodeWriter, FakeRecorder, Metrics]:
     recorder = FakeRecorder()
     metrics = Metrics(registry=CollectorRegistry())
     made = NodeWriter(
-        FakeApi(), recorder, metrics, LeaderFence(None), TokenBucket(100, 10), dry_run=False
+        FakeApi(), recorder, metrics.writer, LeaderFence(None), TokenBucket(100, 10), dry_run=False
     )
     return made, recorder, metrics
 

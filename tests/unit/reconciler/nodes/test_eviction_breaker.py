@@ -99,7 +99,9 @@ def breaker(
     clock = clock or Clock()
     anchored = AnchoredClock(clock.server_time, clock.monotonic)
     store = ledger if ledger is not None else MemoryLedger()
-    made = EvictionBreaker(recorder, metrics, lambda: nodes, lambda: SOURCE, anchored, store)
+    made = EvictionBreaker(
+        recorder, metrics.breaker, lambda: nodes, lambda: SOURCE, anchored, store
+    )
     return made, recorder, metrics
 
 

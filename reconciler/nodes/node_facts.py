@@ -1,0 +1,153 @@
+"""What the planner is told about one node beyond the Node itself (`PlanFacts`), gathered in one
+place for everyone who plans a node: the blast-radius guard (every cached node, `of`) and one
+node's reconcile (`for_plan`).
+
+The facts come from the clock, the taints earlier rules owned (the taint history), what this
+leader has seen of the node over time (its conditions' episodes, `condition_sightings`, and its
+boots, `BootSightings`: both tables are kept here, sighted on every watch event by `saw`) and,
+for a reconcile only, its gates' init pods, its workload pods (the backfill check), the eviction
+budget's holds and the labels its record restores. `plan_facts` puts what was gathered together
+(pure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from nodegate.core.decisions.boot_sight import BootSight, track_boot
+from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.sightings_record import worth_keeping
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.gate_pods import GatePods
+from nodegate.reconciler.nodes.gate_reports import GateReports
+from nodegate.reconciler.nodes.label_records import LabelWork
+from nodegate.reconciler.nodes.node_view import CachedNode
+
+Owned = frozenset[tuple[str, str]]
+"""(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""
+
+
+def plan_facts(
+    now: datetime,
+    previously_owned: Owned,
+    sightings: Mapping[ConditionKey, Sighting],
+    boot: BootSight | None,
+    *,
+    gate_pod_signals: Mapping[str, tuple[Sighting, ...]] | None = None,
+    workload_pods: int | None = None,
+    budget_waiting: Mapping[str, str] | None = None,
+    restored_labels: Mapping[str, str] | None = None,
+) -> PlanFacts:
+    """A node's facts from what was gathered about it; the keywords only a reconcile gathers
+    (the guard plans every node without them)."""
+    return PlanFacts(
+        now=now,
+        restored_labels=restored_labels or {},
+        previously_owned=previously_owned,
+        condition_sightings=sightings,
+        gate_pod_signals=gate_pod_signals or {},
+        boot_first_seen=boot.first_seen if boot is not None else None,
+        previous_boot_seen=boot.previous_last_seen if boot is not None else None,
+        workload_pods=workload_pods,
+        budget_waiting=budget_waiting or {},
+    )
+
+
+class BootSightings:
+    """When this leader saw each node's boots (`boot_sight`), by node name: set from the watch
+    events only, read by any thread."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, BootSight] = {}
+
+    def see(self, key: str, boot_id: str, now: datetime) -> None:
+        if (boot := track_boot(self._by_node.get(key), boot_id, now)) is not None:
+            self._by_node[key] = boot
+
+    def get(self, key: str) -> BootSight | None:
+        return self._by_node.get(key)
+
+    def forget(self, key: str) -> None:
+        self._by_node.pop(key, None)
+
+
+class NodeFacts:
+    """The one place a node's facts are gathered and built, and the two tables of what this
+    leader has seen of each node over time (`conditions`, `boots`)."""
+
+    def __init__(
+        self,
+        clock: Callable[[], datetime],
+        rules: Callable[[], NodeRules | None],
+        cached: Callable[[str], CachedNode | None],
+        previously_owned: Callable[[], Owned],
+        gate_pods: GatePods,
+        gates: GateReports,
+    ) -> None:
+        """`rules`: the rules in force, whose condition types are sighted; `cached`: the node
+        cache, whose node is sighted again when its facts are asked for; `gate_pods` and
+        `gates`: the init pods and the workload-pod check, asked by a reconcile only."""
+        self._now = clock
+        self._rules = rules
+        self._cached = cached
+        self._previously_owned = previously_owned
+        self._gate_pods = gate_pods
+        self._gates = gates
+        self.conditions = ConditionSightings()
+        self.boots = BootSightings()
+
+    def forget(self, name: str, uid: str | None = None) -> None:
+        """The node is gone (`NodeMemory`): its sightings and boots go."""
+        self.conditions.forget(name)
+        self.boots.forget(name)
+
+    def saw(self, key: str, node: NodeState) -> None:
+        """A watch event: sight the node's conditions and its boot."""
+        self._look(key, node, self._now())
+        self.boots.see(key, node.boot_id, self._now())
+
+    def of(self, key: str) -> PlanFacts:
+        """The node's facts as the blast-radius guard plans it: nothing asked of its init pods
+        or of the API server."""
+        now, sightings = self._sighted(key)
+        return plan_facts(now, self._previously_owned(), sightings, self.boots.get(key))
+
+    def for_plan(
+        self,
+        key: str,
+        node: CachedNode,
+        rules: NodeRules,
+        work: LabelWork | None,
+        waiting: Mapping[str, str] | None = None,
+    ) -> PlanFacts:
+        """The node's facts for its reconcile: the guard's, and its gates' init pods, its
+        workload pods if a gate would backfill it, the rules whose evicting taint waits for
+        the budget (`waiting`) and the labels its record restores (`work`)."""
+        now, sightings = self._sighted(key)
+        return plan_facts(
+            now,
+            self._previously_owned(),
+            sightings,
+            self.boots.get(key),
+            gate_pod_signals=self._gate_pods.signals(rules, key),
+            workload_pods=self._gates.workload_pods(node, rules),
+            budget_waiting=waiting,
+            restored_labels=work.decision.restore if work is not None else None,
+        )
+
+    def _sighted(self, key: str) -> tuple[datetime, Mapping[ConditionKey, Sighting]]:
+        """Now, and the cached node's conditions sighted once more (a node that sent no event
+        since the rules began reading a condition type is sighted then)."""
+        now = self._now()
+        cached = self._cached(key)
+        return now, self._look(key, cached.state, now) if cached is not None else {}
+
+    def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
+        """Sight the node's conditions; those still deciding something are kept for a restart."""
+        rules = self._rules()
+        keep = worth_keeping(node, rules) if rules is not None else frozenset()
+        return self.conditions.look(key, node, rules, now, keep)
