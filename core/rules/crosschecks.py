@@ -16,7 +16,9 @@ from nodegate.core.text.k8s_names import aks_reserves_label, kubelet_may_set_lab
 
 RawProblem = tuple[DocPath, str]
 _AKS_RESERVED = "AKS reserves the 'kubernetes.azure.com' label namespace; '{key}' would be refused"
-RULE_SECTIONS = ("labelTaints", "conditionTaints", "startupGates")
+RULE_SECTIONS = tuple(kind.kind.field for _, kind in NodeRules.rule_kinds())
+"""Every list of taint-making rules (`NodeRules.rule_kinds`): names and taints are unique
+across them."""
 
 
 def _items(doc: dict[str, Any], section: str) -> Iterator[tuple[int, dict[str, Any]]]:
