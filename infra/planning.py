@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from nodegate.core.rules.autoscaler_checks import MANAGED_CA, autoscaler_findings
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules, Provider
+from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules
+from nodegate.core.rules.providers import Provider
 from nodegate.core.text.errors import format_path
 from nodegate.infra.aks_pool import AksAutoscalingArgs, AksNodePoolArgs
 from nodegate.infra.cloud_inputs import agent_pool_name_problem

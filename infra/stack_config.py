@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from nodegate.core.rules.model import Provider
+from nodegate.core.rules.providers import Provider
 from nodegate.core.text.errors import format_path
 from nodegate.core.text.frozen import Frozen
 from nodegate.core.text.located_errors import located_errors
