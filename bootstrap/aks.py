@@ -20,6 +20,7 @@ from nodegate.bootstrap.registration import (
     startup_gate_taints,
 )
 from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.providers import AKS
 
 StartupGatesVia = Literal["nodeInitializationTaints", "webhook", "none"]
 
@@ -70,10 +71,10 @@ def render_aks_pool(
     `nodeInitializationTaints` (preview API versions do; the stable 2025-09-01 used by
     pulumi-azure-native 3.x does not). Without it, startup gates go to the Node webhook.
     """
-    if pool.provider != "aks":
+    if pool.provider != AKS.name:
         raise BootstrapError(
-            f"pool '{pool.name}' is an {pool.provider} pool; AKS agent pool lists apply to aks "
-            "pools only"
+            f"pool '{pool.name}' is an {pool.provider} pool; AKS agent pool lists apply to "
+            f"{AKS.name} pools only"
         )
     if pool.autoscaler_type == "karpenter":
         raise BootstrapError(

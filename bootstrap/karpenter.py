@@ -47,12 +47,9 @@ from nodegate.core.rules.model import (
     NodeRules,
     Taint,
 )
+from nodegate.core.rules.providers import default_node_classes, provider_profile
 
 API_VERSION: Final = "karpenter.sh/v1"
-AKS_NODE_CLASS: Final = NodeClassRef(
-    group="karpenter.azure.com", kind="AKSNodeClass", name="default"
-)
-"""AKS node auto-provisioning's own node class, the default for aks pools."""
 
 _RESTRICTED_LABELS: Final = ("kubernetes.io/hostname", "karpenter.sh/nodepool")
 """Template labels the NodePool CRD refuses outright (its CEL rules on template labels)."""
@@ -101,6 +98,15 @@ PREEMPTIBLE_TAINT: Final = {
 }
 
 
+def _default_node_class(pool: NodePool) -> NodeClassRef | None:
+    """The node class of the pool's provider (AKS node auto-provisioning's AKSNodeClass), if
+    it has one."""
+    default = provider_profile(pool.provider).karpenter_node_class
+    if default is None:
+        return None
+    return NodeClassRef(group=default.group, kind=default.kind, name=default.name)
+
+
 def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any]:
     """The pool's Karpenter NodePool, as plain data (stable key order for golden files)."""
     autoscaler = pool.autoscaler
@@ -114,11 +120,11 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
             f"pool '{pool.name}' uses Karpenter NodePool '{pool.karpenter_node_pool}' that "
             "nodegate does not render (autoscaler.externalStartupTaints); edit that NodePool"
         )
-    node_class = autoscaler.node_class_ref or (AKS_NODE_CLASS if pool.provider == "aks" else None)
+    node_class = autoscaler.node_class_ref or _default_node_class(pool)
     if node_class is None:
         raise BootstrapError(
-            f"pool '{pool.name}' ({pool.provider}) needs autoscaler.nodeClassRef: only aks pools "
-            "have a default node class"
+            f"pool '{pool.name}' ({pool.provider}) needs autoscaler.nodeClassRef: only "
+            f"{', '.join(default_node_classes())} pools have a default node class"
         )
     labels = registration_labels(pool)
     refused = [key for key in labels if key in _RESTRICTED_LABELS]

@@ -27,6 +27,7 @@ from nodegate.bootstrap.user_data import (
     user_part,
 )
 from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.providers import OKE
 
 __all__ = [
     "IMAGE_FAMILIES",
@@ -65,10 +66,10 @@ IMAGE_FAMILIES: Final = ("oracle-linux", "ubuntu")
 
 
 def _require_oke(pool: NodePool) -> None:
-    if pool.provider != "oke":
+    if pool.provider != OKE.name:
         raise BootstrapError(
             f"pool '{pool.name}' is an {pool.provider} pool; OKE user_data and kubelet flags "
-            "apply to oke pools only"
+            f"apply to {OKE.name} pools only"
         )
 
 

@@ -26,6 +26,7 @@ from nodegate.bootstrap.oke import (
 )
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.providers import provider_profile
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_output import dump_all
 
@@ -47,11 +48,7 @@ class OkeImageFamily(StrEnum):
     UBUNTU = "ubuntu"
 
 
-_PROVIDER_FORMATS = {
-    "oke": (RenderFormat.CLOUD_INIT, RenderFormat.KUBELET_ARGS, RenderFormat.OKE_METADATA),
-    "aks": (RenderFormat.AKS_JSON,),
-    "karpenter": (RenderFormat.KARPENTER_NODEPOOL,),
-}
+_KARPENTER_FORMATS = (RenderFormat.KARPENTER_NODEPOOL,)
 
 _USAGE_ERROR = 2
 
@@ -106,7 +103,7 @@ def render(
             typer.echo(str(problem), err=True)
         raise typer.Exit(1) from err
     chosen = _pool(loaded, pool)
-    fmt = format or _PROVIDER_FORMATS[_kind(chosen)][0]
+    fmt = format or _formats(chosen)[0]
     _check_fits(chosen, fmt, user_data)
     try:
         text = _rendered(loaded, chosen, fmt, user_data, aks_initialization_taints, image_family)
@@ -125,15 +122,18 @@ def _pool(rules: NodeRules, name: str) -> NodePool:
     return found
 
 
-def _kind(pool: NodePool) -> str:
-    """What renders the pool: its provider's node pool, or a Karpenter NodePool."""
-    return "karpenter" if pool.autoscaler_type == "karpenter" else pool.provider
+def _formats(pool: NodePool) -> tuple[RenderFormat, ...]:
+    """What renders the pool: a Karpenter NodePool, or its provider's node pool in the formats
+    the provider's profile names."""
+    if pool.autoscaler_type == "karpenter":
+        return _KARPENTER_FORMATS
+    return tuple(RenderFormat(f) for f in provider_profile(pool.provider).render_formats)
 
 
 def _check_fits(pool: NodePool, fmt: RenderFormat, user_data: Path | None) -> None:
-    allowed = _PROVIDER_FORMATS[_kind(pool)]
+    allowed = _formats(pool)
     if fmt not in allowed:
-        run_by = " run by Karpenter" if _kind(pool) == "karpenter" else ""
+        run_by = " run by Karpenter" if pool.autoscaler_type == "karpenter" else ""
         typer.echo(
             f"--format {fmt} does not apply to pool '{pool.name}' (provider {pool.provider}"
             f"{run_by}); "

@@ -8,6 +8,7 @@ contract in pyproject.toml):
     objects/    the reconciler's objects: default names, the codecs of its ConfigMap records
     decisions/  the planner, since-when sightings, eviction budget, blast radius, persisted
                 labels, node trust and admission, the write fence
-    rules/      the rules model, its loader and cross-checks, the node as the planner sees it
+    rules/      the rules model, its loader and cross-checks, the node as the planner sees it,
+                what nodegate knows of each cloud provider (providers.py)
     text/       generic: YAML in and out, located errors and hints, flags, durations, names
 """

@@ -19,16 +19,14 @@ from nodegate.bootstrap.errors import BootstrapError
 from nodegate.core.rules.loader import RulesDocument, load_rules
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import decode, read_limited
+from nodegate.infra.config_base import NAMESPACE, ConfigProblem, StackConfigError
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
 from nodegate.infra.stack_config import (
     CONFIG_KEYS,
-    NAMESPACE,
     OBJECT_KEYS,
-    ConfigProblem,
     StackConfig,
-    StackConfigError,
     parse_stack_config,
 )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodePool, NodeRules
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.rules.providers import provider_profile
 
 REGISTRATION_SEAL_KEY = "nodegate.dev/registered-pool"
 REGISTRATION_SEAL_EFFECT = "PreferNoSchedule"
@@ -102,14 +103,15 @@ def pool_evidence_advice(rules: NodeRules) -> list[str]:
                 "applies it, never the kubelet)"
             )
             continue
-        aks = (
-            "; kubernetes.azure.com/agentpool is written by the kubelet and is no evidence either"
-            if pool.provider == "aks"
+        kubelet_label = provider_profile(pool.provider).kubelet_pool_label
+        cloud = (
+            f"; {kubelet_label} is written by the kubelet and is no evidence either"
+            if kubelet_label is not None
             else ""
         )
         advice.append(
             head + f"{POOL_LABEL}, which the kubelet sets, is no evidence. Deploy the Node "
             "admission webhook (it seals the pool at registration for the reconciler to "
-            f"record), or label the nodes {TRUSTED_POOL_LABEL}={pool.name} yourself{aks}"
+            f"record), or label the nodes {TRUSTED_POOL_LABEL}={pool.name} yourself{cloud}"
         )
     return advice

@@ -30,6 +30,7 @@ from nodegate.core.rules.autoscalers import (
     renamed_key,
 )
 from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules, StartupGate
+from nodegate.core.rules.providers import default_node_classes, provider_profile
 from nodegate.core.text.durations import format_duration
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX, is_readiness_taint
@@ -78,14 +79,17 @@ def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterat
     path: DocPath = ("nodePools", index, "autoscaler")
     yield from _capacity_types(path, pool, autoscaler)
     rendered = autoscaler.type == "karpenter" and autoscaler.external_startup_taints is None
-    if rendered and pool.provider != "aks" and autoscaler.node_class_ref is None:
+    default = provider_profile(pool.provider).karpenter_node_class
+    if rendered and default is None and autoscaler.node_class_ref is None:
+        defaults = default_node_classes()
         yield Finding(
             pool.name,
             "error",
             path,
             f"pool '{pool.name}' ({pool.provider}) runs on Karpenter: give its nodeClassRef "
-            "({group, kind, name} of your Karpenter provider's node class); only aks pools "
-            "have a default (AKS node auto-provisioning's AKSNodeClass 'default')",
+            "({group, kind, name} of your Karpenter provider's node class); only "
+            f"{', '.join(defaults)} pools have a default "
+            f"({', '.join(c.described() for c in defaults.values())})",
         )
 
 

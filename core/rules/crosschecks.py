@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodeRules
+from nodegate.core.rules.providers import PROFILES, ProviderProfile, provider_profile
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.errors import format_path as _at
-from nodegate.core.text.k8s_names import aks_reserves_label, kubelet_may_set_label
+from nodegate.core.text.k8s_names import kubelet_may_set_label
 
 RawProblem = tuple[DocPath, str]
-_AKS_RESERVED = "AKS reserves the 'kubernetes.azure.com' label namespace; '{key}' would be refused"
 RULE_SECTIONS = tuple(kind.kind.field for _, kind in NodeRules.rule_kinds())
 """Every list of taint-making rules (`NodeRules.rule_kinds`): names and taints are unique
 across them."""
@@ -139,7 +139,8 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
                     f"pool name '{name}' is already used by nodePools[{seen_pools[name]}]",
                 )
             seen_pools.setdefault(name, index)
-        aks = pool.get("provider") == "aks"
+        # A provider the model refuses has no profile: the model reports it.
+        profile = PROFILES.get(str(pool.get("provider")))
         labels = _mapping(pool.get("labels"))
         extra = _mapping(pool.get("reconcilerLabels"))
         for key in [*labels, *extra]:
@@ -167,11 +168,8 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
                     f"nodePools[{index}].reconcilerLabels and the reconciler applies it right "
                     "after the node registers",
                 )
-            elif aks and aks_reserves_label(str(key)):
-                yield (
-                    path,
-                    _AKS_RESERVED.format(key=key),
-                )
+            elif refused := _reserved(profile, str(key)):
+                yield path, refused
             if key in extra:
                 yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
         for key in extra:
@@ -183,11 +181,18 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
                     path,
                     f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
                 )
-            elif aks and aks_reserves_label(str(key)):
-                yield (
-                    path,
-                    _AKS_RESERVED.format(key=key),
-                )
+            elif refused := _reserved(profile, str(key)):
+                yield path, refused
+
+
+def _reserved(profile: ProviderProfile | None, key: str) -> str | None:
+    """Why the pool's cloud refuses the label `key`, or None if it takes it."""
+    if profile is None:
+        return None
+    domain = profile.reserved_label_domain(key)
+    if domain is None:
+        return None
+    return f"{profile.title} reserves the '{domain}' label namespace; '{key}' would be refused"
 
 
 def _mapping(value: object) -> dict[Any, Any]:
@@ -244,7 +249,9 @@ def pool_problems(rules: NodeRules) -> list[RawProblem]:
     """Checks that need the typed rules: what each pool's nodes would be born with."""
     problems: list[RawProblem] = []
     for pool in rules.node_pools:
-        if pool.provider != "aks":
+        profile = provider_profile(pool.provider)
+        field = profile.taints_need_values_in
+        if field is None:
             continue
         labels = pool.eventual_labels()
         for index, rule in enumerate(rules.label_taints):
@@ -253,8 +260,9 @@ def pool_problems(rules: NodeRules) -> list[RawProblem]:
                     (
                         ("labelTaints", index, "taint"),
                         f"taint {rule.taint.key}:{rule.taint.effect} has no value but goes into "
-                        f"the nodeTaints of AKS pool '{pool.name}', which AKS takes only as "
-                        'key=value:Effect; give the taint a value, e.g. value: "present"',
+                        f"the {field} of {profile.title} pool '{pool.name}', which "
+                        f"{profile.title} takes only as key=value:Effect; give the taint a "
+                        'value, e.g. value: "present"',
                     )
                 )
     return problems

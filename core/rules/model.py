@@ -38,6 +38,7 @@ from nodegate.core.rules.autoscalers import (
     parse_ca_version,
 )
 from nodegate.core.rules.gate_records import gate_annotation_keys
+from nodegate.core.rules.providers import Provider
 from nodegate.core.rules.rule_kinds import NodeReads, RuleKind, TaintRule
 from nodegate.core.text.durations import format_duration, parse_duration
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue, check_key
@@ -67,9 +68,6 @@ nodegate's Node admission webhook copies `POOL_LABEL` into it when the node is c
 webhook runs after NodeRestriction, so the kubelet's registration is the provisioning's
 bootstrap speaking); Karpenter NodePools and admins may set it too. `reconcilerLabels` are applied
 on this label's evidence only (docs/reconciler.md, "Security")."""
-
-Provider = Literal["oke", "aks"]
-"""The clouds whose node pools nodegate renders and declares."""
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]

@@ -149,13 +149,10 @@ def kubelet_may_set_label(key: str) -> bool:
     return not any(_in_namespace(namespace, domain) for domain in _RESTRICTED_LABEL_DOMAINS)
 
 
-# AKS refuses node labels in its own namespace on agent pools.
-AKS_RESERVED_LABEL_DOMAIN = "kubernetes.azure.com"
-
-
-def aks_reserves_label(key: str) -> bool:
-    """Whether AKS refuses this label key on an agent pool."""
-    return _in_namespace(key_namespace(key), AKS_RESERVED_LABEL_DOMAIN)
+def key_in_domain(key: str, domain: str) -> bool:
+    """Whether `key`'s namespace is `domain` or one of its subdomains (how a cloud's reserved
+    label namespaces are matched)."""
+    return _in_namespace(key_namespace(key), domain)
 
 
 PLATFORM_LABEL_DOMAINS = (

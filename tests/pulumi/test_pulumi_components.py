@@ -10,8 +10,8 @@ from nodegate.bootstrap.oke import kubelet_extra_args
 from nodegate.bootstrap.registration import permanent_taints
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodeRules
-from nodegate.infra.aks_pool import AksNodePool, AksNodePoolArgs, _checked_spec
-from nodegate.infra.oke_pool import OkeNodePool, OkeNodePoolArgs, OkePlacementArgs
+from nodegate.infra.providers.aks import AksNodePool, AksNodePoolArgs, _checked_spec
+from nodegate.infra.providers.oke import OkeNodePool, OkeNodePoolArgs, OkePlacementArgs
 from tests.pulumi.harness import (
     AKS_AGENT_POOL,
     OKE_NODE_POOL,

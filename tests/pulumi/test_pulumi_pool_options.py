@@ -14,7 +14,7 @@ from pulumi_azure_native import containerservice
 from nodegate.bootstrap.errors import BootstrapError
 from nodegate.bootstrap.oke import ImageFamily, render_oke_cloud_init
 from nodegate.infra.program import InvalidStackConfigError
-from nodegate.infra.stack_config import AksMode, AksOsSku, AksOsType
+from nodegate.infra.providers.aks import AksMode, AksOsSku, AksOsType
 from tests.pulumi.harness import (
     AKS_AGENT_POOL,
     OKE_NODE_POOL,

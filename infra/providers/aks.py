@@ -1,4 +1,5 @@
-"""`AksNodePool`: an AKS agent pool whose nodes register already carrying the rules' taints.
+"""AKS in the Pulumi program: `nodegate:aks` and its pool settings, their planning, and
+`AksNodePool`, an AKS agent pool whose nodes register already carrying the rules' taints.
 
 AKS has no boot script to edit: the pool's `nodeTaints` and `nodeLabels` are the bootstrap.
 AKS reconciles `nodeTaints` onto every node and they cannot be changed through the Kubernetes
@@ -6,28 +7,125 @@ API, so a startup gate placed there could never be lifted: only permanent, label
 go there. The AgentPool API of pulumi-azure-native 3.x (Azure API 2025-09-01) has no
 `nodeInitializationTaints`, so startup gates are added by nodegate's Node admission webhook at
 registration; the component says so in its `startupGatesVia` output.
+
+The pool's settings (`defaults` merged with its `pools.<name>` entry) become the component's
+Args field by field under the same names (`SETTINGS_ARGS`): a field added to `AksPoolFields`
+reaches the component with no copy in the planning (the provider registry test fails until the
+Args have it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pulumi
 import pulumi_azure_native as azure_native
+from pydantic import BeforeValidator, Field, model_validator
 
 from nodegate.bootstrap.aks import AksPoolSpec, render_aks_pool
 from nodegate.bootstrap.registration import registration_taints
-from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.autoscaler_checks import MANAGED_CA
+from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules
+from nodegate.core.rules.providers import AKS
+from nodegate.core.text.frozen import Frozen
 from nodegate.infra.cloud_inputs import (
     agent_pool_name_problem,
     aks_bootstrap_digest,
     sorted_labels,
     taint_identity,
 )
+from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
 from nodegate.infra.planned_pool import DeclareContext
+from nodegate.infra.providers.base import (
+    InfraProvider,
+    PlansCheck,
+    SettingsArgs,
+    StackAutoscaler,
+    pool_key,
+    pool_settings,
+)
 
 TYPE_TOKEN = "nodegate:index:AksNodePool"
+
+
+# --- the stack config: `nodegate:aks` --------------------------------------------------------
+
+AksMode = Literal["User", "System"]
+AksOsSku = Literal[
+    "Ubuntu", "Ubuntu2204", "AzureLinux", "AzureLinux3", "Windows2019", "Windows2022"
+]
+"""The SDK's `OSSKU` values minus the retired CBLMariner (Azure Linux 2.0; use AzureLinux)."""
+AksOsType = Literal["Linux", "Windows"]
+RETIRED_OS_SKUS = {"CBLMariner": "AzureLinux"}
+
+
+def _not_retired(value: object) -> object:
+    if isinstance(value, str) and value in RETIRED_OS_SKUS:
+        raise ValueError(
+            f"'{value}' is retired (Azure Linux 2.0 node images are no longer published); use "
+            f"'{RETIRED_OS_SKUS[value]}'"
+        )
+    return value
+
+
+class AksAutoscaling(Frozen):
+    """Cluster autoscaler bounds; `count` (or the rules size) is the initial node count."""
+
+    min_count: PoolSize
+    max_count: PoolSize
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AksAutoscaling:
+        if self.min_count > self.max_count:
+            raise ValueError(f"minCount {self.min_count} is above maxCount {self.max_count}")
+        return self
+
+
+class AksPoolFields(Frozen):
+    """Per-pool AKS settings; in `defaults` and in `pools.<name>` every field is optional."""
+
+    agent_pool_name: NonEmpty | None = None
+    """AKS agent pool name (lowercase, ≤12 chars); default: the rules pool name."""
+    vm_size: NonEmpty | None = None
+    """VM size, e.g. 'Standard_D4s_v5' (required)."""
+    count: PoolSize | None = None
+    """Number of nodes; default: the rules pool `size`."""
+    autoscaling: AksAutoscaling | None = None
+    """Enable the cluster autoscaler between these bounds."""
+    mode: AksMode | None = None
+    """'User' (default) or 'System'."""
+    os_sku: Annotated[AksOsSku, BeforeValidator(_not_retired)] | None = None
+    """Node OS, e.g. 'AzureLinux' or 'Ubuntu'; default: AKS's (Ubuntu)."""
+    os_type: AksOsType | None = None
+    """'Linux' or 'Windows'; default: Windows for a Windows osSku, else Linux."""
+    orchestrator_version: NonEmpty | None = None
+    """Kubernetes version of the pool, e.g. '1.31'; default: the control plane's."""
+
+
+class AksPoolSettings(AksPoolFields):
+    """One pool's AKS settings after `defaults` and the pool's overrides are merged."""
+
+    vm_size: NonEmpty
+
+
+class AksConfig(Frozen):
+    """`nodegate:aks`: the AKS cluster and the pools this stack manages in it."""
+
+    resource_group_name: NonEmpty
+    """Resource group of the AKS cluster."""
+    cluster_name: NonEmpty
+    """Name of the AKS managed cluster."""
+    defaults: AksPoolFields = AksPoolFields()
+    """Settings shared by every pool; a pool's own entry overrides them field by field."""
+    pools: dict[str, Annotated[AksPoolFields, BeforeValidator(empty_if_null)]] = Field(
+        default_factory=dict
+    )
+    """One entry per rules pool with provider aks (an empty `{}` takes the defaults)."""
+
+
+# --- the component's Args --------------------------------------------------------------------
 
 INITIALIZATION_TAINTS_SUPPORTED = False
 """Whether the AgentPool API used here has `nodeInitializationTaints`. The default API of
@@ -81,7 +179,7 @@ class AksNodePoolArgs:
         agent_pool = AksNodePool(self.pool_name, self)
         _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=context.deploys_webhook)
         return {
-            "provider": "aks",
+            "provider": AKS.name,
             "agentPoolId": agent_pool.agent_pool_id,
             "registrationTaints": agent_pool.registration_taints,
             "registrationLabels": agent_pool.node_labels,
@@ -110,8 +208,8 @@ def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
     if pool is None:
         names = ", ".join(p.name for p in args.rules.node_pools) or "none"
         raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
-    if pool.provider != "aks":
-        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not aks")
+    if pool.provider != AKS.name:
+        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not {AKS.name}")
     agent_pool_name = args.agent_pool_name or pool.name
     windows_sku = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
     if windows_sku and args.os_type != "Windows":
@@ -241,3 +339,151 @@ def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bo
             )
 
     pulumi.Output.all(agent_pool.startup_gates_via, agent_pool.startup_gate_taints).apply(warn)
+
+
+# --- planning: a rules pool's settings become its Args -----------------------------------------
+
+SETTINGS_ARGS = SettingsArgs(
+    settings=AksPoolSettings, args=AksNodePoolArgs, nested={"autoscaling": AksAutoscalingArgs}
+)
+
+
+def plan_aks_pool(
+    rules: NodeRules, pool: NodePool, section: AksConfig, read_text: Callable[[str], str]
+) -> AksNodePoolArgs | list[ConfigProblem]:
+    """The pool's AksNodePool Args (derived name, count, mode, OS type), or what is wrong with
+    them."""
+    settings = pool_settings(AksPoolSettings, section, AKS.name, pool.name)
+    if isinstance(settings, list):
+        return settings
+    key = pool_key(AKS.name, pool.name)
+    problems: list[ConfigProblem] = []
+    name = settings.agent_pool_name or pool.name
+    windows_sku = (settings.os_sku or "").startswith("Windows")
+    os_type = settings.os_type or ("Windows" if windows_sku else None)
+    if (
+        settings.os_sku is not None
+        and os_type is not None
+        and windows_sku != (os_type == "Windows")
+    ):
+        problems.append(
+            ConfigProblem(
+                f"{key}.osType",
+                f"osType {os_type} does not fit osSku {settings.os_sku}; leave osType out "
+                "(it follows the osSku) or make them agree",
+            )
+        )
+    windows = os_type == "Windows"
+    problem = agent_pool_name_problem(name, windows=windows)
+    if problem:
+        hint = "" if settings.agent_pool_name else "; set agentPoolName to a valid name"
+        problems.append(ConfigProblem(f"{key}.agentPoolName", problem + hint))
+    count = pool.size if settings.count is None else settings.count
+    mode: AksMode = settings.mode or "User"
+    source = "count" if settings.count is not None else f"the rules size of pool '{pool.name}'"
+    scaling = settings.autoscaling
+    if scaling is not None and not scaling.min_count <= count <= scaling.max_count:
+        problems.append(
+            ConfigProblem(
+                f"{key}.count",
+                f"{count} (from {source}) is outside autoscaling "
+                f"{scaling.min_count}..{scaling.max_count}; set count inside that range",
+            )
+        )
+    if mode == "System" and (count < 1 or (scaling is not None and scaling.min_count < 1)):
+        problems.append(
+            ConfigProblem(f"{key}.mode", "a System pool needs at least 1 node (count and minCount)")
+        )
+    if mode == "System" and windows:
+        problems.append(
+            ConfigProblem(f"{key}.mode", "AKS runs System pools on Linux only; use mode User")
+        )
+    if problems:
+        return problems
+    inputs = SETTINGS_ARGS.inputs(
+        settings, agent_pool_name=name, count=count, mode=mode, os_type=os_type
+    )
+    return AksNodePoolArgs(
+        **inputs,
+        rules=rules,
+        pool_name=pool.name,
+        resource_group_name=section.resource_group_name,
+        cluster_name=section.cluster_name,
+    )
+
+
+def check_aks_plans(rules: NodeRules, plans: Sequence[AksNodePoolArgs]) -> PlansCheck:
+    """Agent pool names unique in the cluster; and the pools the stack autoscales: AKS's
+    managed cluster-autoscaler unless the rules name one, and where rules and stack disagree."""
+    autoscalers, problems = _stack_autoscalers(rules, plans)
+    return PlansCheck((*_duplicate_agent_pool_names(plans), *problems), autoscalers)
+
+
+def _duplicate_agent_pool_names(plans: Sequence[AksNodePoolArgs]) -> list[ConfigProblem]:
+    seen: dict[str, str] = {}
+    problems = []
+    for plan in plans:
+        agent_pool = plan.agent_pool_name or plan.pool_name
+        other = seen.setdefault(agent_pool, plan.pool_name)
+        if other != plan.pool_name:
+            problems.append(
+                ConfigProblem(
+                    f"{pool_key(AKS.name, plan.pool_name)}.agentPoolName",
+                    f"'{agent_pool}' is already the agent pool of pool '{other}'",
+                )
+            )
+    return problems
+
+
+def _stack_autoscalers(
+    rules: NodeRules, plans: Sequence[AksNodePoolArgs]
+) -> tuple[dict[str, StackAutoscaler], list[ConfigProblem]]:
+    """AKS pools the stack autoscales: AKS's managed cluster-autoscaler unless the rules name
+    one; and where rules and stack disagree about it."""
+    autoscalers: dict[str, StackAutoscaler] = {}
+    problems: list[ConfigProblem] = []
+    for plan in plans:
+        pool = rules.pool(plan.pool_name)
+        assert pool is not None  # planning made Args only for the rules' own pools
+        key = f"{pool_key(AKS.name, pool.name)}.autoscaling"
+        said: Autoscaler | None = pool.autoscaler
+        if plan.autoscaling is not None and said is None:
+            autoscalers[pool.name] = StackAutoscaler(
+                MANAGED_CA,
+                key,
+                "makes the pool autoscaled by AKS's managed cluster-autoscaler (the rules "
+                "name no autoscaler for it)",
+            )
+        elif plan.autoscaling is not None and said is not None and said.type == "none":
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"enables AKS's cluster-autoscaler on pool '{pool.name}', whose autoscaler "
+                    "the rules say is none; remove one of the two",
+                )
+            )
+        elif (
+            plan.autoscaling is None
+            and said is not None
+            and said.is_managed
+            and (said.type == "cluster-autoscaler")
+        ):
+            problems.append(
+                ConfigProblem(
+                    key,
+                    f"is not set, but the rules say pool '{pool.name}' runs AKS's managed "
+                    "cluster-autoscaler, which AKS runs only on a pool with autoscaling: set "
+                    "it to {minCount, maxCount}",
+                )
+            )
+    return autoscalers, problems
+
+
+PROVIDER: InfraProvider[AksConfig, AksNodePoolArgs] = InfraProvider(
+    profile=AKS,
+    section=AksConfig,
+    settings_args=SETTINGS_ARGS,
+    plan=plan_aks_pool,
+    check_plans=check_aks_plans,
+)
+"""AKS, as the registry (nodegate.infra.providers) lists it."""
