@@ -45,6 +45,7 @@ from nodegate.infra.providers.base import (
     StackAutoscaler,
     pool_key,
     pool_settings,
+    rules_pool,
 )
 
 TYPE_TOKEN = "nodegate:index:AksNodePool"
@@ -204,12 +205,7 @@ def _checked(args: AksNodePoolArgs) -> tuple[NodePool, str, AksPoolSpec]:
 
 def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
     """The rules pool and agent pool name, refusing args AKS or nodegate would reject."""
-    pool = args.rules.pool(args.pool_name)
-    if pool is None:
-        names = ", ".join(p.name for p in args.rules.node_pools) or "none"
-        raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
-    if pool.provider != AKS.name:
-        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not {AKS.name}")
+    pool = rules_pool(args.rules, args.pool_name, AKS.name)
     agent_pool_name = args.agent_pool_name or pool.name
     windows_sku = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
     if windows_sku and args.os_type != "Windows":

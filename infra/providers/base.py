@@ -36,6 +36,18 @@ ArgsT = TypeVar("ArgsT", bound=PlannedPool)
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
+def rules_pool(rules: NodeRules, name: str, provider: str | None = None) -> NodePool:
+    """The rules' pool a component is declared for (of `provider`, if given), or the error a
+    component raises: Args naming another pool could not produce a correct node pool."""
+    pool = rules.pool(name)
+    if pool is None:
+        names = ", ".join(p.name for p in rules.node_pools) or "none"
+        raise ValueError(f"pool '{name}' is not in the rules (pools: {names})")
+    if provider is not None and pool.provider != provider:
+        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not {provider}")
+    return pool
+
+
 def pool_key(provider: str, pool: str) -> str:
     """The stack-config key of a pool's entry, which problems with its settings are reported at."""
     return f"{NAMESPACE}:{provider}.pools.{pool}"

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
 from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.infra.planned_pool import DeclareContext
+from nodegate.infra.providers.base import rules_pool
 
 TYPE_TOKEN = "nodegate:index:KarpenterNodePool"
 
@@ -52,10 +53,7 @@ class KarpenterNodePoolArgs:
 
 
 def _checked_pool(args: KarpenterNodePoolArgs) -> NodePool:
-    pool = args.rules.pool(args.pool_name)
-    if pool is None:
-        names = ", ".join(p.name for p in args.rules.node_pools) or "none"
-        raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
+    pool = rules_pool(args.rules, args.pool_name)
     if pool.autoscaler_type != "karpenter":
         raise ValueError(
             f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"

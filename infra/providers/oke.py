@@ -37,7 +37,13 @@ from nodegate.core.text.frozen import Frozen
 from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
 from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
 from nodegate.infra.planned_pool import DeclareContext
-from nodegate.infra.providers.base import InfraProvider, SettingsArgs, pool_key, pool_settings
+from nodegate.infra.providers.base import (
+    InfraProvider,
+    SettingsArgs,
+    pool_key,
+    pool_settings,
+    rules_pool,
+)
 
 TYPE_TOKEN = "nodegate:index:OkeNodePool"
 
@@ -323,12 +329,7 @@ class OkeNodePoolArgs:
 
 def _checked_pool(args: OkeNodePoolArgs) -> NodePool:
     """The rules pool, refusing args that could not produce a correct node pool."""
-    pool = args.rules.pool(args.pool_name)
-    if pool is None:
-        names = ", ".join(p.name for p in args.rules.node_pools) or "none"
-        raise ValueError(f"pool '{args.pool_name}' is not in the rules (pools: {names})")
-    if pool.provider != OKE.name:
-        raise ValueError(f"pool '{pool.name}' has provider {pool.provider}, not {OKE.name}")
+    pool = rules_pool(args.rules, args.pool_name, OKE.name)
     if not args.placements:
         raise ValueError(f"pool '{pool.name}': give at least one placement (AD + subnet)")
     if isinstance(args.size, int) and not 0 <= args.size <= 1000:
