@@ -131,9 +131,10 @@ def hand_over(
     next plan (its next change, or the resync)."""
     try:
         store, records = _records(kubeconfig, context, namespace)
+        target = store.node(to)
         matching = [m for m in _matching(records, node) if m.record is not None]
         for stored in matching:
-            store.hand_over(stored, to)
+            store.hand_over(stored, target)
             typer.echo(f"handed record {stored.name} to {to}")
     except NoSuchNodeError as err:
         typer.echo(f"nodegate labels: no node {to}", err=True)

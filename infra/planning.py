@@ -165,9 +165,10 @@ def _checks_across_pools(
         where = f"{format_path(finding.path)}: {finding.message}"
         if finding.severity == "warning":
             warnings.append(f"warning: {where}")
-        else:  # only a pool the stack made autoscaled can fail here: the rules loaded
-            made = autoscalers[finding.pool]
+        elif (made := autoscalers.get(finding.pool)) is not None:
             problems.append(ConfigProblem(made.key, f"{made.made_by}, and then {where}"))
+        else:  # rules built in code, never loaded (the loader refuses these): still said
+            problems.append(ConfigProblem(f"{NAMESPACE}:rules", where))
     return problems, tuple(dict.fromkeys(warnings))
 
 

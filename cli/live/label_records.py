@@ -48,12 +48,15 @@ class LabelRecords:
     def forget(self, stored: StoredRecord) -> None:
         self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)
 
-    def hand_over(self, stored: StoredRecord, to: str) -> None:
-        """Hand a readable record to the machine of Node `to` (NoSuchNodeError: no such Node)."""
-        assert stored.record is not None
-        raw = self._api.get_node(to)
+    def node(self, name: str) -> NodeState:
+        """The Node records are handed to, read once for all of them (NoSuchNodeError)."""
+        raw = self._api.get_node(name)
         if raw is None:
-            raise NoSuchNodeError(to)
-        target = NodeState.from_k8s(raw, lambda _key: False)
+            raise NoSuchNodeError(name)
+        return NodeState.from_k8s(raw, lambda _key: False)
+
+    def hand_over(self, stored: StoredRecord, target: NodeState) -> None:
+        """Hand a readable record to the machine of `target`."""
+        assert stored.record is not None
         data = encode_record(handed_over(stored.record, target))
         self._api.replace_configmap(self.namespace, stored.name, {**stored.raw, "data": data})

@@ -135,13 +135,13 @@ def charges(node: NodeState, node_plan: NodePlan, rules: NodeRules) -> tuple[Cha
     taint's key and effect were there already). Startup gates are not charged: a gate goes on
     a node being born, rebooted or idle, where it evicts nothing a workload would miss."""
     effects = budgeted_effects(rules)
-    charged = {r.name for r in charged_rules(rules)}
+    uncharged = {r.name for r in rules.taint_rules() if not r.kind.charged}
     found = []
     for change in node_plan.add_taints:
         taint = change.taint
         if taint.effect not in effects or node.taint(taint.identity) is not None:
             continue
-        owners = [r for r in change.rules if r in charged]
+        owners = [r for r in change.rules if r not in uncharged]
         if not owners:
             continue
         ledgers = [ledger_of(rules, r) for r in owners]

@@ -213,7 +213,7 @@ def admission_patch(
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
         gates, taint_ops, seal = [], [], None
-    claimed = {g.taint.identity for g in rules.startup_gates if g.name in gates}
+    claimed = {r.taint.identity for r in rules.taint_rules() if r.name in gates}
     claim_ops = _claim_ops(metadata, claimed)
     return AdmissionPatch(
         tuple(label_ops + taint_ops + claim_ops),

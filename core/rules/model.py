@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from datetime import timedelta
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args, get_origin
 
 from pydantic import (
@@ -1065,21 +1065,18 @@ class NodeRules(Frozen):
     def rule_kinds(cls) -> tuple[tuple[str, type[TaintRule]], ...]:
         """(attribute, class) of each list of taint-making rules, in the file's order: every
         field whose items are a rule kind (`rule_kinds.TaintRule`)."""
-        found: list[tuple[str, type[TaintRule]]] = []
-        for attribute, info in cls.model_fields.items():
-            items = get_args(info.annotation)
-            is_list = get_origin(info.annotation) is tuple and items
-            if is_list and isinstance(getattr(items[0], "kind", None), RuleKind):
-                found.append((attribute, items[0]))
-        return tuple(found)
+        return _rule_kinds_of(cls)
 
     def taint_rules(self) -> tuple[TaintRule, ...]:
         """Every taint-making rule, of every kind, in the file's order: what consumers iterate
-        (never `label_taints`, `condition_taints`... one by one)."""
-        rules: list[TaintRule] = []
-        for attribute, _ in self.rule_kinds():
-            rules += getattr(self, attribute)
-        return tuple(rules)
+        (never `label_taints`, `condition_taints`... one by one). Computed once per rules: a
+        plan asks several times."""
+        return self._taint_rules
+
+    @cached_property
+    def _taint_rules(self) -> tuple[TaintRule, ...]:
+        kinds = self.rule_kinds()
+        return tuple(rule for attribute, _ in kinds for rule in getattr(self, attribute))
 
     def reads(self) -> NodeReads:
         """Everything the rules read from a node: each rule's reads, the pool labels and each
@@ -1090,7 +1087,8 @@ class NodeRules(Frozen):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy (pydantic's), without the cached reads of the rules it was copied from."""
         copied = super().model_copy(update=update, deep=deep)
-        copied.__dict__.pop("_reads", None)
+        for cached in ("_reads", "_taint_rules"):
+            copied.__dict__.pop(cached, None)
         return copied
 
     @cached_property
@@ -1112,6 +1110,17 @@ class NodeRules(Frozen):
         their gate is lifted, never added, and never recorded as owned (a key dropped from
         formerKeys is left)."""
         return frozenset(t.identity for r in self.taint_rules() for t in r.former_taints)
+
+
+@cache
+def _rule_kinds_of(rules_class: type[NodeRules]) -> tuple[tuple[str, type[TaintRule]], ...]:
+    found: list[tuple[str, type[TaintRule]]] = []
+    for attribute, info in rules_class.model_fields.items():
+        items = get_args(info.annotation)
+        is_list = get_origin(info.annotation) is tuple and items
+        if is_list and isinstance(getattr(items[0], "kind", None), RuleKind):
+            found.append((attribute, items[0]))
+    return tuple(found)
 
 
 def rules_json_schema() -> dict[str, Any]:

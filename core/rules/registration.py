@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from nodegate.core.rules.model import POOL_LABEL, NodePool, NodeRules, StartupGate, Taint
+from nodegate.core.rules.model import POOL_LABEL, NodePool, NodeRules, Taint
+from nodegate.core.rules.rule_kinds import TaintRule
 
 
 class TaintConflictError(ValueError):
@@ -51,10 +52,15 @@ def label_taints_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[Taint
     )
 
 
-def gates_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[StartupGate, ...]:
-    """The startup gates whose `match` these labels satisfy, in rules order; a dry-run gate's
-    never (it is not rendered into bootstrap, nor added by the webhook)."""
-    return tuple(g for g in rules.startup_gates if not g.dry_run and g.match.matches(dict(labels)))
+def gates_for(rules: NodeRules, labels: Mapping[str, str]) -> tuple[TaintRule, ...]:
+    """The rules a node with these labels is born gated by (every kind registered as
+    `startup`, e.g. the startup gates whose `match` these labels satisfy), in rules order; a
+    dry-run rule's never (it is not rendered into bootstrap, nor added by the webhook)."""
+    return tuple(
+        r
+        for r in rules.taint_rules()
+        if r.kind.at_registration == "startup" and r.born_with(labels)
+    )
 
 
 def _pool(pool: NodePool) -> str:
@@ -68,13 +74,8 @@ def permanent_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
 
 def startup_gate_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
     """Startup gates: on the node at birth, lifted once it is ready, never added again."""
-    labels = pool.eventual_labels()
-    born = [
-        r.taint
-        for r in rules.taint_rules()
-        if r.kind.at_registration == "startup" and r.born_with(labels)
-    ]
-    return sorted_unique(born, _pool(pool))
+    gates = gates_for(rules, pool.eventual_labels())
+    return sorted_unique((g.taint for g in gates), _pool(pool))
 
 
 def registration_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:

@@ -42,7 +42,7 @@ from nodegate.reconciler.nodes.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
 from nodegate.reconciler.nodes.node_writer import NodeWriter
-from nodegate.reconciler.nodes.reconcile import NodeReads, NodeReconciler
+from nodegate.reconciler.nodes.reconcile import NodeReconciler, NodeSource
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
@@ -185,7 +185,7 @@ class Controller:
             )
         )
         self._node = NodeReconciler(
-            NodeReads(lambda: self.rules, self.informer.get, api, self._slim),
+            NodeSource(lambda: self.rules, self.informer.get, api, self._slim),
             self._node_facts,
             self.labels,
             self.gates,

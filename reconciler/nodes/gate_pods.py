@@ -57,13 +57,9 @@ class GatePods:
 
     def follow(self, rules: NodeRules) -> None:
         """Start the informers the rules need and stop the ones they no longer do."""
-        wanted = {s for g in rules.startup_gates if (s := pod_source(g)) is not None}
-        read = {
-            pair[0]
-            for g in rules.startup_gates
-            if g.ready_when.pods is not None
-            and (pair := g.ready_when.pods.ready_annotation_pair) is not None
-        }
+        pods = rules.reads().pods
+        wanted = {(p.namespace, p.label_selector) for p in pods}
+        read = {pair[0] for p in pods if (pair := p.ready_annotation_pair) is not None}
         reads_more = not read <= self._read
         self._read = frozenset(read)
         self._keep = lambda key: key in read

@@ -42,7 +42,7 @@ ANNOTATIONS_TOO_LONG = "metadata.annotations: Too long"
 
 
 @dataclass(frozen=True)
-class NodeReads:
+class NodeSource:
     """What one node's reconcile reads: the rules in force, the node as cached and, after a
     conflict, the node as the API server has it now, slimmed as the cache slims it."""
 
@@ -57,7 +57,7 @@ class NodeReconciler:
 
     def __init__(
         self,
-        reads: NodeReads,
+        reads: NodeSource,
         facts: NodeFacts,
         labels: LabelRecords,
         gates: GateReports,
