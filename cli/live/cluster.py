@@ -20,7 +20,13 @@ from kubernetes import client
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.eviction_budget import Grant
-from nodegate.core.decisions.init_pods import pod_signals, pod_source, sighted, slim_pod
+from nodegate.core.decisions.init_pods import (
+    pod_source,
+    pods_read,
+    sighted,
+    slim_pod,
+    spec_signals,
+)
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
@@ -272,26 +278,23 @@ class Cluster:
     def gate_pods(
         self, rules: NodeRules, node: str, at: datetime
     ) -> tuple[dict[str, tuple[Sighting, ...]], dict[str, tuple[InitPod, ...]]]:
-        """For each gate with init pods: the ready signals of those on `node` (the planner's
-        `gate_pod_signals`), and the pods as explain shows them."""
+        """For each rule that reads pods (a gate's init pods): the ready signals of those on
+        `node` (the planner's `gate_pod_signals`), and the pods as explain shows them."""
         signals: dict[str, tuple[Sighting, ...]] = {}
         shown: dict[str, tuple[InitPod, ...]] = {}
-        for gate in rules.startup_gates:
-            source = pod_source(gate)
-            if source is None:
-                continue
-            namespace, selector = source
+        for name, spec in pods_read(rules):
+            namespace, selector = pod_source(spec)
             raws = self._all(
                 Selection("Pod", namespace, f"spec.nodeName={node}", selector),
             )
-            pair = gate.ready_when.pods.ready_annotation_pair if gate.ready_when.pods else None
+            pair = spec.ready_annotation_pair
             read = frozenset({pair[0]} if pair is not None else ())
             # Seen now, as a reconciler that just started sees them (one that saw an episode
             # begin may judge it otherwise: docs/reconciler.md, "Time").
             views = [sighted(slim_pod(raw, read.__contains__), None, at) for raw in raws]
-            if found := pod_signals(gate, views):
-                signals[gate.name] = found
-            shown[gate.name] = tuple(
+            if found := spec_signals(spec, views):
+                signals[name] = signals.get(name, ()) + found
+            shown[name] = shown.get(name, ()) + tuple(
                 InitPod(
                     f"{namespace}/{(raw.get('metadata') or {}).get('name')}",
                     str((raw.get("status") or {}).get("phase") or "Unknown"),

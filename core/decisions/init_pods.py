@@ -1,7 +1,8 @@
-"""What makes a gate's init pod count, and since when: a pod's slim view (its node, whether it is
-Ready and since when, the annotations gates read), its Ready episode as nodegate first saw it,
-and the ready signals of a gate's pods on one node. Pure; the reconciler's pod informers and
-`nodegate explain` both read pods through it.
+"""What makes a pod a rule reads (a gate's init pod) count, and since when: a pod's slim view
+(its node, whether it is Ready and since when, the annotations rules read), its Ready episode as
+nodegate first saw it, and the ready signals of a rule's pods on one node. Pure; the
+reconciler's pod informers and `nodegate explain` both read pods through it, for every rule of
+every kind that reads pods (`NodeReads.pods`).
 
 Also which pods make a node busy (a backfilled gate never goes on a node running workloads).
 """
@@ -15,8 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from nodegate.core.decisions.sightings import Sighting
-from nodegate.core.rules.model import StartupGate
+from nodegate.core.rules.model import InitPods, NodeRules
 from nodegate.core.rules.node import parse_time
+from nodegate.core.rules.rule_kinds import TaintRule
 
 RawObject = Mapping[str, Any]
 
@@ -85,21 +87,28 @@ def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
     return replace(view, ready=seen)
 
 
-def pod_source(gate: StartupGate) -> PodSource | None:
-    pods = gate.ready_when.pods
-    return (pods.namespace, pods.label_selector) if pods is not None else None
+def pod_source(spec: InitPods) -> PodSource:
+    return spec.namespace, spec.label_selector
 
 
-def pod_signals(gate: StartupGate, pods: list[PodView]) -> tuple[Sighting, ...]:
-    """The ready signals of this gate's init pods on the node, each as a sighting.
+def pods_read(rules: NodeRules) -> tuple[tuple[str, InitPods], ...]:
+    """(rule name, pods) for every rule of every kind that reads pods on its nodes
+    (`NodeReads.pods`): what the pod informers watch and whose signals the planner is given."""
+    return tuple((rule.name, spec) for rule in rules.taint_rules() for spec in rule.reads().pods)
+
+
+def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
+    """The ready signals of a rule's pods on the node (`pods`: those of its one pod source)."""
+    return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))
+
+
+def spec_signals(spec: InitPods, pods: list[PodView]) -> tuple[Sighting, ...]:
+    """The ready signals of these pods (of `spec`'s source, on one node), each as a sighting.
 
     Readiness counts unless `requireAnnotation`; the pod's ready annotation counts as an
     episode that began when the pod was created (so an annotation left on a pod from before a
     reboot does not re-lift a gate): both are API-server times.
     """
-    spec = gate.ready_when.pods
-    if spec is None:
-        return ()
     pair = spec.ready_annotation_pair
     signals = []
     for pod in pods:

@@ -17,10 +17,11 @@ from nodegate.core.decisions.init_pods import (
     PodSource,
     PodView,
     is_workload_pod,
-    pod_signals,
     pod_source,
+    pods_read,
     sighted,
     slim_pod,
+    spec_signals,
 )
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
@@ -58,7 +59,7 @@ class GatePods:
     def follow(self, rules: NodeRules) -> None:
         """Start the informers the rules need and stop the ones they no longer do."""
         pods = rules.reads().pods
-        wanted = {(p.namespace, p.label_selector) for p in pods}
+        wanted = {pod_source(p) for p in pods}
         read = {pair[0] for p in pods if (pair := p.ready_annotation_pair) is not None}
         reads_more = not read <= self._read
         self._read = frozenset(read)
@@ -114,16 +115,14 @@ class GatePods:
             return all(informer.synced.is_set() for informer, _ in self._informers.values())
 
     def signals(self, rules: NodeRules, node: str) -> dict[str, tuple[Sighting, ...]]:
-        """Gate name -> the ready signals of its init pods on `node` (gates that have some)."""
-        result = {}
+        """Rule name -> the ready signals of the pods it reads on `node` (rules that have
+        some): a startup gate's init pods, or any kind's that reads pods."""
+        result: dict[str, tuple[Sighting, ...]] = {}
         with self._lock:
-            for gate in rules.startup_gates:
-                source = pod_source(gate)
-                if source is None:
-                    continue
-                pods = list(self._by_node.get(source, {}).get(node, {}).values())
-                if signals := pod_signals(gate, pods):
-                    result[gate.name] = signals
+            for name, spec in pods_read(rules):
+                pods = list(self._by_node.get(pod_source(spec), {}).get(node, {}).values())
+                if signals := spec_signals(spec, pods):
+                    result[name] = result.get(name, ()) + signals
         return result
 
 

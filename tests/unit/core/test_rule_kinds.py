@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 from nodegate.core.decisions.blast_radius import has_no_rules
 from nodegate.core.decisions.dry_run import dry_run_rules, hands_off
 from nodegate.core.decisions.eviction_budget import charged_rules, charges, ledger_of
+from nodegate.core.decisions.init_pods import pod_source, pods_read
 from nodegate.core.decisions.plan import annotations_read, labels_read, plan, relevant_view
 from nodegate.core.decisions.rule_outcomes import DECIDERS, KindDecisions, UnknownRuleKindError
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome, Verdict
@@ -27,6 +28,7 @@ from nodegate.core.reports.rules_change import rules_change
 from nodegate.core.rules.conditions import condition_types_read
 from nodegate.core.rules.model import (
     ConditionMatch,
+    InitPods,
     LabelSelector,
     NodeRules,
     RuleBudget,
@@ -49,6 +51,7 @@ class AnnotationTaintRule(Frozen):
     annotation: str
     match: LabelSelector
     condition: ConditionMatch
+    pods: InitPods
     taint: Taint
     eviction_budget: RuleBudget = None
     dry_run: bool = False
@@ -66,6 +69,7 @@ class AnnotationTaintRule(Frozen):
             selectors=(self.match,),
             conditions=(self.condition,),
             annotations=frozenset({self.annotation}),
+            pods=(self.pods,),
         )
 
     def born_with(self, labels: Mapping[str, str]) -> bool:
@@ -102,6 +106,7 @@ def dummy_rules(dry_run: bool = False) -> RulesWithAnnotations:
                     "annotation": QUARANTINE,
                     "match": {"labels": {"example.com/role": "worker"}},
                     "condition": {"type": "example.com/Quarantine", "status": "True"},
+                    "pods": {"namespace": "kube-system", "selector": {"app": "quarantine-agent"}},
                     "taint": {"key": "example.com/quarantined", "effect": "NoExecute"},
                     "dryRun": dry_run,
                 }
@@ -161,6 +166,9 @@ def test_what_a_new_kind_reads_is_kept_and_watched() -> None:
     assert QUARANTINE in annotations_read(rules)
     assert labels_read(rules)("example.com/role")
     assert condition_types_read(rules)("example.com/Quarantine")
+    assert [(name, pod_source(spec)) for name, spec in pods_read(rules)] == [
+        ("quarantined", ("kube-system", "app=quarantine-agent"))
+    ]
     assert relevant_view(node(), rules) != relevant_view(node({QUARANTINE: "yes"}), rules)
 
 
