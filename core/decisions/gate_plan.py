@@ -105,13 +105,29 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     pair = gate.ready_when.annotation_pair
     if pair is not None and node.annotations.get(pair[0]) == pair[1]:
         return f"annotation {gate.ready_when.annotation}"
-    met = _conditions_signal(node, gate, facts)
+    met = _conditions_signal(node, gate, facts) or _csi_signal(gate, facts)
     if met is not None:
         return met
     pods = facts.gate_pod_signals.get(gate.name, ())
     if not any(_of_this_life(signal, node, gate) for signal in pods):
         return None
     return "init pod is Ready"
+
+
+def _csi_signal(gate: StartupGate, facts: PlanFacts) -> str | None:
+    """Every listed CSI driver registered on the node (with allocatable, where required)."""
+    drivers = gate.ready_when.csi_drivers
+    registered = facts.csi_drivers
+    if not drivers or not all(
+        d.name in registered and (registered[d.name] or not d.require_allocatable) for d in drivers
+    ):
+        return None
+    return (
+        "CSI driver"
+        + ("s " if len(drivers) > 1 else " ")
+        + ", ".join(d.name for d in drivers)
+        + " registered"
+    )
 
 
 def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:

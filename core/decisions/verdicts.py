@@ -34,6 +34,9 @@ class PlanFacts:
     gate_pod_signals: Mapping[str, tuple[Sighting, ...]] = field(default_factory=dict)
     """Gate name -> the ready signals of its init pods on this node (a Ready episode as first
     seen, or the pod's ready annotation as of the pod's creation), for gates that have any."""
+    csi_drivers: Mapping[str, bool] = field(default_factory=dict)
+    """Driver -> whether it reports allocatable, as this Node's own CSINode lists them
+    (`csi_nodes.registered_drivers`); empty: none registered, or not looked up."""
     boot_first_seen: datetime | None = None
     """When the reconciler first saw the node's current bootID (None: not tracked): a re-gate's
     life begins then, however late the re-gate is written."""

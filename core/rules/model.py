@@ -687,6 +687,24 @@ class InitPods(Frozen):
         return ",".join(f"{k}={v}" for k, v in sorted(self.selector.items()))
 
 
+class CsiDriver(Frozen):
+    """A CSI driver whose node plugin the node's kubelet must have registered: its CSINode lists
+    the driver (the EBS CSI driver's own agent-not-ready check, for drivers without one)."""
+
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        max_length=63,
+        description="The driver's name, as its CSIDriver object and the CSINode list it "
+        "(e.g. ebs.csi.aws.com).",
+    )
+    require_allocatable: bool = Field(
+        default=True,
+        description="Count the driver only once it reports how many volumes the node can "
+        "attach (allocatable.count): until then the scheduler may place more volumes on the "
+        "node than it can attach. Set false for a driver that never reports it.",
+    )
+
+
 class ReadyWhen(Frozen):
     """A gate is lifted when the node's init pod is Ready, the node has this annotation, or
     its conditions say so: any one signal lifts it."""
@@ -705,12 +723,20 @@ class ReadyWhen(Frozen):
         description="allOf: the gate lifts once every listed condition matches; anyOf: once "
         "one does.",
     )
+    csi_drivers: tuple[CsiDriver, ...] = Field(
+        default=(),
+        max_length=16,
+        description="CSI drivers the node's CSINode must list (all of them): the gate lifts "
+        "once each node plugin has registered with the kubelet.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ReadyWhen:
-        if self.pods is None and self.annotation is None and not self.conditions:
+        signals = (self.pods, self.annotation, self.conditions, self.csi_drivers)
+        if not any(signal for signal in signals):
             raise ValueError(
-                "give 'pods', 'annotation' or 'conditions' (several: any one lifts the gate)"
+                "give 'pods', 'annotation', 'conditions' or 'csiDrivers' (several: any one "
+                "lifts the gate)"
             )
         if "condition_policy" in self.model_fields_set and not self.conditions:
             raise ValueError(
@@ -830,11 +856,22 @@ class StartupGate(Frozen):
             conditions=ready.conditions,
             annotations=frozenset(annotations),
             pods=(ready.pods,) if ready.pods is not None else (),
+            csi_drivers=frozenset(d.name for d in ready.csi_drivers),
             boot_id=self.regate_on_reboot,
         )
 
     def born_with(self, labels: Mapping[str, str]) -> bool:
         return not self.dry_run and self.match.matches(dict(labels))
+
+    @model_validator(mode="after")
+    def _csi_drivers_lift_once(self) -> StartupGate:
+        if self.regate_on_reboot and self.ready_when.csi_drivers:
+            raise ValueError(
+                "readyWhen.csiDrivers cannot lift a gate put back by regateOnReboot: the CSINode "
+                "keeps listing a driver across the reboot, so it says nothing of the new boot; "
+                "lift re-gates with pods, an annotation or conditions, or drop regateOnReboot"
+            )
+        return self
 
     @model_validator(mode="after")
     def _min_hold_within_timeout(self) -> StartupGate:

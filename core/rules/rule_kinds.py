@@ -57,6 +57,8 @@ class NodeReads:
     """Node annotations, nodegate's own records included."""
     pods: tuple[InitPods, ...] = ()
     """The pods on the node whose readiness counts."""
+    csi_drivers: frozenset[str] = frozenset()
+    """CSI drivers whose registration on the node (its CSINode) counts."""
     boot_id: bool = False
     """Whether a reboot (a new bootID) changes the verdict."""
     label_keys: frozenset[str] = field(default=frozenset())
@@ -68,6 +70,7 @@ class NodeReads:
             conditions=self.conditions + other.conditions,
             annotations=self.annotations | other.annotations,
             pods=self.pods + other.pods,
+            csi_drivers=self.csi_drivers | other.csi_drivers,
             boot_id=self.boot_id or other.boot_id,
             label_keys=self.label_keys | other.label_keys,
         )

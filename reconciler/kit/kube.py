@@ -65,7 +65,7 @@ from nodegate.reconciler.kit.errors import (
 RawObject = dict[str, Any]
 """An object as the API server sends it: camelCase JSON, never the client's model classes."""
 
-Kind = Literal["Node", "ConfigMap", "Pod"]
+Kind = Literal["Node", "ConfigMap", "Pod", "CSINode"]
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,7 @@ class KubeApi:
         admission webhook's client uses a short one to stay inside its own deadline."""
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
+        self.storage = client.StorageV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
         self._write_timeout = self._timeout
@@ -221,6 +222,8 @@ class KubeApi:
     def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
         if selection.kind == "Node":
             return self.core.list_node, ()
+        if selection.kind == "CSINode":
+            return self.storage.list_csi_node, ()
         calls = {
             "ConfigMap": (
                 self.core.list_namespaced_config_map,

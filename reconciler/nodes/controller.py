@@ -31,6 +31,7 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
+from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
@@ -152,6 +153,13 @@ class Controller:
             clock,
             settings.watch_timeout_seconds,
         )
+        self.csi_nodes = CsiNodes(
+            api,
+            metrics.on_informer_error,
+            self._health,
+            self._on_gate_pod_node,
+            settings.watch_timeout_seconds,
+        )
         self._writer = memory.add(
             NodeWriter(
                 api,
@@ -182,6 +190,7 @@ class Controller:
                 lambda: self._history.known,
                 self.gate_pods,
                 self.gates,
+                self.csi_nodes,
             )
         )
         self._node = NodeReconciler(
@@ -245,6 +254,7 @@ class Controller:
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.gate_pods.follow(update.rules)
+        self.csi_nodes.follow(update.rules)
         self.labels.keys.rebuild(
             (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
         )
@@ -431,6 +441,7 @@ class Controller:
         self.labels.follow(False, health)
         self.queue.shutdown()
         self.gate_pods.stop_all()
+        self.csi_nodes.stop_all()
         for thread in threads:
             thread.join(timeout=5)
 

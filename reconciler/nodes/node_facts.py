@@ -22,6 +22,7 @@ from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelWork
@@ -38,6 +39,7 @@ def plan_facts(
     boot: BootSight | None,
     *,
     gate_pod_signals: Mapping[str, tuple[Sighting, ...]] | None = None,
+    csi_drivers: Mapping[str, bool] | None = None,
     workload_pods: int | None = None,
     budget_waiting: Mapping[str, str] | None = None,
     restored_labels: Mapping[str, str] | None = None,
@@ -50,6 +52,7 @@ def plan_facts(
         previously_owned=previously_owned,
         condition_sightings=sightings,
         gate_pod_signals=gate_pod_signals or {},
+        csi_drivers=csi_drivers or {},
         boot_first_seen=boot.first_seen if boot is not None else None,
         previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         workload_pods=workload_pods,
@@ -87,16 +90,19 @@ class NodeFacts:
         previously_owned: Callable[[], Owned],
         gate_pods: GatePods,
         gates: GateReports,
+        csi_nodes: CsiNodes,
     ) -> None:
         """`rules`: the rules in force, whose condition types are sighted; `cached`: the node
         cache, whose node is sighted again when its facts are asked for; `gate_pods` and
-        `gates`: the init pods and the workload-pod check, asked by a reconcile only."""
+        `gates`: the init pods and the workload-pod check, and `csi_nodes` the CSI drivers
+        registered, asked by a reconcile only."""
         self._now = clock
         self._rules = rules
         self._cached = cached
         self._previously_owned = previously_owned
         self._gate_pods = gate_pods
         self._gates = gates
+        self._csi_nodes = csi_nodes
         self.conditions = ConditionSightings()
         self.boots = BootSightings()
 
@@ -134,6 +140,7 @@ class NodeFacts:
             sightings,
             self.boots.get(key),
             gate_pod_signals=self._gate_pods.signals(rules, key),
+            csi_drivers=self._csi_nodes.drivers(key, node.state.uid),
             workload_pods=self._gates.workload_pods(node, rules),
             budget_waiting=waiting,
             restored_labels=work.decision.restore if work is not None else None,
