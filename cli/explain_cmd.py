@@ -121,6 +121,7 @@ def explain_live(
             previously_owned=cluster.previously_owned(),
             gate_pod_signals=signals,
             condition_sightings=cluster.condition_sightings(node),
+            csi_drivers=cluster.csi_drivers(rules, node),
         )
         quarantined: tuple[str, ...] = ()
         persistent = rules.persistent_labels

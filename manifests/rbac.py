@@ -58,14 +58,22 @@ def gates_watch_pods(rules: NodeRules) -> bool:
     return any(gate.ready_when.pods is not None or gate.backfill for gate in rules.startup_gates)
 
 
+def gates_watch_csinodes(rules: NodeRules) -> bool:
+    """Whether some gate waits for CSI drivers to register (`readyWhen.csiDrivers`)."""
+    return bool(rules.reads().csi_drivers)
+
+
 def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
-    """The ClusterRole: Nodes, Events, and Pods only if a gate waits for init pods."""
+    """The ClusterRole: Nodes, Events, Pods only if a gate waits for init pods, CSINodes only
+    if one waits for CSI drivers."""
     granted = [
         _rule("", "nodes", ["get", "list", "watch", "patch"]),
         _rule("", "events", ["create", "patch"]),
     ]
     if gates_watch_pods(rules):
         granted.append(_rule("", "pods", ["list", "watch"]))
+    if gates_watch_csinodes(rules):
+        granted.append(_rule("storage.k8s.io", "csinodes", ["list", "watch"]))
     return granted
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes import client
 
 from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.decisions.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.decisions.eviction_budget import Grant
 from nodegate.core.decisions.init_pods import (
     pod_source,
@@ -67,7 +68,7 @@ from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.text.errors import RulesError
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
-from nodegate.reconciler.kit.errors import KubeError
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
 from nodegate.reconciler.kit.server_clock import AnchoredClock
@@ -146,6 +147,7 @@ class Cluster:
         self._api = KubeApi(api_client)
         self._leases = KubeLeaseApi(api_client, REQUEST_TIMEOUT_SECONDS)
         self._core = client.CoreV1Api(api_client)
+        self._storage = client.StorageV1Api(api_client)
 
     # --- nodes ----------------------------------------------------------------------------------
 
@@ -303,6 +305,22 @@ class Cluster:
                 for raw, view in zip(raws, views, strict=True)
             )
         return signals, shown
+
+    def csi_drivers(self, rules: NodeRules, node: NodeState) -> Mapping[str, bool]:
+        """The CSI drivers registered on the node, as the reconciler reads them (its own
+        CSINode's), when the rules wait for any."""
+        if not rules.reads().csi_drivers:
+            return {}
+        try:
+            response = call(
+                self._storage.read_csi_node,
+                node.name,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except NotFoundError:
+            return {}
+        return registered_drivers(slim_csinode(json_body(response)), node.uid)
 
     def records(self) -> RecordsView:
         selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"

@@ -33,7 +33,7 @@ from nodegate.manifests.chart.values import (
     settings_for,
     values_schema,
 )
-from nodegate.manifests.rbac import gates_watch_pods
+from nodegate.manifests.rbac import gates_watch_csinodes, gates_watch_pods
 from nodegate.manifests.tolerations import gate_tolerations
 from nodegate.manifests.version import package_version
 
@@ -92,6 +92,7 @@ def baked_gates(document: RulesDocument) -> dict[str, Any]:
     return {
         "gates": sorted({f"{t.key}:{t.effect}" for t in gate_tolerations(rules)}),
         "pods": gates_watch_pods(rules),
+        "csi": gates_watch_csinodes(rules),
         "records": rules.persistent_labels is not None,
     }
 
@@ -109,6 +110,7 @@ def _rules_guard(document: RulesDocument) -> str:
         '{{- if kindIs "string" $rules }}{{ $rules = fromYaml $rules }}{{ end }}\n'
         "{{- $gates := list }}\n"
         "{{- $pods := false }}\n"
+        "{{- $csi := false }}\n"
         '{{- range $gate := (get $rules "startupGates" | default list) }}\n'
         '{{- $taint := (get $gate "taint" | default dict) }}\n'
         '{{- $gates = append $gates (printf "%v:%v" (get $taint "key") (get $taint "effect")) }}\n'
@@ -118,9 +120,12 @@ def _rules_guard(document: RulesDocument) -> str:
         '{{- if or (get (get $gate "readyWhen" | default dict) "pods") (get $gate "backfill") }}\n'
         "{{- $pods = true }}\n"
         "{{- end }}\n"
+        '{{- if (get (get $gate "readyWhen" | default dict) "csiDrivers") }}\n'
+        "{{- $csi = true }}\n"
+        "{{- end }}\n"
         "{{- end }}\n"
         '{{- $records := not (kindIs "invalid" (index $rules "persistentLabels")) }}\n'
-        '{{- $found := dict "gates" ($gates | uniq | sortAlpha) "pods" $pods '
+        '{{- $found := dict "gates" ($gates | uniq | sortAlpha) "pods" $pods "csi" $csi '
         '"records" $records }}\n'
         f"{{{{- $baked := fromJson {go_string(baked)} }}}}\n"
         "{{- if ne (toJson $found) (toJson $baked) }}\n"

@@ -194,10 +194,10 @@ def test_gate_condition_policy_without_conditions_is_refused() -> None:
     ]
 
 
-def test_ready_when_with_no_signal_names_all_three() -> None:
+def test_ready_when_with_no_signal_names_every_signal() -> None:
     assert problems_of(gate("conditions: []\n")) == [
-        "rules.yaml:7:5: startupGates[0].readyWhen: give 'pods', 'annotation' or 'conditions' "
-        "(several: any one lifts the gate)"
+        "rules.yaml:7:5: startupGates[0].readyWhen: give 'pods', 'annotation', 'conditions' or "
+        "'csiDrivers' (several: any one lifts the gate)"
     ]
 
 
