@@ -96,6 +96,11 @@ def _gate_wait(
             f"{c.type}={c.status}" for c in conditions
         )
         signals.append(f"the node condition{'s' if len(conditions) > 1 else ''} {joined}")
+    drivers = gate.ready_when.csi_drivers
+    if drivers:
+        shown = [d.name + (" with allocatable" if d.require_allocatable else "") for d in drivers]
+        plural = "s" if len(drivers) > 1 else ""
+        signals.append(f"CSI driver{plural} {' and '.join(shown)} on the node's CSINode")
     text = f"{gate.name}: waits for " + " or ".join(signals)
     if "minHold" in why:
         text += f" ({why})"

@@ -11,6 +11,7 @@ import pytest
 from nodegate.core.decisions.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.reports.node_waits import NodeContext, waits
 from nodegate.core.rules.node import NodeTaint
 from nodegate.core.text.errors import RulesError
 from tests.unit.core.builders import NOW, node, rules
@@ -101,3 +102,14 @@ def test_a_regate_cannot_wait_for_csi_drivers() -> None:
                   csiDrivers: [{name: ebs.csi.aws.com}]
             """
         )
+
+
+def test_explain_says_which_drivers_a_gated_node_waits_for() -> None:
+    gated = node({"role": "worker"}, taints=(GATE,))
+    csi = csi_rules("[{name: ebs.csi.aws.com}, {name: csi.example.com, requireAllocatable: false}]")
+    result = plan(gated, csi, PlanFacts(now=NOW))
+    said = waits(gated, csi, result, NodeContext(), NOW)
+    assert said == (
+        "storage: waits for CSI drivers ebs.csi.aws.com with allocatable and csi.example.com "
+        "on the node's CSINode; gated for 0s",
+    )

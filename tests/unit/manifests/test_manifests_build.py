@@ -368,3 +368,21 @@ def test_affinity_is_copied_into_the_pods_when_given() -> None:
 
     assert _pod(build(affinity=affinity))["affinity"] == affinity
     assert "affinity" not in _pod(build())
+
+
+def test_csinodes_are_granted_only_when_a_gate_waits_for_csi_drivers() -> None:
+    waiting = NO_POD_GATES.replace(
+        "readyWhen: {annotation: example.com/ready=true}",
+        "readyWhen: {csiDrivers: [{name: ebs.csi.aws.com}]}",
+    )
+    rules = RulesDocument.parse(waiting, "csi-gates.yaml").rules
+
+    assert {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": ["csinodes"],
+        "verbs": [
+            "list",
+            "watch",
+        ],
+    } in cluster_rules(rules)
+    assert not any(r["resources"] == ["csinodes"] for r in cluster_rules(example_document().rules))
