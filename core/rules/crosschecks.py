@@ -19,6 +19,11 @@ RawProblem = tuple[DocPath, str]
 RULE_SECTIONS = tuple(kind.kind.field for _, kind in NodeRules.rule_kinds())
 """Every list of taint-making rules (`NodeRules.rule_kinds`): names and taints are unique
 across them."""
+STARTUP_SECTIONS = frozenset(
+    kind.kind.field for _, kind in NodeRules.rule_kinds() if kind.kind.at_registration == "startup"
+)
+"""The lists of rules nodes are born gated by and nodegate lifts: their taint must be their own
+(lifting it would fight another rule that wants it)."""
 
 
 def _items(doc: dict[str, Any], section: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -62,7 +67,7 @@ def _conflicting_taints(doc: dict[str, Any]) -> Iterator[RawProblem]:
                 first[(key, effect)] = (here, section, value)
                 continue
             other_path, other_section, other_value = first[(key, effect)]
-            if "startupGates" in (section, other_section):
+            if STARTUP_SECTIONS & {section, other_section}:
                 yield (
                     here,
                     f"taint {key}:{effect} is also the taint of {_at(other_path)}; a startup "
