@@ -49,6 +49,7 @@ from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
 from nodegate.reconciler.nodes.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.nodes.watched import Watching
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.controller")
@@ -145,21 +146,15 @@ class Controller:
             alive=lambda name: self.informer.get(name) is not None,
         )
         self.gates = memory.add(GateReports(api, recorder, metrics.gates, clock, settings.dry_run))
-        self.gate_pods = GatePods(
-            api,
-            metrics.on_informer_error,
-            self._health,
-            self._on_gate_pod_node,
-            clock,
-            settings.watch_timeout_seconds,
-        )
-        self.csi_nodes = CsiNodes(
+        watching = Watching(
             api,
             metrics.on_informer_error,
             self._health,
             self._on_gate_pod_node,
             settings.watch_timeout_seconds,
         )
+        self.gate_pods = GatePods(watching, clock)
+        self.csi_nodes = CsiNodes(watching)
         self._writer = memory.add(
             NodeWriter(
                 api,

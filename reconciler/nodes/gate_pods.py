@@ -25,9 +25,9 @@ from nodegate.core.decisions.init_pods import (
 )
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.kit.health import Health, supervised
-from nodegate.reconciler.kit.informer import ErrorHook, Informer
+from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
+from nodegate.reconciler.nodes.watched import Watching
 
 log = logging.getLogger("nodegate.gates")
 
@@ -35,21 +35,9 @@ log = logging.getLogger("nodegate.gates")
 class GatePods:
     """The init-pod informers the rules need, and which init pods run on which node."""
 
-    def __init__(
-        self,
-        api: ListWatch,
-        on_informer_error: ErrorHook,
-        health: Health,
-        on_node: Callable[[str], None],
-        clock: Callable[[], datetime],
-        watch_timeout_seconds: int = 120,
-    ) -> None:
-        self._api = api
+    def __init__(self, watching: Watching, clock: Callable[[], datetime]) -> None:
+        self._watching = watching
         self._now = clock
-        self._on_informer_error = on_informer_error
-        self._health = health
-        self._on_node = on_node
-        self._watch_timeout = watch_timeout_seconds
         self._informers: dict[PodSource, tuple[Informer[PodView], threading.Event]] = {}
         self._by_node: dict[PodSource, dict[str, dict[str, PodView]]] = {}
         self._keep: Callable[[str], bool] = lambda _key: False
@@ -83,21 +71,14 @@ class GatePods:
 
     def _start(self, source: PodSource) -> None:
         namespace, selector = source
-        informer_stop = threading.Event()
-        informer: Informer[PodView] = Informer(
+        self._by_node[source] = {}
+        # Runs until the rules drop this source or the controller stops (`stop_all`).
+        self._informers[source] = self._watching.start(
             f"pods {namespace}/{selector}",
-            self._api,
             Selection("Pod", namespace, label_selector=selector),
             lambda raw: slim_pod(raw, self._keep),
             lambda key, old, new: self._on_pod(source, key, old, new),
-            watch_timeout_seconds=self._watch_timeout,
-            on_error=self._on_informer_error,
         )
-        self._informers[source] = (informer, informer_stop)
-        self._by_node[source] = {}
-
-        # Runs until the rules drop this source or the controller stops (`stop_all`).
-        supervised(f"pods {namespace}/{selector}", informer.run, informer_stop, self._health)
 
     def _on_pod(
         self, source: PodSource, key: str, old: PodView | None, new: PodView | None
@@ -108,7 +89,7 @@ class GatePods:
             if new is not None and new.node:
                 index.setdefault(new.node, {})[key] = sighted(new, previous, self._now())
         for node in {v.node for v in (old, new) if v is not None and v.node}:
-            self._on_node(node)
+            self._watching.on_node(node)
 
     def synced(self) -> bool:
         with self._lock:

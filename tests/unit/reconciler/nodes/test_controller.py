@@ -1048,8 +1048,10 @@ def test_a_node_that_gets_its_provider_id_late_is_looked_at_again_when_labels_pe
     assert len(controller.queue) == 1
 
 
-REMEMBERED_RULES = HEADER + textwrap.dedent(
-    """\
+REMEMBERED_RULES = (
+    HEADER
+    + textwrap.dedent(
+        """\
     evictionBudget: {cluster: {maxNodes: 1}}
     labelTaints:
       - name: trial
@@ -1061,14 +1063,9 @@ REMEMBERED_RULES = HEADER + textwrap.dedent(
       - name: network-problem
         conditions: [{type: NetworkProblem, status: "True"}]
         taint: {key: example.com/network-problem, effect: NoExecute}
-    startupGates:
-      - name: warmup
-        match: {labels: {pool: gpu}}
-        taint: {key: startup.example.com/init, value: wait, effect: NoSchedule}
-        readyWhen: {annotation: example.com/ready=true}
-        timeout: 10m
-        onTimeout: keep
     """
+    )
+    + GATE_RULES.removeprefix(HEADER)
 )
 """Rules under which a node is remembered by every collaborator that keeps something per node:
 its condition sightings and boot, a dry-run rule's pending change, an evicting taint waiting for

@@ -1,0 +1,47 @@
+"""What every extra informer the rules call for is wired with (the init pods gates read, the
+CSINodes): the API, where its errors are counted, the health it reports to, which node a change
+enqueues, the watch timeout; and the one way such an informer is started and supervised."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.informer import ErrorHook, Informer
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
+
+View = TypeVar("View")
+
+
+@dataclass(frozen=True)
+class Watching:
+    api: ListWatch
+    on_informer_error: ErrorHook
+    health: Health
+    on_node: Callable[[str], None]
+    """Enqueue the node a change concerns."""
+    watch_timeout_seconds: int = 120
+
+    def start(
+        self,
+        name: str,
+        selection: Selection,
+        slim: Callable[[RawObject], View],
+        on_event: Callable[[str, View | None, View | None], None],
+    ) -> tuple[Informer[View], threading.Event]:
+        """An informer, running (supervised) until its returned event is set."""
+        stop = threading.Event()
+        informer: Informer[View] = Informer(
+            name,
+            self.api,
+            selection,
+            slim,
+            on_event,
+            watch_timeout_seconds=self.watch_timeout_seconds,
+            on_error=self.on_informer_error,
+        )
+        supervised(name, informer.run, stop, self.health)
+        return informer, stop
