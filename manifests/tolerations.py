@@ -30,12 +30,15 @@ from nodegate.manifests.settings import DeploySettings, Toleration
 
 
 def gate_tolerations(rules: NodeRules) -> tuple[Toleration, ...]:
-    """One toleration per gate taint (key and effect, any value), former keys included: a node
-    still born with a gate's former key is gated as much as one with its key."""
+    """One toleration per taint nodes are born with and nodegate lifts (a startup gate's, a
+    node agent's: every kind registered as `startup`; key and effect, any value), former keys
+    included: a node still born with a gate's former key is gated as much as one with its key.
+    The reconciler that lifts them must run on nodes that carry them."""
     taints = {
         taint.identity: taint
-        for gate in rules.startup_gates
-        for taint in (gate.taint, *gate.former_taints)
+        for rule in rules.taint_rules()
+        if rule.kind.at_registration == "startup"
+        for taint in (rule.taint, *rule.former_taints)
     }
     return tuple(Toleration(key=t.key, operator="Exists", effect=t.effect) for t in taints.values())
 

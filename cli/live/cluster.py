@@ -28,6 +28,13 @@ from nodegate.core.decisions.init_pods import (
     slim_pod,
     spec_signals,
 )
+from nodegate.core.decisions.node_agents import (
+    DAEMON_SET_POD_LABEL,
+    AgentReadiness,
+    agent_readiness,
+    lifted_taints,
+    slim_daemon_set,
+)
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
@@ -66,6 +73,7 @@ from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.core.text.errors import RulesError
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
@@ -321,6 +329,32 @@ class Cluster:
         except NotFoundError:
             return {}
         return registered_drivers(slim_csinode(json_body(response)), node.uid)
+
+    def agents(
+        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool]
+    ) -> dict[str, AgentReadiness]:
+        """Each node-agent rule's agents on the node, read as the reconciler reads them: the
+        DaemonSets of the namespaces the rules read, and the DaemonSet pods on the node."""
+        namespaces = rules.reads().agent_namespaces
+        if not namespaces:
+            return {}
+        scopes = [None] if ALL_NAMESPACES in namespaces else sorted(namespaces)
+        daemon_sets = [
+            slim_daemon_set(raw)
+            for scope in scopes
+            for raw in self._all(Selection("DaemonSet", scope))
+        ]
+        on_node = f"spec.nodeName={node.name}"
+        pods = [
+            slim_pod(raw, lambda _key: False)
+            for scope in scopes
+            for raw in self._all(Selection("Pod", scope, on_node, DAEMON_SET_POD_LABEL))
+        ]
+        lifted = lifted_taints(rules)
+        return {
+            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
+            for rule in rules.node_agents
+        }
 
     def records(self) -> RecordsView:
         selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"

@@ -105,8 +105,8 @@ def limit(rule_limit: EvictionLimit, scope_nodes: int) -> int:
 
 
 def charged_rules(rules: NodeRules) -> tuple[TaintRule, ...]:
-    """The rules whose taints' additions count against a budget (`RuleKind.charged`)."""
-    return tuple(r for r in rules.taint_rules() if r.kind.charged)
+    """The rules whose taints' additions count against a budget (`TaintRule.charged`)."""
+    return tuple(r for r in rules.taint_rules() if r.charged)
 
 
 def budgeted_effects(rules: NodeRules) -> frozenset[str]:
@@ -135,7 +135,7 @@ def charges(node: NodeState, node_plan: NodePlan, rules: NodeRules) -> tuple[Cha
     taint's key and effect were there already). Startup gates are not charged: a gate goes on
     a node being born, rebooted or idle, where it evicts nothing a workload would miss."""
     effects = budgeted_effects(rules)
-    uncharged = {r.name for r in rules.taint_rules() if not r.kind.charged}
+    uncharged = {r.name for r in rules.taint_rules() if not r.charged}
     found = []
     for change in node_plan.add_taints:
         taint = change.taint

@@ -41,6 +41,13 @@ class PodView:
     annotations: Mapping[str, str]
     ready: Sighting | None = None
     """When nodegate first saw this Ready episode (`sighted`)."""
+    owner_uid: str = ""
+    """The uid of its controller (its ownerReference with controller: true): a DaemonSet's."""
+    terminating: bool = False
+    """Being deleted (a deletionTimestamp): on its way out, whatever its readiness says."""
+    readiness_token: str = ""
+    """Its Ready condition's status and lastTransitionTime as the kubelet wrote them, Ready or
+    not: one episode of (un)readiness from the next, compared for equality only."""
 
 
 def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
@@ -51,6 +58,9 @@ def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
     containers = status.get("containerStatuses") or ()
     is_ready = ready.get("status") == "True" and all(c.get("ready") for c in containers)
     created = parse_time(meta.get("creationTimestamp"))
+    controller: RawObject = next(
+        (r for r in meta.get("ownerReferences") or () if r.get("controller") and r.get("uid")), {}
+    )
     return PodView(
         node=str((raw.get("spec") or {}).get("nodeName") or ""),
         created=created,
@@ -60,6 +70,9 @@ def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
         annotations={
             k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
         },
+        owner_uid=str(controller.get("uid") or ""),
+        terminating=meta.get("deletionTimestamp") is not None,
+        readiness_token=f"{ready.get('status') or ''}@{ready.get('lastTransitionTime') or ''}",
     )
 
 

@@ -458,7 +458,10 @@ def labels_read(rules: NodeRules) -> Callable[[str], bool]:
     label `key` under `rules`: every key a rule reads (`NodeRules.reads`: its selectors, the
     pool labels and each pool's labels) and the persisted ones. A node changing any other label
     costs no reconcile."""
-    keys = rules.reads().labels()
+    reads = rules.reads()
+    if reads.every_label:
+        return lambda key: True
+    keys = reads.labels()
     persisted = rules.persistent_labels
     return lambda key: key in keys or (persisted is not None and persisted.persists(key))
 

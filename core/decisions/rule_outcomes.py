@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodegate.core.decisions.agent_plan import agent_outcome, agent_sightings_kept
 from nodegate.core.decisions.gate_plan import gate_outcome, gate_sightings_kept
 from nodegate.core.decisions.sightings import (
     ConditionKey,
@@ -20,7 +21,12 @@ from nodegate.core.decisions.sightings import (
 )
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome, Verdict
 from nodegate.core.rules.conditions import conditions_hold, is_assumed, matching_condition
-from nodegate.core.rules.model import ConditionTaintRule, LabelTaintRule, StartupGate
+from nodegate.core.rules.model import (
+    ConditionTaintRule,
+    LabelTaintRule,
+    NodeAgentRule,
+    StartupGate,
+)
 from nodegate.core.rules.node import NodeCondition, NodeState, format_time
 from nodegate.core.rules.rule_kinds import TaintRule
 
@@ -118,6 +124,7 @@ DECIDERS: dict[type[Any], KindDecisions] = {
     LabelTaintRule: KindDecisions(label_outcome),
     ConditionTaintRule: KindDecisions(condition_outcome, condition_sightings_kept),
     StartupGate: KindDecisions(gate_outcome, gate_sightings_kept),
+    NodeAgentRule: KindDecisions(agent_outcome, agent_sightings_kept),
 }
 """The one place a rule kind's decisions are registered."""
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from nodegate.core.decisions.node_agents import AgentReadiness
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.rules.model import Taint
 
@@ -37,6 +38,9 @@ class PlanFacts:
     csi_drivers: Mapping[str, bool] = field(default_factory=dict)
     """Driver -> whether it reports allocatable, as this Node's own CSINode lists them
     (`csi_nodes.registered_drivers`); empty: none registered, or not looked up."""
+    agents: Mapping[str, AgentReadiness] = field(default_factory=dict)
+    """Node-agent rule -> its agents on this node (`node_agents.agent_readiness`); absent: not
+    looked up (its taint is left as it is)."""
     boot_first_seen: datetime | None = None
     """When the reconciler first saw the node's current bootID (None: not tracked): a re-gate's
     life begins then, however late the re-gate is written."""

@@ -50,6 +50,7 @@ def waits(
     """One line per thing nodegate waits for before it changes this node further."""
     lines: list[str] = []
     gates = {g.name: g for g in rules.startup_gates}
+    agents = {a.name for a in rules.node_agents}
     for decision in result.decisions:
         gate = gates.get(decision.rule)
         if gate is not None and decision.verdict == "keep" and carried_gate_taints(node, gate):
@@ -58,6 +59,12 @@ def waits(
         elif decision.why.startswith(WAITING):
             lines.append(f"{decision.rule}: taint {decision.taint.flag()} {decision.why}")
         elif decision.verdict == "keep" and "of `for`" in decision.why:
+            lines.append(f"{decision.rule}: {decision.why}")
+        elif (
+            decision.rule in agents
+            and decision.verdict != "release"
+            and node.taint(decision.taint.identity) is not None
+        ):  # its agents: "waiting for <agent> (<state>)"
             lines.append(f"{decision.rule}: {decision.why}")
     held = context.held
     if held is not None:

@@ -39,7 +39,7 @@ from nodegate.core.rules.autoscalers import (
 )
 from nodegate.core.rules.gate_records import gate_annotation_keys
 from nodegate.core.rules.providers import Provider
-from nodegate.core.rules.rule_kinds import NodeReads, RuleKind, TaintRule
+from nodegate.core.rules.rule_kinds import ALL_NAMESPACES, NodeReads, RuleKind, TaintRule
 from nodegate.core.text.durations import format_duration, parse_duration
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue, check_key
 from nodegate.core.text.k8s_names import (
@@ -449,8 +449,9 @@ class LabelTaintRule(Frozen):
     dry_run: bool = _dry_run_field("each taint it would add or remove")
 
     kind: ClassVar[RuleKind] = RuleKind(
-        field="labelTaints", plural="label taints", charged=True, at_registration="permanent"
+        field="labelTaints", plural="label taints", at_registration="permanent"
     )
+    charged: ClassVar[bool] = True
     former_taints: ClassVar[tuple[Taint, ...]] = ()
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
@@ -548,8 +549,9 @@ class ConditionTaintRule(Frozen):
     dry_run: bool = _dry_run_field("each taint it would add or remove")
 
     kind: ClassVar[RuleKind] = RuleKind(
-        field="conditionTaints", plural="condition taints", charged=True, at_registration="never"
+        field="conditionTaints", plural="condition taints", at_registration="never"
     )
+    charged: ClassVar[bool] = True
     former_taints: ClassVar[tuple[Taint, ...]] = ()
 
     def reads(self) -> NodeReads:
@@ -836,8 +838,9 @@ class StartupGate(Frozen):
     )
 
     kind: ClassVar[RuleKind] = RuleKind(
-        field="startupGates", plural="startup gates", charged=False, at_registration="startup"
+        field="startupGates", plural="startup gates", at_registration="startup"
     )
+    charged: ClassVar[bool] = False
     eviction_budget: ClassVar[None] = None
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
@@ -908,6 +911,141 @@ class StartupGate(Frozen):
             GateTaint(key=key, value=self.taint.value, effect=self.taint.effect)
             for key in self.former_keys
         )
+
+
+AGENT_MODES = ("continuous", "bootstrapOnly")
+AgentMode = Literal["continuous", "bootstrapOnly"]
+AUTO = "auto"
+"""`daemonSets: auto`: every DaemonSet the DaemonSet controller would run a pod of on the node."""
+DEFAULT_AGENT_HOLD = timedelta(minutes=2)
+"""How long a continuous node agent may be not Ready before its taint comes back: a rolling
+update replaces a node's pod in a few seconds to a minute (the old pod's graceful termination,
+then the new one's image pull and readiness probe), and must not take the node out of
+scheduling; a crashed agent is back in CrashLoopBackOff's first minutes or is not coming back
+(docs/agents.md, "Rollouts")."""
+
+
+class DaemonSetRef(Frozen):
+    """A DaemonSet by namespace and name: its pod on the node (owned by this DaemonSet's uid)."""
+
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        max_length=253,
+    )
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _auto_or_list(value: object) -> object:
+    if isinstance(value, str) and value != AUTO:
+        raise ValueError(
+            f"'{value}' is not a list of DaemonSets: write '{AUTO}' (every DaemonSet that runs "
+            "on the node) or a list such as [{namespace: kube-system, name: cilium}]"
+        )
+    return value
+
+
+class NodeAgentRule(Frozen):
+    """A taint on matching nodes while their node agents (the pods of DaemonSets, the node
+    plugins of CSI drivers) are not Ready: lifted once (bootstrapOnly, a startup gate) or for
+    as long as they stay Ready (continuous: put back after they fail for `for`)."""
+
+    name: RuleName
+    match: LabelSelector | None = Field(
+        default=None, description="The nodes it applies to; omitted: every node."
+    )
+    daemon_sets: Annotated[
+        tuple[DaemonSetRef, ...] | Literal["auto"], BeforeValidator(_auto_or_list)
+    ] = Field(
+        default=(),
+        description="The DaemonSets whose pod on the node must be Ready (running, Ready, "
+        "owned by the DaemonSet): a list, or 'auto' for every DaemonSet the DaemonSet "
+        "controller would run on the node (nodeSelector, required node affinity, tolerations "
+        "of the node's taints other than this rule's).",
+    )
+    exclude_daemon_sets: LabelSelector | None = Field(
+        default=None,
+        description="With daemonSets: auto, DaemonSets with these labels do not count.",
+    )
+    csi_drivers: tuple[CsiDriver, ...] = Field(
+        default=(),
+        max_length=16,
+        description="CSI drivers the node's CSINode must list (all of them), besides the pods.",
+    )
+    taint: GateTaint
+    mode: AgentMode = Field(
+        default="continuous",
+        description="continuous: the taint comes back when an agent has not been Ready for "
+        "`for`, and goes when it is Ready again; bootstrapOnly: lifted once, never put back.",
+    )
+    hold: Duration = Field(
+        default=DEFAULT_AGENT_HOLD,
+        alias="for",
+        description="continuous: how long an agent may be not Ready (or missing) before the "
+        "taint comes back; long enough for a rolling update of its DaemonSet.",
+    )
+    eviction_budget: RuleBudget
+    dry_run: bool = _dry_run_field("each taint it would add or remove")
+
+    kind: ClassVar[RuleKind] = RuleKind(
+        field="nodeAgents", plural="node agents", at_registration="startup"
+    )
+    former_taints: ClassVar[tuple[Taint, ...]] = ()
+
+    _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+    @property
+    def charged(self) -> bool:
+        """A continuous agent taint comes back on a running node: NoExecute there evicts."""
+        return self.mode == "continuous"
+
+    @property
+    def discovers(self) -> bool:
+        return self.daemon_sets == AUTO
+
+    @property
+    def listed_daemon_sets(self) -> tuple[DaemonSetRef, ...]:
+        return () if isinstance(self.daemon_sets, str) else self.daemon_sets
+
+    def reads(self) -> NodeReads:
+        namespaces = frozenset(d.namespace for d in self.listed_daemon_sets)
+        return NodeReads(
+            selectors=(self.match,) if self.match is not None else (),
+            csi_drivers=frozenset(d.name for d in self.csi_drivers),
+            agent_namespaces=frozenset({ALL_NAMESPACES}) if self.discovers else namespaces,
+            every_label=self.discovers,
+        )
+
+    def born_with(self, labels: Mapping[str, str]) -> bool:
+        return not self.dry_run and (self.match is None or self.match.matches(dict(labels)))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NodeAgentRule:
+        if not self.daemon_sets and not self.csi_drivers:
+            raise ValueError(
+                "give 'daemonSets' (a list, or 'auto') or 'csiDrivers': the agents the node "
+                "waits for"
+            )
+        if self.exclude_daemon_sets is not None and not self.discovers:
+            raise ValueError(
+                "excludeDaemonSets applies to daemonSets: auto only; remove it, or drop the "
+                "DaemonSet from the list"
+            )
+        refs = [d.ref for d in self.listed_daemon_sets]
+        if len(set(refs)) != len(refs):
+            raise ValueError("a DaemonSet is listed twice; list each once")
+        if self.mode == "bootstrapOnly":
+            for field in ("hold", "eviction_budget"):
+                if field in self.model_fields_set:
+                    name = "for" if field == "hold" else to_camel(field)
+                    raise ValueError(
+                        f"'{name}' applies to mode: continuous only (a bootstrapOnly taint is "
+                        f"never put back); remove it"
+                    )
+        return self
 
 
 def _seconds(duration: timedelta) -> str:
@@ -1089,6 +1227,7 @@ class NodeRules(Frozen):
     condition_taints: tuple[ConditionTaintRule, ...] = ()
     persistent_labels: PersistentLabels | None = None
     startup_gates: tuple[StartupGate, ...] = ()
+    node_agents: tuple[NodeAgentRule, ...] = ()
     node_pools: tuple[NodePool, ...] = ()
     eviction_budget: Annotated[EvictionBudget, BeforeValidator(_budget_shorthand)] = Field(
         default=EvictionBudget(),

@@ -30,6 +30,10 @@ AtRegistration = Literal["permanent", "startup", "never"]
 startupTaints, AKS nodeInitializationTaints), or not at all (added at run time only)."""
 
 
+ALL_NAMESPACES = ""
+"""`NodeReads.agent_namespaces`: every namespace."""
+
+
 @dataclass(frozen=True)
 class RuleKind:
     """What is the same for every rule of one kind."""
@@ -38,9 +42,6 @@ class RuleKind:
     """Its list in the rules file (`labelTaints`)."""
     plural: str
     """How reports count them (`label taints`)."""
-    charged: bool
-    """Whether its taints' additions count against the eviction budget (a startup gate goes on
-    a node being born, rebooted or idle, where it evicts nothing a workload would miss)."""
     at_registration: AtRegistration
 
 
@@ -59,6 +60,12 @@ class NodeReads:
     """The pods on the node whose readiness counts."""
     csi_drivers: frozenset[str] = frozenset()
     """CSI drivers whose registration on the node (its CSINode) counts."""
+    agent_namespaces: frozenset[str] = frozenset()
+    """Namespaces whose DaemonSets (and their pods) a node-agent rule reads (`ALL_NAMESPACES`:
+    every namespace, for discovery)."""
+    every_label: bool = False
+    """Whether any label may change the verdict (DaemonSet discovery: a DaemonSet may select
+    on any label)."""
     boot_id: bool = False
     """Whether a reboot (a new bootID) changes the verdict."""
     label_keys: frozenset[str] = field(default=frozenset())
@@ -71,6 +78,8 @@ class NodeReads:
             annotations=self.annotations | other.annotations,
             pods=self.pods + other.pods,
             csi_drivers=self.csi_drivers | other.csi_drivers,
+            agent_namespaces=self.agent_namespaces | other.agent_namespaces,
+            every_label=self.every_label or other.every_label,
             boot_id=self.boot_id or other.boot_id,
             label_keys=self.label_keys | other.label_keys,
         )
@@ -96,6 +105,12 @@ class TaintRule(Protocol):
 
     @property
     def dry_run(self) -> bool: ...
+
+    @property
+    def charged(self) -> bool:
+        """Whether its taints' additions count against the eviction budget (a startup gate
+        goes on a node being born, rebooted or idle, where it evicts nothing a workload would
+        miss)."""
 
     @property
     def former_taints(self) -> tuple[Taint, ...]:

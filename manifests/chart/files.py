@@ -33,7 +33,11 @@ from nodegate.manifests.chart.values import (
     settings_for,
     values_schema,
 )
-from nodegate.manifests.rbac import gates_watch_csinodes, gates_watch_pods
+from nodegate.manifests.rbac import (
+    agents_watch_daemon_sets,
+    gates_watch_csinodes,
+    gates_watch_pods,
+)
 from nodegate.manifests.tolerations import gate_tolerations
 from nodegate.manifests.version import package_version
 
@@ -93,6 +97,7 @@ def baked_gates(document: RulesDocument) -> dict[str, Any]:
         "gates": sorted({f"{t.key}:{t.effect}" for t in gate_tolerations(rules)}),
         "pods": gates_watch_pods(rules),
         "csi": gates_watch_csinodes(rules),
+        "agents": agents_watch_daemon_sets(rules),
         "records": rules.persistent_labels is not None,
     }
 
@@ -124,9 +129,16 @@ def _rules_guard(document: RulesDocument) -> str:
         "{{- $csi = true }}\n"
         "{{- end }}\n"
         "{{- end }}\n"
+        "{{- $agents := false }}\n"
+        '{{- range $agent := (get $rules "nodeAgents" | default list) }}\n'
+        '{{- $taint := (get $agent "taint" | default dict) }}\n'
+        '{{- $gates = append $gates (printf "%v:%v" (get $taint "key") (get $taint "effect")) }}\n'
+        '{{- if (get $agent "daemonSets") }}{{ $agents = true }}{{ end }}\n'
+        '{{- if (get $agent "csiDrivers") }}{{ $csi = true }}{{ end }}\n'
+        "{{- end }}\n"
         '{{- $records := not (kindIs "invalid" (index $rules "persistentLabels")) }}\n'
         '{{- $found := dict "gates" ($gates | uniq | sortAlpha) "pods" $pods "csi" $csi '
-        '"records" $records }}\n'
+        '"agents" $agents "records" $records }}\n'
         f"{{{{- $baked := fromJson {go_string(baked)} }}}}\n"
         "{{- if ne (toJson $found) (toJson $baked) }}\n"
         '{{- fail (printf "rules: their gates, init-pod waits or persistent labels (%s) are not '

@@ -65,7 +65,7 @@ from nodegate.reconciler.kit.errors import (
 RawObject = dict[str, Any]
 """An object as the API server sends it: camelCase JSON, never the client's model classes."""
 
-Kind = Literal["Node", "ConfigMap", "Pod", "CSINode"]
+Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,7 @@ class KubeApi:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.storage = client.StorageV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
         self._write_timeout = self._timeout
@@ -230,6 +231,10 @@ class KubeApi:
                 self.core.list_config_map_for_all_namespaces,
             ),
             "Pod": (self.core.list_namespaced_pod, self.core.list_pod_for_all_namespaces),
+            "DaemonSet": (
+                self.apps.list_namespaced_daemon_set,
+                self.apps.list_daemon_set_for_all_namespaces,
+            ),
         }
         namespaced, cluster_wide = calls[selection.kind]
         if selection.namespace:

@@ -60,17 +60,20 @@ class ConditionSightings:
         rules: NodeRules | None,
         now: datetime,
         keep: frozenset[ConditionKey] = frozenset(),
+        others: Mapping[ConditionKey, str] | None = None,
     ) -> Mapping[ConditionKey, Sighting]:
         """The node's sightings after one more look at it under `rules` (the types they read,
         set by the first look that sees them, so no look mixes rules with another's table);
         those in `keep` (still deciding something: `sightings_record.worth_keeping`) are what
-        the record keeps of it. Nothing is sighted while no rules are in force."""
+        the record keeps of it; `others`: episodes seen elsewhere than on the Node (a node
+        agent's not-Ready, `node_agents.agent_episodes`), sighted alike. Nothing is sighted
+        while no rules are in force."""
         with self._lock:
             if rules is not self._rules:
                 self._read_for(rules)
             if rules is None:
                 return {}
-            episodes = condition_episodes(node.conditions, self._read)
+            episodes = {**condition_episodes(node.conditions, self._read), **(others or {})}
             previous = self._by_node.get(key)
             if previous is None:
                 stored = self._stored.pop(key, None)

@@ -39,6 +39,7 @@ from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
 from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import Metrics
+from nodegate.reconciler.nodes.node_agents import NodeAgents
 from nodegate.reconciler.nodes.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
@@ -155,6 +156,7 @@ class Controller:
         )
         self.gate_pods = GatePods(watching, clock)
         self.csi_nodes = CsiNodes(watching)
+        self.node_agents = NodeAgents(watching, self._on_agents_changed)
         self._writer = memory.add(
             NodeWriter(
                 api,
@@ -186,6 +188,7 @@ class Controller:
                 self.gate_pods,
                 self.gates,
                 self.csi_nodes,
+                self.node_agents,
             )
         )
         self._node = NodeReconciler(
@@ -250,6 +253,7 @@ class Controller:
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.gate_pods.follow(update.rules)
         self.csi_nodes.follow(update.rules)
+        self.node_agents.follow(update.rules)
         self.labels.keys.rebuild(
             (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
         )
@@ -328,6 +332,10 @@ class Controller:
     def _on_gate_pod_node(self, node: str) -> None:
         if self.rules is not None:
             self._enqueue(node, "event")
+
+    def _on_agents_changed(self) -> None:
+        if self.rules is not None:  # rare (a DaemonSet made or retargeted): behind the events
+            self._enqueue_all("resync")
 
     def _enqueue(self, key: str, lane: Lane) -> None:
         self.queue.add(key, lane)
@@ -437,6 +445,7 @@ class Controller:
         self.queue.shutdown()
         self.gate_pods.stop_all()
         self.csi_nodes.stop_all()
+        self.node_agents.stop_all()
         for thread in threads:
             thread.join(timeout=5)
 

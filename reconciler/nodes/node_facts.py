@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.decisions.boot_sight import BootSight, track_boot
+from nodegate.core.decisions.node_agents import AgentReadiness, agent_episodes
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
@@ -26,6 +27,7 @@ from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelWork
+from nodegate.reconciler.nodes.node_agents import NodeAgents
 from nodegate.reconciler.nodes.node_view import CachedNode
 
 Owned = frozenset[tuple[str, str]]
@@ -37,6 +39,7 @@ def plan_facts(
     previously_owned: Owned,
     sightings: Mapping[ConditionKey, Sighting],
     boot: BootSight | None,
+    agents: Mapping[str, AgentReadiness] | None = None,
     *,
     gate_pod_signals: Mapping[str, tuple[Sighting, ...]] | None = None,
     csi_drivers: Mapping[str, bool] | None = None,
@@ -53,6 +56,7 @@ def plan_facts(
         condition_sightings=sightings,
         gate_pod_signals=gate_pod_signals or {},
         csi_drivers=csi_drivers or {},
+        agents=agents or {},
         boot_first_seen=boot.first_seen if boot is not None else None,
         previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         workload_pods=workload_pods,
@@ -91,11 +95,13 @@ class NodeFacts:
         gate_pods: GatePods,
         gates: GateReports,
         csi_nodes: CsiNodes,
+        node_agents: NodeAgents,
     ) -> None:
         """`rules`: the rules in force, whose condition types are sighted; `cached`: the node
         cache, whose node is sighted again when its facts are asked for; `gate_pods` and
         `gates`: the init pods and the workload-pod check, and `csi_nodes` the CSI drivers
-        registered, asked by a reconcile only."""
+        registered, asked by a reconcile only; `node_agents` the node-agent rules' DaemonSets and
+        pods, asked at every look (a `for` counts from the first sight of a not-Ready agent)."""
         self._now = clock
         self._rules = rules
         self._cached = cached
@@ -103,6 +109,7 @@ class NodeFacts:
         self._gate_pods = gate_pods
         self._gates = gates
         self._csi_nodes = csi_nodes
+        self._agents = node_agents
         self.conditions = ConditionSightings()
         self.boots = BootSightings()
 
@@ -119,8 +126,8 @@ class NodeFacts:
     def of(self, key: str) -> PlanFacts:
         """The node's facts as the blast-radius guard plans it: nothing asked of its init pods
         or of the API server."""
-        now, sightings = self._sighted(key)
-        return plan_facts(now, self._previously_owned(), sightings, self.boots.get(key))
+        now, sightings, agents = self._sighted(key)
+        return plan_facts(now, self._previously_owned(), sightings, self.boots.get(key), agents)
 
     def for_plan(
         self,
@@ -133,12 +140,13 @@ class NodeFacts:
         """The node's facts for its reconcile: the guard's, and its gates' init pods, its
         workload pods if a gate would backfill it, the rules whose evicting taint waits for
         the budget (`waiting`) and the labels its record restores (`work`)."""
-        now, sightings = self._sighted(key)
+        now, sightings, agents = self._sighted(key)
         return plan_facts(
             now,
             self._previously_owned(),
             sightings,
             self.boots.get(key),
+            agents,
             gate_pod_signals=self._gate_pods.signals(rules, key),
             csi_drivers=self._csi_nodes.drivers(key, node.state.uid),
             workload_pods=self._gates.workload_pods(node, rules),
@@ -146,15 +154,26 @@ class NodeFacts:
             restored_labels=work.decision.restore if work is not None else None,
         )
 
-    def _sighted(self, key: str) -> tuple[datetime, Mapping[ConditionKey, Sighting]]:
-        """Now, and the cached node's conditions sighted once more (a node that sent no event
-        since the rules began reading a condition type is sighted then)."""
+    def _sighted(
+        self, key: str
+    ) -> tuple[datetime, Mapping[ConditionKey, Sighting], Mapping[str, AgentReadiness]]:
+        """Now, the cached node's conditions sighted once more (a node that sent no event
+        since the rules began reading a condition type is sighted then), and its agents."""
         now = self._now()
         cached = self._cached(key)
-        return now, self._look(key, cached.state, now) if cached is not None else {}
+        if cached is None:
+            return now, {}, {}
+        return now, *self._look(key, cached.state, now)
 
-    def _look(self, key: str, node: NodeState, now: datetime) -> Mapping[ConditionKey, Sighting]:
-        """Sight the node's conditions; those still deciding something are kept for a restart."""
+    def _look(
+        self, key: str, node: NodeState, now: datetime
+    ) -> tuple[Mapping[ConditionKey, Sighting], Mapping[str, AgentReadiness]]:
+        """Sight the node's conditions and its agents' not-Ready episodes; those still deciding
+        something are kept for a restart."""
         rules = self._rules()
-        keep = worth_keeping(node, rules) if rules is not None else frozenset()
-        return self.conditions.look(key, node, rules, now, keep)
+        if rules is None:
+            return self.conditions.look(key, node, rules, now), {}
+        agents = self._agents.readiness(rules, node, self._csi_nodes.drivers(key, node.uid))
+        keep = worth_keeping(node, rules)
+        sighted = self.conditions.look(key, node, rules, now, keep, agent_episodes(rules, agents))
+        return sighted, agents

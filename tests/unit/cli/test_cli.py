@@ -57,7 +57,8 @@ def test_validate_prints_warnings_to_stderr_and_exits_0(tmp_path: Path) -> None:
     result = runner.invoke(app, ["validate", str(warned)])
     assert result.exit_code == 0
     assert result.stdout == (
-        f"{warned}: ok (0 label taints, 0 condition taints, 1 startup gates, 1 pools, 1 warnings)\n"
+        f"{warned}: ok (0 label taints, 0 condition taints, 1 startup gates, 0 node agents, "
+        "1 pools, 1 warnings)\n"
         f"{warned}: info: the reconciler's Deployment tolerates its gates "
         "(startup-taint.cluster-autoscaler.kubernetes.io/g:NoSchedule, any value) besides the "
         "deploy settings' tolerations\n"

@@ -59,9 +59,9 @@ class AnnotationTaintRule(Frozen):
     kind: ClassVar[RuleKind] = RuleKind(
         field="annotationTaints",
         plural="annotation taints",
-        charged=True,
         at_registration="permanent",
     )
+    charged: ClassVar[bool] = True
     former_taints: ClassVar[tuple[Taint, ...]] = ()
 
     def reads(self) -> NodeReads:
@@ -129,7 +129,12 @@ QUARANTINED = ("example.com/quarantined", "NoExecute")
 
 def test_every_rule_kind_of_the_rules_file_has_a_decision() -> None:
     kinds = [cls for _, cls in NodeRules.rule_kinds()]
-    assert [cls.kind.field for cls in kinds] == ["labelTaints", "conditionTaints", "startupGates"]
+    assert [cls.kind.field for cls in kinds] == [
+        "labelTaints",
+        "conditionTaints",
+        "startupGates",
+        "nodeAgents",
+    ]
     assert all(cls in DECIDERS for cls in kinds)
 
 

@@ -85,7 +85,8 @@ def test_a_key_named_like_pydantics_key_marker_is_reported_not_a_crash() -> None
     # Found by the fuzz tier: '[key]' is also what pydantic appends to a failing key's place.
     assert problems_of('"[key]": 1\n') == [
         "rules.yaml:3:1: [\"[key]\"]: unknown field '[key]' (allowed here: apiVersion, kind, "
-        "labelTaints, conditionTaints, persistentLabels, startupGates, nodePools, evictionBudget)"
+        "labelTaints, conditionTaints, persistentLabels, startupGates, nodeAgents, nodePools, "
+        "evictionBudget)"
     ]
 
 

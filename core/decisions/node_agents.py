@@ -1,0 +1,224 @@
+"""Node agents (`nodeAgents` rules): which agents a node waits for, whether each is Ready
+there, and what the rule's taint does about it. Pure; the reconciler's DaemonSet and pod
+informers and `nodegate explain` give it the same slim views.
+
+An agent is a DaemonSet's pod on the node (owned by that DaemonSet's uid, not being deleted,
+Ready, and not from before this Node object existed), or a CSI driver the node's CSINode lists.
+Whether the node has been without one long enough (`for`) is counted from nodegate's first
+sight of the episode (`sightings`), on the API server's clock; the episode is named by what
+was seen (which pod, its Ready condition's transition as written), so a pod replaced or Ready
+again in between starts a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodegate.core.decisions.daemon_set_placement import (
+    Placement,
+    placement_of,
+    refusal,
+    tolerates,
+)
+from nodegate.core.decisions.init_pods import PodView
+from nodegate.core.decisions.sightings import ConditionKey
+from nodegate.core.rules.model import NodeAgentRule, NodeRules
+from nodegate.core.rules.node import NodeState
+
+RawObject = Mapping[str, Any]
+
+AGENT_EPISODE_PREFIX = "agents.nodegate.dev/"
+"""The sighting of a rule's not-Ready episode is kept beside the node's conditions' under this
+type prefix and the rule's name (`agent_episode_key`)."""
+DAEMON_SET_POD_LABEL = "pod-template-generation"
+"""The DaemonSet controller labels each pod it makes with it: the agent pods' watch selects
+on it, so the watch carries DaemonSet pods only."""
+
+
+@dataclass(frozen=True)
+class DaemonSetView:
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    placement: Placement
+    """Where the DaemonSet controller runs its pods (`daemon_set_placement`)."""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def slim_daemon_set(raw: RawObject) -> DaemonSetView:
+    meta = raw.get("metadata") or {}
+    template = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return DaemonSetView(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        placement=placement_of(template),
+    )
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """One agent on one node."""
+
+    agent: str
+    """`namespace/name` of a DaemonSet, or `CSI driver <name>`."""
+    ready: bool
+    why: str
+    episode: str = ""
+    """Its not-Ready episode as seen (empty when Ready); ending in '@': one that cannot be told
+    from the next (nothing the node wrote changes between them)."""
+
+
+@dataclass(frozen=True)
+class AgentReadiness:
+    """A rule's agents on one node."""
+
+    agents: tuple[AgentState, ...]
+
+    @property
+    def ready(self) -> bool:
+        return all(a.ready for a in self.agents)
+
+    @property
+    def episode(self) -> str:
+        """The rule's not-Ready episode: a new one whenever an agent's changes."""
+        parts = sorted(a.episode for a in self.agents if not a.ready)
+        token = ",".join(parts)
+        return token + "@" if any(p.endswith("@") for p in parts) and token[-1:] != "@" else token
+
+    def summary(self) -> str:
+        if not self.agents:
+            return "no agent runs on the node"
+        if self.ready:
+            return "agents Ready: " + ", ".join(a.agent for a in self.agents)
+        return "waiting for " + "; ".join(
+            f"{a.agent} ({a.why})" for a in self.agents if not a.ready
+        )
+
+
+def agent_episode_key(rule: NodeAgentRule) -> ConditionKey:
+    return (AGENT_EPISODE_PREFIX + rule.name, "NotReady")
+
+
+def lifted_taints(rules: NodeRules) -> frozenset[tuple[str, str]]:
+    """(key, effect) of the taints nodes are born with and nodegate lifts (startup gates and
+    node agents): discovery leaves them out, as Vigil does its known startup taints, so a
+    DaemonSet waited for is the one that runs once they are lifted."""
+    return frozenset(
+        r.taint.identity for r in rules.taint_rules() if r.kind.at_registration == "startup"
+    )
+
+
+def agent_readiness(
+    rule: NodeAgentRule,
+    node: NodeState,
+    daemon_sets: Iterable[DaemonSetView],
+    pods: Iterable[PodView],
+    csi_drivers: Mapping[str, bool],
+    lifted: frozenset[tuple[str, str]] = frozenset(),
+) -> AgentReadiness:
+    """The rule's agents on `node`: its listed DaemonSets (or, with `auto`, every DaemonSet that
+    would run a pod there, the taints in `lifted` aside), given the DaemonSet pods on the node
+    and the CSI drivers its own CSINode registered (`csi_nodes.registered_drivers`)."""
+    by_ref = {d.ref: d for d in daemon_sets}
+    on_node = [p for p in pods if p.node == node.name]
+    states: list[AgentState] = []
+    if rule.discovers:
+        for ds in sorted(by_ref.values(), key=lambda d: d.ref):
+            if _discovered(rule, ds, node, lifted):
+                states.append(_daemon_set_state(rule, ds, node, on_node, lifted))
+    for ref in rule.listed_daemon_sets:
+        found = by_ref.get(ref.ref)
+        if found is None:
+            states.append(AgentState(ref.ref, False, "DaemonSet not found", f"{ref.ref}:absent@"))
+        else:
+            states.append(_daemon_set_state(rule, found, node, on_node, lifted))
+    for driver in rule.csi_drivers:
+        registered = driver.name in csi_drivers
+        counts = registered and (csi_drivers[driver.name] or not driver.require_allocatable)
+        why = (
+            "registered"
+            if counts
+            else "registered, no allocatable count yet"
+            if registered
+            else "not registered on the node"
+        )
+        states.append(AgentState(f"CSI driver {driver.name}", counts, why, f"csi:{driver.name}@"))
+    return AgentReadiness(tuple(states))
+
+
+def _discovered(
+    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]
+) -> bool:
+    """Whether `daemonSets: auto` waits for this DaemonSet on the node: not excluded, placed
+    there once the lifted taints are gone, and tolerating the rule's own taint (one that does
+    not never runs on a node carrying it: waiting for it would keep the taint for ever)."""
+    excluded = rule.exclude_daemon_sets
+    if excluded is not None and excluded.matches(dict(ds.labels)):
+        return False
+    return _tolerates_own(rule, ds) and _refused(ds, node, lifted) is None
+
+
+def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
+    taint = rule.taint
+    return tolerates(ds.placement, taint.key, taint.value, taint.effect)
+
+
+def _refused(ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]) -> str | None:
+    return refusal(ds.placement, node.name, node.labels, node.taints, ignoring=lifted)
+
+
+def _daemon_set_state(
+    rule: NodeAgentRule,
+    ds: DaemonSetView,
+    node: NodeState,
+    on_node: list[PodView],
+    lifted: frozenset[tuple[str, str]],
+) -> AgentState:
+    pods = sorted((p for p in on_node if p.owner_uid == ds.uid), key=lambda p: p.uid)
+    for pod in pods:
+        if _ready_for_this_node(pod, node):
+            return AgentState(ds.ref, True, "Ready")
+    if pods:
+        pod = pods[0]
+        why = "pod terminating" if pod.terminating else "pod not Ready"
+        if pod.ready_token is not None and not pod.terminating:
+            why = "pod Ready before this Node object was created"
+        state = "terminating" if pod.terminating else pod.readiness_token
+        return AgentState(ds.ref, False, why, f"{ds.ref}:{pod.uid}:{state}")
+    refused = _refused(ds, node, lifted)
+    if not _tolerates_own(rule, ds):
+        refused = f"it does not tolerate this rule's taint {rule.taint.flag()}: add a toleration"
+    why = "no pod on the node yet" if refused is None else f"no pod: {refused}"
+    return AgentState(ds.ref, False, why, f"{ds.ref}:none@")
+
+
+def _ready_for_this_node(pod: PodView, node: NodeState) -> bool:
+    """Ready, staying, and Ready for this Node object: its status last written (the API
+    server's stamp) no earlier than the Node's creation, so the pod of an earlier Node of the
+    same name does not count."""
+    if pod.ready_token is None or pod.terminating:
+        return False
+    written = pod.status_written
+    return node.created is None or (written is not None and written >= node.created)
+
+
+def agent_episodes(
+    rules: NodeRules, readiness: Mapping[str, AgentReadiness]
+) -> dict[ConditionKey, str]:
+    """The not-Ready episodes of the node's continuous agent rules, to be sighted with its
+    conditions (`condition_sightings`)."""
+    return {
+        agent_episode_key(rule): found.episode
+        for rule in rules.node_agents
+        if rule.mode == "continuous"
+        and (found := readiness.get(rule.name)) is not None
+        and not found.ready
+    }

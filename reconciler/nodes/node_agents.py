@@ -1,0 +1,140 @@
+"""The DaemonSets and DaemonSet pods node-agent rules read (`nodeAgents`): watched while the
+rules read them, per namespace (every namespace for `daemonSets: auto`), held slim
+(`core.decisions.node_agents`), the pods indexed by node.
+
+The pod watch selects on the label the DaemonSet controller puts on every pod it makes, so it
+carries DaemonSet pods only; which DaemonSet owns a pod is its controller reference's uid,
+which a kubelet cannot set (NodeRestriction lets it make mirror pods owned by its Node only).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from nodegate.core.decisions.init_pods import PodView, slim_pod
+from nodegate.core.decisions.node_agents import (
+    DAEMON_SET_POD_LABEL,
+    AgentReadiness,
+    DaemonSetView,
+    agent_readiness,
+    lifted_taints,
+    slim_daemon_set,
+)
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import Selection
+from nodegate.reconciler.nodes.watched import Watching
+
+
+@dataclass(frozen=True)
+class _Watched:
+    """One namespace's (`ALL_NAMESPACES`: every one's) DaemonSet and pod informers."""
+
+    daemon_sets: tuple[Informer[DaemonSetView], threading.Event]
+    pods: tuple[Informer[PodView], threading.Event]
+
+    def stop(self) -> None:
+        self.daemon_sets[1].set()
+        self.pods[1].set()
+
+    def synced(self) -> bool:
+        return self.daemon_sets[0].synced.is_set() and self.pods[0].synced.is_set()
+
+
+class NodeAgents:
+    def __init__(self, watching: Watching, on_every_node: Callable[[], None]) -> None:
+        """`on_every_node`: enqueue every node (a DaemonSet's placement changed: which nodes it
+        concerns is for each node's plan to say)."""
+        self._watching = watching
+        self._on_every_node = on_every_node
+        self._watched: dict[str, _Watched] = {}
+        self._by_node: dict[str, dict[str, PodView]] = {}
+        self._lock = threading.Lock()
+
+    def follow(self, rules: NodeRules) -> None:
+        """Start the informers the rules need and stop the ones they no longer do."""
+        wanted = set(rules.reads().agent_namespaces)
+        if ALL_NAMESPACES in wanted:
+            wanted = {ALL_NAMESPACES}
+        with self._lock:
+            for namespace in set(self._watched) - wanted:
+                self._watched.pop(namespace).stop()
+                for pods in self._by_node.values():
+                    for key in [k for k in pods if _in(namespace, k)]:
+                        del pods[key]
+            for namespace in wanted - set(self._watched):
+                self._watched[namespace] = self._start(namespace)
+
+    def _start(self, namespace: str) -> _Watched:
+        scope = namespace or None
+        where = namespace or "all namespaces"
+        # Both run until the rules stop reading the namespace or the controller stops.
+        return _Watched(
+            self._watching.start(
+                f"daemonsets {where}",
+                Selection("DaemonSet", scope),
+                slim_daemon_set,
+                self._on_daemon_set,
+            ),
+            self._watching.start(
+                f"daemonset pods {where}",
+                Selection("Pod", scope, label_selector=DAEMON_SET_POD_LABEL),
+                lambda raw: slim_pod(raw, _no_annotations),
+                self._on_pod,
+            ),
+        )
+
+    def _on_daemon_set(
+        self, key: str, old: DaemonSetView | None, new: DaemonSetView | None
+    ) -> None:
+        # Its status changes with every pod's readiness, which the pod events carry: only a
+        # change of what it is (its placement, labels, uid) is worth a look at every node.
+        if old != new:
+            self._on_every_node()
+
+    def _on_pod(self, key: str, old: PodView | None, new: PodView | None) -> None:
+        with self._lock:
+            if old is not None:
+                self._by_node.get(old.node, {}).pop(key, None)
+            if new is not None and new.node:
+                self._by_node.setdefault(new.node, {})[key] = new
+        for node in {v.node for v in (old, new) if v is not None and v.node}:
+            self._watching.on_node(node)
+
+    def readiness(
+        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool]
+    ) -> dict[str, AgentReadiness]:
+        """Each node-agent rule's agents on `node`; none until every informer has synced
+        (until then nothing is known of them, and their taints are left as they are)."""
+        if not rules.node_agents:
+            return {}
+        with self._lock:
+            watched = list(self._watched.values())
+            if not watched or not all(w.synced() for w in watched):
+                return {}
+            daemon_sets = [view for w in watched for _, view in w.daemon_sets[0].items()]
+            pods = list(self._by_node.get(node.name, {}).values())
+        lifted = lifted_taints(rules)
+        return {
+            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
+            for rule in rules.node_agents
+        }
+
+    def stop_all(self) -> None:
+        with self._lock:
+            for watched in self._watched.values():
+                watched.stop()
+            self._watched.clear()
+            self._by_node.clear()
+
+
+def _in(namespace: str, key: str) -> bool:
+    return namespace == ALL_NAMESPACES or key.startswith(namespace + "/")
+
+
+def _no_annotations(key: str) -> bool:
+    return False

@@ -1,0 +1,349 @@
+"""Node agents (`nodeAgents`) on the real control plane with the DaemonSet controller, the scheduler
+and kwok (which runs the pods of its nodes and makes them Ready at once): a node is born with the
+agent taint, which goes once the agent's pod is Ready there and, in continuous mode, comes back
+after the agent has not been Ready for `for`; a rolling update under the default `for` taints
+no node. A kubelet's NotReady is played by patching the pod's status, as the kubelet would."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import SimNode, create_node, wait_until
+from tests.e2e.support.reconciler_fixtures import (
+    HEADER,
+    PAUSE_IMAGE,
+    TIMEOUT,
+    alone,
+    configmap_putter,
+    taints_of,
+)
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+
+AGENT = ("example.com/agent-not-ready", "NoSchedule")
+AGENT_TAINT = {"key": AGENT[0], "effect": AGENT[1]}
+
+
+class Scene:
+    """One test's namespace, nodes and reconciler on the scheduling control plane."""
+
+    def __init__(
+        self, plane: LocalControlPlane, stack: ExitStack, name: str, tmp_path: Path
+    ) -> None:
+        self.core = k8s_client.CoreV1Api(plane.client)
+        self.apps = k8s_client.AppsV1Api(plane.client)
+        self.plane, self.stack, self.name, self.tmp_path = plane, stack, name, tmp_path
+        self.namespace = name[:63]
+        self.pool = {"example.com/agents": name[:63]}
+        self.core.create_namespace({"metadata": {"name": self.namespace}})  # type: ignore[arg-type]
+        stack.callback(self._delete_namespace)
+        self._put = configmap_putter(self.core, f"rules-{name}"[:63])
+
+    def _delete_namespace(self) -> None:
+        try:
+            self.core.delete_namespace(self.namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def rules(self, body: str) -> str:
+        return HEADER + body.replace("NAMESPACE", self.namespace).replace(
+            "POOL", self.pool["example.com/agents"]
+        )
+
+    def start(self, body: str) -> ReconcilerProcess:
+        ref = self._put(self.rules(body))
+        return self.stack.enter_context(
+            running_reconciler(self.plane.kubeconfig_path, self.tmp_path, *alone(ref))
+        )
+
+    def node(self, suffix: str, labels: dict[str, str] | None = None, tainted: bool = True) -> str:
+        name = f"{self.name}-{suffix}"[:63]
+        taints = [AGENT_TAINT] if tainted else []
+        create_node(
+            self.core,
+            SimNode(name=name, labels={**self.pool, **(labels or {})}, taints=taints, kwok=True),
+        )
+        self.stack.callback(self._delete_node, name)
+        return name
+
+    def _delete_node(self, name: str) -> None:
+        try:
+            self.core.delete_node(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def daemon_set(
+        self,
+        app: str,
+        tolerate: bool = True,
+        node_selector: dict[str, str] | None = None,
+        max_unavailable: int = 1,
+    ) -> dict[str, Any]:
+        body = agent_daemon_set(app, node_selector or self.pool, tolerate, max_unavailable)
+        self.apps.create_namespaced_daemon_set(self.namespace, body)  # type: ignore[arg-type]
+        return body
+
+    def pod_of(self, app: str, node: str) -> k8s_client.V1Pod | None:
+        pods = self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"app={app}", field_selector=f"spec.nodeName={node}"
+        ).items
+        live = [p for p in pods if p.metadata.deletion_timestamp is None]
+        return live[0] if live else None
+
+    def ready_pod_of(self, app: str, node: str) -> k8s_client.V1Pod:
+        def probe() -> k8s_client.V1Pod | None:
+            pod = self.pod_of(app, node)
+            ready = pod is not None and any(
+                c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ()
+            )
+            return pod if ready else None
+
+        return wait_until(probe, 60, f"{app}'s pod Ready on {node}")
+
+    def fail(self, pod: k8s_client.V1Pod) -> None:
+        """The agent's container stops being ready, as its kubelet reports it."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "False", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "False", "lastTransitionTime": now},
+                ]
+            }
+        }
+        self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, patch)
+
+    def recover(self, pod: k8s_client.V1Pod) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
+                ]
+            }
+        }
+        self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, patch)
+
+    def tainted(self, node: str) -> bool:
+        return AGENT in taints_of(self.core, node)
+
+    def wait_tainted(self, node: str, on: bool, timeout: float = TIMEOUT) -> float:
+        """Wait until the agent taint is (`on`) or is not on the node; when, monotonic."""
+        wait_until(lambda: self.tainted(node) == on, timeout, f"agent taint {on} on {node}")
+        return time.monotonic()
+
+    def stays(self, node: str, on: bool, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            assert self.tainted(node) == on, f"agent taint changed on {node}"
+            time.sleep(0.2)
+
+
+def agent_daemon_set(
+    app: str, node_selector: dict[str, str], tolerate: bool, max_unavailable: int
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeSelector": node_selector,
+        "containers": [{"name": "agent", "image": PAUSE_IMAGE}],
+    }
+    if tolerate:  # as Cilium's agent tolerates its own agent-not-ready taint
+        spec["tolerations"] = [{"key": AGENT[0], "operator": "Exists"}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": app, "labels": {"app": app}},
+        "spec": {
+            "selector": {"matchLabels": {"app": app}},
+            "updateStrategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": max_unavailable},
+            },
+            "template": {"metadata": {"labels": {"app": app}}, "spec": spec},
+        },
+    }
+
+
+def agent_rule(daemon_sets: str, extra: str = "") -> str:
+    return f"""\
+nodeAgents:
+  - name: agent
+    match: {{labels: {{example.com/agents: POOL}}}}
+    daemonSets: {daemon_sets}
+    taint: {{key: {AGENT[0]}, effect: {AGENT[1]}}}
+{extra}"""
+
+
+NAMED = "[{namespace: NAMESPACE, name: agent}]"
+
+
+@pytest.fixture
+def scene(
+    scheduling_control_plane: LocalControlPlane, unique_name: str, tmp_path: Path
+) -> Iterator[Scene]:
+    with ExitStack() as stack:
+        yield Scene(scheduling_control_plane, stack, unique_name, tmp_path)
+
+
+def test_a_node_born_with_the_agent_taint_keeps_it_until_the_agents_pod_is_ready(
+    scene: Scene,
+) -> None:
+    scene.start(agent_rule(NAMED))
+    node = scene.node("n")
+    scene.stays(node, True, 2.0)  # no DaemonSet yet: "DaemonSet not found"
+    scene.daemon_set("agent")
+    scene.ready_pod_of("agent", node)
+    ready = time.monotonic()
+    lifted = scene.wait_tainted(node, False)
+    print(f"agent Ready -> taint lifted: {lifted - ready:.2f}s (from the test's sight of Ready)")
+
+
+def test_continuous_puts_the_taint_back_after_for_and_lifts_it_when_ready_again(
+    scene: Scene,
+) -> None:
+    scene.start(agent_rule(NAMED, "    for: 3s\n"))
+    scene.daemon_set("agent")
+    node = scene.node("n")
+    pod = scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    scene.fail(pod)
+    failed = time.monotonic()
+    scene.stays(node, False, 2.0)  # within `for`
+    tainted = scene.wait_tainted(node, True)
+    assert tainted - failed >= 2.5  # `for` counts whole seconds on the server's clock
+    print(f"agent NotReady -> taint back: {tainted - failed:.2f}s with for: 3s")
+    scene.recover(pod)
+    recovered = time.monotonic()
+    lifted = scene.wait_tainted(node, False)
+    print(f"agent Ready again -> taint lifted: {lifted - recovered:.2f}s")
+
+
+def test_a_deleted_agent_pod_replaced_within_for_does_not_taint(scene: Scene) -> None:
+    scene.start(agent_rule(NAMED, "    for: 10s\n"))
+    scene.daemon_set("agent")
+    node = scene.node("n")
+    pod = scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    scene.core.delete_namespaced_pod(pod.metadata.name, scene.namespace, grace_period_seconds=0)
+    wait_until(
+        lambda: (
+            (p := scene.pod_of("agent", node)) is not None and p.metadata.uid != pod.metadata.uid
+        ),
+        30,
+        "the replacement pod",
+    )
+    scene.ready_pod_of("agent", node)
+    scene.stays(node, False, 3.0)
+
+
+def test_bootstrap_only_never_puts_the_taint_back(scene: Scene) -> None:
+    scene.start(agent_rule(NAMED, "    mode: bootstrapOnly\n"))
+    scene.daemon_set("agent")
+    node = scene.node("n")
+    pod = scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    scene.fail(pod)
+    scene.stays(node, False, 4.0)
+
+
+def test_auto_follows_a_daemon_set_added_retargeted_and_deleted(scene: Scene) -> None:
+    """`daemonSets: auto`: a new DaemonSet that runs on the node joins the set (its NotReady pod
+    brings the taint back after `for`); retargeted away, it leaves (the taint goes); excluded by
+    label, it never counts."""
+    scene.start(
+        agent_rule(
+            "auto",
+            "    for: 2s\n    excludeDaemonSets: {labels: {example.com/not-an-agent: 'true'}}\n",
+        )
+    )
+    scene.daemon_set("agent")
+    node = scene.node("n")
+    scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+
+    scene.daemon_set("logs")
+    logs = scene.ready_pod_of("logs", node)
+    scene.fail(logs)
+    scene.wait_tainted(node, True)  # the new DaemonSet counts
+
+    scene.apps.patch_namespaced_daemon_set(
+        "logs",
+        scene.namespace,
+        {"spec": {"template": {"spec": {"nodeSelector": {"example.com/elsewhere": "x"}}}}},
+    )
+    scene.wait_tainted(node, False, timeout=60)  # retargeted away: no longer waited for
+
+    scene.daemon_set("debug")
+    debug = scene.ready_pod_of("debug", node)
+    scene.apps.patch_namespaced_daemon_set(
+        "debug", scene.namespace, {"metadata": {"labels": {"example.com/not-an-agent": "true"}}}
+    )
+    scene.fail(debug)
+    scene.stays(node, False, 4.0)  # excluded
+
+    scene.apps.delete_namespaced_daemon_set("debug", scene.namespace)
+    scene.apps.delete_namespaced_daemon_set("logs", scene.namespace)
+    scene.stays(node, False, 2.0)
+
+
+def test_a_rolling_update_over_ten_nodes_taints_none_under_the_default_for(scene: Scene) -> None:
+    """maxUnavailable 1: each node's pod is deleted and replaced in turn; with the default `for`
+    (2m) no node leaves scheduling, checked on every taint change throughout."""
+    scene.start(agent_rule(NAMED))
+    scene.daemon_set("agent", max_unavailable=1)
+    nodes = [scene.node(f"n{i}") for i in range(10)]
+    first = {node: scene.ready_pod_of("agent", node).metadata.uid for node in nodes}
+    for node in nodes:
+        scene.wait_tainted(node, False, timeout=60)
+
+    seen: list[str] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_taints, args=(scene, nodes, seen, stop), daemon=True)
+    watcher.start()
+    scene.apps.patch_namespaced_daemon_set(
+        "agent",
+        scene.namespace,
+        {"spec": {"template": {"metadata": {"annotations": {"example.com/rev": "2"}}}}},
+    )
+
+    def replaced() -> bool:
+        return all(
+            (p := scene.pod_of("agent", node)) is not None
+            and p.metadata.uid != first[node]
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or ())
+            for node in nodes
+        )
+
+    started = time.monotonic()
+    wait_until(replaced, 120, "every node's pod replaced and Ready")
+    print(f"rollout over 10 nodes (maxUnavailable 1): {time.monotonic() - started:.1f}s")
+    time.sleep(1.0)
+    stop.set()
+    watcher.join(5)
+    assert seen == []
+
+
+def _watch_taints(scene: Scene, nodes: list[str], seen: list[str], stop: threading.Event) -> None:
+    watched = set(nodes)
+    while not stop.is_set():
+        for node in scene.core.list_node(label_selector=_selector(scene.pool)).items:
+            if node.metadata.name in watched and any(
+                (t.key, t.effect) == AGENT for t in node.spec.taints or ()
+            ):
+                seen.append(node.metadata.name)
+        time.sleep(0.1)
+
+
+def _selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())

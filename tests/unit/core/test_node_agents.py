@@ -1,0 +1,416 @@
+"""Node agents (`nodeAgents`): a node carries the rule's taint while the pods of its DaemonSets
+(or its CSI drivers) are not Ready on it; bootstrapOnly lifts it once, continuous puts it back
+after `for` and lifts it again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from nodegate.core.decisions.init_pods import PodView, slim_pod
+from nodegate.core.decisions.node_agents import (
+    AgentReadiness,
+    agent_episode_key,
+    agent_readiness,
+    lifted_taints,
+    slim_daemon_set,
+)
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.sightings_record import worth_keeping
+from nodegate.core.rules.model import NodeAgentRule, NodeRules
+from nodegate.core.rules.node import NodeState, NodeTaint
+from nodegate.core.rules.registration import gates_for
+from nodegate.core.text.errors import RulesError
+from tests.unit.core.builders import NOW, node, rules
+
+AGENT = NodeTaint("example.com/agent-not-ready", "NoSchedule")
+DS_UID = "uid-cilium"
+TOLERATES_ALL = {"tolerations": [{"operator": "Exists"}]}
+
+
+CILIUM = "[{namespace: kube-system, name: cilium}]"
+AGENT_RULE = """\
+nodeAgents:
+  - name: cilium
+    match: {{labels: {{role: worker}}}}
+    daemonSets: {daemon_sets}
+    taint: {{key: example.com/agent-not-ready, effect: NoSchedule}}
+"""
+
+
+def agent_rules(extra: str = "", daemon_sets: str = CILIUM) -> NodeRules:
+    """One rule for the DaemonSets given; `extra`: more of its fields, one per line."""
+    fields = "".join(f"    {line.strip()}\n" for line in extra.splitlines() if line.strip())
+    return rules(AGENT_RULE.format(daemon_sets=daemon_sets) + fields)
+
+
+def the_rule(found: NodeRules) -> NodeAgentRule:
+    return found.node_agents[0]
+
+
+def daemon_set(
+    name: str = "cilium",
+    uid: str = DS_UID,
+    template: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Any:
+    return slim_daemon_set(
+        {
+            "metadata": {
+                "namespace": "kube-system",
+                "name": name,
+                "uid": uid,
+                "labels": labels or {},
+            },
+            "spec": {"template": {"spec": TOLERATES_ALL if template is None else template}},
+        }
+    )
+
+
+def pod(
+    ready: bool = True,
+    owner: str = DS_UID,
+    uid: str = "pod-1",
+    node_name: str = "node-a",
+    written: str = "2026-11-21T12:00:00Z",
+    deleting: bool = False,
+    transition: str = "2026-11-21T11:59:59Z",
+) -> PodView:
+    meta: dict[str, Any] = {
+        "uid": uid,
+        "creationTimestamp": "2026-11-21T11:59:00Z",
+        "ownerReferences": [{"kind": "DaemonSet", "uid": owner, "controller": True}],
+        "managedFields": [{"subresource": "status", "time": written}],
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-21T12:00:00Z"
+    status = "True" if ready else "False"
+    return slim_pod(
+        {
+            "metadata": meta,
+            "spec": {"nodeName": node_name},
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": status, "lastTransitionTime": transition}
+                ],
+                "containerStatuses": [{"ready": ready}],
+            },
+        },
+        lambda _key: False,
+    )
+
+
+def readiness(
+    found: NodeRules,
+    on: NodeState,
+    pods: list[PodView],
+    daemon_sets: list[Any] | None = None,
+    csi: dict[str, bool] | None = None,
+) -> AgentReadiness:
+    sets = [daemon_set()] if daemon_sets is None else daemon_sets
+    return agent_readiness(the_rule(found), on, sets, pods, csi or {}, lifted_taints(found))
+
+
+def facts_for(found: NodeRules, on: NodeState, pods: list[PodView], **more: Any) -> PlanFacts:
+    return PlanFacts(now=NOW, agents={"cilium": readiness(found, on, pods)}, **more)
+
+
+def taint_changes(found: NodeRules, on: NodeState, facts: PlanFacts) -> tuple[set[str], set[str]]:
+    result = plan(on, found, facts)
+    return (
+        {c.taint.key for c in result.add_taints},
+        {c.taint.key for c in result.remove_taints},
+    )
+
+
+WORKER = {"role": "worker"}
+
+
+# --- readiness ----------------------------------------------------------------------------------
+
+
+def test_the_daemon_sets_ready_pod_on_the_node_makes_the_agent_ready() -> None:
+    assert readiness(agent_rules(), node(WORKER), [pod()]).ready
+
+
+def test_a_pod_not_ready_keeps_the_agent_not_ready() -> None:
+    found = readiness(agent_rules(), node(WORKER), [pod(ready=False)])
+    assert not found.ready
+    assert "kube-system/cilium (pod not Ready)" in found.summary()
+
+
+def test_a_terminating_pod_does_not_count_even_if_ready() -> None:
+    assert not readiness(agent_rules(), node(WORKER), [pod(deleting=True)]).ready
+
+
+def test_a_ready_pod_of_another_owner_does_not_count() -> None:
+    """Matched by the DaemonSet's uid, not by labels or names: a pod of another DaemonSet (or
+    of an earlier DaemonSet of the same name) says nothing of this one."""
+    assert not readiness(agent_rules(), node(WORKER), [pod(owner="uid-other")]).ready
+
+
+def test_a_ready_pod_on_another_node_does_not_count() -> None:
+    assert not readiness(agent_rules(), node(WORKER), [pod(node_name="node-b")]).ready
+
+
+def test_a_pod_whose_status_was_last_written_before_the_node_was_created_does_not_count() -> None:
+    """The pod of an earlier Node of the same name (the kubelet has not written since)."""
+    old = pod(written="2026-11-21T11:00:00Z")
+    found = readiness(agent_rules(), node(WORKER), [old])
+    assert not found.ready
+    assert "Ready before this Node object was created" in found.summary()
+
+
+def test_a_missing_daemon_set_is_named() -> None:
+    found = readiness(agent_rules(), node(WORKER), [pod()], daemon_sets=[])
+    assert not found.ready
+    assert "kube-system/cilium (DaemonSet not found)" in found.summary()
+
+
+def test_every_listed_daemon_set_must_be_ready() -> None:
+    found = agent_rules(
+        daemon_sets="[{namespace: kube-system, name: cilium}, {namespace: kube-system, name: logs}]"
+    )
+    sets = [daemon_set(), daemon_set("logs", "uid-logs")]
+    assert not readiness(found, node(WORKER), [pod()], sets).ready
+    both = [pod(), pod(owner="uid-logs", uid="pod-2")]
+    assert readiness(found, node(WORKER), both, sets).ready
+
+
+def test_csi_drivers_count_with_the_daemon_sets() -> None:
+    found = agent_rules("csiDrivers: [{name: ebs.csi.aws.com}]")
+    assert not readiness(found, node(WORKER), [pod()], csi={}).ready
+    assert not readiness(found, node(WORKER), [pod()], csi={"ebs.csi.aws.com": False}).ready
+    assert readiness(found, node(WORKER), [pod()], csi={"ebs.csi.aws.com": True}).ready
+
+
+def test_a_new_pod_starts_a_new_not_ready_episode() -> None:
+    first = readiness(agent_rules(), node(WORKER), [pod(ready=False, uid="pod-1")])
+    second = readiness(agent_rules(), node(WORKER), [pod(ready=False, uid="pod-2")])
+    assert first.episode != second.episode
+
+
+def test_the_same_pod_not_ready_again_is_a_new_episode() -> None:
+    once = readiness(agent_rules(), node(WORKER), [pod(ready=False, transition="t1")])
+    again = readiness(agent_rules(), node(WORKER), [pod(ready=False, transition="t2")])
+    assert once.episode != again.episode
+
+
+def test_an_episode_without_a_pod_cannot_be_told_from_the_next() -> None:
+    """No pod: nothing the node wrote tells one such episode from another, so a sighting of it
+    is not restored after a restart (`sightings_record.restored`)."""
+    assert readiness(agent_rules(), node(WORKER), []).episode.endswith("@")
+    assert not readiness(agent_rules(), node(WORKER), [pod(ready=False)]).episode.endswith("@")
+
+
+# --- discovery ----------------------------------------------------------------------------------
+
+
+def auto_rules(extra: str = "") -> NodeRules:
+    return agent_rules(extra, daemon_sets="auto")
+
+
+def test_auto_waits_for_every_daemon_set_that_runs_on_the_node() -> None:
+    sets = [daemon_set(), daemon_set("logs", "uid-logs")]
+    found = readiness(auto_rules(), node(WORKER), [pod()], sets)
+    assert [a.agent for a in found.agents] == ["kube-system/cilium", "kube-system/logs"]
+    assert not found.ready
+
+
+def test_auto_leaves_out_a_daemon_set_whose_node_selector_does_not_match() -> None:
+    windows = daemon_set("win", "uid-win", {"nodeSelector": {"kubernetes.io/os": "windows"}})
+    found = readiness(auto_rules(), node(WORKER), [pod()], [daemon_set(), windows])
+    assert found.ready
+
+
+GATE = NodeTaint("example.com/init", "NoSchedule")
+WITH_GATE = """\
+startupGates:
+  - name: init
+    match: {labels: {role: worker}}
+    taint: {key: example.com/init, effect: NoSchedule}
+    readyWhen: {annotation: example.com/ready=true}
+"""
+
+
+def test_auto_waits_for_a_daemon_set_that_runs_once_a_gate_is_lifted() -> None:
+    """Other rules' lifted taints (gates, other agents) are left out of the toleration check,
+    as Vigil leaves out known startup taints: the DaemonSet that runs once they are gone is
+    waited for."""
+    tolerates_agent = {"tolerations": [{"key": AGENT.key, "operator": "Exists"}]}
+    logs = daemon_set("logs", "uid-logs", tolerates_agent)
+    gated_rules = rules(WITH_GATE + AGENT_RULE.format(daemon_sets="auto"))
+    on = node(WORKER, taints=(AGENT, GATE))
+    found = agent_readiness(
+        gated_rules.node_agents[0],
+        on,
+        [daemon_set(), logs],
+        [pod()],
+        {},
+        lifted_taints(gated_rules),
+    )
+    assert [a.agent for a in found.agents] == ["kube-system/cilium", "kube-system/logs"]
+
+
+def test_auto_never_waits_for_a_daemon_set_that_does_not_tolerate_the_rules_own_taint() -> None:
+    """Its pod is never made on a node carrying the taint: waiting would keep it for ever."""
+    intolerant = daemon_set("logs", "uid-logs", {})
+    on = node(WORKER, taints=(AGENT,))
+    found = readiness(auto_rules(), on, [pod()], [daemon_set(), intolerant])
+    assert found.ready
+
+
+def test_a_listed_daemon_set_that_does_not_tolerate_the_taint_is_named_with_the_fix() -> None:
+    found = readiness(agent_rules(), node(WORKER, taints=(AGENT,)), [], [daemon_set(template={})])
+    assert "does not tolerate this rule's taint example.com/agent-not-ready:NoSchedule" in (
+        found.summary()
+    )
+
+
+def test_auto_leaves_out_a_daemon_set_that_does_not_tolerate_another_taint() -> None:
+    intolerant = daemon_set("logs", "uid-logs", {})
+    on = node(WORKER, taints=(NodeTaint("example.com/dedicated", "NoSchedule"),))
+    found = readiness(auto_rules(), on, [pod()], [daemon_set(), intolerant])
+    assert found.ready
+
+
+def test_auto_excludes_daemon_sets_by_label() -> None:
+    excluded = daemon_set("debug", "uid-debug", labels={"nodegate.dev/ignore": "true"})
+    found = readiness(
+        auto_rules("    excludeDaemonSets: {labels: {nodegate.dev/ignore: 'true'}}"),
+        node(WORKER),
+        [pod()],
+        [daemon_set(), excluded],
+    )
+    assert found.ready
+
+
+def test_auto_with_no_daemon_set_for_the_node_is_ready() -> None:
+    assert readiness(auto_rules(), node(WORKER), [], []).ready
+
+
+# --- the taint ----------------------------------------------------------------------------------
+
+
+def test_nodes_are_born_with_the_agent_taint() -> None:
+    assert [r.taint.key for r in gates_for(agent_rules(), WORKER)] == [AGENT.key]
+
+
+def test_the_taint_is_lifted_when_the_agent_is_ready() -> None:
+    tainted = node(WORKER, taints=(AGENT,))
+    facts = facts_for(agent_rules(), tainted, [pod()])
+    assert taint_changes(agent_rules(), tainted, facts) == (set(), {AGENT.key})
+
+
+def test_the_taint_stays_while_the_agent_is_not_ready() -> None:
+    tainted = node(WORKER, taints=(AGENT,))
+    facts = facts_for(agent_rules(), tainted, [pod(ready=False)])
+    assert taint_changes(agent_rules(), tainted, facts) == (set(), set())
+
+
+def test_the_taint_stays_while_the_agents_are_not_looked_up() -> None:
+    tainted = node(WORKER, taints=(AGENT,))
+    assert taint_changes(agent_rules(), tainted, PlanFacts(now=NOW)) == (set(), set())
+
+
+def test_continuous_puts_the_taint_back_after_for() -> None:
+    found = agent_rules("    for: 2m")
+    lifted = node(WORKER)
+    facts = facts_for(found, lifted, [pod(ready=False)])
+    key = agent_episode_key(the_rule(found))
+    episode = facts.agents["cilium"].episode
+    fresh = replace(
+        facts, condition_sightings={key: Sighting(episode, NOW - timedelta(seconds=119))}
+    )
+    assert taint_changes(found, lifted, fresh) == (set(), set())
+    assert plan(lifted, found, fresh).recheck_after == timedelta(seconds=1)
+    due = replace(facts, condition_sightings={key: Sighting(episode, NOW - timedelta(seconds=120))})
+    assert taint_changes(found, lifted, due) == ({AGENT.key}, set())
+
+
+def test_a_new_episode_counts_for_from_its_own_first_sight() -> None:
+    found = agent_rules()
+    lifted = node(WORKER)
+    facts = facts_for(found, lifted, [pod(ready=False, uid="pod-2")])
+    key = agent_episode_key(the_rule(found))
+    old = Sighting("kube-system/cilium:pod-1:False@x", NOW - timedelta(hours=1))
+    assert taint_changes(found, lifted, replace(facts, condition_sightings={key: old})) == (
+        set(),
+        set(),
+    )
+
+
+def test_bootstrap_only_never_puts_the_taint_back() -> None:
+    found = agent_rules("    mode: bootstrapOnly")
+    lifted = node(WORKER)
+    facts = facts_for(found, lifted, [pod(ready=False)])
+    key = agent_episode_key(the_rule(found))
+    long_ago = Sighting(facts.agents["cilium"].episode, NOW - timedelta(days=1))
+    stale = replace(facts, condition_sightings={key: long_ago})
+    assert taint_changes(found, lifted, stale) == (set(), set())
+
+
+def test_bootstrap_only_lifts_the_taint_it_was_born_with() -> None:
+    found = agent_rules("    mode: bootstrapOnly")
+    tainted = node(WORKER, taints=(AGENT,))
+    assert taint_changes(found, tainted, facts_for(found, tainted, [pod()])) == (set(), {AGENT.key})
+
+
+def test_a_node_that_no_longer_matches_is_released() -> None:
+    tainted = node({"role": "other"}, taints=(AGENT,))
+    facts = facts_for(agent_rules(), tainted, [pod(ready=False)])
+    assert taint_changes(agent_rules(), tainted, facts) == (set(), {AGENT.key})
+
+
+def test_the_not_ready_episode_is_kept_for_a_restart_while_for_counts() -> None:
+    found = agent_rules()
+    key = agent_episode_key(the_rule(found))
+    assert key in worth_keeping(node(WORKER), found)
+    assert key not in worth_keeping(node(WORKER, taints=(AGENT,)), found)
+    assert key not in worth_keeping(node(WORKER), agent_rules("    mode: bootstrapOnly"))
+
+
+def test_a_continuous_no_execute_taint_is_charged_to_the_eviction_budget() -> None:
+    continuous = the_rule(agent_rules())
+    bootstrap = the_rule(agent_rules("    mode: bootstrapOnly"))
+    assert continuous.charged
+    assert not bootstrap.charged
+
+
+# --- the rules file -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("    mode: bootstrapOnly\n    for: 1m", "'for' applies to mode: continuous only"),
+        (
+            "    excludeDaemonSets: {labels: {a: b}}",
+            "excludeDaemonSets applies to daemonSets: auto",
+        ),
+    ],
+)
+def test_options_of_the_other_mode_are_refused(extra: str, said: str) -> None:
+    with pytest.raises(RulesError, match=said):
+        agent_rules(extra)
+
+
+def test_a_rule_without_agents_is_refused() -> None:
+    with pytest.raises(RulesError, match="give 'daemonSets'"):
+        rules(
+            """\
+            nodeAgents:
+              - name: empty
+                taint: {key: example.com/agent-not-ready, effect: NoSchedule}
+            """
+        )
+
+
+def test_a_word_other_than_auto_is_refused_with_the_forms_that_work() -> None:
+    with pytest.raises(RulesError, match="write 'auto'"):
+        agent_rules(daemon_sets="all")
