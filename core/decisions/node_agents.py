@@ -222,3 +222,25 @@ def agent_episodes(
         and (found := readiness.get(rule.name)) is not None
         and not found.ready
     }
+
+
+def daemon_set_problems(rules: NodeRules, daemon_sets: Iterable[DaemonSetView]) -> tuple[str, ...]:
+    """What keeps a node-agent rule's listed DaemonSet from ever running on the nodes it
+    taints, with the fix: not found, or not tolerating the rule's own taint (its pod is then
+    never made on a node carrying it, and the node waits for ever)."""
+    by_ref = {d.ref: d for d in daemon_sets}
+    problems = []
+    for rule in rules.node_agents:
+        taint = rule.taint
+        for ref in rule.listed_daemon_sets:
+            found = by_ref.get(ref.ref)
+            if found is None:
+                problems.append(f"nodeAgents '{rule.name}': DaemonSet {ref.ref} not found")
+            elif not _tolerates_own(rule, found):
+                problems.append(
+                    f"nodeAgents '{rule.name}': DaemonSet {ref.ref} does not tolerate the rule's "
+                    f"taint {taint.flag()}, so its pod never runs on a node that carries it and "
+                    "the node waits for ever: add to its spec.template.spec.tolerations "
+                    f"{{key: {taint.key}, operator: Exists, effect: {taint.effect}}}"
+                )
+    return tuple(problems)

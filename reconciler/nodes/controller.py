@@ -46,7 +46,7 @@ from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, s
 from nodegate.reconciler.nodes.node_writer import NodeWriter
 from nodegate.reconciler.nodes.reconcile import NodeReconciler, NodeSource
 from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
-from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef
+from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef, report_on_source
 from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
 from nodegate.reconciler.nodes.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.taint_history import TaintHistory
@@ -121,6 +121,9 @@ class Controller:
         )
         self._memory = NodeMemories()
         """Everything that remembers something per node, forgotten through it (`node_memory`)."""
+        self._recorder = recorder
+        self._agent_problems: tuple[str, ...] = ()
+        """What was last reported of the node agents' DaemonSets (`daemon_set_problems`)."""
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         self._own_metrics.gate_census.source = self._gate_census
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
@@ -334,8 +337,21 @@ class Controller:
             self._enqueue(node, "event")
 
     def _on_agents_changed(self) -> None:
-        if self.rules is not None:  # rare (a DaemonSet made or retargeted): behind the events
-            self._enqueue_all("resync")
+        """A DaemonSet made, retargeted or deleted (rare): every node is looked at again,
+        behind the events, and a listed DaemonSet that can never run where its rule's taint is
+        (missing, or not tolerating the taint) is reported once, with the fix."""
+        rules = self.rules
+        if rules is None:
+            return
+        self._enqueue_all("resync")
+        problems = self.node_agents.problems(rules)
+        for problem in problems:
+            if problem not in self._agent_problems:
+                log.warning("node agent cannot run: %s", problem)
+                report_on_source(
+                    self._recorder, self._rules_source(), "NodeAgentCannotRun", problem
+                )
+        self._agent_problems = problems
 
     def _enqueue(self, key: str, lane: Lane) -> None:
         self.queue.add(key, lane)

@@ -19,6 +19,7 @@ from nodegate.core.decisions.node_agents import (
     AgentReadiness,
     DaemonSetView,
     agent_readiness,
+    daemon_set_problems,
     lifted_taints,
     slim_daemon_set,
 )
@@ -123,6 +124,16 @@ class NodeAgents:
             rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
             for rule in rules.node_agents
         }
+
+    def problems(self, rules: NodeRules) -> tuple[str, ...]:
+        """Listed DaemonSets that can never run where their rule's taint is (none until every
+        informer has synced: a DaemonSet not listed yet is not missing)."""
+        with self._lock:
+            watched = list(self._watched.values())
+            if not watched or not all(w.synced() for w in watched):
+                return ()
+            daemon_sets = [view for w in watched for _, view in w.daemon_sets[0].items()]
+        return daemon_set_problems(rules, daemon_sets)
 
     def stop_all(self) -> None:
         with self._lock:

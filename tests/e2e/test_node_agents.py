@@ -94,15 +94,15 @@ class Scene:
         self.apps.create_namespaced_daemon_set(self.namespace, body)  # type: ignore[arg-type]
         return body
 
-    def pod_of(self, app: str, node: str) -> k8s_client.V1Pod | None:
-        pods = self.core.list_namespaced_pod(
+    def pod_of(self, app: str, node: str) -> Any:
+        pods: list[Any] = self.core.list_namespaced_pod(
             self.namespace, label_selector=f"app={app}", field_selector=f"spec.nodeName={node}"
         ).items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
         return live[0] if live else None
 
-    def ready_pod_of(self, app: str, node: str) -> k8s_client.V1Pod:
-        def probe() -> k8s_client.V1Pod | None:
+    def ready_pod_of(self, app: str, node: str) -> Any:
+        def probe() -> Any:
             pod = self.pod_of(app, node)
             ready = pod is not None and any(
                 c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ()
@@ -111,7 +111,7 @@ class Scene:
 
         return wait_until(probe, 60, f"{app}'s pod Ready on {node}")
 
-    def fail(self, pod: k8s_client.V1Pod) -> None:
+    def fail(self, pod: Any) -> None:
         """The agent's container stops being ready, as its kubelet reports it."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         patch = {
@@ -124,7 +124,7 @@ class Scene:
         }
         self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, patch)
 
-    def recover(self, pod: k8s_client.V1Pod) -> None:
+    def recover(self, pod: Any) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         patch = {
             "status": {
@@ -337,7 +337,8 @@ def test_a_rolling_update_over_ten_nodes_taints_none_under_the_default_for(scene
 def _watch_taints(scene: Scene, nodes: list[str], seen: list[str], stop: threading.Event) -> None:
     watched = set(nodes)
     while not stop.is_set():
-        for node in scene.core.list_node(label_selector=_selector(scene.pool)).items:
+        listed: list[Any] = scene.core.list_node(label_selector=_selector(scene.pool)).items
+        for node in listed:
             if node.metadata.name in watched and any(
                 (t.key, t.effect) == AGENT for t in node.spec.taints or ()
             ):
