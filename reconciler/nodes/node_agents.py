@@ -48,8 +48,8 @@ class _Watched:
 
 class NodeAgents:
     def __init__(self, watching: Watching, on_every_node: Callable[[], None]) -> None:
-        """`on_every_node`: enqueue every node (a DaemonSet's placement changed: which nodes it
-        concerns is for each node's plan to say)."""
+        """`on_every_node`: enqueue every node (an informer synced, or a DaemonSet's placement
+        changed: which nodes it concerns is for each node's plan to say)."""
         self._watching = watching
         self._on_every_node = on_every_node
         self._watched: dict[str, _Watched] = {}
@@ -80,12 +80,14 @@ class NodeAgents:
                 Selection("DaemonSet", scope),
                 slim_daemon_set,
                 self._on_daemon_set,
+                self._on_every_node,
             ),
             self._watching.start(
                 f"daemonset pods {where}",
                 Selection("Pod", scope, label_selector=DAEMON_SET_POD_LABEL),
                 lambda raw: slim_pod(raw, _no_annotations),
                 self._on_pod,
+                self._on_every_node,
             ),
         )
 

@@ -31,8 +31,10 @@ class Watching:
         selection: Selection,
         slim: Callable[[RawObject], View],
         on_event: Callable[[str, View | None, View | None], None],
+        on_synced: Callable[[], None] | None = None,
     ) -> tuple[Informer[View], threading.Event]:
-        """An informer, running (supervised) until its returned event is set."""
+        """An informer, running (supervised) until its returned event is set; `on_synced` is
+        called after each full list."""
         stop = threading.Event()
         informer: Informer[View] = Informer(
             name,
@@ -42,6 +44,7 @@ class Watching:
             on_event,
             watch_timeout_seconds=self.watch_timeout_seconds,
             on_error=self.on_informer_error,
+            on_synced=on_synced,
         )
         supervised(name, informer.run, stop, self.health)
         return informer, stop

@@ -26,6 +26,7 @@ from tests.e2e.support.reconciler_fixtures import (
     alone,
     configmap_putter,
     taints_of,
+    wait_for_event,
 )
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 
@@ -46,7 +47,16 @@ class Scene:
         self.pool = {"example.com/agents": name[:63]}
         self.core.create_namespace({"metadata": {"name": self.namespace}})  # type: ignore[arg-type]
         stack.callback(self._delete_namespace)
-        self._put = configmap_putter(self.core, f"rules-{name}"[:63])
+        self.rules_configmap = f"rules-{name}"[:63]
+        self._put = configmap_putter(self.core, self.rules_configmap)
+        stack.callback(self._delete_rules)
+
+    def _delete_rules(self) -> None:
+        try:
+            self.core.delete_namespaced_config_map(self.rules_configmap, "default")
+        except ApiException as err:
+            if err.status != 404:
+                raise
 
     def _delete_namespace(self) -> None:
         try:
@@ -207,6 +217,18 @@ def test_a_node_born_with_the_agent_taint_keeps_it_until_the_agents_pod_is_ready
     ready = time.monotonic()
     lifted = scene.wait_tainted(node, False)
     print(f"agent Ready -> taint lifted: {lifted - ready:.2f}s (from the test's sight of Ready)")
+
+
+def test_a_listed_daemon_set_that_does_not_tolerate_the_taint_is_reported_with_the_fix(
+    scene: Scene,
+) -> None:
+    scene.daemon_set("agent", tolerate=False)
+    scene.start(agent_rule(NAMED))
+    [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
+    assert "does not tolerate the rule's taint" in event.message
+    assert f"{{key: {AGENT[0]}, operator: Exists, effect: {AGENT[1]}}}" in event.message
+    node = scene.node("n")
+    scene.stays(node, True, 2.0)  # no pod is ever made there: the node keeps waiting
 
 
 def test_continuous_puts_the_taint_back_after_for_and_lifts_it_when_ready_again(
