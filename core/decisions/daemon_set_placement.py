@@ -147,8 +147,8 @@ def refusal(
     comparison_operators: bool = False,
 ) -> str | None:
     """None when the DaemonSet controller would create this placement's pod on the node; else
-    why not, in words, for a person. `ignoring` names (key, effect) taints to leave out (a
-    rule's own taint, which is on the node because of the very pods it waits for).
+    why not, in words, for a person. `ignoring` names (key, effect) taints to leave out: a
+    rule's own taint, which stays on the node until the very pods it waits for are Ready.
 
     `comparison_operators`: whether the cluster runs with the TaintTolerationComparisonOperators
     feature gate (alpha, off by default in v1.36), under which Lt and Gt tolerations compare
