@@ -31,6 +31,7 @@ from nodegate.core.rules.autoscalers import (
 )
 from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules, StartupGate
 from nodegate.core.rules.providers import default_node_classes, provider_profile
+from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.core.text.durations import format_duration
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX, is_readiness_taint
@@ -69,9 +70,12 @@ def autoscaler_findings(
             continue
         findings += _pool_findings(index, pool, autoscaler)
         labels = pool.eventual_labels()
-        for gate_index, gate in enumerate(rules.startup_gates):
-            if not gate.dry_run and gate.match.matches(labels):
-                findings += _gate_findings(gate_index, gate, pool, autoscaler)
+        for attribute, kind in rules.rule_kinds():
+            if kind.kind.at_registration != "startup":
+                continue
+            for at, rule in enumerate(getattr(rules, attribute)):
+                if rule.born_with(labels):
+                    findings += _gate_findings((kind.kind.field, at), rule, pool, autoscaler)
     return findings
 
 
@@ -116,17 +120,21 @@ def _capacity_types(path: DocPath, pool: NodePool, karpenter: Autoscaler) -> Ite
 
 
 def _gate_findings(
-    index: int, gate: StartupGate, pool: NodePool, autoscaler: Autoscaler
+    at: DocPath, gate: TaintRule, pool: NodePool, autoscaler: Autoscaler
 ) -> Iterator[Finding]:
+    """The findings of one rule a node of the pool is born with and nodegate lifts (every kind
+    registered as `startup`; `at`: its place in the file): the autoscaler must read its taint
+    as temporary."""
     if autoscaler.type == "karpenter":
-        yield from _karpenter(index, gate, pool, autoscaler)
+        yield from _karpenter(at, gate, pool, autoscaler)
         return
-    yield from _cluster_autoscaler_key(index, gate, pool, autoscaler)
-    yield from _cluster_autoscaler_timeout(index, gate, pool)
+    yield from _cluster_autoscaler_key(at, gate, pool, autoscaler)
+    if isinstance(gate, StartupGate):  # the one kind with a timeout
+        yield from _cluster_autoscaler_timeout(at, gate, pool)
 
 
 def _cluster_autoscaler_key(
-    index: int, gate: StartupGate, pool: NodePool, ca: Autoscaler
+    at: DocPath, gate: TaintRule, pool: NodePool, ca: Autoscaler
 ) -> Iterator[Finding]:
     key = gate.taint.key
     version = ca.ca_version
@@ -154,11 +162,11 @@ def _cluster_autoscaler_key(
         )
     else:
         problem = (
-            f"gate '{gate.name}' is not a startup taint to {who} in front of pool "
+            f"{_called(gate)} is not a startup taint to {who} in front of pool "
             f"'{pool.name}': it would count a gated node as ready capacity the pending pods "
             "cannot use and add another node, and never scale the pool up from zero"
         )
-    path: DocPath = ("startupGates", index, "taint", "key")
+    path: DocPath = (*at, "taint", "key")
     if ca.is_managed:
         nrc = (
             f" (a managed autoscaler takes no --startup-taint-prefix, so it never reads "
@@ -175,6 +183,14 @@ def _cluster_autoscaler_key(
         path,
         f"{problem}, unless the autoscaler runs with {flag}={key}{_prefix_flag(key, ca)}: if "
         f"it does, list {_what_to_list(key)} in the pool's autoscaler.flags; otherwise {fix}",
+    )
+
+
+def _called(rule: TaintRule) -> str:
+    return (
+        f"gate '{rule.name}'"
+        if isinstance(rule, StartupGate)
+        else f"{rule.kind.field} '{rule.name}'"
     )
 
 
@@ -213,7 +229,9 @@ def _flag_covers(ca: Autoscaler, key: str) -> bool:
     )
 
 
-def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -> Iterator[Finding]:
+def _cluster_autoscaler_timeout(
+    at: DocPath, gate: StartupGate, pool: NodePool
+) -> Iterator[Finding]:
     window = format_duration(CA_STARTUP_WINDOW)
     consequence = (
         f"a node still gated after {window} counts as unready to cluster-autoscaler "
@@ -225,7 +243,7 @@ def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -
         yield Finding(
             pool.name,
             "warning",
-            ("startupGates", index),
+            at,
             f"gate '{gate.name}' on autoscaled pool '{pool.name}' waits forever: {consequence}; "
             f"set a timeout below {window} (and onTimeout: lift if the node is usable anyway)",
         )
@@ -233,7 +251,7 @@ def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -
         yield Finding(
             pool.name,
             "warning",
-            ("startupGates", index, "timeout"),
+            (*at, "timeout"),
             f"timeout {format_duration(gate.timeout)} of gate '{gate.name}' on autoscaled pool "
             f"'{pool.name}' reaches cluster-autoscaler's {window} start-up window: "
             f"{consequence}; set it below {window}",
@@ -241,7 +259,7 @@ def _cluster_autoscaler_timeout(index: int, gate: StartupGate, pool: NodePool) -
 
 
 def _karpenter(
-    index: int, gate: StartupGate, pool: NodePool, karpenter: Autoscaler
+    at: DocPath, gate: TaintRule, pool: NodePool, karpenter: Autoscaler
 ) -> Iterator[Finding]:
     declared = karpenter.external_startup_taints
     if declared is None:  # nodegate renders the NodePool: every gate is in its startupTaints
@@ -255,7 +273,7 @@ def _karpenter(
     yield Finding(
         pool.name,
         "error",
-        ("startupGates", index, "taint"),
+        (*at, "taint"),
         f"gate {key}:{gate.taint.effect} is not in the startupTaints of Karpenter "
         f"NodePool '{pool.karpenter_node_pool}' (pool '{pool.name}'): Karpenter would read the "
         "gated node as unusable for the pending pods and keep provisioning new ones; add "

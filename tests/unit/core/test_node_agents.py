@@ -22,6 +22,7 @@ from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
+from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for
@@ -414,3 +415,19 @@ def test_a_rule_without_agents_is_refused() -> None:
 def test_a_word_other_than_auto_is_refused_with_the_forms_that_work() -> None:
     with pytest.raises(RulesError, match="write 'auto'"):
         agent_rules(daemon_sets="all")
+
+
+def test_an_agent_taint_is_checked_against_the_pools_autoscaler_like_a_gate() -> None:
+    """Born with it and lifted later: a managed cluster-autoscaler must read it as a startup
+    taint, or it adds nodes for pods the tainted node cannot take yet."""
+    pool = (
+        "nodePools:\n  - name: workers\n    provider: oke\n    size: 1\n"
+        "    labels: {role: worker}\n    autoscaler: {type: cluster-autoscaler}\n"
+    )
+    said = r"nodeAgents\[0\]\.taint\.key: nodeAgents 'cilium' is not"
+    with pytest.raises(RulesError, match=said):
+        rules(AGENT_RULE.format(daemon_sets=CILIUM) + pool)
+    prefixed = AGENT_RULE.format(daemon_sets=CILIUM).replace(
+        "example.com/", "startup-taint.cluster-autoscaler.kubernetes.io/"
+    )
+    assert autoscaler_findings(rules(prefixed + pool)) == []

@@ -386,3 +386,21 @@ def test_csinodes_are_granted_only_when_a_gate_waits_for_csi_drivers() -> None:
         ],
     } in cluster_rules(rules)
     assert not any(r["resources"] == ["csinodes"] for r in cluster_rules(example_document().rules))
+
+
+def test_daemon_sets_and_pods_are_granted_only_when_a_node_agent_waits_for_daemon_sets() -> None:
+    agents = RulesDocument.parse(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nnodeAgents:\n  - name: cni\n"
+        "    daemonSets: [{namespace: kube-system, name: cilium}]\n"
+        "    taint: {key: example.com/cni-not-ready, effect: NoSchedule}\n",
+        "agents.yaml",
+    ).rules
+    granted = cluster_rules(agents)
+
+    assert {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list", "watch"]} in (
+        granted
+    )
+    assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]} in granted
+    assert not any(
+        r["resources"] == ["daemonsets"] for r in cluster_rules(example_document().rules)
+    )
