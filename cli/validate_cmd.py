@@ -65,7 +65,7 @@ def validate(
         for advice in pool_evidence_advice(rules):
             typer.echo(f"{path}: info: {advice}")
         if daemon_sets:
-            for found in daemon_set_problems(rules, known):
+            for found in daemon_set_problems(rules.node_agents, known):
                 if found.endswith("not found"):
                     typer.echo(f"{path}: info: {found} in the --daemon-sets files")
                 else:

@@ -33,6 +33,7 @@ from nodegate.core.decisions.node_agents import (
     AgentReadiness,
     agent_readiness,
     lifted_taints,
+    slim_agent_pod,
     slim_daemon_set,
 )
 from nodegate.core.decisions.persisted_labels import (
@@ -346,7 +347,7 @@ class Cluster:
         ]
         on_node = f"spec.nodeName={node.name}"
         pods = [
-            slim_pod(raw, lambda _key: False)
+            slim_agent_pod(raw)
             for scope in scopes
             for raw in self._all(Selection("Pod", scope, on_node, DAEMON_SET_POD_LABEL))
         ]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from nodegate.core.decisions.node_agents import agent_episode_key
-from nodegate.core.decisions.sightings import ConditionKey, first_sight
+from nodegate.core.decisions.node_agents import agent_episode_key, agent_episode_type
+from nodegate.core.decisions.sightings import Kept, first_sight
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.model import NodeAgentRule
 from nodegate.core.rules.node import NodeState, format_time
@@ -18,7 +18,8 @@ def agent_outcome(
     node: NodeState, labels: Mapping[str, str], rule: NodeAgentRule, facts: PlanFacts
 ) -> RuleOutcome:
     """Lifted while the agents are Ready. Not Ready: a carried taint stays; bootstrapOnly never
-    puts it back; continuous puts it back once the episode has lasted `for`."""
+    puts it back; continuous puts it back once one agent has not been Ready for `for` (the
+    oldest episode counts: another agent's changes never restart it)."""
     if rule.match is not None and not rule.match.matches(dict(labels)):
         return RuleOutcome(
             RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
@@ -35,8 +36,11 @@ def agent_outcome(
         return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", why))
     if carried:
         return RuleOutcome(RuleDecision(rule.name, rule.taint, "want", said))
-    since = first_sight(
-        facts.condition_sightings, agent_episode_key(rule), readiness.episode, facts.now
+    since = min(
+        first_sight(
+            facts.condition_sightings, agent_episode_key(rule, agent), agent.episode, facts.now
+        )
+        for agent in readiness.not_ready
     )
     remaining = since + rule.hold - facts.now
     if remaining > timedelta(0):
@@ -49,9 +53,9 @@ def agent_outcome(
     return RuleOutcome(RuleDecision(rule.name, rule.taint, "want", why))
 
 
-def agent_sightings_kept(node: NodeState, rule: NodeAgentRule) -> frozenset[ConditionKey]:
-    """A continuous rule's not-Ready episode, while its taint is not on the node: the `for`
-    it is counting must outlive a restart."""
+def agent_sightings_kept(node: NodeState, rule: NodeAgentRule) -> Kept:
+    """A continuous rule's agents' not-Ready episodes (every one of its type), while its taint
+    is not on the node: the `for` they are counting must outlive a restart."""
     if rule.mode != "continuous" or node.taint(rule.taint.identity) is not None:
         return frozenset()
-    return frozenset({agent_episode_key(rule)})
+    return frozenset({agent_episode_type(rule)})

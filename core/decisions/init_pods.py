@@ -41,42 +41,48 @@ class PodView:
     annotations: Mapping[str, str]
     ready: Sighting | None = None
     """When nodegate first saw this Ready episode (`sighted`)."""
-    owner_uid: str = ""
-    """The uid of its controller (its ownerReference with controller: true): a DaemonSet's."""
-    terminating: bool = False
-    """Being deleted (a deletionTimestamp): on its way out, whatever its readiness says."""
-    readiness_token: str = ""
-    """Its Ready condition's status and lastTransitionTime as the kubelet wrote them, Ready or
-    not: one episode of (un)readiness from the next, compared for equality only."""
 
 
 def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
     meta = raw.get("metadata") or {}
     status = raw.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or ()}
-    ready = conditions.get("Ready") or {}
-    containers = status.get("containerStatuses") or ()
-    is_ready = ready.get("status") == "True" and all(c.get("ready") for c in containers)
+    ready = _ready_condition(status)
+    is_ready = pod_is_ready(status)
     created = parse_time(meta.get("creationTimestamp"))
-    controller: RawObject = next(
-        (r for r in meta.get("ownerReferences") or () if r.get("controller") and r.get("uid")), {}
-    )
     return PodView(
         node=str((raw.get("spec") or {}).get("nodeName") or ""),
         created=created,
-        status_written=_status_written(meta) or created,
+        status_written=status_written(meta) or created,
         uid=str(meta.get("uid") or ""),
         ready_token=str(ready.get("lastTransitionTime") or "") if is_ready else None,
         annotations={
             k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
         },
-        owner_uid=str(controller.get("uid") or ""),
-        terminating=meta.get("deletionTimestamp") is not None,
-        readiness_token=f"{ready.get('status') or ''}@{ready.get('lastTransitionTime') or ''}",
     )
 
 
-def _status_written(meta: RawObject) -> datetime | None:
+def pod_is_ready(status: RawObject) -> bool:
+    """PodReady True and every container ready (as nidhogg and Vigil read a pod)."""
+    containers = status.get("containerStatuses") or ()
+    ready = _ready_condition(status).get("status") == "True"
+    return ready and all(c.get("ready") for c in containers)
+
+
+def ready_transition(status: RawObject) -> str:
+    """The pod's Ready condition's status and lastTransitionTime as the kubelet wrote them:
+    one episode of (un)readiness from the next, compared for equality only."""
+    ready = _ready_condition(status)
+    return f"{ready.get('status') or ''}@{ready.get('lastTransitionTime') or ''}"
+
+
+def _ready_condition(status: RawObject) -> RawObject:
+    found: RawObject = next(
+        (c for c in status.get("conditions") or () if c.get("type") == "Ready"), {}
+    )
+    return found
+
+
+def status_written(meta: RawObject) -> datetime | None:
     """The latest time the API server stamped on a write of the pod's status (the kubelet's)."""
     times = []
     for entry in meta.get("managedFields") or ():

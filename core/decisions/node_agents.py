@@ -12,8 +12,10 @@ again in between starts a new one.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from nodegate.core.decisions.daemon_set_placement import (
@@ -22,10 +24,10 @@ from nodegate.core.decisions.daemon_set_placement import (
     refusal,
     tolerates,
 )
-from nodegate.core.decisions.init_pods import PodView
+from nodegate.core.decisions.init_pods import pod_is_ready, ready_transition, status_written
 from nodegate.core.decisions.sightings import ConditionKey
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
-from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.node import NodeState, parse_time
 
 RawObject = Mapping[str, Any]
 
@@ -63,6 +65,49 @@ def slim_daemon_set(raw: RawObject) -> DaemonSetView:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class AgentPod:
+    """A DaemonSet's pod as node agents read it: held for every DaemonSet pod in the namespaces
+    the rules read, so only what they read (node names and owner uids interned: a few hundred
+    strings for 100,000 pods)."""
+
+    node: str
+    uid: str
+    owner_uid: str
+    """Its controller's uid (a DaemonSet's)."""
+    ready: bool
+    """PodReady True and every container ready."""
+    transition: str
+    """`ready_transition`: its Ready condition as written, Ready or not (equality only)."""
+    terminating: bool
+    """Being deleted: on its way out, whatever its readiness says."""
+    status_written: datetime | None
+    """When its status was last written (the API server's stamp), else its creation."""
+
+
+NOT_AN_AGENT = AgentPod("", "", "", False, "", False, None)
+"""What a pod the DaemonSet label selects but no DaemonSet controls is held as (a mirror pod a
+kubelet labelled so, a tenant's pod): nothing, and never indexed by node."""
+
+
+def slim_agent_pod(raw: RawObject) -> AgentPod:
+    meta = raw.get("metadata") or {}
+    controller = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+    node = (raw.get("spec") or {}).get("nodeName")
+    if controller is None or controller.get("kind") != "DaemonSet" or not node:
+        return NOT_AN_AGENT
+    status = raw.get("status") or {}
+    return AgentPod(
+        node=sys.intern(str(node)),
+        uid=str(meta.get("uid") or ""),
+        owner_uid=sys.intern(str(controller.get("uid") or "")),
+        ready=pod_is_ready(status),
+        transition=ready_transition(status),
+        terminating=meta.get("deletionTimestamp") is not None,
+        status_written=status_written(meta) or parse_time(meta.get("creationTimestamp")),
+    )
+
+
 @dataclass(frozen=True)
 class AgentState:
     """One agent on one node."""
@@ -87,11 +132,8 @@ class AgentReadiness:
         return all(a.ready for a in self.agents)
 
     @property
-    def episode(self) -> str:
-        """The rule's not-Ready episode: a new one whenever an agent's changes."""
-        parts = sorted(a.episode for a in self.agents if not a.ready)
-        token = ",".join(parts)
-        return token + "@" if any(p.endswith("@") for p in parts) and token[-1:] != "@" else token
+    def not_ready(self) -> tuple[AgentState, ...]:
+        return tuple(a for a in self.agents if not a.ready)
 
     def summary(self) -> str:
         if not self.agents:
@@ -103,24 +145,45 @@ class AgentReadiness:
         )
 
 
-def agent_episode_key(rule: NodeAgentRule) -> ConditionKey:
-    return (AGENT_EPISODE_PREFIX + rule.name, "NotReady")
+def agent_episode_type(rule: NodeAgentRule) -> str:
+    """The sighting type of the rule's agents' not-Ready episodes (one per agent, the agent's
+    name in the status place: `agent_episode_key`)."""
+    return AGENT_EPISODE_PREFIX + rule.name
+
+
+def agent_episode_key(rule: NodeAgentRule, agent: AgentState) -> ConditionKey:
+    return (agent_episode_type(rule), agent.agent)
+
+
+TRANSIENT_TAINTS = frozenset(
+    {
+        ("node.kubernetes.io/not-ready", "NoSchedule"),
+        ("node.kubernetes.io/not-ready", "NoExecute"),
+        ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("node.kubernetes.io/network-unavailable", "NoSchedule"),
+        ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+    }
+)
+"""Taints a node carries while it starts (the node lifecycle controller's, the cloud
+controller's): a DaemonSet kept away only by them runs on the node once it is up, so discovery
+waits for it (Vigil leaves such known startup taints out the same way)."""
 
 
 def lifted_taints(rules: NodeRules) -> frozenset[tuple[str, str]]:
-    """(key, effect) of the taints nodes are born with and nodegate lifts (startup gates and
-    node agents): discovery leaves them out, as Vigil does its known startup taints, so a
-    DaemonSet waited for is the one that runs once they are lifted."""
-    return frozenset(
-        r.taint.identity for r in rules.taint_rules() if r.kind.at_registration == "startup"
-    )
+    """(key, effect) of the taints discovery leaves out: the node's start-up taints and the
+    startup gates' (lifted by signals of their own, after which the DaemonSets they kept away
+    run). Another node-agent rule's taint is not left out: two rules each waiting for a
+    DaemonSet the other's taint keeps away would wait for ever."""
+    gates = {r.taint.identity for r in rules.startup_gates}
+    return TRANSIENT_TAINTS | frozenset(gates)
 
 
 def agent_readiness(
     rule: NodeAgentRule,
     node: NodeState,
     daemon_sets: Iterable[DaemonSetView],
-    pods: Iterable[PodView],
+    pods: Iterable[AgentPod],
     csi_drivers: Mapping[str, bool],
     lifted: frozenset[tuple[str, str]] = frozenset(),
 ) -> AgentReadiness:
@@ -163,23 +226,33 @@ def _discovered(
     excluded = rule.exclude_daemon_sets
     if excluded is not None and excluded.matches(dict(ds.labels)):
         return False
-    return _tolerates_own(rule, ds) and _refused(ds, node, lifted) is None
+    if rule.namespaces and ds.namespace not in rule.namespaces:
+        return False
+    return _tolerates_own(rule, ds) and _refused(rule, ds, node, lifted) is None
 
 
 def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
+    """PreferNoSchedule keeps no daemon pod away: tolerated whatever the tolerations say."""
     taint = rule.taint
-    return tolerates(ds.placement, taint.key, taint.value, taint.effect)
+    return taint.effect == "PreferNoSchedule" or tolerates(
+        ds.placement, taint.key, taint.value, taint.effect
+    )
 
 
-def _refused(ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]) -> str | None:
-    return refusal(ds.placement, node.name, node.labels, node.taints, ignoring=lifted)
+def _refused(
+    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]
+) -> str | None:
+    """Why the DaemonSet controller would not run its pod on the node, its start-up taints,
+    the gates' and this rule's own left out (`lifted_taints`)."""
+    ignoring = lifted | {rule.taint.identity}
+    return refusal(ds.placement, node.name, node.labels, node.taints, ignoring=ignoring)
 
 
 def _daemon_set_state(
     rule: NodeAgentRule,
     ds: DaemonSetView,
     node: NodeState,
-    on_node: list[PodView],
+    on_node: list[AgentPod],
     lifted: frozenset[tuple[str, str]],
 ) -> AgentState:
     pods = sorted((p for p in on_node if p.owner_uid == ds.uid), key=lambda p: p.uid)
@@ -189,22 +262,22 @@ def _daemon_set_state(
     if pods:
         pod = pods[0]
         why = "pod terminating" if pod.terminating else "pod not Ready"
-        if pod.ready_token is not None and not pod.terminating:
+        if pod.ready and not pod.terminating:
             why = "pod Ready before this Node object was created"
-        state = "terminating" if pod.terminating else pod.readiness_token
+        state = "terminating" if pod.terminating else pod.transition
         return AgentState(ds.ref, False, why, f"{ds.ref}:{pod.uid}:{state}")
-    refused = _refused(ds, node, lifted)
+    refused = _refused(rule, ds, node, lifted)
     if not _tolerates_own(rule, ds):
         refused = f"it does not tolerate this rule's taint {rule.taint.flag()}: add a toleration"
     why = "no pod on the node yet" if refused is None else f"no pod: {refused}"
     return AgentState(ds.ref, False, why, f"{ds.ref}:none@")
 
 
-def _ready_for_this_node(pod: PodView, node: NodeState) -> bool:
+def _ready_for_this_node(pod: AgentPod, node: NodeState) -> bool:
     """Ready, staying, and Ready for this Node object: its status last written (the API
     server's stamp) no earlier than the Node's creation, so the pod of an earlier Node of the
     same name does not count."""
-    if pod.ready_token is None or pod.terminating:
+    if not pod.ready or pod.terminating:
         return False
     written = pod.status_written
     return node.created is None or (written is not None and written >= node.created)
@@ -213,24 +286,38 @@ def _ready_for_this_node(pod: PodView, node: NodeState) -> bool:
 def agent_episodes(
     rules: NodeRules, readiness: Mapping[str, AgentReadiness]
 ) -> dict[ConditionKey, str]:
-    """The not-Ready episodes of the node's continuous agent rules, to be sighted with its
-    conditions (`condition_sightings`)."""
+    """The not-Ready episode of each agent of the node's continuous rules, to be sighted with
+    its conditions (`condition_sightings`): one per agent, so one agent's changes never restart
+    another's count."""
     return {
-        agent_episode_key(rule): found.episode
+        agent_episode_key(rule, agent): agent.episode
         for rule in rules.node_agents
-        if rule.mode == "continuous"
-        and (found := readiness.get(rule.name)) is not None
-        and not found.ready
+        if rule.mode == "continuous" and (found := readiness.get(rule.name)) is not None
+        for agent in found.not_ready
     }
 
 
-def daemon_set_problems(rules: NodeRules, daemon_sets: Iterable[DaemonSetView]) -> tuple[str, ...]:
+def agent_types_unknown(
+    rules: NodeRules, readiness: Mapping[str, AgentReadiness]
+) -> frozenset[str]:
+    """The episode types of the continuous rules whose agents were not looked up (informers
+    not synced yet): their sightings are carried as they were, not forgotten."""
+    return frozenset(
+        agent_episode_type(rule)
+        for rule in rules.node_agents
+        if rule.mode == "continuous" and rule.name not in readiness
+    )
+
+
+def daemon_set_problems(
+    rules: Iterable[NodeAgentRule], daemon_sets: Iterable[DaemonSetView]
+) -> tuple[str, ...]:
     """What keeps a node-agent rule's listed DaemonSet from ever running on the nodes it
     taints, with the fix: not found, or not tolerating the rule's own taint (its pod is then
     never made on a node carrying it, and the node waits for ever)."""
     by_ref = {d.ref: d for d in daemon_sets}
     problems = []
-    for rule in rules.node_agents:
+    for rule in rules:
         taint = rule.taint
         for ref in rule.listed_daemon_sets:
             found = by_ref.get(ref.ref)

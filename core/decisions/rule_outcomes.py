@@ -15,6 +15,7 @@ from nodegate.core.decisions.agent_plan import agent_outcome, agent_sightings_ke
 from nodegate.core.decisions.gate_plan import gate_outcome, gate_sightings_kept
 from nodegate.core.decisions.sightings import (
     ConditionKey,
+    Kept,
     condition_key,
     condition_token,
     first_sight,
@@ -106,7 +107,7 @@ def condition_sightings_kept(node: NodeState, rule: ConditionTaintRule) -> froze
     return frozenset(condition_key(c) for c in matched if c.type in reported)
 
 
-def _none_kept(node: NodeState, rule: Any) -> frozenset[ConditionKey]:
+def _none_kept(node: NodeState, rule: Any) -> Kept:
     return frozenset()
 
 
@@ -115,7 +116,7 @@ class KindDecisions:
     """What one kind of rule decides about a node."""
 
     outcome: Decide
-    sightings_kept: Callable[[NodeState, Any], frozenset[ConditionKey]] = _none_kept
+    sightings_kept: Callable[[NodeState, Any], Kept] = _none_kept
     """Which of the node's condition sightings this rule still decides with, so they outlive a
     restart (`core.objects.sightings_record`)."""
 
@@ -149,5 +150,5 @@ def rule_outcome(
     return _decisions(rule).outcome(node, labels, rule, facts)
 
 
-def sightings_kept(node: NodeState, rule: TaintRule) -> frozenset[ConditionKey]:
+def sightings_kept(node: NodeState, rule: TaintRule) -> Kept:
     return _decisions(rule).sightings_kept(node, rule)

@@ -28,6 +28,12 @@ Key = TypeVar("Key", bound=Hashable)
 ConditionKey = tuple[str, str]
 """(type, status): one state of a node condition; its reason may change within it, as a
 kubelet keeps `lastTransitionTime` while only the reason changes."""
+Kept = frozenset[ConditionKey | str]
+"""Sightings that still decide something: by key, or (a type) every key of that type."""
+
+
+def is_kept(key: ConditionKey, kept: Kept) -> bool:
+    return key in kept or key[0] in kept
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 from nodegate.core.decisions.rule_outcomes import sightings_kept
 from nodegate.core.decisions.sightings import (
     ConditionKey,
+    Kept,
     Sighting,
     tells_episodes_apart,
 )
@@ -62,9 +63,10 @@ class NodeSightings:
     conditions: Mapping[ConditionKey, Sighting]
 
 
-def worth_keeping(node: NodeState, rules: NodeRules) -> frozenset[ConditionKey]:
-    """The node's conditions whose first sight still decides something: those a `for` hold is
-    counting (its conditions hold and its taint is not on the node), and a re-gated gate's."""
+def worth_keeping(node: NodeState, rules: NodeRules) -> Kept:
+    """The node's sightings whose first sight still decides something: of the conditions a
+    `for` hold is counting (its conditions hold and its taint is not on the node), a re-gated
+    gate's, and a continuous node-agent rule's agents (`sightings.is_kept`)."""
     return frozenset(key for rule in rules.taint_rules() for key in sightings_kept(node, rule))
 
 

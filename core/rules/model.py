@@ -913,6 +913,7 @@ class StartupGate(Frozen):
         )
 
 
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 AGENT_MODES = ("continuous", "bootstrapOnly")
 AgentMode = Literal["continuous", "bootstrapOnly"]
 AUTO = "auto"
@@ -928,7 +929,7 @@ scheduling; a crashed agent is back in CrashLoopBackOff's first minutes or is no
 class DaemonSetRef(Frozen):
     """A DaemonSet by namespace and name: its pod on the node (owned by this DaemonSet's uid)."""
 
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    namespace: str = Field(pattern=DNS_LABEL, max_length=63)
     name: str = Field(
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
         max_length=253,
@@ -969,6 +970,12 @@ class NodeAgentRule(Frozen):
     exclude_daemon_sets: LabelSelector | None = Field(
         default=None,
         description="With daemonSets: auto, DaemonSets with these labels do not count.",
+    )
+    namespaces: tuple[Annotated[str, Field(pattern=DNS_LABEL, max_length=63)], ...] = Field(
+        default=(),
+        description="With daemonSets: auto, the namespaces whose DaemonSets count (default: "
+        "every namespace; name the platform's, so no tenant's DaemonSet takes nodes out of "
+        "scheduling).",
     )
     csi_drivers: tuple[CsiDriver, ...] = Field(
         default=(),
@@ -1011,11 +1018,12 @@ class NodeAgentRule(Frozen):
         return () if isinstance(self.daemon_sets, str) else self.daemon_sets
 
     def reads(self) -> NodeReads:
-        namespaces = frozenset(d.namespace for d in self.listed_daemon_sets)
+        listed = {d.namespace for d in self.listed_daemon_sets}
+        searched = set(self.namespaces) or {ALL_NAMESPACES}
         return NodeReads(
             selectors=(self.match,) if self.match is not None else (),
             csi_drivers=frozenset(d.name for d in self.csi_drivers),
-            agent_namespaces=frozenset({ALL_NAMESPACES}) if self.discovers else namespaces,
+            agent_namespaces=frozenset(searched if self.discovers else listed),
             every_label=self.discovers,
         )
 
@@ -1029,11 +1037,12 @@ class NodeAgentRule(Frozen):
                 "give 'daemonSets' (a list, or 'auto') or 'csiDrivers': the agents the node "
                 "waits for"
             )
-        if self.exclude_daemon_sets is not None and not self.discovers:
-            raise ValueError(
-                "excludeDaemonSets applies to daemonSets: auto only; remove it, or drop the "
-                "DaemonSet from the list"
-            )
+        for field in ("exclude_daemon_sets", "namespaces"):
+            if field in self.model_fields_set and not self.discovers:
+                raise ValueError(
+                    f"{to_camel(field)} applies to daemonSets: auto only; remove it, or list "
+                    "the DaemonSets"
+                )
         refs = [d.ref for d in self.listed_daemon_sets]
         if len(set(refs)) != len(refs):
             raise ValueError("a DaemonSet is listed twice; list each once")

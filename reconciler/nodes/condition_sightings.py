@@ -13,9 +13,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
-from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.core.decisions.node_agents import AGENT_EPISODE_PREFIX
+from nodegate.core.decisions.sightings import (
+    ConditionKey,
+    Kept,
+    Sighting,
+    condition_episodes,
+    is_kept,
+    track,
+)
 from nodegate.core.objects.sightings_record import NodeSightings, restored
 from nodegate.core.rules.conditions import condition_types_read
 from nodegate.core.rules.model import NodeRules
@@ -30,6 +39,9 @@ class ConditionSightings:
         self._stored: dict[str, NodeSightings] = {}
         """What the record held when this process started, until each node's first look."""
         self._kept: dict[str, NodeSightings] = {}
+        self._unconfirmed: dict[str, set[ConditionKey]] = {}
+        """Agent sightings carried through looks that did not see the agent (restored, or
+        unknown at the time): their next sight must show the same episode to keep them."""
         self._changed = False
         self._lock = threading.Lock()
 
@@ -51,6 +63,7 @@ class ConditionSightings:
             return
         self._read = read
         self._by_node.clear()
+        self._unconfirmed.clear()
         self._stored = {**self._stored, **self._kept}
 
     def look(
@@ -59,36 +72,59 @@ class ConditionSightings:
         node: NodeState,
         rules: NodeRules | None,
         now: datetime,
-        keep: frozenset[ConditionKey] = frozenset(),
+        keep: Kept = frozenset(),
         others: Mapping[ConditionKey, str] | None = None,
+        unknown: frozenset[str] = frozenset(),
     ) -> Mapping[ConditionKey, Sighting]:
         """The node's sightings after one more look at it under `rules` (the types they read,
         set by the first look that sees them, so no look mixes rules with another's table);
-        those in `keep` (still deciding something: `sightings_record.worth_keeping`) are what
-        the record keeps of it; `others`: episodes seen elsewhere than on the Node (a node
-        agent's not-Ready, `node_agents.agent_episodes`), sighted alike. Nothing is sighted
+        those `keep` names (still deciding something: `sightings_record.worth_keeping`) are what
+        the record keeps of it. `others`: the node agents' not-Ready episodes
+        (`node_agents.agent_episodes`), seen on other objects than the Node, sighted alike
+        except that one lasts while its agent stays not Ready at every look, whatever pod
+        shows it (a pod replaced is the same outage); `unknown`: the types of the agents not
+        looked up this time, whose sightings are carried as they were. Nothing is sighted
         while no rules are in force."""
         with self._lock:
             if rules is not self._rules:
                 self._read_for(rules)
             if rules is None:
                 return {}
-            episodes = {**condition_episodes(node.conditions, self._read), **(others or {})}
+            episodes = {
+                **condition_episodes(node.conditions, self._read_by_node),
+                **(others or {}),
+            }
             previous = self._by_node.get(key)
+            unconfirmed = self._unconfirmed.pop(key, set())
             if previous is None:
                 stored = self._stored.pop(key, None)
                 restored = stored.conditions if stored and stored.uid == node.uid else None
                 tracked = track(restored, episodes, now, witnessing=False)
+                carried = {k: s for k, s in (restored or {}).items() if k[0] in unknown}
             else:
                 tracked = track(previous, episodes, now)
+                for agent in others or {}:
+                    seen = previous.get(agent)
+                    if seen is not None and agent not in unconfirmed:
+                        tracked[agent] = replace(seen, token=episodes[agent])
+                carried = {k: s for k, s in previous.items() if k[0] in unknown}
+            tracked.update(carried)
+            if carried:
+                self._unconfirmed[key] = {k for k in carried if k not in episodes}
             self._by_node[key] = tracked
-            kept = {k: s for k, s in tracked.items() if k in keep}
+            kept = {k: s for k, s in tracked.items() if is_kept(k, keep)}
             self._keep(key, NodeSightings(node.uid, kept) if kept else None)
         return tracked
+
+    def _read_by_node(self, condition_type: str) -> bool:
+        """A type the rules read, and not one nodegate keeps its agents' episodes under (a node
+        reporting such a condition must not stand in for its agents)."""
+        return self._read(condition_type) and not condition_type.startswith(AGENT_EPISODE_PREFIX)
 
     def forget(self, key: str) -> None:
         with self._lock:
             self._by_node.pop(key, None)
+            self._unconfirmed.pop(key, None)
             self._stored.pop(key, None)
             self._keep(key, None)
 
@@ -98,6 +134,7 @@ class ConditionSightings:
         with self._lock:
             for key in [k for k in {*self._by_node, *self._stored, *self._kept} if k not in live]:
                 self._by_node.pop(key, None)
+                self._unconfirmed.pop(key, None)
                 self._stored.pop(key, None)
                 self._keep(key, None)
 

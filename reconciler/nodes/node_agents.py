@@ -13,14 +13,15 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from nodegate.core.decisions.init_pods import PodView, slim_pod
 from nodegate.core.decisions.node_agents import (
     DAEMON_SET_POD_LABEL,
+    AgentPod,
     AgentReadiness,
     DaemonSetView,
     agent_readiness,
     daemon_set_problems,
     lifted_taints,
+    slim_agent_pod,
     slim_daemon_set,
 )
 from nodegate.core.rules.model import NodeRules
@@ -36,7 +37,7 @@ class _Watched:
     """One namespace's (`ALL_NAMESPACES`: every one's) DaemonSet and pod informers."""
 
     daemon_sets: tuple[Informer[DaemonSetView], threading.Event]
-    pods: tuple[Informer[PodView], threading.Event]
+    pods: tuple[Informer[AgentPod], threading.Event]
 
     def stop(self) -> None:
         self.daemon_sets[1].set()
@@ -53,7 +54,7 @@ class NodeAgents:
         self._watching = watching
         self._on_every_node = on_every_node
         self._watched: dict[str, _Watched] = {}
-        self._by_node: dict[str, dict[str, PodView]] = {}
+        self._by_node: dict[str, dict[str, AgentPod]] = {}
         self._lock = threading.Lock()
 
     def follow(self, rules: NodeRules) -> None:
@@ -85,7 +86,7 @@ class NodeAgents:
             self._watching.start(
                 f"daemonset pods {where}",
                 Selection("Pod", scope, label_selector=DAEMON_SET_POD_LABEL),
-                lambda raw: slim_pod(raw, _no_annotations),
+                slim_agent_pod,
                 self._on_pod,
                 self._on_every_node,
             ),
@@ -99,10 +100,14 @@ class NodeAgents:
         if old != new:
             self._on_every_node()
 
-    def _on_pod(self, key: str, old: PodView | None, new: PodView | None) -> None:
+    def _on_pod(self, key: str, old: AgentPod | None, new: AgentPod | None) -> None:
+        if old == new:  # a relist, or a change to what agents do not read
+            return
         with self._lock:
-            if old is not None:
-                self._by_node.get(old.node, {}).pop(key, None)
+            if old is not None and (pods := self._by_node.get(old.node)) is not None:
+                pods.pop(key, None)
+                if not pods:
+                    del self._by_node[old.node]
             if new is not None and new.node:
                 self._by_node.setdefault(new.node, {})[key] = new
         for node in {v.node for v in (old, new) if v is not None and v.node}:
@@ -111,31 +116,31 @@ class NodeAgents:
     def readiness(
         self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool]
     ) -> dict[str, AgentReadiness]:
-        """Each node-agent rule's agents on `node`; none until every informer has synced
-        (until then nothing is known of them, and their taints are left as they are)."""
-        if not rules.node_agents:
-            return {}
+        """Each node-agent rule's agents on `node`, for the rules whose namespaces are watched
+        and synced (a rule reading none, only CSI drivers, always is); the others are left
+        out: nothing is known of their agents yet, and their taints are left as they are."""
         with self._lock:
-            watched = list(self._watched.values())
-            if not watched or not all(w.synced() for w in watched):
-                return {}
-            daemon_sets = [view for w in watched for _, view in w.daemon_sets[0].items()]
+            synced = {ns for ns, w in self._watched.items() if w.synced()}
+            daemon_sets = self._daemon_sets()
             pods = list(self._by_node.get(node.name, {}).values())
         lifted = lifted_taints(rules)
         return {
             rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
             for rule in rules.node_agents
+            if _known(rule.reads().agent_namespaces, synced)
         }
 
     def problems(self, rules: NodeRules) -> tuple[str, ...]:
-        """Listed DaemonSets that can never run where their rule's taint is (none until every
-        informer has synced: a DaemonSet not listed yet is not missing)."""
+        """Listed DaemonSets that can never run where their rule's taint is, of the rules whose
+        namespaces are synced (a DaemonSet not listed yet is not missing)."""
         with self._lock:
-            watched = list(self._watched.values())
-            if not watched or not all(w.synced() for w in watched):
-                return ()
-            daemon_sets = [view for w in watched for _, view in w.daemon_sets[0].items()]
-        return daemon_set_problems(rules, daemon_sets)
+            synced = {ns for ns, w in self._watched.items() if w.synced()}
+            daemon_sets = self._daemon_sets()
+        known = [r for r in rules.node_agents if _known(r.reads().agent_namespaces, synced)]
+        return daemon_set_problems(known, daemon_sets)
+
+    def _daemon_sets(self) -> list[DaemonSetView]:
+        return [view for w in self._watched.values() for _, view in w.daemon_sets[0].items()]
 
     def stop_all(self) -> None:
         with self._lock:
@@ -149,5 +154,7 @@ def _in(namespace: str, key: str) -> bool:
     return namespace == ALL_NAMESPACES or key.startswith(namespace + "/")
 
 
-def _no_annotations(key: str) -> bool:
-    return False
+def _known(wanted: frozenset[str], synced: set[str]) -> bool:
+    """Whether every namespace a rule reads is watched and synced (every namespace's watch
+    covers any)."""
+    return ALL_NAMESPACES in synced or wanted <= synced

@@ -16,7 +16,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.decisions.boot_sight import BootSight, track_boot
-from nodegate.core.decisions.node_agents import AgentReadiness, agent_episodes
+from nodegate.core.decisions.node_agents import (
+    AgentReadiness,
+    agent_episodes,
+    agent_types_unknown,
+)
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
@@ -119,8 +123,9 @@ class NodeFacts:
         self.boots.forget(name)
 
     def saw(self, key: str, node: NodeState) -> None:
-        """A watch event: sight the node's conditions and its boot."""
-        self._look(key, node, self._now())
+        """A watch event: sight the node's conditions and its boot (its agents are looked at
+        when it is planned: a heartbeat says nothing of them)."""
+        self._look(key, node, self._now(), agents=False)
         self.boots.see(key, node.boot_id, self._now())
 
     def of(self, key: str) -> PlanFacts:
@@ -166,14 +171,24 @@ class NodeFacts:
         return now, *self._look(key, cached.state, now)
 
     def _look(
-        self, key: str, node: NodeState, now: datetime
+        self, key: str, node: NodeState, now: datetime, agents: bool = True
     ) -> tuple[Mapping[ConditionKey, Sighting], Mapping[str, AgentReadiness]]:
-        """Sight the node's conditions and its agents' not-Ready episodes; those still deciding
-        something are kept for a restart."""
+        """Sight the node's conditions and (`agents`) its agents' not-Ready episodes; those
+        still deciding something are kept for a restart, and those of agents not looked up
+        are carried as they were."""
         rules = self._rules()
         if rules is None:
             return self.conditions.look(key, node, rules, now), {}
-        agents = self._agents.readiness(rules, node, self._csi_nodes.drivers(key, node.uid))
-        keep = worth_keeping(node, rules)
-        sighted = self.conditions.look(key, node, rules, now, keep, agent_episodes(rules, agents))
-        return sighted, agents
+        found: Mapping[str, AgentReadiness] = {}
+        if agents and rules.node_agents:
+            found = self._agents.readiness(rules, node, self._csi_nodes.drivers(key, node.uid))
+        sighted = self.conditions.look(
+            key,
+            node,
+            rules,
+            now,
+            worth_keeping(node, rules),
+            agent_episodes(rules, found),
+            agent_types_unknown(rules, found),
+        )
+        return sighted, found

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
@@ -322,3 +323,85 @@ def test_a_rule_deleted_before_a_restart_still_cleans_up_after_itself(
     )
     wait_for_taints(core_v1, late, lambda t: RETIRED not in t)
     assert all(RETIRED not in taints_of(core_v1, n) for n in bystanders)
+
+
+AGENT = ("restart.example.com/agent-not-ready", "NoSchedule")
+
+
+def agent_rules(namespace: str) -> str:
+    return HEADER + (
+        "nodeAgents:\n"
+        "  - name: agent\n"
+        f"    match: {{labels: {{restart.example.com/agents: {namespace}}}}}\n"
+        f"    daemonSets: [{{namespace: {namespace}, name: agent}}]\n"
+        f"    for: {HOLD_SECONDS}s\n"
+        f"    taint: {{key: {AGENT[0]}, effect: {AGENT[1]}}}\n"
+    )
+
+
+def agent_pod_of(core_v1: k8s_client.CoreV1Api, namespace: str, node: str) -> str:
+    """A DaemonSet (no controller runs here) and its pod on `node`, made as the DaemonSet
+    controller makes them: owned by the DaemonSet's uid, labelled pod-template-generation."""
+    apps = k8s_client.AppsV1Api(core_v1.api_client)
+    template: dict[str, Any] = {
+        "metadata": {"labels": {"app": "agent"}},
+        "spec": {"containers": [{"name": "agent", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    daemon_set = apps.create_namespaced_daemon_set(
+        namespace,
+        {  # type: ignore[arg-type]
+            "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template},
+        },
+    )
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "name": "agent",
+        "uid": daemon_set.metadata.uid,  # type: ignore[union-attr]
+        "controller": True,
+    }
+    pod = {
+        "metadata": {
+            "name": f"agent-{node}"[:63],
+            "labels": {"app": "agent", "pod-template-generation": "1"},
+            "ownerReferences": [owner],
+        },
+        "spec": {**template["spec"], "nodeName": node},
+    }
+    core_v1.create_namespaced_pod(namespace, pod)  # type: ignore[arg-type]
+    return str(pod["metadata"]["name"])
+
+
+@pytest.mark.parametrize("how", ["restart", "failover"])
+def test_a_node_agents_for_under_way_is_not_restarted_by_a_new_leader(
+    how: str, scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    """A node agent's not-Ready episode, kept in nodegate-sightings like a condition's: the
+    taint comes back `for` after the first leader saw the agent fail, not `for` after the new
+    leader did."""
+    node = make_node("agent", labels={"restart.example.com/agents": scene.namespace})
+    pod = agent_pod_of(core_v1, scene.namespace, node)
+    mark_pod_ready(core_v1, pod, scene.namespace)
+    scene.put_rules(agent_rules(scene.namespace))
+    replicas = [scene.replica()]
+    if how == "failover":
+        replicas.append(scene.replica())
+    first = leader_of(replicas)
+    failed = time.monotonic()
+    core_v1.patch_namespaced_pod_status(
+        pod, scene.namespace, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    wait_until(lambda: time.monotonic() - failed > HOLD_SECONDS / 2, TIMEOUT, "half of `for`")
+    assert AGENT not in taints_of(core_v1, node)
+
+    first.stop()
+    replicas.remove(first)
+    if how == "restart":
+        replicas.append(scene.replica(wait_ready=False))
+    leader_of(replicas)
+    wait_for_taints(core_v1, node, lambda t: AGENT in t, timeout=2 * HOLD_SECONDS)
+    held = time.monotonic() - failed
+
+    print(f"agent taint back {held:.1f}s after the failure ({how} at {HOLD_SECONDS / 2:.0f}s)")
+    assert HOLD_SECONDS <= held < HOLD_SECONDS + 6  # a new count would end past 1.5 * for

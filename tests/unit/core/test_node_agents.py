@@ -10,16 +10,19 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.decisions.init_pods import PodView, slim_pod
 from nodegate.core.decisions.node_agents import (
+    AgentPod,
     AgentReadiness,
     agent_episode_key,
+    agent_episode_type,
+    agent_episodes,
     agent_readiness,
     lifted_taints,
+    slim_agent_pod,
     slim_daemon_set,
 )
 from nodegate.core.decisions.plan import plan
-from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.sightings import Sighting, is_kept
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
@@ -81,17 +84,18 @@ def pod(
     written: str = "2026-11-21T12:00:00Z",
     deleting: bool = False,
     transition: str = "2026-11-21T11:59:59Z",
-) -> PodView:
+    owner_kind: str = "DaemonSet",
+) -> AgentPod:
     meta: dict[str, Any] = {
         "uid": uid,
         "creationTimestamp": "2026-11-21T11:59:00Z",
-        "ownerReferences": [{"kind": "DaemonSet", "uid": owner, "controller": True}],
+        "ownerReferences": [{"kind": owner_kind, "uid": owner, "controller": True}],
         "managedFields": [{"subresource": "status", "time": written}],
     }
     if deleting:
         meta["deletionTimestamp"] = "2026-11-21T12:00:00Z"
     status = "True" if ready else "False"
-    return slim_pod(
+    return slim_agent_pod(
         {
             "metadata": meta,
             "spec": {"nodeName": node_name},
@@ -101,15 +105,14 @@ def pod(
                 ],
                 "containerStatuses": [{"ready": ready}],
             },
-        },
-        lambda _key: False,
+        }
     )
 
 
 def readiness(
     found: NodeRules,
     on: NodeState,
-    pods: list[PodView],
+    pods: list[AgentPod],
     daemon_sets: list[Any] | None = None,
     csi: dict[str, bool] | None = None,
 ) -> AgentReadiness:
@@ -117,7 +120,7 @@ def readiness(
     return agent_readiness(the_rule(found), on, sets, pods, csi or {}, lifted_taints(found))
 
 
-def facts_for(found: NodeRules, on: NodeState, pods: list[PodView], **more: Any) -> PlanFacts:
+def facts_for(found: NodeRules, on: NodeState, pods: list[AgentPod], **more: Any) -> PlanFacts:
     return PlanFacts(now=NOW, agents={"cilium": readiness(found, on, pods)}, **more)
 
 
@@ -190,23 +193,47 @@ def test_csi_drivers_count_with_the_daemon_sets() -> None:
     assert readiness(found, node(WORKER), [pod()], csi={"ebs.csi.aws.com": True}).ready
 
 
+def episode_of(found: AgentReadiness) -> str:
+    [agent] = found.not_ready
+    return agent.episode
+
+
 def test_a_new_pod_starts_a_new_not_ready_episode() -> None:
     first = readiness(agent_rules(), node(WORKER), [pod(ready=False, uid="pod-1")])
     second = readiness(agent_rules(), node(WORKER), [pod(ready=False, uid="pod-2")])
-    assert first.episode != second.episode
+    assert episode_of(first) != episode_of(second)
 
 
 def test_the_same_pod_not_ready_again_is_a_new_episode() -> None:
     once = readiness(agent_rules(), node(WORKER), [pod(ready=False, transition="t1")])
     again = readiness(agent_rules(), node(WORKER), [pod(ready=False, transition="t2")])
-    assert once.episode != again.episode
+    assert episode_of(once) != episode_of(again)
 
 
 def test_an_episode_without_a_pod_cannot_be_told_from_the_next() -> None:
     """No pod: nothing the node wrote tells one such episode from another, so a sighting of it
     is not restored after a restart (`sightings_record.restored`)."""
-    assert readiness(agent_rules(), node(WORKER), []).episode.endswith("@")
-    assert not readiness(agent_rules(), node(WORKER), [pod(ready=False)]).episode.endswith("@")
+    assert episode_of(readiness(agent_rules(), node(WORKER), [])).endswith("@")
+    assert not episode_of(readiness(agent_rules(), node(WORKER), [pod(ready=False)])).endswith("@")
+
+
+def test_each_agent_has_an_episode_of_its_own() -> None:
+    found = agent_rules(
+        daemon_sets="[{namespace: kube-system, name: cilium}, {namespace: kube-system, name: dns}]"
+    )
+    sets = [daemon_set(), daemon_set("dns", "uid-dns")]
+    both = readiness(found, node(WORKER), [pod(ready=False)], sets)
+    episodes = agent_episodes(found, {"cilium": both})
+    assert set(episodes) == {
+        (agent_episode_type(the_rule(found)), "kube-system/cilium"),
+        (agent_episode_type(the_rule(found)), "kube-system/dns"),
+    }
+
+
+def test_a_pod_no_daemon_set_controls_is_no_agent() -> None:
+    """A mirror pod a kubelet labelled like a DaemonSet's (NodeRestriction lets it own it by
+    its Node only) is held as nothing."""
+    assert pod(owner_kind="Node").node == ""
 
 
 # --- discovery ----------------------------------------------------------------------------------
@@ -319,18 +346,24 @@ def test_the_taint_stays_while_the_agents_are_not_looked_up() -> None:
     assert taint_changes(agent_rules(), tainted, PlanFacts(now=NOW)) == (set(), set())
 
 
+def sighted_at(facts: PlanFacts, found: NodeRules, ago: timedelta) -> PlanFacts:
+    """`facts` in which each not-Ready agent's episode was first seen `ago`."""
+    rule = the_rule(found)
+    sightings = {
+        agent_episode_key(rule, agent): Sighting(agent.episode, NOW - ago)
+        for agent in facts.agents[rule.name].not_ready
+    }
+    return replace(facts, condition_sightings=sightings)
+
+
 def test_continuous_puts_the_taint_back_after_for() -> None:
     found = agent_rules("    for: 2m")
     lifted = node(WORKER)
     facts = facts_for(found, lifted, [pod(ready=False)])
-    key = agent_episode_key(the_rule(found))
-    episode = facts.agents["cilium"].episode
-    fresh = replace(
-        facts, condition_sightings={key: Sighting(episode, NOW - timedelta(seconds=119))}
-    )
+    fresh = sighted_at(facts, found, timedelta(seconds=119))
     assert taint_changes(found, lifted, fresh) == (set(), set())
     assert plan(lifted, found, fresh).recheck_after == timedelta(seconds=1)
-    due = replace(facts, condition_sightings={key: Sighting(episode, NOW - timedelta(seconds=120))})
+    due = sighted_at(facts, found, timedelta(seconds=120))
     assert taint_changes(found, lifted, due) == ({AGENT.key}, set())
 
 
@@ -338,7 +371,8 @@ def test_a_new_episode_counts_for_from_its_own_first_sight() -> None:
     found = agent_rules()
     lifted = node(WORKER)
     facts = facts_for(found, lifted, [pod(ready=False, uid="pod-2")])
-    key = agent_episode_key(the_rule(found))
+    [agent] = facts.agents["cilium"].not_ready
+    key = agent_episode_key(the_rule(found), agent)
     old = Sighting("kube-system/cilium:pod-1:False@x", NOW - timedelta(hours=1))
     assert taint_changes(found, lifted, replace(facts, condition_sightings={key: old})) == (
         set(),
@@ -346,13 +380,31 @@ def test_a_new_episode_counts_for_from_its_own_first_sight() -> None:
     )
 
 
+def test_the_oldest_agent_episode_decides_whatever_another_agent_does() -> None:
+    """cilium down for 200 s, dns replaced a moment ago: cilium's `for` is over."""
+    found = agent_rules(
+        daemon_sets="[{namespace: kube-system, name: cilium}, {namespace: kube-system, name: dns}]"
+    )
+    sets = [daemon_set(), daemon_set("dns", "uid-dns")]
+    lifted = node(WORKER)
+    facts = PlanFacts(
+        now=NOW, agents={"cilium": readiness(found, lifted, [pod(ready=False)], sets)}
+    )
+    rule = the_rule(found)
+    cilium, dns = facts.agents["cilium"].not_ready
+    sightings = {
+        agent_episode_key(rule, cilium): Sighting(cilium.episode, NOW - timedelta(seconds=200)),
+        agent_episode_key(rule, dns): Sighting(dns.episode, NOW - timedelta(seconds=1)),
+    }
+    due = replace(facts, condition_sightings=sightings)
+    assert taint_changes(found, lifted, due) == ({AGENT.key}, set())
+
+
 def test_bootstrap_only_never_puts_the_taint_back() -> None:
     found = agent_rules("    mode: bootstrapOnly")
     lifted = node(WORKER)
     facts = facts_for(found, lifted, [pod(ready=False)])
-    key = agent_episode_key(the_rule(found))
-    long_ago = Sighting(facts.agents["cilium"].episode, NOW - timedelta(days=1))
-    stale = replace(facts, condition_sightings={key: long_ago})
+    stale = sighted_at(facts, found, timedelta(days=1))
     assert taint_changes(found, lifted, stale) == (set(), set())
 
 
@@ -368,12 +420,12 @@ def test_a_node_that_no_longer_matches_is_released() -> None:
     assert taint_changes(agent_rules(), tainted, facts) == (set(), {AGENT.key})
 
 
-def test_the_not_ready_episode_is_kept_for_a_restart_while_for_counts() -> None:
+def test_the_not_ready_episodes_are_kept_for_a_restart_while_for_counts() -> None:
     found = agent_rules()
-    key = agent_episode_key(the_rule(found))
-    assert key in worth_keeping(node(WORKER), found)
-    assert key not in worth_keeping(node(WORKER, taints=(AGENT,)), found)
-    assert key not in worth_keeping(node(WORKER), agent_rules("    mode: bootstrapOnly"))
+    key = (agent_episode_type(the_rule(found)), "kube-system/cilium")
+    assert is_kept(key, worth_keeping(node(WORKER), found))
+    assert not is_kept(key, worth_keeping(node(WORKER, taints=(AGENT,)), found))
+    assert not is_kept(key, worth_keeping(node(WORKER), agent_rules("    mode: bootstrapOnly")))
 
 
 def test_a_continuous_no_execute_taint_is_charged_to_the_eviction_budget() -> None:
