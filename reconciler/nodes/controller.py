@@ -16,7 +16,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from nodegate.core.decisions.plan import annotations_read, relevant_view
-from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.status_record import StatusRecordError
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
@@ -249,8 +248,11 @@ class Controller:
     # --- rules ----------------------------------------------------------------------------------
 
     def _consider_rules(self) -> None:
+        """Judge the offered rules with facts gathered for them: their node agents' readiness
+        (where their namespaces are watched), not the rules in force's."""
+        offered = self._in_force.offered
         self._in_force.consider(
-            (node.state, self._facts(key)) for key, node in self.informer.items()
+            (node.state, self._node_facts.of(key, offered)) for key, node in self.informer.items()
         )
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
@@ -359,10 +361,6 @@ class Controller:
     def _enqueue_all(self, lane: Lane) -> None:
         for key in self.informer.cached_keys():
             self.queue.add(key, lane)
-
-    def _facts(self, key: str) -> PlanFacts:
-        """The node's facts as the blast-radius guard plans it (`NodeFacts.of`)."""
-        return self._node_facts.of(key)
 
     def _reanchor(self) -> None:
         """Read the API server's time again each resync: it was not read at start (the clock

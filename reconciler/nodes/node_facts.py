@@ -128,10 +128,15 @@ class NodeFacts:
         self._look(key, node, self._now(), agents=False)
         self.boots.see(key, node.boot_id, self._now())
 
-    def of(self, key: str) -> PlanFacts:
+    def of(self, key: str, judged: NodeRules | None = None) -> PlanFacts:
         """The node's facts as the blast-radius guard plans it: nothing asked of its init pods
-        or of the API server."""
+        or of the API server; its agents looked up for the rules `judged` (an offered update)
+        when given, so a rule renamed or retargeted is judged by its own agents."""
         now, sightings, agents = self._sighted(key)
+        cached = self._cached(key)
+        if judged is not None and judged.node_agents and cached is not None:
+            drivers = self._csi_nodes.drivers(key, cached.state.uid)
+            agents = self._agents.readiness(judged, cached.state, drivers)
         return plan_facts(now, self._previously_owned(), sightings, self.boots.get(key), agents)
 
     def for_plan(

@@ -76,6 +76,12 @@ class RulesInForce:
         applied = self.applied
         return applied.generation if applied is not None else 0
 
+    @property
+    def offered(self) -> NodeRules | None:
+        """The rules of the update waiting to be judged (None: none)."""
+        with self._lock:
+            return self._offered.rules if self._offered is not None else None
+
     def offer(self, update: RulesUpdate) -> None:
         """A valid update (any thread); `consider` decides whether it takes effect."""
         with self._lock:

@@ -483,3 +483,65 @@ def test_an_agent_taint_is_checked_against_the_pools_autoscaler_like_a_gate() ->
         "example.com/", "startup-taint.cluster-autoscaler.kubernetes.io/"
     )
     assert autoscaler_findings(rules(prefixed + pool)) == []
+
+
+def test_two_auto_rules_never_wait_for_each_others_blocked_daemon_sets() -> None:
+    """x tolerates only a's taint, y only b's: the DaemonSet controller runs neither while both
+    taints are on, so neither rule may wait for them (each would keep its taint for ever)."""
+    both = rules(
+        """\
+        nodeAgents:
+          - name: a
+            daemonSets: auto
+            mode: bootstrapOnly
+            taint: {key: example.com/a, effect: NoSchedule}
+          - name: b
+            daemonSets: auto
+            mode: bootstrapOnly
+            taint: {key: example.com/b, effect: NoSchedule}
+        """
+    )
+    x = daemon_set("x", "uid-x", {"tolerations": [{"key": "example.com/a", "operator": "Exists"}]})
+    y = daemon_set("y", "uid-y", {"tolerations": [{"key": "example.com/b", "operator": "Exists"}]})
+    born = node(
+        taints=(NodeTaint("example.com/a", "NoSchedule"), NodeTaint("example.com/b", "NoSchedule"))
+    )
+    lifted = lifted_taints(both)
+    a, b = (agent_readiness(r, born, [x, y], [], {}, lifted) for r in both.node_agents)
+    assert a.ready and b.ready
+
+
+def test_auto_waits_for_a_daemon_set_kept_away_only_by_the_nodes_start_up_taints() -> None:
+    """node.kubernetes.io/not-ready keeps most daemon pods off a node until its kubelet is
+    Ready: the DaemonSet runs then, and is waited for."""
+    logs = daemon_set(
+        "logs", "uid-logs", {"tolerations": [{"key": AGENT.key, "operator": "Exists"}]}
+    )
+    starting = node(WORKER, taints=(AGENT, NodeTaint("node.kubernetes.io/not-ready", "NoSchedule")))
+    found = readiness(auto_rules(), starting, [pod()], [daemon_set(), logs])
+    assert [a.agent for a in found.agents] == ["kube-system/cilium", "kube-system/logs"]
+
+
+def test_a_prefer_no_schedule_agent_taint_needs_no_toleration_to_be_waited_for() -> None:
+    """PreferNoSchedule keeps no daemon pod away."""
+    soft = rules(
+        AGENT_RULE.format(daemon_sets="auto").replace(
+            "effect: NoSchedule", "effect: PreferNoSchedule"
+        )
+    )
+    plain = daemon_set("cni", "uid-cni", {})
+    on = node(WORKER, taints=(NodeTaint(AGENT.key, "PreferNoSchedule"),))
+    assert not agent_readiness(soft.node_agents[0], on, [plain], [], {}).ready
+
+
+def test_auto_with_namespaces_counts_only_their_daemon_sets() -> None:
+    tenant = slim_daemon_set(
+        {
+            "metadata": {"namespace": "team-a", "name": "sidecar", "uid": "uid-t"},
+            "spec": {"template": {"spec": TOLERATES_ALL}},
+        }
+    )
+    scoped = auto_rules("namespaces: [kube-system]")
+    found = readiness(scoped, node(WORKER), [pod()], [daemon_set(), tenant])
+    assert [a.agent for a in found.agents] == ["kube-system/cilium"]
+    assert scoped.reads().agent_namespaces == frozenset({"kube-system"})

@@ -127,3 +127,78 @@ def test_a_look_before_the_rules_are_recovered_loses_no_restored_sighting() -> N
     table.look(NODE.name, NODE, None, NOW)
 
     assert table.look(NODE.name, NODE, READING, NOW)[KEY] == replace(kept, restored=True)
+
+
+# --- node agents' not-Ready episodes (nodeAgents, continuous) -----------------------------------
+
+AGENTS = rules(
+    """\
+    nodeAgents:
+      - name: cni
+        daemonSets: [{namespace: kube-system, name: cilium}]
+        taint: {key: example.com/cni-not-ready, effect: NoSchedule}
+    """
+)
+CNI = ("agents.nodegate.dev/cni", "kube-system/cilium")
+CNI_TYPE = frozenset({CNI[0]})
+
+
+def test_an_agent_not_ready_across_a_pod_replacement_keeps_its_first_sight() -> None:
+    """The pod is replaced, the agent never Ready in between: one outage, one `for`."""
+    table = ConditionSightings()
+    table.look("n", NODE, AGENTS, NOW, others={CNI: "cilium:pod-1:False@t1"})
+    later = table.look(
+        "n", NODE, AGENTS, NOW + timedelta(seconds=50), others={CNI: "cilium:pod-2:False@t2"}
+    )
+    assert later[CNI].first_seen == NOW
+    assert later[CNI].token == "cilium:pod-2:False@t2"
+
+
+def test_an_agent_ready_between_two_looks_starts_a_new_episode() -> None:
+    table = ConditionSightings()
+    table.look("n", NODE, AGENTS, NOW, others={CNI: "cilium:pod-1:False@t1"})
+    table.look("n", NODE, AGENTS, NOW + timedelta(seconds=10), others={})
+    again = table.look(
+        "n", NODE, AGENTS, NOW + timedelta(seconds=20), others={CNI: "cilium:pod-1:False@t3"}
+    )
+    assert again[CNI].first_seen == NOW + timedelta(seconds=20)
+
+
+def test_a_look_that_did_not_see_the_agents_carries_their_sightings() -> None:
+    """A heartbeat, or informers still syncing after a restart: the `for` under way stays."""
+    table = ConditionSightings()
+    table.restore({"n": NodeSightings("uid-1", {CNI: Sighting("cilium:pod-1:False@t1", NOW)})})
+    keep = frozenset({CNI[0]})
+    table.look("n", NODE, AGENTS, NOW + timedelta(seconds=5), keep, unknown=CNI_TYPE)
+    seen = table.look(
+        "n", NODE, AGENTS, NOW + timedelta(seconds=9), keep, others={CNI: "cilium:pod-1:False@t1"}
+    )
+    assert seen[CNI].first_seen == NOW
+    assert table.changes() is None  # the record still holds it, as restored
+
+
+def test_a_carried_sighting_of_another_episode_is_not_continued() -> None:
+    """Carried without being seen, it is kept only if the next sight shows the same episode:
+    the agent may have been Ready while no one looked."""
+    table = ConditionSightings()
+    table.restore({"n": NodeSightings("uid-1", {CNI: Sighting("cilium:pod-1:False@t1", NOW)})})
+    table.look("n", NODE, AGENTS, NOW + timedelta(seconds=5), unknown=CNI_TYPE)
+    seen = table.look(
+        "n", NODE, AGENTS, NOW + timedelta(seconds=9), others={CNI: "cilium:pod-2:False@t2"}
+    )
+    assert seen[CNI].first_seen == NOW + timedelta(seconds=9)
+
+
+def test_a_node_condition_under_the_agents_prefix_is_never_read() -> None:
+    """A node may report any condition type: it must not stand in for its agents."""
+    forged = NodeCondition(CNI[0], CNI[1], "", NOW - timedelta(days=1))
+    every_type = rules(
+        """\
+        conditionTaints:
+          - name: any
+            conditions: [{typePattern: ".*", status: ".*"}]
+            taint: {key: example.com/any, effect: NoSchedule}
+        """
+    )
+    table = ConditionSightings()
+    assert CNI not in table.look("n", replace(NODE, conditions=(forged,)), every_type, NOW)

@@ -669,7 +669,7 @@ def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
     seen("boot-1", 10)
     seen("boot-2", 5)
     seen("boot-2", 30)  # a heartbeat later: the reboot was seen 30 s ago
-    facts = controller._facts("n1")
+    facts = controller._node_facts.of("n1")
     assert facts.boot_first_seen == datetime(2026, 11, 24, 12, 0, 15, tzinfo=UTC)
     assert facts.previous_boot_seen == datetime(2026, 11, 24, 12, 0, 10, tzinfo=UTC)
 
