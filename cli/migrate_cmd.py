@@ -22,6 +22,7 @@ from nodegate.migrate.label_to_taint import (
     TAINT_EFFECT,
     convert_label_to_taint,
 )
+from nodegate.migrate.nidhogg import HOLD, convert_nidhogg
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
@@ -185,6 +186,42 @@ def node_readiness_controller(
         if problems:
             raise RulesError(problems)
         return convert_node_readiness_controller(read, keep_completion_annotation)
+
+    _print(convert)
+
+
+@app.command("nidhogg", cls=Command)
+def nidhogg(
+    config: Annotated[
+        Path, typer.Argument(help="nidhogg's config file, YAML or JSON (its -config-file).")
+    ],
+    hold: Annotated[
+        str,
+        typer.Option(
+            "--for",
+            help="How long a DaemonSet's pod may be not Ready before the taint comes back "
+            "(nidhogg: at once; nodegate's default: 2m, which rides out a rollout).",
+        ),
+    ] = HOLD,
+    every_node: Annotated[
+        bool,
+        typer.Option(
+            help="A config without nodeSelector means every node, as uswitch's nidhogg read "
+            "it (pelotech's fork used each DaemonSet's own nodeSelector, which the file does "
+            "not hold)."
+        ),
+    ] = False,
+) -> None:
+    """nidhogg's (uswitch's or pelotech's) DaemonSets as nodeAgents rules, one per DaemonSet,
+    each with nidhogg's taint."""
+
+    def convert() -> Conversion:
+        source = str(config)
+        try:
+            data = read_limited(config)
+        except OSError as err:
+            raise RulesError([_unreadable(source, err)]) from err
+        return convert_nidhogg(data, source, hold, every_node)
 
     _print(convert)
 

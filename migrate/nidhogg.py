@@ -1,0 +1,532 @@
+"""nidhogg (github.com/uswitch/nidhogg, and the fork that maintains it, github.com/pelotech/
+nidhogg): its config file, YAML or JSON, as `nodeAgents` rules, one per DaemonSet.
+
+What nidhogg does, read from its source (uswitch at 6196db5: README.md, pkg/nidhogg/handler.go,
+decoder.go, pkg/controller/node/node_controller.go; pelotech at a877a4d: docs/README.md, the
+same files, charts/nidhogg/values.yaml): the config is read with gopkg.in/yaml.v1 into
+`daemonsets` ([{name, namespace}]) and `nodeSelector` (a list of label selector strings, each
+parsed by apimachinery's `labels.Parse`; a selector that does not parse stops it at start). A
+value of the wrong type, such as a single string or the mapping of labels nidhogg read before
+uswitch#26, is dropped without a word, and so are unknown keys. For every node the selector
+matches and every DaemonSet it adds `nidhogg.uswitch.com/<namespace>.<name>:NoSchedule` at once
+whenever the node has no Ready pod of that DaemonSet (pods and nodes are watched, there is no
+grace period), removes it once there is one, and removes any other taint under its prefix.
+uswitch ANDs the selector strings; with none it selects every node. pelotech (v0.6.0, #33)
+keeps only the last string (`BuildSelectors` replaces the selector for each one), and with none
+uses each DaemonSet's own `spec.template.spec.nodeSelector`, read from the cluster; it adds
+`taintNamePrefix`, `taintEffect` (NoSchedule, PreferNoSchedule or NoExecute; anything else
+silently NoSchedule) and `taintRemovalDelayInSeconds`, a sleep in its one worker before each
+removal.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from nodegate.core.rules.model import TAINT_EFFECTS, DaemonSetRef
+from nodegate.core.text.errors import DocPath, Problem, RulesError
+from nodegate.core.text.k8s_names import qualified_name_problem
+from nodegate.core.text.yaml_input import read_yaml
+from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
+from nodegate.migrate.label_selector import Requirement, SelectorSyntaxError, parse_selector
+
+COMMAND: Final = "nodegate migrate nidhogg"
+TAINT_PREFIX: Final = "nidhogg.uswitch.com"
+"""nidhogg's taint key prefix (pelotech: `taintNamePrefix`, this when not given)."""
+HOLD: Final = "0s"
+"""The converted rules' `for`: nidhogg put its taint back the moment a pod was not Ready."""
+DEFAULT_EFFECT: Final = "NoSchedule"
+KEYS: Final = (
+    "daemonsets",
+    "nodeSelector",
+    "taintNamePrefix",
+    "taintEffect",
+    "taintRemovalDelayInSeconds",
+)
+_DAEMON_SET_KEYS: Final = ("name", "namespace")
+_ENTRY: Final = "{name: kiam, namespace: kube-system}"
+_EXAMPLE: Final = f"daemonsets: [{_ENTRY}]"
+_OPERATORS: Final = {"exists": "Exists", "!": "DoesNotExist", "in": "In", "notin": "NotIn"}
+
+
+@dataclass
+class _Found:
+    """What was read, and every problem with it, gathered so that all are reported at once."""
+
+    top: Place
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, path: DocPath, message: str) -> None:
+        self.problems.append(self.top.problem(path, message))
+
+    def place(self, *path: str | int) -> Place:
+        return Place(self.top.source, path, self.top.positions)
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    """The nodes nidhogg's selector meant: the rules' `match` (None: every node), the selector
+    string each match entry came from, and what to tell about it."""
+
+    match: dict[str, Any] | None = None
+    places: dict[DocPath, DocPath] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def convert_nidhogg(
+    text: str | bytes, source: str, hold: str = HOLD, every_node: bool = False
+) -> Conversion:
+    """nidhogg's config file as rules; RulesError naming the file's line if it is not YAML or
+    JSON. `hold`: the rules' `for`; `every_node`: what a config without nodeSelector means."""
+    config, positions = read_yaml(text, source)
+    return convert_nidhogg_config(config, Place(source, (), positions), hold, every_node)
+
+
+def convert_nidhogg_config(
+    config: object, top: Place, hold: str = HOLD, every_node: bool = False
+) -> Conversion:
+    """nidhogg's config, already read, as rules: problems at `top`'s file and lines."""
+    found = _Found(top)
+    if not isinstance(config, dict):
+        found.add(
+            (),
+            f"expected nidhogg's config, a mapping such as {{{_EXAMPLE}, nodeSelector: "
+            f"['node-role.kubernetes.io/node']}}, found {_kind(config)}",
+        )
+        raise RulesError(found.problems)
+    for key in config:
+        if key not in KEYS:
+            found.add((str(key),), _unknown(str(key), KEYS, "nidhogg's config"))
+    prefix = _prefix(config, found)
+    effect = _effect(config, found)
+    delay = _delay(config, found)
+    nodes = _nodes(config, found, every_node)
+    agents: list[dict[str, Any]] = []
+    places: dict[DocPath, DocPath | Place] = {}
+    for index, namespace, name in _daemon_sets(config, found, prefix):
+        at: DocPath = ("nodeAgents", len(agents))
+        rule: dict[str, Any] = {
+            "name": rule_name(f"{namespace}-{name}", [a["name"] for a in agents])
+        }
+        if nodes.match is not None:
+            rule["match"] = copy.deepcopy(nodes.match)
+        rule["daemonSets"] = [{"namespace": namespace, "name": name}]
+        rule["taint"] = {"key": _taint_key(prefix, namespace, name), "effect": effect}
+        rule["mode"] = "continuous"
+        rule["for"] = hold
+        agents.append(rule)
+        places.update(_places(at, found, index, config))
+        places.update(
+            {(*at, *path): found.place(*setting) for path, setting in nodes.places.items()}
+        )
+    return Conversion(
+        command=_command(hold, every_node),
+        source=top.source,
+        rules=rules_document(nodeAgents=agents),
+        notes=_notes(agents, prefix, effect, delay, hold, nodes),
+        places=places,
+        problems=tuple(found.problems),
+        webhook={"failurePolicy": "Ignore"},
+    )
+
+
+def _command(hold: str, every_node: bool) -> str:
+    flags = ([f"--for {hold}"] if hold != HOLD else []) + (["--every-node"] if every_node else [])
+    return " ".join([COMMAND, *flags])
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def _prefix(config: dict[str, Any], found: _Found) -> str:
+    prefix = config.get("taintNamePrefix")
+    if prefix in (None, ""):  # pelotech: empty means its default
+        return TAINT_PREFIX
+    if not isinstance(prefix, str):
+        found.add(("taintNamePrefix",), f"must be a string such as '{TAINT_PREFIX}'")
+        return TAINT_PREFIX
+    problem = _prefix_problem(prefix)
+    if problem is not None:
+        found.add(
+            ("taintNamePrefix",),
+            f"'{prefix}' makes taint keys '{prefix}/<namespace>.<name>' that the API server "
+            f"refuses ({problem}), so nidhogg never tainted a node with it: give a DNS "
+            f"subdomain such as '{TAINT_PREFIX}'",
+        )
+    return prefix
+
+
+def _prefix_problem(prefix: str) -> str | None:
+    """Why `<prefix>/<namespace>.<name>` cannot be a taint key whatever the DaemonSet."""
+    return qualified_name_problem(f"{prefix}/name")
+
+
+def _effect(config: dict[str, Any], found: _Found) -> str:
+    effect = config.get("taintEffect")
+    if effect in (None, ""):
+        return DEFAULT_EFFECT
+    if effect not in TAINT_EFFECTS:
+        close = difflib.get_close_matches(str(effect), TAINT_EFFECTS, n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        found.add(
+            ("taintEffect",),
+            f"{effect!r} is not a taint effect: use one of {', '.join(TAINT_EFFECTS)} "
+            f"(pelotech's nidhogg silently used {DEFAULT_EFFECT} for it){hint}",
+        )
+        return DEFAULT_EFFECT
+    return str(effect)
+
+
+def _delay(config: dict[str, Any], found: _Found) -> int:
+    delay = config.get("taintRemovalDelayInSeconds", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+        found.add(
+            ("taintRemovalDelayInSeconds",),
+            f"{delay!r} is not a number of seconds: write a whole number such as 10 "
+            "(pelotech's nidhogg silently read 0 for it)",
+        )
+        return 0
+    return delay
+
+
+def _daemon_sets(config: dict[str, Any], found: _Found, prefix: str) -> list[tuple[int, str, str]]:
+    """(index, namespace, name) of each DaemonSet nidhogg watched, each once, with a valid
+    taint key; a problem for every other entry."""
+    entries = config.get("daemonsets")
+    if entries is None or entries == []:
+        found.add(
+            ("daemonsets",),
+            f"no daemonsets: nidhogg watched no DaemonSet and tainted no node; list the "
+            f"DaemonSets the nodes wait for, e.g. {_EXAMPLE}",
+        )
+        return []
+    if not isinstance(entries, list):
+        found.add(("daemonsets",), f"must be a list of {{name, namespace}}, e.g. {_EXAMPLE}")
+        return []
+    read: list[tuple[int, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(entries):
+        at: DocPath = ("daemonsets", index)
+        if not isinstance(entry, dict):
+            found.add(at, f"must be a mapping {{name, namespace}}, found {_kind(entry)}")
+            continue
+        for key in entry:
+            if key not in _DAEMON_SET_KEYS:
+                found.add((*at, str(key)), _unknown(str(key), _DAEMON_SET_KEYS, "a daemonset"))
+        unread = False
+        for key in ("namespace", "name"):
+            value = entry.get(key)
+            if value is None or value == "":
+                found.add((*at, key), f"every daemonset needs its {key}, e.g. {_ENTRY}")
+                unread = True
+            elif isinstance(value, dict | list):
+                found.add((*at, key), f"must be a string, found {_kind(value)}")
+                unread = True
+        if unread:
+            continue
+        namespace, name = str(_text(entry["namespace"])), str(_text(entry["name"]))
+        if not _named_as_kubernetes_names(namespace, name, at, found):
+            continue
+        if (namespace, name) in seen:
+            found.add(at, f"{namespace}/{name} is listed twice (one taint, one rule); list it once")
+            continue
+        seen.add((namespace, name))
+        key = _taint_key(prefix, namespace, name)
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            if _prefix_problem(prefix) is None:  # else said once, at taintNamePrefix
+                found.add(
+                    at,
+                    f"nidhogg's taint for it, '{key}', is not a valid taint key ({problem}): the "
+                    "API server refused it, so nidhogg never tainted a node for this DaemonSet; "
+                    "write its nodeAgents rule by hand, with a key of your own",
+                )
+            continue
+        read.append((index, namespace, name))
+    return read
+
+
+_NAME_RULES: Final = {
+    "namespace": "a DNS label: at most 63 lower-case letters, digits and '-'",
+    "name": "a DNS subdomain: lower-case letters, digits, '-' and '.'",
+}
+
+
+def _named_as_kubernetes_names(namespace: str, name: str, at: DocPath, found: _Found) -> bool:
+    """Whether a DaemonSet could have this namespace and name (checked by the rules model's own
+    DaemonSetRef); a problem for each that it could not."""
+    try:
+        DaemonSetRef.model_validate({"namespace": namespace, "name": name})
+    # Permanent: a name no DaemonSet can have; said in nidhogg's terms rather than as a pattern.
+    except ValidationError as err:
+        for field in sorted({str(e["loc"][0]) for e in err.errors()}):
+            value = namespace if field == "namespace" else name
+            found.add(
+                (*at, field),
+                f"{value!r} cannot be a DaemonSet's {field} ({_NAME_RULES[field]}), so no pod "
+                "ever matched it and nidhogg kept its taint on every node it selects: give the "
+                f"{field} `kubectl get daemonsets -A` shows",
+            )
+        return False
+    return True
+
+
+def _nodes(config: dict[str, Any], found: _Found, every_node: bool) -> _Nodes:
+    selector = config.get("nodeSelector")
+    absent = selector is None or selector in ([], {})
+    if every_node and not absent:
+        found.add(
+            ("nodeSelector",),
+            "--every-node is for a config without nodeSelector; this one has one: drop the flag",
+        )
+    if absent:
+        if not every_node:
+            found.add(
+                ("nodeSelector",),
+                "no nodeSelector: uswitch's nidhogg tainted every node then, pelotech's (v0.6.0 "
+                "on) the nodes each DaemonSet's own spec.template.spec.nodeSelector selects, "
+                "read from the cluster, which a config file does not hold. Give nodeSelector "
+                "(e.g. that nodeSelector as ['key=value', ...]), or run with --every-node for "
+                "every node",
+            )
+        return _Nodes(notes=(_EVERY_NODE,) if every_node else ())
+    if isinstance(selector, dict):
+        return _labels(selector)
+    if isinstance(selector, str):
+        return _strings([selector], found, scalar=True)
+    if isinstance(selector, list):
+        return _strings(selector, found, scalar=False)
+    found.add(
+        ("nodeSelector",),
+        "must be a list of label selector strings, e.g. ['node-role.kubernetes.io/node', "
+        "'!node-role.kubernetes.io/master']",
+    )
+    return _Nodes()
+
+
+def _labels(selector: dict[str, Any]) -> _Nodes:
+    """The mapping of labels nidhogg read before uswitch#26 (2020): each label equal."""
+    labels = {str(k): _text(v) for k, v in selector.items()}
+    places: dict[DocPath, DocPath] = {("match", "labels", k): ("nodeSelector", k) for k in labels}
+    places[("match",)] = ("nodeSelector",)
+    note = (
+        "nodeSelector is a mapping of labels, nidhogg's format before uswitch#26 (2020); "
+        "since then nidhogg reads a list of selector strings and silently dropped this mapping, "
+        "so it tainted every node (pelotech: the nodes of each DaemonSet's own nodeSelector). "
+        "These rules match the labels as written, as nidhogg did before #26; nodes outside "
+        "them lose nidhogg's taint."
+    )
+    return _Nodes({"labels": labels}, places, (note,))
+
+
+def _strings(strings: list[Any], found: _Found, *, scalar: bool) -> _Nodes:
+    """The selector strings, ANDed: every requirement of every string."""
+    labels: dict[str, Any] = {}
+    expressions: list[dict[str, Any]] = []
+    places: dict[DocPath, DocPath] = {("match",): ("nodeSelector",)}
+    for index, text in enumerate(strings):
+        at: DocPath = ("nodeSelector",) if scalar else ("nodeSelector", index)
+        if isinstance(text, dict | list) or text is None:
+            found.add(at, f"must be a label selector string, found {_kind(text)}")
+            continue
+        try:
+            requirements = parse_selector(str(_text(text)))
+        except SelectorSyntaxError as err:
+            found.add(
+                at,
+                f"{str(_text(text))!r} is not a label selector ({err}), so nidhogg refused to "
+                "start with it: write requirements such as 'key', '!key', 'key=value', "
+                "'key!=value', 'key in (a, b)', 'key notin (a, b)', separated by commas",
+            )
+            continue
+        for requirement in requirements:
+            if requirement.operator in (">", "<"):
+                found.add(
+                    at,
+                    f"'{requirement.key} {requirement.operator} {requirement.values[0]}': a "
+                    "nodegate match has no > or < (In, NotIn, Exists, DoesNotExist): list the "
+                    "values it allows with 'in (...)'",
+                )
+            elif requirement.operator in ("=", "==") and requirement.key not in labels:
+                labels[requirement.key] = requirement.values[0]
+                places[("match", "labels", requirement.key)] = at
+            else:
+                expression = _expression(requirement)
+                if expression not in expressions:
+                    places[("match", "expressions", len(expressions))] = at
+                    expressions.append(expression)
+    match: dict[str, Any] = {}
+    if labels:
+        match["labels"] = labels
+    if expressions:
+        match["expressions"] = expressions
+    notes: list[str] = []
+    if scalar:
+        notes.append(
+            "nodeSelector is a single string here (as in uswitch's README): nidhogg reads a "
+            "list and silently dropped it, so it tainted every node (pelotech: the nodes of "
+            "each DaemonSet's own nodeSelector). These rules apply the selector as written; "
+            "nodes outside it lose nidhogg's taint."
+        )
+    if len(strings) > 1:
+        notes.append(
+            "nodeSelector's strings are ANDed, as nidhogg's README says and uswitch's nidhogg "
+            "did. pelotech's fork from v0.6.0 applied only the last one (its BuildSelectors "
+            "replaces the selector for each string), so if you ran it, it tainted nodes the "
+            "other strings exclude, and those lose the taint now; to keep what it did, keep "
+            "only the last string."
+        )
+    return _Nodes(match or None, places, tuple(notes))
+
+
+def _expression(requirement: Requirement) -> dict[str, Any]:
+    """A requirement as a match expression; `k != v` is NotIn [v], which matches a node
+    without k too, as in Kubernetes; `k = v` when k already has a value here is In [v]."""
+    if requirement.operator in ("!=", "=", "=="):
+        operator = "NotIn" if requirement.operator == "!=" else "In"
+        return {"key": requirement.key, "operator": operator, "values": list(requirement.values)}
+    expression: dict[str, Any] = {
+        "key": requirement.key,
+        "operator": _OPERATORS[requirement.operator],
+    }
+    if requirement.values:
+        expression["values"] = list(requirement.values)
+    return expression
+
+
+def _taint_key(prefix: str, namespace: str, name: str) -> str:
+    return f"{prefix}/{namespace}.{name}"
+
+
+def _places(
+    at: DocPath, found: _Found, index: int, config: dict[str, Any]
+) -> dict[DocPath, DocPath | Place]:
+    """Each generated field -> the config setting it came from."""
+    entry = ("daemonsets", index)
+    taint = ("taintNamePrefix",) if config.get("taintNamePrefix") else entry
+    return {
+        at: found.place(*entry),
+        (*at, "name"): found.place(*entry),
+        (*at, "daemonSets"): found.place(*entry),
+        (*at, "daemonSets", 0): found.place(*entry),
+        (*at, "daemonSets", 0, "name"): found.place(*entry, "name"),
+        (*at, "daemonSets", 0, "namespace"): found.place(*entry, "namespace"),
+        (*at, "taint"): found.place(*taint),
+        (*at, "taint", "key"): found.place(*taint),
+        (*at, "taint", "effect"): found.place("taintEffect"),
+        (*at, "for"): ("--for",),
+    }
+
+
+def _text(value: object) -> object:
+    """A scalar as the text yaml.v1 gives a string field (numbers and booleans as written)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int | float) else value
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else type(value).__name__
+
+
+def _unknown(key: str, known: Sequence[str], where: str) -> str:
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return (
+        f"'{key}' is not a key of {where} ({', '.join(known)}); nidhogg silently ignored it: "
+        f"{hint}fix or remove it"
+    )
+
+
+# --- notes -------------------------------------------------------------------------------------
+
+_EVERY_NODE = (
+    "No nodeSelector, --every-node: the rules match every node, as uswitch's nidhogg did. "
+    "pelotech's fork instead tainted only the nodes of each DaemonSet's own nodeSelector; "
+    "under these rules a node the DaemonSet never runs on stays tainted (`nodegate explain` "
+    "names it): add a match for such DaemonSets."
+)
+
+
+def _notes(
+    agents: Sequence[dict[str, Any]],
+    prefix: str,
+    effect: str,
+    delay: int,
+    hold: str,
+    nodes: _Nodes,
+) -> tuple[str, ...]:
+    example = agents[0]["taint"]["key"] if agents else f"{prefix}/<namespace>.<name>"
+    notes = [
+        f"One rule per DaemonSet, each with nidhogg's own taint ({prefix}/<namespace>.<name>:"
+        f"{effect}): a nodeAgents rule has one taint for all the DaemonSets it lists, nidhogg "
+        "had one per DaemonSet. nodegate takes over the taints nidhogg put on nodes and lifts "
+        "them, and tolerations of them keep working.",
+        _hold_note(hold),
+        "Born tainted: nidhogg tainted a node only after it registered, a window in which pods "
+        "could be scheduled there (its issue #24 reports one). nodegate gives matching nodes "
+        "the taint at registration: the Node admission webhook (the settings above), `nodegate "
+        "render` for the pools under nodePools, or Karpenter's startupTaints.",
+        f"Each DaemonSet must tolerate its own taint (e.g. tolerations: [{{key: {example}, "
+        "operator: Exists}]), or its pod is never made on a node born with it and the taint "
+        "stays for ever; under nidhogg the first pod usually landed before the taint, but a "
+        "replaced one did not. Check before the switch: `nodegate validate rules.yaml "
+        "--daemon-sets <(kubectl get ds -A -o yaml)`. nidhogg's README asks the same toleration "
+        "of every pod that should run on a tainted node.",
+        *nodes.notes,
+    ]
+    if effect == "NoExecute":
+        notes.append(
+            "taintEffect NoExecute: every time the taint comes back, the pods on the node that do "
+            "not tolerate it are evicted, as under nidhogg; nodegate charges such taints to its "
+            "eviction budget (by default at most 20% of the nodes per 5 minutes)."
+        )
+    if delay:
+        notes.append(
+            f"taintRemovalDelayInSeconds: {delay} has no counterpart: nodegate lifts the taint "
+            "as soon as the pod is Ready. (nidhogg slept that long in its only worker before "
+            "each removal, holding up every other node meanwhile.) If the agent is Ready before "
+            "it serves, make its readinessProbe say when it does."
+        )
+    notes.append(
+        "Ready: one pod on the node that the DaemonSet owns (by uid), Ready (PodReady and every "
+        "container), not terminating, Ready since the Node was created. uswitch's nidhogg "
+        "matched pods by their owner's name alone and took one whose containers had not "
+        "reported yet as ready; pelotech's wanted every pod of the DaemonSet on the node Ready."
+    )
+    notes.append(
+        f"nidhogg also removed every {prefix}/ taint its config did not name (left by an earlier "
+        "config) and annotated a node with its first time without taints "
+        f"({TAINT_PREFIX}/first-time-ready; pelotech: {prefix}/ready-since); nodegate removes only "
+        "its rules' taints and writes no such annotation (Events and metrics instead)."
+    )
+    return tuple(notes)
+
+
+def _hold_note(hold: str) -> str:
+    if hold == HOLD:
+        return (
+            f"for: {HOLD}, as nidhogg: the taint comes back the moment a DaemonSet's pod on the "
+            "node is not Ready, so every rollout of the DaemonSet takes each node out of "
+            "scheduling while its pod is replaced, and a node that joins without the taint gets "
+            "it at once. nodegate's default, for: 2m (--for 2m, or delete the line), rides out "
+            "a rolling update, but lets pods be scheduled for up to 2 minutes onto a node whose "
+            "agent has failed, or has joined without the taint (so have nodes born with it)."
+        )
+    return (
+        f"for: {hold} (--for): the taint comes back once a DaemonSet's pod on the node has not "
+        "been Ready that long, where nidhogg put it back at once; a node that joins without the "
+        "taint gets it after that long too, so have nodes born with it (Born tainted)."
+    )
