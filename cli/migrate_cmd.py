@@ -54,11 +54,7 @@ def tainter(
 
     def convert() -> Conversion:
         source = str(config)
-        try:
-            data = read_limited(config)
-        except OSError as err:
-            raise RulesError([_unreadable(source, err)]) from err
-        return convert_tainter(decode(data, source), source)
+        return convert_tainter(decode(_read(config), source), source)
 
     _print(convert)
 
@@ -216,14 +212,17 @@ def nidhogg(
     each with nidhogg's taint."""
 
     def convert() -> Conversion:
-        source = str(config)
-        try:
-            data = read_limited(config)
-        except OSError as err:
-            raise RulesError([_unreadable(source, err)]) from err
-        return convert_nidhogg(data, source, hold, every_node)
+        return convert_nidhogg(_read(config), str(config), hold, every_node)
 
     _print(convert)
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes (bounded), or a RulesError naming it."""
+    try:
+        return read_limited(path)
+    except OSError as err:
+        raise RulesError([_unreadable(str(path), err)]) from err
 
 
 def _unreadable(source: str, err: OSError) -> Problem:

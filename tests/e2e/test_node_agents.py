@@ -123,28 +123,21 @@ class Scene:
 
     def fail(self, pod: Any) -> None:
         """The agent's container stops being ready, as its kubelet reports it."""
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        patch = {
-            "status": {
-                "conditions": [
-                    {"type": "Ready", "status": "False", "lastTransitionTime": now},
-                    {"type": "ContainersReady", "status": "False", "lastTransitionTime": now},
-                ]
-            }
-        }
-        self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, patch)
+        self._set_ready(pod, False)
 
     def recover(self, pod: Any) -> None:
+        self._set_ready(pod, True)
+
+    def _set_ready(self, pod: Any, ready: bool) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        patch = {
-            "status": {
-                "conditions": [
-                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
-                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": now},
-                ]
-            }
-        }
-        self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, patch)
+        status = "True" if ready else "False"
+        conditions = [
+            {"type": kind, "status": status, "lastTransitionTime": now}
+            for kind in ("Ready", "ContainersReady")
+        ]
+        self.core.patch_namespaced_pod_status(
+            pod.metadata.name, self.namespace, {"status": {"conditions": conditions}}
+        )
 
     def tainted(self, node: str) -> bool:
         return AGENT in taints_of(self.core, node)
