@@ -25,6 +25,7 @@ from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import Sighting, is_kept
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
+from nodegate.core.reports.node_waits import NodeContext, waits
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
@@ -545,3 +546,11 @@ def test_auto_with_namespaces_counts_only_their_daemon_sets() -> None:
     found = readiness(scoped, node(WORKER), [pod()], [daemon_set(), tenant])
     assert [a.agent for a in found.agents] == ["kube-system/cilium"]
     assert scoped.reads().agent_namespaces == frozenset({"kube-system"})
+
+
+def test_explain_says_which_agent_a_tainted_node_waits_for() -> None:
+    tainted = node(WORKER, taints=(AGENT,))
+    result = plan(tainted, agent_rules(), facts_for(agent_rules(), tainted, [pod(ready=False)]))
+    assert waits(tainted, agent_rules(), result, NodeContext(), NOW) == (
+        "cilium: waiting for kube-system/cilium (pod not Ready)",
+    )
