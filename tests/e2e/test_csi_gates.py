@@ -70,7 +70,7 @@ def put_csinode(
 
     yield put
     for node in made:
-        storage_v1.delete_csi_node(node)
+        storage_v1.delete_csi_node(node, _preload_content=False)
 
 
 def uid_of(core_v1: k8s_client.CoreV1Api, node: str) -> str:
@@ -107,3 +107,40 @@ def test_a_csinode_owned_by_another_node_object_does_not_lift_the_gate(
     process = start_reconciler_with(RULES)
     settled(process, core_v1, node)
     assert (KEY, "NoSchedule") in taints_of(core_v1, node), "lifted by another node's CSINode"
+
+
+AGENT_KEY = "storage.e2e.nodegate.dev/csi-agent"
+AGENT_POOL = {"e2e.nodegate.dev/csi-agent": "yes"}
+AGENT_RULES = HEADER + (
+    "nodeAgents:\n"
+    "  - name: ebs-agent\n"
+    '    match: {labels: {e2e.nodegate.dev/csi-agent: "yes"}}\n'
+    f"    csiDrivers: [{{name: {DRIVER}}}]\n"
+    "    for: 2s\n"
+    f"    taint: {{key: {AGENT_KEY}, effect: NoSchedule}}\n"
+)
+
+
+def test_a_node_agent_on_a_csi_driver_lifts_on_registration_and_comes_back_when_it_is_gone(
+    core_v1: k8s_client.CoreV1Api,
+    storage_v1: k8s_client.StorageV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    put_csinode: Callable[[str, str, bool], None],
+) -> None:
+    """nodeAgents with csiDrivers only (no DaemonSet, so no informer of DaemonSets to wait
+    for): the node plugin registered lifts the taint; its registration gone (the CSINode no
+    longer lists it) brings it back after `for`."""
+    node = make_node(
+        "csi-agent", labels=AGENT_POOL, taints=[{"key": AGENT_KEY, "effect": "NoSchedule"}]
+    )
+    process = start_reconciler_with(AGENT_RULES)
+    settled(process, core_v1, node)
+    assert (AGENT_KEY, "NoSchedule") in taints_of(core_v1, node), "lifted with no CSINode"
+
+    put_csinode(node, uid_of(core_v1, node), True)
+    wait_for_taints(core_v1, node, lambda taints: (AGENT_KEY, "NoSchedule") not in taints)
+
+    unregistered = [{"op": "replace", "path": "/spec/drivers", "value": []}]
+    storage_v1.patch_csi_node(node, unregistered, _preload_content=False)
+    wait_for_taints(core_v1, node, lambda taints: (AGENT_KEY, "NoSchedule") in taints)
