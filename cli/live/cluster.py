@@ -336,9 +336,9 @@ class Cluster:
     ) -> dict[str, AgentReadiness]:
         """Each node-agent rule's agents on the node, read as the reconciler reads them: the
         DaemonSets of the namespaces the rules read, and the DaemonSet pods on the node."""
-        namespaces = rules.reads().agent_namespaces
-        if not namespaces:
+        if not rules.node_agents:
             return {}
+        namespaces = rules.reads().agent_namespaces
         scopes = [None] if ALL_NAMESPACES in namespaces else sorted(namespaces)
         daemon_sets = [
             slim_daemon_set(raw)

@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from nodegate.core.decisions.node_agents import agent_episode_key, agent_episode_type
+from nodegate.core.decisions.node_agents import (
+    agent_episode_key,
+    agent_episode_type,
+    agents_matter,
+)
 from nodegate.core.decisions.sightings import Kept, first_sight
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.model import NodeAgentRule
@@ -24,16 +28,18 @@ def agent_outcome(
         return RuleOutcome(
             RuleDecision(rule.name, rule.taint, "release", "node labels do not match")
         )
+    carried = node.taint(rule.taint.identity) is not None
+    if rule.mode == "bootstrapOnly" and not carried:
+        why = "lifted once (bootstrapOnly): never put back"
+        return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", why))
     readiness = facts.agents.get(rule.name)
     if readiness is None:
         return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", "agents not looked up"))
     said = readiness.summary()
     if readiness.ready:
         return RuleOutcome(RuleDecision(rule.name, rule.taint, "release", said))
-    carried = node.taint(rule.taint.identity) is not None
     if rule.mode == "bootstrapOnly":
-        why = said if carried else f"{said}; lifted once (bootstrapOnly): never put back"
-        return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", why))
+        return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", said))
     if carried:
         return RuleOutcome(RuleDecision(rule.name, rule.taint, "want", said))
     since = min(
@@ -55,7 +61,10 @@ def agent_outcome(
 
 def agent_sightings_kept(node: NodeState, rule: NodeAgentRule) -> Kept:
     """A continuous rule's agents' not-Ready episodes (every one of its type), while its taint
-    is not on the node: the `for` they are counting must outlive a restart."""
-    if rule.mode != "continuous" or node.taint(rule.taint.identity) is not None:
+    is not on the node and the node matches: the `for` they are counting must outlive a
+    restart (none to count with `for: 0s`; a dry-run rule's count is its own)."""
+    if rule.mode != "continuous" or rule.dry_run or not rule.hold:
+        return frozenset()
+    if node.taint(rule.taint.identity) is not None or not agents_matter(rule, node):
         return frozenset()
     return frozenset({agent_episode_type(rule)})

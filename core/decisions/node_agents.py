@@ -179,6 +179,30 @@ def lifted_taints(rules: NodeRules) -> frozenset[tuple[str, str]]:
     return TRANSIENT_TAINTS | frozenset(gates)
 
 
+def agents_matter(rule: NodeAgentRule, node: NodeState) -> bool:
+    """Whether the rule's verdict on the node depends on its agents (`agent_plan`): not when
+    the node does not match, nor for a bootstrapOnly taint the node no longer carries."""
+    if rule.match is not None and not rule.match.matches(dict(node.labels)):
+        return False
+    return rule.mode == "continuous" or node.taint(rule.taint.identity) is not None
+
+
+def continues(before: str, now: str) -> bool:
+    """Whether the agent episode `now` is the outage `before` went on (both seen not Ready at
+    consecutive looks): yes, unless the same pod shows another state (it may have been Ready in
+    between); a pod replaced, made or deleted is the same outage."""
+    if before == now:
+        return True
+    old_pod, new_pod = _pod_of(before), _pod_of(now)
+    return old_pod is None or new_pod is None or old_pod != new_pod
+
+
+def _pod_of(token: str) -> str | None:
+    """The pod uid of a `<ds>:<uid>:<state>` episode; None for one without a pod."""
+    parts = token.split(":", 2)
+    return parts[1] if len(parts) == 3 else None
+
+
 def agent_readiness(
     rule: NodeAgentRule,
     node: NodeState,

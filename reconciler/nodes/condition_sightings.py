@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 
-from nodegate.core.decisions.node_agents import AGENT_EPISODE_PREFIX
+from nodegate.core.decisions.node_agents import AGENT_EPISODE_PREFIX, continues
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Kept,
@@ -103,14 +103,21 @@ class ConditionSightings:
                 carried = {k: s for k, s in (restored or {}).items() if k[0] in unknown}
             else:
                 tracked = track(previous, episodes, now)
-                for agent in others or {}:
+                for agent, token in (others or {}).items():
                     seen = previous.get(agent)
-                    if seen is not None and agent not in unconfirmed:
-                        tracked[agent] = replace(seen, token=episodes[agent])
+                    if (
+                        seen is not None
+                        and agent not in unconfirmed
+                        and continues(seen.token, token)
+                    ):
+                        tracked[agent] = replace(seen, token=token)
                 carried = {k: s for k, s in previous.items() if k[0] in unknown}
             tracked.update(carried)
-            if carried:
-                self._unconfirmed[key] = {k for k in carried if k not in episodes}
+            # Carried without being seen: only a restored sighting (or one not seen since) must
+            # show the same episode at its next sight; one this process saw stays confirmed.
+            doubtful = {k for k in carried if previous is None or k in unconfirmed}
+            if doubtful:
+                self._unconfirmed[key] = doubtful
             self._by_node[key] = tracked
             kept = {k: s for k, s in tracked.items() if is_kept(k, keep)}
             self._keep(key, NodeSightings(node.uid, kept) if kept else None)

@@ -123,6 +123,7 @@ class Controller:
         self._recorder = recorder
         self._agent_problems: tuple[str, ...] = ()
         """What was last reported of the node agents' DaemonSets (`daemon_set_problems`)."""
+        self._agent_problems_lock = threading.Lock()
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         self._own_metrics.gate_census.source = self._gate_census
         self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
@@ -250,15 +251,18 @@ class Controller:
     def _consider_rules(self) -> None:
         """Judge the offered rules with facts gathered for them: their node agents' readiness
         (where their namespaces are watched), not the rules in force's."""
-        offered = self._in_force.offered
         self._in_force.consider(
-            (node.state, self._node_facts.of(key, offered)) for key, node in self.informer.items()
+            lambda judged: (
+                (node.state, self._node_facts.of(key, judged))
+                for key, node in self.informer.items()
+            )
         )
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.gate_pods.follow(update.rules)
         self.csi_nodes.follow(update.rules)
         self.node_agents.follow(update.rules)
+        self._report_agent_problems(update.rules)  # a rule edit may name a missing one
         self.labels.keys.rebuild(
             (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
         )
@@ -346,14 +350,17 @@ class Controller:
         if rules is None:
             return
         self._enqueue_all("resync")
+        self._report_agent_problems(rules)
+
+    def _report_agent_problems(self, rules: NodeRules) -> None:
+        """Each problem once while it lasts (informer threads and the rules' thread call it)."""
         problems = self.node_agents.problems(rules)
-        for problem in problems:
-            if problem not in self._agent_problems:
-                log.warning("node agent cannot run: %s", problem)
-                report_on_source(
-                    self._recorder, self._rules_source(), "NodeAgentCannotRun", problem
-                )
-        self._agent_problems = problems
+        with self._agent_problems_lock:
+            new = [p for p in problems if p not in self._agent_problems]
+            self._agent_problems = problems
+        for problem in new:
+            log.warning("node agent cannot run: %s", problem)
+            report_on_source(self._recorder, self._rules_source(), "NodeAgentCannotRun", problem)
 
     def _enqueue(self, key: str, lane: Lane) -> None:
         self.queue.add(key, lane)

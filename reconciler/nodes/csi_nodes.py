@@ -39,12 +39,13 @@ class CsiNodes:
     def _on_csinode(self, key: str, old: CsiNodeView | None, new: CsiNodeView | None) -> None:
         self._watching.on_node(key)  # a CSINode is named after its Node
 
-    def drivers(self, node: str, node_uid: str) -> Mapping[str, bool]:
-        """The drivers registered on this Node (by its own CSINode); none while not watched."""
+    def drivers(self, node: str, node_uid: str) -> Mapping[str, bool] | None:
+        """The drivers registered on this Node (by its own CSINode); None while not known (not
+        watched, or not listed yet): a rule must not read "not registered" into that."""
         with self._lock:
             running = self._running
-        if running is None:
-            return {}
+        if running is None or not running[0].synced.is_set():
+            return None
         return registered_drivers(running[0].get(node), node_uid)
 
     def stop_all(self) -> None:

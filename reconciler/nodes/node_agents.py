@@ -19,6 +19,7 @@ from nodegate.core.decisions.node_agents import (
     AgentReadiness,
     DaemonSetView,
     agent_readiness,
+    agents_matter,
     daemon_set_problems,
     lifted_taints,
     slim_agent_pod,
@@ -55,6 +56,10 @@ class NodeAgents:
         self._on_every_node = on_every_node
         self._watched: dict[str, _Watched] = {}
         self._by_node: dict[str, dict[str, AgentPod]] = {}
+        self._live: dict[str, object] = {}
+        """Namespace -> the mark of its pod informer now running: an event from one `follow`
+        stopped (still dispatching a list page) is dropped, not indexed after its namespace's
+        pods were."""
         self._lock = threading.Lock()
 
     def follow(self, rules: NodeRules) -> None:
@@ -65,6 +70,7 @@ class NodeAgents:
         with self._lock:
             for namespace in set(self._watched) - wanted:
                 self._watched.pop(namespace).stop()
+                del self._live[namespace]
                 for pods in self._by_node.values():
                     for key in [k for k in pods if _in(namespace, k)]:
                         del pods[key]
@@ -74,6 +80,7 @@ class NodeAgents:
     def _start(self, namespace: str) -> _Watched:
         scope = namespace or None
         where = namespace or "all namespaces"
+        live = self._live[namespace] = object()
         # Both run until the rules stop reading the namespace or the controller stops.
         return _Watched(
             self._watching.start(
@@ -87,7 +94,7 @@ class NodeAgents:
                 f"daemonset pods {where}",
                 Selection("Pod", scope, label_selector=DAEMON_SET_POD_LABEL),
                 slim_agent_pod,
-                self._on_pod,
+                lambda key, old, new: self._on_pod(key, old, new, (namespace, live)),
                 self._on_every_node,
             ),
         )
@@ -100,10 +107,18 @@ class NodeAgents:
         if old != new:
             self._on_every_node()
 
-    def _on_pod(self, key: str, old: AgentPod | None, new: AgentPod | None) -> None:
+    def _on_pod(
+        self,
+        key: str,
+        old: AgentPod | None,
+        new: AgentPod | None,
+        source: tuple[str, object] | None = None,
+    ) -> None:
         if old == new:  # a relist, or a change to what agents do not read
             return
         with self._lock:
+            if source is not None and self._live.get(source[0]) is not source[1]:
+                return  # from an informer `follow` stopped
             if old is not None and (pods := self._by_node.get(old.node)) is not None:
                 pods.pop(key, None)
                 if not pods:
@@ -114,20 +129,26 @@ class NodeAgents:
             self._watching.on_node(node)
 
     def readiness(
-        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool]
+        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool] | None
     ) -> dict[str, AgentReadiness]:
         """Each node-agent rule's agents on `node`, for the rules whose namespaces are watched
-        and synced (a rule reading none, only CSI drivers, always is); the others are left
-        out: nothing is known of their agents yet, and their taints are left as they are."""
+        and synced, and whose CSI drivers are known (`csi_drivers` None: not listed yet); the
+        others are left out, as are rules whose answer is not needed (the node does not match,
+        or a bootstrapOnly taint already lifted): nothing is known of their agents, and their
+        taints are left as they are."""
+        wanted = [r for r in rules.node_agents if agents_matter(r, node)]
+        if not wanted:
+            return {}
         with self._lock:
             synced = {ns for ns, w in self._watched.items() if w.synced()}
             daemon_sets = self._daemon_sets()
             pods = list(self._by_node.get(node.name, {}).values())
         lifted = lifted_taints(rules)
         return {
-            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
-            for rule in rules.node_agents
+            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers or {}, lifted)
+            for rule in wanted
             if _known(rule.reads().agent_namespaces, synced)
+            and (csi_drivers is not None or not rule.csi_drivers)
         }
 
     def problems(self, rules: NodeRules) -> tuple[str, ...]:
@@ -147,6 +168,7 @@ class NodeAgents:
             for watched in self._watched.values():
                 watched.stop()
             self._watched.clear()
+            self._live.clear()
             self._by_node.clear()
 
 

@@ -158,7 +158,7 @@ class NodeFacts:
             self.boots.get(key),
             agents,
             gate_pod_signals=self._gate_pods.signals(rules, key),
-            csi_drivers=self._csi_nodes.drivers(key, node.state.uid),
+            csi_drivers=self._csi_nodes.drivers(key, node.state.uid) or {},
             workload_pods=self._gates.workload_pods(node, rules),
             budget_waiting=waiting,
             restored_labels=work.decision.restore if work is not None else None,

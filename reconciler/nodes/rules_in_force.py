@@ -76,20 +76,16 @@ class RulesInForce:
         applied = self.applied
         return applied.generation if applied is not None else 0
 
-    @property
-    def offered(self) -> NodeRules | None:
-        """The rules of the update waiting to be judged (None: none)."""
-        with self._lock:
-            return self._offered.rules if self._offered is not None else None
-
     def offer(self, update: RulesUpdate) -> None:
         """A valid update (any thread); `consider` decides whether it takes effect."""
         with self._lock:
             self._offered = update
 
-    def consider(self, nodes: Iterable[tuple[NodeState, PlanFacts]]) -> None:
-        """Apply the offered update if the guard lets it, given every cached node; the rules a
-        restart recovered are put back in force first, so the update is judged against them."""
+    def consider(self, nodes: Callable[[NodeRules], Iterable[tuple[NodeState, PlanFacts]]]) -> None:
+        """Apply the offered update if the guard lets it, given every cached node with the facts
+        gathered for the rules judged (`nodes(rules)`: their node agents' readiness); the rules
+        a restart recovered are put back in force first, so the update is judged against
+        them."""
         self._put_back_recovered()
         with self._lock:
             update, applied = self._offered, self.applied
@@ -104,7 +100,9 @@ class RulesInForce:
                 elif self._status is not None:  # a hold recorded before a restart, reverted since
                     self._status.released()
                 return
-            radius = blast_radius(nodes, update.rules, applied.rules if applied else None)
+            radius = blast_radius(
+                nodes(update.rules), update.rules, applied.rules if applied else None
+            )
             reason = hold_reason(radius, update.rules, self._max_untaint_share)
             if reason is not None and not update.confirmed:
                 self._hold(update, reason)
