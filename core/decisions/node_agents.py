@@ -26,8 +26,10 @@ from nodegate.core.decisions.daemon_set_placement import (
 )
 from nodegate.core.decisions.init_pods import pod_is_ready, ready_transition, status_written
 from nodegate.core.decisions.sightings import ConditionKey
+from nodegate.core.rules.autoscalers import GATE_PREFIXES
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
 
 RawObject = Mapping[str, Any]
 
@@ -163,20 +165,56 @@ TRANSIENT_TAINTS = frozenset(
         ("node.kubernetes.io/unreachable", "NoExecute"),
         ("node.kubernetes.io/network-unavailable", "NoSchedule"),
         ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"),
+        ("karpenter.sh/unregistered", "NoExecute"),
     }
 )
 """Taints a node carries while it starts (the node lifecycle controller's, the cloud
-controller's): a DaemonSet kept away only by them runs on the node once it is up, so discovery
-waits for it (Vigil leaves such known startup taints out the same way)."""
+controller's, Karpenter's until the node registers): a DaemonSet kept away only by them runs on
+the node once it is up, so discovery waits for it (Vigil leaves such known startup taints out
+the same way)."""
+START_UP_KEY_PREFIXES = (*GATE_PREFIXES, READINESS_TAINT_PREFIX)
+"""Keys autoscalers and node-readiness-controller read as startup taints (lifted by whoever
+put them)."""
+START_UP_KEY_SUFFIX = "/agent-not-ready"
+"""Another agent's own startup taint (Cilium's node.cilium.io/agent-not-ready, the EBS, EFS
+and FSx CSI drivers' <driver>/agent-not-ready): lifted by that agent."""
 
 
-def lifted_taints(rules: NodeRules) -> frozenset[tuple[str, str]]:
-    """(key, effect) of the taints discovery leaves out: the node's start-up taints and the
-    startup gates' (lifted by signals of their own, after which the DaemonSets they kept away
-    run). Another node-agent rule's taint is not left out: two rules each waiting for a
-    DaemonSet the other's taint keeps away would wait for ever."""
-    gates = {r.taint.identity for r in rules.startup_gates}
-    return TRANSIENT_TAINTS | frozenset(gates)
+@dataclass(frozen=True)
+class LiftedTaints:
+    """The taints discovery leaves out (`lifted_taints`)."""
+
+    known: frozenset[tuple[str, str]]
+    """(key, effect) left out whatever they are: start-up taints and the gates' (former keys
+    too)."""
+    agents: frozenset[tuple[str, str]]
+    """The node-agent rules' own: never left out for another rule, whatever their key."""
+
+    def on(self, node: NodeState) -> frozenset[tuple[str, str]]:
+        """Those of the node's taints to leave out."""
+        return frozenset(
+            t.identity
+            for t in node.taints
+            if t.identity in self.known or (t.identity not in self.agents and _starts_up(t.key))
+        )
+
+
+def _starts_up(key: str) -> bool:
+    return key.startswith(START_UP_KEY_PREFIXES) or key.endswith(START_UP_KEY_SUFFIX)
+
+
+def lifted_taints(rules: NodeRules) -> LiftedTaints:
+    """The taints discovery leaves out: the node's start-up taints (the platform's, the
+    autoscalers' startup prefixes, other agents' agent-not-ready) and the startup gates' (lifted
+    by signals of their own, after which the DaemonSets they kept away run). Another node-agent
+    rule's taint is not left out: two rules each waiting for a DaemonSet the other's taint keeps
+    away would wait for ever."""
+    gates = {t.identity for r in rules.startup_gates for t in (r.taint, *r.former_taints)}
+    agents = {r.taint.identity for r in rules.node_agents}
+    return LiftedTaints(TRANSIENT_TAINTS | frozenset(gates - agents), frozenset(agents))
+
+
+NOTHING_LIFTED = LiftedTaints(frozenset(), frozenset())
 
 
 def agents_matter(rule: NodeAgentRule, node: NodeState) -> bool:
@@ -209,7 +247,7 @@ def agent_readiness(
     daemon_sets: Iterable[DaemonSetView],
     pods: Iterable[AgentPod],
     csi_drivers: Mapping[str, bool],
-    lifted: frozenset[tuple[str, str]] = frozenset(),
+    lifted: LiftedTaints = NOTHING_LIFTED,
 ) -> AgentReadiness:
     """The rule's agents on `node`: its listed DaemonSets (or, with `auto`, every DaemonSet that
     would run a pod there, the taints in `lifted` aside), given the DaemonSet pods on the node
@@ -242,7 +280,7 @@ def agent_readiness(
 
 
 def _discovered(
-    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]
+    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: LiftedTaints
 ) -> bool:
     """Whether `daemonSets: auto` waits for this DaemonSet on the node: not excluded, placed
     there once the lifted taints are gone, and tolerating the rule's own taint (one that does
@@ -264,11 +302,11 @@ def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
 
 
 def _refused(
-    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: frozenset[tuple[str, str]]
+    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: LiftedTaints
 ) -> str | None:
     """Why the DaemonSet controller would not run its pod on the node, its start-up taints,
     the gates' and this rule's own left out (`lifted_taints`)."""
-    ignoring = lifted | {rule.taint.identity}
+    ignoring = lifted.on(node) | {rule.taint.identity}
     return refusal(ds.placement, node.name, node.labels, node.taints, ignoring=ignoring)
 
 
@@ -277,7 +315,7 @@ def _daemon_set_state(
     ds: DaemonSetView,
     node: NodeState,
     on_node: list[AgentPod],
-    lifted: frozenset[tuple[str, str]],
+    lifted: LiftedTaints,
 ) -> AgentState:
     pods = sorted((p for p in on_node if p.owner_uid == ds.uid), key=lambda p: p.uid)
     for pod in pods:

@@ -554,3 +554,39 @@ def test_explain_says_which_agent_a_tainted_node_waits_for() -> None:
     assert waits(tainted, agent_rules(), result, NodeContext(), NOW) == (
         "cilium: waiting for kube-system/cilium (pod not Ready)",
     )
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "node.cilium.io/agent-not-ready",
+        "ebs.csi.aws.com/agent-not-ready",
+        "startup-taint.cluster-autoscaler.kubernetes.io/warmup",
+        "readiness.k8s.io/network",
+    ],
+)
+def test_auto_waits_for_a_daemon_set_kept_away_by_another_tools_startup_taint(key: str) -> None:
+    """Lifted by whoever put it (Cilium, a CSI driver, node-readiness-controller): the
+    DaemonSet it keeps away runs then, and is waited for."""
+    tolerates_agent = {"tolerations": [{"key": AGENT.key, "operator": "Exists"}]}
+    logs = daemon_set("logs", "uid-logs", tolerates_agent)
+    starting = node(WORKER, taints=(AGENT, NodeTaint(key, "NoSchedule")))
+    found = readiness(auto_rules(), starting, [pod()], [daemon_set(), logs])
+    assert "kube-system/logs" in [a.agent for a in found.agents]
+
+
+def test_another_agent_rules_taint_under_a_startup_prefix_still_counts() -> None:
+    """Even under cluster-autoscaler's startup prefix, another nodeAgents rule's taint is not
+    left out: two rules each waiting for what the other keeps away would wait for ever."""
+    other = NodeTaint("startup-taint.cluster-autoscaler.kubernetes.io/other", "NoSchedule")
+    both = rules(
+        AGENT_RULE.format(daemon_sets="auto") + "  - name: other\n    daemonSets: auto\n"
+        f"    taint: {{key: {other.key}, effect: NoSchedule}}\n"
+    )
+    tolerates_agent = {"tolerations": [{"key": AGENT.key, "operator": "Exists"}]}
+    logs = daemon_set("logs", "uid-logs", tolerates_agent)
+    on = node(WORKER, taints=(AGENT, other))
+    found = agent_readiness(
+        both.node_agents[0], on, [daemon_set(), logs], [pod()], {}, lifted_taints(both)
+    )
+    assert [a.agent for a in found.agents] == ["kube-system/cilium"]
