@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-neighbours bench-plan bench-karpenter bench-restart clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -154,6 +154,12 @@ bench-restart: setup controlplane
 # `nodegate plan` on 5,000 nodes of kubelet size (tests/bench/day2_plan.py): minutes, not in `make test`.
 bench-plan: setup controlplane
 	$(BIN)/python -m tests.bench.day2_plan $(BENCH_ARGS)
+
+# What node-agent rules cost the reconciler at 5,000 nodes x 20 DaemonSets (tests/bench/agents_cost.py):
+# the memory of the 100,000 DaemonSet pods it holds (tracemalloc, VmRSS) and the CPU of deciding one
+# node; no control plane, about 1.5 minutes, not in `make test`.
+bench-agents: setup
+	$(BIN)/python -m tests.bench.agents_cost $(BENCH_ARGS)
 
 # `make test` runs its phases through one runner (harness/suite): lint, types, each tool, the
 # image, then the test tiers (pytest-xdist workers, each with its own control planes), and ends
