@@ -11,7 +11,8 @@ Each DaemonSet's pod is rendered once as text with markers for what differs from
 
 Not every agent is Ready: on 1 % of the nodes the Cilium agent is in CrashLoopBackOff (half of
 those nodes already carry the CNI rule's taint), on 1 % the Azure Disk CSI node plugin is being
-replaced (terminating), on 2 % fluent-bit is not Ready.
+replaced (terminating), and 2 % of the nodes are still starting: born with the `agents` rule's
+taint, their fluent-bit not Ready yet.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ nodeAgents:
 continuous; one `daemonSets: auto`, bootstrapOnly (every DaemonSet in every namespace)."""
 
 CNI_TAINT = {"key": "example.com/cni-not-ready", "effect": "NoSchedule"}
+AGENTS_TAINT = {"key": "example.com/agents-not-ready", "effect": "NoSchedule"}
 CSI_DRIVERS = {"disk.csi.azure.com": True, "file.csi.azure.com": True}
 """What each node's CSINode lists (`csi_nodes.registered_drivers`): both, with a count."""
 
@@ -319,7 +321,7 @@ def not_ready(node: int, agent: int) -> str:
         return "crash"
     if agent == CSI_DISK and node % 100 == 42:
         return "terminating"
-    if agent == FLUENT_BIT and node % 50 == 13:
+    if agent == FLUENT_BIT and starting(node):
         return "crash"
     return ""
 
@@ -327,6 +329,11 @@ def not_ready(node: int, agent: int) -> str:
 def carries_cni_taint(node: int) -> bool:
     """Half of the nodes whose Cilium agent crashes carry the CNI rule's taint already."""
     return node % 200 == 7
+
+
+def starting(node: int) -> bool:
+    """The nodes still starting: born with the `agents` rule's taint, fluent-bit not Ready."""
+    return node % 50 == 13
 
 
 # --- nodes -------------------------------------------------------------------------------------
@@ -389,9 +396,10 @@ def node_body(index: int, count: int) -> RawObject:
         "node.alpha.kubernetes.io/ttl": "0",
         "volumes.kubernetes.io/controller-managed-attach-detach": "true",
     }
-    if carries_cni_taint(index):
-        taints.append(dict(CNI_TAINT))
-        annotations["nodegate.dev/owned-taints"] = "example.com/cni-not-ready:NoSchedule"
+    for carried, taint in ((carries_cni_taint(index), CNI_TAINT), (starting(index), AGENTS_TAINT)):
+        if carried:  # the reconciler's ownership annotation names what it put on, or adopted
+            taints.append(dict(taint))
+            annotations["nodegate.dev/owned-taints"] = f"{taint['key']}:{taint['effect']}"
     body = SimNode(
         name=name,
         provider_id=azure_provider_id(f"aks-{pool}-38146521-vmss", index),
@@ -1016,5 +1024,7 @@ class Pods:
         return [template.pod(values) for (template, _), values in zip(pods, parsed, strict=True)]
 
 
-def agent_rules() -> NodeRules:
-    return parse_rules(AGENT_RULES)
+def agent_rules(agents_mode: str = "bootstrapOnly") -> NodeRules:
+    """The three rules; `agents_mode` continuous: the `agents` rule keeps its agents Ready for
+    the node's life (its agents then looked up on every node, not only on those starting)."""
+    return parse_rules(AGENT_RULES.replace("mode: bootstrapOnly", f"mode: {agents_mode}"))
