@@ -45,6 +45,10 @@ from nodegate.localcluster.versions import (
     PROMETHEUS_MODULE,
     PROMETHEUS_RELEASE,
     PROMETHEUS_VERSION,
+    PULUMI_PKG_MODULE,
+    PULUMI_PYTHON_HOST_VERSION,
+    PULUMI_SDK_MODULE,
+    PULUMI_VERSION,
 )
 
 KUBE_COMMANDS = (paths.KUBE_APISERVER, paths.KUBE_SCHEDULER, paths.KUBE_CONTROLLER_MANAGER)
@@ -222,12 +226,19 @@ def _go_build(
     """
     logs = (root or paths.version_dir()) / "logs"
     pinned = [f"{package}@{version}" for package, version in _pins(packages)]
-    say(f"  {label}: resolving and downloading modules")
-    started = time.monotonic()
-    run_go(
-        ["get", *pinned], cwd=directory, log_path=logs / f"{label}-get.log", label=label, say=say
-    )
-    say(f"  {label}: modules ready in {time.monotonic() - started:.0f}s; compiling")
+    if pinned:  # only the module's own packages (`./...`): `-mod=mod` resolves while compiling
+        say(f"  {label}: resolving and downloading modules")
+        started = time.monotonic()
+        run_go(
+            ["get", *pinned],
+            cwd=directory,
+            log_path=logs / f"{label}-get.log",
+            label=label,
+            say=say,
+        )
+        say(f"  {label}: modules ready in {time.monotonic() - started:.0f}s; compiling")
+    else:
+        say(f"  {label}: compiling (modules resolve as they are needed)")
     run_go(
         [
             "build",
@@ -259,6 +270,10 @@ def _pins(packages: list[str]) -> list[tuple[str, str]]:
         HELM4_MODULE: HELM4_VERSION,
         HELM_UNITTEST_MODULE: HELM_UNITTEST_VERSION,
         CHART_TESTING_MODULE: CHART_TESTING_VERSION,
+        PULUMI_PKG_MODULE: PULUMI_VERSION,
+        # sdk/v3 is only ever built from for the Python language host; the engine's sdk/v3 is
+        # the wrapper's require, at PULUMI_VERSION.
+        PULUMI_SDK_MODULE: PULUMI_PYTHON_HOST_VERSION,
     }
     pinned = []
     for package in packages:

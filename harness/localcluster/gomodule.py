@@ -141,3 +141,14 @@ def versioned_replaces(text: str) -> tuple[str, ...]:
         if (in_block or line.startswith("replace ")) and (match := _VERSIONED_REPLACE.match(line)):
             found.append(" ".join(match.group(1).split()))
     return tuple(found)
+
+
+_LOCAL_PATH_REPLACE = re.compile(r"^\s*replace\s+\S+(?:\s+v\S+)?\s*=>\s*\.{1,2}/\S*\s*$")
+
+
+def drop_local_replaces(text: str) -> str:
+    """An upstream go.mod without its one-line replaces by a local path (`replace m => ../sdk`):
+    outside the upstream repository the path does not exist, and the module then resolves `m`
+    at the version its `require` names, from the proxy."""
+    kept = [line for line in text.splitlines() if not _LOCAL_PATH_REPLACE.match(line)]
+    return "\n".join(kept) + "\n"

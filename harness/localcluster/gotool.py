@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 Say = Callable[[str], None]
@@ -66,8 +66,10 @@ def run_go(
     log_path: Path,
     label: str,
     say: Say,
+    env: Mapping[str, str] | None = None,
 ) -> None:
-    """Run `go ARGS` in `cwd`, teeing output to `log_path` and printing a heartbeat."""
+    """Run `go ARGS` in `cwd`, teeing output to `log_path` and printing a heartbeat (`env`:
+    variables added to `go_environment()`, e.g. a `go run` generator's `VERSION`)."""
     command = [find_go(), *args]
     tail: deque[str] = deque(maxlen=_TAIL_LINES)
     counter = [0]
@@ -79,7 +81,7 @@ def run_go(
         process = subprocess.Popen(
             command,
             cwd=cwd,
-            env=go_environment(),
+            env={**go_environment(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

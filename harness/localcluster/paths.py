@@ -17,6 +17,9 @@ from nodegate.localcluster.versions import (
     KARPENTER_VERSION,
     KUBERNETES_VERSION,
     PROMETHEUS_VERSION,
+    PULUMI_KUBERNETES_RELEASE,
+    PULUMI_PYTHON_HOST_VERSION,
+    PULUMI_VERSION,
 )
 
 ETCD = "etcd"
@@ -166,3 +169,49 @@ def helm_dir(version: str = HELM_VERSION) -> Path:
 def helm_binary(version: str = HELM_VERSION) -> Path:
     """The cached helm of `version`."""
     return helm_dir(version) / HELM
+
+
+PULUMI = "pulumi"
+PULUMI_LANGUAGE_PYTHON = "pulumi-language-python"
+PULUMI_LANGUAGE_PYTHON_EXEC = "pulumi-language-python-exec"
+PULUMI_LANGUAGE_PYTHON_FILES = (PULUMI_LANGUAGE_PYTHON, PULUMI_LANGUAGE_PYTHON_EXEC)
+PULUMI_RESOURCE_KUBERNETES = "pulumi-resource-kubernetes"
+
+
+def pulumi_root(version: str = PULUMI_VERSION) -> Path:
+    """The Pulumi engine's bin/, wrapper module and logs (its own stamp and lock, like helm's)."""
+    return cache_root() / "pulumi" / version
+
+
+def pulumi_binary(version: str = PULUMI_VERSION) -> Path:
+    return pulumi_root(version) / "bin" / PULUMI
+
+
+def pulumi_language_python_root(version: str = PULUMI_PYTHON_HOST_VERSION) -> Path:
+    """The Python language host's bin/ (host and its -exec script), wrapper module and logs."""
+    return cache_root() / "pulumi-language-python" / version
+
+
+def pulumi_language_python_dir(version: str = PULUMI_PYTHON_HOST_VERSION) -> Path:
+    """What goes on PATH for the engine to find the host (renamed into place when complete)."""
+    return pulumi_language_python_root(version) / "bin"
+
+
+def pulumi_kubernetes_root(release: str = PULUMI_KUBERNETES_RELEASE) -> Path:
+    """The Kubernetes provider's bin/, its writable copy of the module and logs."""
+    return cache_root() / "pulumi-kubernetes" / release
+
+
+def pulumi_kubernetes_binary(release: str = PULUMI_KUBERNETES_RELEASE) -> Path:
+    return pulumi_kubernetes_root(release) / "bin" / PULUMI_RESOURCE_KUBERNETES
+
+
+def pulumi_home(version: str = PULUMI_VERSION) -> Path:
+    """The `PULUMI_HOME` the tests run the engine with: its plugins (the Kubernetes provider,
+    installed from the cached binary) and credentials stay in the cache, never in ~/.pulumi."""
+    return pulumi_root(version) / "home"
+
+
+def pulumi_program_venv(version: str = PULUMI_VERSION) -> Path:
+    """The venv real-engine programs run in (the PyPI SDKs pinned to the provider's release)."""
+    return pulumi_root(version) / "program-venv"

@@ -78,3 +78,22 @@ are copied from the module beside the binary."""
 HELM_KUBE_MINOR = "37"
 """The Kubernetes minor of helm's client-go (v0.37.0): helm's Makefile stamps it into
 `helm lint`'s and `.Capabilities`' default Kubernetes version (1.37)."""
+
+PULUMI_PKG_MODULE = "github.com/pulumi/pulumi/pkg/v3"
+PULUMI_SDK_MODULE = "github.com/pulumi/pulumi/sdk/v3"
+PULUMI_VERSION = "v3.274.1"
+"""The Pulumi engine (`pkg/v3/cmd/pulumi`), built from pkg/v3 and sdk/v3 at this version in a
+wrapper module that copies pkg/v3's versioned replace (atotto/clipboard => tgummerer/clipboard;
+its `sdk/v3 => ../sdk` replace is local and becomes a require). Its go.mod needs Go >= 1.26.6."""
+PULUMI_PYTHON_HOST_VERSION = "v3.68.0"
+"""The Python language host, `sdk/v3/python/cmd/pulumi-language-python`: the newest sdk/v3 that
+still holds it (later it is a module of its own, which the proxy refuses). It runs programs
+under the newer engine; `pulumi-language-python-exec` comes from the same module's source."""
+PULUMI_KUBERNETES_MODULE = "github.com/pulumi/pulumi-kubernetes/provider/v4"
+PULUMI_KUBERNETES_VERSION = "v4.0.0-20260115033456-f47bc2d6f199"
+"""The only version of the Kubernetes provider's module the proxy lists (a pseudo-version: the
+provider's tags are not module tags)."""
+PULUMI_KUBERNETES_RELEASE = "4.25.0"
+"""The provider release that commit is (2026-01-15; crd2pulumi's move to v4.25.0 on 2026-01-21
+pins this pseudo-version): stamped into the binary, its plugin version, and the version of the
+PyPI `pulumi-kubernetes` SDK that programs run with (the SDK asks the engine for exactly it)."""

@@ -26,6 +26,12 @@ from nodegate.localcluster.build import (
     kubelet_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
+from nodegate.localcluster.pulumi_tools import (
+    ensure_program_venv,
+    ensure_pulumi_built,
+    program_venv_is_ready,
+    pulumi_is_built,
+)
 from tests.e2e.support.lease_params import keep_lease_params_watched
 from tests.e2e.support.node_identity import as_node
 from tests.e2e.support.real_kubelet import start_kubelet
@@ -60,6 +66,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+        if item.get_closest_marker("pulumi") and not _pulumi_selected(config):
+            item.add_marker(pytest.mark.skip(reason=PULUMI_SKIP_REASON))
+
+
+PULUMI_SKIP_REASON = (
+    "the real Pulumi engine tier runs only when `-m` names it (`make e2e-pulumi`): its tools "
+    "take 10 to 36 minutes to build cold on 2 cores"
+)
+
+
+def _pulumi_selected(config: pytest.Config) -> bool:
+    """True when the run's `-m` expression names the `pulumi` marker: the real-engine tier is
+    opt-in until `make test` has the time budget for it."""
+    return "pulumi" in (config.option.markexpr or "")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -82,6 +102,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         kubelets = any(item.get_closest_marker("kubelet") for item in session.items)
         if kubelets and not kubelet_is_built():
             ensure_kubelet_built()
+        # The Pulumi engine, host and provider only for the real-engine tier (marker `pulumi`,
+        # opt-in: see `_pulumi_selected`).
+        engines = any(item.get_closest_marker("pulumi") for item in session.items)
+        if engines and _pulumi_selected(session.config):
+            if not pulumi_is_built():
+                ensure_pulumi_built()
+            if not program_venv_is_ready():
+                ensure_program_venv()
     except Exception as error:  # reported by every e2e fixture instead of aborting the run
         session.config.stash[_BUILD_ERROR] = str(error)
 
