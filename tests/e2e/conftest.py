@@ -66,14 +66,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
-        if item.get_closest_marker("pulumi") and not _pulumi_selected(config):
-            item.add_marker(pytest.mark.skip(reason=PULUMI_SKIP_REASON))
-
-
-PULUMI_SKIP_REASON = (
-    "the real Pulumi engine tier runs only when `-m` names it (`make e2e-pulumi`): its tools "
-    "take 10 to 36 minutes to build cold on 2 cores"
-)
+    if not _pulumi_selected(config):
+        # Left out, not skipped: the real-engine tier runs only when `-m` names it (`make
+        # e2e-pulumi`), its tools taking 10 to 36 minutes to build cold on 2 cores; issue 48
+        # stays open until `make test` has the time budget for it.
+        engine = [item for item in items if item.get_closest_marker("pulumi")]
+        if engine:
+            config.hook.pytest_deselected(items=engine)
+            items[:] = [item for item in items if not item.get_closest_marker("pulumi")]
 
 
 def _pulumi_selected(config: pytest.Config) -> bool:
