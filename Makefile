@@ -99,7 +99,7 @@ pulumi-tools: setup
 	$(BIN)/python -m nodegate.localcluster.pulumi_tools
 
 # `pulumi up` and `pulumi destroy` with those tools on a local control plane
-# (tests/e2e/test_pulumi_engine.py, marker `pulumi`; skipped unless `-m pulumi` selects it).
+# (tests/e2e/test_pulumi_engine.py, marker `pulumi`; left out (deselected) unless `-m pulumi` selects it).
 e2e-pulumi: controlplane pulumi-tools
 	$(BIN)/pytest -m pulumi tests/e2e/test_pulumi_engine.py
 
