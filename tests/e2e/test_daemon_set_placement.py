@@ -20,7 +20,7 @@ from nodegate.core.decisions.daemon_set_placement import placement_of, refusal
 from nodegate.core.rules.node import NodeTaint
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
-from tests.e2e.support.reconciler_fixtures import PAUSE_IMAGE
+from tests.e2e.support.reconciler_fixtures import PAUSE_IMAGE, own_namespace
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -272,10 +272,7 @@ def _kind(reason: str | None) -> str:
 
 @pytest.fixture
 def namespace(scheduling_core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
-    name = unique_name[:63]
-    scheduling_core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": name}))
-    yield name
-    scheduling_core_v1.delete_namespace(name)
+    yield from own_namespace(scheduling_core_v1, unique_name)
 
 
 def test_refusal_agrees_with_the_daemonset_controller_on_every_node(

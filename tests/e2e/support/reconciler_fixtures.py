@@ -269,13 +269,18 @@ def wait_for_claim_released(
     settled(process, core_v1, node)
 
 
-@pytest.fixture
-def records_namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
-    """A namespace of the test's own for persisted-label records (`--state-namespace`)."""
+def own_namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
+    """A namespace named after the test, deleted after it (yield from it in a fixture)."""
     namespace = unique_name[:63]
     core_v1.create_namespace(k8s_client.V1Namespace(metadata={"name": namespace}))
     yield namespace
     core_v1.delete_namespace(namespace)
+
+
+@pytest.fixture
+def records_namespace(core_v1: k8s_client.CoreV1Api, unique_name: str) -> Iterator[str]:
+    """A namespace of the test's own for persisted-label records (`--state-namespace`)."""
+    yield from own_namespace(core_v1, unique_name)
 
 
 def configmaps(
