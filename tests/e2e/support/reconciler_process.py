@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,14 +21,13 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
+from nodegate.localcluster.processes import free_port
 from nodegate.reconciler.kit.client import load_api_client
 
+__all__ = ["ReconcilerProcess", "free_port", "http_get", "metric_total", "running_reconciler"]
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+_STARTED = '"reconciler starting"'
+_log_numbers = itertools.count()
 
 
 def http_get(port: int, path: str) -> tuple[int, str]:
@@ -53,12 +53,37 @@ def metric_total(text: str, name: str, **labels: str) -> float:
 
 @dataclass
 class ReconcilerProcess:
+    """The port is the one the process bound itself (`--http-port 0`), read from its start line:
+    a port picked here and handed over could be taken by another process in between (it was, in
+    CI: "Address already in use")."""
+
     process: subprocess.Popen[bytes]
-    port: int
     log_path: Path
+    _port: int | None = None
+
+    @property
+    def port(self) -> int:
+        deadline = time.monotonic() + 30
+        while self._port is None:
+            self._port = self._bound_port()
+            if self._port is not None:
+                break
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"reconciler never started serving:\n{self.logs()[-3000:]}")
+            time.sleep(0.05)
+        return self._port
+
+    def _bound_port(self) -> int | None:
+        for line in self.logs().splitlines():
+            if _STARTED in line:
+                port: int = json.loads(line)["http_port"]
+                return port
+        return None
 
     def get(self, path: str) -> tuple[int, str]:
-        return http_get(self.port, path)
+        """(0, "") until the process serves, like a port nobody listens on."""
+        self._port = self._port or self._bound_port()
+        return (0, "") if self._port is None else http_get(self._port, path)
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels` (0 if none)."""
@@ -109,10 +134,9 @@ def running_reconciler(
 ) -> Iterator[ReconcilerProcess]:
     """`module` and `env`: a wrapper of the CLI and its settings
     (tests.e2e.support.skewed_reconciler)."""
-    port = free_port()
-    log_path = log_dir / f"reconciler-{port}.log"
+    log_path = log_dir / f"reconciler-{os.getpid()}-{next(_log_numbers)}.log"
     argv = [sys.executable, "-m", module, "reconcile", "--kubeconfig", str(kubeconfig)]
-    argv += ["--http-port", str(port), *args]
+    argv += ["--http-port", "0", *args]
     environ = {**os.environ, **(env or {})}
     if "POD_NAMESPACE" not in environ and not any(
         arg.startswith("--state-namespace") for arg in args
@@ -120,7 +144,7 @@ def running_reconciler(
         environ["POD_NAMESPACE"] = test_state_namespace(kubeconfig)
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=environ)
-    reconciler = ReconcilerProcess(process, port, log_path)
+    reconciler = ReconcilerProcess(process, log_path)
     try:
         if wait_ready:
             deadline = time.monotonic() + 30
