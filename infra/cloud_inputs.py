@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from nodegate.bootstrap.user_data import metadata_payload
 
@@ -19,6 +20,20 @@ AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 
 AKS_WINDOWS_POOL_NAME_MAX = 6
 """Windows agent pool names are limited to 6 characters by AKS."""
+
+
+PATCH_FORCE = "pulumi.com/patchForce"
+"""pulumi-kubernetes' annotation: apply this object's fields with server-side apply's `force`."""
+
+
+def stack_owned(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """`metadata` of a Kubernetes object the stack owns, with `pulumi.com/patchForce: "true"`:
+    `pulumi up` then takes back a field someone changed by hand (`kubectl scale` of the
+    reconciler's Deployment) instead of failing on the server-side apply conflict with that
+    field's new manager (found by the real engine, tests/e2e/test_pulumi_stack.py). Only the
+    fields the program declares are taken; what controllers write beside them stays theirs."""
+    annotations = {**(metadata.get("annotations") or {}), PATCH_FORCE: "true"}
+    return {**metadata, "annotations": annotations}
 
 
 def encode_user_data(pool: str, cloud_init: str, limit: int | None = None) -> str:

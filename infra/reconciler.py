@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.infra.cloud_inputs import stack_owned
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 
@@ -95,7 +96,7 @@ def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.C
             name,
             api_version=obj["apiVersion"],
             kind=obj["kind"],
-            metadata=obj["metadata"],
+            metadata=stack_owned(obj["metadata"]),
             spec=obj["spec"],
             opts=opts,
         )
@@ -105,8 +106,9 @@ def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.C
     fields = {
         _ARGUMENT.get(field, field): value
         for field, value in obj.items()
-        if field not in ("apiVersion", "kind")
+        if field not in ("apiVersion", "kind", "metadata")
     }
+    fields["metadata"] = stack_owned(obj["metadata"])
     return factory(name, opts=opts, **fields)
 
 

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
 from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.infra.cloud_inputs import stack_owned
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import rules_pool
 
@@ -91,7 +92,7 @@ class KarpenterNodePool(pulumi.ComponentResource):
             f"{name}-nodepool",
             api_version=rendered["apiVersion"],
             kind=rendered["kind"],
-            metadata=rendered["metadata"],
+            metadata=stack_owned(rendered["metadata"]),
             spec=rendered["spec"],
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )

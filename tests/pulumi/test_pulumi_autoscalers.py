@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from nodegate.infra.cloud_inputs import PATCH_FORCE
 from nodegate.infra.program import InvalidStackConfigError
 from tests.pulumi.harness import (
     AKS_AGENT_POOL,
@@ -146,6 +147,7 @@ def test_a_karpenter_pool_is_declared_as_a_nodepool_not_an_agent_pool(
     assert [r.name for r in run.of_type(KARPENTER_COMPONENT)] == ["batch"]
     nodepool = run.one(NODEPOOL, "batch-nodepool")
     assert nodepool.inputs["metadata"]["name"] == "batch-nap"
+    assert nodepool.inputs["metadata"]["annotations"] == {PATCH_FORCE: "true"}  # hand edits
     spec = nodepool.inputs["spec"]["template"]["spec"]
     assert spec["startupTaints"] == [
         {

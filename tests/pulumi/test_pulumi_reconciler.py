@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.infra.cloud_inputs import PATCH_FORCE
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.pulumi.harness import (
@@ -49,13 +50,17 @@ def _one(run: ProgramRun, kind: str, name: str | None = None) -> Declared:
 
 
 def _expected(stack: str) -> list[dict[str, Any]]:
-    """What the one builder makes for the stack's rules and `nodegate:reconciler`."""
+    """What the one builder makes for the stack's rules and `nodegate:reconciler`, each object
+    annotated as owned by the stack (`pulumi.com/patchForce`)."""
     config = _config(stack)
     section = {k: v for k, v in config["nodegate:reconciler"].items() if k != "kubeconfig"}
     text = (REPO / config["nodegate:rules"]).read_text(encoding="utf-8")
-    return build_manifests(
+    objects = build_manifests(
         RulesDocument.parse(text, "rules"), DeploySettings.model_validate(section)
     )
+    for obj in objects:
+        obj["metadata"].setdefault("annotations", {})[PATCH_FORCE] = "true"
+    return objects
 
 
 def test_declares_exactly_the_builders_objects_with_their_inputs(stack: str) -> None:
@@ -69,6 +74,21 @@ def test_declares_exactly_the_builders_objects_with_their_inputs(stack: str) -> 
     assert declared.keys() == expected.keys()
     for key, inputs in declared.items():
         assert inputs == expected[key], key  # Pulumi's numbers are floats: 2.0 == 2
+
+
+def test_every_object_takes_back_what_a_hand_edit_changed(stack: str) -> None:
+    """`kubectl scale` of the Deployment made the next `pulumi preview` fail on a server-side
+    apply conflict (the real engine, tests/e2e/test_pulumi_stack.py): every object is applied
+    with force, and the builder's own annotations stay."""
+    run = run_program(_config(stack), stack=stack)
+
+    assert run.error is None
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in _expected(stack)}
+    for r in _kubernetes(run):
+        annotations = r.inputs["metadata"]["annotations"]
+        assert annotations[PATCH_FORCE] == "true", r.name
+        key = (r.inputs["kind"], r.inputs["metadata"]["name"])
+        assert annotations == expected[key]["metadata"]["annotations"], key
 
 
 def test_every_object_is_a_child_of_the_component(stack: str) -> None:
