@@ -109,7 +109,7 @@ def tools() -> PulumiTools:
 def project_venv() -> Path:
     """The venv Pulumi.yaml names (`runtime.options.virtualenv`, relative to the project)."""
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text(encoding="utf-8"))
-    return REPO / project["runtime"]["options"]["virtualenv"]
+    return REPO / str(project["runtime"]["options"]["virtualenv"])
 
 
 @dataclass
@@ -172,11 +172,6 @@ def changes(plan: dict[str, Any]) -> dict[str, str]:
         for step in plan.get("steps", [])
         if step["op"] != "same"
     }
-
-
-def named(resources: list[dict[str, Any]], typ: str) -> dict[str, Any]:
-    [resource] = [r for r in resources if r["type"] == typ]
-    return resource
 
 
 # --- the stack's rules and config ------------------------------------------------------------
@@ -301,7 +296,7 @@ def stack(tools: PulumiTools, tmp_path: Path, unique_name: str) -> Stack:
 
 def exists(plane: LocalControlPlane, obj: dict[str, Any]) -> bool:
     """Whether the API server has the object (found by apiVersion, kind, name, namespace)."""
-    resource = DynamicClient(plane.client).resources.get(
+    resource = DynamicClient(plane.client).resources.get(  # type: ignore[no-untyped-call]
         api_version=obj["apiVersion"], kind=obj["kind"]
     )
     meta = obj["metadata"]
@@ -321,22 +316,24 @@ class NodeVersions:
         self.seen: list[tuple[str, str, set[tuple[str, str]]]] = []
         self.error: BaseException | None = None
         self._stopped = threading.Event()
-        self._watch = watch.Watch()
-        version = core.list_node(label_selector=self.selector).metadata.resource_version
+        self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+        listed = core.api_client.sanitize_for_serialization(
+            core.list_node(label_selector=self.selector)
+        )
+        version = listed["metadata"]["resourceVersion"]
         self._thread = threading.Thread(target=self._run, args=(version,), daemon=True)
         self._thread.start()
 
     def _run(self, version: str) -> None:
         try:
-            for event in self._watch.stream(
+            for event in self._watch.stream(  # type: ignore[no-untyped-call]
                 self.core.list_node,
                 label_selector=self.selector,
                 resource_version=version,
                 timeout_seconds=int(WITHIN),
             ):
-                node = event["object"]
-                taints = {(t.key, t.effect) for t in (node.spec.taints or [])}
-                self.seen.append((event["type"], node.metadata.name, taints))
+                node = event["raw_object"]
+                self.seen.append((event["type"], node["metadata"]["name"], taint_keys(node)))
         # Reported by `versions()` unless the test had stopped listening (the control plane
         # goes away at teardown under an open watch).
         except Exception as error:
@@ -349,7 +346,7 @@ class NodeVersions:
 
     def stop(self) -> None:
         self._stopped.set()
-        self._watch.stop()
+        self._watch.stop()  # type: ignore[no-untyped-call]
 
 
 # --- the story -----------------------------------------------------------------------------------
@@ -382,12 +379,23 @@ class Story:
     def mark(self, step: str) -> None:
         self.marks[step] = time.monotonic()
 
-    def deployment(self) -> k8s_client.V1Deployment:
-        return self.apps.read_namespaced_deployment(self.names.reconciler, self.names.namespace)
+    def raw(self, obj: object) -> Any:
+        """A client model as the API's JSON (camelCase keys), typed loosely as tests read it."""
+        return self.plane.client.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
 
-    def pool_nodes(self) -> list[k8s_client.V1Node]:
+    def deployment(self) -> dict[str, Any]:
+        names = self.names
+        raw: dict[str, Any] = self.raw(
+            self.apps.read_namespaced_deployment(names.reconciler, names.namespace)
+        )
+        return raw
+
+    def pool_nodes(self) -> list[dict[str, Any]]:
         selector = f"karpenter.sh/nodepool={self.names.pool}"
-        return list(self.core.list_node(label_selector=selector).items)
+        nodes: list[dict[str, Any]] = self.raw(self.core.list_node(label_selector=selector))[
+            "items"
+        ]
+        return nodes
 
 
 RECONCILER_KINDS = [
@@ -470,14 +478,18 @@ def step_a_up_creates_the_nodepool_and_the_reconciler(story: Story) -> None:
     missing = [o for o in story.objects if not exists(story.plane, o)]
     assert missing == [], f"recorded by the stack but not in the cluster: {missing}"
     custom = k8s_client.CustomObjectsApi(story.plane.client)
-    nodepool = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", names.pool)
+    nodepool: dict[str, Any] = custom.get_cluster_custom_object(  # type: ignore[assignment]
+        "karpenter.sh", "v1", "nodepools", names.pool
+    )
     template = nodepool["spec"]["template"]
     assert template["spec"]["startupTaints"] == [
         {"key": GATE_KEY, "value": "wait", "effect": "NoSchedule"}
     ]
     assert template["metadata"]["labels"][POOL_LABEL] == names.pool
     deployment = story.deployment()
-    assert deployment.status.ready_replicas == deployment.spec.replicas, "rollout not awaited"
+    assert deployment["status"].get("readyReplicas") == deployment["spec"]["replicas"], (
+        "rollout not awaited"
+    )
     story.mark("a. up")
 
 
@@ -492,8 +504,8 @@ def step_b_karpenter_launches_a_node_born_gated(story: Story) -> None:
 
     def registered() -> str | None:
         for node in story.pool_nodes():
-            if UNREGISTERED not in {(t.key, t.effect) for t in node.spec.taints or []}:
-                return str(node.metadata.name)
+            if UNREGISTERED not in taint_keys(node):
+                return str(node["metadata"]["name"])
         return None
 
     story.node = wait_until(registered, WITHIN, "Karpenter launched and registered a node")
@@ -514,19 +526,23 @@ def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
     as the kubelet resolves it for one of its pods, its ServiceAccount's token."""
     names, core = story.names, story.core
     deployment = story.deployment()
-    container = deployment.spec.template.spec.containers[0]
-    args = [a for a in container.args if not a.startswith("--http-port")]
+    pod_spec = deployment["spec"]["template"]["spec"]
+    container = pod_spec["containers"][0]
+    args = [a for a in container["args"] if not a.startswith("--http-port")]
     [rules_ref] = [a.split("=", 1)[1] for a in args if a.startswith("--rules-configmap=")]
     namespace, configmap = rules_ref.split("/")
-    deployed = core.read_namespaced_config_map(configmap, namespace).data
+    deployed = story.raw(core.read_namespaced_config_map(configmap, namespace))["data"]
     assert yaml.safe_load(deployed["rules.yaml"]) == rules(names, team_taint=False)
-    pods = core.list_namespaced_pod(names.namespace, label_selector=_selector(deployment)).items
-    pod = next(p for p in pods if p.spec.node_name == names.system_node)
-    account = deployment.spec.template.spec.service_account_name
-    token = service_account_token(core, names.namespace, account)
+    labels = deployment["spec"]["selector"]["matchLabels"]
+    selector = ",".join(f"{key}={value}" for key, value in labels.items())
+    pods = story.raw(core.list_namespaced_pod(names.namespace, label_selector=selector))["items"]
+    pod = next(p for p in pods if p["spec"].get("nodeName") == names.system_node)
+    token = service_account_token(core, names.namespace, pod_spec["serviceAccountName"])
     kubeconfig = service_account_kubeconfig(story.plane, token, story.tmp_path / "sa-kubeconfig")
     story.reconciler = story.cleanup.enter_context(
-        running_reconciler(kubeconfig, story.tmp_path, *args, env=_downward_env(container.env, pod))
+        running_reconciler(
+            kubeconfig, story.tmp_path, *args, env=_downward_env(container["env"], pod)
+        )
     )
     wait_until(lambda: GATE not in taints_of(core, story.node), WITHIN, "the gate lifted")
     wait_until(lambda: _bound(core, names.workload), WITHIN, "the workload bound")
@@ -545,13 +561,9 @@ def step_d_a_rules_edit_previews_as_the_configmap_and_is_applied(story: Story) -
     assert TEAM_TAINT not in taints_of(core, story.node), "tainted before the edit was deployed"
     stack.up()
     for node in (story.node, names.system_node):
-        wait_until(
-            lambda n=node: TEAM_TAINT in taints_of(core, n),
-            WITHIN,
-            f"the edited rules' taint on {node}",
-        )
+        _wait_for_taint(core, node, TEAM_TAINT)
     after = story.deployment()
-    assert after.metadata.generation == before.metadata.generation, "the Deployment rolled"
+    assert after["metadata"]["generation"] == before["metadata"]["generation"], "it rolled"
     assert story.reconciler is not None
     assert story.reconciler.metric("nodegate_errors_total") == 0
     refused = [line for line in story.reconciler.logs().splitlines() if "Forbidden" in line]
@@ -563,7 +575,7 @@ def step_e_a_hand_edit_shows_in_refresh(story: Story) -> None:
     """`kubectl scale` of the reconciler: refresh records it, and the next preview plans to
     take it back (with the stack's force: without it, the preview failed on the conflict)."""
     names, stack = story.names, story.stack
-    replicas = story.deployment().spec.replicas
+    replicas: int = story.deployment()["spec"]["replicas"]
     story.apps.patch_namespaced_deployment_scale(
         names.reconciler, names.namespace, {"spec": {"replicas": replicas + 1}}
     )
@@ -620,24 +632,29 @@ def _workload(names: Names) -> dict[str, Any]:
 
 def _bound(core: k8s_client.CoreV1Api, app: str) -> bool:
     pods = core.list_namespaced_pod("default", label_selector=f"app={app}").items
-    return bool(pods) and all(p.spec.node_name for p in pods)
+    return bool(pods) and all(p.spec is not None and p.spec.node_name for p in pods)
 
 
-def _selector(deployment: k8s_client.V1Deployment) -> str:
-    return ",".join(f"{k}={v}" for k, v in deployment.spec.selector.match_labels.items())
+def _wait_for_taint(core: k8s_client.CoreV1Api, node: str, taint: tuple[str, str]) -> None:
+    wait_until(lambda: taint in taints_of(core, node), WITHIN, f"{taint} on {node}")
 
 
-def _downward_env(env: list[k8s_client.V1EnvVar], pod: k8s_client.V1Pod) -> dict[str, str]:
+def taint_keys(node: dict[str, Any]) -> set[tuple[str, str]]:
+    """(key, effect) of each taint of a Node as the API's JSON."""
+    return {(t["key"], t["effect"]) for t in node["spec"].get("taints") or []}
+
+
+def _downward_env(env: list[dict[str, Any]], pod: dict[str, Any]) -> dict[str, str]:
     """The container's environment as the kubelet resolves it for `pod` (values and the
     downward API's metadata fields; anything else is not expected)."""
     resolved = {}
-    for var in env or []:
-        if var.value is not None:
-            resolved[var.name] = var.value
+    for var in env:
+        if "value" in var:
+            resolved[var["name"]] = str(var["value"])
             continue
-        path = var.value_from.field_ref.field_path
+        path = var["valueFrom"]["fieldRef"]["fieldPath"]
         assert path in ("metadata.name", "metadata.namespace"), path
-        resolved[var.name] = getattr(pod.metadata, path.split(".")[1])
+        resolved[var["name"]] = str(pod["metadata"][path.split(".")[1]])
     return resolved
 
 
