@@ -49,6 +49,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
+from nodegate.core.objects.installation import RULES_KEY
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS, LocalKarpenter
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
@@ -531,8 +532,6 @@ def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
     args = [a for a in container["args"] if not a.startswith("--http-port")]
     [rules_ref] = [a.split("=", 1)[1] for a in args if a.startswith("--rules-configmap=")]
     namespace, configmap = rules_ref.split("/")
-    deployed = story.raw(core.read_namespaced_config_map(configmap, namespace))["data"]
-    assert yaml.safe_load(deployed["rules.yaml"]) == rules(names, team_taint=False)
     labels = deployment["spec"]["selector"]["matchLabels"]
     selector = ",".join(f"{key}={value}" for key, value in labels.items())
     pods = story.raw(core.list_namespaced_pod(names.namespace, label_selector=selector))["items"]
@@ -546,6 +545,10 @@ def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
     )
     wait_until(lambda: GATE not in taints_of(core, story.node), WITHIN, "the gate lifted")
     wait_until(lambda: _bound(core, names.workload), WITHIN, "the workload bound")
+    deployed = story.raw(core.read_namespaced_config_map(configmap, namespace))["data"]
+    assert {key: yaml.safe_load(text) for key, text in deployed.items()} == {
+        RULES_KEY: rules(names, team_taint=False)
+    }
     story.mark("c. gate lifted")
 
 
