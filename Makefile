@@ -98,10 +98,12 @@ karpenter: setup
 pulumi-tools: setup
 	$(BIN)/python -m nodegate.localcluster.pulumi_tools
 
-# `pulumi up` and `pulumi destroy` with those tools on a local control plane
-# (tests/e2e/test_pulumi_engine.py, marker `pulumi`; left out (deselected) unless `-m pulumi` selects it).
-e2e-pulumi: controlplane pulumi-tools
-	$(BIN)/pytest -m pulumi tests/e2e/test_pulumi_engine.py
+# `pulumi up` and `pulumi destroy` with those tools on a local control plane: a small program
+# (tests/e2e/test_pulumi_engine.py) and this project's own stack of the reconciler and a Karpenter
+# pool (tests/e2e/test_pulumi_stack.py); marker `pulumi`, left out (deselected) unless `-m pulumi`
+# selects it.
+e2e-pulumi: controlplane karpenter pulumi-tools
+	$(BIN)/pytest -m pulumi tests/e2e/test_pulumi_engine.py tests/e2e/test_pulumi_stack.py
 
 image: setup
 	$(BIN)/python -m nodegate.image.build
