@@ -210,8 +210,3 @@ def pulumi_home(version: str = PULUMI_VERSION) -> Path:
     """The `PULUMI_HOME` the tests run the engine with: its plugins (the Kubernetes provider,
     installed from the cached binary) and credentials stay in the cache, never in ~/.pulumi."""
     return pulumi_root(version) / "home"
-
-
-def pulumi_program_venv(version: str = PULUMI_VERSION) -> Path:
-    """The venv real-engine programs run in (the PyPI SDKs pinned to the provider's release)."""
-    return pulumi_root(version) / "program-venv"

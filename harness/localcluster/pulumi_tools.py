@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -276,20 +274,26 @@ def _writable_copy(source: Path, target: Path) -> None:
 # --- running them -------------------------------------------------------------------------
 
 
-def pulumi_environment(tools: PulumiTools, home: Path | None = None) -> dict[str, str]:
+def pulumi_environment(
+    tools: PulumiTools, home: Path | None = None, venv: Path | None = None
+) -> dict[str, str]:
     """The environment the engine runs with: offline (no update check, no plugin downloads),
-    `PULUMI_HOME` in the cache, the engine and the Python host first on PATH. The backend
-    (`pulumi login file://...`), `PULUMI_CONFIG_PASSPHRASE` and the program's venv are the
-    caller's."""
+    `PULUMI_HOME` in the cache, the engine and the Python host first on PATH, and `venv` (the
+    project's `.venv`, whose pulumi-kubernetes is pinned to the provider's release) activated:
+    the host built here (v3.68.0) predates the engine's handing of Pulumi.yaml's
+    `runtime.options` to hosts, so it finds the venv as a user's shell would. The backend
+    (`pulumi login file://...`) and `PULUMI_CONFIG_PASSPHRASE` are the caller's."""
     env = dict(os.environ)
+    first = [str(tools.engine.parent), str(tools.language_host_dir)]
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+        first.append(str(venv / "bin"))
     env.update(
         {
             "PULUMI_HOME": str(home or paths.pulumi_home()),
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-            "PATH": os.pathsep.join(
-                [str(tools.engine.parent), str(tools.language_host_dir), env.get("PATH", "")]
-            ),
+            "PATH": os.pathsep.join([*first, env.get("PATH", "")]),
         }
     )
     return env
@@ -330,49 +334,6 @@ def install_kubernetes_plugin(tools: PulumiTools, home: Path | None = None) -> P
                 check=True,
             )
     return plugin
-
-
-PULUMI_PYPI_VERSION = "3.272.0"
-"""The Python SDK programs run with: the newest `pulumi` on PyPI (the engine's v3.274.1 is not
-published there); the engine speaks the same protocol to any 3.x SDK."""
-PROGRAM_REQUIREMENTS = (
-    f"pulumi=={PULUMI_PYPI_VERSION}",
-    f"pulumi-kubernetes=={PULUMI_KUBERNETES_RELEASE}",
-)
-"""What a program's venv holds: the Kubernetes SDK at exactly the provider's release, since the
-SDK asks the engine for that plugin version and automatic plugin downloads are off."""
-
-
-def program_venv_is_ready(venv: Path | None = None) -> bool:
-    directory = venv or paths.pulumi_program_venv()
-    return _is_stamped(directory, {"requirements": " ".join(PROGRAM_REQUIREMENTS)}, ())
-
-
-def ensure_program_venv(say: Say | None = None) -> Path:
-    """A venv with PROGRAM_REQUIREMENTS from PyPI, for programs the real engine runs (the
-    project's own .venv holds the newer pulumi-kubernetes the mock tests use). Built in place,
-    stamped last (a venv does not survive a rename); a venv without its stamp is made anew."""
-    venv = paths.pulumi_program_venv()
-    if program_venv_is_ready(venv):
-        return venv
-    out: Say = say or _print_flushed
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(venv.parent):
-        if not program_venv_is_ready(venv):
-            shutil.rmtree(venv, ignore_errors=True)
-            out(f"- program venv: {' '.join(PROGRAM_REQUIREMENTS)} from PyPI into {venv}")
-            started = time.monotonic()
-            for command in (
-                [sys.executable, "-m", "venv", str(venv)],
-                [str(venv / "bin" / "pip"), "install", "--quiet", *PROGRAM_REQUIREMENTS],
-            ):
-                subprocess.run(command, stdin=subprocess.DEVNULL, check=True)
-            (venv / paths.STAMP_NAME).write_text(
-                json.dumps({"requirements": " ".join(PROGRAM_REQUIREMENTS)}, indent=2) + "\n",
-                encoding="utf-8",
-            )
-            out(f"- program venv: done in {time.monotonic() - started:.0f}s")
-    return venv
 
 
 def main(argv: list[str] | None = None) -> int:

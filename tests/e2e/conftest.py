@@ -27,9 +27,7 @@ from nodegate.localcluster.build import (
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
 from nodegate.localcluster.pulumi_tools import (
-    ensure_program_venv,
     ensure_pulumi_built,
-    program_venv_is_ready,
     pulumi_is_built,
 )
 from tests.e2e.support.lease_params import keep_lease_params_watched
@@ -105,11 +103,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # The Pulumi engine, host and provider only for the real-engine tier (marker `pulumi`,
         # opt-in: see `_pulumi_selected`).
         engines = any(item.get_closest_marker("pulumi") for item in session.items)
-        if engines and _pulumi_selected(session.config):
-            if not pulumi_is_built():
-                ensure_pulumi_built()
-            if not program_venv_is_ready():
-                ensure_program_venv()
+        if engines and _pulumi_selected(session.config) and not pulumi_is_built():
+            ensure_pulumi_built()
     except Exception as error:  # reported by every e2e fixture instead of aborting the run
         session.config.stash[_BUILD_ERROR] = str(error)
 

@@ -4,16 +4,15 @@ through the Python language host and the Kubernetes provider, against a local co
 Every Pulumi test elsewhere runs under `pulumi.runtime.set_mocks`; this one proves the tools the
 real-engine tier needs (issue 48) work here, offline: the engine, host and provider are built
 from their Go modules (`make pulumi-tools`), the provider is installed as a plugin into a
-`PULUMI_HOME` in the cache, the state lives in a `file://` backend, and the program's venv holds
-the PyPI SDKs pinned to the provider's release. Each step asserts on the cluster, not on
-Pulumi's output. Opt-in (marker `pulumi`, `make e2e-pulumi`): the tools take 10 to 36 minutes
-to build cold on 2 cores.
+`PULUMI_HOME` in the cache, the state lives in a `file://` backend, and the program runs in the
+project's `.venv`, whose pulumi-kubernetes is pinned to the provider's release. Each step
+asserts on the cluster, not on Pulumi's output. Opt-in (marker `pulumi`, `make e2e-pulumi`):
+the tools take 10 to 36 minutes to build cold on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,13 +25,13 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.localcluster.pulumi_tools import (
     PulumiTools,
-    ensure_program_venv,
     ensure_pulumi_built,
     install_kubernetes_plugin,
     pulumi_environment,
 )
 from nodegate.localcluster.versions import PULUMI_KUBERNETES_RELEASE, PULUMI_VERSION
 from tests.e2e.conftest import run_control_plane
+from tests.e2e.support.pulumi_project import project_venv
 
 pytestmark = [pytest.mark.pulumi, pytest.mark.timeout(600)]
 
@@ -86,7 +85,6 @@ def _pulumi(
 def test_pulumi_up_creates_and_destroy_removes_a_namespace_and_configmap(
     plane: LocalControlPlane, tools: PulumiTools, unique_name: str, tmp_path: Path
 ) -> None:
-    venv = ensure_program_venv()
     backend = tmp_path / "state"
     backend.mkdir()
     project = tmp_path / "project"
@@ -95,14 +93,12 @@ def test_pulumi_up_creates_and_destroy_removes_a_namespace_and_configmap(
         "name: nodegate-e2e-engine\nruntime: python\n", encoding="utf-8"
     )
     (project / "__main__.py").write_text(PROGRAM, encoding="utf-8")
-    env = pulumi_environment(tools)
+    env = pulumi_environment(tools, venv=project_venv())
     env.update(
         {
             "PULUMI_BACKEND_URL": f"file://{backend}",
             "PULUMI_CONFIG_PASSPHRASE": "nodegate-e2e",
             "KUBECONFIG": str(plane.kubeconfig_path),
-            "VIRTUAL_ENV": str(venv),
-            "PATH": f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
         }
     )
 

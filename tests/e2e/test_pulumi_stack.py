@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import subprocess
 import textwrap
 import threading
@@ -60,13 +59,13 @@ from nodegate.localcluster.pulumi_tools import (
     pulumi_environment,
 )
 from tests.e2e.conftest import run_control_plane
+from tests.e2e.support.pulumi_project import REPO, project_venv
 from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.e2e.support.shipped_manifests import service_account_kubeconfig, service_account_token
 
 pytestmark = [pytest.mark.pulumi, pytest.mark.karpenter, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parents[2]
 GATE_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/net-init"
 GATE = (GATE_KEY, "NoSchedule")
 UNREGISTERED = ("karpenter.sh/unregistered", "NoExecute")
@@ -105,12 +104,6 @@ def tools() -> PulumiTools:
     built = ensure_pulumi_built()
     install_kubernetes_plugin(built)
     return built
-
-
-def project_venv() -> Path:
-    """The venv Pulumi.yaml names (`runtime.options.virtualenv`, relative to the project)."""
-    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text(encoding="utf-8"))
-    return REPO / str(project["runtime"]["options"]["virtualenv"])
 
 
 @dataclass
@@ -268,16 +261,13 @@ def stack(tools: PulumiTools, tmp_path: Path, unique_name: str) -> Stack:
     backend.mkdir()
     init.mkdir()
     (init / "Pulumi.yaml").write_bytes((REPO / "Pulumi.yaml").read_bytes())
-    venv = project_venv()
-    env = pulumi_environment(tools)
+    env = pulumi_environment(tools, venv=project_venv())
     env.update(
         {
             "PULUMI_BACKEND_URL": f"file://{backend}",
             "PULUMI_CONFIG_PASSPHRASE": "nodegate-e2e",
             # Nothing ambient: the program must reach the cluster the stack config names.
             "KUBECONFIG": str(tmp_path / "no-ambient-kubeconfig"),
-            "VIRTUAL_ENV": str(venv),
-            "PATH": f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
         }
     )
     name = f"e2e-{unique_name[-6:]}"

@@ -4,6 +4,8 @@ engine's wrapper module, and the provider's go.mod without its local replace."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import tomllib
 from pathlib import Path
 
 from nodegate.localcluster import build, gomodule, paths, pulumi_tools
@@ -14,6 +16,7 @@ from nodegate.localcluster.versions import (
     PULUMI_VERSION,
 )
 
+REPO = Path(__file__).resolve().parents[3]
 CLIPBOARD = "github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
 PKG_GOMOD = f"""\
 module github.com/pulumi/pulumi/pkg/v3
@@ -79,8 +82,14 @@ def test_the_python_host_is_not_built_without_its_exec_script(empty_cache: Path)
     assert not pulumi_tools.python_host_is_built()
 
 
-def test_the_program_venv_pins_the_kubernetes_sdk_to_the_provider_release() -> None:
-    assert f"pulumi-kubernetes=={PULUMI_KUBERNETES_RELEASE}" in pulumi_tools.PROGRAM_REQUIREMENTS
+def test_the_project_pins_the_kubernetes_sdk_to_the_provider_release() -> None:
+    """The SDK asks the engine for the plugin of its own version: what `pip install
+    nodegate[infra]` brings is the release the real-engine tier builds and runs, and so is
+    what `.venv` holds (a stale venv fails here, not as a missing plugin)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    infra = project["project"]["optional-dependencies"]["infra"]
+    assert f"pulumi-kubernetes=={PULUMI_KUBERNETES_RELEASE}" in infra
+    assert importlib.metadata.version("pulumi_kubernetes") == PULUMI_KUBERNETES_RELEASE
     assert pulumi_tools.kubernetes_plugin_dir(Path("/home")) == Path(
         f"/home/plugins/resource-kubernetes-v{PULUMI_KUBERNETES_RELEASE}"
     )
