@@ -17,11 +17,12 @@ a. `pulumi up` creates the Karpenter NodePool and every reconciler object;
 b. Karpenter launches a node for a pending pod, and no version of that Node is without the
    rules' startup gate (or Karpenter's own unregistered taint before it);
 c. the reconciler, run from the deployed Deployment's args and env under its ServiceAccount,
-   on the deployed rules ConfigMap, lifts the gate;
+   on the deployed rules ConfigMap, lifts the gate, and fills the Node admission webhook's
+   Secret and caBundle;
 d. a rules edit in the stack config previews as an update of the rules ConfigMap alone, and
-   after `pulumi up` the running reconciler applies it;
+   after `pulumi up` the running reconciler applies it (what it wrote for the webhook stays);
 e. a hand edit of the Deployment shows in `pulumi refresh` (the state records it, and the next
-   preview plans to put it back);
+   preview plans to put it back, and nothing else);
 f. `pulumi destroy` removes every object the stack made; the taints the reconciler put on nodes
    stay (docs/infra.md, "Destroying a stack"), and Karpenter terminates its NodePool's nodes.
 """
@@ -247,6 +248,9 @@ def stack_config(names: Names, plane: LocalControlPlane, *, team_taint: bool) ->
             "name": names.reconciler,
             # On this test's system node: Karpenter launches nothing for the reconciler.
             "nodeSelector": {ROLE_LABEL: names.suffix},
+            # The Node admission webhook: the reconciler fills its Secret and the
+            # configuration's caBundle at run time, which the stack must leave alone.
+            "webhook": {},
             "kubeconfig": str(plane.kubeconfig_path),
         },
     }
@@ -358,6 +362,10 @@ class Story:
     node: str = ""
     """The node Karpenter launched."""
     reconciler: ReconcilerProcess | None = None
+    webhook: tuple[str, str] = ("", "")
+    """The webhook's Secret and MutatingWebhookConfiguration, as its Deployment names them."""
+    webhook_state: tuple[Any, Any] = (None, None)
+    """The webhook Secret's data and the configuration's caBundle the reconciler wrote."""
 
     @property
     def core(self) -> k8s_client.CoreV1Api:
@@ -394,10 +402,13 @@ RECONCILER_KINDS = [
     "ClusterRoleBinding",
     "ConfigMap",
     "Deployment",
+    "MutatingWebhookConfiguration",
     "Namespace",
     "PodDisruptionBudget",
     "Role",
     "RoleBinding",
+    "Secret",
+    "Service",
     "Service",
     "ServiceAccount",
     "ValidatingAdmissionPolicy",
@@ -513,13 +524,14 @@ def step_b_karpenter_launches_a_node_born_gated(story: Story) -> None:
 
 
 def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
-    """Its container's args as deployed (`--http-port` aside: port 0 outside a pod), its env
-    as the kubelet resolves it for one of its pods, its ServiceAccount's token."""
+    """Its container's args as deployed (the ports aside: 0, a free one, outside a pod), its
+    env as the kubelet resolves it for one of its pods, its ServiceAccount's token."""
     names, core = story.names, story.core
     deployment = story.deployment()
     pod_spec = deployment["spec"]["template"]["spec"]
     container = pod_spec["containers"][0]
     args = [a for a in container["args"] if not a.startswith("--http-port")]
+    args = ["--webhook-port=0" if a.startswith("--webhook-port=") else a for a in args]
     [rules_ref] = [a.split("=", 1)[1] for a in args if a.startswith("--rules-configmap=")]
     namespace, configmap = rules_ref.split("/")
     labels = deployment["spec"]["selector"]["matchLabels"]
@@ -535,6 +547,19 @@ def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
     )
     wait_until(lambda: GATE not in taints_of(core, story.node), WITHIN, "the gate lifted")
     wait_until(lambda: _bound(core, names.workload), WITHIN, "the workload bound")
+    # The webhook's certificates, made and trusted by the reconciler under the deployed RBAC.
+    secret = _argument(args, "--webhook-tls-secret")
+    configuration = _argument(args, "--webhook-configuration")
+    admission = k8s_client.AdmissionregistrationV1Api(story.plane.client)
+
+    def trusted() -> bool:
+        webhook = story.raw(admission.read_mutating_webhook_configuration(configuration))
+        data = story.raw(core.read_namespaced_secret(secret, names.namespace)).get("data")
+        return bool(data) and bool(webhook["webhooks"][0]["clientConfig"].get("caBundle"))
+
+    wait_until(trusted, WITHIN, "the webhook's Secret and caBundle filled by the reconciler")
+    story.webhook = (secret, configuration)
+    story.webhook_state = _webhook_state(story)
     deployed = story.raw(core.read_namespaced_config_map(configmap, namespace))["data"]
     assert {key: yaml.safe_load(text) for key, text in deployed.items()} == {
         RULES_KEY: rules(names, team_taint=False)
@@ -557,6 +582,7 @@ def step_d_a_rules_edit_previews_as_the_configmap_and_is_applied(story: Story) -
         _wait_for_taint(core, node, TEAM_TAINT)
     after = story.deployment()
     assert after["metadata"]["generation"] == before["metadata"]["generation"], "it rolled"
+    assert _webhook_state(story) == story.webhook_state, "`up` took what the reconciler wrote"
     assert story.reconciler is not None
     assert story.reconciler.metric("nodegate_errors_total") == 0
     refused = [line for line in story.reconciler.logs().splitlines() if "Forbidden" in line]
@@ -579,6 +605,7 @@ def step_e_a_hand_edit_shows_in_refresh(story: Story) -> None:
     assert changes(plan) == {f"reconciler-deployment-{names.reconciler}": "update"}
     [step] = [s for s in plan["steps"] if s["op"] == "update"]
     assert set(step["detailedDiff"]) == {"spec.replicas"}, step["detailedDiff"]
+    assert _webhook_state(story) == story.webhook_state
     story.mark("e. refresh")
 
 
@@ -626,6 +653,20 @@ def _workload(names: Names) -> dict[str, Any]:
 def _bound(core: k8s_client.CoreV1Api, app: str) -> bool:
     pods = core.list_namespaced_pod("default", label_selector=f"app={app}").items
     return bool(pods) and all(p.spec is not None and p.spec.node_name for p in pods)
+
+
+def _argument(args: list[str], flag: str) -> str:
+    [value] = [a.split("=", 1)[1] for a in args if a.startswith(f"{flag}=")]
+    return value
+
+
+def _webhook_state(story: Story) -> tuple[Any, Any]:
+    """The webhook Secret's data and the configuration's caBundle, as they are now."""
+    secret, configuration = story.webhook
+    admission = k8s_client.AdmissionregistrationV1Api(story.plane.client)
+    webhook = story.raw(admission.read_mutating_webhook_configuration(configuration))
+    data = story.raw(story.core.read_namespaced_secret(secret, story.names.namespace)).get("data")
+    return data, webhook["webhooks"][0]["clientConfig"].get("caBundle")
 
 
 def _wait_for_taint(core: k8s_client.CoreV1Api, node: str, taint: tuple[str, str]) -> None:
