@@ -94,16 +94,15 @@ karpenter: setup
 
 # The real Pulumi engine (v3.274.1), its Python language host and the Kubernetes provider, each
 # from its Go module under a stamp of its own in ~/.cache/nodegate (a no-op when cached; cold,
-# 10 to 36 minutes on 2 cores and over 4 GB of memory for the provider). Not part of `make test`.
+# 10 to 36 minutes on 2 cores and over 4 GB of memory for the provider). A phase of `make test`.
 pulumi-tools: setup
 	$(BIN)/python -m nodegate.localcluster.pulumi_tools
 
 # `pulumi up` and `pulumi destroy` with those tools on a local control plane: a small program
 # (tests/e2e/test_pulumi_engine.py) and this project's own stack of the reconciler and a Karpenter
-# pool (tests/e2e/test_pulumi_stack.py); marker `pulumi`, left out (deselected) unless `-m pulumi`
-# selects it.
+# pool (tests/e2e/test_pulumi_stack.py); marker `pulumi`, also run by `make test`.
 e2e-pulumi: controlplane karpenter pulumi-tools
-	$(BIN)/pytest -m pulumi tests/e2e/test_pulumi_engine.py tests/e2e/test_pulumi_stack.py
+	$(BIN)/pytest -m pulumi tests/e2e
 
 image: setup
 	$(BIN)/python -m nodegate.image.build

@@ -64,6 +64,7 @@ def suite(bin_dir: Path) -> tuple[Phase, ...]:
         Phase("tools: promtool", _make("promtool")),
         Phase("tools: helm, helm-unittest, ct", _make("helm")),
         Phase("tools: karpenter", _make("karpenter")),
+        Phase("tools: pulumi engine, python host, kubernetes provider", _make("pulumi-tools")),
         Phase("image", _make("image")),
         _tier("unit, fuzz, pulumi", ("tests/unit", "tests/fuzz", "tests/pulumi"), bin_dir, cores),
         _tier(

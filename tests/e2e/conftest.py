@@ -64,20 +64,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
-    if not _pulumi_selected(config):
-        # Left out, not skipped: the real-engine tier runs only when `-m` names it (`make
-        # e2e-pulumi`), its tools taking 10 to 36 minutes to build cold on 2 cores; issue 48
-        # stays open until `make test` has the time budget for it.
-        engine = [item for item in items if item.get_closest_marker("pulumi")]
-        if engine:
-            config.hook.pytest_deselected(items=engine)
-            items[:] = [item for item in items if not item.get_closest_marker("pulumi")]
-
-
-def _pulumi_selected(config: pytest.Config) -> bool:
-    """True when the run's `-m` expression names the `pulumi` marker: the real-engine tier is
-    opt-in until `make test` has the time budget for it."""
-    return "pulumi" in (config.option.markexpr or "")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -100,10 +86,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         kubelets = any(item.get_closest_marker("kubelet") for item in session.items)
         if kubelets and not kubelet_is_built():
             ensure_kubelet_built()
-        # The Pulumi engine, host and provider only for the real-engine tier (marker `pulumi`,
-        # opt-in: see `_pulumi_selected`).
+        # The Pulumi engine, host and provider only for the real-engine tier (marker `pulumi`).
         engines = any(item.get_closest_marker("pulumi") for item in session.items)
-        if engines and _pulumi_selected(session.config) and not pulumi_is_built():
+        if engines and not pulumi_is_built():
             ensure_pulumi_built()
     except Exception as error:  # reported by every e2e fixture instead of aborting the run
         session.config.stash[_BUILD_ERROR] = str(error)

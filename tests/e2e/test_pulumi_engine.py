@@ -6,8 +6,9 @@ real-engine tier needs (issue 48) work here, offline: the engine, host and provi
 from their Go modules (`make pulumi-tools`), the provider is installed as a plugin into a
 `PULUMI_HOME` in the cache, the state lives in a `file://` backend, and the program runs in the
 project's `.venv`, whose pulumi-kubernetes is pinned to the provider's release. Each step
-asserts on the cluster, not on Pulumi's output. Opt-in (marker `pulumi`, `make e2e-pulumi`):
-the tools take 10 to 36 minutes to build cold on 2 cores.
+asserts on the cluster, not on Pulumi's output. Marker `pulumi` (`make e2e-pulumi` runs the tier
+alone; `make test` builds the tools in a phase of their own, 10 to 36 minutes cold on 2 cores,
+and runs it).
 """
 
 from __future__ import annotations

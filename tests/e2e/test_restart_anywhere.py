@@ -48,7 +48,11 @@ from tests.e2e.support.reconciler_fixtures import (
     taints_of,
     wait_for_record,
 )
-from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import (
+    START_SECONDS,
+    ReconcilerProcess,
+    running_reconciler,
+)
 
 pytestmark = [pytest.mark.restart, pytest.mark.timeout(600)]
 
@@ -167,9 +171,11 @@ class Run:
         return set(taints_of(self.core, self.node(short)))
 
     def wait_taint(self, short: str, taint: tuple[str, str], present: bool) -> None:
+        """A step after a kill waits for the successor to start as well (in CI, 4 workers on 2
+        cores, a start and a Lease takeover once took the whole of TIMEOUT)."""
         wait_until(
             lambda: (taint in self.taints(short)) == present,
-            TIMEOUT,
+            TIMEOUT + START_SECONDS,
             f"{taint} {'on' if present else 'off'} {short}",
         )
 

@@ -27,6 +27,9 @@ from nodegate.reconciler.kit.client import load_api_client
 __all__ = ["ReconcilerProcess", "free_port", "http_get", "metric_total", "running_reconciler"]
 
 _STARTED = '"reconciler starting"'
+START_SECONDS = 30.0
+"""How long a new reconciler process may take to serve and be ready: interpreter start and
+imports take seconds on a loaded 2-core machine, then a Lease a killed leader held expires."""
 _log_numbers = itertools.count()
 
 
@@ -63,7 +66,7 @@ class ReconcilerProcess:
 
     @property
     def port(self) -> int:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_SECONDS
         while self._port is None:
             self._port = self._bound_port()
             if self._port is not None:
@@ -147,7 +150,7 @@ def running_reconciler(
     reconciler = ReconcilerProcess(process, log_path)
     try:
         if wait_ready:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + START_SECONDS
             while not reconciler.is_ready():
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"reconciler not ready:\n{reconciler.logs()[-3000:]}")
