@@ -29,6 +29,7 @@ f. `pulumi destroy` removes every object the stack made; the taints the reconcil
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import subprocess
@@ -564,6 +565,12 @@ def step_c_the_deployed_reconciler_lifts_the_gate(story: Story) -> None:
     assert {key: yaml.safe_load(text) for key, text in deployed.items()} == {
         RULES_KEY: rules(names, team_taint=False)
     }
+    # The stack's output says which rules the cluster runs (docs/infra.md, "Outputs").
+    outputs = json.loads(story.stack.run("stack", "output", "--json").stdout)
+    digest = hashlib.sha256(deployed[RULES_KEY].encode("utf-8")).hexdigest()
+    assert outputs["reconciler"]["rulesSha256"] == digest
+    assert outputs["reconciler"]["namespace"] == names.namespace
+    assert outputs["pools"][names.pool]["startupTaints"] == [f"{GATE_KEY}=wait:NoSchedule"]
     story.mark("c. gate lifted")
 
 
