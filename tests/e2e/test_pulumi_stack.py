@@ -21,8 +21,8 @@ c. the reconciler, run from the deployed Deployment's args and env under its Ser
    Secret and caBundle;
 d. a rules edit in the stack config previews as an update of the rules ConfigMap alone, and
    after `pulumi up` the running reconciler applies it (what it wrote for the webhook stays);
-e. a hand edit of the Deployment shows in `pulumi refresh` (the state records it, and the next
-   preview plans to put it back, and nothing else);
+e. a hand edit of the Deployment shows in `pulumi refresh` (the state records it, the next
+   preview plans to put it back, and nothing else, and `up` does);
 f. `pulumi destroy` removes every object the stack made; the taints the reconciler put on nodes
    stay (docs/infra.md, "Destroying a stack"), and Karpenter terminates its NodePool's nodes.
 """
@@ -598,8 +598,9 @@ def step_d_a_rules_edit_previews_as_the_configmap_and_is_applied(story: Story) -
 
 
 def step_e_a_hand_edit_shows_in_refresh(story: Story) -> None:
-    """`kubectl scale` of the reconciler: refresh records it, and the next preview plans to
-    take it back (with the stack's force: without it, the preview failed on the conflict)."""
+    """`kubectl scale` of the reconciler: refresh records it, the next preview plans to take it
+    back and `up` does (with the stack's force: without it, the preview failed on the
+    conflict)."""
     names, stack = story.names, story.stack
     replicas: int = story.deployment()["spec"]["replicas"]
     story.apps.patch_namespaced_deployment_scale(
@@ -612,6 +613,8 @@ def step_e_a_hand_edit_shows_in_refresh(story: Story) -> None:
     assert changes(plan) == {f"reconciler-deployment-{names.reconciler}": "update"}
     [step] = [s for s in plan["steps"] if s["op"] == "update"]
     assert set(step["detailedDiff"]) == {"spec.replicas"}, step["detailedDiff"]
+    stack.up()  # and takes it back
+    assert story.deployment()["spec"]["replicas"] == replicas
     assert _webhook_state(story) == story.webhook_state
     story.mark("e. refresh")
 
