@@ -9,9 +9,11 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import FrameType
 from typing import NoReturn, TextIO
 
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
@@ -25,6 +27,8 @@ from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.fence_policy import check_server_fence
 from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
+from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
+from nodegate.reconciler.nodes.oci_instances import OciInstanceConditions
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.served_rules import ServedRules
 from nodegate.reconciler.nodes.taint_history import TaintHistory
@@ -112,6 +116,8 @@ class _Parts:
     elector: LeaderElector | None
     check_fence: Callable[[], None] | None
     """Says (log, gauge) whether the API server fences this leader's writes."""
+    oci: Callable[[], Callable[[threading.Event], None]] | None = None
+    """Makes the OCI instance poller (None: not configured); run on the leader only."""
     leading: threading.Event = field(default_factory=threading.Event)
 
 
@@ -164,7 +170,51 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
-    return _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+    parts = _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+    if settings.oci is not None:
+        parts.oci = _oci_poller(settings, writes, recorder, metrics, controller)
+    return parts
+
+
+def _oci_poller(
+    settings: ReconcilerSettings,
+    writes: FencedApi,
+    recorder: QueuedEvents,
+    metrics: Metrics,
+    controller: Controller,
+) -> Callable[[], Callable[[threading.Event], None]]:
+    """The OCI poller's maker: the SDK is loaded, and its client made, when this replica
+    starts to lead (an auth that cannot be set up fails that thread, and /healthz says so)."""
+    oci = settings.oci
+    assert oci is not None
+
+    def nodes() -> list[NodeState] | None:
+        if not controller.informer.synced.is_set():
+            return None
+        return [cached.state for _, cached in controller.informer.items()]
+
+    def make() -> Callable[[threading.Event], None]:
+        client = compute_client(oci)
+        calls = metrics.oci.list_calls
+        lister = ComputeLister(client, oci.page_size, lambda outcome: calls.labels(outcome).inc())
+        poller = OciInstanceConditions(
+            lister,
+            oci.compartments,
+            oci.poll_seconds,
+            writes,
+            recorder,
+            metrics.oci,
+            nodes,
+            lambda: datetime.now(UTC),
+            settings.dry_run,
+        )
+        log.info(
+            "OCI instance conditions on",
+            extra={"compartments": list(oci.compartments), "auth": oci.auth},
+        )
+        return poller.run
+
+    return make
 
 
 def _fenced_writes(
@@ -192,6 +242,13 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
         if parts.check_fence is not None:
             threading.Thread(target=parts.check_fence, name="fence-check", daemon=True).start()
         supervised("controller", parts.controller.run, stop, parts.health)
+        if parts.oci is not None:
+            make = parts.oci
+
+            def poll(stop: threading.Event) -> None:
+                make()(stop)
+
+            supervised("oci", poll, stop, parts.health)
 
     def lose() -> None:
         lost.set()

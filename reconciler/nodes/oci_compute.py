@@ -1,0 +1,142 @@
+"""The one module that speaks to OCI: the `oci` SDK's Compute client, made from the settings'
+auth choice, listing a compartment's instances page by page, its errors mapped to our kinds.
+
+The SDK's own retries and circuit breaker are off (`NoneRetryStrategy`, `NoCircuitBreakerStrategy`):
+a throttled or failing call must come back to the poller at once, to be counted, said once and
+retried with the poller's backoff, not slept on inside the SDK (eight attempts by default) while
+the next poll waits. The SDK is imported when the poller is made, not with the reconciler: a
+reconciler without `--oci-compartment` never loads it (the `oci` extra, which the image has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from nodegate.core.decisions.oci_instances import InstanceRecord
+from nodegate.reconciler.settings import OciSettings
+
+ErrorKind = Literal["auth", "not_found", "throttled", "server", "timeout", "other"]
+
+
+class OciError(Exception):
+    """A ListInstances call failed; `kind` says how (each kind is counted and said once)."""
+
+    def __init__(self, kind: ErrorKind, message: str, request_id: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.request_id = request_id
+
+
+class InstanceLister(Protocol):
+    """What the poller needs from OCI: every instance of one compartment (all pages)."""
+
+    def list_instances(self, compartment_id: str) -> list[InstanceRecord]: ...
+
+
+@dataclass
+class ComputeLister:
+    """`InstanceLister` on the SDK's ComputeClient. `on_call(outcome)`: each page's call."""
+
+    client: Any
+    page_size: int
+    on_call: Callable[[str], None] = lambda _outcome: None
+
+    def list_instances(self, compartment_id: str) -> list[InstanceRecord]:
+        import oci  # noqa: PLC0415 (the extra, loaded only when configured)
+
+        def one_page(*args: Any, **kwargs: Any) -> Any:
+            try:
+                response = self.client.list_instances(*args, **kwargs)
+            except Exception as err:
+                self.on_call(_kind(err))
+                raise
+            self.on_call("ok")
+            return response
+
+        try:
+            # Follows `opc-next-page` until the last page: ceil(instances / limit) calls.
+            response = oci.pagination.list_call_get_all_results(
+                one_page, compartment_id, limit=self.page_size
+            )
+        except Exception as err:  # every SDK and transport failure becomes one of our kinds
+            raise _error(err) from err
+        return [_record(instance) for instance in response.data]
+
+
+def _record(instance: Any) -> InstanceRecord:
+    return InstanceRecord(
+        id=str(instance.id),
+        lifecycle_state=str(instance.lifecycle_state or ""),
+        compartment_id=str(instance.compartment_id or ""),
+        time_maintenance_reboot_due=instance.time_maintenance_reboot_due,
+    )
+
+
+def _kind(err: Exception) -> ErrorKind:
+    import oci  # noqa: PLC0415
+
+    if isinstance(err, oci.exceptions.ServiceError):
+        status = int(err.status or 0)
+        if status == 401:
+            return "auth"
+        if status == 404:
+            return "not_found"
+        if status == 429:
+            return "throttled"
+        if status >= 500:
+            return "server"
+        return "other"
+    if isinstance(err, oci.exceptions.RequestException | TimeoutError):
+        text = f"{type(err).__name__} {err}".lower()
+        return "timeout" if "timeout" in text or "timed out" in text else "other"
+    return "other"
+
+
+def _error(err: Exception) -> OciError:
+    import oci  # noqa: PLC0415
+
+    kind = _kind(err)
+    if isinstance(err, oci.exceptions.ServiceError):
+        return OciError(kind, f"{err.status} {err.code}: {err.message}", str(err.request_id or ""))
+    return OciError(kind, f"{type(err).__name__}: {err}"[:500])
+
+
+def compute_client(settings: OciSettings) -> Any:
+    """The SDK's ComputeClient for the settings' auth, region and endpoint, without the SDK's
+    own retries and circuit breaker."""
+    import oci  # noqa: PLC0415
+
+    config, signer = _auth(settings)
+    kwargs: dict[str, Any] = {
+        "retry_strategy": oci.retry.NoneRetryStrategy(),
+        "circuit_breaker_strategy": oci.circuit_breaker.NoCircuitBreakerStrategy(),
+        "timeout": (settings.timeout_seconds, settings.timeout_seconds),
+    }
+    if signer is not None:
+        kwargs["signer"] = signer
+    if settings.endpoint:
+        kwargs["service_endpoint"] = settings.endpoint
+    client = oci.core.ComputeClient(config, **kwargs)
+    if settings.ca_bundle is not None:
+        client.base_client.session.verify = str(settings.ca_bundle)
+    return client
+
+
+def _auth(settings: OciSettings) -> tuple[dict[str, Any], Any]:
+    """(config, signer): the API key's config file (its signer is made by the client), or a
+    principal's signer with the region it names unless the settings name one."""
+    import oci  # noqa: PLC0415
+
+    if settings.auth == "api_key":
+        config = oci.config.from_file(str(settings.config_file.expanduser()), settings.profile)
+        if settings.region:
+            config["region"] = settings.region
+        return config, None
+    if settings.auth == "instance_principal":
+        signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner()
+    else:
+        signer = oci.auth.signers.get_oke_workload_identity_resource_principal_signer()
+    region = settings.region or getattr(signer, "region", "") or ""
+    return {"region": region}, signer
