@@ -44,25 +44,26 @@ class ComputeLister:
     on_call: Callable[[str], None] = lambda _outcome: None
 
     def list_instances(self, compartment_id: str) -> list[InstanceRecord]:
-        import oci  # noqa: PLC0415 (the extra, loaded only when configured)
-
-        def one_page(*args: Any, **kwargs: Any) -> Any:
+        """Every page, following `opc-next-page`: ceil(instances / limit) calls. Paged here
+        rather than with `oci.pagination.list_call_get_all_results`, which wraps each page's
+        call in the SDK's default retry strategy (8 attempts) whatever the client says."""
+        records: list[InstanceRecord] = []
+        page: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size}
+            if page:
+                kwargs["page"] = page
             try:
-                response = self.client.list_instances(*args, **kwargs)
-            except Exception as err:
-                self.on_call(_kind(err))
-                raise
+                response = self.client.list_instances(compartment_id, **kwargs)
+            except Exception as err:  # every SDK and transport failure becomes one of our kinds
+                failed = _error(err)
+                self.on_call(failed.kind)
+                raise failed from err
             self.on_call("ok")
-            return response
-
-        try:
-            # Follows `opc-next-page` until the last page: ceil(instances / limit) calls.
-            response = oci.pagination.list_call_get_all_results(
-                one_page, compartment_id, limit=self.page_size
-            )
-        except Exception as err:  # every SDK and transport failure becomes one of our kinds
-            raise _error(err) from err
-        return [_record(instance) for instance in response.data]
+            records.extend(_record(instance) for instance in response.data)
+            page = response.next_page
+            if not page:
+                return records
 
 
 def _record(instance: Any) -> InstanceRecord:
@@ -120,8 +121,23 @@ def compute_client(settings: OciSettings) -> Any:
         kwargs["service_endpoint"] = settings.endpoint
     client = oci.core.ComputeClient(config, **kwargs)
     if settings.ca_bundle is not None:
-        client.base_client.session.verify = str(settings.ca_bundle)
+        _trust(client.base_client.session, str(settings.ca_bundle))
     return client
+
+
+def _trust(session: Any, ca_bundle: str) -> None:
+    """Check the endpoint's certificate against `ca_bundle`. Setting `session.verify` is not
+    enough: requests prefers REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE from the environment over it
+    (`merge_environment_settings`); proxies from the environment are still honoured."""
+    session.verify = ca_bundle
+    merge = session.merge_environment_settings
+
+    def merged(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = merge(*args, **kwargs)
+        settings["verify"] = ca_bundle
+        return settings
+
+    session.merge_environment_settings = merged
 
 
 def _auth(settings: OciSettings) -> tuple[dict[str, Any], Any]:
