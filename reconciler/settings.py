@@ -135,7 +135,7 @@ class OciSettings(BaseModel):
     region's public endpoint."""
     ca_bundle: Path | None = None
     """CA bundle the endpoint's certificate is checked against (default: the system's)."""
-    poll_seconds: float = Field(default=30.0, ge=5)
+    poll_seconds: float = Field(default=30.0, ge=1)
     """Pause between two polls of every compartment."""
     page_size: int = Field(default=100, ge=1, le=1000)
     """Instances per ListInstances page (the API's `limit`)."""

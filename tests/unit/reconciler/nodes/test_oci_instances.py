@@ -85,7 +85,7 @@ def make_scene(tmp_path: Path, compartments: tuple[str, ...] = (A,), **settings:
         config_file=server.api_key_config(),
         endpoint=server.endpoint,
         ca_bundle=server.ca_file,
-        **settings,  # type: ignore[arg-type]
+        **settings,
     )
     api, recorder, metrics, clock = FakeApi(), Recorder(), Metrics(), Monotonic()
     calls = metrics.oci.list_calls
