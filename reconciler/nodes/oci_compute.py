@@ -12,27 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from nodegate.core.decisions.oci_instances import InstanceRecord
+from nodegate.reconciler.nodes.oci_instances import ErrorKind, OciError
 from nodegate.reconciler.settings import OciSettings
-
-ErrorKind = Literal["auth", "not_found", "throttled", "server", "timeout", "other"]
-
-
-class OciError(Exception):
-    """A ListInstances call failed; `kind` says how (each kind is counted and said once)."""
-
-    def __init__(self, kind: ErrorKind, message: str, request_id: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.request_id = request_id
-
-
-class InstanceLister(Protocol):
-    """What the poller needs from OCI: every instance of one compartment (all pages)."""
-
-    def list_instances(self, compartment_id: str) -> list[InstanceRecord]: ...
 
 
 @dataclass

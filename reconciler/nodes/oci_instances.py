@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal, Protocol
 
 from nodegate.core.decisions.oci_instances import (
     OWNED_TYPES,
@@ -39,12 +40,28 @@ from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import NodeStatusApi, RawObject
 from nodegate.reconciler.nodes.metrics import OciMetrics
-from nodegate.reconciler.nodes.oci_compute import InstanceLister, OciError
 
 log = logging.getLogger("nodegate.oci")
 
 Clock = Callable[[], datetime]
 EVENT_REASON = "OCIInstanceConditions"
+ErrorKind = Literal["auth", "not_found", "throttled", "server", "timeout", "other"]
+
+
+class OciError(Exception):
+    """A ListInstances call failed; `kind` says how (each kind is counted and said once)."""
+
+    def __init__(self, kind: ErrorKind, message: str, request_id: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.request_id = request_id
+
+
+class InstanceLister(Protocol):
+    """What the poller needs from OCI: every instance of one compartment (all pages). The SDK's
+    is `oci_compute.ComputeLister`; it raises `OciError`."""
+
+    def list_instances(self, compartment_id: str) -> list[InstanceRecord]: ...
 
 
 @dataclass
