@@ -32,8 +32,8 @@ Listing = Mapping[str, Distribution]
 
 
 def runtime_closure(project: str, listing: Listing, asked: Sequence[str] = ()) -> set[str]:
-    """Canonical names of `project` (with the extras `asked`) and everything its requirements pull in,
-    extras followed only where a requirement asks for them (markers evaluated for this
+    """Canonical names of `project` (with the extras `asked`) and everything its requirements
+    pull in, extras followed only where a requirement asks for them (markers evaluated for this
     interpreter)."""
     requires: dict[str, list[str]] = {
         canonicalize_name(name): entry["requires"] for name, entry in listing.items()
