@@ -199,7 +199,7 @@ def _oci_poller(
         lister = ComputeLister(client, oci.page_size, lambda outcome: calls.labels(outcome).inc())
         poller = OciInstanceConditions(
             lister,
-            oci.compartments,
+            oci.compartment_ids,
             oci.poll_seconds,
             writes,
             recorder,
@@ -210,7 +210,7 @@ def _oci_poller(
         )
         log.info(
             "OCI instance conditions on",
-            extra={"compartments": list(oci.compartments), "auth": oci.auth},
+            extra={"compartments": list(oci.compartment_ids), "auth": oci.auth},
         )
         return poller.run
 

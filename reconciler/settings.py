@@ -116,8 +116,14 @@ class OciSettings(BaseModel):
 
     model_config = _SETTINGS
 
-    compartments: Annotated[tuple[str, ...], Flag("compartment")] = Field(min_length=1)
-    """Compartment OCIDs whose instances are listed (ListInstances, paged), once per poll."""
+    compartments: str = Field(min_length=1, pattern=r"^[^,\s]+(,[^,\s]+)*$")
+    """Compartment OCIDs whose instances are listed (ListInstances, paged) once per poll,
+    comma-separated (an OCID holds no comma)."""
+
+    @property
+    def compartment_ids(self) -> tuple[str, ...]:
+        return tuple(self.compartments.split(","))
+
     region: str = ""
     """Region of the Compute endpoint (e.g. eu-frankfurt-1); empty: the auth's own (the API
     key profile's region, the instance's or the workload's)."""
@@ -209,7 +215,7 @@ class ReconcilerSettings(BaseModel):
     by --webhook-port."""
     oci: Annotated[OciSettings | None, FlagGroup("oci-", enabled_by="compartments")] = None
     """OCI instance state as node conditions (None: off): the --oci-* flags, turned on by
-    --oci-compartment (once per compartment)."""
+    --oci-compartments."""
 
     @property
     def records_namespace(self) -> str:

@@ -5,11 +5,12 @@ The SDK's own retries and circuit breaker are off (`NoneRetryStrategy`, `NoCircu
 a throttled or failing call must come back to the poller at once, to be counted, said once and
 retried with the poller's backoff, not slept on inside the SDK (eight attempts by default) while
 the next poll waits. The SDK is imported when the poller is made, not with the reconciler: a
-reconciler without `--oci-compartment` never loads it (the `oci` extra, which the image has).
+reconciler without `--oci-compartments` never loads it (the `oci` extra, which the image has).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,9 @@ def _auth(settings: OciSettings) -> tuple[dict[str, Any], Any]:
     if settings.auth == "instance_principal":
         signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner()
     else:
+        # The signer reads its region from the environment (OKE's documented variable).
+        if settings.region:
+            os.environ.setdefault("OCI_RESOURCE_PRINCIPAL_REGION", settings.region)
         signer = oci.auth.signers.get_oke_workload_identity_resource_principal_signer()
     region = settings.region or getattr(signer, "region", "") or ""
     return {"region": region}, signer

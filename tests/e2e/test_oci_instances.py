@@ -57,7 +57,7 @@ def oci_server(tmp_path: Path) -> Iterator[OciComputeServer]:
 
 def oci_flags(server: OciComputeServer, *more: str, config: Path | None = None) -> tuple[str, ...]:
     return (
-        "--oci-compartment",
+        "--oci-compartments",
         COMPARTMENT,
         "--oci-auth",
         "api_key",

@@ -80,7 +80,7 @@ class Scene:
 def make_scene(tmp_path: Path, compartments: tuple[str, ...] = (A,), **settings: object) -> Scene:
     server = OciComputeServer(tmp_path)
     config = OciSettings(
-        compartments=compartments,
+        compartments=",".join(compartments),
         auth="api_key",
         config_file=server.api_key_config(),
         endpoint=server.endpoint,
@@ -209,7 +209,7 @@ def test_a_request_signed_with_another_key_is_refused_and_counted_as_auth(
 ) -> None:
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)  # not the server's
     config = OciSettings(
-        compartments=(A,),
+        compartments=A,
         auth="api_key",
         config_file=scene.server.api_key_config(other),
         endpoint=scene.server.endpoint,
