@@ -254,8 +254,8 @@ class OciDeploy(Documented):
     for running `nodegate reconcile` outside the cluster."""
     region: str = ""
     """Region of the Compute endpoint; empty: the auth's own (the cluster's region)."""
-    poll_seconds: float = Field(default=30.0, ge=1)
-    """Pause between two polls of every compartment."""
+    poll_seconds: int = Field(default=30, ge=1)
+    """Pause between two polls of every compartment, in seconds."""
 
     @model_validator(mode="after")
     def _some_compartment(self) -> OciDeploy:

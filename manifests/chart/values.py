@@ -227,7 +227,7 @@ SCALARS = (
     Scalar("oci.compartments", "zq-compartments", in_strings=True),
     Scalar("oci.region", "zq-region", in_strings=True),
     Scalar("oci.auth", "instance_principal", in_strings=True),
-    Scalar("oci.pollSeconds", 17.5, in_strings=True),
+    Scalar("oci.pollSeconds", 17, in_strings=True),
 )
 """The scalar settings. A "zq" sentinel, a digest or a port number is also found inside
 longer strings (`in_strings`); an enum or small number only as a whole leaf."""
