@@ -1,7 +1,8 @@
 """OCI instance state as node conditions, end to end: the reconciler (its own process, the real
 `oci` SDK) polls a local HTTPS Compute API that checks every request's signature
-(tests/support/oci_compute_server.py), writes its conditions on Nodes of the real API server,
-and the OKE recipe's rules act on them through the eviction breaker (docs/migrating.md)."""
+(tests/unit/reconciler/nodes/oci_compute_server.py), writes its conditions on Nodes of the real
+API server, and the OKE recipe's rules act on them through the eviction breaker
+(docs/migrating.md)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from tests.e2e.support.reconciler_fixtures import (
     wait_for_event,
     wait_for_taints,
 )
-from tests.support.oci_compute_server import OciComputeServer, instance, instance_ocid
+from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaae2e"
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")

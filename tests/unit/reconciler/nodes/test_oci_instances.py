@@ -1,6 +1,7 @@
 """The OCI poller against a local HTTPS server speaking the Compute API and checking every
-request's signature (tests/support/oci_compute_server.py), through the real `oci` SDK; Nodes in
-the fake Kubernetes API. What each poll writes, reports, counts, and what it does when OCI fails."""
+request's signature (`oci_compute_server.py` beside this file), through the real `oci` SDK;
+Nodes in the fake Kubernetes API. What each poll writes, reports, counts, and what it does when
+OCI fails."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci_instances import EVENT_REASON, OciInstanceConditions
 from nodegate.reconciler.settings import OciSettings
-from tests.support.oci_compute_server import OciComputeServer, instance, instance_ocid
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
+from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 A = "ocid1.compartment.oc1..aaaaaaaacompa"
 B = "ocid1.compartment.oc1..aaaaaaaacompb"
