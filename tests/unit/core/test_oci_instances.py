@@ -4,6 +4,7 @@ what is written (only nodegate's own types, only what differs)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -21,6 +22,7 @@ from nodegate.core.decisions.oci_instances import (
     parse_provider_id,
     utc_iso,
 )
+from nodegate.core.rules.loader import load_rules
 
 OCID = "ocid1.instance.oc1.eu-frankfurt-1.antheljtabcdef123"
 
@@ -182,3 +184,10 @@ def test_only_owned_types_are_ever_written_and_a_second_look_writes_nothing(
     for w in writes:
         after[w.type] = ObservedCondition(w.type, w.status, w.reason, w.message)
     assert condition_writes(list(after.values()), instance) == ()
+
+
+def test_the_oke_example_rules_read_the_conditions_nodegate_writes() -> None:
+    example = Path(__file__).resolve().parents[3] / "examples" / "oke-instance-events.yaml"
+    rules = load_rules(example)
+    read = {c.type for rule in rules.condition_taints for c in rule.conditions}
+    assert set(OWNED_TYPES) <= read <= {*OWNED_TYPES, "Ready"}
