@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
@@ -116,8 +117,8 @@ class _Parts:
     elector: LeaderElector | None
     check_fence: Callable[[], None] | None
     """Says (log, gauge) whether the API server fences this leader's writes."""
-    oci: Callable[[], Callable[[threading.Event], None]] | None = None
-    """Makes the OCI instance poller (None: not configured); run on the leader only."""
+    oci: Callable[[threading.Event], None] | None = None
+    """The OCI instance poller's loop (None: not configured); run on the leader only."""
     leading: threading.Event = field(default_factory=threading.Event)
 
 
@@ -182,9 +183,11 @@ def _oci_poller(
     recorder: QueuedEvents,
     metrics: Metrics,
     controller: Controller,
-) -> Callable[[], Callable[[threading.Event], None]]:
-    """The OCI poller's maker: the SDK is loaded, and its client made, when this replica
-    starts to lead (an auth that cannot be set up fails that thread, and /healthz says so)."""
+) -> Callable[[threading.Event], None]:
+    """The OCI poller's loop, run when this replica starts to lead: the SDK is loaded and its
+    client made then, and retried with backoff while that fails (no config file, no instance
+    metadata, no workload identity): a bad OCI setup is said once and counted
+    (`nodegate_oci_errors_total{kind="setup"}`), and never takes node work down."""
     oci = settings.oci
     assert oci is not None
 
@@ -193,10 +196,29 @@ def _oci_poller(
             return None
         return [cached.state for _, cached in controller.informer.items()]
 
-    def make() -> Callable[[threading.Event], None]:
-        client = compute_client(oci)
+    def client(stop: threading.Event) -> Any:
+        backoff, said = Backoff(cap_seconds=oci.poll_seconds), False
+        while not stop.is_set():
+            try:
+                return compute_client(oci)
+            # Any failure to set up the SDK's auth: said once, retried, node work goes on.
+            except Exception as err:
+                metrics.oci.errors.labels("setup").inc()
+                if not said:
+                    said = True
+                    log.error(
+                        "OCI client could not be set up; retrying with backoff (said once)",
+                        extra={"auth": oci.auth, "error": f"{type(err).__name__}: {err}"[:500]},
+                    )
+                stop.wait(backoff.next_delay())
+        return None
+
+    def run(stop: threading.Event) -> None:
+        made = client(stop)
+        if made is None:
+            return
         calls = metrics.oci.list_calls
-        lister = ComputeLister(client, oci.page_size, lambda outcome: calls.labels(outcome).inc())
+        lister = ComputeLister(made, oci.page_size, lambda outcome: calls.labels(outcome).inc())
         poller = OciInstanceConditions(
             lister,
             oci.compartment_ids,
@@ -212,9 +234,9 @@ def _oci_poller(
             "OCI instance conditions on",
             extra={"compartments": list(oci.compartment_ids), "auth": oci.auth},
         )
-        return poller.run
+        poller.run(stop)
 
-    return make
+    return run
 
 
 def _fenced_writes(
@@ -243,12 +265,7 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
             threading.Thread(target=parts.check_fence, name="fence-check", daemon=True).start()
         supervised("controller", parts.controller.run, stop, parts.health)
         if parts.oci is not None:
-            make = parts.oci
-
-            def poll(stop: threading.Event) -> None:
-                make()(stop)
-
-            supervised("oci", poll, stop, parts.health)
+            supervised("oci", parts.oci, stop, parts.health)
 
     def lose() -> None:
         lost.set()

@@ -494,7 +494,7 @@ class Metrics:
             Counter(
                 "nodegate_oci_errors",
                 "Failed compartment listings, by kind (auth, not_found, throttled, server, "
-                "timeout, other); each is retried with backoff.",
+                "timeout, other), and failed client setups (setup); each is retried with backoff.",
                 ["kind"],
                 registry=r,
             ),

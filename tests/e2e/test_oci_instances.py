@@ -215,3 +215,23 @@ def test_a_node_faking_or_erasing_its_own_condition_is_set_back(
     set_node_condition(core_v1, doomed, condition_type=TERMINATING, status="False", reason="Lie")
     wait_for_condition(core_v1, liar, TERMINATING, "False")
     wait_for_condition(core_v1, doomed, TERMINATING, "True")
+
+
+def test_an_oci_client_that_cannot_be_set_up_is_said_and_takes_no_node_work_down(
+    start_reconciler_with: Start,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    oci_server: OciComputeServer,
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "no-such-oci-config"
+    reconciler = start_reconciler_with(OKE_RULES, *oci_flags(oci_server, config=missing))
+    wait_until(
+        lambda: reconciler.metric("nodegate_oci_errors_total", kind="setup") >= 2,
+        TIMEOUT,
+        "setup retried",
+    )
+    ci = make_node("ci", labels={"example.com/dedicated": "ci"})
+    wait_for_taints(core_v1, ci, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+    assert reconciler.get("/healthz")[0] == 200
+    assert reconciler.logs().count("OCI client could not be set up") == 1
