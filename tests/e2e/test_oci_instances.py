@@ -6,6 +6,7 @@ API server, and the OKE recipe's rules act on them through the eviction breaker
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from kubernetes import client as k8s_client
 
 from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, TERMINATING
+from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
@@ -25,6 +27,7 @@ from tests.e2e.support.reconciler_fixtures import (
     wait_for_event,
     wait_for_taints,
 )
+from tests.e2e.support.reconciler_process import running_reconciler
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaae2e"
@@ -235,3 +238,41 @@ def test_an_oci_client_that_cannot_be_set_up_is_said_and_takes_no_node_work_down
     wait_for_taints(core_v1, ci, lambda t: ("example.com/dedicated", "NoSchedule") in t)
     assert reconciler.get("/healthz")[0] == 200
     assert reconciler.logs().count("OCI client could not be set up") == 1
+
+
+def test_only_the_leader_polls_oci_and_a_new_leader_takes_over(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[[str], str],
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    oci_server: OciComputeServer,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    name, ocid = oci_node(make_node, "h")
+    oci_server.put(COMPARTMENT, instance(ocid, "STOPPED"))
+    ref = rules_configmap(OKE_RULES)
+    lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
+    timing = ("--lease-duration-seconds", "4", "--renew-deadline-seconds", "3")
+    args = ("--rules-configmap", ref, "--max-untaint-share", "1", *lease, *timing)
+    replica = lambda: running_reconciler(  # noqa: E731
+        control_plane.kubeconfig_path,
+        tmp_path,
+        *args,
+        "--retry-period-seconds",
+        "1",
+        *oci_flags(oci_server),
+    )
+    calls = "nodegate_oci_list_calls_total"
+    with replica() as leader:
+        wait_until(lambda: leader.metric("nodegate_is_leader") == 1, TIMEOUT, "a leader")
+        wait_for_condition(core_v1, name, "OCIInstanceStopped", "True")
+        with replica() as standby:
+            time.sleep(3)  # three polls' worth
+            assert standby.metric("nodegate_is_leader") == 0
+            assert standby.metric(calls) == 0 and leader.metric(calls) >= 3
+            leader.stop()  # a clean stop hands the Lease back
+            wait_until(lambda: standby.metric("nodegate_is_leader") == 1, TIMEOUT, "takeover")
+            oci_server.put(COMPARTMENT, instance(ocid))
+            wait_for_condition(core_v1, name, "OCIInstanceStopped", "False")
+            assert standby.metric(calls) >= 1
