@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from tests.e2e.support.reconciler_fixtures import (
     wait_for_event,
     wait_for_taints,
 )
-from tests.e2e.support.reconciler_process import running_reconciler
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaae2e"
@@ -255,14 +256,11 @@ def test_only_the_leader_polls_oci_and_a_new_leader_takes_over(
     lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
     timing = ("--lease-duration-seconds", "4", "--renew-deadline-seconds", "3")
     args = ("--rules-configmap", ref, "--max-untaint-share", "1", *lease, *timing)
-    replica = lambda: running_reconciler(  # noqa: E731
-        control_plane.kubeconfig_path,
-        tmp_path,
-        *args,
-        "--retry-period-seconds",
-        "1",
-        *oci_flags(oci_server),
-    )
+
+    def replica() -> AbstractContextManager[ReconcilerProcess]:
+        flags = (*args, "--retry-period-seconds", "1", *oci_flags(oci_server))
+        return running_reconciler(control_plane.kubeconfig_path, tmp_path, *flags)
+
     calls = "nodegate_oci_list_calls_total"
     with replica() as leader:
         wait_until(lambda: leader.metric("nodegate_is_leader") == 1, TIMEOUT, "a leader")
