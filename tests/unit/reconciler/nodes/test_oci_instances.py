@@ -78,7 +78,9 @@ class Scene:
         return value or 0.0
 
 
-def make_scene(tmp_path: Path, compartments: tuple[str, ...] = (A,), **settings: object) -> Scene:
+def make_scene(
+    tmp_path: Path, compartments: tuple[str, ...] = (A,), dry_run: bool = False, **settings: object
+) -> Scene:
     server = OciComputeServer(tmp_path)
     config = OciSettings(
         compartments=",".join(compartments),
@@ -102,6 +104,7 @@ def make_scene(tmp_path: Path, compartments: tuple[str, ...] = (A,), **settings:
         metrics.oci,
         lambda: [NodeState.from_k8s(raw) for raw in api.nodes.values()],
         lambda: datetime(2026, 11, 28, 6, 0, tzinfo=UTC),
+        dry_run=dry_run,
         monotonic=clock,
     )
     return Scene(server, api, recorder, metrics, clock, poller)
@@ -272,3 +275,24 @@ def test_nodes_of_other_providers_and_unlisted_instances_are_left_alone(scene: S
     assert scene.conditions(gone)[TERMINATING]["status"] == "True"
     assert not scene.conditions(aws)
     assert scene.metric("nodegate_oci_nodes_unlisted") == 1
+
+
+def test_a_dry_run_says_what_it_would_set_and_writes_nothing(tmp_path: Path) -> None:
+    scene = make_scene(tmp_path, dry_run=True)
+    with scene.server:
+        name = scene.node("doomed")
+        scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+        scene.poll()
+        assert scene.api.count("patch_node_status") == 0 and not scene.conditions(name)
+        (event,) = scene.recorder.events
+        assert event[1] == "NodegateDryRun" and "would set OCIInstanceTerminating=True" in event[2]
+
+
+def test_a_server_error_is_counted_as_such_and_the_next_try_succeeds(scene: Scene) -> None:
+    name = scene.node("doomed")
+    scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+    scene.server.fail_next(503, "ServiceUnavailable")
+    scene.poll()
+    assert scene.metric("nodegate_oci_errors_total", kind="server") == 1
+    scene.poll(after=2)
+    assert scene.conditions(name)[TERMINATING]["status"] == "True"
