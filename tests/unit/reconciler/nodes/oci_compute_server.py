@@ -14,7 +14,8 @@ check signatures would test nothing of the SDK's auth.
   wrong signature, another keyId, a header not signed or a `date` more than 5 minutes off
   answers 401 `NotAuthenticated`.
 * `fail_next(status, code, times)` answers the next requests with an error (429
-  `TooManyRequests`, 500 `InternalServerError`...), to test what the caller does with it.
+  `TooManyRequests`, 500 `InternalServerError`...), and `stall_next(seconds)` answers late, to
+  test what the caller does with them.
 
 The TLS certificate is self-signed, made at start with `cryptography`; `ca_file` is what a
 client must trust. `api_key_config` writes an OCI config file for the SDK (`oci.config.from_file`).
@@ -32,6 +33,7 @@ import json
 import re
 import ssl
 import threading
+import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
@@ -101,6 +103,8 @@ class ComputeState:
 
     compartments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     failures: deque[tuple[int, str]] = field(default_factory=deque)
+    stalls: deque[float] = field(default_factory=deque)
+    """Seconds the next requests wait before they are answered (a slow or stuck endpoint)."""
     seen: list[Seen] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     check_signatures: bool = True
@@ -196,6 +200,10 @@ class OciComputeServer:
         with self.state.lock:
             self.state.failures.extend([(status, code)] * times)
 
+    def stall_next(self, seconds: float, times: int = 1) -> None:
+        with self.state.lock:
+            self.state.stalls.extend([seconds] * times)
+
     def requests(self, status: int | None = None) -> list[Seen]:
         with self.state.lock:
             return [s for s in self.state.seen if status is None or s.status == status]
@@ -245,6 +253,9 @@ class OciComputeServer:
         if problem is not None and self.state.check_signatures:
             self._answer(request, parts.path, query, 401, _error("NotAuthenticated", problem))
             return
+        with self.state.lock:
+            stall = self.state.stalls.popleft() if self.state.stalls else 0.0
+        time.sleep(stall)
         with self.state.lock:
             failure = self.state.failures.popleft() if self.state.failures else None
         if failure is not None:

@@ -6,6 +6,7 @@ OCI fails."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -296,3 +297,16 @@ def test_a_server_error_is_counted_as_such_and_the_next_try_succeeds(scene: Scen
     assert scene.metric("nodegate_oci_errors_total", kind="server") == 1
     scene.poll(after=2)
     assert scene.conditions(name)[TERMINATING]["status"] == "True"
+
+
+def test_a_stalled_endpoint_is_a_timeout_and_blocks_the_poll_no_longer_than_the_timeout(
+    tmp_path: Path,
+) -> None:
+    scene = make_scene(tmp_path, timeout_seconds=0.5)
+    with scene.server:
+        scene.server.put(A)
+        scene.server.stall_next(2.0)
+        started = time.monotonic()
+        scene.poll()
+        assert time.monotonic() - started < 1.5
+        assert scene.metric("nodegate_oci_errors_total", kind="timeout") == 1
