@@ -494,7 +494,8 @@ class Metrics:
             Counter(
                 "nodegate_oci_errors",
                 "Failed compartment listings, by kind (auth, not_found, throttled, server, "
-                "timeout, other), and failed client setups (setup); each is retried with backoff.",
+                "timeout, other), failed client setups (setup) and refused condition writes (write); "
+                "each is retried.",
                 ["kind"],
                 registry=r,
             ),

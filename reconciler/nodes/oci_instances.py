@@ -105,6 +105,8 @@ class OciInstanceConditions:
         self._monotonic = monotonic
         self._messages: dict[str, dict[str, tuple[str, str, str]]] = {}
         """node uid -> type -> (status, reason, message) last written or read."""
+        self._write_failing: set[str] = set()
+        """Nodes (uid) whose failing write was said."""
         self.polls = 0
         """Rounds completed (tests wait on it)."""
 
@@ -157,6 +159,7 @@ class OciInstanceConditions:
         alive = {node.uid for node in nodes}
         for uid in [uid for uid in self._messages if uid not in alive]:
             del self._messages[uid]
+        self._write_failing &= alive
         self.polls += 1
 
     def _list(self, compartment: _Compartment) -> list[InstanceRecord] | None:
@@ -200,10 +203,18 @@ class OciInstanceConditions:
             self._write(node, writes)
         except NotFoundError:
             self._messages.pop(node.uid, None)
-        except KubeError as err:  # said and retried at the next poll
-            log.warning(
-                "could not write OCI conditions", extra={"node": node.name, "error": str(err)}
-            )
+        # Counted, said once per node until a write lands, retried at the next poll (a missing
+        # nodes/status grant would otherwise say it for every node at every poll).
+        except KubeError as err:
+            self._metrics.errors.labels("write").inc()
+            if node.uid not in self._write_failing:
+                self._write_failing.add(node.uid)
+                log.warning(
+                    "could not write OCI conditions; retried at each poll (said once)",
+                    extra={"node": node.name, "error": str(err)},
+                )
+        else:
+            self._write_failing.discard(node.uid)
 
     def _observed(self, node: NodeState) -> list[ObservedCondition] | None:
         """The node's owned conditions with their messages: from the cache and what was last

@@ -17,8 +17,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from kubernetes import client as k8s_client
 
 from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, TERMINATING
+from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import set_node_condition, wait_until
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import DeploySettings
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
@@ -29,6 +32,12 @@ from tests.e2e.support.reconciler_fixtures import (
     wait_for_taints,
 )
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.shipped_manifests import (
+    apply_all_but_the_deployment,
+    service_account_kubeconfig,
+    service_account_token,
+    the_deployment,
+)
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaae2e"
@@ -274,3 +283,40 @@ def test_only_the_leader_polls_oci_and_a_new_leader_takes_over(
             oci_server.put(COMPARTMENT, instance(ocid))
             wait_for_condition(core_v1, name, "OCIInstanceStopped", "False")
             assert standby.metric(calls) >= 1
+
+
+def test_the_shipped_rbac_and_args_are_enough_to_write_oci_conditions(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    oci_server: OciComputeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An installation of its own (the ClusterRole is cluster-wide; test_deploy_manifests has
+    # the default one, without OCI conditions and so without nodes/status).
+    settings = DeploySettings.model_validate(
+        {
+            "image": {"repository": "registry.example.com/nodegate"},
+            "namespace": "nodegate-oci",
+            "name": "nodegate-oci",
+            "oci": {"compartments": COMPARTMENT, "auth": "instance_principal"},
+        }
+    )
+    objects = build_manifests(RulesDocument.parse(OKE_RULES, "rules.yaml"), settings)
+    apply_all_but_the_deployment(api_client, objects)
+    token = service_account_token(core_v1, "nodegate-oci", "nodegate-oci")
+    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
+    container = the_deployment(objects)["spec"]["template"]["spec"]["containers"][0]
+    args = [a for a in container["args"] if not a.startswith("--http-port")]
+    assert f"--oci-compartments={COMPARTMENT}" in args
+    monkeypatch.setenv("POD_NAMESPACE", "nodegate-oci")
+    monkeypatch.setenv("POD_NAME", "nodegate-oci-test")
+    name, ocid = oci_node(make_node, "r")
+    oci_server.put(COMPARTMENT, instance(ocid, "TERMINATING"))
+    # The shipped args, with the test server and its key in place of the instance's principal
+    # (the later flag wins).
+    with running_reconciler(kubeconfig, tmp_path, *args, *oci_flags(oci_server)) as process:
+        wait_for_condition(core_v1, name, TERMINATING, "True")
+        assert "Forbidden" not in process.logs()

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.kit.errors import PermanentError
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci_instances import EVENT_REASON, OciInstanceConditions
@@ -310,3 +311,18 @@ def test_a_stalled_endpoint_is_a_timeout_and_blocks_the_poll_no_longer_than_the_
         scene.poll()
         assert time.monotonic() - started < 1.5
         assert scene.metric("nodegate_oci_errors_total", kind="timeout") == 1
+
+
+def test_a_refused_write_is_counted_said_once_and_retried_at_the_next_poll(
+    scene: Scene, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = scene.node("doomed")
+    scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+    forbidden = PermanentError("nodes/status is forbidden", status=403)
+    scene.api.fail("patch_node_status", forbidden, forbidden)
+    scene.poll()
+    scene.poll(after=30)
+    assert scene.metric("nodegate_oci_errors_total", kind="write") == 2
+    assert sum("could not write OCI conditions" in r.getMessage() for r in caplog.records) == 1
+    scene.poll(after=30)
+    assert scene.conditions(name)[TERMINATING]["status"] == "True"
