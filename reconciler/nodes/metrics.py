@@ -494,8 +494,8 @@ class Metrics:
             Counter(
                 "nodegate_oci_errors",
                 "Failed compartment listings, by kind (auth, not_found, throttled, server, "
-                "timeout, other), failed client setups (setup) and refused condition writes (write); "
-                "each is retried.",
+                "timeout, other), failed client setups (setup) and refused condition writes "
+                "(write); each is retried.",
                 ["kind"],
                 registry=r,
             ),

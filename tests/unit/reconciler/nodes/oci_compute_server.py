@@ -32,6 +32,7 @@ import ipaddress
 import json
 import re
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -171,7 +172,7 @@ class OciComputeServer:
         )
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.ca_file, tls_key_file)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.endpoint = f"https://127.0.0.1:{self._server.server_address[1]}"
@@ -353,6 +354,13 @@ class OciComputeServer:
         except (InvalidSignature, ValueError):
             return "signature does not verify"
         return None
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a timed-out call, a closed pool) is no server error."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 def _error(code: str, message: str) -> dict[str, str]:
