@@ -105,19 +105,65 @@ class OciInstanceConditions:
         self._monotonic = monotonic
         self._messages: dict[str, dict[str, tuple[str, str, str]]] = {}
         """node uid -> type -> (status, reason, message) last written or read."""
+        self._last_listed: dict[str, InstanceRecord] = {}
+        """The instances the last poll listed, by OCID (from the compartments that answered)."""
+        self._changed: set[str] = set()
+        """Nodes (name) whose own OCI conditions changed since they were last decided."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
         self._write_failing: set[str] = set()
         """Nodes (uid) whose failing write was said."""
         self.polls = 0
         """Rounds completed (tests wait on it)."""
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop`; every exception of a round is logged and the loop goes on."""
+        """Poll until `stop`; between polls, re-decide the nodes whose OCI conditions someone
+        else changed. Every exception of a round is logged and the loop goes on."""
+
+        def wake_on_stop() -> None:
+            stop.wait()
+            self._wake.set()
+
+        threading.Thread(target=wake_on_stop, name="oci-stop", daemon=True).start()
         while not stop.is_set():
             try:
+                self.recheck_changed()
                 self.poll_once()
             except Exception:  # a round must never end the loop (STYLE 18)
                 log.exception("OCI poll failed")
-            stop.wait(self._next_wait())
+            self._wake.wait(self._next_wait())
+            self._wake.clear()
+
+    def node_changed(self, old: NodeState | None, new: NodeState) -> None:
+        """A node event (the informer's thread): if the node's own OCI conditions changed and
+        its instance was listed, it is decided again at once, not at the next poll, so a node
+        that fakes or erases them on itself is corrected within a moment."""
+        before = _owned(old) if old is not None else None
+        if before == _owned(new):
+            return
+        ref = parse_provider_id(new.provider_id)
+        if ref is None:
+            return
+        with self._lock:
+            if ref.ocid not in self._last_listed:
+                return
+            self._changed.add(new.name)
+        self._wake.set()
+
+    def recheck_changed(self) -> None:
+        """Decide again the nodes `node_changed` saw, with the last listing (no OCI call)."""
+        with self._lock:
+            names, self._changed = self._changed, set()
+            listed = dict(self._last_listed)
+        nodes = self._nodes()
+        if not names or nodes is None:
+            return
+        for node in nodes:
+            if node.name in names:
+                ref = parse_provider_id(node.provider_id)
+                found = listed.get(ref.ocid) if ref is not None else None
+                if found is not None:
+                    self._node(node, found)
 
     def _next_wait(self) -> float:
         now = self._monotonic()
@@ -143,6 +189,8 @@ class OciInstanceConditions:
             for instance in instances:
                 listed[instance.id] = instance
         self._metrics.instances.set(len(listed))
+        with self._lock:
+            self._last_listed = listed
         if answered == len(self._compartments):
             self._metrics.last_poll.set(time.time())
         unlisted = 0
@@ -300,3 +348,10 @@ def _rfc3339(when: datetime) -> str:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _owned(node: NodeState) -> tuple[tuple[str, str, str], ...]:
+    """The node's own OCI conditions as the cache holds them (type, status, reason)."""
+    return tuple(
+        sorted((c.type, c.status, c.reason) for c in node.conditions if c.type in OWNED_TYPES)
+    )

@@ -221,13 +221,18 @@ def test_a_node_faking_or_erasing_its_own_condition_is_set_back(
     liar, liar_ocid = oci_node(make_node, "l")
     doomed, doomed_ocid = oci_node(make_node, "d")
     oci_server.put(COMPARTMENT, instance(liar_ocid), instance(doomed_ocid, "TERMINATING"))
-    start_reconciler_with(OKE_RULES, *oci_flags(oci_server))
+    # One poll an hour: what follows is corrected on the node's own change, not by a poll.
+    reconciler = start_reconciler_with(
+        OKE_RULES, *oci_flags(oci_server, "--oci-poll-seconds", "3600")
+    )
     wait_for_condition(core_v1, doomed, TERMINATING, "True")
+    calls = reconciler.metric("nodegate_oci_list_calls_total")
     # Each kubelet writes its own status, as NodeRestriction allows.
     set_node_condition(core_v1, liar, condition_type=TERMINATING, status="True", reason="Fake")
     set_node_condition(core_v1, doomed, condition_type=TERMINATING, status="False", reason="Lie")
     wait_for_condition(core_v1, liar, TERMINATING, "False")
     wait_for_condition(core_v1, doomed, TERMINATING, "True")
+    assert reconciler.metric("nodegate_oci_list_calls_total") == calls  # no OCI call for it
 
 
 def test_an_oci_client_that_cannot_be_set_up_is_said_and_takes_no_node_work_down(

@@ -326,3 +326,23 @@ def test_a_refused_write_is_counted_said_once_and_retried_at_the_next_poll(
     assert sum("could not write OCI conditions" in r.getMessage() for r in caplog.records) == 1
     scene.poll(after=30)
     assert scene.conditions(name)[TERMINATING]["status"] == "True"
+
+
+def test_a_node_changing_its_own_condition_is_decided_again_without_an_oci_call(
+    scene: Scene,
+) -> None:
+    name = scene.node("doomed")
+    scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+    scene.poll()
+    before = NodeState.from_k8s(scene.api.nodes[name])
+    scene.api.patch_node_status(
+        name,
+        {"status": {"conditions": [{"type": TERMINATING, "status": "False", "reason": "Lie"}]}},
+    )
+    after = NodeState.from_k8s(scene.api.nodes[name])
+    calls = len(scene.server.requests())
+    scene.poller.node_changed(before, after)
+    scene.poller.node_changed(after, after)  # a heartbeat: nothing of its own changed
+    scene.poller.recheck_changed()
+    assert scene.conditions(name)[TERMINATING]["status"] == "True"
+    assert len(scene.server.requests()) == calls
