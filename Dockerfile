@@ -5,10 +5,11 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 # The context is the package sources only (.dockerignore).
 COPY . .
-# The package and its runtime dependencies (no extras) in a venv that the runtime stage copies
-# whole: no wheels, build tools or pip cache end up in a layer of the image.
+# The package and its runtime dependencies in a venv that the runtime stage copies whole: no
+# wheels, build tools or pip cache end up in a layer of the image. One extra: `oci`, the SDK the
+# reconciler reads OCI instance state with when configured (--oci-compartment); no other.
 RUN python -m venv --without-pip /opt/nodegate \
-    && pip --python /opt/nodegate/bin/python install --no-cache-dir .
+    && pip --python /opt/nodegate/bin/python install --no-cache-dir ".[oci]"
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \

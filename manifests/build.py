@@ -25,7 +25,7 @@ from nodegate.manifests.observability import (
     prometheus_rule,
     service_monitor,
 )
-from nodegate.manifests.rbac import cluster_rules, namespace_rules
+from nodegate.manifests.rbac import cluster_rules, namespace_rules, oci_cluster_rules
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.tolerations import pod_tolerations
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
@@ -77,6 +77,14 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     webhook = webhook_settings(settings)
     if webhook is not None:
         values["webhook"] = webhook
+    if settings.oci is not None:
+        region = {"region": settings.oci.region} if settings.oci.region else {}
+        values["oci"] = {
+            "compartments": settings.oci.compartments,
+            **region,
+            "auth": settings.oci.auth,
+            "poll_seconds": settings.oci.poll_seconds,
+        }
     return values
 
 
@@ -132,6 +140,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
             "rules": cluster_rules(rules)
+            + oci_cluster_rules(settings)
             + webhook_cluster_rules(settings)
             + fence_cluster_rules(settings),
         },

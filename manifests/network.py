@@ -2,7 +2,9 @@
 
 In: the `http` port (metrics and probes) and, with the webhook, the `webhook` port, from
 anywhere (Prometheus and the API server have no address a policy can name portably; kubelet
-probes come from the node, which CNIs let through). Out: TCP to the API server's ports only.
+probes come from the node, which CNIs let through). Out: TCP to the API server's ports only;
+with OCI instance conditions, also DNS (53) and HTTPS (443) to the Compute endpoint, which a
+policy cannot name by address either.
 The ports are named, so the policy follows the container's ports whatever their numbers.
 """
 
@@ -35,8 +37,17 @@ def network_policy(
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [{"ports": ingress}],
                 "egress": [
-                    {"ports": [{"port": p, "protocol": "TCP"} for p in policy.api_server_ports]}
+                    {"ports": [{"port": p, "protocol": "TCP"} for p in policy.api_server_ports]},
+                    *_oci_egress(settings),
                 ],
             },
         }
     ]
+
+
+def _oci_egress(settings: DeploySettings) -> list[dict[str, Any]]:
+    """DNS and HTTPS out, for the OCI Compute endpoint (none when OCI conditions are off)."""
+    if settings.oci is None:
+        return []
+    dns = [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
+    return [{"ports": [*dns, {"port": 443, "protocol": "TCP"}]}]

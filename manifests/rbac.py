@@ -26,6 +26,9 @@ when labels persist (a new node's record, read by name at admission); with self-
 certificates, one Secret by name (get/update: the shared CA and certificate) and one
 MutatingWebhookConfiguration by name (get/patch: its caBundle); with cert-manager, neither.
 
+With OCI instance conditions (`DeploySettings.oci`): `patch` on `nodes/status`, the only way to
+write a Node's conditions; without it, none.
+
 No other Secrets, no wildcards, and no delete outside that one case: tests refuse any other.
 """
 
@@ -83,6 +86,11 @@ def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
     if gates_watch_csinodes(rules):
         granted.append(_rule("storage.k8s.io", "csinodes", ["list", "watch"]))
     return granted
+
+
+def oci_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
+    """`nodes/status` patch, for the OCI conditions, only when they are on."""
+    return [_rule("", "nodes/status", ["patch"])] if settings.oci is not None else []
 
 
 def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:

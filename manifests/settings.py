@@ -239,6 +239,31 @@ class WebhookDeploy(Documented):
     the replicas through one Secret."""
 
 
+class OciDeploy(Documented):
+    """OCI instance state as node conditions (docs/reconciler.md, "OCI instance events"): the
+    leader lists these compartments' instances and writes `OCIInstanceTerminating`,
+    `OCIMaintenanceRebootDue` and `OCIInstanceStopped` on their Nodes. Turning it on grants
+    `patch` on `nodes/status`, and, with the NetworkPolicy, DNS and HTTPS egress."""
+
+    compartments: str = Field(default="", pattern=r"^([^,\s]+(,[^,\s]+)*)?$")
+    """Compartment OCIDs whose instances are listed (one ListInstances batch each per poll),
+    comma-separated; at least one when OCI conditions are on."""
+    auth: Literal["workload_identity", "instance_principal"] = "workload_identity"
+    """How the pods sign their calls: OKE workload identity (the pods' service account; the
+    IAM policy names it) or instance principals (the nodes' dynamic group). An API key file is
+    for running `nodegate reconcile` outside the cluster."""
+    region: str = ""
+    """Region of the Compute endpoint; empty: the auth's own (the cluster's region)."""
+    poll_seconds: int = Field(default=30, ge=1)
+    """Pause between two polls of every compartment, in seconds."""
+
+    @model_validator(mode="after")
+    def _some_compartment(self) -> OciDeploy:
+        if not self.compartments:
+            raise ValueError("oci.compartments: name at least one compartment OCID")
+        return self
+
+
 class DeploySettings(Documented):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
@@ -291,6 +316,8 @@ class DeploySettings(Documented):
     webhook: WebhookDeploy | None = None
     """The Node admission webhook (off by default); its objects come from
     `nodegate.manifests.webhook`."""
+    oci: OciDeploy | None = None
+    """OCI instance state as node conditions (off by default)."""
 
     @model_validator(mode="after")
     def _monitors(self) -> DeploySettings:

@@ -9,9 +9,12 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import FrameType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
+from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
@@ -25,6 +28,8 @@ from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.fence_policy import check_server_fence
 from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
+from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
+from nodegate.reconciler.nodes.oci_instances import OciInstanceConditions
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.served_rules import ServedRules
 from nodegate.reconciler.nodes.taint_history import TaintHistory
@@ -112,6 +117,8 @@ class _Parts:
     elector: LeaderElector | None
     check_fence: Callable[[], None] | None
     """Says (log, gauge) whether the API server fences this leader's writes."""
+    oci: Callable[[threading.Event], None] | None = None
+    """The OCI instance poller's loop (None: not configured); run on the leader only."""
     leading: threading.Event = field(default_factory=threading.Event)
 
 
@@ -164,7 +171,73 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
-    return _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+    parts = _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+    if settings.oci is not None:
+        parts.oci = _oci_poller(settings, writes, recorder, metrics, controller)
+    return parts
+
+
+def _oci_poller(
+    settings: ReconcilerSettings,
+    writes: FencedApi,
+    recorder: QueuedEvents,
+    metrics: Metrics,
+    controller: Controller,
+) -> Callable[[threading.Event], None]:
+    """The OCI poller's loop, run when this replica starts to lead: the SDK is loaded and its
+    client made then, and retried with backoff while that fails (no config file, no instance
+    metadata, no workload identity): a bad OCI setup is said once and counted
+    (`nodegate_oci_errors_total{kind="setup"}`), and never takes node work down."""
+    oci = settings.oci
+    assert oci is not None
+
+    def nodes() -> list[NodeState] | None:
+        if not controller.informer.synced.is_set():
+            return None
+        return [cached.state for _, cached in controller.informer.items()]
+
+    def client(stop: threading.Event) -> Any:
+        backoff, said = Backoff(cap_seconds=oci.poll_seconds), False
+        while not stop.is_set():
+            try:
+                return compute_client(oci)
+            # Any failure to set up the SDK's auth: said once, retried, node work goes on.
+            except Exception as err:
+                metrics.oci.errors.labels("setup").inc()
+                if not said:
+                    said = True
+                    log.error(
+                        "OCI client could not be set up; retrying with backoff (said once)",
+                        extra={"auth": oci.auth, "error": f"{type(err).__name__}: {err}"[:500]},
+                    )
+                stop.wait(backoff.next_delay())
+        return None
+
+    def run(stop: threading.Event) -> None:
+        made = client(stop)
+        if made is None:
+            return
+        calls = metrics.oci.list_calls
+        lister = ComputeLister(made, oci.page_size, lambda outcome: calls.labels(outcome).inc())
+        poller = OciInstanceConditions(
+            lister,
+            oci.compartment_ids,
+            oci.poll_seconds,
+            writes,
+            recorder,
+            metrics.oci,
+            nodes,
+            lambda: datetime.now(UTC),
+            settings.dry_run,
+        )
+        controller.watch_nodes(poller.node_changed)
+        log.info(
+            "OCI instance conditions on",
+            extra={"compartments": list(oci.compartment_ids), "auth": oci.auth},
+        )
+        poller.run(stop)
+
+    return run
 
 
 def _fenced_writes(
@@ -192,6 +265,8 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
         if parts.check_fence is not None:
             threading.Thread(target=parts.check_fence, name="fence-check", daemon=True).start()
         supervised("controller", parts.controller.run, stop, parts.health)
+        if parts.oci is not None:
+            supervised("oci", parts.oci, stop, parts.health)
 
     def lose() -> None:
         lost.set()

@@ -109,6 +109,46 @@ class WebhookSettings(BaseModel):
         return tuple(sorted({*names, *self.hosts}))
 
 
+class OciSettings(BaseModel):
+    """OCI instance state as node conditions (docs/reconciler.md, "OCI instance events"): the
+    leader lists the instances of these compartments and writes `OCIInstanceTerminating`,
+    `OCIMaintenanceRebootDue` and `OCIInstanceStopped` on their Nodes."""
+
+    model_config = _SETTINGS
+
+    compartments: str = Field(min_length=1, pattern=r"^[^,\s]+(,[^,\s]+)*$")
+    """Compartment OCIDs whose instances are listed (ListInstances, paged) once per poll,
+    comma-separated (an OCID holds no comma)."""
+
+    @property
+    def compartment_ids(self) -> tuple[str, ...]:
+        return tuple(self.compartments.split(","))
+
+    region: str = ""
+    """Region of the Compute endpoint (e.g. eu-frankfurt-1); empty: the auth's own (the API
+    key profile's region, the instance's or the workload's)."""
+    auth: str = Field(
+        default="workload_identity", pattern=r"^(workload_identity|instance_principal|api_key)$"
+    )
+    """workload_identity (OKE workload identity: the Pod's service account token),
+    instance_principal (the node's dynamic group) or api_key (a config file and profile)."""
+    config_file: Path = Path("~/.oci/config")
+    """The OCI config file of `--oci-auth api_key`."""
+    profile: str = "DEFAULT"
+    """The profile in that file."""
+    endpoint: str = ""
+    """Compute endpoint override (https://...): tests, or a private endpoint; empty: the
+    region's public endpoint."""
+    ca_bundle: Path | None = None
+    """CA bundle the endpoint's certificate is checked against (default: the system's)."""
+    poll_seconds: float = Field(default=30.0, ge=1)
+    """Pause between two polls of every compartment."""
+    page_size: int = Field(default=100, ge=1, le=1000)
+    """Instances per ListInstances page (the API's `limit`)."""
+    timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    """Connect and read timeout of each OCI call."""
+
+
 class ReconcilerSettings(BaseModel):
     """How one reconciler process runs."""
 
@@ -173,6 +213,9 @@ class ReconcilerSettings(BaseModel):
     webhook: Annotated[WebhookSettings | None, FlagGroup("webhook-", enabled_by="port")] = None
     """Serve the Node admission webhook too (None: not served): the --webhook-* flags, turned on
     by --webhook-port."""
+    oci: Annotated[OciSettings | None, FlagGroup("oci-", enabled_by="compartments")] = None
+    """OCI instance state as node conditions (None: off): the --oci-* flags, turned on by
+    --oci-compartments."""
 
     @property
     def records_namespace(self) -> str:

@@ -7,7 +7,7 @@ sees exactly the environment `python -m nodegate.cli` runs in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 from packaging.requirements import Requirement
@@ -31,15 +31,16 @@ class Distribution(TypedDict):
 Listing = Mapping[str, Distribution]
 
 
-def runtime_closure(project: str, listing: Listing) -> set[str]:
-    """Canonical names of `project` and everything its requirements pull in, extras followed
-    only where a requirement asks for them (markers evaluated for this interpreter)."""
+def runtime_closure(project: str, listing: Listing, asked: Sequence[str] = ()) -> set[str]:
+    """Canonical names of `project` (with the extras `asked`) and everything its requirements
+    pull in, extras followed only where a requirement asks for them (markers evaluated for this
+    interpreter)."""
     requires: dict[str, list[str]] = {
         canonicalize_name(name): entry["requires"] for name, entry in listing.items()
     }
     visited: set[tuple[str, frozenset[str]]] = set()
     names: set[str] = set()
-    todo: list[tuple[str, frozenset[str]]] = [(canonicalize_name(project), frozenset())]
+    todo: list[tuple[str, frozenset[str]]] = [(canonicalize_name(project), frozenset(asked))]
     while todo:
         item = todo.pop()
         if item in visited:

@@ -25,11 +25,20 @@ PIP_CONF = Path(".config") / "pip" / "pip.conf"
 KEY_FILE = "wheelhouse.key"
 
 
+IMAGE_EXTRAS = ("oci",)
+"""The extras the Dockerfile installs (`pip install ".[oci]"`): the reconciler can be configured
+to read OCI instance state, so its image carries the `oci` SDK."""
+
+
 def requirements(pyproject: Mapping[str, Any]) -> list[str]:
-    """What a build of the project installs: its build backend and its runtime dependencies."""
+    """What a build of the project installs: its build backend, its runtime dependencies and
+    those of the image's extras."""
+    project = pyproject.get("project", {})
     build: list[str] = list(pyproject.get("build-system", {}).get("requires", []))
-    runtime: list[str] = list(pyproject.get("project", {}).get("dependencies", []))
-    return [*build, *runtime]
+    runtime: list[str] = list(project.get("dependencies", []))
+    optional = project.get("optional-dependencies", {})
+    extras = [req for extra in IMAGE_EXTRAS for req in optional.get(extra, [])]
+    return [*build, *runtime, *extras]
 
 
 def constraints(freeze_output: str) -> str:

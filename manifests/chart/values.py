@@ -224,6 +224,10 @@ SCALARS = (
     Scalar("webhook.reinvocationPolicy", "Never"),
     Scalar("webhook.certManager.name", "zq-issuer", in_strings=True),
     Scalar("webhook.certManager.kind", "ClusterIssuer"),
+    Scalar("oci.compartments", "zq-compartments", in_strings=True),
+    Scalar("oci.region", "zq-region", in_strings=True),
+    Scalar("oci.auth", "instance_principal", in_strings=True),
+    Scalar("oci.pollSeconds", 17, in_strings=True),
 )
 """The scalar settings. A "zq" sentinel, a digest or a port number is also found inside
 longer strings (`in_strings`); an enum or small number only as a whole leaf."""
@@ -291,6 +295,8 @@ VARIANTS = (
     switch("serviceMonitor"),
     switch("podMonitor"),
     switch("networkPolicy"),
+    switch("oci", {"oci.compartments": "d-compartment"}),
+    given("oci.region", "zq-d-region"),
 )
 
 TABLE = Table(SCALARS, SUBTREES, VARIANTS)
@@ -304,9 +310,14 @@ CROSS_CHECKS = [
         "if": {"properties": {"serviceMonitor": {"properties": {"enabled": {"const": True}}}}},
         "then": {"properties": {"metrics": {"properties": {"service": {"const": True}}}}},
     },
+    {
+        "if": {"properties": {"oci": {"properties": {"enabled": {"const": True}}}}},
+        "then": {"properties": {"oci": {"properties": {"compartments": {"minLength": 1}}}}},
+    },
 ]
 """DeploySettings' checks across fields, as JSON Schema: a ServiceMonitor needs the metrics
-Service (`DeploySettings._monitors`)."""
+Service (`DeploySettings._monitors`); OCI conditions need a compartment
+(`OciDeploy._some_compartment`)."""
 
 
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

@@ -144,6 +144,14 @@ class NodeApi(Protocol):
     def patch_node(self, name: str, merge_patch: RawObject) -> RawObject: ...
 
 
+class NodeStatusApi(Protocol):
+    """Reading one Node fresh and patching its status (the OCI conditions' writer)."""
+
+    def get_node(self, name: str) -> RawObject | None: ...
+
+    def patch_node_status(self, name: str, patch: RawObject) -> RawObject: ...
+
+
 class EventApi(Protocol):
     """Creating Events and counting their repeats (the event recorder)."""
 
@@ -172,7 +180,7 @@ class ServerClock(Protocol):
     def server_time(self) -> datetime: ...
 
 
-class Api(ListWatch, NodeApi, EventApi, ConfigMapApi, ServerClock, Protocol):
+class Api(ListWatch, NodeApi, NodeStatusApi, EventApi, ConfigMapApi, ServerClock, Protocol):
     """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
 
     def within(self, seconds: float) -> Self:
@@ -364,6 +372,17 @@ class KubeApi:
             merge_patch,
             field_manager="nodegate",
             _content_type="application/merge-patch+json",
+        )
+
+    def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
+        """Strategic merge patch of the status subresource: `conditions` merge by type, so the
+        kubelet's and other agents' conditions are neither read nor replaced."""
+        return self._write(
+            self.core.patch_node_status,
+            name,
+            patch,
+            field_manager="nodegate",
+            _content_type="application/strategic-merge-patch+json",
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:

@@ -19,6 +19,7 @@ from nodegate.core.decisions.plan import annotations_read, relevant_view
 from nodegate.core.objects.status_record import StatusRecordError
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.events import Recorder
@@ -118,6 +119,7 @@ class Controller:
             self._on_rules_applied,
             self.status,
         )
+        self._node_hooks: list[Callable[[NodeState | None, NodeState], None]] = []
         self._memory = NodeMemories()
         """Everything that remembers something per node, forgotten through it (`node_memory`)."""
         self._recorder = recorder
@@ -298,8 +300,16 @@ class Controller:
     def _slim(self, raw: RawObject) -> CachedNode:
         return slim_node(raw, self._keep_annotation)
 
+    def watch_nodes(self, hook: Callable[[NodeState | None, NodeState], None]) -> None:
+        """Also call `hook(old, new)` on every node event but deletions, on the informer's
+        thread (it must be cheap: the OCI poller's look at its own conditions)."""
+        self._node_hooks.append(hook)
+
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
         self._own_metrics.cached_objects.labels("nodes").set(len(self.informer))
+        if new is not None:
+            for hook in self._node_hooks:
+                hook(old.state if old is not None else None, new.state)
         for rival in self.labels.keys.observe(key, new.state if new is not None else None):
             if self.rules is not None:
                 self._enqueue(rival, "event")

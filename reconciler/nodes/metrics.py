@@ -204,6 +204,18 @@ class ProcessMetrics:
     errors: Counter
 
 
+@dataclass(frozen=True)
+class OciMetrics:
+    """What the OCI instance poller records (`oci_instances.OciInstanceConditions`)."""
+
+    list_calls: Counter
+    errors: Counter
+    condition_writes: Counter
+    instances: Gauge
+    nodes_unlisted: Gauge
+    last_poll: Gauge
+
+
 @dataclass
 class Metrics:
     """The one registry: every metric created once, in the order /metrics lists them, and
@@ -469,6 +481,46 @@ class Metrics:
                 registry=r,
             ),
             self.on_informer_error,
+        )
+
+        # OCI instance state as node conditions (only the leader's poller counts).
+        self.oci = OciMetrics(
+            Counter(
+                "nodegate_oci_list_calls",
+                "ListInstances calls (one per page), by outcome (ok, or the error's kind).",
+                ["outcome"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_oci_errors",
+                "Failed compartment listings, by kind (auth, not_found, throttled, server, "
+                "timeout, other), failed client setups (setup) and refused condition writes "
+                "(write); each is retried.",
+                ["kind"],
+                registry=r,
+            ),
+            Counter(
+                "nodegate_oci_condition_writes",
+                "OCI conditions written on Nodes, by type and status.",
+                ["type", "status"],
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_oci_instances",
+                "Instances listed in the compartments that answered at the last poll.",
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_oci_nodes_unlisted",
+                "Nodes with an OCI providerID whose instance no compartment listed at the last "
+                "poll (their OCI conditions are left as they are).",
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_oci_last_poll_timestamp_seconds",
+                "When the last poll in which every compartment answered ended (unix time).",
+                registry=r,
+            ),
         )
 
         # Startup gates.

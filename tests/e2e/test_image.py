@@ -34,6 +34,7 @@ from nodegate.image.engine import (
 )
 from nodegate.image.errors import ImageError
 from nodegate.image.pod import deployment_container, in_cluster_env, run_argv
+from nodegate.image.wheelhouse import IMAGE_EXTRAS
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
@@ -150,7 +151,7 @@ def test_the_image_holds_the_package_and_its_runtime_dependencies_only(
     print(f"{record.tag} ({record.id}): {record.size_bytes / 1e6:.1f} MB")
     listing = list_distributions(engine, record.id, host_hard_limits())
     installed = {canonicalize_name(name) for name in listing}
-    assert installed == contents.runtime_closure("nodegate", listing)
+    assert installed == contents.runtime_closure("nodegate", listing, IMAGE_EXTRAS)
     assert not installed & {"pulumi", "pytest", "hypothesis", "mypy", "setuptools", "pip"}
     config = (inspect_image(engine, record.id) or {})["Config"]
     assert config["User"] == "65532:65532"

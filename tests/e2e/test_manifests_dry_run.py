@@ -165,6 +165,7 @@ def test_every_object_passes_server_side_validation(
         grafanaDashboard={},
         prometheusRule={"labels": {"a": "b"}},
         networkPolicy={},
+        oci={"compartments": "ocid1.compartment.oc1..a,ocid1.compartment.oc1..b"},
         affinity={
             "podAntiAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [

@@ -38,3 +38,13 @@ def test_a_project_extra_is_not_part_of_the_runtime() -> None:
 
 def test_versions_by_name() -> None:
     assert versions({"a": dist(), "b": {"version": "2", "requires": []}}) == {"a": "1.0", "b": "2"}
+
+
+def test_an_extra_the_image_installs_is_followed() -> None:
+    listing = {
+        **LISTING,
+        "nodegate": dist("kubernetes>=30", 'oci>=2; extra == "oci"'),
+        "oci": dist(),
+    }
+    assert "oci" in runtime_closure("nodegate", listing, ("oci",))
+    assert "oci" not in runtime_closure("nodegate", listing)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from nodegate.image.wheelhouse import constraints, pip_config, requirements, wheelhouse_key
+from pathlib import Path
+
+from nodegate.image.wheelhouse import (
+    IMAGE_EXTRAS,
+    constraints,
+    pip_config,
+    requirements,
+    wheelhouse_key,
+)
 
 PYPROJECT = {
     "build-system": {"requires": ["setuptools>=69", "wheel"]},
@@ -38,3 +46,17 @@ def test_the_key_changes_with_any_pin_or_the_python() -> None:
 
 def test_pip_in_the_build_reads_only_the_mounted_wheelhouse() -> None:
     assert pip_config() == "[global]\nno-index = true\nfind-links = /root/wheelhouse\n"
+
+
+def test_the_image_extras_requirements_are_built_and_no_other_extras() -> None:
+    project = {
+        **PYPROJECT["project"],
+        "optional-dependencies": {"oci": ["oci>=2.164"], "infra": ["pulumi"]},
+    }
+    reqs = requirements({**PYPROJECT, "project": project})
+    assert "oci>=2.164" in reqs and "pulumi" not in reqs
+
+
+def test_the_dockerfile_installs_exactly_the_image_extras() -> None:
+    dockerfile = (Path(__file__).resolve().parents[3] / "Dockerfile").read_text()
+    assert f'install --no-cache-dir ".[{",".join(IMAGE_EXTRAS)}]"' in dockerfile

@@ -404,3 +404,25 @@ def test_daemon_sets_and_pods_are_granted_only_when_a_node_agent_waits_for_daemo
     assert not any(
         r["resources"] == ["daemonsets"] for r in cluster_rules(example_document().rules)
     )
+
+
+def test_node_status_is_granted_only_with_oci_conditions_and_they_are_passed_as_flags() -> None:
+    statuses = [
+        r for r in one(build(), "ClusterRole")["rules"] if r["resources"] == ["nodes/status"]
+    ]
+    assert statuses == []
+    oci = {
+        "compartments": "ocid1.compartment.oc1..a,ocid1.compartment.oc1..b",
+        "region": "eu-frankfurt-1",
+    }
+    objects = build_manifests(example_document(), settings(oci=oci))
+    granted = [r for r in one(objects, "ClusterRole")["rules"] if "nodes/status" in r["resources"]]
+    assert granted == [{"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}]
+    args = _pod(objects)["containers"][0]["args"]
+    assert f"--oci-compartments={oci['compartments']}" in args
+    assert "--oci-region=eu-frankfurt-1" in args and "--oci-auth=workload_identity" in args
+
+
+def test_oci_conditions_need_a_compartment() -> None:
+    with pytest.raises(ValueError, match="at least one compartment"):
+        settings(oci={})

@@ -153,6 +153,21 @@ class FakeApi:
         node["metadata"]["resourceVersion"] = str(next(self._rv))
         return copy.deepcopy(node)
 
+    def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
+        """A strategic merge patch of `status.conditions`, merged by type as the API server
+        does."""
+        self._enter("patch_node_status", patch)
+        node = self.nodes.get(name)
+        if node is None:
+            raise NotFoundError(name)
+        status = node.setdefault("status", {})
+        merged = {c["type"]: c for c in status.get("conditions") or []}
+        for condition in (patch.get("status") or {}).get("conditions") or []:
+            merged[condition["type"]] = {**merged.get(condition["type"], {}), **condition}
+        status["conditions"] = list(merged.values())
+        node["metadata"]["resourceVersion"] = str(next(self._rv))
+        return copy.deepcopy(node)
+
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
         self._enter("create_event", event)
         name = f"event-{next(self._names)}"
