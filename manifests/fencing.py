@@ -1,10 +1,10 @@
 """The fence policy, when `leaderElection.serverFence` is on: a ValidatingAdmissionPolicy whose
 param is the reconciler's leader Lease, refusing a write by the reconciler's ServiceAccount to a
-Node or to a ConfigMap of its namespace that carries another term than the Lease's current one
-(core/decisions/fencing.py says why, and why a missing Lease allows and an error ignores: the
-policy must never stand in anyone else's way), and its binding. Cluster-scoped, so named after the
-installation like its ClusterRole; the reconciler may read both, to say at start whether its
-writes are fenced by the API server.
+Node (its status included) or to a ConfigMap of its namespace that carries another term than the
+Lease's current one (core/decisions/fencing.py says why, and why a missing Lease allows and an
+error ignores: the policy must never stand in anyone else's way), and its binding.
+Cluster-scoped, so named after the installation like its ClusterRole; the reconciler may read
+both, to say at start whether its writes are fenced by the API server.
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
                     "matchLabels": {"kubernetes.io/metadata.name": settings.namespace}
                 },
                 "resourceRules": [
+                    # Node status too: the OCI conditions are written there, stamped the same.
                     _resources(["UPDATE"], "nodes"),
+                    _resources(["UPDATE"], "nodes/status"),
                     _resources(["CREATE", "UPDATE", "DELETE"], "configmaps"),
                 ],
             },

@@ -29,6 +29,22 @@ class PermanentError(KubeError):
         self.status = status
 
 
+INVALID_WRITE_STATUSES = frozenset({400, 413, 422})
+"""Refusals of a write's content (too large, invalid)."""
+ANNOTATIONS_TOO_LONG = "metadata.annotations: Too long"
+"""How kube-apiserver refuses an object whose annotations exceed their total size limit."""
+
+
+def annotations_too_long(err: KubeError) -> bool:
+    """A write refused because the object's annotations would pass their size limit: a node
+    can fill its own, so the fence's token must not be what tips them over."""
+    return (
+        isinstance(err, PermanentError)
+        and err.status in INVALID_WRITE_STATUSES
+        and ANNOTATIONS_TOO_LONG in str(err)
+    )
+
+
 class ConflictError(KubeError):
     """409: the object changed since it was read. Re-read, re-plan, retry."""
 

@@ -72,11 +72,10 @@ class FencedApi:
         return self._fenced(lambda api, term: api.patch_node(name, _on(merge_patch, term)))
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
-        """Fenced on the client only (started while the fence holds, ended before a standby
-        could lead), not stamped: the fence policy matches Node writes, not their status
-        subresource, and a status write carries no term. A deposed leader's late write can only
-        set the OCI conditions it read from OCI; the next leader re-asserts them at its poll."""
-        return self._fenced(lambda api, _term: api.patch_node_status(name, patch))
+        """Stamped like a Node write: a status write keeps the metadata it sends (Node status
+        resets only the spec), and the fence policy matches `nodes/status` too, so a deposed
+        leader's late condition write is refused where it lands."""
+        return self._fenced(lambda api, term: api.patch_node_status(name, _on(patch, term)))
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
         return self._fenced(lambda api, term: api.create_configmap(namespace, _on(body, term)))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
+from nodegate.core.decisions.fencing import UNFENCED
 from nodegate.core.decisions.oci_instances import (
     OWNED_TYPES,
     TERMINATING,
@@ -36,7 +37,7 @@ from nodegate.core.decisions.oci_instances import (
 )
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError, annotations_too_long
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import NodeStatusApi, RawObject
 from nodegate.reconciler.nodes.metrics import OciMetrics
@@ -248,7 +249,7 @@ class OciInstanceConditions:
         if not writes:
             return
         try:
-            self._write(node, writes)
+            self._write_even_on_a_full_node(node, writes)
         except NotFoundError:
             self._messages.pop(node.uid, None)
         # Counted, said once per node until a write lands, retried at the next poll (a missing
@@ -301,7 +302,22 @@ class OciInstanceConditions:
         self._messages[node.uid] = {c.type: (c.status, c.reason, c.message) for c in observed}
         return observed
 
-    def _write(self, node: NodeState, writes: tuple[ConditionWrite, ...]) -> None:
+    def _write_even_on_a_full_node(
+        self, node: NodeState, writes: tuple[ConditionWrite, ...]
+    ) -> None:
+        """A node that filled its annotations to the limit would refuse the fence's token, and
+        so its own conditions: then they go without a term (fenced on the client only), as a
+        full node's taints do (reconcile.py, `_taints_alone`)."""
+        try:
+            self._write(node, writes)
+        except KubeError as err:
+            if not annotations_too_long(err):
+                raise
+            self._write(node, writes, unfenced=True)
+
+    def _write(
+        self, node: NodeState, writes: tuple[ConditionWrite, ...], unfenced: bool = False
+    ) -> None:
         summary = "; ".join(w.describe() for w in writes)
         warning = any(w.status == "True" and w.type == TERMINATING for w in writes)
         if self._dry_run:
@@ -312,7 +328,10 @@ class OciInstanceConditions:
                 node.name, node.uid, "NodegateDryRun", f"would set {summary}", warning=False
             )
             return
-        self._api.patch_node_status(node.name, self._patch(node, writes))
+        patch = self._patch(node, writes)
+        if unfenced:
+            patch["metadata"] = {"annotations": dict(UNFENCED)}
+        self._api.patch_node_status(node.name, patch)
         remembered = self._messages.setdefault(node.uid, {})
         for write in writes:
             remembered[write.type] = (write.status, write.reason, write.message)

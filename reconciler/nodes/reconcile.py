@@ -14,11 +14,13 @@ from nodegate.core.decisions.fencing import UNFENCED
 from nodegate.core.decisions.plan import NodePlan, plan
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.errors import (
+    INVALID_WRITE_STATUSES,
     ConflictError,
     KubeError,
     NotFoundError,
     PermanentError,
     TemporaryError,
+    annotations_too_long,
 )
 from nodegate.reconciler.kit.kube import NodeApi, RawObject
 from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry
@@ -34,10 +36,6 @@ log = logging.getLogger("nodegate.controller")
 RECHECK_SLACK_SECONDS = 0.05
 """A re-check comes this much after the moment it waits for, so that moment has passed."""
 RECORDS_SYNC_WAIT_SECONDS = 1.0
-INVALID_WRITE_STATUSES = frozenset({400, 413, 422})
-ANNOTATIONS_TOO_LONG = "metadata.annotations: Too long"
-"""How kube-apiserver refuses an object whose annotations exceed their total size limit."""
-"""Refusals of the write's content (too large, invalid): its taints may still go alone."""
 """How soon a node is looked at again while the label records are not cached yet."""
 
 
@@ -144,7 +142,7 @@ class NodeReconciler:
         taints = node_plan.taints_only() if err.status in INVALID_WRITE_STATUSES else None
         if taints is None:
             return refused
-        if ANNOTATIONS_TOO_LONG in str(err):
+        if annotations_too_long(err):
             # Not even the fence's token may grow the node's full annotations
             # (core/decisions/fencing.py).
             taints = replace(taints, set_annotations=UNFENCED)

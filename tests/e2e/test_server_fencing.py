@@ -80,10 +80,11 @@ def install(
     core_v1: k8s_client.CoreV1Api,
     unique_name: str,
     tmp_path: Path,
-) -> Iterator[Callable[[bool], Install]]:
+) -> Iterator[Callable[..., Install]]:
     made: list[Install] = []
 
-    def make(server_fence: bool) -> Install:
+    def make(server_fence: bool, oci: bool = False) -> Install:
+        """`oci`: with OCI conditions on, so the ServiceAccount may patch `nodes/status`."""
         variant = "fenced" if server_fence else "client-only"
         name = f"{variant}-{len(made)}-{unique_name}"[:40].rstrip("-")
         settings = DeploySettings.model_validate(
@@ -92,6 +93,7 @@ def install(
                 "namespace": name,
                 "name": name,
                 "leaderElection": {"serverFence": server_fence},
+                **({"oci": {"compartments": "ocid1.compartment.oc1..fence"}} if oci else {}),
             }
         )
         objects = build_manifests(RulesDocument.parse(RULES, "rules.yaml"), settings)
@@ -400,9 +402,12 @@ def test_the_policy_stands_in_no_one_elses_way_even_before_any_lease_exists(
     assert read_node(core_v1, name)["spec"]["unschedulable"] is True
 
 
-def _term_writer(installed: Install, name: str) -> Callable[[str], str | None]:
-    """write(term): a Node write as the reconciler's ServiceAccount carrying `term`; the
-    refusal's body, or None if the API server accepted it."""
+def _term_writer(
+    installed: Install, name: str, status: bool = False
+) -> Callable[[str], str | None]:
+    """write(term): a Node write (`status`: a write of its status, as the OCI conditions are
+    written) as the reconciler's ServiceAccount carrying `term`; the refusal's body, or None if
+    the API server accepted it."""
     from kubernetes import config as k8s_config
 
     as_reconciler = k8s_client.CoreV1Api(
@@ -410,14 +415,51 @@ def _term_writer(installed: Install, name: str) -> Callable[[str], str | None]:
     )
 
     def write(term: str) -> str | None:
+        stamped: dict[str, Any] = {"metadata": {"annotations": {FENCE_ANNOTATION: term}}}
         try:
-            as_reconciler.patch_node(name, {"metadata": {"annotations": {FENCE_ANNOTATION: term}}})
+            if status:
+                condition = {"type": "OCIInstanceTerminating", "status": "False", "reason": term}
+                as_reconciler.patch_node_status(
+                    name, {**stamped, "status": {"conditions": [condition]}}
+                )
+            else:
+                as_reconciler.patch_node(name, stamped)
         except ApiException as err:
             assert err.status == 403, err.body
             return str(err.body)
         return None
 
     return write
+
+
+def test_a_status_write_under_an_old_term_is_refused_and_the_nodes_own_status_writes_are_not(
+    install: Callable[..., Install],
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+) -> None:
+    """The OCI conditions are written to the Node's status: a deposed leader's late status
+    write is refused where it lands, as its Node writes are; anyone else's status writes (the
+    kubelet's heartbeat) pass whatever they carry."""
+    installed = install(True, oci=True)
+    name = make_node()
+    leases = k8s_client.CoordinationV1Api(api_client)
+    lease = k8s_client.V1Lease(
+        metadata={"name": "nodegate-reconciler"},
+        spec={"holderIdentity": "b", "leaseTransitions": 1},
+    )
+    leases.create_namespaced_lease(installed.namespace, lease)
+    write_status = _term_writer(installed, name, status=True)
+
+    wait_until(lambda: write_status("a/0") is not None, 20, "the old term refused")
+    assert refusal_term(str(write_status("a/0")), f"{installed.namespace}-fence") == Term("b", 1)
+    assert write_status("b/1") is None
+    stale = {"metadata": {"annotations": {FENCE_ANNOTATION: "a/0"}}}
+    heartbeat = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    core_v1.patch_node_status(name, {**stale, "status": {"conditions": [heartbeat]}})
+
+    conditions = {c["type"]: c for c in read_node(core_v1, name)["status"]["conditions"]}
+    assert conditions["OCIInstanceTerminating"]["reason"] == "b/1"
 
 
 ANNOTATIONS_LIMIT = 256 * 1024

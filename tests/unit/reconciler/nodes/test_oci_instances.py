@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from nodegate.core.decisions.fencing import FENCE_ANNOTATION
 from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.kit.errors import PermanentError
+from nodegate.reconciler.kit.errors import ANNOTATIONS_TOO_LONG, PermanentError
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci_instances import EVENT_REASON, OciInstanceConditions
@@ -346,3 +347,19 @@ def test_a_node_changing_its_own_condition_is_decided_again_without_an_oci_call(
     scene.poller.recheck_changed()
     assert scene.conditions(name)[TERMINATING]["status"] == "True"
     assert len(scene.server.requests()) == calls
+
+
+def test_a_node_whose_annotations_are_full_still_gets_its_conditions_without_a_term(
+    scene: Scene,
+) -> None:
+    name = scene.node("doomed")
+    scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+    full = PermanentError(f"Node is invalid: {ANNOTATIONS_TOO_LONG}: must have at most", 422)
+    scene.api.fail("patch_node_status", full)
+    scene.poll()
+    sent = [patch for call, patch in scene.api.calls if call == "patch_node_status"]
+    assert [patch.get("metadata") for patch in sent] == [
+        None,
+        {"annotations": {FENCE_ANNOTATION: None}},  # the token dropped, never grown
+    ]
+    assert scene.conditions(name)[TERMINATING]["status"] == "True"
