@@ -4,7 +4,8 @@ In: the `http` port (metrics and probes) and, with the webhook, the `webhook` po
 anywhere (Prometheus and the API server have no address a policy can name portably; kubelet
 probes come from the node, which CNIs let through). Out: TCP to the API server's ports only;
 with OCI instance conditions, also DNS (53) and HTTPS (443) to the Compute endpoint, which a
-policy cannot name by address either.
+policy cannot name by address either, and the auth's own: OKE's proxymux port (12250) for
+workload identity, the metadata service (169.254.169.254, port 80) for instance principals.
 The ports are named, so the policy follows the container's ports whatever their numbers.
 """
 
@@ -45,9 +46,26 @@ def network_policy(
     ]
 
 
+WORKLOAD_IDENTITY_PORT = 12250
+"""OKE's proxymux, where the SDK's workload identity signer gets its token (at the
+`KUBERNETES_SERVICE_HOST` address: oci/auth/signers/resource_principals_signer.py)."""
+INSTANCE_METADATA = "169.254.169.254/32"
+"""The instance metadata service, plain HTTP, where instance principals get their certificate."""
+
+
 def _oci_egress(settings: DeploySettings) -> list[dict[str, Any]]:
-    """DNS and HTTPS out, for the OCI Compute endpoint (none when OCI conditions are off)."""
+    """DNS and HTTPS out, for the OCI Compute endpoint and the auth service, and what each
+    auth needs besides (none when OCI conditions are off)."""
     if settings.oci is None:
         return []
     dns = [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
-    return [{"ports": [*dns, {"port": 443, "protocol": "TCP"}]}]
+    # Both auths' ways out whichever is chosen: the chart templates one shape of policy for
+    # every value of `oci.auth`.
+    return [
+        {"ports": [*dns, {"port": 443, "protocol": "TCP"}]},
+        {"ports": [{"port": WORKLOAD_IDENTITY_PORT, "protocol": "TCP"}]},
+        {
+            "to": [{"ipBlock": {"cidr": INSTANCE_METADATA}}],
+            "ports": [{"port": 80, "protocol": "TCP"}],
+        },
+    ]

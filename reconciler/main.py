@@ -230,12 +230,15 @@ def _oci_poller(
             lambda: datetime.now(UTC),
             settings.dry_run,
         )
-        controller.watch_nodes(poller.node_changed)
+        unwatch = controller.watch_nodes(poller.node_changed)
         log.info(
             "OCI instance conditions on",
             extra={"compartments": list(oci.compartment_ids), "auth": oci.auth},
         )
-        poller.run(stop)
+        try:
+            poller.run(stop)
+        finally:
+            unwatch()
 
     return run
 

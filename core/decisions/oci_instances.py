@@ -24,7 +24,7 @@ taken for "cleared".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -164,7 +164,10 @@ def condition_writes(
     cleared)."""
     if instance is None:
         return ()
-    owned: Mapping[str, ObservedCondition] = {c.type: c for c in current if c.type in OWNED_TYPES}
+    owned: dict[str, ObservedCondition] = {}
+    for condition in current:  # the first of a type, as the planner reads it and a patch merges
+        if condition.type in OWNED_TYPES:
+            owned.setdefault(condition.type, condition)
     writes = []
     for want in desired_conditions(instance):
         have = owned.get(want.type)

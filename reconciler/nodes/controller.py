@@ -300,15 +300,19 @@ class Controller:
     def _slim(self, raw: RawObject) -> CachedNode:
         return slim_node(raw, self._keep_annotation)
 
-    def watch_nodes(self, hook: Callable[[NodeState | None, NodeState], None]) -> None:
+    def watch_nodes(
+        self, hook: Callable[[NodeState | None, NodeState], None]
+    ) -> Callable[[], None]:
         """Also call `hook(old, new)` on every node event but deletions, on the informer's
-        thread (it must be cheap: the OCI poller's look at its own conditions)."""
+        thread (it must be cheap: the OCI poller's look at its own conditions), until the
+        returned function is called (a leadership's poller must not outlive it)."""
         self._node_hooks.append(hook)
+        return lambda: self._node_hooks.remove(hook)
 
     def _on_node_event(self, key: str, old: CachedNode | None, new: CachedNode | None) -> None:
         self._own_metrics.cached_objects.labels("nodes").set(len(self.informer))
         if new is not None:
-            for hook in self._node_hooks:
+            for hook in tuple(self._node_hooks):
                 hook(old.state if old is not None else None, new.state)
         for rival in self.labels.keys.observe(key, new.state if new is not None else None):
             if self.rules is not None:

@@ -19,6 +19,10 @@ from nodegate.core.decisions.oci_instances import InstanceRecord
 from nodegate.reconciler.nodes.oci_instances import ErrorKind, OciError
 from nodegate.reconciler.settings import OciSettings
 
+MAX_PAGES = 1000
+"""Pages of one compartment's listing before it is taken for a loop (100,000 instances at
+the default page size)."""
+
 
 @dataclass
 class ComputeLister:
@@ -34,6 +38,7 @@ class ComputeLister:
         call in the SDK's default retry strategy (8 attempts) whatever the client says."""
         records: list[InstanceRecord] = []
         page: str | None = None
+        seen: set[str] = set()
         while True:
             kwargs: dict[str, Any] = {"limit": self.page_size}
             if page:
@@ -49,6 +54,11 @@ class ComputeLister:
             page = response.next_page
             if not page:
                 return records
+            # A token seen before, or more pages than instances a compartment may hold, would
+            # hold the poller (and call OCI) for ever: the listing fails, and is tried again.
+            if page in seen or len(seen) >= MAX_PAGES:
+                raise OciError("other", f"ListInstances paging does not end (page {page!r})")
+            seen.add(page)
 
 
 def _record(instance: Any) -> InstanceRecord:

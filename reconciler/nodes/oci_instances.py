@@ -49,6 +49,11 @@ EVENT_REASON = "OCIInstanceConditions"
 ErrorKind = Literal["auth", "not_found", "throttled", "server", "timeout", "other"]
 
 
+RECHECK_SECONDS = 10.0
+"""At most one correction per node this often on its own events (a node faking or erasing its
+OCI conditions); whatever it does in between is set back at the next poll."""
+
+
 class OciError(Exception):
     """A ListInstances call failed; `kind` says how (each kind is counted and said once)."""
 
@@ -106,10 +111,14 @@ class OciInstanceConditions:
         self._monotonic = monotonic
         self._messages: dict[str, dict[str, tuple[str, str, str]]] = {}
         """node uid -> type -> (status, reason, message) last written or read."""
-        self._last_listed: dict[str, InstanceRecord] = {}
-        """The instances the last poll listed, by OCID (from the compartments that answered)."""
+        self._listings: dict[str, dict[str, InstanceRecord]] = {}
+        """Each compartment's instances by OCID, as its latest listing gave them; a compartment
+        whose latest listing failed has none (its nodes are left alone, not decided from an
+        old listing). Compartments fall due at different moments, so a round lists some."""
         self._changed: set[str] = set()
         """Nodes (name) whose own OCI conditions changed since they were last decided."""
+        self._corrected: dict[str, float] = {}
+        """When each node was last corrected on its own event (monotonic)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._write_failing: set[str] = set()
@@ -146,29 +155,48 @@ class OciInstanceConditions:
         if ref is None:
             return
         with self._lock:
-            if ref.ocid not in self._last_listed:
+            if self._listed(ref.ocid) is None:
                 return
             self._changed.add(new.name)
         self._wake.set()
 
+    def _listed(self, ocid: str) -> InstanceRecord | None:
+        """The instance as its compartment's latest listing gave it (the caller holds the
+        lock)."""
+        for listing in self._listings.values():
+            found = listing.get(ocid)
+            if found is not None:
+                return found
+        return None
+
     def recheck_changed(self) -> None:
-        """Decide again the nodes `node_changed` saw, with the last listing (no OCI call)."""
+        """Decide again the nodes `node_changed` saw, with the last listing (no OCI call). A
+        node flipping its own conditions must not drive our writes: a node corrected less than
+        RECHECK_SECONDS ago waits for the end of that window."""
+        now = self._monotonic()
         with self._lock:
-            names, self._changed = self._changed, set()
-            listed = dict(self._last_listed)
+            names = {n for n in self._changed if self._window_end(n) <= now}
+            self._changed -= names
         nodes = self._nodes()
         if not names or nodes is None:
             return
         for node in nodes:
             if node.name in names:
                 ref = parse_provider_id(node.provider_id)
-                found = listed.get(ref.ocid) if ref is not None else None
-                if found is not None:
-                    self._node(node, found)
+                with self._lock:
+                    found = self._listed(ref.ocid) if ref is not None else None
+                if found is not None and self._node(node, found):
+                    with self._lock:
+                        self._corrected[node.name] = now
+
+    def _window_end(self, name: str) -> float:
+        return self._corrected.get(name, -RECHECK_SECONDS) + RECHECK_SECONDS
 
     def _next_wait(self) -> float:
         now = self._monotonic()
-        return max(0.05, min(c.due for c in self._compartments) - now)
+        with self._lock:
+            waiting = [self._window_end(name) for name in self._changed]
+        return max(0.05, min([c.due for c in self._compartments] + waiting) - now)
 
     def poll_once(self) -> None:
         """List the compartments that are due, then decide and write every Node whose
@@ -180,19 +208,18 @@ class OciInstanceConditions:
         due = [c for c in self._compartments if c.due <= now]
         if not due:
             return
-        listed: dict[str, InstanceRecord] = {}
-        answered = 0
         for compartment in due:
             instances = self._list(compartment)
-            if instances is None:
-                continue
-            answered += 1
-            for instance in instances:
-                listed[instance.id] = instance
-        self._metrics.instances.set(len(listed))
+            with self._lock:
+                if instances is None:
+                    self._listings.pop(compartment.id, None)
+                else:
+                    self._listings[compartment.id] = {i.id: i for i in instances}
         with self._lock:
-            self._last_listed = listed
-        if answered == len(self._compartments):
+            listed = {ocid: i for listing in self._listings.values() for ocid, i in listing.items()}
+            complete = len(self._listings) == len(self._compartments)
+        self._metrics.instances.set(len(listed))
+        if complete:
             self._metrics.last_poll.set(time.time())
         unlisted = 0
         for node in nodes:
@@ -203,11 +230,15 @@ class OciInstanceConditions:
             if found is None:
                 unlisted += 1
                 continue
-            self._node(node, found)
+            self._node(node, found, verify=True)
         self._metrics.nodes_unlisted.set(unlisted)
         alive = {node.uid for node in nodes}
         for uid in [uid for uid in self._messages if uid not in alive]:
             del self._messages[uid]
+        names = {node.name for node in nodes}
+        with self._lock:
+            for name in [name for name in self._corrected if name not in names]:
+                del self._corrected[name]
         self._write_failing &= alive
         self.polls += 1
 
@@ -241,13 +272,16 @@ class OciInstanceConditions:
         compartment.due = self._monotonic() + self._poll
         return instances
 
-    def _node(self, node: NodeState, instance: InstanceRecord) -> None:
-        current = self._observed(node)
+    def _node(self, node: NodeState, instance: InstanceRecord, verify: bool = False) -> bool:
+        """Whether a write was sent. `verify` (a poll): a node carrying an owned condition that
+        is True is read again, so a message it forged (the cache holds no messages) is set back
+        at the poll."""
+        current = self._observed(node, verify)
         if current is None:
-            return
+            return False
         writes = condition_writes(current, instance)
         if not writes:
-            return
+            return False
         try:
             self._write_even_on_a_full_node(node, writes)
         except NotFoundError:
@@ -264,10 +298,14 @@ class OciInstanceConditions:
                 )
         else:
             self._write_failing.discard(node.uid)
+        return True
 
-    def _observed(self, node: NodeState) -> list[ObservedCondition] | None:
+    def _observed(self, node: NodeState, verify: bool = False) -> list[ObservedCondition] | None:
         """The node's owned conditions with their messages: from the cache and what was last
-        written or read, or read fresh when a message is not known. None: the node is gone."""
+        written or read, or read fresh when a message is not known (or `verify`, for a True
+        one). None: the node is gone."""
+        if verify and any(c.type in OWNED_TYPES and c.status == "True" for c in node.conditions):
+            return self._read(node)
         known = self._messages.get(node.uid, {})
         observed = []
         for condition in node.conditions:

@@ -19,6 +19,7 @@ from nodegate.core.decisions.oci_instances import (
     InstanceRef,
     ObservedCondition,
     condition_writes,
+    desired_conditions,
     parse_provider_id,
     utc_iso,
 )
@@ -158,8 +159,8 @@ CONDITIONS = st.lists(
         st.text(max_size=10),
     ),
     max_size=6,
-    unique_by=lambda c: c.type,
 )
+"""A node may list a type twice (its own status is its to write)."""
 INSTANCES = st.one_of(
     st.none(),
     st.builds(
@@ -179,11 +180,26 @@ def test_only_owned_types_are_ever_written_and_a_second_look_writes_nothing(
     writes = condition_writes(current, instance)
     assert {w.type for w in writes} <= set(OWNED_TYPES)
     assert len({w.type for w in writes}) == len(writes)
-    # The node after the write: the foreign conditions untouched, the owned ones as written.
-    after = {c.type: c for c in current}
+    # The node after the write: the foreign conditions untouched, each written one merged into
+    # the first of its type, as a strategic merge patch by type does.
+    after = list(current)
     for w in writes:
-        after[w.type] = ObservedCondition(w.type, w.status, w.reason, w.message)
-    assert condition_writes(list(after.values()), instance) == ()
+        written = ObservedCondition(w.type, w.status, w.reason, w.message)
+        first = next((i for i, c in enumerate(after) if c.type == w.type), None)
+        if first is None:
+            after.append(written)
+        else:
+            after[first] = written
+    assert condition_writes(after, instance) == ()
+
+
+def test_a_type_listed_twice_is_read_as_its_first_as_the_planner_reads_it() -> None:
+    faked = ObservedCondition(TERMINATING, "True", "InstanceTerminating", "faked by the node")
+    running = InstanceRecord(OCID, "RUNNING", "ocid1.compartment.oc1..x", None)
+    [want] = [w for w in desired_conditions(running) if w.type == TERMINATING]
+    ours = ObservedCondition(TERMINATING, want.status, want.reason, want.message)
+    [write] = condition_writes([faked, ours], running)
+    assert (write.type, write.status) == (TERMINATING, "False")
 
 
 def test_the_oke_example_rules_read_the_conditions_nodegate_writes() -> None:

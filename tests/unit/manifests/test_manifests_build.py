@@ -426,3 +426,22 @@ def test_node_status_is_granted_only_with_oci_conditions_and_they_are_passed_as_
 def test_oci_conditions_need_a_compartment() -> None:
     with pytest.raises(ValueError, match="at least one compartment"):
         settings(oci={})
+
+
+@pytest.mark.parametrize("auth", ["workload_identity", "instance_principal"])
+def test_the_network_policy_lets_the_oci_auth_reach_where_it_gets_its_token(auth: str) -> None:
+    oci = {"compartments": "ocid1.compartment.oc1..a", "auth": auth}
+    policy = one(build(networkPolicy={"apiServerPorts": [443]}, oci=oci), "NetworkPolicy")
+    dns_and_https = [
+        {"port": 53, "protocol": "UDP"},
+        {"port": 53, "protocol": "TCP"},
+        {"port": 443, "protocol": "TCP"},
+    ]
+    assert policy["spec"]["egress"][1:] == [
+        {"ports": dns_and_https},
+        {"ports": [{"port": 12250, "protocol": "TCP"}]},  # OKE's proxymux: workload identity
+        {  # the instance metadata service: instance principals
+            "to": [{"ipBlock": {"cidr": "169.254.169.254/32"}}],
+            "ports": [{"port": 80, "protocol": "TCP"}],
+        },
+    ]

@@ -5,12 +5,14 @@ OCI fails."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -20,8 +22,13 @@ from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPE
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ANNOTATIONS_TOO_LONG, PermanentError
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
-from nodegate.reconciler.nodes.oci_instances import EVENT_REASON, OciInstanceConditions
+from nodegate.reconciler.nodes.oci_compute import MAX_PAGES, ComputeLister, compute_client
+from nodegate.reconciler.nodes.oci_instances import (
+    EVENT_REASON,
+    RECHECK_SECONDS,
+    OciError,
+    OciInstanceConditions,
+)
 from nodegate.reconciler.settings import OciSettings
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
@@ -139,7 +146,28 @@ def test_a_second_poll_with_nothing_changed_writes_nothing(scene: Scene) -> None
     scene.poll(after=30)
     scene.poll(after=30)
     assert scene.api.count("patch_node_status") == 1
-    assert scene.api.count("get_node") == 0  # the message written is remembered
+    # A True condition is read again at each poll (the cache holds no messages to check).
+    assert scene.api.count("get_node") == 2
+
+
+def test_a_node_with_only_false_conditions_is_not_read_at_a_poll(scene: Scene) -> None:
+    scene.node("fine")
+    scene.server.put(A, instance(instance_ocid("fine"), "RUNNING"))
+    scene.poll()
+    scene.poll(after=30)
+    assert scene.api.count("get_node") == scene.api.count("patch_node_status") == 0
+
+
+def test_a_message_the_node_forged_is_set_back_at_the_next_poll(scene: Scene) -> None:
+    name = scene.node("doomed")
+    due = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
+    scene.server.put(A, instance(instance_ocid("doomed"), "RUNNING", maintenance_due=due))
+    scene.poll()
+    written = scene.conditions(name)[MAINTENANCE_REBOOT_DUE]["message"]
+    forged = {**scene.conditions(name)[MAINTENANCE_REBOOT_DUE], "message": "due 2099-01-01"}
+    scene.api.patch_node_status(name, {"status": {"conditions": [forged]}})
+    scene.poll(after=30)
+    assert scene.conditions(name)[MAINTENANCE_REBOOT_DUE]["message"] == written
 
 
 def test_a_maintenance_reboot_due_is_written_with_its_time_and_rewritten_when_it_moves(
@@ -252,14 +280,13 @@ def test_a_node_faking_or_erasing_its_condition_is_set_back_at_the_next_poll(
     assert scene.conditions(doomed)[TERMINATING]["status"] == "True"
 
 
-def test_after_a_restart_a_node_carrying_a_condition_is_read_once_then_left_alone(
+def test_after_a_restart_a_node_carrying_a_condition_is_read_not_rewritten(
     scene: Scene,
 ) -> None:
     name = scene.node("doomed")
     scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
     scene.poll()
     scene.poller._messages.clear()
-    scene.poll(after=30)
     scene.poll(after=30)
     assert scene.api.count("get_node") == 1
     assert scene.api.count("patch_node_status") == 1
@@ -363,3 +390,58 @@ def test_a_node_whose_annotations_are_full_still_gets_its_conditions_without_a_t
         {"annotations": {FENCE_ANNOTATION: None}},  # the token dropped, never grown
     ]
     assert scene.conditions(name)[TERMINATING]["status"] == "True"
+
+
+def _erase(scene: Scene, name: str) -> None:
+    """The node sets its own OCIInstanceTerminating False, and the informer tells the poller."""
+    before = NodeState.from_k8s(scene.api.nodes[name])
+    lie = {"type": TERMINATING, "status": "False", "reason": "Lie"}
+    scene.api.patch_node_status(name, {"status": {"conditions": [lie]}})
+    scene.poller.node_changed(before, NodeState.from_k8s(scene.api.nodes[name]))
+
+
+def test_a_compartment_listed_in_an_earlier_round_still_answers_for_its_nodes(
+    tmp_path: Path,
+) -> None:
+    scene = make_scene(tmp_path, compartments=(A, B))
+    with scene.server:
+        in_b = scene.node("b")
+        scene.server.put(A, instance(instance_ocid("a"), "RUNNING"))
+        scene.server.put(B, instance(instance_ocid("b"), "TERMINATING"))
+        scene.server.fail_next(429, "TooManyRequests", times=1)  # A, so it falls due apart
+        scene.poll()
+        scene.poll(after=2)  # A alone is due (its backoff), and lists
+        assert scene.metric("nodegate_oci_last_poll_timestamp_seconds") > 0
+        _erase(scene, in_b)
+        scene.poller.recheck_changed()
+        assert scene.conditions(in_b)[TERMINATING]["status"] == "True"
+
+
+def test_a_node_flipping_its_condition_is_corrected_once_per_window(scene: Scene) -> None:
+    name = scene.node("doomed")
+    scene.server.put(A, instance(instance_ocid("doomed"), "TERMINATING"))
+    scene.poll()
+    _erase(scene, name)
+    scene.poller.recheck_changed()
+    _erase(scene, name)
+    scene.poller.recheck_changed()
+    assert scene.conditions(name)[TERMINATING]["status"] == "False"  # waits for its window
+    assert scene.api.count("patch_node_status") == 2 + 2  # ours twice, the node's twice
+    scene.clock.now += RECHECK_SECONDS
+    scene.poller.recheck_changed()
+    assert scene.conditions(name)[TERMINATING]["status"] == "True"
+
+
+@pytest.mark.parametrize("token", [lambda n: "again", lambda n: f"page-{n}"], ids=["same", "new"])
+def test_paging_that_never_ends_fails_the_listing_instead_of_holding_the_poller(
+    token: Callable[[int], str],
+) -> None:
+    calls = itertools.count()
+
+    class EndlessPages:
+        def list_instances(self, compartment_id: str, **kwargs: object) -> SimpleNamespace:
+            return SimpleNamespace(data=[], next_page=token(next(calls)))
+
+    with pytest.raises(OciError, match="paging does not end"):
+        ComputeLister(EndlessPages(), page_size=100).list_instances(A)
+    assert next(calls) <= MAX_PAGES + 2
