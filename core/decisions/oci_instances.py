@@ -3,10 +3,10 @@ given its Compute instance as ListInstances reports it. Pure: plain records in, 
 
 OCI has no node termination handler (AWS, GCP and AKS each have one): a preemptible instance
 being reclaimed goes to `TERMINATING`, a scheduled maintenance reboot shows as
-`timeMaintenanceRebootDue`, a stop from the console or API as `STOPPING`/`STOPPED`. The shell
-(`reconciler/oci/`) lists the instances of the configured compartments, maps each Node to its
-instance by providerID, and writes what `condition_writes` decides; rules then act on these
-conditions like on any other (docs/migrating.md, the OKE recipe).
+`timeMaintenanceRebootDue`, a stop from the console or API as `STOPPING`/`STOPPED`. The
+shell (`reconciler/nodes/oci_instances.py`) lists the instances of the configured compartments,
+maps each Node to its instance by providerID, and writes what `condition_writes` decides; rules
+then act on these conditions like on any other (docs/migrating.md, the OKE recipe).
 
 Ownership: nodegate owns exactly the `OWNED_TYPES`. Whatever else a node reports is never
 written, whatever its type (a property test checks it). A condition whose state cleared is set

@@ -148,9 +148,10 @@ def _auth(settings: OciSettings) -> tuple[dict[str, Any], Any]:
     if settings.auth == "instance_principal":
         signer = oci.auth.signers.InstancePrincipalsSecurityTokenSigner()
     else:
-        # The signer reads its region from the environment (OKE's documented variable).
+        # The signer reads its region from the environment (OKE's documented variable); the
+        # setting wins, so the token and the client are of one region.
         if settings.region:
-            os.environ.setdefault("OCI_RESOURCE_PRINCIPAL_REGION", settings.region)
+            os.environ["OCI_RESOURCE_PRINCIPAL_REGION"] = settings.region
         signer = oci.auth.signers.get_oke_workload_identity_resource_principal_signer()
     region = settings.region or getattr(signer, "region", "") or ""
     return {"region": region}, signer
