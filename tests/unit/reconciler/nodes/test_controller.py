@@ -1131,3 +1131,13 @@ def test_a_deleted_node_is_forgotten_by_every_collaborator_that_remembered_it() 
     controller._on_node_event("forgotten", gone, None)
 
     assert remembered(controller, *marks) == set()
+
+
+def test_a_node_hook_is_called_on_node_events_until_it_is_unwatched() -> None:
+    controller = new_controller(FakeApi())
+    seen: list[str] = []
+    unwatch = controller.watch_nodes(lambda _old, new: seen.append(new.name))
+    controller._on_node_event("n1", None, controller._slim(fake_node("n1")))
+    unwatch()  # the poller's leadership ended
+    controller._on_node_event("n2", None, controller._slim(fake_node("n2")))
+    assert seen == ["n1"]
