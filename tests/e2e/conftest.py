@@ -26,6 +26,7 @@ from nodegate.localcluster.build import (
     kubelet_is_built,
 )
 from nodegate.localcluster.cluster import LocalControlPlane, describe
+from nodegate.localcluster.karpenter import LocalKarpenter
 from nodegate.localcluster.pulumi_tools import (
     ensure_pulumi_built,
     pulumi_is_built,
@@ -151,6 +152,23 @@ def run_control_plane(
                 f"processes started by the harness survived teardown: {', '.join(leftovers)}",
                 pytrace=False,
             )
+
+
+def run_karpenter_plane(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalControlPlane]:
+    """A control plane of its own (scheduler, controller-manager, kwok) with Karpenter on it:
+    Karpenter provisions for every pending pod it can, so it must not see other tests' pods."""
+    logs = tmp_path_factory.mktemp("karpenter")
+    for plane in run_control_plane(request, with_scheduling=True):
+        karpenter = LocalKarpenter(plane, logs)
+        try:
+            karpenter.start()
+            yield plane
+        finally:
+            if request.session.testsfailed:
+                print(f"karpenter log tail:\n{karpenter.tail()}")
+            karpenter.stop()
 
 
 @pytest.fixture(scope="session")

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.karpenter import LocalKarpenter
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.conftest import run_control_plane
+from tests.e2e.conftest import run_karpenter_plane
 from tests.e2e.support.karpenter_scene import DONE, GATE, HOLD_SECONDS, REPLICAS, start_scene
 from tests.e2e.support.reconciler_fixtures import taints_of, wait_for_event
 
@@ -34,17 +33,7 @@ pytestmark = [pytest.mark.karpenter, pytest.mark.timeout(600)]
 def karpenter_plane(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalControlPlane]:
-    """A control plane of its own (scheduler, controller-manager, kwok) with Karpenter on it."""
-    logs = tmp_path_factory.mktemp("karpenter")
-    for plane in run_control_plane(request, with_scheduling=True):
-        karpenter = LocalKarpenter(plane, logs)
-        try:
-            karpenter.start()
-            yield plane
-        finally:
-            if request.session.testsfailed:
-                print(f"karpenter log tail:\n{karpenter.tail()}")
-            karpenter.stop()
+    yield from run_karpenter_plane(request, tmp_path_factory)
 
 
 def test_gates_in_startup_taints_get_exactly_one_node_lifted_by_its_init_pod(

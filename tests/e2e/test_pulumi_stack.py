@@ -52,7 +52,7 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.objects.installation import RULES_KEY
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.karpenter import KWOK_NODE_CLASS, LocalKarpenter
+from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from nodegate.localcluster.pulumi_tools import (
     PulumiTools,
@@ -60,7 +60,7 @@ from nodegate.localcluster.pulumi_tools import (
     install_kubernetes_plugin,
     pulumi_environment,
 )
-from tests.e2e.conftest import run_control_plane
+from tests.e2e.conftest import run_karpenter_plane
 from tests.e2e.support.pulumi_project import REPO, project_venv
 from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
@@ -86,18 +86,7 @@ WITHIN = 90.0
 def plane(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalControlPlane]:
-    """A control plane of its own (scheduler, controller-manager, kwok) with Karpenter on it:
-    Karpenter provisions for every pending pod it can, so it must not see other tests' pods."""
-    logs = tmp_path_factory.mktemp("karpenter")
-    for plane in run_control_plane(request, with_scheduling=True):
-        karpenter = LocalKarpenter(plane, logs)
-        try:
-            karpenter.start()
-            yield plane
-        finally:
-            if request.session.testsfailed:
-                print(f"karpenter log tail:\n{karpenter.tail()}")
-            karpenter.stop()
+    yield from run_karpenter_plane(request, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
