@@ -270,6 +270,27 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "server's latency; unreadable records are quarantined (nodegate labels list).",
         ),
         _alert(
+            "NodegateOciListingStale",
+            f"max(nodegate_oci_last_poll_timestamp_seconds{{{ns}}}) > 0 and "
+            f"time() - max(nodegate_oci_last_poll_timestamp_seconds{{{ns}}}) > 600",
+            "5m",
+            "warning",
+            "The OCI instance listing has not answered for every compartment in over 10 "
+            "minutes: preemptions and maintenance reboots go unseen on some nodes.",
+            "Read nodegate_oci_errors_total by kind and the leader's 'ListInstances failed' "
+            "log (auth: the IAM policy or the workload identity; not_found: a compartment OCID; "
+            "throttled: a longer --oci-poll-seconds); docs/reconciler.md, 'OCI instance events'.",
+        ),
+        _alert(
+            "NodegateOciErrors",
+            f"sum by (kind) (increase(nodegate_oci_errors_total{{{ns}}}[10m])) > 0",
+            "15m",
+            "warning",
+            "OCI instance conditions keep failing ({{ $labels.kind }}) for 15 minutes.",
+            "setup or auth: check the reconciler's OCI auth and IAM policy; write: its RBAC "
+            "(patch on nodes/status); the leader's log says each kind once, with the error.",
+        ),
+        _alert(
             "NodegateLoopFailed",
             f"max(nodegate_loop_failed{{{ns}}}) == 1",
             "2m",

@@ -264,6 +264,24 @@ CASES: dict[str, tuple[Scenario, Scenario]] = {
             at="30m",
         ),
     ),
+    # The gauge is unix seconds; promtool's clock starts at 0, one sample a minute.
+    "NodegateOciListingStale": (
+        Scenario(
+            {_ns("nodegate_oci_last_poll_timestamp_seconds"): "60+60x4 300x25"},
+            at="25m",  # stale past 600 s from 16m, for 5m
+            fires_with={},
+        ),
+        Scenario({_ns("nodegate_oci_last_poll_timestamp_seconds"): "60+60x29"}, at="25m"),
+    ),
+    "NodegateOciErrors": (
+        Scenario(
+            {_ns("nodegate_oci_errors_total", kind="auth"): "0+1x30"},
+            at="25m",
+            fires_with={"kind": "auth"},
+        ),
+        # One throttled listing, retried and answered: not an alert.
+        Scenario({_ns("nodegate_oci_errors_total", kind="throttled"): "0x5 1x25"}, at="25m"),
+    ),
     "NodegateLoopFailed": (
         Scenario({_ns("nodegate_loop_failed", loop="nodes"): "0x2 1x10"}, at="8m", fires_with={}),
         Scenario({_ns("nodegate_loop_failed", loop="nodes"): "0x12"}, at="8m"),
@@ -417,3 +435,12 @@ def test_the_alert_stays_quiet_on_a_healthy_series(
     _, quiet = CASES[alert]
 
     assert "SUCCESS" in _run_tests(promtool, rules_file, alert, quiet)
+
+
+def test_the_oci_listing_alert_stays_quiet_where_oci_conditions_are_off(
+    promtool: Path, rules_file: Path
+) -> None:
+    # Every reconciler exports the gauge, at 0 until a full poll (none with OCI off).
+    off = Scenario({_ns("nodegate_oci_last_poll_timestamp_seconds"): "0x29"}, at="25m")
+
+    assert "SUCCESS" in _run_tests(promtool, rules_file, "NodegateOciListingStale", off)
