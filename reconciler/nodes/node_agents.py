@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from nodegate.core.decisions.node_agents import (
     DAEMON_SET_POD_LABEL,
@@ -31,6 +32,33 @@ from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
 from nodegate.reconciler.nodes.watched import Watching
+
+
+class _OnNode(Protocol):
+    @property
+    def node(self) -> str: ...
+
+
+PodT = TypeVar("PodT", bound=_OnNode)
+
+
+@dataclass
+class PodsByNode(Generic[PodT]):
+    """Pods indexed by the node they are on, as an informer's events move them; a node with
+    none left holds no entry. Not locked: its owner's lock guards it."""
+
+    nodes: dict[str, dict[str, PodT]] = field(default_factory=dict)
+
+    def move(self, key: str, old: PodT | None, new: PodT | None) -> None:
+        if old is not None and (pods := self.nodes.get(old.node)) is not None:
+            pods.pop(key, None)
+            if not pods:
+                del self.nodes[old.node]
+        if new is not None and new.node:
+            self.nodes.setdefault(new.node, {})[key] = new
+
+    def on(self, node: str) -> list[PodT]:
+        return list(self.nodes.get(node, {}).values())
 
 
 @dataclass(frozen=True)
@@ -55,7 +83,7 @@ class NodeAgents:
         self._watching = watching
         self._on_every_node = on_every_node
         self._watched: dict[str, _Watched] = {}
-        self._by_node: dict[str, dict[str, AgentPod]] = {}
+        self._by_node: PodsByNode[AgentPod] = PodsByNode()
         self._live: dict[str, object] = {}
         """Namespace -> the mark of its pod informer now running: an event from one `follow`
         stopped (still dispatching a list page) is dropped, not indexed after its namespace's
@@ -71,7 +99,7 @@ class NodeAgents:
             for namespace in set(self._watched) - wanted:
                 self._watched.pop(namespace).stop()
                 del self._live[namespace]
-                for pods in self._by_node.values():
+                for pods in self._by_node.nodes.values():
                     for key in [k for k in pods if _in(namespace, k)]:
                         del pods[key]
             for namespace in wanted - set(self._watched):
@@ -119,12 +147,7 @@ class NodeAgents:
         with self._lock:
             if source is not None and self._live.get(source[0]) is not source[1]:
                 return  # from an informer `follow` stopped
-            if old is not None and (pods := self._by_node.get(old.node)) is not None:
-                pods.pop(key, None)
-                if not pods:
-                    del self._by_node[old.node]
-            if new is not None and new.node:
-                self._by_node.setdefault(new.node, {})[key] = new
+            self._by_node.move(key, old, new)
         for node in {v.node for v in (old, new) if v is not None and v.node}:
             self._watching.on_node(node)
 
@@ -142,7 +165,7 @@ class NodeAgents:
         with self._lock:
             synced = {ns for ns, w in self._watched.items() if w.synced()}
             daemon_sets = self._daemon_sets()
-            pods = list(self._by_node.get(node.name, {}).values())
+            pods = self._by_node.on(node.name)
         lifted = lifted_taints(rules)
         return {
             rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers or {}, lifted)
@@ -169,7 +192,7 @@ class NodeAgents:
                 watched.stop()
             self._watched.clear()
             self._live.clear()
-            self._by_node.clear()
+            self._by_node.nodes.clear()
 
 
 def _in(namespace: str, key: str) -> bool:

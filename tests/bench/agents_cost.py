@@ -85,7 +85,7 @@ from nodegate.reconciler.kit import heap
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
 from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
-from nodegate.reconciler.nodes.node_agents import NodeAgents
+from nodegate.reconciler.nodes.node_agents import NodeAgents, PodsByNode
 from nodegate.reconciler.nodes.node_facts import plan_facts
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
 from nodegate.reconciler.nodes.watched import Watching
@@ -175,7 +175,7 @@ class PodViewIndex:
     index as `NodeAgents._on_pod` keeps, only the view differs (no annotations kept)."""
 
     def __init__(self, api: AgentsApi) -> None:
-        self._by_node: dict[str, dict[str, PodView]] = {}
+        self._by_node: PodsByNode[PodView] = PodsByNode()
         self._lock = threading.Lock()
         errors: list[BaseException] = []
         selection = Selection("Pod", None, label_selector=DAEMON_SET_POD_LABEL)
@@ -193,12 +193,7 @@ class PodViewIndex:
         if old == new:
             return
         with self._lock:
-            if old is not None and (pods := self._by_node.get(old.node)) is not None:
-                pods.pop(key, None)
-                if not pods:
-                    del self._by_node[old.node]
-            if new is not None and new.node:
-                self._by_node.setdefault(new.node, {})[key] = new
+            self._by_node.move(key, old, new)
 
 
 def machine_busy() -> float:
@@ -374,7 +369,7 @@ def measure_cpu(agents: NodeAgents, nodes: list[NodeState], rules: NodeRules) ->
     timings = Timings()
     daemon_sets = [slim_daemon_set(scenario.daemon_set_body(a)) for a in scenario.AGENTS]
     lifted = lifted_taints(rules)
-    by_node: Mapping[str, dict[str, AgentPod]] = agents._by_node  # what `readiness` reads
+    by_node: Mapping[str, dict[str, AgentPod]] = agents._by_node.nodes  # what `readiness` reads
     continuous = scenario.agent_rules("continuous")
     looked_up = [
         ("`NodeAgents.readiness`, the 3 rules", rules),

@@ -75,10 +75,10 @@ def test_a_node_without_agent_pods_left_holds_no_index_entry() -> None:
     seen = pod()
     agents._on_pod("kube-system/p", None, seen)
     agents._on_pod("kube-system/p", seen, None)
-    assert agents._by_node == {}
+    assert agents._by_node.nodes == {}
 
 
 def test_a_pod_no_daemon_set_controls_is_never_indexed() -> None:
     agents = agents_watching()
     agents._on_pod("kube-system/mirror", None, NOT_AN_AGENT)
-    assert agents._by_node == {}
+    assert agents._by_node.nodes == {}
