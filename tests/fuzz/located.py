@@ -4,9 +4,11 @@ it returns, or it raises `RulesError` whose problems point into the input."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import MAX_BYTES
+from nodegate.migrate.conversion import Conversion, to_yaml
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
@@ -24,3 +26,14 @@ def assert_located(err: RulesError, data: bytes, source: str) -> None:
         assert problem.line >= 1, f"no line: {problem}"
         assert problem.column >= 1, f"no column: {problem}"
         assert problem.line <= lines, f"line {problem.line} past the end ({lines}): {problem}"
+
+
+def rules_or_refusal(convert: Callable[[], Conversion], tool: str) -> None:
+    """A `nodegate migrate <tool>` conversion gives rules it signs as its own, or refuses with
+    problems that say something."""
+    try:
+        text = to_yaml(convert())
+    except RulesError as err:
+        assert err.problems and all(str(p) for p in err.problems)
+    else:
+        assert text.startswith(f"# Made by `nodegate migrate {tool}`")

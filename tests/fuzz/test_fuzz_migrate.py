@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import datetime
 import tomllib
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import decode
-from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.tainter import convert_tainter, convert_tainter_config
+from tests.fuzz.located import rules_or_refusal
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import ROOT, mutated, paths_of, plain_data, replaced, seed_bytes
 
@@ -30,19 +28,12 @@ TOML_VALUES = st.one_of(
 """What tomllib builds: tables, arrays, strings, numbers, booleans, and four kinds of time."""
 
 
-def rules_or_refusal(convert: Any) -> None:
-    try:
-        text = to_yaml(convert())
-    except RulesError as err:
-        assert err.problems and all(str(p) for p in err.problems)
-    else:
-        assert text.startswith("# Made by `nodegate migrate tainter`")
-
-
 @fuzz
 @given(mutated(seed_bytes((SEED,))))
 def test_a_mutated_tainter_file_converts_or_is_refused(data: bytes) -> None:
-    rules_or_refusal(lambda: convert_tainter(decode(data, "tainter.toml"), "tainter.toml"))
+    rules_or_refusal(
+        lambda: convert_tainter(decode(data, "tainter.toml"), "tainter.toml"), "tainter"
+    )
 
 
 @fuzz
@@ -52,4 +43,4 @@ def test_a_tainter_config_with_any_value_anywhere_converts_or_is_refused(
 ) -> None:
     path = data.draw(st.sampled_from(paths_of(CONFIG)[1:]))
     config = replaced(CONFIG, path, data.draw(TOML_VALUES))
-    rules_or_refusal(lambda: convert_tainter_config(config, "tainter.toml"))
+    rules_or_refusal(lambda: convert_tainter_config(config, "tainter.toml"), "tainter")

@@ -6,16 +6,15 @@ a SelectorSyntaxError; never another exception."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.text.errors import RulesError
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
-from nodegate.migrate.conversion import Place, to_yaml
+from nodegate.migrate.conversion import Place
 from nodegate.migrate.label_selector import SelectorSyntaxError, parse_selector
 from nodegate.migrate.nidhogg import convert_nidhogg, convert_nidhogg_config
+from tests.fuzz.located import rules_or_refusal
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import ROOT, mutated, paths_of, plain_data, replaced
 
@@ -39,19 +38,10 @@ SELECTOR_TEXT = st.lists(
 """Strings made mostly of the selector grammar's own characters and words."""
 
 
-def rules_or_refusal(convert: Any) -> None:
-    try:
-        text = to_yaml(convert())
-    except RulesError as err:
-        assert err.problems and all(str(p) for p in err.problems)
-    else:
-        assert text.startswith("# Made by `nodegate migrate nidhogg`")
-
-
 @fuzz
 @given(mutated([SEED.read_bytes(), PELOTECH]))
 def test_a_mutated_nidhogg_file_converts_or_is_refused(data: bytes) -> None:
-    rules_or_refusal(lambda: convert_nidhogg(data, "nidhogg.json"))
+    rules_or_refusal(lambda: convert_nidhogg(data, "nidhogg.json"), "nidhogg")
 
 
 @fuzz
@@ -61,7 +51,7 @@ def test_a_nidhogg_config_with_any_value_anywhere_converts_or_is_refused(
 ) -> None:
     path = data.draw(st.sampled_from(paths_of(CONFIG)))
     config = replaced(CONFIG, path, data.draw(plain_data))
-    rules_or_refusal(lambda: convert_nidhogg_config(config, Place("nidhogg.json", ())))
+    rules_or_refusal(lambda: convert_nidhogg_config(config, Place("nidhogg.json", ())), "nidhogg")
 
 
 @fuzz
