@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
@@ -474,3 +475,42 @@ def test_explain_looks_only_at_the_init_pods_on_that_node(
     assert "warmup: waits for an init pod in default with labels" in out
     assert "on this node (none yet)" in out
     assert pod not in out
+
+
+# --- what nodegate prints, read by kubectl ------------------------------------------------------
+
+
+def test_kubectl_reads_printed_manifests_with_yes_and_on_values_as_strings(
+    control_plane: LocalControlPlane, tmp_path: Path
+) -> None:
+    """kubectl reads YAML 1.1 (go-yaml v2), where a plain `yes` or `on` is a bool and `973e38` a
+    float, which no label or nodeSelector may hold: the one YAML writer quotes them."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(rules_text("yaml"), encoding="utf-8")
+    settings = tmp_path / "settings.yaml"
+    selector = {"example.com/gpu": "yes", "example.com/spot": "on", "example.com/slot": "973e38"}
+    image = {"repository": "registry.example.com/nodegate"}
+    settings.write_text(json.dumps({"image": image, "nodeSelector": selector}), encoding="utf-8")
+    printed = subprocess.run(
+        [str(BIN / "nodegate"), "manifests", "--rules", str(rules), "--settings", str(settings)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert printed.returncode == 0, printed.stderr
+
+    read = subprocess.run(
+        [str(ensure_kubectl_built()), "create", "--dry-run=client", "-o", "yaml", "-f", "-"],
+        input=printed.stdout,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KUBECONFIG": str(control_plane.kubeconfig_path)},
+    )
+
+    assert read.returncode == 0, read.stderr
+    objects = list(yaml.safe_load_all(read.stdout))
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["nodeSelector"] == selector

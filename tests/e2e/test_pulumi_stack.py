@@ -164,6 +164,9 @@ def changes(plan: dict[str, Any]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Names:
+    """Names unique to one test run. Every value starts with letters: a bare hex suffix such as
+    `973e38` is a float to the engine's YAML 1.2 reader, though PyYAML writes it unquoted."""
+
     suffix: str
 
     @property
@@ -237,7 +240,7 @@ def stack_config(names: Names, plane: LocalControlPlane, *, team_taint: bool) ->
             "namespace": names.namespace,
             "name": names.reconciler,
             # On this test's system node: Karpenter launches nothing for the reconciler.
-            "nodeSelector": {ROLE_LABEL: names.suffix},
+            "nodeSelector": {ROLE_LABEL: names.system_node},
             # The Node admission webhook: the reconciler fills its Secret and the
             # configuration's caBundle at run time, which the stack must leave alone.
             "webhook": {},
@@ -435,7 +438,8 @@ def _scene(story: Story) -> None:
     """The reconciler's node (its nodeSelector: Karpenter launches nothing for it), the gate's
     init agent, and a destroy at the end whatever happens (the NodePool takes Karpenter's nodes)."""
     names, core, cleanup = story.names, story.core, story.cleanup
-    create_node(core, SimNode(name=names.system_node, labels={ROLE_LABEL: names.suffix}, kwok=True))
+    system = SimNode(name=names.system_node, labels={ROLE_LABEL: names.system_node}, kwok=True)
+    create_node(core, system)
     cleanup.callback(_ignore_missing, core.delete_node, names.system_node)
     agent = init_daemonset(names.init_app, {POOL_LABEL: names.pool}, GATE_KEY)
     story.apps.create_namespaced_daemon_set("default", agent)  # type: ignore[arg-type]
