@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from nodegate.localcluster.build import ensure_promtool
+from nodegate.manifests.observability import dashboard_expressions
 from nodegate.manifests.webhook import WEBHOOK_NAME
 from tests.unit.manifests.support import build, built_tool, one
 
@@ -444,3 +445,21 @@ def test_the_oci_listing_alert_stays_quiet_where_oci_conditions_are_off(
     off = Scenario({_ns("nodegate_oci_last_poll_timestamp_seconds"): "0x29"}, at="25m")
 
     assert "SUCCESS" in _run_tests(promtool, rules_file, "NodegateOciListingStale", off)
+
+
+def test_promtool_parses_every_dashboard_expression(promtool: Path, tmp_path: Path) -> None:
+    """Each panel's PromQL as a recording rule (Grafana's variables given values), so a typo
+    in the dashboard fails here rather than as an empty panel."""
+    grafana = {"$namespace": NS, "$__rate_interval": "1m"}
+    recorded = []
+    for number, expr in enumerate(dashboard_expressions()):
+        for variable, value in grafana.items():
+            expr = expr.replace(variable, value)
+        recorded.append({"record": f"nodegate:dashboard_panel_{number}", "expr": expr})
+    path = tmp_path / "dashboard-rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": recorded}]}))
+
+    result = _promtool(promtool, "check", "rules", path)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(recorded)} rules found" in result.stdout

@@ -94,6 +94,16 @@ def test_dashboard_covers_what_an_operator_watches() -> None:
         "nodegate_gate_oldest_seconds",
         "nodegate_gated_node_age_seconds_bucket",
         "nodegate_nodes",
+        "nodegate_leader_fence_held",
+        "nodegate_server_fence",
+        "nodegate_writes_fenced_total",
+        "nodegate_watch_stalls_total",
+        "nodegate_gate_timeouts_total",
+        "nodegate_label_keys_contested",
+        "nodegate_webhook_refused_total",
+        "nodegate_oci_errors_total",
+        "nodegate_oci_condition_writes_total",
+        "nodegate_oci_last_poll_timestamp_seconds",
         *API_SERVER_METRICS,
     ):
         assert metric in expressions, metric
@@ -115,3 +125,16 @@ def test_alerts_are_scoped_to_the_reconcilers_namespace_or_its_webhooks_name() -
         scope = f'name="{WEBHOOK_NAME}"' if "apiserver_" in rule["expr"] else 'namespace="ops"'
         assert scope in rule["expr"], rule["alert"]
         assert rule["labels"]["severity"] in {"critical", "warning", "info"}
+
+
+def test_dashboard_panels_do_not_overlap() -> None:
+    panels = json.loads(dashboard_json())["panels"]
+    cells = [
+        (x, y)
+        for panel in panels
+        for x in range(panel["gridPos"]["x"], panel["gridPos"]["x"] + panel["gridPos"]["w"])
+        for y in range(panel["gridPos"]["y"], panel["gridPos"]["y"] + panel["gridPos"]["h"])
+    ]
+
+    assert len(cells) == len(set(cells))
+    assert len({panel["id"] for panel in panels}) == len(panels)
