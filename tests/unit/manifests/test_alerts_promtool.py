@@ -452,7 +452,8 @@ def test_promtool_parses_every_dashboard_expression(promtool: Path, tmp_path: Pa
     in the dashboard fails here rather than as an empty panel."""
     grafana = {"$namespace": NS, "$__rate_interval": "1m"}
     recorded = []
-    for number, expr in enumerate(dashboard_expressions()):
+    for number, panel_expr in enumerate(dashboard_expressions()):
+        expr = panel_expr
         for variable, value in grafana.items():
             expr = expr.replace(variable, value)
         recorded.append({"record": f"nodegate:dashboard_panel_{number}", "expr": expr})
