@@ -24,7 +24,13 @@ from nodegate.core.objects.taint_history import (
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, wait_for_taints
+from tests.e2e.support.reconciler_fixtures import (
+    HEADER,
+    RULES,
+    patch_labels,
+    taints_stay,
+    wait_for_taints,
+)
 from tests.e2e.support.reconciler_process import running_reconciler
 from tests.e2e.support.reconciler_process import test_state_namespace as state_namespace_of
 from tests.e2e.support.tcp_proxy import partition_proxy
@@ -234,3 +240,53 @@ def test_answers_broken_off_midway_are_retried_and_end_no_loop(
             assert reconciler.metric("nodegate_loop_failed") == 0
             assert reconciler.metric("nodegate_errors_total", kind="internal") == 0
         print(f"{proxy.cuts} answers broken off")
+
+
+def test_a_relist_a_rules_change_asked_for_is_not_lost_when_its_list_breaks_off(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """A rules change that reads an annotation the node cache has been dropping asks for a
+    relist; that LIST is broken off mid-answer. The relist must be tried again: resuming the
+    watch from the old resourceVersion would leave every node that does not change (here, all
+    of them) cached without the annotation, and its gate shut, until the next 410."""
+    pool = unique_name[-6:]
+    gate = (f"startup.example.com/{pool}", "NoSchedule")
+
+    def rules(ready_when: str) -> str:
+        return HEADER + (
+            "startupGates:\n"
+            f"  - name: warmup\n"
+            f"    match: {{labels: {{example.com/pool: '{pool}'}}}}\n"
+            f"    taint: {{key: {gate[0]}, value: wait, effect: NoSchedule}}\n"
+            f"    readyWhen: {{{ready_when}}}\n"
+        )
+
+    never = "pods: {namespace: default, selector: {app: never-" + pool + "}}"
+    ref = rules_configmap(rules(never))
+    nodes = [
+        make_node(
+            f"n{i}",
+            labels={"example.com/pool": pool},
+            annotations={"example.com/ready": "true", "example.com/filler": "x" * 2000},
+            taints=[{"key": gate[0], "value": "wait", "effect": "NoSchedule"}],
+        )
+        for i in range(6)
+    ]
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    flags = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+    with partition_proxy(api_port) as proxy:
+        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+        with running_reconciler(kubeconfig, tmp_path, *flags):
+            taints_stay(core_v1, nodes[0], lambda t: gate in t, 2)
+            proxy.cut_answers_over(8 * 1024)  # a rules event passes, a node LIST does not
+            rules_configmap(rules(f"{never}, annotation: example.com/ready=true"))
+            wait_until(lambda: proxy.cuts >= 1, 20, "the relist broken off")
+            time.sleep(2)
+            proxy.cut_answers_over(None)
+            for name in nodes:
+                wait_for_taints(core_v1, name, lambda t: gate not in t, timeout=25)
