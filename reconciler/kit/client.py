@@ -95,9 +95,20 @@ def drop_idle_connections(api_client: client.ApiClient) -> None:
 
 
 def json_body(response: Any) -> Any:
-    """Body of a `_preload_content=False` call; a body that is not JSON is a transport fault."""
+    """Body of a `_preload_content=False` call, as JSON. The body is read here, after `call`
+    has returned with the answer's head: a connection reset or stalled in the middle of the
+    body raises urllib3's `ProtocolError` or `ReadTimeoutError` here, not in `call`, so it is
+    mapped here too (`TimedOutError` for a stall), or it would leave as a bare urllib3 error
+    that loops catching `KubeError` do not expect (the controller's ended on one, at start,
+    with a 200 KiB taint history cut mid-answer). A body that is not JSON is a transport
+    fault."""
     try:
-        return json.loads(response.data)
+        data = response.data
+    except TRANSPORT_ERRORS as err:
+        kind = TimedOutError if timed_out(err) else TemporaryError
+        raise kind(f"answer broke off: {type(err).__name__}: {err}") from err
+    try:
+        return json.loads(data)
     except ValueError as err:
         raise TemporaryError(f"answer is not JSON: {err}") from err
 

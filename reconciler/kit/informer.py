@@ -139,9 +139,7 @@ class Informer(Generic[V]):
         while not stop.is_set():
             try:
                 if not self._resource_version or self._relist_requested.is_set():
-                    self._relist_requested.clear()
-                    self._resource_version = self._relist(stop)
-                    self._succeeded()
+                    self._relist_once(stop)
                 self._watch(stop)
             except GoneError:
                 log.info("watch expired (410); listing again", extra={"informer": self.name})
@@ -150,6 +148,21 @@ class Informer(Generic[V]):
                 # Anything at all (network, API, a bug in a handler): back off and carry on
                 # from the last resourceVersion seen; a stale one answers 410 and forces a relist.
                 self._failed(err, stop)
+
+    def _relist_once(self, stop: threading.Event) -> None:
+        """List again; a relist that was asked for and fails is asked for again, or the next
+        attempt would resume the watch from the old resourceVersion and the cache would keep
+        lacking what the new `transform` keeps (a rules change that reads an annotation), for
+        objects that never change, until the next 410."""
+        requested = self._relist_requested.is_set()
+        self._relist_requested.clear()
+        try:
+            self._resource_version = self._relist(stop)
+        except BaseException:
+            if requested:
+                self._relist_requested.set()
+            raise
+        self._succeeded()
 
     def _failed(self, err: Exception, stop: threading.Event) -> None:
         """Back off; the first failure of a run is logged (a warning), later ones are not."""

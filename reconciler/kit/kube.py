@@ -263,10 +263,9 @@ class KubeApi:
         kwargs: dict[str, Any] = {"limit": limit, **self._selectors(selection)}
         if continue_token:
             kwargs["_continue"] = continue_token
-        response = self._call(
+        data = self._json(
             list_call, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
         )
-        data = json_body(response)
         metadata = data.get("metadata") or {}
         return Page(
             items=list(data.get("items") or []),
@@ -451,10 +450,12 @@ class KubeApi:
 
     def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
         """One call with our timeout, answered as raw JSON."""
-        response = self._call(
-            function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
+        return cast(
+            RawObject,
+            self._json(
+                function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
+            ),
         )
-        return cast(RawObject, json_body(response))
 
     def within(self, seconds: float) -> KubeApi:
         """A view of this API (same client, same watches) whose writes each end within
@@ -481,6 +482,16 @@ class KubeApi:
         """`call`; a timed-out read means the path is dead (`_path_dead`)."""
         try:
             return call(function, *args, **kwargs)
+        except TimedOutError:
+            self._path_dead()
+            raise
+
+    def _json(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`_call` and its body as JSON: a body that stalls is a timed-out read like a head
+        that does (`_path_dead`)."""
+        response = self._call(function, *args, **kwargs)
+        try:
+            return json_body(response)
         except TimedOutError:
             self._path_dead()
             raise

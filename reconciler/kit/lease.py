@@ -4,7 +4,6 @@ clock (client-go's `tryAcquireOrRenew`; why not the official client's: `leader.p
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -14,11 +13,15 @@ from typing import Any, Protocol, cast
 
 from kubernetes import client
 
-from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, call, drop_idle_connections
+from nodegate.reconciler.kit.client import (
+    CONNECT_TIMEOUT_SECONDS,
+    call,
+    drop_idle_connections,
+    json_body,
+)
 from nodegate.reconciler.kit.errors import (
     ConflictError,
     NotFoundError,
-    TemporaryError,
     TimedOutError,
 )
 from nodegate.reconciler.kit.fence import Clock, LeaderFence
@@ -78,15 +81,14 @@ class KubeLeaseApi:
         return self._raw(self._api.replace_namespaced_lease, name, namespace, cast(Any, body))
 
     def _raw(self, function: Callable[..., Any], *args: Any) -> RawObject:
+        """One Lease call as raw JSON; a read that timed out, in the head or the body
+        (`json_body`), drops the pool's idle connections."""
         try:
             response = call(function, *args, _preload_content=False, _request_timeout=self._timeout)
+            return cast(RawObject, json_body(response))
         except TimedOutError:
             drop_idle_connections(self._api_client)
             raise
-        try:
-            return cast(RawObject, json.loads(response.data))
-        except ValueError as err:
-            raise TemporaryError(f"Lease answer is not JSON: {err}") from err
 
 
 @dataclass(frozen=True)

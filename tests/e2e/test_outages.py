@@ -15,11 +15,24 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s_client
 
+from nodegate.core.objects.taint_history import (
+    DATA_KEY,
+    HISTORY_CONFIGMAP,
+    MAX_ENTRIES,
+    encode_history,
+)
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, wait_for_taints
+from tests.e2e.support.reconciler_fixtures import (
+    HEADER,
+    RULES,
+    patch_labels,
+    taints_stay,
+    wait_for_taints,
+)
 from tests.e2e.support.reconciler_process import running_reconciler
+from tests.e2e.support.reconciler_process import test_state_namespace as state_namespace_of
 from tests.e2e.support.tcp_proxy import partition_proxy
 
 CI = ("example.com/dedicated", "NoSchedule")
@@ -169,3 +182,111 @@ def test_changes_made_during_a_silent_partition_converge_within_45s_after_it_hea
                 and ("list/watch failed" in line or "presumed dead" in line)
             ]
             assert len(starts) <= len(OUTAGES) * len(started), starts  # once per outage
+
+
+CUT_AFTER_BYTES = 64 * 1024
+"""Answers longer than this are broken off there: the head and part of the body arrive."""
+
+
+def test_answers_broken_off_midway_are_retried_and_end_no_loop(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """A connection reset in the middle of an answer's body, its head already read (a flaky
+    link, a middlebox that drops long transfers), is a temporary failure like a reset before
+    it. The reconciler starts while every answer longer than 64 KiB is broken off there; the
+    first is its taint history, as large as a long-lived cluster's (2,000 entries, about
+    200 KiB). It must retry with backoff and, once answers arrive whole, lead as usual: a
+    controller loop that ended on a urllib3 error would fail /healthz and taint nothing."""
+    value = unique_name[-6:]
+    label = "example.com/broken-off"
+    taint = (label, "NoSchedule")
+    rules = HEADER + (
+        "labelTaints:\n"
+        f"  - {{name: broken-off, match: {{labels: {{{label}: '{value}'}}}}, "
+        f"taint: {{key: {label}, value: '{value}', effect: NoSchedule}}, nodeMayLift: true}}\n"
+    )
+    ref = rules_configmap(rules)
+    state = state_namespace_of(control_plane.kubeconfig_path)
+    owned = {
+        (f"history.example.com/t{i:04d}", "NoSchedule"): "2026-01-01T00:00:00Z"
+        for i in range(MAX_ENTRIES)
+    }
+    data = encode_history(owned)
+    assert len(data[DATA_KEY]) > 2 * CUT_AFTER_BYTES
+    history = k8s_client.V1ConfigMap(metadata={"name": HISTORY_CONFIGMAP}, data=data)
+    core_v1.create_namespaced_config_map(state, history)
+    before = make_node("before", labels={label: value})
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    flags = ("--rules-configmap", ref, "--no-leader-elect")
+    with partition_proxy(api_port) as proxy:
+        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+        proxy.cut_answers_over(CUT_AFTER_BYTES)
+        with running_reconciler(kubeconfig, tmp_path, *flags, wait_ready=False) as reconciler:
+            wait_until(lambda: proxy.cuts >= 1, 20, "an answer broken off")
+            time.sleep(3)  # asked for again, and broken off again
+            health = reconciler.get("/healthz")
+            proxy.cut_answers_over(None)
+            assert health[0] == 200, health[1]
+            after = make_node("after", labels={label: value})
+            for name in (before, after):
+                wait_for_taints(core_v1, name, lambda t: taint in t, timeout=30)
+            assert reconciler.process.poll() is None
+            assert reconciler.get("/healthz")[0] == 200
+            assert reconciler.metric("nodegate_loop_failed") == 0
+            assert reconciler.metric("nodegate_errors_total", kind="internal") == 0
+        print(f"{proxy.cuts} answers broken off")
+
+
+def test_a_relist_a_rules_change_asked_for_is_not_lost_when_its_list_breaks_off(
+    control_plane: LocalControlPlane,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """A rules change that reads an annotation the node cache has been dropping asks for a
+    relist; that LIST is broken off mid-answer. The relist must be tried again: resuming the
+    watch from the old resourceVersion would leave every node that does not change (here, all
+    of them) cached without the annotation, and its gate shut, until the next 410."""
+    pool = unique_name[-6:]
+    gate = (f"startup.example.com/{pool}", "NoSchedule")
+
+    def rules(ready_when: str) -> str:
+        return HEADER + (
+            "startupGates:\n"
+            f"  - name: warmup\n"
+            f"    match: {{labels: {{example.com/pool: '{pool}'}}}}\n"
+            f"    taint: {{key: {gate[0]}, value: wait, effect: NoSchedule}}\n"
+            f"    readyWhen: {{{ready_when}}}\n"
+        )
+
+    never = "pods: {namespace: default, selector: {app: never-" + pool + "}}"
+    ref = rules_configmap(rules(never))
+    nodes = [
+        make_node(
+            f"n{i}",
+            labels={"example.com/pool": pool},
+            annotations={"example.com/ready": "true", "example.com/filler": "x" * 2000},
+            taints=[{"key": gate[0], "value": "wait", "effect": "NoSchedule"}],
+        )
+        for i in range(6)
+    ]
+    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
+    flags = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
+    with partition_proxy(api_port) as proxy:
+        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+        with running_reconciler(kubeconfig, tmp_path, *flags):
+            taints_stay(core_v1, nodes[0], lambda t: gate in t, 2)
+            proxy.cut_answers_over(8 * 1024)  # a rules event passes, a node LIST does not
+            rules_configmap(rules(f"{never}, annotation: example.com/ready=true"))
+            wait_until(lambda: proxy.cuts >= 1, 20, "the relist broken off")
+            time.sleep(2)
+            proxy.cut_answers_over(None)
+            for name in nodes:
+                wait_for_taints(core_v1, name, lambda t: gate not in t, timeout=25)

@@ -11,6 +11,12 @@ or, with `refuse_new=True`, refused (reset at once) as by a load balancer with n
 
 `hold()` is a delay, not a loss: what clients send is kept, in order, and `release()` delivers
 it upstream (a request stuck in a slow network path that arrives late); answers still flow.
+
+`cut_answers_over(limit)` breaks answers off in the middle: once an answer (what the server sent
+since the client last sent anything) grows past `limit` bytes, its first `limit` bytes are
+forwarded and the connection is reset, so the client has the answer's head and part of its
+body (a flaky link, a middlebox that drops long transfers). Bytes are counted through TLS, so
+the cut falls in the body of any answer much longer than its head.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ class _Link:
     held: list[bytes] = field(default_factory=list)
     """Bytes from the client kept by `hold()`, sent upstream in order by `release()`."""
     sending: threading.Lock = field(default_factory=threading.Lock)
+    answered: int = 0
+    cut: threading.Event = field(default_factory=threading.Event)
+    """Bytes from the server since the client last sent any (`cut_answers_over`)."""
 
 
 class PartitionProxy:
@@ -45,6 +54,9 @@ class PartitionProxy:
         self._holding = False
         self.held_bytes = 0
         """Bytes kept since the last `hold()`."""
+        self._cut_over: int | None = None
+        self.cuts = 0
+        """Answers broken off by `cut_answers_over`."""
         self._closing = threading.Event()
         self._links: list[_Link] = []
         self._lock = threading.Lock()
@@ -79,6 +91,12 @@ class PartitionProxy:
         for data in held:
             with contextlib.suppress(OSError):
                 link.sockets[1].sendall(data)
+
+    def cut_answers_over(self, limit: int | None) -> None:
+        """Reset every connection whose answer grows past `limit` bytes, after forwarding that
+        many (None: stop)."""
+        with self._lock:
+            self._cut_over = limit
 
     def heal(self) -> None:
         """New connections work again (the ones the partition caught stay dead)."""
@@ -122,6 +140,30 @@ class PartitionProxy:
                     target=self._pump, args=(link, source, target), daemon=True
                 ).start()
 
+    def _cut(self, link: _Link, data: bytes) -> bool:
+        """Forward an answer's bytes up to the cut limit and reset both sides there; False when
+        the answer stays within it."""
+        with self._lock:
+            limit = self._cut_over
+        link.answered += len(data)
+        if limit is None or link.answered <= limit:
+            return False
+        client, upstream = link.sockets
+        with contextlib.suppress(OSError):
+            client.sendall(data[: max(0, limit - (link.answered - len(data)))])
+        with self._lock:
+            self.cuts += 1
+        link.cut.set()
+        for sock in (client, upstream):
+            with contextlib.suppress(OSError):
+                # SO_LINGER 0: close with RST, as a broken link looks to the client; SHUT_RD
+                # first wakes the other pump's read, which holds the socket open until then.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.shutdown(socket.SHUT_RD)
+            with contextlib.suppress(OSError):
+                sock.close()
+        return True
+
     def _pump(self, link: _Link, source: socket.socket, target: socket.socket) -> None:
         try:
             while True:
@@ -133,8 +175,11 @@ class PartitionProxy:
                     self._closing.wait()
                     return
                 if target is not link.sockets[1]:
+                    if self._cut(link, data):
+                        return
                     target.sendall(data)
                     continue
+                link.answered = 0
                 with link.sending:
                     with self._lock:
                         holding = self._holding
@@ -149,6 +194,8 @@ class PartitionProxy:
         if link.dead.is_set():
             self._closing.wait()  # a dead path carries no FIN either
             return
+        if link.cut.is_set():
+            return  # reset by `_cut`: no FIN after the RST
         for sock in (source, target):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.reconciler.kit.client import classify
-from nodegate.reconciler.kit.errors import PermanentError, TemporaryError, ThrottledError
+from nodegate.reconciler.kit.client import classify, json_body
+from nodegate.reconciler.kit.errors import (
+    PermanentError,
+    TemporaryError,
+    ThrottledError,
+    TimedOutError,
+)
 
 
 def answer(status: int, retry_after: str | None = None) -> ApiException:
@@ -33,3 +40,28 @@ def test_an_unreadable_retry_after_is_no_delay_rather_than_an_error() -> None:
 
 def test_a_422_is_permanent() -> None:
     assert isinstance(classify(answer(422)), PermanentError)
+
+
+class _BrokenOff:
+    """An answer whose head arrived and whose body breaks off as it is read."""
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+
+    @property
+    def data(self) -> bytes:
+        raise self._error
+
+
+def test_a_body_reset_midway_is_temporary_not_a_bare_urllib3_error() -> None:
+    reset = urllib3.exceptions.ProtocolError("Connection broken", ConnectionResetError(104))
+    with pytest.raises(TemporaryError) as raised:
+        json_body(_BrokenOff(reset))
+    assert not isinstance(raised.value, TimedOutError)
+
+
+def test_a_body_that_stalls_midway_is_a_timed_out_read() -> None:
+    pool = urllib3.HTTPSConnectionPool("127.0.0.1")
+    stalled = urllib3.exceptions.ReadTimeoutError(pool, "/api/v1/nodes", "Read timed out.")
+    with pytest.raises(TimedOutError):
+        json_body(_BrokenOff(stalled))

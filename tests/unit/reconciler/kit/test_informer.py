@@ -242,3 +242,22 @@ def test_watches_ask_the_server_to_end_them_within_a_quarter_past_the_timeout() 
         eventually(informer.synced.is_set)
         eventually(lambda: len(api.watch_timeouts) >= 20)
     assert all(20 <= t < 25 for t in api.watch_timeouts)
+
+
+def test_a_requested_relist_that_fails_is_listed_again_not_forgotten() -> None:
+    """A rules change that reads more of each object asks for a relist; if that LIST fails (an
+    answer broken off, a partition), the next attempt must list again, not resume the watch
+    from the old resourceVersion with a cache that still lacks what the rules now read."""
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.watch_quiet_seconds = 60.0
+    with running(api, []) as informer:
+        eventually(informer.synced.is_set)
+        eventually(lambda: api.count("watch") == 1)
+        api.fail("list_page", TemporaryError("answer broke off"))
+        informer.request_relist()
+        eventually(lambda: api.count("list_page") == 3)  # the start, the failed one, again
+        api.watch_quiet_seconds = 0.0
+    calls = [name for name, _ in api.calls if name in ("list_page", "watch")]
+    # No watch from the old resourceVersion between the failed relist and the next one.
+    assert calls[:4] == ["list_page", "watch", "list_page", "list_page"], calls
