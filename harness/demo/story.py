@@ -39,7 +39,7 @@ from nodegate.localcluster.nodes import (
     set_node_condition,
     wait_until,
 )
-from nodegate.localcluster.processes import free_port
+from nodegate.localcluster.ports import free_port
 from nodegate.reconciler.main import run
 from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
 

@@ -31,7 +31,8 @@ from nodegate.localcluster.certs import (
     issue_node_identity,
 )
 from nodegate.localcluster.kubeconfig import write_kubeconfig
-from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port, pid_exists
+from nodegate.localcluster.ports import free_port
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, pid_exists
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 120.0
 _POLL_SECONDS = 0.2

@@ -19,7 +19,8 @@ from kubernetes.client.exceptions import ApiException
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import ensure_karpenter_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port
+from nodegate.localcluster.ports import free_port
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed
 
 KWOK_NODE_CLASS = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
 """The nodeClassRef of a NodePool Karpenter's kwok provider launches from."""

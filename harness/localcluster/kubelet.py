@@ -31,7 +31,8 @@ import yaml
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import ensure_kubelet_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, free_port, pid_exists
+from nodegate.localcluster.ports import free_port
+from nodegate.localcluster.processes import ManagedProcess, StartedWhileUsed, pid_exists
 
 PRIVATE_TMPFS = ("/var/lib", "/var/log")
 """Hidden by a tmpfs inside kubelet's mount namespace (the paths kubelet writes regardless)."""

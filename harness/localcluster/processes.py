@@ -9,7 +9,6 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections import deque
@@ -120,14 +119,6 @@ def pid_exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class StartedWhileUsed:

@@ -21,7 +21,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from nodegate.localcluster.processes import free_port
+from nodegate.localcluster.ports import free_port
 from nodegate.reconciler.kit.client import load_api_client
 
 __all__ = ["ReconcilerProcess", "free_port", "http_get", "metric_total", "running_reconciler"]
