@@ -7,13 +7,14 @@ built from these pieces, and the whole stack config is built from the providers'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from nodegate.core.text.errors import format_path
+from nodegate.core.text.errors import DocPath, format_path
 from nodegate.core.text.located_errors import located_errors
 
 NAMESPACE = "nodegate"
@@ -54,6 +55,49 @@ def config_problems(
             message = f"{message} (set it here{where})"
         problems.append(ConfigProblem(key, message))
     return problems
+
+
+_ENGINE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?) ([+-]\d{4}) \S+")
+"""Go's `time.Time.String()`: what Pulumi's engine hands the program for an unquoted YAML date
+or timestamp in the stack file (it reads `2024-01-01` as a time and passes it on as text)."""
+
+
+def engine_date_problems(raw: Mapping[str, Any]) -> list[ConfigProblem]:
+    """Each key or value of the `nodegate:*` config that Pulumi's engine turned from a date
+    into Go's time text, with the quoted text to write instead.
+
+    The engine reads the stack file as YAML 1.2 with timestamps, so `example.com/since:
+    2024-01-01`, a string to `nodegate validate` and kubectl, reaches the program as
+    '2024-01-01 00:00:00 +0000 UTC': refused as a label value with no word of why, or,
+    where any text goes (a condition's reason regex), meaning something else. Walked without
+    recursion, as the rules' own bounds are checked after this."""
+    problems: list[ConfigProblem] = []
+    stack: list[tuple[Any, DocPath]] = [(value, (key,)) for key, value in raw.items()]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                key_match = _ENGINE_TIME.fullmatch(key) if isinstance(key, str) else None
+                if key_match:
+                    problems.append(_engine_date((*path, key), key_match, "key"))
+                stack.append((item, (*path, str(key))))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+        elif isinstance(value, str) and (value_match := _ENGINE_TIME.fullmatch(value)):
+            problems.append(_engine_date(path, value_match, "value"))
+    return sorted(problems, key=lambda p: p.key)
+
+
+def _engine_date(path: DocPath, match: re.Match[str], what: str) -> ConfigProblem:
+    text = match.group()
+    day, time, offset = match.groups()
+    written = day if (time, offset) == ("00:00:00", "+0000") else None
+    fix = f'quote it: "{written}"' if written else "quote it as you wrote it"
+    return ConfigProblem(
+        f"{NAMESPACE}:{format_path(path)}",
+        f"{text!r} is how Pulumi's engine passes an unquoted YAML date or time in the stack "
+        f"file; to give this {what} as text, {fix}",
+    )
 
 
 def empty_if_null(value: object) -> object:

@@ -22,6 +22,7 @@ from nodegate.infra.config_base import (
     NonEmpty,
     StackConfigError,
     config_problems,
+    engine_date_problems,
 )
 from nodegate.infra.providers import PROVIDERS
 from nodegate.infra.providers.base import ProviderSection
@@ -112,6 +113,9 @@ OBJECT_KEYS = tuple(key for key in CONFIG_KEYS if key != "rules")
 def parse_stack_config(raw: Mapping[str, Any], stack: str) -> StackConfig:
     """Validate the raw `nodegate:*` values (None for unset keys); StackConfigError if wrong."""
     values = {key: value for key, value in raw.items() if value is not None}
+    dates = engine_date_problems(values)
+    if dates:
+        raise StackConfigError(stack, dates)
     try:
         return StackConfig.model_validate(values)
     # Permanent: the stack file is wrong; report every key at once, in stack-config terms.

@@ -34,7 +34,7 @@ class Place:
 
     source: str
     path: DocPath
-    positions: Positions = field(default_factory=dict, compare=False, repr=False)
+    positions: Positions = field(default_factory=Positions, compare=False, repr=False)
     prefix: DocPath = ()
     """Path elements shown before `path` but not part of the document (its index)."""
 

@@ -88,7 +88,7 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     """`rules_from_data`, keeping the warnings."""
     if positions is None:  # not from read_yaml: hold it to the same depth and size bounds
         check_limits(data, source)
-    positions = positions or {}
+    positions = positions if positions is not None else Positions()
     if not isinstance(data, dict):
         found = "an empty document" if data is None else f"a {type(data).__name__}"
         raise RulesError(
@@ -111,7 +111,7 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     except ValidationError as err:
         problems += [
             Problem(*_position(positions, e.path), source, e.path, e.message)
-            for e in located_errors(err, NodeRules)
+            for e in located_errors(err, NodeRules, positions.written)
         ]
         raise RulesError(problems) from err
     problems += [

@@ -11,6 +11,7 @@ wording lives here, once.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
@@ -29,12 +30,20 @@ class LocatedError:
     message: str
 
 
-def located_errors(err: ValidationError, model: type[BaseModel]) -> list[LocatedError]:
-    """Every root cause in `err` (raised validating `model`), with a path and a fix."""
+def located_errors(
+    err: ValidationError, model: type[BaseModel], written: Mapping[DocPath, str] | None = None
+) -> list[LocatedError]:
+    """Every root cause in `err` (raised validating `model`), with a path and a fix.
+
+    `written`: how the document wrote the scalars its reader took for another type than a
+    string, by pydantic's place (`nodegate.core.text.yaml_input.Positions.written`), so "quote
+    it" names the text to quote; without it (data another program parsed: Pulumi's engine,
+    Ansible), the message cannot know it."""
     located = []
     for details in _root_causes(err):
         path = doc_path(details["loc"])
-        located.append(LocatedError(path, details["type"], _message(details, path, model)))
+        text = (written or {}).get(tuple(details["loc"]))
+        located.append(LocatedError(path, details["type"], _message(details, path, model, text)))
     return located
 
 
@@ -57,7 +66,9 @@ def _root_causes(err: ValidationError) -> list[ErrorDetails]:
     ]
 
 
-def _message(err: ErrorDetails, path: DocPath, model: type[BaseModel]) -> str:
+def _message(
+    err: ErrorDetails, path: DocPath, model: type[BaseModel], written: str | None = None
+) -> str:
     kind = err["type"]
     given = err.get("input")
     if kind == "extra_forbidden":
@@ -70,10 +81,23 @@ def _message(err: ErrorDetails, path: DocPath, model: type[BaseModel]) -> str:
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")
     if kind == "string_type" and isinstance(given, bool | int | float):
-        as_text = str(given).lower() if isinstance(given, bool) else str(given)
+        # Only the text as written is the fix: 012 is read as 12, 1e3 as 1000.0, and a YAML 1.1
+        # reader (Ansible's) reads yes and on as True; quoting what was read changes the value.
+        if written is not None:
+            return (
+                f"expected a string, got {given!r}; YAML reads unquoted true/false/numbers as "
+                f'other types, so quote it: "{written}"'
+            )
         return (
-            f"expected a string, got {given!r}; YAML reads unquoted true/false/numbers as "
-            f'other types, so quote it: "{as_text}"'
+            f"expected a string, got {given!r}; YAML reads unquoted true/false/numbers (and, "
+            "in YAML 1.1 as Ansible reads it, yes/no/on/off) as other types, so quote the "
+            "value as you wrote it"
+        )
+    if kind == "string_type" and given is None:
+        shown = f" ({written})" if written else ""
+        return (
+            f"expected a string, got null{shown}; YAML reads an unquoted ~, null or nothing "
+            'as null: write "" for an empty string, or quote the value'
         )
     if kind == "literal_error":
         return f"{given!r} is not allowed: {err['msg'].replace('Input should be', 'use')}"

@@ -32,13 +32,28 @@ from ruamel.yaml.composer import Composer
 from ruamel.yaml.constructor import DuplicateKeyError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent
+from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.reader import Reader, ReaderError
 
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 
 _T = TypeVar("_T")
-Positions = dict[DocPath, tuple[int, int]]
-"""Where each key or list item of a document stood: 1-based (line, column) by document path."""
+_Written = dict[tuple[int, int], str]
+"""The text of plain scalars read as another type than a string, by 0-based (line, column)."""
+
+
+class Positions(dict[DocPath, tuple[int, int]]):
+    """Where each key or list item of a document stood: 1-based (line, column) by document path.
+
+    `written` holds the text of each plain scalar YAML read as another type than a string (a
+    number, a boolean, null), by the path pydantic reports it at (a key's path ends with
+    "[key]"), so a message can say to quote what the author wrote: `012` is read as 12, and
+    quoting "12" would give another label value than the "012" they meant."""
+
+    def __init__(self, *args: Any, written: dict[DocPath, str] | None = None) -> None:
+        super().__init__(*args)
+        self.written: dict[DocPath, str] = written if written is not None else {}
+
 
 MAX_BYTES = 1024 * 1024
 """1 MiB: the most a ConfigMap can hold, so the most the reconciler can ever be given. A rules
@@ -78,9 +93,9 @@ def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
     `RulesError` for anything refused: see the module docstring.
     """
     text = decode(data, source)
-    tree = _load(text, source, lambda yaml: yaml.load(text))
-    positions: Positions = {(): (1, 1)}
-    return _plain(tree, (), positions), positions
+    tree, marks = _load(text, source, lambda yaml: yaml.load(text))
+    positions = Positions({(): (1, 1)})
+    return _plain(tree, (), positions, marks), positions
 
 
 def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Positions]]:
@@ -89,13 +104,13 @@ def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Posit
     stream (`MAX_NODES` counts every document's values), so input other tools wrote (`kubectl
     get -o yaml`, a directory of manifests concatenated) is read as safely as a rules file."""
     text = decode(data, source)
-    trees = _load(text, source, lambda yaml: list(yaml.load_all(text)))
+    trees, marks = _load(text, source, lambda yaml: list(yaml.load_all(text)))
     documents: list[tuple[Any, Positions]] = []
     for tree in trees:
         if tree is None:
             continue
-        positions: Positions = {(): _start(tree)}
-        documents.append((_plain(tree, (), positions), positions))
+        positions = Positions({(): _start(tree)})
+        documents.append((_plain(tree, (), positions, marks), positions))
     return documents
 
 
@@ -105,14 +120,18 @@ def _start(tree: Any) -> tuple[int, int]:
     return (1, 1)
 
 
-def _load(text: str, source: str, load: Callable[[YAML], _T]) -> _T:
-    """`load` run on a bounded, locating parser; every failure a located RulesError."""
+def _load(text: str, source: str, load: Callable[[YAML], _T]) -> tuple[_T, _Written]:
+    """`load` run on a bounded, locating parser, and the text of each plain scalar it read as
+    another type than a string, by its 0-based (line, column); every failure a located
+    RulesError."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     yaml.Composer = _BoundedComposer
     yaml.Constructor = _LocatingConstructor
     try:
-        return load(yaml)
+        loaded = load(yaml)
+        constructor = yaml.constructor
+        return loaded, constructor.written if isinstance(constructor, _LocatingConstructor) else {}
     except _InputError as err:
         raise _error(source, err.mark, err.message) from err
     except DuplicateKeyError as err:
@@ -343,11 +362,18 @@ class _BoundedComposer(Composer):
 class _LocatingConstructor(RoundTripConstructor):
     """ruamel.yaml's constructors assume well-formed nodes; on hostile input some fail with a
     bare Python error and no place: `int` past 4,300 digits and a 13th month (ValueError),
-    `!!bool x` (KeyError), `!!set x` (AttributeError). This gives them the node's place."""
+    `!!bool x` (KeyError), `!!set x` (AttributeError). This gives them the node's place.
+
+    It also notes how each plain scalar that is not read as a string was written (`Positions`
+    says why)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.written: _Written = {}
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
-            return super().construct_object(node, deep)
+            value = super().construct_object(node, deep)
         # Already located (here, for a node inside this one, or by ruamel.yaml).
         except (YAMLError, _InputError):
             raise
@@ -359,6 +385,9 @@ class _LocatingConstructor(RoundTripConstructor):
                 f"cannot read this value as {tag} ({type(err).__name__}: {err}); fix the "
                 "value, or quote it to make it a string",
             ) from err
+        if isinstance(node, ScalarNode) and node.style is None and not isinstance(value, str):
+            self.written[(node.start_mark.line, node.start_mark.column)] = node.value
+        return value
 
 
 def _too_deep(prefix: str = "") -> str:
@@ -405,24 +434,33 @@ def _error(source: str, mark: Any, message: str) -> RulesError:
 # --- plain data ----------------------------------------------------------------------------
 
 
-def _plain(node: Any, path: DocPath, positions: Positions) -> Any:
-    """ruamel's round-trip objects to plain Python, recording where each key/item stood.
+def _plain(node: Any, path: DocPath, positions: Positions, written: _Written) -> Any:
+    """ruamel's round-trip objects to plain Python, recording where each key/item stood and
+    how each scalar read as another type than a string was written.
+
+    A key YAML reads as a number, a boolean or null stays one, so validation refuses it where a
+    string is needed ("quote it"), as it refuses such a value: turned into a string it would be
+    another key than the author wrote (`1e3` would become '1000.0', `~` 'None'), and kubectl or
+    helm (YAML 1.1) would turn it into yet another ('1000', 'null').
 
     Recursive, which is safe: the composer refused anything deeper than MAX_DEPTH."""
     if isinstance(node, CommentedMap):
         result: dict[Any, Any] = {}
         for key, value in node.items():
-            child = (*path, str(key))
+            plain_key = _plain_key(key)
+            child = (*path, _path_part(plain_key))
             positions[child] = _mark(node, key)
-            result[str(key) if not isinstance(key, int | bool) else key] = _plain(
-                value, child, positions
-            )
+            where = (node.lc.data or {}).get(key) or ()
+            _note(positions, (*child, "[key]"), written, where[0:2])
+            _note(positions, child, written, where[2:4])
+            result[plain_key] = _plain(value, child, positions, written)
         return result
     if isinstance(node, CommentedSeq):
         items = []
         for index, value in enumerate(node):
             positions[(*path, index)] = _mark(node, index)
-            items.append(_plain(value, (*path, index), positions))
+            _note(positions, (*path, index), written, (node.lc.data or {}).get(index, ())[0:2])
+            items.append(_plain(value, (*path, index), positions, written))
         return items
     if isinstance(node, bool) or node is None:
         return node
@@ -431,6 +469,28 @@ def _plain(node: Any, path: DocPath, positions: Positions) -> Any:
     if isinstance(node, float):
         return float(node)
     return str(node)
+
+
+def _plain_key(key: Any) -> Any:
+    if isinstance(key, bool) or key is None:
+        return key
+    if isinstance(key, int):
+        return int(key)
+    if isinstance(key, float):
+        return float(key)
+    return str(key)
+
+
+def _path_part(key: Any) -> str | int:
+    """A key as pydantic's error places (`loc`) name it: an int (a boolean as 0 or 1), else
+    its text."""
+    return int(key) if isinstance(key, int) else str(key)
+
+
+def _note(positions: Positions, path: DocPath, written: _Written, where: Any) -> None:
+    text = written.get((where[0], where[1])) if len(where) == 2 else None
+    if text is not None:
+        positions.written[path] = text
 
 
 def _mark(node: CommentedMap | CommentedSeq, key: Any) -> tuple[int, int]:

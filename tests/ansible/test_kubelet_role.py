@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,3 +169,46 @@ def test_invalid_rules_fail_the_play_with_the_validate_lines_and_touch_nothing(
     assert all(line in runs.invalid.text() for line in lines)
     assert runs.invalid.task("Write the kubelet environment file") is None
     assert runs.env_after_invalid == runs.env_config_mode
+
+
+def test_a_pool_name_ansible_reads_as_a_boolean_fails_saying_to_quote_it(
+    tmp_path: Path, collections: Path
+) -> None:
+    # A pool named `on` is a string in the rules (YAML 1.2) and True in an inventory (YAML 1.1):
+    # the play said "no pool named 'True'; the pools are: on".
+    root = tmp_path / "root"
+    (root / "etc/default").mkdir(parents=True)
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
+        "nodePools:\n  - {name: on, provider: oke, size: 1}\n",
+        encoding="utf-8",
+    )
+    hosts = tmp_path / "inventory.yml"
+    hosts.write_text(
+        textwrap.dedent(
+            f"""\
+            all:
+              children:
+                nodegate_nodes:
+                  hosts:
+                    localhost:
+                      ansible_connection: local
+                      ansible_python_interpreter: {sys.executable}
+                      ansible_become: false
+                  vars:
+                    nodegate_pool: on
+            """
+        ),
+        encoding="utf-8",
+    )
+    run = run_playbook(
+        tmp_path, collections, "nodes.yml", hosts, _vars(root, nodegate_rules_file=str(rules))
+    )
+    assert run.returncode != 0
+    assert (
+        f"{rules}: the pool is given as True, not a pool name: Ansible reads YAML 1.1, where an "
+        "unquoted yes/no/on/off/y/n is a boolean and 010 the number 8; quote the pool name "
+        'where it is set (nodegate_pool: "on")'
+    ) in run.text()
+    assert not (root / "etc/default/kubelet").exists()

@@ -81,6 +81,77 @@ def test_unquoted_boolean_label_value_says_to_quote_it() -> None:
     ]
 
 
+def test_unquoted_number_is_to_be_quoted_as_written_not_as_read() -> None:
+    # Quoting what YAML read (12, 1000.0, 15) would give another label value than the author's.
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: rack
+            match: {labels: {example.com/rack: 012, example.com/row: 1e3}}
+            taint: {key: example.com/rack, value: 0o17, effect: NoSchedule}
+            nodeMayLift: true
+        """
+    ) == [
+        'rules.yaml:5:22: labelTaints[0].match.labels["example.com/rack"]: expected a string, '
+        "got 12; YAML reads unquoted true/false/numbers as other types, so quote it: "
+        '"012"',
+        'rules.yaml:5:45: labelTaints[0].match.labels["example.com/row"]: expected a string, '
+        "got 1000.0; YAML reads unquoted true/false/numbers as other types, so quote it: "
+        '"1e3"',
+        "rules.yaml:6:36: labelTaints[0].taint.value: expected a string, got 15; YAML reads "
+        'unquoted true/false/numbers as other types, so quote it: "0o17"',
+    ]
+
+
+def test_unquoted_number_or_null_key_is_refused_not_turned_into_another_key() -> None:
+    # As strings these keys were '1000.0', 'None' and '1.1': other labels than the author's,
+    # and other again than kubectl's or helm's YAML makes of them ('1000', 'null', '1.1').
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: rack
+            match: {labels: {1e3: a, ~: b, 1.10: c}}
+            taint: {key: example.com/rack, value: x, effect: NoSchedule}
+            nodeMayLift: true
+        """
+    ) == [
+        'rules.yaml:5:22: labelTaints[0].match.labels["1000.0"]: expected a string, got 1000.0; '
+        'YAML reads unquoted true/false/numbers as other types, so quote it: "1e3"',
+        "rules.yaml:5:30: labelTaints[0].match.labels.None: expected a string, got null (~); "
+        'YAML reads an unquoted ~, null or nothing as null: write "" for an empty string, or '
+        "quote the value",
+        'rules.yaml:5:36: labelTaints[0].match.labels["1.1"]: expected a string, got 1.1; '
+        'YAML reads unquoted true/false/numbers as other types, so quote it: "1.10"',
+    ]
+
+
+def test_number_in_data_from_another_reader_is_to_be_quoted_as_written() -> None:
+    # Pulumi's engine or Ansible read the YAML: how it was written is not known (Ansible reads
+    # `yes` as True, Pulumi's engine 1.10 as 1.1), so the message names no text to quote.
+    with pytest.raises(RulesError) as caught:
+        rules_from_data(
+            {
+                "apiVersion": "nodegate.dev/v1",
+                "kind": "NodeRules",
+                "labelTaints": [
+                    {
+                        "name": "spot",
+                        "match": {"labels": {"example.com/spot": True}},
+                        "taint": {"key": "example.com/spot", "value": 1.1, "effect": "NoSchedule"},
+                        "nodeMayLift": True,
+                    }
+                ],
+            },
+            "Pulumi.dev.yaml (nodegate:rulesInline)",
+        )
+    assert [p.message for p in caught.value.problems] == [
+        f"expected a string, got {given}; YAML reads unquoted true/false/numbers (and, in "
+        "YAML 1.1 as Ansible reads it, yes/no/on/off) as other types, so quote the value as "
+        "you wrote it"
+        for given in ("True", "1.1")
+    ]
+
+
 def test_a_key_named_like_pydantics_key_marker_is_reported_not_a_crash() -> None:
     # Found by the fuzz tier: '[key]' is also what pydantic appends to a failing key's place.
     assert problems_of('"[key]": 1\n') == [

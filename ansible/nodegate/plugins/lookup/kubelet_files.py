@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
@@ -100,6 +101,7 @@ class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core has no typ
                 f"the Python package nodegate is not importable by the Python running Ansible "
                 f"({NODEGATE_MISSING}); install it there: pip install 'nodegate[ansible]'"
             )
+        given_pool = kwargs.get("pool")  # before set_options turns True into 'True'
         self.set_options(var_options=variables, direct=kwargs)
         if len(terms) != 1:
             raise AnsibleLookupError("give exactly one rules file")
@@ -112,6 +114,8 @@ class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core has no typ
             raise AnsibleLookupError(str(err)) from None
         name = self.get_option("pool")
         pool = rules.pool(name)
+        if pool is None and not isinstance(given_pool, str):
+            raise AnsibleLookupError(f"{source}: {_not_a_name(given_pool, rules)}")
         if pool is None:
             known = ", ".join(p.name for p in rules.node_pools) or "(none)"
             raise AnsibleLookupError(
@@ -129,3 +133,21 @@ class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core has no typ
         except BootstrapError as err:
             raise AnsibleLookupError(f"{source}: {err}") from None
         return [files.as_data()]
+
+
+def _not_a_name(given: object, rules: Any) -> str:
+    """Why a pool given as a boolean or a number names no pool: Ansible reads its YAML as 1.1
+    (PyYAML), where a pool named `on` or `010` unquoted is True or 8, though the rules (YAML
+    1.2) name it 'on' and '010'; the pools PyYAML reads as that value are the ones meant."""
+    read = {p.name: yaml.safe_load(p.name) for p in rules.node_pools}
+    meant = [
+        name
+        for name, value in read.items()
+        if isinstance(value, bool) == isinstance(given, bool) and value == given
+    ]
+    example = meant[0] if meant else "<pool>"
+    return (
+        f"the pool is given as {given!r}, not a pool name: Ansible reads YAML 1.1, where an "
+        "unquoted yes/no/on/off/y/n is a boolean and 010 the number 8; quote the pool name "
+        f'where it is set (nodegate_pool: "{example}")'
+    )
