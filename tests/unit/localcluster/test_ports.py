@@ -3,6 +3,7 @@ picker lives, never one somebody listens on."""
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from nodegate.localcluster import ports
 def _draws(monkeypatch: pytest.MonkeyPatch, *candidates: int) -> None:
     """The random draws `free_port` makes, in order."""
     queue: Iterator[int] = iter(candidates)
-    monkeypatch.setattr(ports.random, "randrange", lambda low, high: next(queue))
+    monkeypatch.setattr(random, "randrange", lambda low, high: next(queue))
 
 
 def test_a_port_is_drawn_below_the_ephemeral_range() -> None:
