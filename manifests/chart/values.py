@@ -446,7 +446,10 @@ def values_schema() -> dict[str, Any]:
     rules, rules_defs = _rules_schema()
     schema["properties"]["rules"] = {
         "description": "The NodeRules: the rules file's text (`--set-file rules=rules.yaml`) "
-        "or the rules as a map, which helm checks against the rules' schema.",
+        "or the rules as a map, which helm checks against the rules' schema. Helm reads a map "
+        "as YAML 1.1 and turns unquoted keys into other text before the schema sees them "
+        "(`on:` becomes 'true', `1e3:` '1000', `012:` '10'): quote such label keys in a map, "
+        "or give the text, which nodegate reads itself.",
         "if": {"type": "string"},
         "then": {"minLength": 1},
         "else": rules,
