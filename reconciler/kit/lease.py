@@ -60,12 +60,18 @@ class LeaseApi(Protocol):
 
 
 class KubeLeaseApi:
-    """`LeaseApi` on the official client, each call cut at `timeout_seconds`."""
+    """`LeaseApi` on the official client, each call cut at `timeout_seconds`.
+
+    urllib3 tries a connect up to four times (`load_api_client`), so each attempt gets an
+    eighth of the cut (at most the usual connect timeout): with the whole cut per attempt, a
+    path that drops connects silently held a call four cuts long (20 s at the default renew
+    deadline), past the renew deadline, and a leader whose path came back after 6 s had
+    already stepped down."""
 
     def __init__(self, api_client: client.ApiClient, timeout_seconds: float) -> None:
         self._api_client = api_client
         self._api = client.CoordinationV1Api(api_client)
-        self._timeout = (min(CONNECT_TIMEOUT_SECONDS, timeout_seconds), timeout_seconds)
+        self._timeout = (min(CONNECT_TIMEOUT_SECONDS, timeout_seconds / 8), timeout_seconds)
 
     def read_lease(self, namespace: str, name: str) -> RawObject | None:
         try:
