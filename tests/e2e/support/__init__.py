@@ -6,7 +6,8 @@
 * Processes and scenes: `reconciler_process` (the real `nodegate reconcile` as a process),
   `webhook_fixtures` (the Node admission webhook registered with the API server),
   `shipped_manifests` (deploy/reconciler.yaml applied), `karpenter_scene` (also used by
-  tests/bench), `rendered_kubelet_args`, `tcp_proxy` (a partition one client sees).
+  tests/bench), `agent_scene` (the node-agent tests' namespace, nodes and DaemonSets),
+  `rendered_kubelet_args`, `tcp_proxy` (a partition one client sees).
 * Entry points run as `python -m tests.e2e.support.<name>` by the tests: `held_writer` and
   `skewed_reconciler`, each the real `nodegate reconcile` with one thing made to go wrong.
 """
