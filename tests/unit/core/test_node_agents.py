@@ -163,6 +163,15 @@ def test_a_ready_pod_on_another_node_does_not_count() -> None:
     assert not readiness(agent_rules(), node(WORKER), [pod(node_name="node-b")]).ready
 
 
+def test_a_ready_pod_beside_its_surge_replacement_not_ready_yet_keeps_the_agent_ready() -> None:
+    """A rolling update with maxSurge: the old pod serves until the new one is Ready, so the
+    agent is Ready (pelotech's nidhogg wanted every pod of the DaemonSet on the node Ready, and
+    tainted the node for the surge: docs/agents.md, "Coming from nidhogg or Vigil")."""
+    old, new = pod(uid="pod-old"), pod(ready=False, uid="pod-new")
+    assert readiness(agent_rules(), node(WORKER), [old, new]).ready
+    assert readiness(agent_rules(), node(WORKER), [new, old]).ready
+
+
 def test_a_pod_whose_status_was_last_written_before_the_node_was_created_does_not_count() -> None:
     """The pod of an earlier Node of the same name (the kubelet has not written since)."""
     old = pod(written="2026-11-21T11:00:00Z")
