@@ -388,14 +388,18 @@ def removable_taints(
     Karpenter, the autoscaler...) or a `readiness.k8s.io/` key (node-readiness-controller's,
     which may run side by side) is never removable unless a current rule names it. A gate's
     former keys are named by a current rule too (the planner only ever releases them with
-    their gate).
+    their gate). A claimed `readiness.k8s.io/` taint whose key a current rule still names
+    under another effect is nodegate's own (the rule's effect was edited, as node-readiness-
+    controller would delete and re-create the rule): it goes, or the node keeps both.
     """
     current = rules.owned_taints() | rules.former_gate_taints()
+    current_keys = {key for key, _ in current}
     claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
     earlier = {
         identity
         for identity in claimed & previously_owned
-        if taint_key_owner(identity[0]) is None and not is_readiness_taint(identity[0])
+        if taint_key_owner(identity[0]) is None
+        and (not is_readiness_taint(identity[0]) or identity[0] in current_keys)
     }
     return current | earlier
 

@@ -92,6 +92,7 @@ class Controller:
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
         self._own_metrics.queue_depth.set_function(lambda: len(self.queue))
         self._keep_annotation = annotation_filter(None)
+        self._filters = 0  # how many annotation filters the cache has had (CachedNode.kept_under)
         self.informer: Informer[CachedNode] = Informer(
             "nodes",
             api,
@@ -197,7 +198,13 @@ class Controller:
             )
         )
         self._node = NodeReconciler(
-            NodeSource(lambda: self.rules, self.informer.get, api, self._slim),
+            NodeSource(
+                lambda: self.rules,
+                self.informer.get,
+                api,
+                self._slim,
+                lambda cached: cached.kept_under != self._filters,
+            ),
             self._node_facts,
             self.labels,
             self.gates,
@@ -273,6 +280,9 @@ class Controller:
         needs_relist = any(not old(key) for key in annotations_read(update.rules))
         self._keep_annotation = annotation_filter(update.rules)
         if needs_relist:  # the new rules read annotations the cache has been dropping
+            # Entries slimmed before are stale: re-read before planning (counted after the
+            # filter changes, so an entry slimmed in between is re-read, never trusted).
+            self._filters += 1
             self.informer.request_relist()
         self._enqueue_all("resync")
 
@@ -298,7 +308,7 @@ class Controller:
     # --- event intake: decide cheaply whether a node needs work ---------------------------------
 
     def _slim(self, raw: RawObject) -> CachedNode:
-        return slim_node(raw, self._keep_annotation)
+        return slim_node(raw, self._keep_annotation, self._filters)
 
     def watch_nodes(
         self, hook: Callable[[NodeState | None, NodeState], None]

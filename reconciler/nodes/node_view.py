@@ -9,7 +9,7 @@ resourceVersion. Everything else is dropped as the watch event is decoded.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodegate.core.decisions.plan import annotations_read
@@ -26,6 +26,9 @@ NODEGATE_DOMAIN = "nodegate.dev"
 class CachedNode:
     state: NodeState
     raw_taints: RawTaints
+    kept_under: int = field(default=0, compare=False)
+    """Which annotation filter slimmed it (the controller's count of filters): an entry slimmed
+    before the rules read more annotations lacks them until the relist replaces it."""
 
 
 def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
@@ -34,9 +37,12 @@ def annotation_filter(rules: NodeRules | None) -> Callable[[str], bool]:
     return lambda key: key in read or key.partition("/")[0].endswith(NODEGATE_DOMAIN)
 
 
-def slim_node(raw: dict[str, Any], keep_annotation: Callable[[str], bool]) -> CachedNode:
+def slim_node(
+    raw: dict[str, Any], keep_annotation: Callable[[str], bool], kept_under: int = 0
+) -> CachedNode:
     taints = (raw.get("spec") or {}).get("taints") or ()
     return CachedNode(
         state=NodeState.from_k8s(raw, keep_annotation),
         raw_taints=tuple(dict(t) for t in taints),
+        kept_under=kept_under,
     )

@@ -42,12 +42,17 @@ RECORDS_SYNC_WAIT_SECONDS = 1.0
 @dataclass(frozen=True)
 class NodeSource:
     """What one node's reconcile reads: the rules in force, the node as cached and, after a
-    conflict, the node as the API server has it now, slimmed as the cache slims it."""
+    conflict or when the cached entry is `stale`, the node as the API server has it now,
+    slimmed as the cache slims it."""
 
     rules: Callable[[], NodeRules | None]
     cached: Callable[[str], CachedNode | None]
     api: NodeApi
     slim: Callable[[RawObject], CachedNode]
+    stale: Callable[[CachedNode], bool] = lambda _: False
+    """Slimmed before the rules in force read more annotations (the relist that replaces it
+    may not have reached it): planning it would miss them, e.g. a completion annotation, and
+    backfill a gate the node completed."""
 
 
 class NodeReconciler:
@@ -80,6 +85,11 @@ class NodeReconciler:
         if node is None:
             self._labels.node_gone(key, rules.persistent_labels)
             return Done()
+        if self._reads.stale(node):
+            fresh = self._read_again(key)
+            if not isinstance(fresh, CachedNode):
+                return fresh
+            node = fresh
         if rules.persistent_labels is not None and not self._labels.synced():
             return RequeueAfter(RECORDS_SYNC_WAIT_SECONDS)
         for attempt in range(1, self._max_conflict_retries + 1):
@@ -170,7 +180,7 @@ class NodeReconciler:
         try:
             fresh = self._reads.api.get_node(key)
         except KubeError as err:
-            return retry(err, "re-read after a conflict failed")
+            return retry(err, "re-reading the node failed")
         return Done() if fresh is None else self._reads.slim(fresh)
 
     def _finish(

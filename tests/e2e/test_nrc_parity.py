@@ -37,6 +37,7 @@ from tests.e2e.support.reconciler_fixtures import (
     Start,
     after_a_reconcile,
     node_events,
+    patch_labels,
     read_node,
     settled,
     taints_of,
@@ -275,3 +276,141 @@ def test_deleting_the_rule_releases_its_readiness_taint_instead_of_removing_it(
     rules_configmap(other)
     wait_for_claim_released(process, core_v1, node)
     assert has(key)(taints_of(core_v1, node))
+
+
+# --- NRC's controller unit tests and webhook (internal/controller, internal/webhook) -------------
+
+
+def converted_text(text: str, keep_completion_annotation: bool = False) -> str:
+    """NodeReadinessRule documents as `nodegate migrate node-readiness-controller` converts them."""
+    nrc_file = NrcFile("nrr.yaml", tuple(read_yaml_documents(textwrap.dedent(text), "nrr.yaml")))
+    conversion = convert_node_readiness_controller([nrc_file], keep_completion_annotation)
+    assert conversion.problems == ()
+    return to_yaml(conversion)
+
+
+def nrr(name: str, mode: str, condition_type: str, key: str, selector: str, uid: str = "") -> str:
+    metadata = f"{{name: {name}, uid: {uid}}}" if uid else f"{{name: {name}}}"
+    return textwrap.dedent(
+        f"""\
+        ---
+        apiVersion: readiness.node.x-k8s.io/v1alpha1
+        kind: NodeReadinessRule
+        metadata: {metadata}
+        spec:
+          conditions: [{{type: {condition_type}, requiredStatus: "True"}}]
+          taint: {{key: {key}, effect: NoSchedule, value: {PENDING}}}
+          enforcementMode: {mode}
+          nodeSelector: {{matchLabels: {selector}}}
+        """
+    )
+
+
+def test_a_rule_in_force_before_the_node_joins_taints_it_until_its_condition_holds(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    """nodereadinessrule_controller_test "when a new node is added: should trigger
+    reconciliation for existing rules": the rule first, then a node reporting nothing."""
+    key = "readiness.k8s.io/LateNode"
+    start_reconciler_with(converted_text(nrr("late", "continuous", "LateNode", key, "{e2e: late}")))
+    node = make_node("late", labels={"e2e": "late"})
+    wait_for_taints(core_v1, node, has(key))
+    condition(core_v1, node, "LateNode", "Unknown")
+    condition(core_v1, node, "LateNode", "True")
+    wait_for_taints(core_v1, node, lacks(key))
+
+
+def test_continuous_rules_sharing_a_taint_on_disjoint_selectors_each_decide_their_own_nodes(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    """nodereadinessgaterule_webhook_test "Taint Conflict Detection": NRC accepts two rules with
+    one taint when their selectors cannot overlap; the rule that does not select a node must not
+    undo what the one that does decided."""
+    key = "readiness.k8s.io/network"
+    rules = converted_text(
+        nrr("cni-zone-a", "continuous", "NetworkReady", key, "{zone: a}")
+        + nrr("cni-zone-b", "continuous", "CalicoReady", key, "{zone: b}")
+    )
+    a = make_node("zone-a", labels={"zone": "a"})
+    b = make_node("zone-b", labels={"zone": "b"})
+    condition(core_v1, a, "NetworkReady", "False")
+    condition(core_v1, b, "CalicoReady", "True")
+    process = start_reconciler_with(rules)
+    wait_for_taints(core_v1, a, has(key))
+    settled(process, core_v1, b)
+    assert lacks(key)(taints_of(core_v1, b)), "zone-a's rule tainted a zone-b node"
+
+    condition(core_v1, a, "NetworkReady", "True")
+    wait_for_taints(core_v1, a, lacks(key))
+    after_a_reconcile(process, lambda: condition(core_v1, b, "CalicoReady", "False"))
+    wait_for_taints(core_v1, b, has(key))
+    settled(process, core_v1, a)
+    assert lacks(key)(taints_of(core_v1, a)), "zone-b's rule tainted a zone-a node"
+
+
+def test_a_node_that_stops_matching_the_selector_loses_the_rules_taint(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    """node_controller_test "a rule's node selector does not match: should not remove the
+    taint": NRC leaves a taint on a node its rule no longer selects; nodegate removes it
+    (documented in docs/migrating.md), as a rule's taint follows its match."""
+    key = "readiness.k8s.io/Selector"
+    node = make_node("selector", labels={"e2e": "selector"})
+    process = start_reconciler_with(
+        converted_text(nrr("selector", "continuous", "Selector", key, "{e2e: selector}"))
+    )
+    wait_for_taints(core_v1, node, has(key))
+    after_a_reconcile(process, lambda: patch_labels(core_v1, node, {"e2e": "elsewhere"}))
+    wait_for_taints(core_v1, node, lacks(key))
+
+
+def test_a_node_nrc_completed_is_not_gated_again_after_the_switch(
+    core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str], start_reconciler_with: Start
+) -> None:
+    """node_controller_test "isBootstrapCompleted": a node carrying NRC's completion annotation
+    (the uid key `kubectl get nrr -o yaml` gives) is completed; with --keep-completion-annotation
+    the converted gate (backfill on) never puts the taint back on it, conditions False, even
+    though the reconciler's cache dropped that annotation until the rules named it. (NRC's older
+    name key is not read beside the uid key: docs/migrating.md.)"""
+    key = "readiness.k8s.io/Completed"
+    uid = "6a1f3c2e-0000-4000-8000-000000000001"
+    rules = converted_text(
+        nrr("completed", "bootstrap-only", "Completed", key, "{e2e: completed}", uid=uid),
+        keep_completion_annotation=True,
+    )
+    done = '{"rule-name":"completed"}'
+    by_uid = make_node(
+        "by-uid",
+        labels={"e2e": "completed"},
+        annotations={f"readiness.k8s.io/bootstrap-completed-{uid}": done},
+    )
+    fresh = make_node("fresh", labels={"e2e": "completed"})
+    for node in (by_uid, fresh):
+        condition(core_v1, node, "Completed", "False")
+    process = start_reconciler_with(rules)
+    wait_for_taints(core_v1, fresh, has(key))
+    settled(process, core_v1, by_uid)
+    assert lacks(key)(taints_of(core_v1, by_uid)), "NRC completed it, and it was gated again"
+
+
+def test_changing_a_converted_rules_effect_moves_the_taint_instead_of_leaving_the_old_one(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    start_reconciler_with: Start,
+    rules_configmap: Callable[..., str],
+) -> None:
+    """nodereadinessrule_controller_test "should reject attempts to change taint.effect": NRC's
+    way to change it is to delete the rule (its finalizer removes the taint) and create it
+    again. nodegate edits the rule in place: the taint it put there under the old effect goes."""
+    key = "readiness.k8s.io/Effect"
+    rules = converted_text(nrr("effect", "continuous", "Effect", key, "{e2e: effect}"))
+    node = make_node("effect", labels={"e2e": "effect"})
+    process = start_reconciler_with(rules)
+    wait_for_taints(core_v1, node, has(key))
+
+    rules_configmap(rules.replace("effect: NoSchedule", "effect: PreferNoSchedule"))
+    wait_for_taints(
+        core_v1, node, lambda t: (key, "PreferNoSchedule") in t and (key, "NoSchedule") not in t
+    )
+    settled(process, core_v1, node)
+    assert (key, "NoSchedule") not in taints_of(core_v1, node)
