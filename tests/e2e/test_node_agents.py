@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.support.agent_scene import AGENT, Scene
+from tests.e2e.support.agent_scene import AGENT, Scene, scene
+
+__all__ = ["scene"]  # the shared fixture, used by name
 from tests.e2e.support.reconciler_fixtures import wait_for_event
 
 
@@ -32,14 +28,6 @@ nodeAgents:
 
 
 NAMED = "[{namespace: NAMESPACE, name: agent}]"
-
-
-@pytest.fixture
-def scene(
-    scheduling_control_plane: LocalControlPlane, unique_name: str, tmp_path: Path
-) -> Iterator[Scene]:
-    with ExitStack() as stack:
-        yield Scene(scheduling_control_plane, stack, unique_name, tmp_path)
 
 
 def test_a_node_born_with_the_agent_taint_keeps_it_until_the_agents_pod_is_ready(

@@ -5,16 +5,11 @@ kwok kubelets. A kubelet's NotReady is played by patching the pod's status."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
-
-import pytest
-
-from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nidhogg import convert_nidhogg
-from tests.e2e.support.agent_scene import Scene
+from tests.e2e.support.agent_scene import Scene, scene
+
+__all__ = ["scene"]  # the shared fixture, used by name
 
 ROLE_NODE = "node-role.kubernetes.io/node"
 ROLE_MASTER = "node-role.kubernetes.io/master"
@@ -38,14 +33,6 @@ daemonsets:
 
 def taint_of(scene: Scene, daemon_set: str) -> tuple[str, str]:
     return (f"nidhogg.uswitch.com/{scene.namespace}.{daemon_set}", "NoSchedule")
-
-
-@pytest.fixture
-def scene(
-    scheduling_control_plane: LocalControlPlane, unique_name: str, tmp_path: Path
-) -> Iterator[Scene]:
-    with ExitStack() as stack:
-        yield Scene(scheduling_control_plane, stack, unique_name, tmp_path)
 
 
 def test_nidhogg_config_migrated_taints_each_daemon_set_apart_on_the_nodes_its_selector_matches(

@@ -6,15 +6,11 @@ status."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.e2e.support.agent_scene import AGENT, Scene, scene
 
-from nodegate.localcluster.cluster import LocalControlPlane
-from tests.e2e.support.agent_scene import AGENT, Scene
+__all__ = ["scene"]  # the shared fixture, used by name
 from tests.e2e.support.reconciler_fixtures import taints_of
 
 VIGIL_RULE = f"""\
@@ -35,14 +31,6 @@ def arm_only() -> dict[str, Any]:
     term = {"matchExpressions": [{"key": ARCH, "operator": "In", "values": ["arm64"]}]}
     required = {"nodeSelectorTerms": [term]}
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
-
-
-@pytest.fixture
-def scene(
-    scheduling_control_plane: LocalControlPlane, unique_name: str, tmp_path: Path
-) -> Iterator[Scene]:
-    with ExitStack() as stack:
-        yield Scene(scheduling_control_plane, stack, unique_name, tmp_path)
 
 
 def test_vigils_cluster_each_node_waits_for_the_daemon_sets_that_run_there_and_no_other(

@@ -6,10 +6,12 @@ NotReady played by patching its pod's status, as its kubelet would."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
@@ -196,3 +198,13 @@ def agent_daemon_set(
             "template": {"metadata": {"labels": {"app": app}}, "spec": spec},
         },
     }
+
+
+@pytest.fixture
+def scene(
+    scheduling_control_plane: LocalControlPlane, unique_name: str, tmp_path: Path
+) -> Iterator[Scene]:
+    """A Scene on the shared scheduling control plane (the DaemonSet controller runs), torn
+    down with the test (test modules import it as their `scene` fixture)."""
+    with ExitStack() as stack:
+        yield Scene(scheduling_control_plane, stack, unique_name, tmp_path)
