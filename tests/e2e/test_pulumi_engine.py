@@ -32,7 +32,7 @@ from nodegate.localcluster.pulumi_tools import (
 )
 from nodegate.localcluster.versions import PULUMI_KUBERNETES_RELEASE, PULUMI_VERSION
 from tests.e2e.conftest import run_control_plane
-from tests.e2e.support.pulumi_project import project_venv
+from tests.e2e.support.pulumi_project import project_venv, run_pulumi
 
 pytestmark = [pytest.mark.pulumi, pytest.mark.timeout(600)]
 
@@ -69,16 +69,7 @@ def tools() -> PulumiTools:
 def _pulumi(
     tools: PulumiTools, env: dict[str, str], cwd: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [str(tools.engine), *args, "--non-interactive"],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    result = run_pulumi(tools, env, cwd, *args)
     assert result.returncode == 0, f"pulumi {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
     return result
 

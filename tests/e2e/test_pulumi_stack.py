@@ -61,7 +61,7 @@ from nodegate.localcluster.pulumi_tools import (
     pulumi_environment,
 )
 from tests.e2e.conftest import run_karpenter_plane
-from tests.e2e.support.pulumi_project import REPO, project_venv
+from tests.e2e.support.pulumi_project import REPO, project_venv, run_pulumi
 from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.e2e.support.shipped_manifests import service_account_kubeconfig, service_account_token
@@ -109,16 +109,7 @@ class Stack:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         started = time.monotonic()
-        result = subprocess.run(
-            [str(self.tools.engine), *args, "--stack", self.name, "--non-interactive"],
-            cwd=REPO,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
+        result = run_pulumi(self.tools, self.env, REPO, *args, "--stack", self.name)
         self.timings.setdefault(args[0], []).append(time.monotonic() - started)
         if check:
             assert result.returncode == 0, (

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nodegate.localcluster.pulumi_tools import PulumiTools, ensure_pulumi_built, pulumi_environment
-from tests.e2e.support.pulumi_project import REPO, project_venv
+from tests.e2e.support.pulumi_project import REPO, project_venv, run_pulumi
 
 pytestmark = [pytest.mark.pulumi, pytest.mark.timeout(600)]
 
@@ -42,16 +42,7 @@ def _preview(tools: PulumiTools, tmp_path: Path, since: str) -> subprocess.Compl
     name = f"dates-{len(list(init.glob('Pulumi.*.yaml')))}"
 
     def pulumi(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(tools.engine), *args, "--stack", name, "--non-interactive"],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
+        return run_pulumi(tools, env, cwd, *args, "--stack", name)
 
     assert pulumi("stack", "init", cwd=init).returncode == 0
     config = init / f"Pulumi.{name}.yaml"
