@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,7 +33,7 @@ from tests.e2e.support.reconciler_fixtures import (
 )
 from tests.e2e.support.reconciler_process import running_reconciler
 from tests.e2e.support.reconciler_process import test_state_namespace as state_namespace_of
-from tests.e2e.support.tcp_proxy import partition_proxy
+from tests.e2e.support.tcp_proxy import PartitionProxy, partition_proxy
 
 CI = ("example.com/dedicated", "NoSchedule")
 CONVERGE_SECONDS = 30
@@ -104,13 +104,20 @@ dead watches must be noticed; a 35 s one ends its leadership (exit 3) and the st
 too, takes over once the network is back."""
 
 
-def _via(proxy_port: int, plane: LocalControlPlane, path: Path) -> Path:
-    path.write_text(
-        plane.kubeconfig_path.read_text().replace(
-            plane.server_url, f"https://127.0.0.1:{proxy_port}"
+@contextmanager
+def _behind_proxy(
+    plane: LocalControlPlane, directory: Path
+) -> Iterator[tuple[PartitionProxy, Path]]:
+    """A proxy in front of the API server, and a kubeconfig that reaches it only through it."""
+    api_port = int(plane.server_url.rsplit(":", 1)[1])
+    with partition_proxy(api_port) as proxy:
+        kubeconfig = directory / "kubeconfig-via-proxy"
+        kubeconfig.write_text(
+            plane.kubeconfig_path.read_text().replace(
+                plane.server_url, f"https://127.0.0.1:{proxy.port}"
+            )
         )
-    )
-    return path
+        yield proxy, kubeconfig
 
 
 @pytest.mark.parametrize("leader_election", [False, True], ids=["alone", "two-replicas-on-a-lease"])
@@ -139,9 +146,7 @@ def test_changes_made_during_a_silent_partition_converge_within_45s_after_it_hea
     if leader_election:
         lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63])
         flags = ("--rules-configmap", ref, *lease, *LEASE_SURVIVING_A_SHORT_OUTAGE)
-    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
-    with partition_proxy(api_port) as proxy, ExitStack() as replicas:
-        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+    with _behind_proxy(control_plane, tmp_path) as (proxy, kubeconfig), ExitStack() as replicas:
         started = [
             replicas.enter_context(running_reconciler(kubeconfig, tmp_path, *flags))
             for _ in range(2 if leader_election else 1)
@@ -221,10 +226,8 @@ def test_answers_broken_off_midway_are_retried_and_end_no_loop(
     history = k8s_client.V1ConfigMap(metadata={"name": HISTORY_CONFIGMAP}, data=data)
     core_v1.create_namespaced_config_map(state, history)
     before = make_node("before", labels={label: value})
-    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
     flags = ("--rules-configmap", ref, "--no-leader-elect")
-    with partition_proxy(api_port) as proxy:
-        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
+    with _behind_proxy(control_plane, tmp_path) as (proxy, kubeconfig):
         proxy.cut_answers_over(CUT_AFTER_BYTES)
         with running_reconciler(kubeconfig, tmp_path, *flags, wait_ready=False) as reconciler:
             wait_until(lambda: proxy.cuts >= 1, 20, "an answer broken off")
@@ -277,16 +280,16 @@ def test_a_relist_a_rules_change_asked_for_is_not_lost_when_its_list_breaks_off(
         )
         for i in range(6)
     ]
-    api_port = int(control_plane.server_url.rsplit(":", 1)[1])
     flags = ("--rules-configmap", ref, "--no-leader-elect", "--max-untaint-share", "1")
-    with partition_proxy(api_port) as proxy:
-        kubeconfig = _via(proxy.port, control_plane, tmp_path / "kubeconfig-via-proxy")
-        with running_reconciler(kubeconfig, tmp_path, *flags):
-            taints_stay(core_v1, nodes[0], lambda t: gate in t, 2)
-            proxy.cut_answers_over(8 * 1024)  # a rules event passes, a node LIST does not
-            rules_configmap(rules(f"{never}, annotation: example.com/ready=true"))
-            wait_until(lambda: proxy.cuts >= 1, 20, "the relist broken off")
-            time.sleep(2)
-            proxy.cut_answers_over(None)
-            for name in nodes:
-                wait_for_taints(core_v1, name, lambda t: gate not in t, timeout=25)
+    with (
+        _behind_proxy(control_plane, tmp_path) as (proxy, kubeconfig),
+        running_reconciler(kubeconfig, tmp_path, *flags),
+    ):
+        taints_stay(core_v1, nodes[0], lambda t: gate in t, 2)
+        proxy.cut_answers_over(8 * 1024)  # a rules event passes, a node LIST does not
+        rules_configmap(rules(f"{never}, annotation: example.com/ready=true"))
+        wait_until(lambda: proxy.cuts >= 1, 20, "the relist broken off")
+        time.sleep(2)
+        proxy.cut_answers_over(None)
+        for name in nodes:
+            wait_for_taints(core_v1, name, lambda t: gate not in t, timeout=25)
