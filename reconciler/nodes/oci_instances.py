@@ -39,7 +39,8 @@ from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError, annotations_too_long
 from nodegate.reconciler.kit.events import Recorder
-from nodegate.reconciler.kit.kube import NodeStatusApi, RawObject
+from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import OciMetrics
 
 log = logging.getLogger("nodegate.oci")
@@ -82,14 +83,16 @@ class _Compartment:
 
 
 class OciInstanceConditions:
-    """The poller. `nodes()`: the cached Nodes (None until the cache is synced)."""
+    """The poller. `api`: the leader's fenced client, the only type it takes, so it cannot be
+    handed the raw one (whose writes carry no term and skip the fence). `nodes()`: the cached
+    Nodes (None until the cache is synced)."""
 
     def __init__(
         self,
         lister: InstanceLister,
         compartments: Iterable[str],
         poll_seconds: float,
-        api: NodeStatusApi,
+        api: FencedApi,
         recorder: Recorder,
         metrics: OciMetrics,
         nodes: Callable[[], list[NodeState] | None],

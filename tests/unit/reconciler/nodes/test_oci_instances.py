@@ -21,6 +21,8 @@ from nodegate.core.decisions.fencing import FENCE_ANNOTATION
 from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ANNOTATIONS_TOO_LONG, PermanentError
+from nodegate.reconciler.kit.fence import LeaderFence
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.oci_compute import MAX_PAGES, ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci_instances import (
@@ -109,7 +111,7 @@ def make_scene(
         lister,
         compartments,
         config.poll_seconds,
-        api,
+        FencedApi(api, LeaderFence(None), lambda _verdict: None),  # no election: no term
         recorder,
         metrics.oci,
         lambda: [NodeState.from_k8s(raw) for raw in api.nodes.values()],
