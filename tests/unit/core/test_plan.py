@@ -206,8 +206,25 @@ def test_condition_without_transition_time_fires_once_its_hold_has_passed() -> N
     assert [c.taint.key for c in result.add_taints] == ["example.com/nic"]
 
 
-def test_status_regex_must_match_in_full() -> None:
-    result = plan(node(conditions=(nic("Kaputt", timedelta(hours=1)),)), CONDITION_RULES, FACTS)
+@pytest.mark.parametrize(
+    "status", ["Kaputt", "NotKaput", "Ruined!"], ids=["longer", "prefixed", "suffixed"]
+)
+def test_a_status_that_only_contains_the_regex_does_not_match(status: str) -> None:
+    """`status: "Kaput|Ruined"` is matched in full, never as a substring. Sighted an hour ago,
+    past the rule's `for: 30s`, a status that matched would be tainted here (as "Ruined" is
+    in test_condition_taint_is_added_after_the_hold_with_time_added): the hold cannot hide a
+    substring match."""
+    reported = nic(status, timedelta(hours=1))
+    result = plan(node(conditions=(reported,)), CONDITION_RULES, seen(reported, timedelta(hours=1)))
+    assert result.add_taints == ()
+    assert result.recheck_after is None  # not a hold under way: no match at all
+
+
+def test_a_reason_that_only_contains_the_regex_does_not_match() -> None:
+    """`reason: "Kubelet.*"` is matched in full too: a reason with text before it is another
+    reason (the rule has no `for`: a match would be tainted at once)."""
+    pressure = NodeCondition("MemoryPressure", "True", reason="NotKubeletHasPressure")
+    result = plan(node(conditions=(pressure,)), CONDITION_RULES, FACTS)
     assert result.add_taints == ()
 
 
