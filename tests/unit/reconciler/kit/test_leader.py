@@ -169,6 +169,26 @@ def test_a_leader_that_sees_another_holder_says_so() -> None:
     assert leader.held_by_other
 
 
+def test_an_attempt_that_finds_another_holder_lets_no_write_start() -> None:
+    """A leader stuck past its renew deadline while another replica took the Lease over: its
+    next attempt fails, and must not raise the fence again (under the new holder's term or
+    any other)."""
+    api, clock = FakeLeaseApi(), Clock()
+    fence = LeaderFence(10, clock)
+    leader = Election(api, Settings(identity="leader"), fence, clock)
+    other = election(api, "other", clock)
+    assert leader.attempt()
+    assert not other.attempt()
+    clock.now += 16
+    assert other.attempt()
+
+    assert not leader.attempt()
+
+    assert not fence.holds()
+    with pytest.raises(TemporaryError, match="fence does not hold"), fence.writing():
+        pass
+
+
 def test_a_renewal_that_lost_a_race_is_a_failed_attempt() -> None:
     api, clock = FakeLeaseApi(), Clock()
     leader = election(api, "leader", clock)
@@ -241,6 +261,46 @@ def test_a_write_still_in_flight_after_the_drain_keeps_the_lease() -> None:
     assert api.holder == "leader"  # the standby waits for it to expire, as after a crash
     finish.set()
     writer.join(5)
+
+
+def taken_over(api: FakeLeaseApi, holder: str) -> None:
+    """`holder` writes itself into the Lease as a takeover does (one more transition), on the
+    version it read, as often as the leader's renewals get in first."""
+    while True:
+        lease = api.read_lease("default", "lease")
+        assert lease is not None
+        spec = lease["spec"]
+        lease["spec"] = {
+            **spec,
+            "holderIdentity": holder,
+            "leaseTransitions": spec["leaseTransitions"] + 1,
+        }
+        try:
+            api.replace_lease("default", "lease", lease)
+            return
+        except ConflictError:
+            continue
+
+
+def test_a_leader_that_sees_another_replica_holding_its_lease_stops_writing_at_once() -> None:
+    """The Lease taken while this leader's fence would still hold by its own deadline (a
+    replica that saw it stuck, or a Lease deleted and created anew): at its next attempt the
+    leader finds another holder, says it lost, and no write starts from then on, not at the
+    end of its renew deadline."""
+    api = FakeLeaseApi()
+    lost = threading.Event()
+    elector = LeaderElector(None, Settings("leader", retry_period_seconds=1), lease_api=api)
+    started = threading.Event()
+    elector.start(started.set, lost.set)
+    assert started.wait(5)
+    with elector.fence.writing():
+        pass  # leading: writes start
+    taken_over(api, "other")
+
+    assert lost.wait(5), "the leader never noticed it lost the Lease"
+    assert not elector.leading
+    with pytest.raises(TemporaryError, match="fence does not hold"), elector.fence.writing():
+        pass
 
 
 def test_every_takeover_counts_a_transition_a_released_lease_included() -> None:
