@@ -20,7 +20,7 @@ from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.heap import freeze_startup_objects, observe_pauses
-from nodegate.reconciler.kit.kube import KubeApi
+from nodegate.reconciler.kit.kube import Api, KubeApi
 from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
@@ -30,6 +30,7 @@ from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
 from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci_instances import OciInstanceConditions
+from nodegate.reconciler.nodes.preview_api import installation_api, preview_reads
 from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.served_rules import ServedRules
 from nodegate.reconciler.nodes.taint_history import TaintHistory
@@ -87,6 +88,10 @@ def run(
             "frozen_objects": frozen,
         },
     )
+    if settings.dry_run:
+        log.info(
+            "dry run: reads the installation, writes none of it", extra=preview_reads(settings)
+        )
     supervised("events", parts.recorder.run, stop, parts.health)
     supervised("rules", parts.watcher.run, stop, parts.health)
     lost = _lead_while_elected(parts, stop)
@@ -141,7 +146,8 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         lambda: elector.leader_note if elector is not None else None,
         lambda: controller.status.recorded_in_force(),  # noqa: PLW0108 (made below)
     )
-    if settings.leader_election.enabled:
+    # A dry run takes no part in the installation's election: it would lead writing nothing.
+    if settings.leader_election.enabled and not settings.dry_run:
         # Its own client: lease renewals never queue behind node traffic.
         election_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
         elector = LeaderElector(
@@ -152,7 +158,10 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         )
     fence = elector.fence if elector is not None else LeaderFence(None)
     process.fence_held.set_function(lambda: int(fence.holds()))
-    writes = _fenced_writes(settings, api, fence, elector, process)
+    # In a dry run the one write client sends nothing (`preview_api`): every part is built on it.
+    writes = _fenced_writes(
+        settings, installation_api(api, settings.dry_run), fence, elector, process
+    )
     history = TaintHistory(
         writes, settings.records_namespace, lambda kind: process.errors.labels(kind).inc()
     )
@@ -245,7 +254,7 @@ def _oci_poller(
 
 def _fenced_writes(
     settings: ReconcilerSettings,
-    api: KubeApi,
+    api: Api,
     fence: LeaderFence,
     elector: LeaderElector | None,
     metrics: ProcessMetrics,

@@ -165,7 +165,8 @@ class ReconcilerSettings(BaseModel):
     rules_poll_seconds: float = Field(default=2.0, gt=0)
     """How often a rules file is checked for new content."""
     dry_run: bool = False
-    """Log and record Events for what would change; write nothing to Nodes."""
+    """A preview: log and record Events for what would change; write nothing (no Node, none of
+    the state namespace's records), take no part in leader election, serve no webhook."""
     resync_seconds: float = Field(default=300.0, gt=0)
     """Full pass over all nodes as a safety net for missed events."""
     workers: int = Field(default=16, ge=1, le=64)
@@ -231,4 +232,14 @@ class ReconcilerSettings(BaseModel):
             raise ValueError("give exactly one of --rules-file or --rules-configmap")
         if self.rules_configmap is not None and self.rules_configmap.count("/") != 1:
             raise ValueError("--rules-configmap takes namespace/name, e.g. kube-system/nodegate")
+        return self
+
+    @model_validator(mode="after")
+    def _a_preview_serves_no_webhook(self) -> ReconcilerSettings:
+        if self.dry_run and self.webhook is not None:
+            raise ValueError(
+                "--dry-run serves no admission webhook: its reviews would put the previewed "
+                "rules' taints on new Nodes and it would rotate the installation's certificate; "
+                "drop --webhook-port"
+            )
         return self

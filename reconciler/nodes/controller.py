@@ -33,7 +33,7 @@ from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
@@ -129,7 +129,7 @@ class Controller:
         self._agent_problems_lock = threading.Lock()
         self._compose(api, recorder, fence or LeaderFence(None), clock)
         self._own_metrics.gate_census.source = self._gate_census
-        self._sightings_store = SightingsStore(api, settings.records_namespace, settings.dry_run)
+        self._sightings_store = SightingsStore(api, settings.records_namespace)
         self._next_sightings_save = 0.0
         self._next_anchor = 0.0
         self._resync_started: float | None = None
@@ -180,9 +180,7 @@ class Controller:
                 lambda: [cached.state for _, cached in self.informer.items()],
                 self._rules_source,
                 self._server_clock,
-                (PreviewLedgerStore if settings.dry_run else LedgerStore)(
-                    api, settings.records_namespace
-                ),
+                LedgerStore(api, settings.records_namespace),
             )
         )
         self._node_facts = memory.add(

@@ -49,11 +49,3 @@ class LedgerStore:
             return decode_ledger((raw or {}).get("data"))
         except LedgerError as err:
             raise PermanentError(str(err), 422) from err
-
-
-class PreviewLedgerStore(LedgerStore):
-    """A dry run's: it reads what the real leader spent, and records nothing, so a preview
-    spends no budget a real leader would later find spent."""
-
-    def save(self, grants: list[Grant], now: datetime, window: Window) -> None:
-        del grants, now, window

@@ -118,7 +118,7 @@ class LabelRecords:
         name = record_name(key)
         stored = self._store.get(name)
         if stored is not None and stored.record is None:
-            if not config.dry_run:
+            if not (config.dry_run or self._dry_run):
                 self._quarantine(node, stored)
             stored = None
         record = stored.record if stored is not None else None

@@ -22,10 +22,9 @@ SAVE_INTERVAL_SECONDS = 5.0
 
 
 class SightingsStore:
-    def __init__(self, api: ConfigMapApi, namespace: str, dry_run: bool = False) -> None:
+    def __init__(self, api: ConfigMapApi, namespace: str) -> None:
         self._api = api
         self._namespace = namespace
-        self._dry_run = dry_run
 
     def load(self) -> dict[str, NodeSightings]:
         """The stored sightings (none when there is no record). KubeError when it cannot be
@@ -38,10 +37,8 @@ class SightingsStore:
             raise PermanentError(str(err), 422) from err
 
     def save(self, nodes: Mapping[str, NodeSightings]) -> None:
-        """Store exactly `nodes` (the leader's view replaces any other); nothing in a dry run,
-        whose sightings are its own (KubeError when it cannot be written)."""
-        if self._dry_run:
-            return
+        """Store exactly `nodes` (the leader's view replaces any other; a dry run's client
+        sends nothing, `preview_api`). KubeError when it cannot be written."""
 
         def data_of(raw: RawObject | None) -> dict[str, str]:
             del raw

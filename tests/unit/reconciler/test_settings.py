@@ -34,3 +34,10 @@ def test_the_webhook_certificate_names_the_service_in_the_records_namespace() ->
         "ng-webhook.ops.svc",
         "ng-webhook.ops.svc.cluster.local",
     )
+
+
+def test_a_dry_run_serves_no_webhook() -> None:
+    """Its reviews would put the previewed rules' taints on new Nodes, and it would rotate the
+    installation's serving certificate: a preview writes nothing."""
+    with pytest.raises(ValidationError, match="--dry-run serves no admission webhook"):
+        ReconcilerSettings(rules_configmap="ns/rules", dry_run=True, webhook=WebhookSettings())

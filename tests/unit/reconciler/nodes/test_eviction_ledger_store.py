@@ -10,7 +10,8 @@ import pytest
 from nodegate.core.decisions.eviction_budget import Grant, Place
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore, PreviewLedgerStore
+from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
+from nodegate.reconciler.nodes.preview_api import PreviewApi
 from tests.unit.core.builders import NOW
 from tests.unit.reconciler.kit.fakes import FakeApi
 
@@ -64,7 +65,7 @@ def test_a_ledger_that_cannot_be_read_stops_grants_rather_than_being_guessed() -
 def test_a_dry_run_reads_the_ledger_and_records_nothing() -> None:
     api = FakeApi()
     LedgerStore(api, "nodegate-system").save([A], NOW, WINDOW)
-    preview = PreviewLedgerStore(api, "nodegate-system")
+    preview = LedgerStore(PreviewApi(api), "nodegate-system")  # a dry run's client
 
     preview.save([B], NOW, WINDOW)
 
