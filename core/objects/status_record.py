@@ -6,8 +6,10 @@ rules are not in the API at all. So the leader keeps one small ConfigMap in its 
 (`nodegate-status`, where only the reconciler and cluster admins write), rewritten only when
 something in it changes (a generation applied, an update held or a hold cleared), holding
 
-* `status.json`: who wrote it and with which version, the generation and digest in force, where
-  they came from and when they were applied, and the held update (digest, reason, since);
+* `status.json`: who wrote it (its Lease identity, and the process: `nodegate reconcile`, its
+  host and pid; a dry run writes no record) and with which version, the generation and digest
+  in force, where they came from and when they were applied, and the held update (digest,
+  reason, since);
 * `rules.yaml`: the text of the rules in force, so a day-2 command plans with exactly them.
 
 Which replica leads is the Lease's holderIdentity, read beside it; this record says which
@@ -65,6 +67,9 @@ class ReconcilerStatus:
     max_untaint_share: float | None = None
     """The writer's blast-radius limit (`--max-untaint-share`), so `nodegate plan` uses the
     live setting."""
+    writer_process: str = ""
+    """Which process wrote it: `nodegate reconcile` (a dry run never writes the record), its host
+    (the Pod's name in a cluster) and process id; '' in a record written before it was kept."""
 
 
 def encode_status(status: ReconcilerStatus, rules_text: str) -> dict[str, str]:
@@ -88,6 +93,7 @@ def encode_status(status: ReconcilerStatus, rules_text: str) -> dict[str, str]:
         },
         "updatedAt": format_time(status.updated_at),
         "maxUntaintShare": status.max_untaint_share,
+        "writerProcess": status.writer_process,
     }
     return {STATUS_KEY: json.dumps(document, indent=1, sort_keys=True), RULES_KEY: rules_text}
 
@@ -119,6 +125,7 @@ def decode_status(data: Mapping[str, Any] | None) -> tuple[ReconcilerStatus, str
             ),
             updated_at=_required_time(document["updatedAt"]),
             max_untaint_share=_share(document.get("maxUntaintShare")),
+            writer_process=str(document.get("writerProcess") or ""),
         )
     except StatusRecordError:
         raise

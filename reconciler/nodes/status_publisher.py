@@ -11,6 +11,8 @@ for humans, and must never hold up the reconciler.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,6 +42,12 @@ def installed_version() -> str:
         return "unknown"
 
 
+def this_process() -> str:
+    """The status record's `writerProcess`: what wrote it, where (a Pod's host name is its
+    name) and which process."""
+    return f"nodegate reconcile on {socket.gethostname()}, pid {os.getpid()}"
+
+
 class StatusPublisher:
     """Keeps the status record equal to what it was last told; `retry` after a failed write."""
 
@@ -51,7 +59,9 @@ class StatusPublisher:
         clock: Callable[[], datetime],
         max_untaint_share: float | None = None,
         on_error: Callable[[str], None] = lambda _kind: None,
+        process: str | None = None,
     ) -> None:
+        """`process`: the record's `writerProcess` (default: `this_process()`)."""
         self._api = api
         self._namespace = namespace
         self._now = clock
@@ -59,6 +69,9 @@ class StatusPublisher:
         self._lock = threading.Lock()
         self._status = ReconcilerStatus(
             writer, installed_version(), 0, None, "", None, None, clock(), max_untaint_share
+        )
+        self._status = replace(
+            self._status, writer_process=this_process() if process is None else process
         )
         self._rules_text = ""
         self._pending = False
@@ -78,13 +91,20 @@ class StatusPublisher:
                 writer=mine.writer,
                 version=mine.version,
                 max_untaint_share=mine.max_untaint_share,
+                writer_process=mine.writer_process,
                 updated_at=self._now(),
             )
             self._rules_text = recorded.text
             # Who writes it and with which limit (`nodegate plan` uses the recorded one) is
             # this process's to say, as soon as it differs; the rest is written when it changes.
-            self._pending = (mine.writer, mine.version, mine.max_untaint_share) != (
+            self._pending = (
+                mine.writer,
+                mine.writer_process,
+                mine.version,
+                mine.max_untaint_share,
+            ) != (
                 recorded.status.writer,
+                recorded.status.writer_process,
                 recorded.status.version,
                 recorded.status.max_untaint_share,
             )

@@ -3,11 +3,15 @@ written where `nodegate status|explain|plan` read them, and written again after 
 
 from __future__ import annotations
 
+import os
+
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
 from nodegate.core.rules.loader import parse_rules
 from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
 from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.status_publisher import StatusPublisher, this_process
+from tests.unit.core.builders import NOW
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
 
@@ -82,3 +86,43 @@ def test_a_conflict_creating_the_record_is_retried_and_never_holds_up_the_rules(
     controller.status.applied(offered(CI_RULES), 1)  # as the next generation or resync would
 
     assert record(api)[0].generation == 1
+
+
+def test_the_record_says_which_process_wrote_it() -> None:
+    """Its Lease identity, and the process: `nodegate reconcile` (a dry run writes no record),
+    its host and pid, so a reader can tell who left the rules it names."""
+    api = FakeApi()
+    api.add_node(ci_node("n1", tainted=True))
+    controller = synced(api)
+    controller.offer_rules(offered(CI_RULES))
+
+    status, _ = record(api)
+    assert status.writer == controller._settings.leader_election.identity
+    assert status.writer_process == this_process()
+    assert this_process().startswith("nodegate reconcile on ")
+    assert f"pid {os.getpid()}" in this_process()
+
+
+def test_a_new_process_under_the_same_identity_says_so_in_the_record() -> None:
+    """A restart under a fixed `--lease-identity` is another process: the record names it as
+    soon as the rules are put back, nothing else about the rules changed."""
+    api = FakeApi()
+    before = StatusPublisher(api, "nodegate-system", "replica-a", lambda: NOW, process="p1")
+    before.applied(offered(CI_RULES), 1)
+    after = StatusPublisher(api, "nodegate-system", "replica-a", lambda: NOW, process="p2")
+
+    after.recover()
+
+    status, text = record(api)
+    assert (status.writer, status.writer_process) == ("replica-a", "p2")
+    assert (status.generation, status.digest, text) == (1, rules_digest(CI_RULES), CI_RULES)
+
+
+def test_a_record_written_before_the_process_was_kept_still_reads() -> None:
+    status, _ = decode_status(
+        {
+            "status.json": '{"version": 1, "writer": "old", "nodegateVersion": "0.1", '
+            '"generation": 0, "digest": null, "updatedAt": "2026-01-01T00:00:00Z"}'
+        }
+    )
+    assert (status.writer, status.writer_process) == ("old", "")
