@@ -129,6 +129,18 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "evictionBudget (or 'unlimited'); docs/rules.md, 'Eviction budget'.",
         ),
         _alert(
+            "NodegateServerClockDisagrees",
+            f"max(abs(nodegate_server_clock_disagreement_seconds{{{ns}}})) > 5",
+            "10m",
+            "warning",
+            "The API server's clock disagrees with nodegate's by over 5 s: nodegate follows it at "
+            "1% (a `for` hold or gate timeout may end up to 1% early or late while it does), or "
+            "not at all while its readings disagree among themselves.",
+            "Check NTP on the API server hosts (every replica: one behind the load balancer "
+            "running ahead is enough) and the reconciler's log line 'the API server's clock "
+            "disagrees'; docs/reconciler.md, 'Time: one clock'.",
+        ),
+        _alert(
             "NodegateNodeWriteErrors",
             f'sum(rate(nodegate_node_writes_total{{{ns},result="error"}}[10m])) > 0',
             "10m",

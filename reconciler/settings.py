@@ -169,6 +169,9 @@ class ReconcilerSettings(BaseModel):
     the state namespace's records), take no part in leader election, serve no webhook."""
     resync_seconds: float = Field(default=300.0, gt=0)
     """Full pass over all nodes as a safety net for missed events."""
+    clock_read_seconds: float = Field(default=30.0, gt=0)
+    """How often the API server's time is read (kit/server_clock.py): a disagreement is believed
+    only after every reading for a minute said it, so at least a few readings a minute."""
     workers: int = Field(default=16, ge=1, le=64)
     """Nodes reconciled in parallel (one node is never handled by two workers at once)."""
     max_conflict_retries: int = Field(default=5, ge=1)

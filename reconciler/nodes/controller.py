@@ -28,7 +28,7 @@ from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Api, RawObject, Selection
 from nodegate.reconciler.kit.ratelimit import TokenBucket
-from nodegate.reconciler.kit.server_clock import AnchoredClock
+from nodegate.reconciler.kit.server_clock import AnchoredClock, ClockReport
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.csi_nodes import CsiNodes
@@ -59,9 +59,6 @@ Clock = Callable[[], datetime]
 RESYNC_POLL_SECONDS = 0.02
 """How often the controller looks whether a resync under way is done (its timing's resolution)."""
 HISTORY_LOAD_SECONDS = 30.0
-ANCHOR_RETRY_SECONDS = 5.0
-"""How often the API server's time is asked for while it has not been read (the clock runs on
-this host's until then)."""
 """How long the taint-key history is retried at start before going on without it."""
 
 
@@ -85,7 +82,14 @@ class Controller:
         self._own_metrics = metrics.controller
         self._history = history
         self._health = health
-        self._server_clock = AnchoredClock(api.server_time)
+        clock_metrics = self._own_metrics
+        self._server_clock = AnchoredClock(
+            api.server_time,
+            on_reading=ClockReport(
+                clock_metrics.clock_disagreement_seconds.set, clock_metrics.clock_disagreements.inc
+            ),
+        )
+        clock_metrics.clock_correction_seconds.set_function(self._server_clock.correction)
         self._now: Clock = clock or self._server_clock.now_or_host
         clock = self._now
         self.queue = WorkQueue()
@@ -131,7 +135,6 @@ class Controller:
         self._own_metrics.gate_census.source = self._gate_census
         self._sightings_store = SightingsStore(api, settings.records_namespace)
         self._next_sightings_save = 0.0
-        self._next_anchor = 0.0
         self._resync_started: float | None = None
         """When the periodic resync under way queued every node (monotonic), or None."""
         self._running = threading.Event()
@@ -391,15 +394,6 @@ class Controller:
         for key in self.informer.cached_keys():
             self.queue.add(key, lane)
 
-    def _reanchor(self) -> None:
-        """Read the API server's time again each resync: it was not read at start (the clock
-        runs on this host's until it is), or this process's monotonic clock drifted or stood
-        still through a suspend. Never steps back."""
-        try:
-            self._server_clock.anchor()
-        except KubeError as err:
-            log.warning("the API server's time not read", extra={"error": str(err)})
-
     def _save_sightings(self) -> None:
         """Write what the sightings record should hold, if it changed (every few seconds at
         most); a write that fails is tried again then."""
@@ -458,6 +452,14 @@ class Controller:
                 health,
             ),
         ]
+        threads.append(
+            supervised(
+                "server-clock",
+                lambda s: self._server_clock.follow(s, self._settings.clock_read_seconds),
+                stop,
+                health,
+            )
+        )
         threads += [
             supervised(f"worker-{i}", self._worker.run, stop, health)
             for i in range(self._settings.workers)
@@ -469,13 +471,9 @@ class Controller:
         while not stop.wait(min(RESYNC_POLL_SECONDS, period)):
             self._finish_resync()
             self._save_sightings()
-            if not self._server_clock.anchored and time.monotonic() >= self._next_anchor:
-                self._next_anchor = time.monotonic() + ANCHOR_RETRY_SECONDS
-                self._reanchor()
             if time.monotonic() < next_period:
                 continue
             next_period = time.monotonic() + period
-            self._reanchor()
             if not self._history.persisted:
                 self._history.persist()
             self.status.retry()

@@ -117,6 +117,9 @@ class ControllerMetrics:
     node_events: Counter
     cached_objects: Gauge
     on_informer_error: ErrorHook
+    clock_disagreement_seconds: Gauge
+    clock_disagreements: Counter
+    clock_correction_seconds: Gauge
 
 
 @dataclass(frozen=True)
@@ -412,6 +415,26 @@ class Metrics:
             node_events,
             cached_objects,
             self.on_informer_error,
+            Gauge(
+                "nodegate_server_clock_disagreement_seconds",
+                "How far the API server's time, at its last reading, was ahead (+) or behind "
+                "(-) nodegate's clock (kit/server_clock.py): within about a second while they "
+                "agree; a disagreement is believed only when it lasts, and then followed slowly.",
+                registry=r,
+            ),
+            Counter(
+                "nodegate_server_clock_disagreements",
+                "Readings of the API server's time that disagreed with nodegate's clock beyond "
+                "its tolerance (each one; none of them moved the clock on its own).",
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_server_clock_correction_seconds",
+                "How far nodegate's clock has been moved, by lasting disagreements, off its first "
+                "reading of the API server's time advanced by the monotonic clock (moves at 1 % "
+                "of elapsed time at most).",
+                registry=r,
+            ),
         )
         loop_failed = Gauge(
             "nodegate_loop_failed",

@@ -128,6 +128,18 @@ CASES: dict[str, tuple[Scenario, Scenario]] = {
             {_ns("nodegate_errors_total", kind="ledger"): "0x5 1x25"}, at="25m"
         ),
     ),
+    "NodegateServerClockDisagrees": (
+        # A lasting step of 15 minutes, followed at 1 %: still far off after 10 minutes.
+        Scenario(
+            {_ns("nodegate_server_clock_disagreement_seconds"): "0.2x5 900-6x20"},
+            at="25m",
+            fires_with={},
+        ),
+        # One stepped reading, then agreement again: nothing to say.
+        Scenario(
+            {_ns("nodegate_server_clock_disagreement_seconds"): "0.2x5 900 -0.3x20"}, at="25m"
+        ),
+    ),
     "NodegateRulesHeld": (
         Scenario({_ns("nodegate_rules_held"): "0x5 1x25"}, at="25m", fires_with={}),
         Scenario({_ns("nodegate_rules_held"): "0x5 1x5 0x20"}, at="25m"),  # confirmed in time
