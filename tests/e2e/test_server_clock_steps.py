@@ -48,6 +48,8 @@ RULES = HEADER + (
     "    onTimeout: lift\n"
 )
 CLOCK = ("--clock-read-seconds", "1", "--resync-seconds", "2")
+BELIEVED = "lastingly: followed slowly"
+"""The reconciler's log line when it believes a disagreement."""
 
 
 @dataclass
@@ -108,7 +110,11 @@ def _condition(core_v1: k8s_client.CoreV1Api, node: str, kind: str) -> None:
 def _scene(core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]) -> Iterator[Scene]:
     scene = Scene(
         make_node("held"),
-        make_node("gated", labels={"e2e.nodegate.dev/clock-step": "yes"}),
+        make_node(
+            "gated",
+            labels={"e2e.nodegate.dev/clock-step": "yes"},
+            taints=[{"key": GATE[0], "value": "wait", "effect": GATE[1]}],  # born gated
+        ),
         make_node("spent"),
         make_node("waiting"),
     )
@@ -116,14 +122,20 @@ def _scene(core_v1: k8s_client.CoreV1Api, make_node: Callable[..., str]) -> Iter
     _condition(core_v1, scene.spent, "ClockStepBudget")
     wait_until(lambda: BUDGETED in taints_of(core_v1, scene.spent), 30, "the budget spent")
     _condition(core_v1, scene.waiting, "ClockStepBudget")
-    wait_until(lambda: GATE in taints_of(core_v1, scene.gated), 30, "the gate on")
     yield scene
 
 
 def _nothing_moved(core_v1: k8s_client.CoreV1Api, scene: Scene) -> None:
-    assert HELD not in taints_of(core_v1, scene.held), "a for: 10m hold fired"
-    assert GATE in taints_of(core_v1, scene.gated), "a 10m gate timeout lifted the gate"
-    assert BUDGETED not in taints_of(core_v1, scene.waiting), "a spent budget let a taint by"
+    moved = [
+        what
+        for what, did in (
+            ("a for: 10m hold fired", HELD in taints_of(core_v1, scene.held)),
+            ("a 10m gate timeout lifted the gate", GATE not in taints_of(core_v1, scene.gated)),
+            ("a spent budget let a taint by", BUDGETED in taints_of(core_v1, scene.waiting)),
+        )
+        if did
+    ]
+    assert moved == []
 
 
 def test_a_date_stepped_15_minutes_ahead_for_10s_moves_no_hold_no_timeout_no_budget(
@@ -140,7 +152,7 @@ def test_a_date_stepped_15_minutes_ahead_for_10s_moves_no_hold_no_timeout_no_bud
 
         _nothing_moved(core_v1, scene)
         assert stepped.metric("nodegate_server_clock_disagreements_total") >= 3
-        assert stepped.correction() == 0
+        assert abs(stepped.correction()) < 0.5  # drift within a reading's own uncertainty
         assert abs(stepped.metric("nodegate_server_clock_disagreement_seconds")) < 3
 
 
@@ -151,12 +163,13 @@ def test_a_lasting_step_is_believed_after_a_minute_and_followed_at_the_slew_rate
         stepped.step(STEP_SECONDS)
         stepped_at = time.monotonic()
         wait_until(
-            lambda: stepped.correction() > 0,
+            lambda: BELIEVED in stepped.process.logs(),
             CONFIRM_SECONDS + 30,
             "the lasting step believed",
             interval=0.5,
         )
         assert time.monotonic() - stepped_at >= CONFIRM_SECONDS - 1
+        assert abs(stepped.correction()) < 1.5  # believed, not stepped to
 
         first, at_first = (
             stepped.metric("nodegate_server_clock_correction_seconds"),
@@ -170,5 +183,4 @@ def test_a_lasting_step_is_believed_after_a_minute_and_followed_at_the_slew_rate
 
         assert later - first == pytest.approx(SLEW_RATE * (at_later - at_first), abs=0.02)
         assert stepped.metric("nodegate_server_clock_disagreement_seconds") > STEP_SECONDS - 5
-        assert "lastingly: followed slowly" in stepped.process.logs()
         _nothing_moved(core_v1, scene)
