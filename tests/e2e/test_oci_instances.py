@@ -22,6 +22,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
+from tests.e2e.support.oci_scene import COMPARTMENT, oci_flags, oci_node
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
@@ -40,7 +41,6 @@ from tests.e2e.support.shipped_manifests import (
 )
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
-COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaae2e"
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
 MAINTENANCE = ("example.com/maintenance-due", "NoSchedule")
 OKE_RULES = HEADER + (
@@ -69,24 +69,6 @@ def oci_server(tmp_path: Path) -> Iterator[OciComputeServer]:
         yield server
 
 
-def oci_flags(server: OciComputeServer, *more: str, config: Path | None = None) -> tuple[str, ...]:
-    return (
-        "--oci-compartments",
-        COMPARTMENT,
-        "--oci-auth",
-        "api_key",
-        "--oci-config-file",
-        str(config or server.api_key_config()),
-        "--oci-endpoint",
-        server.endpoint,
-        "--oci-ca-bundle",
-        str(server.ca_file),
-        "--oci-poll-seconds",
-        "1",
-        *more,
-    )
-
-
 def condition(core_v1: k8s_client.CoreV1Api, name: str, kind: str) -> dict[str, str] | None:
     found = read_node(core_v1, name)["status"].get("conditions") or []
     return next((c for c in found if c["type"] == kind), None)
@@ -100,11 +82,6 @@ def wait_for_condition(
         return found if found is not None and found["status"] == status else None
 
     return wait_until(probe, TIMEOUT, f"{kind}={status} on {name}")
-
-
-def oci_node(make_node: Callable[..., str], suffix: str, **kwargs: object) -> tuple[str, str]:
-    ocid = instance_ocid(f"e2e{suffix}{datetime.now(UTC).strftime('%H%M%S%f')}")
-    return make_node(suffix, provider_id=f"oci://{ocid}", **kwargs), ocid
 
 
 def not_ready(core_v1: k8s_client.CoreV1Api, name: str) -> None:

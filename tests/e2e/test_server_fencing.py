@@ -36,11 +36,13 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.decisions.fencing import FENCE_ANNOTATION, Term, refusal_term
+from nodegate.core.decisions.oci_instances import TERMINATING
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
+from tests.e2e.support.oci_scene import COMPARTMENT, oci_flags, oci_node
 from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, read_node
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.e2e.support.shipped_manifests import (
@@ -50,6 +52,7 @@ from tests.e2e.support.shipped_manifests import (
     the_deployment,
 )
 from tests.e2e.support.tcp_proxy import partition_proxy
+from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance
 
 LEASE = ("--lease-duration-seconds=4", "--renew-deadline-seconds=3", "--retry-period-seconds=1")
 TAINT = ("example.com/dedicated", "NoSchedule")
@@ -148,6 +151,7 @@ class TaintWatch:
 
     def __init__(self, core_v1: k8s_client.CoreV1Api, name: str) -> None:
         self.seen: list[set[tuple[str, str]]] = []
+        self.versions: list[k8s_client.V1Node] = []
         self._watch = k8s_watch.Watch()  # type: ignore[no-untyped-call]
         start = read_node(core_v1, name)["metadata"]["resourceVersion"]
         self._thread = threading.Thread(
@@ -166,6 +170,7 @@ class TaintWatch:
             resource_version=start,
             timeout_seconds=120,
         ):
+            self.versions.append(event["object"])
             taints = event["object"].spec.taints or []
             self.seen.append({(t.key, t.effect) for t in taints})
 
@@ -460,6 +465,56 @@ def test_a_status_write_under_an_old_term_is_refused_and_the_nodes_own_status_wr
 
     conditions = {c["type"]: c for c in read_node(core_v1, name)["status"]["conditions"]}
     assert conditions["OCIInstanceTerminating"]["reason"] == "b/1"
+
+
+def test_an_oci_only_write_carries_the_leaders_term(
+    install: Callable[..., Install],
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The OCI poller writes through the leader's one fenced client, as every writer of the
+    leader does: on a node no rule touches, the status write that brings its condition is the
+    only write nodegate makes, and it carries the leader's term, which the policy checks (a
+    late one under an old term is refused: the test above)."""
+    installed = install(True, oci=True)
+    monkeypatch.setenv("POD_NAMESPACE", installed.namespace)
+    name, ocid = oci_node(make_node, "oci")
+    node = TaintWatch(core_v1, name)
+    try:
+        with OciComputeServer(tmp_path) as oci:
+            oci.put(COMPARTMENT, instance(ocid, "TERMINATING"))
+            flags = (*installed.args, *oci_flags(oci))  # later flags win: the test's server
+            with running_reconciler(installed.kubeconfig, tmp_path, *flags) as leader:
+                wait_until(lambda: leads(leader), 20, "leads")
+                written = wait_until(lambda: _first_with(node, TERMINATING), 20, "condition")
+                lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(
+                    "nodegate-reconciler", installed.namespace
+                )  # while it leads: a clean stop releases it
+    finally:
+        node.stop()
+    assert lease.spec is not None
+    term = f"{lease.spec.holder_identity}/{lease.spec.lease_transitions}"
+
+    assert _term_on(written) == term
+    before = node.versions[: node.versions.index(written)]
+    assert [_term_on(version) for version in before] == [None] * len(before)  # no other write
+
+
+def _first_with(node: TaintWatch, condition: str) -> k8s_client.V1Node | None:
+    """The first version of the node that carries the condition `condition`."""
+    for version in list(node.versions):
+        conditions = (version.status.conditions if version.status else None) or []
+        if any(c.type == condition for c in conditions):
+            return version
+    return None
+
+
+def _term_on(version: k8s_client.V1Node) -> str | None:
+    annotations = (version.metadata.annotations if version.metadata else None) or {}
+    return annotations.get(FENCE_ANNOTATION)
 
 
 ANNOTATIONS_LIMIT = 256 * 1024
