@@ -12,16 +12,23 @@ leader had nothing in force (generation 0): gates were no longer lifted and new 
 from __future__ import annotations
 
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.objects.installation import DEFAULT_LEASE
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
 from tests.e2e.support.reconciler_fixtures import (
@@ -85,8 +92,24 @@ class Scene:
         put_rules_in(self.core_v1, self.namespace, text)
 
     def replica(self, *, wait_ready: bool = True) -> ReconcilerProcess:
+        return self._start(f"--rules-configmap={self.namespace}/rules", wait_ready=wait_ready)
+
+    def preview(self, rules_text: str, identity: str) -> ReconcilerProcess:
+        """`nodegate reconcile --dry-run` of `rules_text` (a file), pointed at the installation
+        as docs/reconciler.md shows: its state namespace, its Lease, election on (the default),
+        the share check off so that its rules take effect in it at once."""
+        rules_file = self.tmp_path / f"{identity}.yaml"
+        rules_file.write_text(rules_text)
+        return self._start(
+            f"--rules-file={rules_file}",
+            "--dry-run",
+            "--max-untaint-share=1",
+            f"--lease-identity={identity}",
+        )
+
+    def _start(self, *flags: str, wait_ready: bool = True) -> ReconcilerProcess:
         args = (
-            f"--rules-configmap={self.namespace}/rules",
+            *flags,
             f"--lease-namespace={self.namespace}",
             f"--state-namespace={self.namespace}",
             "--lease-duration-seconds=4",
@@ -405,3 +428,79 @@ def test_a_node_agents_for_under_way_is_not_restarted_by_a_new_leader(
 
     print(f"agent taint back {held:.1f}s after the failure ({how} at {HOLD_SECONDS / 2:.0f}s)")
     assert HOLD_SECONDS <= held < HOLD_SECONDS + 6  # a new count would end past 1.5 * for
+
+
+def lease_holders(core_v1: k8s_client.CoreV1Api, namespace: str, stop: threading.Event) -> set[str]:
+    """Every holder of the installation's Lease seen until `stop` (read every 0.1 s)."""
+    coordination = k8s_client.CoordinationV1Api(core_v1.api_client)
+    seen: set[str] = set()
+    while not stop.wait(0.1):
+        try:
+            lease = coordination.read_namespaced_lease(DEFAULT_LEASE, namespace)
+        except ApiException as err:
+            if err.status == 404:
+                continue
+            raise
+        seen.add((lease.spec.holder_identity if lease.spec else None) or "")
+    return seen
+
+
+def record_of_rules(core_v1: k8s_client.CoreV1Api, namespace: str) -> tuple[ReconcilerStatus, str]:
+    """What the status record says of the rules: all but who wrote it and when."""
+    raw = core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, namespace)
+    status, text = decode_status(raw.data)
+    return replace(status, writer="", writer_process="", updated_at=datetime.min), text
+
+
+def test_a_preview_on_the_installation_never_leads_and_leaves_the_status_record_alone(
+    scene: Scene, make_node: Callable[..., str], core_v1: k8s_client.CoreV1Api
+) -> None:
+    """Issue 56: a dry run of the held update, pointed at the installation (its namespace, its
+    Lease, election on). Before, it took the Lease when the leader was replaced and led writing
+    nothing, and it wrote its rules into the status record, which the next real leader put back
+    in force: the held update was enforced."""
+    name = scene.namespace
+    r1, r2 = rules(name, team_rule=True), rules(name, team_rule=False)
+    scene.put_rules(r1)
+    leader = scene.replica()
+    wait_until(lambda: scene.status()[0] == 1, TIMEOUT, "R1 in force")
+    team = [make_node(f"team-{i}", labels={TEAM: name}) for i in range(3)]
+    make_node("other")
+    for node in team:
+        wait_for_taints(core_v1, node, lambda t: (TEAM, "NoSchedule") in t)
+    scene.put_rules(r2)
+    wait_until(lambda: scene.status()[2] == rules_digest(r2), TIMEOUT, "R2 held")
+    before = record_of_rules(core_v1, name)
+    stop = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        holders = pool.submit(lease_holders, core_v1, name, stop)
+
+        preview = scene.preview(r2, identity="preview")  # started: ready
+        leader.stop()  # a rollout: the Lease is handed back, a new real process starts
+        new_leader = scene.replica(wait_ready=False)
+        wait_until(
+            lambda: any(r.metric("nodegate_is_leader") == 1 for r in (new_leader, preview)),
+            TIMEOUT,
+            "a leader",
+        )
+        time.sleep(2)  # a Lease period more for the preview to (not) take over
+        stop.set()
+        seen = holders.result()
+
+    assert "preview" not in seen and seen  # the Lease was read, and never the preview's
+    assert preview.metric("nodegate_is_leader") == 0
+    assert new_leader.metric("nodegate_is_leader") == 1
+    wait_until(new_leader.is_ready, TIMEOUT, "the new leader ready")
+    assert new_leader.get("/readyz") == (200, "ok (rules generation 1)\n")
+    # R2 is in force in the preview: the record's write it would have made was withheld.
+    wait_until(
+        lambda: preview.get("/readyz") == (200, "ok (rules generation 2)\n"),
+        TIMEOUT,
+        "the preview planning with R2",
+    )
+    assert record_of_rules(core_v1, name) == before
+    for node in team:  # the held update removed nothing
+        assert (TEAM, "NoSchedule") in taints_of(core_v1, node)
+    logs = preview.logs()
+    assert '"dry run: reads the installation, writes none of it"' in logs
+    assert f"ConfigMap {name}/{STATUS_CONFIGMAP}" in logs  # withheld, and said
