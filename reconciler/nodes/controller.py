@@ -26,7 +26,7 @@ from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import Api, RawObject, Selection
+from nodegate.reconciler.kit.kube import RawObject, Selection
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock, ClockReport
 from nodegate.reconciler.kit.worker import Outcome, Worker
@@ -34,6 +34,7 @@ from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 from nodegate.reconciler.nodes.gate_pods import GatePods
 from nodegate.reconciler.nodes.gate_reports import GateReports
 from nodegate.reconciler.nodes.label_records import LabelRecords
@@ -66,7 +67,7 @@ class Controller:
     def __init__(
         self,
         settings: ReconcilerSettings,
-        api: Api,
+        api: FencedApi,
         recorder: Recorder,
         metrics: Metrics,
         history: TaintHistory,
@@ -74,8 +75,10 @@ class Controller:
         fence: LeaderFence | None = None,
         clock: Clock | None = None,
     ) -> None:
-        """`clock`: the API server's time (anchored on its `Date` as the run starts) unless a
-        test gives one: every "since when" and every record nodegate writes is on it."""
+        """`api`: the one client every write of the controller goes through, fenced (the only
+        type it takes, so it cannot be handed the raw one). `clock`: the API server's time
+        (anchored on its `Date` as the run starts) unless a test gives one: every "since when"
+        and every record nodegate writes is on it."""
         self._settings = settings
         self._metrics = metrics
         """The registry: the controller hands each collaborator its own group."""
@@ -143,7 +146,9 @@ class Controller:
         """Set once the rules in force were put back from the status record (or it had none,
         or cannot say); until then this leader is not ready."""
 
-    def _compose(self, api: Api, recorder: Recorder, fence: LeaderFence, clock: Clock) -> None:
+    def _compose(
+        self, api: FencedApi, recorder: Recorder, fence: LeaderFence, clock: Clock
+    ) -> None:
         """The collaborators of one node's reconcile, and the worker that runs it."""
         settings, metrics, memory = self._settings, self._metrics, self._memory
         store = LabelStore(api, settings.records_namespace, metrics.label_store)

@@ -18,17 +18,19 @@ from nodegate.core.objects.taint_history import (
 )
 from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError
-from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
+from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.nodes.fenced_api import FencedApi
 
 log = logging.getLogger("nodegate.history")
 
 
 class TaintHistory:
-    """The record, read once by the leader and extended before each rules generation applies."""
+    """The record, read once by the leader and extended before each rules generation applies;
+    written through the leader's fenced client only (the type it takes)."""
 
     def __init__(
         self,
-        api: ConfigMapApi,
+        api: FencedApi,
         namespace: str,
         on_error: Callable[[str], None] | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -82,18 +82,26 @@ def ci_node(name: str, tainted: bool = False) -> dict[str, object]:
     return node
 
 
+def fenced(api: FakeApi) -> FencedApi:
+    """The one client `nodegate reconcile` hands every writer, over the fake (no election: its
+    writes carry no term)."""
+    return FencedApi(api, LeaderFence(None), lambda _verdict: None)
+
+
 def new_controller(
-    api: FakeApi, fence: LeaderFence | None = None, **settings: object
+    api: FakeApi | FencedApi, fence: LeaderFence | None = None, **settings: object
 ) -> Controller:
-    """A controller as `nodegate reconcile` builds one, on the fake client boundary."""
+    """A controller as `nodegate reconcile` builds one, on the fake client boundary (through
+    the fenced client: `api` if it is one)."""
+    writes = api if isinstance(api, FencedApi) else fenced(api)
     return Controller(
         ReconcilerSettings(
             rules_configmap="nodegate-system/rules", state_namespace="nodegate-system", **settings
         ),
-        api,
+        writes,
         EventRecorder(api, "default", "test"),
         Metrics(),
-        TaintHistory(api, "nodegate-system"),
+        TaintHistory(writes, "nodegate-system"),
         Health(),
         fence,
     )
@@ -110,7 +118,9 @@ def sync(controller: Controller) -> Controller:
     return controller
 
 
-def synced(api: FakeApi, fence: LeaderFence | None = None, **settings: object) -> Controller:
+def synced(
+    api: FakeApi | FencedApi, fence: LeaderFence | None = None, **settings: object
+) -> Controller:
     """A controller whose node cache has been listed once (its informer is stopped again)."""
     return sync(new_controller(api, fence, **settings))
 
@@ -541,10 +551,10 @@ def test_gate_pod_loops_report_to_the_health_the_controller_was_given() -> None:
     health = Health()
     controller = Controller(
         ReconcilerSettings(rules_configmap="ns/rules", state_namespace="ns"),
-        api,
+        fenced(api),
         EventRecorder(api, "default", "test"),
         Metrics(),
-        TaintHistory(api, "ns"),
+        TaintHistory(fenced(api), "ns"),
         health,
     )
     api.fail("list_page", Crash())
@@ -651,10 +661,10 @@ def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
     now = [datetime(2026, 11, 24, 12, 0, tzinfo=UTC)]
     controller = Controller(
         ReconcilerSettings(rules_configmap="nodegate-system/rules"),
-        FakeApi(),
+        fenced(FakeApi()),
         EventRecorder(FakeApi(), "default", "test"),
         Metrics(),
-        TaintHistory(FakeApi(), "nodegate-system"),
+        TaintHistory(fenced(FakeApi()), "nodegate-system"),
         Health(),
         clock=lambda: now[0],
     )
@@ -834,10 +844,10 @@ def test_a_for_hold_counts_from_the_controllers_first_sight_not_the_nodes_time()
     controller = sync(
         Controller(
             ReconcilerSettings(rules_configmap="nodegate-system/rules"),
-            api,
+            fenced(api),
             EventRecorder(api, "default", "test"),
             Metrics(),
-            TaintHistory(api, "nodegate-system"),
+            TaintHistory(fenced(api), "nodegate-system"),
             Health(),
             clock=lambda: now[0],
         )
@@ -978,7 +988,7 @@ def fenced_ci_controller(api: FakeApi) -> Controller:
     fence = LeaderFence(10)
     fence.renewed(time.monotonic(), ("me", 1))
     writes = FencedApi(api, fence, lambda _verdict: None)
-    controller = synced(writes, fence, resync_seconds=300)  # type: ignore[arg-type]
+    controller = synced(writes, fence, resync_seconds=300)
     controller.offer_rules(update(CI_RULES))
     return controller
 
