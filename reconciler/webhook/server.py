@@ -80,7 +80,7 @@ class WebhookServer:
         self._metrics = metrics
         self._context: ssl.SSLContext | None = None
         # Bound now, so the port is known (and taken) before the server starts.
-        self._socket = socket.create_server((address, port), backlog=128)
+        self._socket = socket.create_server((address, port), backlog=self._limits.max_connections)
         self._workers = ThreadPoolExecutor(self._limits.workers, "webhook-review")
         self._open = 0
         self._body_bytes = 0
@@ -127,9 +127,17 @@ class WebhookServer:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        # `limit` bounds what readuntil() buffers looking for the end of the headers.
+        # `limit` bounds what readuntil() buffers looking for the end of the headers. `backlog`:
+        # asyncio listens on the socket again with its own (100) unless told; connections
+        # that arrive while the loop is busy wait in the kernel's queue, as many as the server
+        # would hold, instead of being dropped there and retried by TCP 1 s (then 3 s) later,
+        # past the webhook's timeout (measured: 300 slow clients overflowed a queue of 100
+        # whenever the loop paused, and a review waited 1 s for its connection).
         server = await asyncio.start_server(
-            self._connection, sock=self._socket, limit=self._limits.max_header_bytes
+            self._connection,
+            sock=self._socket,
+            limit=self._limits.max_header_bytes,
+            backlog=self._limits.max_connections,
         )
         self._running.set()
         async with server:

@@ -189,6 +189,35 @@ def test_a_client_trickling_bytes_is_cut_at_the_request_deadline(
     assert _refused(server, "deadline") == 1
 
 
+def test_connections_that_arrive_while_the_server_is_busy_wait_in_its_accept_queue(
+    server: WebhookServer,
+) -> None:
+    """With the server's loop busy for a second, 300 connections still complete their TCP
+    handshake at once: the kernel queues as many as the server would hold. A shorter queue
+    (asyncio's 100, the server's old 128) drops the ones past it, and TCP retries them 1 s
+    (then 3 s) later, past the webhook's timeout; under slow clients, whenever the loop
+    paused, that was the API server's connection's wait."""
+    loop = server._loop
+    assert loop is not None
+    busy = threading.Event()
+
+    def hold_the_loop() -> None:
+        busy.set()
+        time.sleep(1.0)
+
+    loop.call_soon_threadsafe(hold_the_loop)
+    assert busy.wait(5)
+    waiting: list[socket.socket] = []
+    try:
+        for _ in range(SLOW_CLIENTS):
+            # A connection the kernel dropped would wait for TCP's retry, a second away.
+            waiting.append(socket.create_connection(("127.0.0.1", server.port), timeout=0.5))
+    finally:
+        for conn in waiting:
+            conn.close()
+    assert len(waiting) == SLOW_CLIENTS
+
+
 def test_past_the_connection_cap_a_client_is_refused_at_once(
     pki: tuple[bytes, bytes, Path],
 ) -> None:
