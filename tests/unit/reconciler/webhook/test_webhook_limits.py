@@ -4,12 +4,20 @@ past the connection cap a client is refused at once, over-long headers are refus
 
 The slow clients run in a child process (their TLS handshakes and trickles must not share the
 server's interpreter lock); the server is the real `WebhookServer` on loopback.
+
+The 300-client test runs on machines that are busy with other work (a 2-core CI runner beside
+the e2e control planes): each phase waits for what it needs (the attack going, every client
+cut) rather than a fixed time, and a review's time is judged against a twin server no client
+attacks, reviewed at the same moment, so a machine too busy to answer anyone in time is not
+taken for slow clients delaying the review.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import math
+import queue
 import socket
 import ssl
 import statistics
@@ -18,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -43,37 +52,51 @@ WEBHOOK_TIMEOUT_SECONDS = 2.0
 SLOW_CLIENTS = 300
 
 SLOW_CLIENT_SCRIPT = r"""
-import asyncio, ssl, sys, time
+import asyncio, ssl, sys
 
-port, cafile, clients, seconds, every = sys.argv[1:6]
+port, cafile, clients, every = sys.argv[1:5]
 context = ssl.create_default_context(cafile=cafile)
-cut = 0
+REQUEST = b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\nContent-Length: 9"
 
-async def slow_client(n):
-    global cut
-    stop = time.monotonic() + float(seconds)
+async def held(stop):
+    # One connection, a byte every `every` s: True once the server cuts it.
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(port), ssl=context)
+    try:
+        for byte in REQUEST:
+            if stop.is_set():
+                return False
+            writer.write(bytes([byte]))
+            await writer.drain()
+            try:
+                if await asyncio.wait_for(reader.read(1), float(every)) == b"":
+                    return True  # the server closed it
+            except asyncio.TimeoutError:
+                continue  # still open: the next byte
+        return False  # every byte sent and never cut: not counted
+    finally:
+        writer.close()
+
+async def slow_client(n, stop, cuts):
     await asyncio.sleep(n * 0.005)  # stagger the handshakes
-    while time.monotonic() < stop:
+    while not stop.is_set():
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", int(port), ssl=context)
-            for byte in b"POST /mutate-nodes HTTP/1.1\r\nHost: x\r\nContent-Length: 9":
-                writer.write(bytes([byte]))
-                await writer.drain()
-                try:
-                    if await asyncio.wait_for(reader.read(1), float(every)) == b"":
-                        break  # the server closed it
-                except asyncio.TimeoutError:
-                    continue  # still open: the next byte
-            else:
-                continue  # every byte sent and never cut: not counted
+            cut = await held(stop)
         except (OSError, ssl.SSLError):
-            pass
-        cut += 1
+            cut = True
+        if cut:
+            cuts[n] += 1
+            if cuts[n] == 1 and all(cuts):
+                print("every client cut", flush=True)
         await asyncio.sleep(0.05)  # and straight back, as an attacker would
 
 async def main():
-    await asyncio.gather(*(slow_client(n) for n in range(int(clients))))
-    print(cut)
+    stop = asyncio.Event()
+    # The attack goes on until the test closes our stdin.
+    reading = asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    reading.add_done_callback(lambda _: stop.set())
+    cuts = [0] * int(clients)
+    await asyncio.gather(*(slow_client(n, stop, cuts) for n in range(int(clients))))
+    print(sum(cuts), flush=True)
 
 asyncio.run(main())
 """
@@ -109,61 +132,148 @@ def _tls_connection(server: WebhookServer, ca_file: Path) -> ssl.SSLSocket:
     return context.wrap_socket(raw, server_hostname="127.0.0.1")
 
 
+class Attack:
+    """The slow clients' child process, until `stop`: its lines as they come."""
+
+    def __init__(self, server: WebhookServer, ca_file: Path) -> None:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SLOW_CLIENT_SCRIPT,
+                str(server.port),
+                str(ca_file),
+                str(SLOW_CLIENTS),
+                "3",  # a byte every 3 s, as long as the server keeps the connection
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+
+    def said(self, line: str, seconds: float) -> bool:
+        """Whether the clients said `line` within `seconds`."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if self.lines.get(timeout=left) == line:
+                    return True
+            except queue.Empty:
+                break
+        return False
+
+    def stop(self) -> int:
+        """End the attack; how many times the server cut a client (0 if it never ended)."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:  # each client ends within its 3 s wait for a byte
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return 0
+        self._reader.join(5)
+        last = ""
+        while not self.lines.empty():
+            last = self.lines.get()
+        return int(last) if self.process.returncode == 0 and last.isdigit() else 0
+
+
+PATIENCE_SECONDS = 60.0
+"""How long a phase may wait for what it needs (the attack going, every client cut, enough
+reviews to judge): as long as a busy machine takes, bounded so that a server that never gets
+there ends the test. Measured for 2/3 of the clients held at once: 3 s on a quiet 2-core
+machine, up to about 20 s beside four busy loops (the old fixed 4 s failed there)."""
+BUSY_SECONDS = REQUEST_DEADLINE_SECONDS
+"""A review the twin (no slow clients) took longer than this to answer was slowed by the
+machine, not by the slow clients: its pair judges nothing either way."""
+REVIEWS_JUDGED = 10
+
+
+def _review_seconds(server: WebhookServer, ca_file: Path) -> float:
+    """How long one review took to be answered; infinite if it never was (cut, or 5 s)."""
+    started = time.monotonic()
+    try:
+        status, answer = post(server, ca_file, "/mutate-nodes?timeout=2s", body())
+    # Cut before its answer (the request deadline), or none within the client's 5 s: for the
+    # API server, both are a review not answered in time.
+    except (ConnectionError, ssl.SSLError, TimeoutError):
+        return math.inf
+    assert status == 200 and len(patch_of(answer)) == 3
+    return time.monotonic() - started
+
+
+def _times(seconds: list[float]) -> str:
+    if not seconds:
+        return "none"
+    return f"median {statistics.median(seconds) * 1000:.0f} ms, max {max(seconds) * 1000:.0f} ms"
+
+
+def _most_held_at_once(server: WebhookServer, wanted: int, attack: Attack) -> int:
+    """The most connections the server held at once, watched until `wanted` (or patience runs
+    out, or the clients die)."""
+    most = 0
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while most < wanted and time.monotonic() < deadline and attack.process.poll() is None:
+        most = max(most, server.open_connections)
+        time.sleep(0.02)
+    return most
+
+
 def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time(
     server: WebhookServer, pki: tuple[bytes, bytes, Path]
 ) -> None:
-    attack_seconds = 8.0
-    baseline = threading.active_count()  # this process's threads, the server's loop among them
-    attack = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            SLOW_CLIENT_SCRIPT,
-            str(server.port),
-            str(pki[2]),
-            str(SLOW_CLIENTS),
-            str(attack_seconds),
-            "3",  # a byte every 3 s, as long as the server keeps the connection
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    twin, side = _serve(pki), ThreadPoolExecutor(1)
+    side.submit(_review_seconds, twin, pki[2]).result()  # their threads, started before counting
+    attack = Attack(server, pki[2])
+    baseline = threading.active_count()  # this process's threads, the servers' among them
+    pairs: list[tuple[float, float]] = []
+    """(under attack, the twin's at the same moment) for each review."""
+    threads = open_ = cut = 0
     try:
-        opened = 0
-        deadline = time.monotonic() + attack_seconds / 2
-        while opened < SLOW_CLIENTS * 2 // 3 and time.monotonic() < deadline:
-            opened = max(opened, server.open_connections)
-            time.sleep(0.02)
-        assert opened >= SLOW_CLIENTS * 2 // 3, f"the attack never got going ({opened} open)"
+        wanted = SLOW_CLIENTS * 2 // 3
+        opened = _most_held_at_once(server, wanted, attack)
+        assert opened >= wanted, f"the attack never got going ({opened} open at most)"
 
-        answered: list[float] = []
-        threads = open_ = 0
-        while attack.poll() is None and len(answered) < 20:
-            started = time.monotonic()
-            status, answer = post(server, pki[2], "/mutate-nodes?timeout=2s", body())
-            answered.append(time.monotonic() - started)
-            assert status == 200 and len(patch_of(answer)) == 3
+        deadline = time.monotonic() + PATIENCE_SECONDS
+        conclusive = 0
+        while conclusive < 2 * REVIEWS_JUDGED and time.monotonic() < deadline:
+            twins = side.submit(_review_seconds, twin, pki[2])
+            pairs.append((_review_seconds(server, pki[2]), twins.result()))
+            if pairs[-1][1] <= BUSY_SECONDS:
+                conclusive += 1
             threads = max(threads, threading.active_count() - baseline)
             open_ = max(open_, server.open_connections)
             time.sleep(0.2)
+        every_client_cut = attack.said("every client cut", PATIENCE_SECONDS)
     finally:
-        try:  # the clients stop on their own once the attack time is over
-            out, _ = attack.communicate(timeout=attack_seconds + 20)
-        except subprocess.TimeoutExpired:  # a server that never cuts them: they still wait
-            attack.kill()
-            out, _ = attack.communicate()
-    cut = int(out.strip() or 0) if attack.returncode == 0 else 0
+        cut = attack.stop()
+        side.shutdown()
+        twin.shutdown()
 
+    judged = [(mine, twins) for mine, twins in pairs if twins <= BUSY_SECONDS]
+    attacked = [mine for mine, _ in judged]
     print(
-        f"{len(answered)} reviews under {SLOW_CLIENTS} slow clients (up to {open_} connections "
-        f"open, {cut} cut): median {statistics.median(answered) * 1000:.0f} ms, "
-        f"max {max(answered) * 1000:.0f} ms; threads added at most {threads}"
+        f"{len(pairs)} reviews under {SLOW_CLIENTS} slow clients (up to {open_} connections "
+        f"open, {cut} cut), {len(judged)} judged (the twin answered within "
+        f"{BUSY_SECONDS * 1000:.0f} ms): {_times(attacked)}; the twin's: "
+        f"{_times([twins for _, twins in pairs])}; threads added at most {threads}"
     )
     assert threads <= ServerLimits().workers  # review threads only, whatever the clients
-    assert len(answered) >= 10
-    assert max(answered) < WEBHOOK_TIMEOUT_SECONDS
-    assert cut >= SLOW_CLIENTS  # every slow client was cut at least once, bytes or not
-    assert _refused(server, "deadline") >= cut
+    assert len(judged) >= REVIEWS_JUDGED, (
+        f"too busy a machine to judge: the twin took {sorted(t for _, t in pairs)} s"
+    )
+    assert max(attacked) < WEBHOOK_TIMEOUT_SECONDS, f"(under attack, the twin's) s: {judged}"
+    assert every_client_cut, f"some of the {SLOW_CLIENTS} slow clients were never cut"
+    assert _refused(server, "deadline") >= cut >= SLOW_CLIENTS
 
 
 def test_a_client_trickling_bytes_is_cut_at_the_request_deadline(
