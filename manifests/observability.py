@@ -141,6 +141,30 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "disagrees'; docs/reconciler.md, 'Time: one clock'.",
         ),
         _alert(
+            "NodegateNodeAgentCannotRun",
+            f'max by (rule, daemonset) (nodegate_node_agents_cannot_run{{{ns},action="wait"}}) > 0',
+            "15m",
+            "warning",
+            "Nodes keep node-agent rule {{ $labels.rule }}'s taint waiting for DaemonSet "
+            "{{ $labels.daemonset }}, which the DaemonSet controller will not run on them "
+            "(cannotRun: wait).",
+            "Read the NodeAgentCannotRun Event on the rules' source: it names a node and what "
+            "keeps the DaemonSet away (a taint it does not tolerate, its nodeSelector). Let it run "
+            "there, narrow the rule's match, or set cannotRun: skip; docs/agents.md.",
+        ),
+        _alert(
+            "NodegateNodeAgentSkipped",
+            f'max by (rule, daemonset) (nodegate_node_agents_cannot_run{{{ns},action="skip"}}) > 0',
+            "1h",
+            "info",
+            "Node-agent rule {{ $labels.rule }} lifts its taint on some nodes without waiting for "
+            "DaemonSet {{ $labels.daemonset }}, which the DaemonSet controller will not run on "
+            "them (cannotRun: skip).",
+            "If those nodes should run it, read the NodeAgentCannotRun Event (what keeps it away) "
+            "and fix the DaemonSet's tolerations or nodeSelector; if not, narrow the rule's match "
+            "to the nodes it runs on.",
+        ),
+        _alert(
             "NodegateNodeWriteErrors",
             f'sum(rate(nodegate_node_writes_total{{{ns},result="error"}}[10m])) > 0',
             "10m",

@@ -121,6 +121,11 @@ class AgentState:
     episode: str = ""
     """Its not-Ready episode as seen (empty when Ready); ending in '@': one that cannot be told
     from the next (nothing the node wrote changes between them)."""
+    refused: str | None = None
+    """Why the DaemonSet controller will not run this listed DaemonSet's pod on the node (its
+    placement, another taint), when it will not; its rule's own taint aside."""
+    awaited: bool = True
+    """False: refused, and the rule does not wait for it there (`cannotRun: skip`)."""
 
 
 @dataclass(frozen=True)
@@ -137,14 +142,22 @@ class AgentReadiness:
     def not_ready(self) -> tuple[AgentState, ...]:
         return tuple(a for a in self.agents if not a.ready)
 
+    @property
+    def not_awaited(self) -> tuple[AgentState, ...]:
+        return tuple(a for a in self.agents if not a.awaited)
+
     def summary(self) -> str:
-        if not self.agents:
-            return "no agent runs on the node"
-        if self.ready:
-            return "agents Ready: " + ", ".join(a.agent for a in self.agents)
-        return "waiting for " + "; ".join(
-            f"{a.agent} ({a.why})" for a in self.agents if not a.ready
-        )
+        awaited = [a for a in self.agents if a.awaited]
+        skipped = "; ".join(f"{a.agent} ({a.why})" for a in self.not_awaited)
+        if not awaited:
+            said = "no agent runs on the node"
+        elif self.ready:
+            said = "agents Ready: " + ", ".join(a.agent for a in awaited)
+        else:
+            said = "waiting for " + "; ".join(
+                f"{a.agent} ({a.why})" for a in awaited if not a.ready
+            )
+        return f"{said}; not awaited: {skipped}" if skipped else said
 
 
 def agent_episode_type(rule: NodeAgentRule) -> str:
@@ -331,8 +344,46 @@ def _daemon_set_state(
     refused = _refused(rule, ds, node, lifted)
     if not _tolerates_own(rule, ds):
         refused = f"it does not tolerate this rule's taint {rule.taint.flag()}: add a toleration"
+    elif refused is not None:
+        why = f"the DaemonSet controller will not run it here: {refused}"
+        if rule.cannot_run == "skip":
+            return AgentState(ds.ref, True, why, refused=refused, awaited=False)
+        return AgentState(ds.ref, False, f"{why} (cannotRun: wait)", f"{ds.ref}:none@", refused)
     why = "no pod on the node yet" if refused is None else f"no pod: {refused}"
     return AgentState(ds.ref, False, why, f"{ds.ref}:none@")
+
+
+CannotRunKey = tuple[str, str, str]
+"""(rule, DaemonSet, why the DaemonSet controller will not run its pod): one report."""
+
+
+def cannot_run(agents: Mapping[str, AgentReadiness]) -> frozenset[CannotRunKey]:
+    """The listed DaemonSets the DaemonSet controller will not run on this node, by rule and
+    reason: each is reported once while it lasts, whether the rule skips or waits for it."""
+    return frozenset(
+        (rule, agent.agent, agent.refused)
+        for rule, readiness in agents.items()
+        for agent in readiness.agents
+        if agent.refused is not None
+    )
+
+
+def cannot_run_message(rule: NodeAgentRule, daemon_set: str, refused: str, node: str) -> str:
+    """The report of one (rule, DaemonSet, reason), with the fix."""
+    head = (
+        f"nodeAgents '{rule.name}': the DaemonSet controller will not run {daemon_set} on node "
+        f"{node} (nor on any node like it): {refused}."
+    )
+    if rule.cannot_run == "skip":
+        return (
+            f"{head} Such nodes do not wait for it (cannotRun: skip). If they should, let the "
+            "DaemonSet run there (a toleration, its nodeSelector), or set cannotRun: wait."
+        )
+    return (
+        f"{head} Such nodes keep {rule.taint.flag()} until that changes (cannotRun: wait): let "
+        "the DaemonSet run there (a toleration, its nodeSelector), narrow the rule's match, or "
+        "set cannotRun: skip."
+    )
 
 
 def _ready_for_this_node(pod: AgentPod, node: NodeState) -> bool:

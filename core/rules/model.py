@@ -916,6 +916,7 @@ class StartupGate(Frozen):
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 AGENT_MODES = ("continuous", "bootstrapOnly")
 AgentMode = Literal["continuous", "bootstrapOnly"]
+CannotRun = Literal["skip", "wait"]
 AUTO = "auto"
 """`daemonSets: auto`: every DaemonSet the DaemonSet controller would run a pod of on the node."""
 DEFAULT_AGENT_HOLD = timedelta(minutes=2)
@@ -976,6 +977,15 @@ class NodeAgentRule(Frozen):
         description="With daemonSets: auto, the namespaces whose DaemonSets count (default: "
         "every namespace; name the platform's, so no tenant's DaemonSet takes nodes out of "
         "scheduling).",
+    )
+    cannot_run: CannotRun = Field(
+        default="skip",
+        description="A listed DaemonSet whose pod the DaemonSet controller will not make on a "
+        "node (its nodeSelector or required node affinity does not select it, or it does not "
+        "tolerate another taint the node carries): skip, the node does not wait for it (as "
+        "with daemonSets: auto, and as nidhogg does with each DaemonSet's own selector); "
+        "wait, the node keeps the taint until that changes. Either way it is reported once "
+        "(a NodeAgentCannotRun Warning Event, nodegate_node_agents_cannot_run).",
     )
     csi_drivers: tuple[CsiDriver, ...] = Field(
         default=(),

@@ -31,6 +31,7 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock, ClockReport
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
+from nodegate.reconciler.nodes.agent_reports import CannotRunReports
 from nodegate.reconciler.nodes.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
@@ -191,6 +192,9 @@ class Controller:
                 LedgerStore(api, settings.records_namespace),
             )
         )
+        self._cannot_run = memory.add(
+            CannotRunReports(recorder, metrics.controller.agents_cannot_run, self._rules_source)
+        )
         self._node_facts = memory.add(
             NodeFacts(
                 clock,
@@ -201,6 +205,7 @@ class Controller:
                 self.gates,
                 self.csi_nodes,
                 self.node_agents,
+                self._cannot_run.saw,
             )
         )
         self._node = NodeReconciler(

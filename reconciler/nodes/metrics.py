@@ -120,6 +120,7 @@ class ControllerMetrics:
     clock_disagreement_seconds: Gauge
     clock_disagreements: Counter
     clock_correction_seconds: Gauge
+    agents_cannot_run: Gauge
 
 
 @dataclass(frozen=True)
@@ -433,6 +434,15 @@ class Metrics:
                 "How far nodegate's clock has been moved, by lasting disagreements, off its first "
                 "reading of the API server's time advanced by the monotonic clock (moves at 1 % "
                 "of elapsed time at most).",
+                registry=r,
+            ),
+            Gauge(
+                "nodegate_node_agents_cannot_run",
+                "Nodes on which a node-agent rule's listed DaemonSet will not be run by the "
+                "DaemonSet controller (its placement, another taint), by rule, DaemonSet and "
+                "action: skip (the node does not wait for it) or wait (cannotRun: wait: the node "
+                "keeps the taint until that changes).",
+                ["rule", "daemonset", "action"],
                 registry=r,
             ),
         )

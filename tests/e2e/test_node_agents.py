@@ -55,6 +55,39 @@ def test_a_listed_daemon_set_that_does_not_tolerate_the_taint_is_reported_with_t
     scene.stays(node, True, 2.0)  # no pod is ever made there: the node keeps waiting
 
 
+DEDICATED = {"key": "dedicated", "value": "ci", "effect": "NoSchedule"}
+"""The README's label taint: the log agent of docs/agents.md's recipe does not tolerate it."""
+
+
+def test_a_listed_daemon_set_another_taint_keeps_away_is_not_waited_for_and_said_once(
+    scene: Scene,
+) -> None:
+    """The DaemonSet controller never makes the agent's pod on a node with a taint it does not
+    tolerate: by default (`cannotRun: skip`) the node does not wait for it, and the rules'
+    source hears of it once for every such node."""
+    scene.daemon_set("agent")
+    scene.start(agent_rule(NAMED))
+    nodes = [scene.node(f"ci-{i}", taints=[DEDICATED]) for i in range(3)]
+    for node in nodes:
+        scene.wait_tainted(node, False)
+    [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
+    assert "does not tolerate taint dedicated=ci:NoSchedule" in event.message
+    assert "cannotRun: skip" in event.message
+    time.sleep(2)  # more reconciles of the same nodes say nothing new (nor count it again)
+    [again] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
+    assert (again.count or 1) == 1
+    assert scene.pod_of("agent", nodes[0]) is None  # it was indeed never made there
+
+
+def test_cannot_run_wait_holds_the_node_and_says_so_once(scene: Scene) -> None:
+    scene.daemon_set("agent")
+    scene.start(agent_rule(NAMED, "    cannotRun: wait\n"))
+    node = scene.node("ci", taints=[DEDICATED])
+    [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
+    assert "keep example.com/agent-not-ready:NoSchedule" in event.message
+    scene.stays(node, True, 3.0)
+
+
 def test_continuous_puts_the_taint_back_after_for_and_lifts_it_when_ready_again(
     scene: Scene,
 ) -> None:

@@ -17,6 +17,7 @@ from nodegate.core.decisions.node_agents import (
     agent_episode_type,
     agent_episodes,
     agent_readiness,
+    cannot_run,
     lifted_taints,
     slim_agent_pod,
     slim_daemon_set,
@@ -244,6 +245,58 @@ def test_a_pod_no_daemon_set_controls_is_no_agent() -> None:
     """A mirror pod a kubelet labelled like a DaemonSet's (NodeRestriction lets it own it by
     its Node only) is held as nothing."""
     assert pod(owner_kind="Node").node == ""
+
+
+# --- a listed DaemonSet the DaemonSet controller will not run there (cannotRun) ---------------
+
+DEDICATED = NodeTaint("dedicated", "NoSchedule", "ci")
+TOLERATES_AGENT_ONLY = {"tolerations": [{"key": AGENT.key, "operator": "Exists"}]}
+
+
+def test_a_listed_daemon_set_kept_away_by_another_taint_is_not_waited_for() -> None:
+    """The docs' log agent beside the README's dedicated=ci taint: its pod is never made on the
+    node, so by default the node does not wait for it (as daemonSets: auto does)."""
+    on = node(WORKER, taints=(AGENT, DEDICATED))
+    found = readiness(agent_rules(), on, [], [daemon_set(template=TOLERATES_AGENT_ONLY)])
+    assert found.ready
+    assert [a.agent for a in found.not_awaited] == ["kube-system/cilium"]
+    assert "does not tolerate taint dedicated=ci:NoSchedule" in found.summary()
+    assert taint_changes(agent_rules(), on, PlanFacts(now=NOW, agents={"cilium": found})) == (
+        set(),
+        {AGENT.key},
+    )
+
+
+def test_a_listed_daemon_set_whose_node_selector_does_not_select_the_node_is_not_waited_for() -> (
+    None
+):
+    gpu_only = {**TOLERATES_ALL, "nodeSelector": {"gpu": "true"}}
+    found = readiness(agent_rules(), node(WORKER), [], [daemon_set(template=gpu_only)])
+    assert found.ready
+    assert found.not_awaited[0].refused == "its nodeSelector wants gpu=true"
+
+
+def test_cannot_run_wait_keeps_the_node_waiting_for_a_daemon_set_kept_away() -> None:
+    on = node(WORKER, taints=(AGENT, DEDICATED))
+    waiting = agent_rules("cannotRun: wait")
+    found = readiness(waiting, on, [], [daemon_set(template=TOLERATES_AGENT_ONLY)])
+    assert not found.ready
+    assert found.not_awaited == ()
+    assert found.not_ready[0].refused == "it does not tolerate taint dedicated=ci:NoSchedule"
+
+
+def test_a_daemon_set_that_can_run_is_waited_for_whatever_cannot_run_says() -> None:
+    found = readiness(agent_rules(), node(WORKER, taints=(AGENT,)), [], [daemon_set()])
+    assert not found.ready
+    assert found.not_ready[0].refused is None
+
+
+def test_what_cannot_run_is_one_report_per_rule_daemon_set_and_reason() -> None:
+    on = node(WORKER, taints=(AGENT, DEDICATED))
+    found = readiness(agent_rules(), on, [], [daemon_set(template=TOLERATES_AGENT_ONLY)])
+    assert cannot_run({"cilium": found}) == {
+        ("cilium", "kube-system/cilium", "it does not tolerate taint dedicated=ci:NoSchedule")
+    }
 
 
 # --- discovery ----------------------------------------------------------------------------------

@@ -140,6 +140,56 @@ CASES: dict[str, tuple[Scenario, Scenario]] = {
             {_ns("nodegate_server_clock_disagreement_seconds"): "0.2x5 900 -0.3x20"}, at="25m"
         ),
     ),
+    "NodegateNodeAgentCannotRun": (
+        Scenario(
+            {
+                _ns(
+                    "nodegate_node_agents_cannot_run",
+                    rule="logs",
+                    daemonset="logging/fluent-bit",
+                    action="wait",
+                ): "0x5 2x20"
+            },
+            at="25m",
+            fires_with={"rule": "logs", "daemonset": "logging/fluent-bit"},
+        ),
+        Scenario(  # skipped, not held: the info alert's business, not this one's
+            {
+                _ns(
+                    "nodegate_node_agents_cannot_run",
+                    rule="logs",
+                    daemonset="logging/fluent-bit",
+                    action="skip",
+                ): "0x5 2x20"
+            },
+            at="25m",
+        ),
+    ),
+    "NodegateNodeAgentSkipped": (
+        Scenario(
+            {
+                _ns(
+                    "nodegate_node_agents_cannot_run",
+                    rule="gpu",
+                    daemonset="gpu/driver",
+                    action="skip",
+                ): "0x5 3x80"
+            },
+            at="85m",
+            fires_with={"rule": "gpu", "daemonset": "gpu/driver"},
+        ),
+        Scenario(  # a node that could not run it for a while, then could
+            {
+                _ns(
+                    "nodegate_node_agents_cannot_run",
+                    rule="gpu",
+                    daemonset="gpu/driver",
+                    action="skip",
+                ): "0x5 1x30 0x50"
+            },
+            at="85m",
+        ),
+    ),
     "NodegateRulesHeld": (
         Scenario({_ns("nodegate_rules_held"): "0x5 1x25"}, at="25m", fires_with={}),
         Scenario({_ns("nodegate_rules_held"): "0x5 1x5 0x20"}, at="25m"),  # confirmed in time
