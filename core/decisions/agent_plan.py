@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 
 from nodegate.core.decisions.node_agents import (
     agent_episode_key,
@@ -13,8 +13,8 @@ from nodegate.core.decisions.node_agents import (
 )
 from nodegate.core.decisions.sightings import Kept, first_sight
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
-from nodegate.core.rules.model import NodeAgentRule
-from nodegate.core.rules.node import NodeState, format_time
+from nodegate.core.rules.model import NodeAgentRule, NodeRules
+from nodegate.core.rules.node import NodeState, NodeTaint, format_time
 from nodegate.core.text.durations import format_duration
 
 
@@ -68,3 +68,36 @@ def agent_sightings_kept(node: NodeState, rule: NodeAgentRule) -> Kept:
     if node.taint(rule.taint.identity) is not None or not agents_matter(rule, node):
         return frozenset()
     return frozenset({agent_episode_type(rule)})
+
+
+def first_ready_annotations(
+    node: NodeState,
+    rules: NodeRules,
+    decisions: Iterable[RuleDecision],
+    after: Iterable[NodeTaint],
+    now: datetime,
+) -> tuple[tuple[str, str], ...]:
+    """Each `firstReadyAnnotation` the node has not got yet and has just earned, with the time
+    (nidhogg's `ready-since`, `first-time-ready`): once the node, as the plan leaves it,
+    carries none of the taints of the rules naming it, each of which has decided (its agents
+    Ready, or the node not matched: `release`; a bootstrapOnly rule lifted once), as nidhogg
+    wrote it when the node had none of its taints. A rule with no decision here (dry run) is
+    left out; continuous taints held off by `for`, or agents not looked up, are not ready."""
+    decided = {d.rule: d for d in decisions}
+    on_node = {t.identity for t in after}
+    groups: dict[str, list[NodeAgentRule]] = {}
+    for rule in rules.node_agents:
+        key = rule.first_ready_annotation
+        if key is not None and rule.name in decided and key not in node.annotations:
+            groups.setdefault(key, []).append(rule)
+    return tuple(
+        (key, format_time(now))
+        for key, group in sorted(groups.items())
+        if all(_lifted(rule, decided[rule.name], on_node) for rule in group)
+    )
+
+
+def _lifted(rule: NodeAgentRule, decision: RuleDecision, on_node: set[tuple[str, str]]) -> bool:
+    if rule.taint.identity in on_node:
+        return False
+    return decision.verdict == "release" or rule.mode == "bootstrapOnly"

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+from nodegate.core.decisions.agent_plan import first_ready_annotations
 from nodegate.core.decisions.dry_run import (
     PERSISTENT_LABELS_RULE,
     DryRunAction,
@@ -263,6 +264,9 @@ def _settle(
     put_back = [o for o in outcomes if o.put_back and o.decision.taint.identity in added]
     recorded = [o for o in outcomes if o.recorded]
     annotations = [a for o in (*lifted, *put_back, *recorded) for a in o.annotations]
+    annotations += first_ready_annotations(
+        node, rules, (o.decision for o in outcomes), after, facts.now
+    )
     return NodePlan(
         node=node.name,
         add_taints=tuple(add),

@@ -133,6 +133,25 @@ def _completion_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
         first.setdefault(key, here)
 
 
+def _first_ready_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    """The node-agent rules naming one firstReadyAnnotation share it (written once, when the
+    node is without all their taints); a startup gate writing the same key would overwrite it."""
+    gates: dict[str, DocPath] = {}
+    for index, gate in _items(doc, "startupGates"):
+        annotation = gate.get("completionAnnotation")
+        key = annotation.get("key") if isinstance(annotation, dict) else None
+        if isinstance(key, str):
+            gates.setdefault(key, ("startupGates", index))
+    for index, rule in _items(doc, "nodeAgents"):
+        key = rule.get("firstReadyAnnotation")
+        if isinstance(key, str) and key in gates:
+            yield (
+                ("nodeAgents", index, "firstReadyAnnotation"),
+                f"'{key}' is also the completionAnnotation of {_at(gates[key])}; each would "
+                "write its own time in it: give each its own key",
+            )
+
+
 def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
     seen_pools: dict[str, int] = {}
     for index, pool in _items(doc, "nodePools"):
@@ -245,6 +264,7 @@ def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
         *_conflicting_taints(doc),
         *_former_keys(doc),
         *_completion_annotations(doc),
+        *_first_ready_annotations(doc),
         *_pool_labels(doc),
         *_node_liftable_label_rules(doc),
     ]

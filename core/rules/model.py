@@ -1006,6 +1006,14 @@ class NodeAgentRule(Frozen):
     )
     eviction_budget: RuleBudget
     dry_run: bool = _dry_run_field("each taint it would add or remove")
+    first_ready_annotation: LabelKey | None = Field(
+        default=None,
+        description="Also write this Node annotation, with the time (2006-01-02T15:04:05Z, "
+        "UTC), the first time the node carries none of the taints of the rules naming it and "
+        "each of them has decided (its agents Ready, or the node not matched); never changed "
+        "or removed afterwards. nidhogg's: pelotech's <taintNamePrefix>/ready-since, uswitch's "
+        "nidhogg.uswitch.com/first-time-ready (docs/agents.md).",
+    )
 
     kind: ClassVar[RuleKind] = RuleKind(
         field="nodeAgents", plural="node agents", at_registration="startup"
@@ -1013,6 +1021,16 @@ class NodeAgentRule(Frozen):
     former_taints: ClassVar[tuple[Taint, ...]] = ()
 
     _taint_allowed = field_validator("taint")(_only_in_condition_rules)
+
+    @field_validator("first_ready_annotation")
+    @classmethod
+    def _first_ready_not_nodegates_own(cls, key: str | None) -> str | None:
+        if key is not None and in_nodegate_domain(key):
+            raise ValueError(
+                f"'{key}' is in nodegate's own namespace, where it keeps its records; use the "
+                "key your automation reads, e.g. 'nidhogg.uswitch.com/ready-since'"
+            )
+        return key
 
     @property
     def charged(self) -> bool:
@@ -1032,6 +1050,7 @@ class NodeAgentRule(Frozen):
         searched = set(self.namespaces) or {ALL_NAMESPACES}
         return NodeReads(
             selectors=(self.match,) if self.match is not None else (),
+            annotations=frozenset(filter(None, (self.first_ready_annotation,))),
             csi_drivers=frozenset(d.name for d in self.csi_drivers),
             agent_namespaces=frozenset(searched if self.discovers else listed),
             every_label=self.discovers,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, NodePlan
+from nodegate.core.text.k8s_names import in_nodegate_domain
 from nodegate.reconciler.nodes.node_view import CachedNode
 
 RawObject = dict[str, Any]
@@ -39,6 +40,13 @@ def describe(node_plan: NodePlan) -> str:
     parts = [f"added taint {c.taint} ({_by(c.rules, c.why)})" for c in node_plan.add_taints]
     parts += [f"removed taint {c.taint} ({_by(c.rules, c.why)})" for c in node_plan.remove_taints]
     parts += [f"set label {c.key}={c.value} ({c.why})" for c in node_plan.set_labels]
+    # Annotations written for other tools' readers (a first-ready time, a completion record);
+    # nodegate's own records are not news.
+    parts += [
+        f"set annotation {key}={value}"
+        for key, value in node_plan.set_annotations
+        if value is not None and not in_nodegate_domain(key)
+    ]
     if not parts and node_plan.owned_annotation is not None:
         parts.append(f"recorded owned taints '{node_plan.owned_annotation}'")
     return "; ".join(parts)

@@ -102,3 +102,22 @@ def test_gate_records_are_written_and_removed_in_the_same_write() -> None:
         "completed.gate.nodegate.dev/warmup": "2026-11-21T12:00:00Z",
         "regated.gate.nodegate.dev/warmup": None,
     }
+
+
+def test_description_names_an_annotation_written_for_other_tools_but_not_nodegates_records() -> (
+    None
+):
+    """nidhogg's first-ready annotation is news (its own Event said `FirstTimeReady`); the
+    gate records nodegate keeps for itself are not."""
+    from nodegate.core.decisions.plan import NodePlan
+
+    written = NodePlan(
+        "n1",
+        set_annotations=(
+            ("nidhogg.uswitch.com/ready-since", "2026-11-21T12:00:00Z"),
+            ("completed.gate.nodegate.dev/warmup", "2026-11-21T12:00:00Z"),
+        ),
+    )
+    assert (
+        describe(written) == "set annotation nidhogg.uswitch.com/ready-since=2026-11-21T12:00:00Z"
+    )
