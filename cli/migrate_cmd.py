@@ -22,7 +22,7 @@ from nodegate.migrate.label_to_taint import (
     TAINT_EFFECT,
     convert_label_to_taint,
 )
-from nodegate.migrate.nidhogg import HOLD, convert_nidhogg
+from nodegate.migrate.nidhogg import HOLD, DaemonSetFile, convert_nidhogg
 from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
 from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
 from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
@@ -203,18 +203,55 @@ def nidhogg(
         bool,
         typer.Option(
             help="A config without nodeSelector means every node, as uswitch's nidhogg read "
-            "it (pelotech's fork used each DaemonSet's own nodeSelector, which the file does "
-            "not hold)."
+            "it (pelotech's fork used each DaemonSet's own nodeSelector: --daemon-sets)."
         ),
     ] = False,
+    daemon_sets: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--daemon-sets",
+            help="For a config without nodeSelector, as pelotech's nidhogg (and its chart's "
+            "default) reads it: YAML with the listed DaemonSets (`kubectl get ds -A -o yaml`, "
+            "manifests), whose own nodeSelectors become the rules' matches. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    ready_annotation: Annotated[
+        str | None,
+        typer.Option(
+            help="Also write nidhogg's annotation of a node's first time without its taints, "
+            "for what reads it: pelotech (<taintNamePrefix>/ready-since) or uswitch "
+            "(nidhogg.uswitch.com/first-time-ready).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """nidhogg's (uswitch's or pelotech's) DaemonSets as nodeAgents rules, one per DaemonSet,
     each with nidhogg's taint."""
 
     def convert() -> Conversion:
-        return convert_nidhogg(_read(config), str(config), hold, every_node)
+        files = None if daemon_sets is None else _daemon_set_files(daemon_sets)
+        return convert_nidhogg(
+            _read(config), str(config), hold, every_node, files, ready_annotation
+        )
 
     _print(convert)
+
+
+def _daemon_set_files(paths: list[Path]) -> list[DaemonSetFile]:
+    """Every `--daemon-sets` file read, or a RulesError naming each one that cannot be."""
+    read: list[DaemonSetFile] = []
+    problems: list[Problem] = []
+    for path in paths:
+        try:
+            documents = read_yaml_documents(_read(path), str(path))
+        except RulesError as err:
+            problems += err.problems
+            continue
+        read.append(DaemonSetFile(str(path), tuple(documents)))
+    if problems:
+        raise RulesError(problems)
+    return read
 
 
 def _read(path: Path) -> bytes:

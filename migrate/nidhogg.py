@@ -13,18 +13,25 @@ whenever the node has no Ready pod of that DaemonSet (pods and nodes are watched
 grace period), removes it once there is one, and removes any other taint under its prefix.
 uswitch ANDs the selector strings; with none it selects every node. pelotech (v0.6.0, #33)
 keeps only the last string (`BuildSelectors` replaces the selector for each one), and with none
-uses each DaemonSet's own `spec.template.spec.nodeSelector`, read from the cluster; it adds
-`taintNamePrefix`, `taintEffect` (NoSchedule, PreferNoSchedule or NoExecute; anything else
+uses each DaemonSet's own `spec.template.spec.nodeSelector` (its chart's default: no
+nodeSelector), read from the cluster at every node's reconcile and matched label for label
+(`labels.SelectorFromSet`: none selects every node; a DaemonSet it cannot read, no node); it
+adds `taintNamePrefix`, `taintEffect` (NoSchedule, PreferNoSchedule or NoExecute; anything else
 silently NoSchedule) and `taintRemovalDelayInSeconds`, a sleep in its one worker before each
-removal.
+removal. Both annotate a node the first time it carries none of their taints, with the time as
+`2006-01-02T15:04:05Z` (uswitch: `nidhogg.uswitch.com/first-time-ready`; pelotech:
+`<taintNamePrefix>/ready-since`), and never change it.
+
+The DaemonSets' nodeSelectors come from `--daemon-sets` files (`kubectl get ds -A -o yaml`,
+manifests): one rule per DaemonSet then matches what its nodeSelector selects.
 """
 
 from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -32,7 +39,7 @@ from pydantic import ValidationError
 from nodegate.core.rules.model import TAINT_EFFECTS, DaemonSetRef
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import qualified_name_problem
-from nodegate.core.text.yaml_input import read_yaml
+from nodegate.core.text.yaml_input import Positions, read_yaml
 from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
 from nodegate.migrate.label_selector import Requirement, SelectorSyntaxError, parse_selector
 
@@ -53,6 +60,22 @@ _DAEMON_SET_KEYS: Final = ("name", "namespace")
 _ENTRY: Final = "{name: kiam, namespace: kube-system}"
 _EXAMPLE: Final = f"daemonsets: [{_ENTRY}]"
 _OPERATORS: Final = {"exists": "Exists", "!": "DoesNotExist", "in": "In", "notin": "NotIn"}
+READY_ANNOTATIONS: Final = {
+    "pelotech": "{prefix}/ready-since",
+    "uswitch": f"{TAINT_PREFIX}/first-time-ready",
+}
+"""`--ready-annotation`: nidhogg's annotation of a node's first time without its taints, by
+fork (pelotech's under its taintNamePrefix; uswitch's key was fixed)."""
+_DAEMON_SETS_FLAG: Final = "--daemon-sets <(kubectl get ds -A -o yaml)"
+
+
+@dataclass(frozen=True)
+class DaemonSetFile:
+    """A `--daemon-sets` file: its name and every YAML document in it (DaemonSets, or a List of
+    them as `kubectl get ds -A -o yaml` prints it), with positions."""
+
+    source: str
+    documents: tuple[tuple[Any, Positions], ...]
 
 
 @dataclass
@@ -77,19 +100,44 @@ class _Nodes:
     match: dict[str, Any] | None = None
     places: dict[DocPath, DocPath] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    own: bool = False
+    """Each DaemonSet's own nodeSelector (pelotech without nodeSelector): `match` is unused."""
+
+
+@dataclass(frozen=True)
+class _Selector:
+    """A DaemonSet's `spec.template.spec.nodeSelector` in a `--daemon-sets` file, and where."""
+
+    labels: Mapping[str, str] | None
+    """None: not node labels (a problem says so at `place`)."""
+    place: Place
 
 
 def convert_nidhogg(
-    text: str | bytes, source: str, hold: str = HOLD, every_node: bool = False
+    text: str | bytes,
+    source: str,
+    hold: str = HOLD,
+    every_node: bool = False,
+    daemon_sets: Sequence[DaemonSetFile] | None = None,
+    ready_annotation: str | None = None,
 ) -> Conversion:
     """nidhogg's config file as rules; RulesError naming the file's line if it is not YAML or
-    JSON. `hold`: the rules' `for`; `every_node`: what a config without nodeSelector means."""
+    JSON. `hold`: the rules' `for`; what a config without nodeSelector means: every node
+    (`every_node`, uswitch), or each DaemonSet's own nodeSelector as `daemon_sets` give it
+    (pelotech); `ready_annotation`: which fork's first-ready annotation the rules write."""
     config, positions = read_yaml(text, source)
-    return convert_nidhogg_config(config, Place(source, (), positions), hold, every_node)
+    return convert_nidhogg_config(
+        config, Place(source, (), positions), hold, every_node, daemon_sets, ready_annotation
+    )
 
 
 def convert_nidhogg_config(
-    config: object, top: Place, hold: str = HOLD, every_node: bool = False
+    config: object,
+    top: Place,
+    hold: str = HOLD,
+    every_node: bool = False,
+    daemon_sets: Sequence[DaemonSetFile] | None = None,
+    ready_annotation: str | None = None,
 ) -> Conversion:
     """nidhogg's config, already read, as rules: problems at `top`'s file and lines."""
     found = _Found(top)
@@ -106,7 +154,9 @@ def convert_nidhogg_config(
     prefix = _prefix(config, found)
     effect = _effect(config, found)
     delay = _delay(config, found)
-    nodes = _nodes(config, found, every_node)
+    nodes = _nodes(config, found, every_node, daemon_sets is not None)
+    selectors = _node_selectors(daemon_sets or (), found) if nodes.own else {}
+    annotation = _ready_annotation(ready_annotation, prefix, found)
     agents: list[dict[str, Any]] = []
     places: dict[DocPath, DocPath | Place] = {}
     for index, namespace, name in _daemon_sets(config, found, prefix):
@@ -114,30 +164,50 @@ def convert_nidhogg_config(
         rule: dict[str, Any] = {
             "name": rule_name(f"{namespace}-{name}", [a["name"] for a in agents])
         }
-        if nodes.match is not None:
+        if nodes.own:
+            own = selectors.get((namespace, name))
+            if own is None:
+                found.add(("daemonsets", index), _not_in_files(namespace, name, daemon_sets))
+                continue
+            if own.labels is None:
+                continue
+            if own.labels:  # none: `labels.SelectorFromSet` of nothing selects every node
+                rule["match"] = {"labels": dict(own.labels)}
+                places.update(_own_places(at, own.labels, own.place))
+        elif nodes.match is not None:
             rule["match"] = copy.deepcopy(nodes.match)
         rule["daemonSets"] = [{"namespace": namespace, "name": name}]
         rule["taint"] = {"key": _taint_key(prefix, namespace, name), "effect": effect}
         rule["mode"] = "continuous"
         rule["for"] = hold
+        if annotation is not None:
+            rule["firstReadyAnnotation"] = annotation
         agents.append(rule)
         places.update(_places(at, found, index, config))
         places.update(
             {(*at, *path): found.place(*setting) for path, setting in nodes.places.items()}
         )
     return Conversion(
-        command=_command(hold, every_node),
+        command=_command(hold, every_node, daemon_sets, ready_annotation),
         source=top.source,
         rules=rules_document(nodeAgents=agents),
-        notes=_notes(agents, prefix, effect, delay, hold, nodes),
+        notes=_notes(agents, prefix, effect, delay, hold, nodes, annotation),
         places=places,
         problems=tuple(found.problems),
         webhook={"failurePolicy": "Ignore"},
     )
 
 
-def _command(hold: str, every_node: bool) -> str:
-    flags = ([f"--for {hold}"] if hold != HOLD else []) + (["--every-node"] if every_node else [])
+def _command(
+    hold: str,
+    every_node: bool,
+    daemon_sets: Sequence[DaemonSetFile] | None,
+    ready_annotation: str | None,
+) -> str:
+    flags = [f"--for {hold}"] if hold != HOLD else []
+    flags += ["--every-node"] if every_node else []
+    flags += [f"--daemon-sets {f.source}" for f in daemon_sets or ()]
+    flags += [f"--ready-annotation {ready_annotation}"] if ready_annotation else []
     return " ".join([COMMAND, *flags])
 
 
@@ -277,24 +347,34 @@ def _named_as_kubernetes_names(namespace: str, name: str, at: DocPath, found: _F
     return True
 
 
-def _nodes(config: dict[str, Any], found: _Found, every_node: bool) -> _Nodes:
+def _nodes(config: dict[str, Any], found: _Found, every_node: bool, own: bool) -> _Nodes:
     selector = config.get("nodeSelector")
+    # yaml.v1 leaves a list field nil for `[]`, and for a mapping (dropped): as if absent.
     absent = selector is None or selector in ([], {})
-    if every_node and not absent:
-        found.add(
-            ("nodeSelector",),
-            "--every-node is for a config without nodeSelector; this one has one: drop the flag",
-        )
-    if absent:
-        if not every_node:
+    for flag, given in (("--every-node", every_node), ("--daemon-sets", own)):
+        if given and not absent:
             found.add(
                 ("nodeSelector",),
-                "no nodeSelector: uswitch's nidhogg tainted every node then, pelotech's (v0.6.0 "
-                "on) the nodes each DaemonSet's own spec.template.spec.nodeSelector selects, "
-                "read from the cluster, which a config file does not hold. Give nodeSelector "
-                "(e.g. that nodeSelector as ['key=value', ...]), or run with --every-node for "
-                "every node",
+                f"{flag} is for a config without nodeSelector; this one has one: drop the flag",
             )
+    if absent:
+        if every_node and own:
+            found.add(
+                ("nodeSelector",),
+                "--every-node (uswitch: every node) and --daemon-sets (pelotech: each "
+                "DaemonSet's own nodeSelector) say two things: give the one for your nidhogg",
+            )
+        elif not (every_node or own):
+            found.add(
+                ("nodeSelector",),
+                "no nodeSelector: pelotech's nidhogg (v0.6.0 on, its Helm chart's default) "
+                "then taints, for each DaemonSet, the nodes its own "
+                "spec.template.spec.nodeSelector selects, read from the cluster, which this "
+                f"file does not hold: give the DaemonSets, {_DAEMON_SETS_FLAG}; uswitch's "
+                "nidhogg tainted every node: --every-node",
+            )
+        if own:
+            return _Nodes(notes=(_OWN_SELECTORS,), own=True)
         return _Nodes(notes=(_EVERY_NODE,) if every_node else ())
     if isinstance(selector, dict):
         return _labels(selector)
@@ -308,6 +388,103 @@ def _nodes(config: dict[str, Any], found: _Found, every_node: bool) -> _Nodes:
         "'!node-role.kubernetes.io/master']",
     )
     return _Nodes()
+
+
+def _node_selectors(
+    files: Sequence[DaemonSetFile], found: _Found
+) -> dict[tuple[str, str], _Selector]:
+    """(namespace, name) -> the nodeSelector of each DaemonSet in the files (a List's items
+    too; no namespace: `default`, as `kubectl apply` reads a manifest). A DaemonSet given twice
+    must say the same both times."""
+    selectors: dict[tuple[str, str], _Selector] = {}
+    for daemon_set_file in files:
+        several = len(daemon_set_file.documents) > 1
+        for number, (document, positions) in enumerate(daemon_set_file.documents):
+            prefix: DocPath = ("document", number) if several else ()
+            items = document.get("items") if isinstance(document, dict) else None
+            listed = isinstance(items, list)
+            for index, item in enumerate(items if isinstance(items, list) else [document]):
+                if not (isinstance(item, dict) and item.get("kind") == "DaemonSet"):
+                    continue
+                meta = item.get("metadata")
+                meta = meta if isinstance(meta, dict) else {}
+                name, namespace = meta.get("name"), meta.get("namespace") or "default"
+                if not (isinstance(name, str) and isinstance(namespace, str)):
+                    continue
+                at: DocPath = ("items", index) if listed else ()
+                path: DocPath = (*at, "spec", "template", "spec", "nodeSelector")
+                place = Place(daemon_set_file.source, path, positions, prefix)
+                labels = _selector_labels(_template_node_selector(item), place, found)
+                first = selectors.setdefault((namespace, name), _Selector(labels, place))
+                if first.labels != labels:
+                    found.problems.append(
+                        place.problem(
+                            (),
+                            f"{namespace}/{name} is given again with another nodeSelector "
+                            f"than in {first.place.source}: give each DaemonSet once, as the "
+                            "cluster has it",
+                        )
+                    )
+    return selectors
+
+
+def _template_node_selector(daemon_set: dict[str, Any]) -> object:
+    spec: object = daemon_set
+    for key in ("spec", "template", "spec", "nodeSelector"):
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    return spec
+
+
+def _selector_labels(selector: object, place: Place, found: _Found) -> dict[str, str] | None:
+    """A DaemonSet's nodeSelector as labels (none: {}), or None after a problem at `place`."""
+    if selector is None:
+        return {}
+    if isinstance(selector, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
+    ):
+        return dict(selector)
+    found.problems.append(
+        place.problem(
+            (),
+            "must be a mapping of node labels to their values, all strings (the API server "
+            "refuses a DaemonSet with any other): quote a value such as 'true'",
+        )
+    )
+    return None
+
+
+def _not_in_files(namespace: str, name: str, files: Sequence[DaemonSetFile] | None) -> str:
+    given = ", ".join(f.source for f in files or ()) or "none"
+    return (
+        f"{namespace}/{name} is not in the --daemon-sets files ({given}): pelotech's nidhogg "
+        "reads its nodeSelector from the cluster, and tainted no node for it while it could "
+        f"not: give the file that holds it ({_DAEMON_SETS_FLAG}), or drop it from daemonsets"
+    )
+
+
+def _own_places(
+    at: DocPath, labels: Mapping[str, str], place: Place
+) -> dict[DocPath, DocPath | Place]:
+    """The rule's match -> the DaemonSet's nodeSelector, label by label."""
+    places: dict[DocPath, DocPath | Place] = {(*at, "match"): place}
+    for key in labels:
+        places[(*at, "match", "labels", key)] = replace(place, path=(*place.path, key))
+    return places
+
+
+def _ready_annotation(fork: str | None, prefix: str, found: _Found) -> str | None:
+    """The key of nidhogg's first-ready annotation, for `--ready-annotation FORK`."""
+    if fork is None:
+        return None
+    key = READY_ANNOTATIONS.get(fork)
+    if key is None:
+        message = (
+            f"'{fork}' is not a nidhogg: give pelotech (<taintNamePrefix>/ready-since) or "
+            f"uswitch ({READY_ANNOTATIONS['uswitch']})"
+        )
+        found.problems.append(Problem(0, 0, found.top.source, ("--ready-annotation",), message))
+        return None
+    return key.format(prefix=prefix)
 
 
 def _labels(selector: dict[str, Any]) -> _Nodes:
@@ -454,9 +631,19 @@ def _unknown(key: str, known: Sequence[str], where: str) -> str:
 
 _EVERY_NODE = (
     "No nodeSelector, --every-node: the rules match every node, as uswitch's nidhogg did. "
-    "pelotech's fork instead tainted only the nodes of each DaemonSet's own nodeSelector; "
-    "under these rules a node the DaemonSet never runs on stays tainted (`nodegate explain` "
-    "names it): add a match for such DaemonSets."
+    "pelotech's fork instead tainted only the nodes of each DaemonSet's own nodeSelector: for "
+    f"that, run with {_DAEMON_SETS_FLAG} instead of --every-node."
+)
+_OWN_SELECTORS = (
+    "No nodeSelector, --daemon-sets: as pelotech's nidhogg (v0.6.0 on, its Helm chart's "
+    "default), each DaemonSet's taint goes only on the nodes its own "
+    "spec.template.spec.nodeSelector selects: its rule's match is that nodeSelector as the "
+    "--daemon-sets files give it (none: every node). nidhogg read it from the cluster at every "
+    "reconcile; the rules hold a copy, so when a DaemonSet's nodeSelector changes, run this "
+    "again. nidhogg read nothing else of where the DaemonSet runs: a node its nodeSelector "
+    "selects but its required node affinity or a taint keeps its pod from, nidhogg tainted for "
+    "ever; nodegate does not wait there for a pod the DaemonSet controller will not make "
+    "(cannotRun: skip, the default; docs/agents.md)."
 )
 
 
@@ -467,6 +654,7 @@ def _notes(
     delay: int,
     hold: str,
     nodes: _Nodes,
+    annotation: str | None,
 ) -> tuple[str, ...]:
     example = agents[0]["taint"]["key"] if agents else f"{prefix}/<namespace>.<name>"
     notes = [
@@ -487,6 +675,14 @@ def _notes(
         "of every pod that should run on a tainted node.",
         *nodes.notes,
     ]
+    if len(agents) > 1:
+        notes.append(
+            "Several DaemonSets: a node is born with the taint of every rule that matches it, "
+            "and the DaemonSet controller makes no pod of a DaemonSet that does not tolerate "
+            "them all; under nidhogg, whose taints came after the first pods, it did. Give each "
+            "DaemonSet a toleration of every one of these taints its nodes can carry (as "
+            "nidhogg's README asks of every pod that should run on a tainted node)."
+        )
     if effect == "NoExecute":
         notes.append(
             "taintEffect NoExecute: every time the taint comes back, the pods on the node that do "
@@ -508,11 +704,26 @@ def _notes(
     )
     notes.append(
         f"nidhogg also removed every {prefix}/ taint its config did not name (left by an earlier "
-        "config) and annotated a node with its first time without taints "
-        f"({TAINT_PREFIX}/first-time-ready; pelotech: {prefix}/ready-since); nodegate removes only "
-        "its rules' taints and writes no such annotation (Events and metrics instead)."
+        "config); nodegate removes only its rules' taints."
     )
+    notes.append(_annotation_note(prefix, annotation))
     return tuple(notes)
+
+
+def _annotation_note(prefix: str, annotation: str | None) -> str:
+    if annotation is None:
+        return (
+            "nidhogg annotated a node with its first time without its taints "
+            f"({READY_ANNOTATIONS['uswitch']}; pelotech: {prefix}/ready-since); these rules "
+            "write no such annotation (Events and metrics instead): if something reads it, run "
+            "with --ready-annotation pelotech (or uswitch)."
+        )
+    return (
+        f"firstReadyAnnotation: {annotation} is written, as nidhogg wrote it, the first time "
+        "the node carries none of these rules' taints (every rule decided: its agents Ready, or "
+        "the node not matched), with the time as 2006-01-02T15:04:05Z (UTC), and never changed. "
+        f"nidhogg counted any {prefix}/ taint, these rules' only."
+    )
 
 
 def _hold_note(hold: str) -> str:

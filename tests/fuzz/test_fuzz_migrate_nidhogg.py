@@ -10,10 +10,12 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodegate.core.text.errors import RulesError
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
+from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.migrate.conversion import Place
 from nodegate.migrate.label_selector import SelectorSyntaxError, parse_selector
-from nodegate.migrate.nidhogg import convert_nidhogg, convert_nidhogg_config
+from nodegate.migrate.nidhogg import DaemonSetFile, convert_nidhogg, convert_nidhogg_config
 from tests.fuzz.located import rules_or_refusal
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import ROOT, mutated, paths_of, plain_data, replaced
@@ -32,6 +34,17 @@ taintEffect: NoExecute
 taintRemovalDelayInSeconds: 10
 """
 CONFIG = json.loads(SEED.read_text(encoding="utf-8"))
+CHART_DEFAULT = (
+    b'{"daemonsets":[{"name":"fluentd","namespace":"logging"}],"taintRemovalDelayInSeconds":5}'
+)
+DAEMON_SETS = b"""\
+apiVersion: v1
+kind: List
+items:
+  - kind: DaemonSet
+    metadata: {name: fluentd, namespace: logging}
+    spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux}}}}
+"""
 SELECTOR_TEXT = st.lists(
     st.sampled_from([*"ab.-_/=!(),<>9 \t", "in", "notin", "Z", "\u00e9", "a" * 64]), max_size=20
 ).map("".join)
@@ -42,6 +55,21 @@ SELECTOR_TEXT = st.lists(
 @given(mutated([SEED.read_bytes(), PELOTECH]))
 def test_a_mutated_nidhogg_file_converts_or_is_refused(data: bytes) -> None:
     rules_or_refusal(lambda: convert_nidhogg(data, "nidhogg.json"), "nidhogg")
+
+
+@fuzz
+@given(mutated([DAEMON_SETS]))
+def test_a_mutated_daemon_sets_file_converts_the_chart_default_or_is_refused(data: bytes) -> None:
+    """`--daemon-sets` files are outside input too (`kubectl` output, hand-written manifests)."""
+    try:
+        files = [DaemonSetFile("ds.yaml", tuple(read_yaml_documents(data, "ds.yaml")))]
+    except RulesError as err:
+        assert err.problems
+        return
+    rules_or_refusal(
+        lambda: convert_nidhogg(CHART_DEFAULT, "nidhogg.json", daemon_sets=files),
+        "nidhogg --daemon-sets ds.yaml",
+    )
 
 
 @fuzz

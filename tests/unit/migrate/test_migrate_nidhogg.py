@@ -23,8 +23,9 @@ from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.k8s_names import taint_key_owner
+from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.migrate.conversion import Conversion, to_yaml
-from nodegate.migrate.nidhogg import convert_nidhogg
+from nodegate.migrate.nidhogg import DaemonSetFile, convert_nidhogg
 from tests.unit.core.builders import NOW, node
 from tests.unit.migrate.support import EXAMPLES, ROOT, runner
 
@@ -222,6 +223,188 @@ def test_every_node_is_what_an_absent_selector_means_when_asked() -> None:
 
 def test_an_empty_selector_string_selects_every_node_as_in_nidhogg() -> None:
     assert the_rule(config(selector='[""]')).match is None
+
+
+# --- no nodeSelector: each DaemonSet's own (pelotech, its Helm chart's default) -------------------
+
+# pelotech/nidhogg charts/nidhogg: values.yaml's `configuration` has no nodeSelector
+# (taintRemovalDelayInSeconds: 5), and templates/configmap.yaml writes it as config.json with
+# `toJson`; its handler.go then reads each DaemonSet's spec.template.spec.nodeSelector.
+CHART_DEFAULT = (
+    '{"daemonsets":[{"name":"fluentd","namespace":"logging"},'
+    '{"name":"nvidia","namespace":"kube-system"}],"taintRemovalDelayInSeconds":5}'
+)
+FLUENTD = "nidhogg.uswitch.com/logging.fluentd"
+NVIDIA = "nidhogg.uswitch.com/kube-system.nvidia"
+GPU = {"nvidia.com/gpu.present": "true"}
+DAEMON_SETS = """apiVersion: v1
+kind: List
+items:
+  - kind: DaemonSet
+    metadata: {name: fluentd, namespace: logging}
+    spec: {template: {spec: {containers: []}}}
+  - kind: DaemonSet
+    metadata: {name: nvidia, namespace: kube-system}
+    spec: {template: {spec: {nodeSelector: {nvidia.com/gpu.present: "true"}}}}
+"""
+
+
+def daemon_set_file(text: str = DAEMON_SETS, source: str = "ds.yaml") -> DaemonSetFile:
+    return DaemonSetFile(source, tuple(read_yaml_documents(text, source)))
+
+
+def from_cluster(*files: DaemonSetFile, text: str = CHART_DEFAULT, **options: Any) -> Conversion:
+    return converted(text, daemon_sets=list(files) or [daemon_set_file()], **options)
+
+
+def test_the_chart_default_gives_each_daemon_set_its_own_node_selector_as_its_match() -> None:
+    fluentd, nvidia = parse_rules(to_yaml(from_cluster())).node_agents
+    assert (fluentd.taint.key, fluentd.match) == (FLUENTD, None)  # no nodeSelector: every node
+    assert nvidia.taint.key == NVIDIA
+    assert nvidia.match is not None
+    assert (nvidia.match.labels, nvidia.match.expressions) == (GPU, ())
+
+
+@pytest.mark.parametrize(
+    ("labels", "tainted"),
+    [({}, {FLUENTD}), (GPU, {FLUENTD, NVIDIA})],
+    ids=["a CPU node: the log agent's taint only", "a GPU node: both"],
+)
+def test_the_chart_default_taints_a_node_for_the_daemon_sets_whose_node_selector_selects_it(
+    labels: dict[str, str], tainted: set[str]
+) -> None:
+    """Planned with no agent Ready: nidhogg's taints, the GPU one on GPU nodes alone."""
+    found = parse_rules(to_yaml(from_cluster()))
+    on = node(labels)
+    none = {
+        r.name: agent_readiness(r, on, [], [], {}, lifted_taints(found)) for r in found.node_agents
+    }
+    result = plan(on, found, PlanFacts(now=NOW, agents=none))
+    assert {c.taint.key for c in result.add_taints} == tainted
+
+
+def test_the_chart_default_born_taints_are_each_daemon_sets_own() -> None:
+    """Born with the taints nidhogg would have put there, no other: a CPU node never carries
+    the GPU agent's, even for a moment."""
+    found = parse_rules(to_yaml(from_cluster()))
+    assert [r.taint.key for r in found.node_agents if r.born_with({})] == [FLUENTD]
+    assert [r.taint.key for r in found.node_agents if r.born_with(GPU)] == [FLUENTD, NVIDIA]
+
+
+def test_the_chart_default_notes_say_the_match_is_a_copy_to_renew() -> None:
+    notes = " ".join(from_cluster().notes)
+    assert "its rule's match is that nodeSelector as the --daemon-sets files give it" in notes
+    assert "when a DaemonSet's nodeSelector changes, run this again" in notes
+    assert "a toleration of every one of these taints its nodes can carry" in notes
+
+
+def test_daemon_sets_come_from_manifests_too_in_default_without_a_namespace() -> None:
+    manifests = (
+        "kind: DaemonSet\nmetadata: {name: fluentd}\nspec: {template: {spec: {nodeSelector: "
+        "{a: b}}}}\n---\nkind: Deployment\nmetadata: {name: fluentd, namespace: default}\n"
+    )
+    text = '{"daemonsets":[{"name":"fluentd","namespace":"default"}]}'
+    match = parse_rules(to_yaml(from_cluster(daemon_set_file(manifests), text=text)))
+    assert match.node_agents[0].match is not None
+    assert match.node_agents[0].match.labels == {"a": "b"}
+
+
+def test_a_daemon_set_in_no_file_is_refused_as_nidhogg_tainted_no_node_for_it() -> None:
+    only_fluentd = DAEMON_SETS.partition("  - kind: DaemonSet\n    metadata: {name: nvidia")[0]
+    assert problems_of(CHART_DEFAULT, daemon_sets=[daemon_set_file(only_fluentd)]) == [
+        "nidhogg.yaml:1:57: daemonsets[1]: kube-system/nvidia is not in the --daemon-sets "
+        "files (ds.yaml): pelotech's nidhogg reads its nodeSelector from the cluster, and "
+        "tainted no node for it while it could not: give the file that holds it (--daemon-sets "
+        "<(kubectl get ds -A -o yaml)), or drop it from daemonsets"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("selector", "said"),
+    [
+        pytest.param(
+            "[gpu]",
+            "ds.yaml:9:30: items[1].spec.template.spec.nodeSelector: must be a mapping of node "
+            "labels to their values, all strings",
+            id="not a mapping",
+        ),
+        pytest.param(
+            "{gpu: true}",
+            "ds.yaml:9:30: items[1].spec.template.spec.nodeSelector: must be a mapping",
+            id="a value not a string",
+        ),
+        pytest.param(
+            "{'bad key': 'x'}",
+            "ds.yaml:9:45: items[1].spec.template.spec.nodeSelector[\"bad key\"]: 'bad key' is "
+            "not a valid Kubernetes key",
+            id="a label key Kubernetes refuses",
+        ),
+    ],
+)
+def test_a_node_selector_that_is_not_node_labels_is_refused_in_its_file(
+    selector: str, said: str
+) -> None:
+    text = DAEMON_SETS.replace('{nvidia.com/gpu.present: "true"}', selector)
+    problems = problems_of(CHART_DEFAULT, daemon_sets=[daemon_set_file(text)])
+    assert any(p.startswith(said) for p in problems), problems
+
+
+def test_a_daemon_set_given_twice_with_two_node_selectors_is_refused_at_the_second() -> None:
+    again = DAEMON_SETS.replace("nvidia.com/gpu.present", "example.com/gpu")
+    problems = problems_of(
+        CHART_DEFAULT, daemon_sets=[daemon_set_file(), daemon_set_file(again, "again.yaml")]
+    )
+    assert problems == [
+        "again.yaml:9:30: items[1].spec.template.spec.nodeSelector: kube-system/nvidia is given "
+        "again with another nodeSelector than in ds.yaml: give each DaemonSet once, as the "
+        "cluster has it"
+    ]
+
+
+def test_daemon_sets_with_a_node_selector_in_the_config_are_refused() -> None:
+    assert problems_of(config(), daemon_sets=[daemon_set_file()]) == [
+        "nidhogg.yaml:1:1: nodeSelector: --daemon-sets is for a config without nodeSelector; "
+        "this one has one: drop the flag"
+    ]
+
+
+def test_every_node_and_daemon_sets_together_are_refused() -> None:
+    [problem] = problems_of(CHART_DEFAULT, every_node=True, daemon_sets=[daemon_set_file()])
+    assert "--every-node (uswitch: every node) and --daemon-sets (pelotech" in problem
+
+
+# --- nidhogg's first-ready annotation (--ready-annotation) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fork", "extra", "key"),
+    [
+        ("pelotech", "", "nidhogg.uswitch.com/ready-since"),
+        ("pelotech", "taintNamePrefix: pelo.tech\n", "pelo.tech/ready-since"),
+        ("uswitch", "taintNamePrefix: pelo.tech\n", "nidhogg.uswitch.com/first-time-ready"),
+    ],
+    ids=["pelotech", "pelotech's prefix", "uswitch's fixed key"],
+)
+def test_ready_annotation_writes_the_forks_first_ready_annotation(
+    fork: str, extra: str, key: str
+) -> None:
+    rule = the_rule(config(extra=extra), ready_annotation=fork)
+    assert rule.first_ready_annotation == key
+    assert f"firstReadyAnnotation: {key} is written, as nidhogg wrote it" in notes_of(
+        config(extra=extra), ready_annotation=fork
+    )
+
+
+def test_without_ready_annotation_the_notes_say_the_annotation_is_no_longer_written() -> None:
+    assert the_rule(config()).first_ready_annotation is None
+    assert "run with --ready-annotation pelotech (or uswitch)" in notes_of(config())
+
+
+def test_an_unknown_ready_annotation_is_refused_at_the_flag() -> None:
+    assert problems_of(config(), ready_annotation="vigil") == [
+        "nidhogg.yaml: --ready-annotation: 'vigil' is not a nidhogg: give pelotech "
+        "(<taintNamePrefix>/ready-since) or uswitch (nidhogg.uswitch.com/first-time-ready)"
+    ]
 
 
 # --- selector strings ----------------------------------------------------------------------------
@@ -444,8 +627,11 @@ def test_nidhoggs_taint_already_on_a_node_stays_while_the_pod_is_not_ready() -> 
         pytest.param(config(selector="3"), "nodeSelector: must be a list", id="a number"),
         pytest.param(
             "daemonsets: [{name: kiam, namespace: kube-system}]\n",
-            "nodeSelector: no nodeSelector: uswitch's nidhogg tainted every node then, "
-            "pelotech's (v0.6.0 on) the nodes each DaemonSet's own",
+            "nodeSelector: no nodeSelector: pelotech's nidhogg (v0.6.0 on, its Helm chart's "
+            "default) then taints, for each DaemonSet, the nodes its own "
+            "spec.template.spec.nodeSelector selects, read from the cluster, which this file "
+            "does not hold: give the DaemonSets, --daemon-sets <(kubectl get ds -A -o yaml); "
+            "uswitch's nidhogg tainted every node: --every-node",
             id="no selector",
         ),
     ],
@@ -512,6 +698,38 @@ def test_the_command_takes_for_and_every_node(tmp_path: Path) -> None:
     assert result.stdout.startswith("# Made by `nodegate migrate nidhogg --for 2m --every-node`")
     [rule] = parse_rules(result.stdout).node_agents
     assert (rule.match, rule.hold.total_seconds()) == (None, 120)
+
+
+def test_the_chart_default_example_converts_to_the_shipped_rules_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    daemon_sets = "examples/migrate/nidhogg-daemon-sets.yaml"
+    command = ["migrate", "nidhogg", "--daemon-sets", daemon_sets]
+    result = runner.invoke(app, [*command, "examples/migrate/nidhogg-chart.json"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (EXAMPLES / "nidhogg-chart.yaml").read_text()
+
+
+def test_the_command_takes_ready_annotation(tmp_path: Path) -> None:
+    file = tmp_path / "nidhogg.yaml"
+    file.write_text(config())
+    result = runner.invoke(app, ["migrate", "nidhogg", "--ready-annotation", "uswitch", str(file)])
+    assert result.exit_code == 0, result.stderr
+    assert "--ready-annotation uswitch`" in result.stdout
+    [rule] = parse_rules(result.stdout).node_agents
+    assert rule.first_ready_annotation == "nidhogg.uswitch.com/first-time-ready"
+
+
+def test_the_command_reports_a_daemon_sets_file_it_cannot_read(tmp_path: Path) -> None:
+    file = tmp_path / "nidhogg.json"
+    file.write_text(CHART_DEFAULT)
+    missing = str(tmp_path / "ds.yaml")
+    result = runner.invoke(app, ["migrate", "nidhogg", "--daemon-sets", missing, str(file)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert missing in result.stderr
+    assert "cannot read file" in result.stderr
 
 
 def test_the_rules_say_how_nodes_are_born_with_the_taint() -> None:
