@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +49,9 @@ class DaemonSetView:
     labels: Mapping[str, str]
     placement: Placement
     """Where the DaemonSet controller runs its pods (`daemon_set_placement`)."""
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+    """Its pod template's labels: a startup gate's init pods are found by them
+    (`agent_deadlocks`)."""
 
     @property
     def ref(self) -> str:
@@ -57,13 +60,15 @@ class DaemonSetView:
 
 def slim_daemon_set(raw: RawObject) -> DaemonSetView:
     meta = raw.get("metadata") or {}
-    template = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+    template = (raw.get("spec") or {}).get("template") or {}
+    pod_labels = (template.get("metadata") or {}).get("labels") or {}
     return DaemonSetView(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
-        placement=placement_of(template),
+        placement=placement_of(template.get("spec") or {}),
+        pod_labels={str(k): str(v) for k, v in pod_labels.items()},
     )
 
 
@@ -304,6 +309,24 @@ def _discovered(
     if rule.namespaces and ds.namespace not in rule.namespaces:
         return False
     return _tolerates_own(rule, ds) and _refused(rule, ds, node, lifted) is None
+
+
+def waits_for(
+    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: LiftedTaints
+) -> bool:
+    """Whether the rule waits for this DaemonSet's pod on the node, as `agent_readiness`
+    decides it: discovered (`auto`), or listed and not skipped (`cannotRun: skip` leaves out a
+    listed one its placement or another taint keeps away; one that does not tolerate the
+    rule's own taint is waited for, and reported: `daemon_set_problems`)."""
+    if rule.discovers:
+        return _discovered(rule, ds, node, lifted)
+    if all(ref.ref != ds.ref for ref in rule.listed_daemon_sets):
+        return False
+    return (
+        rule.cannot_run == "wait"
+        or not _tolerates_own(rule, ds)
+        or _refused(rule, ds, node, lifted) is None
+    )
 
 
 def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
