@@ -7,14 +7,16 @@ from typing import Annotated
 
 import typer
 
+from nodegate.core.decisions.agent_deadlocks import birth_deadlocks, never_runs
 from nodegate.core.decisions.node_agents import (
     DaemonSetView,
     daemon_set_problems,
     slim_daemon_set,
 )
 from nodegate.core.decisions.node_trust import pool_evidence_advice
-from nodegate.core.rules.loader import check_rules_file
-from nodegate.core.text.errors import RulesError
+from nodegate.core.rules.loader import Checked, check_rules_file
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.yaml_input import read_limited, read_yaml_documents
 from nodegate.manifests.tolerations import describe_gate_tolerations
 
@@ -25,8 +27,9 @@ def validate(
         list[Path] | None,
         typer.Option(
             "--daemon-sets",
-            help="YAML with the DaemonSets nodeAgents rules name (manifests, a chart's output, "
-            "`kubectl get ds -A -o yaml`): each must tolerate its rule's taint. Repeatable.",
+            help="YAML with the cluster's DaemonSets (manifests, a chart's output, "
+            "`kubectl get ds -A -o yaml`): each a nodeAgents rule names must tolerate its "
+            "rule's taint, and no rules may wait for each other through them. Repeatable.",
             show_default=False,
         ),
     ] = None,
@@ -39,6 +42,12 @@ def validate(
     reconcilerLabels: the evidence of membership it needs on its cloud. With --daemon-sets,
     a DaemonSet a nodeAgents rule names that does not tolerate the rule's taint is an error
     (its pod would never run on a tainted node), and one not in the files is said.
+
+    Rules that would wait for each other on a pool's nodes (a startup gate whose init pods do
+    not tolerate an agent taint, beside an agent rule waiting for a DaemonSet the gate keeps
+    away) are a warning without --daemon-sets (the rules say they may), an error with them when
+    the DaemonSets show it; so is a listed DaemonSet a pool's label taints or labels keep away
+    for good from a rule with cannotRun: wait (cannotRun: skip: said).
     """
     failed = False
     known = _daemon_sets(daemon_sets or [])
@@ -50,10 +59,14 @@ def validate(
             for problem in err.problems:
                 typer.echo(str(problem), err=True)
             continue
-        for warning in checked.warnings:
-            typer.echo(str(warning), err=True)
         rules = checked.rules
-        warned = f", {len(checked.warnings)} warnings" if checked.warnings else ""
+        agent_problems, said = _agent_findings(checked, known if daemon_sets else None)
+        warnings = sorted(
+            {*checked.warnings, *(p for p in agent_problems if p.severity == "warning")}
+        )
+        for warning in warnings:
+            typer.echo(str(warning), err=True)
+        warned = f", {len(warnings)} warnings" if warnings else ""
         counts = [
             f"{len(getattr(rules, attribute))} {kind.kind.plural}"
             for attribute, kind in rules.rule_kinds()
@@ -71,8 +84,44 @@ def validate(
                 else:
                     failed = True
                     typer.echo(f"{path}: {found}", err=True)
+        for info in said:
+            typer.echo(f"{path}: info: {info}")
+        for error in (p for p in agent_problems if p.severity == "error"):
+            failed = True
+            typer.echo(str(error), err=True)
     if failed:
         raise typer.Exit(1)
+
+
+def _agent_findings(
+    checked: Checked, daemon_sets: list[DaemonSetView] | None
+) -> tuple[list[Problem], list[str]]:
+    """Rules waiting for each other (`agent_deadlocks`): seen in the DaemonSets, an error;
+    possible (from the rules alone, or a DaemonSet not given) or ended by a gate's other signal
+    or timeout, a warning. With the DaemonSets, a listed one a pool never runs: an error under
+    cannotRun: wait, said under skip."""
+    rules = checked.rules
+    found = [
+        checked.problem(_rule_path(rules, d.rules[0]), d.message(), not d.certain or any(d.escapes))
+        for d in birth_deadlocks(rules, daemon_sets)
+    ]
+    said: list[str] = []
+    for never in never_runs(rules, daemon_sets or []):
+        if never.waits:
+            path = (*_rule_path(rules, never.rule), "daemonSets")
+            found.append(checked.problem(path, never.message()))
+        else:
+            said.append(never.message())
+    return found, said
+
+
+def _rule_path(rules: NodeRules, name: str) -> DocPath:
+    """Where the rule called `name` is in the file (`startupGates[0]`)."""
+    for attribute, kind in rules.rule_kinds():
+        for index, rule in enumerate(getattr(rules, attribute)):
+            if rule.name == name:
+                return (kind.kind.field, index)
+    return ()
 
 
 def _daemon_sets(paths: list[Path]) -> list[DaemonSetView]:

@@ -8,10 +8,10 @@ keys, which is what lets each error name its line); this module turns the plain 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from ruamel.yaml import YAML
@@ -30,6 +30,15 @@ class Checked:
 
     rules: NodeRules
     warnings: tuple[Problem, ...] = ()
+    source: str = ""
+    positions: Positions = field(default_factory=Positions)
+    """Where each rule stood, for problems found later (`problem`)."""
+
+    def problem(self, path: DocPath, message: str, warning: bool = False) -> Problem:
+        """A problem found in these rules by a check that needs more than the file (the
+        DaemonSets `nodegate validate` is given), located as the file's own are."""
+        severity: Literal["error", "warning"] = "warning" if warning else "error"
+        return Problem(*_position(self.positions, path), self.source, path, message, severity)
 
 
 def load_rules(path: str | Path) -> NodeRules:
@@ -125,7 +134,8 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     problems += [p for p in findings if p.severity == "error"]
     if problems:
         raise RulesError(problems)
-    return Checked(rules, tuple(sorted({p for p in findings if p.severity == "warning"})))
+    warnings = tuple(sorted({p for p in findings if p.severity == "warning"}))
+    return Checked(rules, warnings, source, positions)
 
 
 def _position(positions: Positions, path: DocPath) -> tuple[int, int]:
