@@ -1312,6 +1312,11 @@ class NodeRules(Frozen):
             reads |= rule.reads()
         for pool in self.node_pools:
             reads |= NodeReads(label_keys=frozenset({*pool.labels, *pool.reconciler_labels}))
+        if self.node_agents:
+            # A gate's init pods kept away by an agent taint deadlock the two: their DaemonSets
+            # show it (`agent_deadlocks`).
+            init = {g.ready_when.pods.namespace for g in self.startup_gates if g.ready_when.pods}
+            reads |= NodeReads(agent_namespaces=frozenset(init))
         return reads
 
     def owned_taints(self) -> frozenset[tuple[str, str]]:

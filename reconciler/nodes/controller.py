@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from nodegate.core.decisions.node_agents import AgentReadiness
 from nodegate.core.decisions.plan import annotations_read, relevant_view
 from nodegate.core.objects.status_record import StatusRecordError
 from nodegate.core.reports.gate_census import GateCensus, gate_census
@@ -33,6 +34,7 @@ from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
 from nodegate.reconciler.nodes.agent_reports import CannotRunReports
 from nodegate.reconciler.nodes.csi_nodes import CsiNodes
+from nodegate.reconciler.nodes.deadlock_reports import DeadlockReports
 from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.fenced_api import FencedApi
@@ -195,6 +197,7 @@ class Controller:
         self._cannot_run = memory.add(
             CannotRunReports(recorder, metrics.controller.agents_cannot_run, self._rules_source)
         )
+        self._deadlocks = memory.add(DeadlockReports(recorder, self._rules_source))
         self._node_facts = memory.add(
             NodeFacts(
                 clock,
@@ -205,7 +208,7 @@ class Controller:
                 self.gates,
                 self.csi_nodes,
                 self.node_agents,
-                self._cannot_run.saw,
+                self._on_agents,
             )
         )
         self._node = NodeReconciler(
@@ -386,6 +389,14 @@ class Controller:
             return
         self._enqueue_all("resync")
         self._report_agent_problems(rules)
+
+    def _on_agents(
+        self, key: str, node: NodeState, rules: NodeRules, agents: Mapping[str, AgentReadiness]
+    ) -> None:
+        """What a reconcile found of the node's agents: the DaemonSets that cannot run there,
+        and rules waiting for each other there, each reported once while it lasts."""
+        self._cannot_run.saw(key, rules, agents)
+        self._deadlocks.saw(key, self.node_agents.deadlocks(rules, node))
 
     def _report_agent_problems(self, rules: NodeRules) -> None:
         """Each problem once while it lasts (informer threads and the rules' thread call it)."""

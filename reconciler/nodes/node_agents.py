@@ -14,6 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from nodegate.core.decisions.agent_deadlocks import (
+    Deadlock,
+    deadlocks,
+    may_wait_on_each_other,
+    node_scene,
+)
 from nodegate.core.decisions.node_agents import (
     DAEMON_SET_POD_LABEL,
     AgentPod,
@@ -182,6 +188,23 @@ class NodeAgents:
             daemon_sets = self._daemon_sets()
         known = [r for r in rules.node_agents if _known(r.reads().agent_namespaces, synced)]
         return daemon_set_problems(known, daemon_sets)
+
+    def deadlocks(self, rules: NodeRules, node: NodeState) -> tuple[Deadlock, ...]:
+        """The rules waiting for each other on the node, as its DaemonSets and pods show them
+        (`agent_deadlocks`; seen ones only); none until every namespace the rules read (the
+        gates' init pods' too) is listed."""
+        if not rules.node_agents or not may_wait_on_each_other(rules, node):
+            return ()
+        with self._lock:
+            synced = {ns for ns, w in self._watched.items() if w.synced()}
+            if not _known(rules.reads().agent_namespaces, synced):
+                return ()
+            daemon_sets = self._daemon_sets()
+            running = frozenset(
+                p.owner_uid for p in self._by_node.on(node.name) if not p.terminating
+            )
+        found = deadlocks(rules, node_scene(node), daemon_sets, running)
+        return tuple(d for d in found if d.certain)
 
     def _daemon_sets(self) -> list[DaemonSetView]:
         return [view for w in self._watched.values() for _, view in w.daemon_sets[0].items()]

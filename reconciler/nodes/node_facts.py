@@ -100,7 +100,7 @@ class NodeFacts:
         gates: GateReports,
         csi_nodes: CsiNodes,
         node_agents: NodeAgents,
-        on_agents: Callable[[str, NodeRules, Mapping[str, AgentReadiness]], None] = (
+        on_agents: Callable[[str, NodeState, NodeRules, Mapping[str, AgentReadiness]], None] = (
             lambda *_: None
         ),
     ) -> None:
@@ -109,7 +109,8 @@ class NodeFacts:
         `gates`: the init pods and the workload-pod check, and `csi_nodes` the CSI drivers
         registered, asked by a reconcile only; `node_agents` the node-agent rules' DaemonSets and
         pods, asked at every look (a `for` counts from the first sight of a not-Ready agent);
-        `on_agents` is told what a reconcile found of them (`agent_reports`)."""
+        `on_agents` is told what a reconcile found of them, and of which node (`agent_reports`,
+        `deadlock_reports`)."""
         self._now = clock
         self._on_agents = on_agents
         self._rules = rules
@@ -156,7 +157,7 @@ class NodeFacts:
         workload pods if a gate would backfill it, the rules whose evicting taint waits for
         the budget (`waiting`) and the labels its record restores (`work`)."""
         now, sightings, agents = self._sighted(key)
-        self._on_agents(key, rules, agents)
+        self._on_agents(key, node.state, rules, agents)
         return plan_facts(
             now,
             self._previously_owned(),

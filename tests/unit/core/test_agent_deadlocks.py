@@ -293,3 +293,15 @@ def test_under_skip_the_same_daemon_set_is_only_said() -> None:
     [found] = never_runs(rules(CI.replace("CANNOT_RUN", "skip")), [daemon_set(LOGS, LOGS_TAINT)])
     assert not found.waits
     assert "does not wait for logging/fluent-bit on pool 'ci' (cannotRun: skip)" in found.message()
+
+
+# --- what the reconciler watches to see it --------------------------------------------------------
+
+
+def test_beside_agent_rules_the_daemon_sets_of_the_gates_init_pods_are_read() -> None:
+    scoped = rules(BOOT + AGENTS + "    namespaces: [logging]\n")
+    assert scoped.reads().agent_namespaces == {"logging", "kube-system"}
+
+
+def test_gates_alone_read_no_daemon_sets() -> None:
+    assert rules(BOOT).reads().agent_namespaces == frozenset()
