@@ -276,13 +276,75 @@ def _fresh(
 def handed_over(record: LabelRecord, node: NodeState) -> LabelRecord:
     """The record as an admin hands it to `node` (`nodegate labels hand-over`): the machine it
     is kept for is now this one, so the node's next plan restores its labels and the record
-    follows it."""
+    follows it. Under the same key only: `hand_over` decides where it is kept."""
     return replace(
         record,
         provider_id=node.provider_id,
         system_uuid=node.system_uuid,
         node_names=node_names(record, node.name),
     )
+
+
+@dataclass(frozen=True)
+class HandOver:
+    """What `nodegate labels hand-over` does with one record (`hand_over`)."""
+
+    record: LabelRecord | None
+    """The record to store, under `record.key`; None: refused, nothing changes."""
+    from_key: str = ""
+    """The key the record is kept under now, when it moves (re-keyed): written under its new
+    key first, then removed from this one."""
+    refusal: str | None = None
+    """Why nothing changes (said to the admin, exit 1)."""
+
+
+def hand_over(
+    record: LabelRecord, node: NodeState, config: PersistentLabels, node_has_own: bool
+) -> HandOver:
+    """The record as an admin hands it to `node`, a new machine that should have its labels, or
+    why it cannot be: a hand-over that does not refuse is restored at the node's next plan.
+
+    The reconciler looks a node's record up by the node's own key (`record_key`), never by a
+    record's history, so a record kept under another key is never found there: it moves to the
+    node's key (re-keyed), unless that key already holds a record of the node's own
+    (`node_has_own`), which a hand-over never overwrites: then nothing changes and the refusal
+    says which record to forget. Under the same key the record stays where it is, now this
+    machine's. Refused too: a node without a key yet (`keyBy: providerID`, none reported), the
+    node object the record already follows (nothing to restore), and a node that shows no
+    identity at all (no providerID, no system UUID: `decide` would not restore onto it).
+    """
+    key = record_key(node, config)
+    if not key:
+        return _refused(
+            f"node {node.name} has no providerID yet, and records are kept by providerID "
+            "(keyBy): nothing is handed over; run this again once its kubelet reports one"
+        )
+    if record.node_uid == node.uid:
+        return _refused(
+            f"record {record.key!r} already follows node {node.name} (this very Node object): "
+            "it holds no label the node lacks; nothing to hand over"
+        )
+    moved = replace(handed_over(record, node), key=key)
+    if same_machine(moved, node, config) is not True:
+        return _refused(
+            f"node {node.name} shows neither a providerID nor a system UUID: nothing would tie "
+            "the record to it and its labels would not be restored; nothing changed"
+        )
+    if key == record.key:
+        return HandOver(moved)
+    if node_has_own:
+        return _refused(
+            f"record {record.key!r} cannot go to node {node.name}: the reconciler finds "
+            f"{node.name}'s record under its own key {key!r} (keyBy: {config.key_by}), and "
+            f"{node.name} already has one there; nothing changed. To give {node.name} the "
+            f"labels of {record.key!r} instead of its own: nodegate labels forget {key}, then "
+            f"run this again; to keep its own: nodegate labels forget {record.key}"
+        )
+    return HandOver(moved, from_key=record.key)
+
+
+def _refused(why: str) -> HandOver:
+    return HandOver(None, refusal=why)
 
 
 def node_names(record: LabelRecord | None, name: str, keep: int = 5) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from nodegate.core.decisions.persisted_labels import (
     decide,
     decode_record,
     encode_record,
-    handed_over,
+    hand_over,
     key_for,
     same_machine,
 )
@@ -82,8 +82,85 @@ def test_a_forged_provider_id_neither_gets_nor_erases_the_machines_record() -> N
 
 def test_a_record_handed_over_by_an_admin_is_restored_onto_the_new_machine() -> None:
     new_machine = node(provider_id="oci://ocid1.instance.oc1.phx.new", system_uuid="uuid-b")
-    handed = handed_over(record(key="10.0.10.7"), new_machine)
-    assert decide(new_machine, handed, BY_NAME, NOW).restore == TEAM
+    handed = hand_over(record(key="10.0.10.7"), new_machine, BY_NAME, node_has_own=False)
+    assert handed.record is not None and handed.from_key == ""  # the same key: kept in place
+    assert decide(new_machine, handed.record, BY_NAME, NOW).restore == TEAM
+
+
+NEW_MACHINE = "oci://ocid1.instance.oc1.phx.replacement"
+
+
+def test_a_record_handed_to_a_machine_under_another_key_moves_to_that_key() -> None:
+    """Issue 56: a replacement machine has another providerID, so another key. The reconciler
+    looks its record up under that key: the record moves there, and is restored there."""
+    replacement = node(provider_id=NEW_MACHINE, system_uuid="uuid-b")
+    handed = hand_over(record(), replacement, BY_PROVIDER, node_has_own=False)
+
+    assert handed.record is not None
+    assert (handed.from_key, handed.record.key) == (OKE, NEW_MACHINE)
+    assert decide(replacement, handed.record, BY_PROVIDER, NOW).restore == TEAM
+
+
+def test_a_hand_over_never_overwrites_the_record_a_node_has_of_its_own() -> None:
+    replacement = node(provider_id=NEW_MACHINE, system_uuid="uuid-b")
+    handed = hand_over(record(), replacement, BY_PROVIDER, node_has_own=True)
+
+    assert handed.record is None
+    refusal = handed.refusal or ""
+    assert OKE in refusal and NEW_MACHINE in refusal
+    assert f"nodegate labels forget {NEW_MACHINE}, then run this again" in refusal
+
+
+def test_a_node_without_a_provider_id_cannot_take_a_record_kept_by_provider_id() -> None:
+    handed = hand_over(record(), node(provider_id=""), BY_PROVIDER, node_has_own=False)
+    assert handed.record is None
+    assert "no providerID yet" in (handed.refusal or "")
+
+
+def test_a_node_showing_no_identity_is_not_handed_a_record_it_would_not_get() -> None:
+    unknown = node(name="10.0.10.9", provider_id="", system_uuid="")
+    handed = hand_over(record(key="10.0.10.7"), unknown, BY_NAME, node_has_own=False)
+    assert handed.record is None
+    assert "neither a providerID nor a system UUID" in (handed.refusal or "")
+
+
+def test_a_record_is_not_handed_to_the_node_object_it_already_follows() -> None:
+    handed = hand_over(record(), node(uid="uid-1"), BY_PROVIDER, node_has_own=False)
+    assert handed.record is None
+    assert "already follows" in (handed.refusal or "")
+
+
+@given(
+    key_by=st.sampled_from(["providerID", "nodeName"]),
+    kept_under=st.sampled_from(["10.0.10.7", "10.0.10.8", OKE, NEW_MACHINE]),
+    name=st.sampled_from(["10.0.10.7", "10.0.10.8"]),
+    provider_id=st.sampled_from(["", OKE, NEW_MACHINE]),
+    system_uuid=st.sampled_from(["", "uuid-b"]),
+    node_has_own=st.booleans(),
+)
+def test_a_hand_over_that_is_not_refused_is_restored_at_the_nodes_next_plan(
+    key_by: str,
+    kept_under: str,
+    name: str,
+    provider_id: str,
+    system_uuid: str,
+    node_has_own: bool,
+) -> None:
+    """Whatever the keys: a hand-over is refused, or the record is kept under the node's own
+    key (where the reconciler looks) and its labels are restored onto the node."""
+    config = BY_PROVIDER if key_by == "providerID" else BY_NAME
+    target = node(name=name, provider_id=provider_id, system_uuid=system_uuid)
+    kept = record(key=kept_under)
+
+    handed = hand_over(kept, target, config, node_has_own)
+
+    if handed.record is None:
+        assert handed.refusal
+        return
+    assert handed.record.key == key_for(name, provider_id, config)
+    assert handed.from_key == ("" if handed.record.key == kept_under else kept_under)
+    assert not (handed.from_key and node_has_own)
+    assert decide(target, handed.record, config, NOW).restore == TEAM
 
 
 def test_a_record_keyed_by_name_with_nothing_to_compare_is_neither_restored_nor_taken() -> None:
