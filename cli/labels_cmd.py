@@ -1,4 +1,4 @@
-"""`nodegate labels list|show NODE|forget NODE|hand-over NODE --to NODE`: the persisted-label
+"""`nodegate labels list|show NODE|forget NODE|hand-over KEY --to NODE`: the persisted-label
 records, without reading raw ConfigMaps."""
 
 from __future__ import annotations
@@ -11,11 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
+from nodegate.cli.live.cluster import RulesInForceUnknownError
 from nodegate.cli.live.label_records import LabelRecords, NoSuchNodeError
-from nodegate.cli.live.options import Context, Kubeconfig, Namespace, label_records
+from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, label_records
+from nodegate.core.decisions.persisted_labels import hand_over as decide_hand_over
+from nodegate.core.decisions.persisted_labels import record_key, record_name
 from nodegate.core.objects.installation import DEFAULT_NAMESPACE
 from nodegate.core.objects.label_records import StoredRecord
-from nodegate.reconciler.kit.errors import KubeError
+from nodegate.core.rules.model import PersistentLabels
+from nodegate.reconciler.kit.errors import ConflictError, KubeError
 
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
@@ -29,11 +33,12 @@ def _records(
 
 
 def _matching(records: list[StoredRecord], node: str) -> list[StoredRecord]:
-    return [
-        r
-        for r in records
-        if r.record is not None and (node in r.record.node_names or r.record.key == node)
-    ]
+    """The readable records kept under the key `node`; if none is, those whose node was ever
+    called `node` (a key names one record: `forget KEY` never drops another record that merely
+    remembers a node of that name, as a record handed over remembers its old node's)."""
+    readable = [r for r in records if r.record is not None]
+    by_key = [r for r in readable if r.record is not None and r.record.key == node]
+    return by_key or [r for r in readable if r.record is not None and node in r.record.node_names]
 
 
 def _found_any(matching: list[StoredRecord], node: str, namespace: str) -> None:
@@ -118,27 +123,106 @@ def forget(
     _found_any(matching, node, namespace)
 
 
+def _to_hand_over(records: list[StoredRecord], node: str, namespace: str) -> StoredRecord:
+    """The one record NODE names (`_matching`); refused (exit 1) when there is none, or
+    several."""
+    found = _matching(records, node)
+    _found_any(found, node, namespace)
+    if len(found) > 1:
+        keys = ", ".join(sorted(r.record.key for r in found if r.record is not None))
+        typer.echo(
+            f"nodegate labels: {node} names {len(found)} records (keys {keys}); hand one over "
+            "by its key: nodegate labels hand-over KEY --to NODE",
+            err=True,
+        )
+        raise typer.Exit(1)
+    return found[0]
+
+
+def _key_by(kubeconfig: Path | None, context: str | None, namespace: str) -> PersistentLabels:
+    """How the reconciler keys records now: the rules in force, as its status record publishes
+    them (never the rules ConfigMap, which may hold a held update). Refused (exit 1) when no
+    rules persisting labels are in force: nothing would be restored."""
+    cluster = connect(kubeconfig, context, namespace, None)
+    try:
+        in_force = cluster.rules_in_force()
+    except RulesInForceUnknownError as err:
+        typer.echo(f"nodegate labels: cannot tell how records are keyed: {err}", err=True)
+        raise typer.Exit(1) from err
+    if in_force is None or in_force.rules is None:
+        why = (
+            f"no reconciler has published rules in force in namespace {namespace}"
+            if in_force is None
+            else in_force.which
+        )
+        typer.echo(
+            f"nodegate labels: {why}: nothing says how records are keyed (keyBy) and nothing "
+            "would restore the labels; nothing is handed over",
+            err=True,
+        )
+        raise typer.Exit(1)
+    config = in_force.rules.persistent_labels
+    if config is None:
+        typer.echo(
+            f"nodegate labels: {in_force.which} persist no labels: nothing would restore them; "
+            "nothing is handed over",
+            err=True,
+        )
+        raise typer.Exit(1)
+    return config
+
+
 @app.command("hand-over", cls=Command)
 def hand_over(
-    node: Annotated[str, typer.Argument(help="The record's node name, or its key.")],
+    node: Annotated[str, typer.Argument(help="The record's key, or its node's name.")],
     to: Annotated[str, typer.Option("--to", help="The Node of the machine to hand it to.")],
     kubeconfig: Kubeconfig = None,
     context: Context = None,
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
-    """Hand NODE's record to another machine's Node (a machine replaced under the same key):
-    nodegate never takes a node's word for that. Its labels are restored there at that node's
-    next plan (its next change, or the resync)."""
+    """Hand NODE's record to another machine's Node (a replacement machine): nodegate never
+    takes a node's word for that. The record is kept under that node's key (keyBy in the rules
+    in force), where the reconciler looks: moved there if it was kept under another key, never
+    over a record the node has of its own (then nothing changes, and what to forget is said).
+    Its labels are restored at that node's next plan (its next change, or the resync)."""
     try:
+        config = _key_by(kubeconfig, context, namespace)
         store, records = _records(kubeconfig, context, namespace)
+        stored = _to_hand_over(records, node, namespace)
         target = store.node(to)
-        matching = [m for m in _matching(records, node) if m.record is not None]
-        for stored in matching:
-            store.hand_over(stored, target)
-            typer.echo(f"handed record {stored.name} to {to}")
+        assert stored.record is not None
+        own = record_name(record_key(target, config))
+        has_own = any(r.name == own and r.name != stored.name for r in records)
+        handed = decide_hand_over(stored.record, target, config, has_own)
+        if handed.record is None:
+            typer.echo(f"nodegate labels: {handed.refusal}", err=True)
+            raise typer.Exit(1)
+        name, kept = store.hand_over(stored, handed)
     except NoSuchNodeError as err:
         typer.echo(f"nodegate labels: no node {to}", err=True)
         raise typer.Exit(1) from err
+    # The reconciler wrote the record, or gave the node a record of its own, meanwhile: this
+    # hand-over was decided on what is no longer there.
+    except ConflictError as err:
+        typer.echo(
+            f"nodegate labels: a record changed, or node {to} got one of its own, since they "
+            "were read; nothing changed: run this again",
+            err=True,
+        )
+        raise typer.Exit(1) from err
     except KubeError as err:
         raise _fail(err) from err
-    _found_any(matching, node, namespace)
+    restored = f"its labels are restored at {to}'s next plan"
+    if not handed.from_key:
+        typer.echo(f"handed record {name} (key {handed.record.key}) to {to}: {restored}")
+        return
+    typer.echo(
+        f"re-keyed record {stored.name} from {handed.from_key} to {handed.record.key}, "
+        f"{to}'s key: now record {name}; {restored}"
+    )
+    if kept is not None:
+        typer.echo(
+            f"nodegate labels: record {stored.name} (key {handed.from_key}) is kept: {kept}; "
+            f"drop it with: nodegate labels forget {handed.from_key}",
+            err=True,
+        )

@@ -2,7 +2,7 @@
 
 The day-2 layer's only writes, each preconditioned on the resourceVersion it read, so a record
 the reconciler changed in between answers 409 and is left as it is. What a hand-over does to
-the record is decided in core (`persisted_labels.handed_over`).
+the record, and under which key it is kept, is decided in core (`persisted_labels.hand_over`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from kubernetes import client
 from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
+    HandOver,
     encode_record,
-    handed_over,
+    record_name,
 )
 from nodegate.core.objects.label_records import StoredRecord, stored_record
 from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.kit.kube import KubeApi, Selection
+from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
+from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 
 PAGE_SIZE = 500
 
@@ -55,8 +57,39 @@ class LabelRecords:
             raise NoSuchNodeError(name)
         return NodeState.from_k8s(raw, lambda _key: False)
 
-    def hand_over(self, stored: StoredRecord, target: NodeState) -> None:
-        """Hand a readable record to the machine of `target`."""
-        assert stored.record is not None
-        data = encode_record(handed_over(stored.record, target))
-        self._api.replace_configmap(self.namespace, stored.name, {**stored.raw, "data": data})
+    def hand_over(self, stored: StoredRecord, handed: HandOver) -> tuple[str, str | None]:
+        """Store the record as `persisted_labels.hand_over` decided: its name now, and why the
+        record it came from was kept, if it was. Under the same key: replaced, if unchanged
+        since read (ConflictError). Re-keyed: created under the new key first (ConflictError if
+        a record appeared there meanwhile: nothing changed), then removed from the old key if
+        unchanged since read, so whichever write fails, no labels are lost; if the removal
+        fails, both hold them and the old one is said to be kept."""
+        assert handed.record is not None
+        data = encode_record(handed.record)
+        if not handed.from_key:
+            self._api.replace_configmap(self.namespace, stored.name, {**stored.raw, "data": data})
+            return stored.name, None
+        name = record_name(handed.record.key)
+        body: RawObject = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
+            },
+            "data": data,
+        }
+        self._api.create_configmap(self.namespace, body)
+        try:
+            self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)
+        # Forgotten meanwhile: gone, as wanted.
+        except NotFoundError:
+            return name, None
+        # Written since it was read (the reconciler marked it gone, or its node changed).
+        except ConflictError:
+            return name, "it was written since it was read"
+        # The new record is in place either way: the old one is only left over.
+        except KubeError as err:
+            return name, f"it could not be removed ({err})"
+        return name, None

@@ -3,12 +3,13 @@ it (the installed executable), finding its cluster as kubectl does: `--kubeconfi
 `$KUBECONFIG`, with `--context` choosing among its contexts.
 
 Each test has a namespace of its own holding one persisted-label record, written in the
-reconciler's format (`encode_record`), for a Node the test creates and deletes.
+reconciler's format (`encode_record`), of a machine whose Node is gone, and a Node of another
+machine (another providerID) the test creates and deletes. The hand-over tests run a
+reconciler on that namespace: the rules in force say how records are keyed, and it restores.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -30,9 +31,24 @@ from nodegate.core.decisions.persisted_labels import (
     record_name,
 )
 from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import wait_until
+from tests.e2e.support.reconciler_fixtures import (
+    RULES,
+    TIMEOUT,
+    Start,
+    patch_labels,
+    read_node,
+    record_of,
+    status_in,
+    wait_for_event,
+    wait_for_record,
+)
 
 BIN = Path(sys.executable).parent
 OLD_MACHINE = "kwok://old-machine"
+NEW_MACHINE = "kwok://new-machine"
+TEAM = "persist.example.com/team"
+PERSIST = RULES + "persistentLabels: {prefixes: [persist.example.com/], forgetAfter: 720h}\n"
 
 
 @dataclass(frozen=True)
@@ -66,7 +82,7 @@ def scene(
     core_v1.create_node(
         k8s_client.V1Node(
             metadata={"name": node},
-            spec={"providerID": "kwok://new-machine"},
+            spec={"providerID": NEW_MACHINE},
         )
     )
     record = LabelRecord(
@@ -75,6 +91,7 @@ def scene(
         labels={"persist.example.com/team": "ml"},
         captured_at=datetime(2026, 11, 28, tzinfo=UTC),
         node_names=("old-node",),
+        node_gone_at=datetime(2026, 11, 29, tzinfo=UTC),
         provider_id=OLD_MACHINE,
     )
     name = record_name(OLD_MACHINE)
@@ -121,25 +138,80 @@ def test_context_chooses_the_cluster_among_the_kubeconfigs_contexts(
     assert "cannot load a kubeconfig" in missing.stderr
 
 
-def test_hand_over_moves_the_record_to_the_named_nodes_machine(
+def reconciling(scene: Scene, start: Start, core_v1: k8s_client.CoreV1Api) -> None:
+    """A reconciler persisting labels (keyBy: providerID) with the scene's namespace as its
+    own, resyncing every second (so "the node's next plan" is within one), once its rules in
+    force are published there."""
+    start(PERSIST, "--state-namespace", scene.namespace, "--resync-seconds", "1")
+    wait_until(
+        lambda: status_in(core_v1, scene.namespace)[0] >= 1, TIMEOUT, "rules in force published"
+    )
+
+
+def version(core_v1: k8s_client.CoreV1Api, scene: Scene) -> str:
+    """The resourceVersion of the scene's record (any write changes it)."""
+    meta = core_v1.read_namespaced_config_map(scene.record, scene.namespace).metadata
+    assert meta is not None
+    return str(meta.resource_version)
+
+
+def hand_over(scene: Scene, key: str) -> subprocess.CompletedProcess[str]:
+    args = ("-n", scene.namespace, "--kubeconfig", str(scene.kubeconfig))
+    return nodegate_labels("hand-over", key, "--to", scene.node, *args)
+
+
+def test_hand_over_with_no_rules_in_force_changes_nothing_and_says_why(
     scene: Scene, core_v1: k8s_client.CoreV1Api
 ) -> None:
-    handed = nodegate_labels(
-        "hand-over",
-        "old-node",
-        "--to",
-        scene.node,
-        "-n",
-        scene.namespace,
-        "--kubeconfig",
-        str(scene.kubeconfig),
-    )
+    before = version(core_v1, scene)
+
+    handed = hand_over(scene, "old-node")
+
+    assert handed.returncode == 1
+    assert "no reconciler has published rules in force" in handed.stderr
+    assert version(core_v1, scene) == before
+
+
+def test_hand_over_to_a_machine_under_another_key_moves_the_record_there_and_it_is_restored(
+    scene: Scene, core_v1: k8s_client.CoreV1Api, start_reconciler_with: Start
+) -> None:
+    """Issue 56: the replacement machine's providerID is another key. The command says it
+    re-keyed the record, and the reconciler, which looks the node's record up under the node's
+    own key, restores the labels there."""
+    reconciling(scene, start_reconciler_with, core_v1)
+
+    handed = hand_over(scene, "old-node")
+
     assert handed.returncode == 0, handed.stderr
-    data = core_v1.read_namespaced_config_map(scene.record, scene.namespace).data or {}
-    document = json.loads(next(iter(data.values())))
-    assert document["providerID"] == "kwok://new-machine"
-    assert document["nodeNames"][-1] == scene.node
-    assert document["labels"] == {"persist.example.com/team": "ml"}
+    wait_until(
+        lambda: read_node(core_v1, scene.node)["metadata"].get("labels", {}).get(TEAM) == "ml",
+        TIMEOUT,
+        "the handed-over label on the new machine",
+    )
+    assert f"re-keyed record {scene.record} from {OLD_MACHINE} to {NEW_MACHINE}" in handed.stdout
+    [event] = wait_for_event(core_v1, scene.node, "NodegateLabelsRestored")
+    assert record_name(NEW_MACHINE) in (event.message or "")
+    with pytest.raises(ApiException) as gone:
+        core_v1.read_namespaced_config_map(scene.record, scene.namespace)
+    assert gone.value.status == 404
+
+
+def test_hand_over_to_a_node_with_a_record_of_its_own_is_refused_and_changes_nothing(
+    scene: Scene, core_v1: k8s_client.CoreV1Api, start_reconciler_with: Start
+) -> None:
+    reconciling(scene, start_reconciler_with, core_v1)
+    patch_labels(core_v1, scene.node, {"persist.example.com/zone": "a"})
+    own = wait_for_record(core_v1, scene.namespace, NEW_MACHINE, lambda r: bool(r["labels"]))
+    before = version(core_v1, scene)
+
+    handed = hand_over(scene, OLD_MACHINE)
+
+    assert handed.returncode == 1
+    assert OLD_MACHINE in handed.stderr and NEW_MACHINE in handed.stderr
+    assert f"nodegate labels forget {NEW_MACHINE}, then run this again" in handed.stderr
+    assert version(core_v1, scene) == before
+    assert record_of(core_v1, scene.namespace, NEW_MACHINE) == own
+    assert TEAM not in read_node(core_v1, scene.node)["metadata"]["labels"]
 
 
 def test_forget_drops_the_record(scene: Scene, core_v1: k8s_client.CoreV1Api) -> None:
