@@ -6,10 +6,17 @@ no node. A kubelet's NotReady is played by patching the pod's status, as the kub
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from nodegate.cli.main import app
+from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.agent_scene import AGENT, Scene, scene
 
@@ -86,6 +93,79 @@ def test_cannot_run_wait_holds_the_node_and_says_so_once(scene: Scene) -> None:
     [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
     assert "keep example.com/agent-not-ready:NoSchedule" in event.message
     scene.stays(node, True, 3.0)
+
+# --- a gate and an agent rule waiting for each other ---------------------------------------------
+
+GATE = {"key": "example.com/booting", "effect": "NoSchedule"}
+GATE_AND_AGENTS = """\
+startupGates:
+  - name: boot
+    match: {labels: {example.com/agents: POOL}}
+    taint: {key: example.com/booting, effect: NoSchedule}
+    readyWhen: {pods: {namespace: NAMESPACE, selector: {app: boot-init}}}
+""" + agent_rule("auto", "    namespaces: [NAMESPACE]\n")
+
+
+def deadlocked_daemon_sets(scene: Scene) -> None:
+    """The gate's init DaemonSet tolerates the gate, not the agent taint; the log agent the
+    agent taint, not the gate (docs/agents.md, "Rules that wait for each other")."""
+    tolerates_gate = [{"key": GATE["key"], "operator": "Exists"}]
+    scene.daemon_set("boot-init", tolerate=False, template={"tolerations": tolerates_gate})
+    scene.daemon_set("logs")
+
+
+def test_a_gate_and_an_agent_rule_waiting_for_each_other_are_refused_by_validate(
+    scene: Scene, tmp_path: Path
+) -> None:
+    """`nodegate validate rules.yaml --daemon-sets <(kubectl get ds -A -o yaml)`, on the
+    DaemonSets as the API server keeps them."""
+    deadlocked_daemon_sets(scene)
+    listed = subprocess.run(
+        [str(ensure_kubectl_built()), "get", "ds", "-A", "-o", "yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KUBECONFIG": str(scene.plane.kubeconfig_path)},
+    )
+    (tmp_path / "ds.yaml").write_text(listed.stdout)
+    (tmp_path / "rules.yaml").write_text(scene.rules(GATE_AND_AGENTS))
+
+    result = CliRunner().invoke(
+        app, ["validate", str(tmp_path / "rules.yaml"), "--daemon-sets", str(tmp_path / "ds.yaml")]
+    )
+
+    assert result.exit_code == 1
+    said = " ".join(result.stderr.split())
+    assert "startupGates[0]: startupGates 'boot' and nodeAgents 'agent' wait for each other" in said
+    assert (
+        f"add to {scene.namespace}/boot-init's spec.template.spec.tolerations "
+        f"{{key: {AGENT[0]}, operator: Exists, effect: {AGENT[1]}}}" in said
+    )
+
+
+def test_a_gate_and_an_agent_rule_waiting_for_each_other_are_reported_once_at_run_time(
+    scene: Scene,
+) -> None:
+    """Neither pod is ever made: the DaemonSet controller keeps the init pod off the agent
+    taint and the log agent off the gate. The rules' source hears of it once, however many
+    nodes show it, with the toleration that ends it."""
+    deadlocked_daemon_sets(scene)
+    scene.start(GATE_AND_AGENTS)
+    nodes = [scene.node(f"n{i}", taints=[GATE]) for i in range(2)]
+
+    [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentDeadlock")
+    assert "startupGates 'boot' and nodeAgents 'agent' wait for each other on node" in event.message
+    assert (
+        f"add to {scene.namespace}/boot-init's spec.template.spec.tolerations "
+        f"{{key: {AGENT[0]}, operator: Exists, effect: {AGENT[1]}}}" in event.message
+    )
+    time.sleep(2)  # more reconciles of both nodes say nothing new
+    [again] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentDeadlock")
+    assert (again.count or 1) == 1
+    for node in nodes:
+        assert scene.tainted(node) and scene.tainted(node, (GATE["key"], GATE["effect"]))
+        assert scene.pod_of("boot-init", node) is None and scene.pod_of("logs", node) is None
 
 
 def test_continuous_puts_the_taint_back_after_for_and_lifts_it_when_ready_again(

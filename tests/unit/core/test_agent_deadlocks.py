@@ -188,7 +188,8 @@ def test_listed_agents_that_skip_what_cannot_run_never_deadlock() -> None:
 
 
 def test_two_discovering_rules_never_deadlock() -> None:
-    """Discovery waits only for DaemonSets that run beside the other rules' taints."""
+    """Discovery waits only for DaemonSets that run beside the other rules' taints: here each
+    tolerates its own rule's taint only, so neither rule waits for either."""
     auto = rules(
         AGENTS
         + """\
@@ -197,8 +198,9 @@ def test_two_discovering_rules_never_deadlock() -> None:
     taint: {key: example.com/more-not-ready, effect: NoSchedule}
 """
     )
+    more = {"key": "example.com/more-not-ready", "operator": "Exists"}
     assert birth_deadlocks(auto) == ()
-    assert birth_deadlocks(auto, [daemon_set(LOGS, AGENT)]) == ()
+    assert birth_deadlocks(auto, [daemon_set(LOGS, AGENT), daemon_set("logging/more", more)]) == ()
 
 
 # --- on a node as it stands -----------------------------------------------------------------------
