@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Mapping
 
 from prometheus_client import Gauge
@@ -26,6 +25,7 @@ from nodegate.core.decisions.node_agents import (
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
+from nodegate.reconciler.nodes.shown_on_nodes import ShownOnNodes
 
 log = logging.getLogger(__name__)
 
@@ -38,24 +38,21 @@ class CannotRunReports:
         self._gauge = gauge
         self._source = source
         self._lock = threading.Lock()
-        self._by_node: dict[str, frozenset[CannotRunKey]] = {}
-        self._nodes: Counter[CannotRunKey] = Counter()
-        """How many nodes show each (rule, DaemonSet, reason)."""
+        self._shown: ShownOnNodes[CannotRunKey] = ShownOnNodes()
         self._actions: dict[str, str] = {}
         """Each rule's `cannotRun`, as last seen."""
 
     def saw(self, node: str, rules: NodeRules, agents: Mapping[str, AgentReadiness]) -> None:
         """One reconcile's look at the node's agents (`PlanFacts.agents`)."""
         keys = cannot_run(agents)
+        by_name = {r.name: r for r in rules.node_agents}
         with self._lock:
-            before = self._by_node.get(node, frozenset())
-            if keys == before:
+            changed = self._shown.show(node, keys)
+            if changed is None:
                 return
-            new = [k for k in keys - before if self._nodes[k] == 0]
-            self._move(node, before, keys)
-            by_name = {r.name: r for r in rules.node_agents}
+            before, new = changed
             self._actions.update((name, rule.cannot_run) for name, rule in by_name.items())
-            self._show(self._counts_of({(r, d) for r, d, _ in keys ^ before}))
+            self._show({(r, d) for r, d, _ in keys ^ before})
         for rule_name, daemon_set, refused in sorted(new):
             rule = by_name.get(rule_name)
             if rule is None:
@@ -67,35 +64,15 @@ class CannotRunReports:
     def forget(self, name: str, uid: str | None = None) -> None:
         """The node is gone (`NodeMemory`): it counts no more."""
         with self._lock:
-            before = self._by_node.get(name)
-            if before is None:
-                return
-            self._move(name, before, frozenset())
-            self._show(self._counts_of({(r, d) for r, d, _ in before}))
+            self._show({(r, d) for r, d, _ in self._shown.forget(name)})
 
-    def _move(
-        self, node: str, before: frozenset[CannotRunKey], after: frozenset[CannotRunKey]
-    ) -> None:
-        self._nodes.subtract(before)
-        self._nodes.update(after)
-        for key in before - after:
-            if self._nodes[key] <= 0:
-                del self._nodes[key]
-        if after:
-            self._by_node[node] = after
-        else:
-            self._by_node.pop(node, None)
-
-    def _counts_of(self, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """Nodes per (rule, DaemonSet), whatever the reason, for the pairs that changed."""
+    def _show(self, pairs: set[tuple[str, str]]) -> None:
+        """Set the gauge for these (rule, DaemonSet): nodes, whatever the reason (under the
+        lock: a count is never overwritten by an older one)."""
         counts = dict.fromkeys(pairs, 0)
-        for keys in self._by_node.values():
+        for keys in self._shown.by_node.values():
             for rule, daemon_set in {(r, d) for r, d, _ in keys} & pairs:
                 counts[rule, daemon_set] += 1
-        return counts
-
-    def _show(self, counts: dict[tuple[str, str], int]) -> None:
-        """Set the gauge (under the lock: a count is never overwritten by an older one)."""
         for (rule, daemon_set), nodes in counts.items():
             action = self._actions.get(rule, "skip")
             for other in {"skip", "wait"} - {action}:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
+from nodegate.reconciler.nodes.shown_on_nodes import ShownOnNodes
 
 log = logging.getLogger(__name__)
 
@@ -29,21 +29,14 @@ class DeadlockReports:
         self._recorder = recorder
         self._source = source
         self._lock = threading.Lock()
-        self._by_node: dict[str, frozenset[DeadlockKey]] = {}
-        self._nodes: Counter[DeadlockKey] = Counter()
-        """How many nodes show each deadlock."""
+        self._shown: ShownOnNodes[DeadlockKey] = ShownOnNodes()
 
     def saw(self, node: str, found: Iterable[Deadlock]) -> None:
         """One reconcile's look at the node (`NodeAgents.deadlocks`)."""
         by_key = {d.key: d for d in found}
-        keys = frozenset(by_key)
         with self._lock:
-            before = self._by_node.get(node, frozenset())
-            if keys == before:
-                return
-            new = [k for k in keys - before if self._nodes[k] == 0]
-            self._move(node, before, keys)
-        for key in new:
+            changed = self._shown.show(node, frozenset(by_key))
+        for key in changed[1] if changed is not None else []:
             message = by_key[key].message()
             log.warning(message, extra={"rules": ",".join(by_key[key].rules)})
             report_on_source(self._recorder, self._source(), "NodeAgentDeadlock", message)
@@ -51,19 +44,4 @@ class DeadlockReports:
     def forget(self, name: str, uid: str | None = None) -> None:
         """The node is gone (`NodeMemory`): it shows nothing more."""
         with self._lock:
-            before = self._by_node.get(name)
-            if before is not None:
-                self._move(name, before, frozenset())
-
-    def _move(
-        self, node: str, before: frozenset[DeadlockKey], after: frozenset[DeadlockKey]
-    ) -> None:
-        self._nodes.subtract(before)
-        self._nodes.update(after)
-        for key in before - after:
-            if self._nodes[key] <= 0:
-                del self._nodes[key]
-        if after:
-            self._by_node[node] = after
-        else:
-            self._by_node.pop(node, None)
+            self._shown.forget(name)
