@@ -14,6 +14,7 @@ from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL_VALUE,
     HandOver,
     encode_record,
+    record_configmap,
     record_name,
 )
 from nodegate.core.objects.label_records import StoredRecord, stored_record
@@ -70,16 +71,7 @@ class LabelRecords:
             self._api.replace_configmap(self.namespace, stored.name, {**stored.raw, "data": data})
             return stored.name, None
         name = record_name(handed.record.key)
-        body: RawObject = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": self.namespace,
-                "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
-            },
-            "data": data,
-        }
+        body: RawObject = record_configmap(self.namespace, name, data)
         self._api.create_configmap(self.namespace, body)
         try:
             self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)

@@ -82,6 +82,20 @@ def record_name(key: str) -> str:
     return RECORD_NAME_PREFIX + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
+def record_configmap(namespace: str, name: str, data: Mapping[str, str]) -> dict[str, object]:
+    """A new record's ConfigMap (the reconciler's store and `nodegate labels hand-over` alike)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
+        },
+        "data": dict(data),
+    }
+
+
 @dataclass(frozen=True)
 class LabelRecord:
     key: str

@@ -22,6 +22,7 @@ from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL_VALUE,
     LabelRecord,
     encode_record,
+    record_configmap,
 )
 from nodegate.core.objects.installation import quarantine_name
 from nodegate.core.objects.label_records import (
@@ -70,16 +71,7 @@ class LabelStore:
         """Create, or replace the version that was read (ConflictError if it changed)."""
         data = encode_record(record)
         if stored is None:
-            body: RawObject = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": name,
-                    "namespace": self.namespace,
-                    "labels": {RECORD_LABEL: RECORD_LABEL_VALUE},
-                },
-                "data": data,
-            }
+            body: RawObject = record_configmap(self.namespace, name, data)
             created = self._api.create_configmap(self.namespace, body)
             self._remember(created)
             return
