@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Callable
 from typing import Literal, TypeVar
 
 from nodegate.core.decisions.fencing import Term, deposed, refusal_term, stamped
 from nodegate.reconciler.kit.errors import PermanentError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence, LeaseTerm
-from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel
+from nodegate.reconciler.kit.kube import Api, RawObject
+from nodegate.reconciler.kit.reads_through import ReadsThrough
 
 log = logging.getLogger("nodegate.fence")
 
@@ -41,7 +41,7 @@ class FencedError(TemporaryError):
     """The API server's fence refused a write: its term of leadership is not the Lease's."""
 
 
-class FencedApi:
+class FencedApi(ReadsThrough):
     """`Api` whose writes go through the fence. `policy`: the fence policy's name, whose
     refusals are read (None: none are); `confirm(term)`: whether the Lease, read now, is still
     held under `term` (an error: the refusal's word stands)."""
@@ -55,7 +55,7 @@ class FencedApi:
         confirm: Callable[[LeaseTerm], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._policy = policy
         self._confirm = confirm
         self._fence = fence
@@ -158,35 +158,6 @@ class FencedApi:
     def within(self, seconds: float) -> FencedApi:
         """Its writes are already bounded, by the fence (`_fenced`)."""
         return self
-
-    # --- everything else, as is ------------------------------------------------------------------
-
-    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
-        return self._inner.list_page(selection, limit, continue_token)
-
-    def watch(
-        self,
-        selection: Selection,
-        resource_version: str,
-        timeout_seconds: int,
-        cancel: WatchCancel | None = None,
-    ) -> Iterator[tuple[str, RawObject]]:
-        return self._inner.watch(selection, resource_version, timeout_seconds, cancel)
-
-    def get_node(self, name: str) -> RawObject | None:
-        return self._inner.get_node(name)
-
-    def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        return self._inner.create_event(namespace, event)
-
-    def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        return self._inner.patch_event(namespace, name, merge_patch)
-
-    def read_configmap(self, namespace: str, name: str) -> RawObject | None:
-        return self._inner.read_configmap(namespace, name)
-
-    def server_time(self) -> datetime:
-        return self._inner.server_time()
 
     def _still_ours(self, term: Term) -> bool | None:
         """Whether the Lease, read now, is still held under `term` (the API server's view

@@ -23,8 +23,6 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Iterator
-from datetime import datetime
 from typing import Any, Self
 
 from nodegate.core.decisions.persisted_labels import RECORD_LABEL, RECORD_LABEL_VALUE
@@ -33,7 +31,8 @@ from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.reconciler.kit.errors import PermanentError
-from nodegate.reconciler.kit.kube import Api, Page, RawObject, Selection, WatchCancel
+from nodegate.reconciler.kit.kube import Api, RawObject
+from nodegate.reconciler.kit.reads_through import ReadsThrough
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.preview")
@@ -50,42 +49,15 @@ def installation_api(api: Api, dry_run: bool) -> Api:
     return PreviewApi(api)
 
 
-class PreviewApi:
+class PreviewApi(ReadsThrough):
     """`Api` that reads through `inner` and sends no write (see the module's docstring)."""
 
     def __init__(self, inner: Api) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._said: set[str] = set()
         self._lock = threading.Lock()
 
-    # --- reads, watches, Events and the time: as the installation's client ---------------------
-
-    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
-        return self._inner.list_page(selection, limit, continue_token)
-
-    def watch(
-        self,
-        selection: Selection,
-        resource_version: str,
-        timeout_seconds: int,
-        cancel: WatchCancel | None = None,
-    ) -> Iterator[tuple[str, RawObject]]:
-        return self._inner.watch(selection, resource_version, timeout_seconds, cancel)
-
-    def get_node(self, name: str) -> RawObject | None:
-        return self._inner.get_node(name)
-
-    def read_configmap(self, namespace: str, name: str) -> RawObject | None:
-        return self._inner.read_configmap(namespace, name)
-
-    def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        return self._inner.create_event(namespace, event)
-
-    def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        return self._inner.patch_event(namespace, name, merge_patch)
-
-    def server_time(self) -> datetime:
-        return self._inner.server_time()
+    # --- reads, watches, Events and the time: as the installation's client (ReadsThrough) ---
 
     def within(self, seconds: float) -> Self:
         bounded = copy.copy(self)  # the same record of what was said
