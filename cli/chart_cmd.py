@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from nodegate.cli.manifests_cmd import EXAMPLE_RULES, load_rules
+from nodegate.cli.manifests_cmd import EXAMPLE_RULES, load_rules, required_rules
 from nodegate.manifests.chart.files import chart_files
 
 
@@ -22,14 +22,15 @@ def chart(
         Path | None,
         typer.Option(
             "--rules",
-            help=f"The NodeRules file: the `rules` value's default, and the gates the chart's "
-            f"Deployment tolerates. Default: nodegate's example rules ({EXAMPLE_RULES}).",
+            help=f"The NodeRules file: the gates the chart's Deployment tolerates, and the "
+            f"rules of ci/example-values.yaml. Required (nodegate's example: --rules "
+            f"{EXAMPLE_RULES}).",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Write the Helm chart, generated from the same builder as `nodegate manifests`."""
-    files = chart_files(load_rules(rules))
+    files = chart_files(load_rules(required_rules(rules, "chart")))
     shutil.rmtree(out / "templates", ignore_errors=True)
     for name, text in files.items():
         path = out / name

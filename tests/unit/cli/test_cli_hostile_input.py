@@ -10,6 +10,7 @@ from typer.testing import CliRunner, Result
 
 from nodegate.cli.main import app
 from tests.unit.core.test_yaml_input import HEADER, alias_bomb
+from tests.unit.manifests.support import EXAMPLE_RULES
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "examples" / "rules.yaml"
@@ -134,7 +135,16 @@ def test_manifests_refuses_a_settings_alias_bomb_at_the_alias(tmp_path: Path) ->
     path.write_text(alias_bomb().replace(HEADER, ""))
 
     result = runner.invoke(
-        app, ["manifests", "--settings", str(path), "--image-repository", "r.example/nodegate"]
+        app,
+        [
+            "manifests",
+            "--rules",
+            str(EXAMPLE_RULES),
+            "--settings",
+            str(path),
+            "--image-repository",
+            "r.example/nodegate",
+        ],
     )
 
     assert result.exit_code == 1

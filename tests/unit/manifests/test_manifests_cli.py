@@ -14,8 +14,11 @@ from tests.unit.manifests.support import EXAMPLE_RULES, REPOSITORY
 runner = CliRunner()
 
 
+RULES = ["--rules", str(EXAMPLE_RULES)]
+
+
 def test_prints_yaml_documents_for_kubectl_apply() -> None:
-    result = runner.invoke(app, ["manifests", "--image-repository", REPOSITORY])
+    result = runner.invoke(app, ["manifests", *RULES, "--image-repository", REPOSITORY])
 
     assert result.exit_code == 0
     kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout) if d]
@@ -28,7 +31,7 @@ def test_without_an_image_repository_it_exits_1_and_says_what_to_give(
 ) -> None:
     monkeypatch.delenv("NODEGATE_IMAGE_REPOSITORY", raising=False)
 
-    result = runner.invoke(app, ["manifests"])
+    result = runner.invoke(app, ["manifests", *RULES])
 
     assert result.exit_code == 1
     assert result.stdout == ""
@@ -38,10 +41,32 @@ def test_without_an_image_repository_it_exits_1_and_says_what_to_give(
 def test_image_repository_can_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NODEGATE_IMAGE_REPOSITORY", "myacr.azurecr.io/nodegate")
 
-    result = runner.invoke(app, ["manifests", "--image-tag", "t1"])
+    result = runner.invoke(app, ["manifests", *RULES, "--image-tag", "t1"])
 
     assert result.exit_code == 0
     assert "image: myacr.azurecr.io/nodegate:t1\n" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [("manifests", ["--image-repository", REPOSITORY]), ("chart", ["--out", "unwritten"])],
+    ids=["manifests", "chart"],
+)
+def test_without_rules_it_exits_2_and_names_the_example_rather_than_deploying_it(
+    command: str, options: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    result = runner.invoke(app, [command, *options])
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert not (tmp_path / "unwritten").exists()
+    assert result.stderr == (
+        f"nodegate {command}: give --rules FILE, the NodeRules the reconciler enforces (there "
+        "are no default rules; for nodegate's example: --rules examples/rules.yaml, after "
+        "reading what it taints)\n"
+    )
 
 
 def test_invalid_rules_exit_1_with_validate_style_lines(tmp_path: Path) -> None:
@@ -89,7 +114,7 @@ def test_a_misspelt_setting_gets_a_did_you_mean(tmp_path: Path) -> None:
     settings = tmp_path / "settings.yaml"
     settings.write_text("image: {repository: r.example.com/nodegate}\nreplica: 3\n")
 
-    result = runner.invoke(app, ["manifests", "--settings", str(settings)])
+    result = runner.invoke(app, ["manifests", *RULES, "--settings", str(settings)])
 
     assert result.exit_code == 1
     assert f"{settings}: replica: unknown field 'replica'; did you mean 'replicas'?" in (
