@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from nodegate.core.decisions.init_pods import signal_pod
+from nodegate.core.decisions.re_registration import Departure, of_this_node
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Sighting,
@@ -109,7 +111,7 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     if met is not None:
         return met
     pods = facts.gate_pod_signals.get(gate.name, ())
-    if not any(_of_this_life(signal, node, gate) for signal in pods):
+    if not any(_of_this_life(signal, node, gate, facts.departed) for signal in pods):
         return None
     return "init pod is Ready"
 
@@ -177,16 +179,20 @@ def life_began(node: NodeState, gate: StartupGate, now: datetime) -> datetime | 
     return max(regated, node.created)
 
 
-def _of_this_life(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
+def _of_this_life(
+    signal: Sighting, node: NodeState, gate: StartupGate, departed: Departure | None
+) -> bool:
     """Whether an init pod's ready signal is evidence for this life of the gate: not from
     before the Node object existed, nor, after a reboot, from the previous boot.
 
     Against the Node's creation, the pod's last status write counts (both stamped by the API
     server, in whole seconds: the kubelet's write in the second the Node was created counts),
-    so a pod of an earlier Node of the same name, Ready before this one existed, does not.
+    so a pod of an earlier Node of the same name, Ready before this one existed, does not;
+    unless it was Ready for the Node object before this one, on this same machine in this same
+    boot (a Node deleted and registered again by a restarted kubelet), as for a node agent's
+    pod (`re_registration.of_this_node`).
     """
-    written = signal.status_written
-    if node.created is not None and (written is None or written < node.created):
+    if not of_this_node(node, signal_pod(signal), signal.status_written, departed):
         return False
     return _of_this_boot(signal, node, gate)
 

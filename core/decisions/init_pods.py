@@ -10,7 +10,7 @@ Also which pods make a node busy (a backfilled gate never goes on a node running
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -104,6 +104,23 @@ def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
         return replace(view, ready=previous.ready)
     seen = Sighting(token, now, previous is not None, view.status_written)
     return replace(view, ready=seen)
+
+
+def signal_pod(signal: Sighting) -> str:
+    """The uid of the pod a ready signal is of (`sighted`, `spec_signals`: `<uid>@...`)."""
+    return signal.token.split("@", 1)[0]
+
+
+def signal_writes(signals: Iterable[Sighting]) -> dict[str, datetime | None]:
+    """Pod uid -> the latest write its ready signals are dated by (`spec_signals`): what a
+    departure keeps of the init pods (`re_registration`)."""
+    found: dict[str, datetime | None] = {}
+    for signal in signals:
+        uid, written = signal_pod(signal), signal.status_written
+        before = found.get(uid)
+        if before is None or (written is not None and written > before):
+            found[uid] = written
+    return found
 
 
 def pod_source(spec: InitPods) -> PodSource:

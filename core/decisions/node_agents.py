@@ -3,7 +3,8 @@ there, and what the rule's taint does about it. Pure; the reconciler's DaemonSet
 informers and `nodegate explain` give it the same slim views.
 
 An agent is a DaemonSet's pod on the node (owned by that DaemonSet's uid, not being deleted,
-Ready, and not from before this Node object existed), or a CSI driver the node's CSINode lists.
+Ready, and Ready for this Node object: `re_registration`), or a CSI driver the node's CSINode
+lists.
 Whether the node has been without one long enough (`for`) is counted from nodegate's first
 sight of the episode (`sightings`), on the API server's clock; the episode is named by what
 was seen (which pod, its Ready condition's transition as written), so a pod replaced or Ready
@@ -25,6 +26,7 @@ from nodegate.core.decisions.daemon_set_placement import (
     tolerates,
 )
 from nodegate.core.decisions.init_pods import pod_is_ready, ready_transition, status_written
+from nodegate.core.decisions.re_registration import Departure, PodWrites, of_this_node
 from nodegate.core.decisions.sightings import ConditionKey
 from nodegate.core.rules.autoscalers import GATE_PREFIXES
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
@@ -266,23 +268,25 @@ def agent_readiness(
     pods: Iterable[AgentPod],
     csi_drivers: Mapping[str, bool],
     lifted: LiftedTaints = NOTHING_LIFTED,
+    departed: Departure | None = None,
 ) -> AgentReadiness:
     """The rule's agents on `node`: its listed DaemonSets (or, with `auto`, every DaemonSet that
-    would run a pod there, the taints in `lifted` aside), given the DaemonSet pods on the node
-    and the CSI drivers its own CSINode registered (`csi_nodes.registered_drivers`)."""
+    would run a pod there, the taints in `lifted` aside), given the DaemonSet pods on the node,
+    the CSI drivers its own CSINode registered (`csi_nodes.registered_drivers`) and, if nodegate
+    saw the Node object of its name before this one go, what it kept of it (`departed`)."""
     by_ref = {d.ref: d for d in daemon_sets}
     on_node = [p for p in pods if p.node == node.name]
     states: list[AgentState] = []
     if rule.discovers:
         for ds in sorted(by_ref.values(), key=lambda d: d.ref):
             if _discovered(rule, ds, node, lifted):
-                states.append(_daemon_set_state(rule, ds, node, on_node, lifted))
+                states.append(_daemon_set_state(rule, ds, node, on_node, lifted, departed))
     for ref in rule.listed_daemon_sets:
         found = by_ref.get(ref.ref)
         if found is None:
             states.append(AgentState(ref.ref, False, "DaemonSet not found", f"{ref.ref}:absent@"))
         else:
-            states.append(_daemon_set_state(rule, found, node, on_node, lifted))
+            states.append(_daemon_set_state(rule, found, node, on_node, lifted, departed))
     for driver in rule.csi_drivers:
         registered = driver.name in csi_drivers
         counts = registered and (csi_drivers[driver.name] or not driver.require_allocatable)
@@ -352,16 +356,17 @@ def _daemon_set_state(
     node: NodeState,
     on_node: list[AgentPod],
     lifted: LiftedTaints,
+    departed: Departure | None,
 ) -> AgentState:
     pods = sorted((p for p in on_node if p.owner_uid == ds.uid), key=lambda p: p.uid)
     for pod in pods:
-        if _ready_for_this_node(pod, node):
+        if _ready_for_this_node(pod, node, departed):
             return AgentState(ds.ref, True, "Ready")
     if pods:
         pod = pods[0]
         why = "pod terminating" if pod.terminating else "pod not Ready"
         if pod.ready and not pod.terminating:
-            why = "pod Ready before this Node object was created"
+            why = _ready_before(pod, departed)
         state = "terminating" if pod.terminating else pod.transition
         return AgentState(ds.ref, False, why, f"{ds.ref}:{pod.uid}:{state}")
     refused = _refused(rule, ds, node, lifted)
@@ -409,14 +414,33 @@ def cannot_run_message(rule: NodeAgentRule, daemon_set: str, refused: str, node:
     )
 
 
-def _ready_for_this_node(pod: AgentPod, node: NodeState) -> bool:
-    """Ready, staying, and Ready for this Node object: its status last written (the API
-    server's stamp) no earlier than the Node's creation, so the pod of an earlier Node of the
-    same name does not count."""
+def _ready_for_this_node(pod: AgentPod, node: NodeState, departed: Departure | None) -> bool:
+    """Ready, staying, and Ready for this Node object (`re_registration.of_this_node`): its
+    status last written no earlier than the Node's creation, or Ready for the Node object of its
+    name before this one on this same machine in this same boot; so the pod of an earlier Node
+    of the same name on another machine does not count."""
     if not pod.ready or pod.terminating:
         return False
-    written = pod.status_written
-    return node.created is None or (written is not None and written >= node.created)
+    return of_this_node(node, pod.uid, pod.status_written, departed)
+
+
+def _ready_before(pod: AgentPod, departed: Departure | None) -> str:
+    """Why a Ready pod does not count for the node, with what ends the wait."""
+    if departed is not None and pod.uid in departed.pods:
+        return (
+            "pod Ready on the machine this name had before (another bootID or systemUUID): "
+            "waiting for this machine's kubelet to write it Ready"
+        )
+    return (
+        "pod Ready before this Node object was created, on a machine nodegate cannot tell is "
+        "this one: it counts once its kubelet writes it again; delete the pod to have it made "
+        "again"
+    )
+
+
+def ready_agent_pods(pods: Iterable[AgentPod]) -> PodWrites:
+    """The Ready, staying pods of `pods`, with their status writes (what a departure keeps)."""
+    return {p.uid: p.status_written for p in pods if p.ready and not p.terminating}
 
 
 def agent_episodes(

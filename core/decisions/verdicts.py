@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from nodegate.core.decisions.node_agents import AgentReadiness
+from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.rules.model import Taint
 
@@ -51,6 +52,9 @@ class PlanFacts:
     budget_waiting: Mapping[str, str] = field(default_factory=dict)
     """Rule -> why its evicting taint waits for the eviction budget on this node
     (`eviction_budget.admit`): the rule's "want" becomes "keep", so the node stays as it is."""
+    departed: Departure | None = None
+    """What nodegate kept of the Node object of this name before this one, seen go
+    (`re_registration`): whether pods Ready before this Node was created count for it."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,14 @@ a sighting later.
 
 Format (`data["sightings.json"]`): {"version": 1, "nodes": {name: {"uid", "conditions":
 [{"type", "status", "token", "firstSeen", "witnessed"}]}}}.
+
+Beside it, under its own key, the Node objects nodegate saw go while pods were Ready for them
+(`re_registration.Departure`): a kubelet restarted inside the pod GC's grace registers a new
+Node of the name, and whether those pods count for it depends on the machine the old one
+reported, which no other object keeps once it is deleted. A few names at a time (each is
+dropped once its pods are gone or written again). Format (`data["departed.json"]`):
+{"version": 1, "nodes": {name: {"uid", "bootID", "systemUUID", "left", "pods": {uid:
+written or null}}}}.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
+from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.rule_outcomes import sightings_kept
 from nodegate.core.decisions.sightings import (
     ConditionKey,
@@ -34,6 +44,11 @@ from nodegate.core.text.stored_document import read_document
 
 SIGHTINGS_CONFIGMAP = "nodegate-sightings"
 SIGHTINGS_KEY = "sightings.json"
+DEPARTED_KEY = "departed.json"
+DEPARTED_VERSION = 1
+DEPARTED_LIMIT = 128 * 1024
+"""Bytes the departures may take: past it, those seen go first are left out (after a restart,
+such a name's pods count again only once written for the new Node)."""
 SIGHTINGS_VERSION = 1
 SIGHTINGS_LIMIT = 512 * 1024
 """Bytes the record may take (a ConfigMap holds 1 MiB): past it, the nodes sighted last are
@@ -131,3 +146,55 @@ def _nodes(document: dict[str, Any]) -> dict[str, NodeSightings]:
             conditions[key] = Sighting(str(c["token"]), first_seen, bool(c["witnessed"]))
         nodes[str(name)] = NodeSightings(str(entry["uid"]), conditions)
     return nodes
+
+
+def encode_departures(departed: Mapping[str, Departure]) -> dict[str, str]:
+    """The ConfigMap's data for the departures (none when there are none), within
+    `DEPARTED_LIMIT`, the latest seen go first."""
+    if not departed:
+        return {}
+    document: dict[str, Any] = {"version": DEPARTED_VERSION, "nodes": {}}
+    size = len(json.dumps(document))
+    latest_first = sorted(departed.items(), key=lambda item: (_left(item[1]), item[0]))
+    for name, gone in reversed(latest_first):
+        entry = {
+            "uid": gone.uid,
+            "bootID": gone.boot_id,
+            "systemUUID": gone.system_uuid,
+            "left": format_precise_time(gone.left) if gone.left is not None else None,
+            "pods": {
+                uid: format_precise_time(written) if written is not None else None
+                for uid, written in sorted(gone.pods.items())
+            },
+        }
+        size += len(json.dumps({name: entry})) + 1
+        if size > DEPARTED_LIMIT:
+            break
+        document["nodes"][name] = entry
+    return {DEPARTED_KEY: json.dumps(document, separators=(",", ":"), sort_keys=True)}
+
+
+def _left(gone: Departure) -> datetime:
+    return gone.left or datetime.min.replace(tzinfo=UTC)
+
+
+def decode_departures(data: Mapping[str, Any] | None) -> dict[str, Departure]:
+    """The departures a ConfigMap's data holds (none when it has none); SightingsRecordError
+    saying why they cannot be read."""
+    where = (SIGHTINGS_CONFIGMAP, DEPARTED_KEY)
+    found = read_document(data, where, DEPARTED_VERSION, _departures, SightingsRecordError)
+    return found or {}
+
+
+def _departures(document: dict[str, Any]) -> dict[str, Departure]:
+    departed = {}
+    for name, entry in document["nodes"].items():
+        pods = {str(uid): parse_time(written) for uid, written in entry["pods"].items()}
+        departed[str(name)] = Departure(
+            str(entry["uid"]),
+            str(entry["bootID"]),
+            str(entry["systemUUID"]),
+            pods,
+            parse_time(entry["left"]),
+        )
+    return departed
