@@ -117,13 +117,15 @@ def explain_live(
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
         signals, pods = cluster.gate_pods(rules, name, at)
         drivers = cluster.csi_drivers(rules, node)
+        departed = cluster.departure(node)
         facts = PlanFacts(
             now=at,
             previously_owned=cluster.previously_owned(),
             gate_pod_signals=signals,
             condition_sightings=cluster.condition_sightings(node),
             csi_drivers=drivers,
-            agents=cluster.agents(rules, node, drivers),
+            agents=cluster.agents(rules, node, drivers, departed),
+            departed=departed,
         )
         quarantined: tuple[str, ...] = ()
         persistent = rules.persistent_labels

@@ -41,6 +41,7 @@ from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
 )
+from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
 from nodegate.core.objects.installation import (
@@ -59,6 +60,7 @@ from nodegate.core.objects.label_records import (
 from nodegate.core.objects.sightings_record import (
     SIGHTINGS_CONFIGMAP,
     SightingsRecordError,
+    decode_departures,
     decode_sightings,
 )
 from nodegate.core.objects.status_record import (
@@ -284,6 +286,16 @@ class Cluster:
             return {}
         return stored.conditions if stored is not None and stored.uid == node.uid else {}
 
+    def departure(self, node: NodeState) -> Departure | None:
+        """What the leader kept of the Node object of the node's name before it, seen go
+        (`re_registration`), so explain counts a pod Ready before this Node was created as it
+        does; None when the record has none or cannot say."""
+        raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
+        try:
+            return decode_departures((raw or {}).get("data")).get(node.name)
+        except SightingsRecordError:
+            return None
+
     # --- gates, records, events -----------------------------------------------------------------
 
     def gate_pods(
@@ -332,10 +344,15 @@ class Cluster:
         return registered_drivers(slim_csinode(json_body(response)), node.uid)
 
     def agents(
-        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool]
+        self,
+        rules: NodeRules,
+        node: NodeState,
+        csi_drivers: Mapping[str, bool],
+        departed: Departure | None = None,
     ) -> dict[str, AgentReadiness]:
         """Each node-agent rule's agents on the node, read as the reconciler reads them: the
-        DaemonSets of the namespaces the rules read, and the DaemonSet pods on the node."""
+        DaemonSets of the namespaces the rules read, and the DaemonSet pods on the node (and
+        the Node object of its name before it, `departed`)."""
         if not rules.node_agents:
             return {}
         namespaces = rules.reads().agent_namespaces
@@ -353,7 +370,7 @@ class Cluster:
         ]
         lifted = lifted_taints(rules)
         return {
-            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted)
+            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted, departed)
             for rule in rules.node_agents
         }
 

@@ -153,6 +153,11 @@ class ConditionSightings:
             self._changed = False
             return dict(self._kept)
 
+    def kept(self) -> dict[str, NodeSightings]:
+        """What the record holds now (written with a change of the departures)."""
+        with self._lock:
+            return dict(self._kept)
+
     def changed_again(self) -> None:
         """The last `changes` could not be written: offer them again."""
         with self._lock:

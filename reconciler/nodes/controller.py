@@ -346,6 +346,7 @@ class Controller:
             return
         if old is not None and old.state.uid != new.state.uid:
             # Deleted and created again while the watch was down: a new node of the same name.
+            self._node_facts.went(key, old.state)
             self._forget_node(key, old.state.uid)
             old = None
         self._node_facts.saw(key, new.state)
@@ -364,6 +365,8 @@ class Controller:
         record is marked gone."""
         self._own_metrics.node_events.labels("deleted").inc()
         self.queue.discard(key)
+        if old is not None:
+            self._node_facts.went(key, old.state)
         self._forget_node(key, old.state.uid if old is not None else None)
         if old is None:
             return
@@ -421,25 +424,33 @@ class Controller:
         if time.monotonic() < self._next_sightings_save:
             return
         self._next_sightings_save = time.monotonic() + SAVE_INTERVAL_SECONDS
-        changed = self._node_facts.conditions.changes()
-        if changed is None:
+        facts = self._node_facts
+        changed, departed = facts.conditions.changes(), facts.departures.changes()
+        if changed is None and departed is None:
             return
         try:
-            self._sightings_store.save(changed)
+            self._sightings_store.save(
+                changed if changed is not None else facts.conditions.kept(),
+                departed if departed is not None else facts.departures.all(),
+            )
         except KubeError as err:
-            self._node_facts.conditions.changed_again()
+            facts.conditions.changed_again()
+            facts.departures.changed_again()
             self._own_metrics.errors.labels("sightings").inc()
             log.warning("sightings record not written", extra={"error": str(err)})
 
     def _load_sightings(self, stop: threading.Event) -> None:
-        """Read back the sightings the last leader kept (holds under way, re-gates), for as
-        long as the taint history is tried; without them those start again (later, never
-        earlier)."""
+        """Read back the sightings the last leader kept (holds under way, re-gates) and the
+        Node objects it saw go (`re_registration`), for as long as the taint history is tried;
+        without them those holds start again (later, never earlier), and the pods of a name
+        registered again count once written for the new Node."""
         backoff = Backoff()
         deadline = time.monotonic() + HISTORY_LOAD_SECONDS
         while not stop.is_set():
             try:
-                self._node_facts.conditions.restore(self._sightings_store.load())
+                sightings, departed = self._sightings_store.load()
+                self._node_facts.conditions.restore(sightings)
+                self._node_facts.departures.restore(departed)
                 return
             except KubeError as err:
                 if isinstance(err, TemporaryError) and time.monotonic() < deadline:
@@ -501,6 +512,7 @@ class Controller:
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
                 self._node_facts.conditions.keep_only(set(self.informer.cached_keys()))
+                self._node_facts.prune_departures()
             self._start_resync()
         self._running.clear()
         self.labels.follow(False, health)

@@ -20,9 +20,11 @@ from nodegate.core.decisions.init_pods import (
     pod_source,
     pods_read,
     sighted,
+    signal_writes,
     slim_pod,
     spec_signals,
 )
+from nodegate.core.decisions.re_registration import PodWrites
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.informer import Informer
@@ -105,6 +107,24 @@ class GatePods:
                 if signals := spec_signals(spec, pods):
                     result[name] = result.get(name, ()) + signals
         return result
+
+    def ready_pods(self, rules: NodeRules, node: str) -> PodWrites:
+        """The init pods bound to the name `node` showing a ready signal, with the write it is
+        dated by (what a departure keeps)."""
+        signals = self.signals(rules, node)
+        return signal_writes(s for found in signals.values() for s in found)
+
+    def bound(self, node: str) -> PodWrites | None:
+        """Every init pod bound to the name `node`, with its status write; None until every
+        informer has listed (a pod not listed yet is not gone)."""
+        with self._lock:
+            if not all(informer.synced.is_set() for informer, _ in self._informers.values()):
+                return None
+            return {
+                view.uid: view.status_written
+                for pods in self._by_node.values()
+                for view in pods.get(node, {}).values()
+            }
 
 
 def workload_pods_on(api: ListWatch, node: str) -> list[str]:

@@ -29,9 +29,11 @@ from nodegate.core.decisions.node_agents import (
     agents_matter,
     daemon_set_problems,
     lifted_taints,
+    ready_agent_pods,
     slim_agent_pod,
     slim_daemon_set,
 )
+from nodegate.core.decisions.re_registration import Departure, PodWrites
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
@@ -158,13 +160,18 @@ class NodeAgents:
             self._watching.on_node(node)
 
     def readiness(
-        self, rules: NodeRules, node: NodeState, csi_drivers: Mapping[str, bool] | None
+        self,
+        rules: NodeRules,
+        node: NodeState,
+        csi_drivers: Mapping[str, bool] | None,
+        departed: Departure | None = None,
     ) -> dict[str, AgentReadiness]:
         """Each node-agent rule's agents on `node`, for the rules whose namespaces are watched
         and synced, and whose CSI drivers are known (`csi_drivers` None: not listed yet); the
         others are left out, as are rules whose answer is not needed (the node does not match,
         or a bootstrapOnly taint already lifted): nothing is known of their agents, and their
-        taints are left as they are."""
+        taints are left as they are. `departed`: the Node object of its name before it, as
+        nodegate saw it go (`re_registration`)."""
         wanted = [r for r in rules.node_agents if agents_matter(r, node)]
         if not wanted:
             return {}
@@ -174,11 +181,27 @@ class NodeAgents:
             pods = self._by_node.on(node.name)
         lifted = lifted_taints(rules)
         return {
-            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers or {}, lifted)
+            rule.name: agent_readiness(
+                rule, node, daemon_sets, pods, csi_drivers or {}, lifted, departed
+            )
             for rule in wanted
             if _known(rule.reads().agent_namespaces, synced)
             and (csi_drivers is not None or not rule.csi_drivers)
         }
+
+    def ready_pods(self, node: str) -> PodWrites:
+        """The Ready agent pods bound to the name `node`, with their status writes (what a
+        departure keeps)."""
+        with self._lock:
+            return ready_agent_pods(self._by_node.on(node))
+
+    def bound(self, node: str) -> PodWrites | None:
+        """Every agent pod bound to the name `node`, with its status write; None until every
+        watched namespace has listed (a pod not listed yet is not gone)."""
+        with self._lock:
+            if not all(w.synced() for w in self._watched.values()):
+                return None
+            return {p.uid: p.status_written for p in self._by_node.on(node)}
 
     def problems(self, rules: NodeRules) -> tuple[str, ...]:
         """Listed DaemonSets that can never run where their rule's taint is, of the rules whose

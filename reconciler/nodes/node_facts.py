@@ -4,7 +4,8 @@ node's reconcile (`for_plan`).
 
 The facts come from the clock, the taints earlier rules owned (the taint history), what this
 leader has seen of the node over time (its conditions' episodes, `condition_sightings`, and its
-boots, `BootSightings`: both tables are kept here, sighted on every watch event by `saw`) and,
+boots, `BootSightings`: both tables are kept here, sighted on every watch event by `saw`; and
+the Node object of its name before it, seen go, `Departures`) and,
 for a reconcile only, its gates' init pods, its workload pods (the backfill check), the eviction
 budget's holds and the labels its record restores. `plan_facts` puts what was gathered together
 (pure).
@@ -12,6 +13,7 @@ budget's holds and the labels its record restores. `plan_facts` puts what was ga
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -21,6 +23,7 @@ from nodegate.core.decisions.node_agents import (
     agent_episodes,
     agent_types_unknown,
 )
+from nodegate.core.decisions.re_registration import Departure, departure, still_deciding
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
@@ -50,6 +53,7 @@ def plan_facts(
     workload_pods: int | None = None,
     budget_waiting: Mapping[str, str] | None = None,
     restored_labels: Mapping[str, str] | None = None,
+    departed: Departure | None = None,
 ) -> PlanFacts:
     """A node's facts from what was gathered about it; the keywords only a reconcile gathers
     (the guard plans every node without them)."""
@@ -65,6 +69,7 @@ def plan_facts(
         previous_boot_seen=boot.previous_last_seen if boot is not None else None,
         workload_pods=workload_pods,
         budget_waiting=budget_waiting or {},
+        departed=departed,
     )
 
 
@@ -84,6 +89,65 @@ class BootSightings:
 
     def forget(self, key: str) -> None:
         self._by_node.pop(key, None)
+
+
+class Departures:
+    """The Node objects this leader saw go while pods were Ready for them, by name
+    (`re_registration`): kept in the sightings record, so a restart between a Node's delete and
+    its name's next registration loses none; dropped once nothing they hold decides anything
+    (`still_deciding`). Set by the node informer's thread, read by any."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, Departure] = {}
+        self._changed = False
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Departure | None:
+        with self._lock:
+            return self._by_node.get(key)
+
+    def went(self, key: str, gone: Departure | None) -> None:
+        """The Node object of `key` went: what is kept of it (None: nothing) replaces what was
+        kept of the one before it."""
+        with self._lock:
+            self._set(key, gone)
+
+    def prune(self, kept: Callable[[str, Departure], Departure | None]) -> None:
+        """Keep of each departure what `kept` says still decides something."""
+        with self._lock:
+            for key, gone in list(self._by_node.items()):
+                self._set(key, kept(key, gone))
+
+    def restore(self, stored: Mapping[str, Departure]) -> None:
+        """The record as read at start (a departure seen by this process since stays)."""
+        with self._lock:
+            self._by_node = {**stored, **self._by_node}
+
+    def changes(self) -> dict[str, Departure] | None:
+        """What the record should now hold, if that changed since the last call."""
+        with self._lock:
+            if not self._changed:
+                return None
+            self._changed = False
+            return dict(self._by_node)
+
+    def all(self) -> dict[str, Departure]:
+        with self._lock:
+            return dict(self._by_node)
+
+    def changed_again(self) -> None:
+        """The last `changes` could not be written: offer them again."""
+        with self._lock:
+            self._changed = True
+
+    def _set(self, key: str, gone: Departure | None) -> None:
+        if self._by_node.get(key) == gone:
+            return
+        if gone is None:
+            del self._by_node[key]
+        else:
+            self._by_node[key] = gone
+        self._changed = True
 
 
 class NodeFacts:
@@ -122,11 +186,38 @@ class NodeFacts:
         self._agents = node_agents
         self.conditions = ConditionSightings()
         self.boots = BootSightings()
+        self.departures = Departures()
 
     def forget(self, name: str, uid: str | None = None) -> None:
-        """The node is gone (`NodeMemory`): its sightings and boots go."""
+        """The node is gone (`NodeMemory`): its sightings and boots go (what decides for the
+        next Node of its name was kept by `went`)."""
         self.conditions.forget(name)
         self.boots.forget(name)
+
+    def went(self, key: str, node: NodeState) -> None:
+        """The Node object `node` went (deleted, or replaced under its name while the watch was
+        down), before it is forgotten: keep the machine it reported and the pods Ready for it
+        (`re_registration.departure`), for the next Node of its name."""
+        rules = self._rules()
+        ready = dict(self._agents.ready_pods(key))
+        if rules is not None:
+            ready.update(self._gate_pods.ready_pods(rules, key))
+        boot = self.boots.get(key)
+        rebooted = boot.previous_last_seen if boot is not None else None
+        before = self.departures.get(key)
+        self.departures.went(key, departure(node, ready, before, self._now(), rebooted))
+
+    def prune_departures(self) -> None:
+        """Drop what the departures hold that no longer decides anything: pods gone, or written
+        again for the Node of their name (`re_registration.still_deciding`)."""
+
+        def kept(key: str, gone: Departure) -> Departure | None:
+            agents, inits = self._agents.bound(key), self._gate_pods.bound(key)
+            bound = None if agents is None or inits is None else {**inits, **agents}
+            cached = self._cached(key)
+            return still_deciding(gone, cached.state if cached is not None else None, bound)
+
+        self.departures.prune(kept)
 
     def saw(self, key: str, node: NodeState) -> None:
         """A watch event: sight the node's conditions and its boot (its agents are looked at
@@ -142,8 +233,16 @@ class NodeFacts:
         cached = self._cached(key)
         if judged is not None and judged.node_agents and cached is not None:
             drivers = self._csi_nodes.drivers(key, cached.state.uid)
-            agents = self._agents.readiness(judged, cached.state, drivers)
-        return plan_facts(now, self._previously_owned(), sightings, self.boots.get(key), agents)
+            departed = self.departures.get(key)
+            agents = self._agents.readiness(judged, cached.state, drivers, departed)
+        return plan_facts(
+            now,
+            self._previously_owned(),
+            sightings,
+            self.boots.get(key),
+            agents,
+            departed=self.departures.get(key),
+        )
 
     def for_plan(
         self,
@@ -169,6 +268,7 @@ class NodeFacts:
             workload_pods=self._gates.workload_pods(node, rules),
             budget_waiting=waiting,
             restored_labels=work.decision.restore if work is not None else None,
+            departed=self.departures.get(key),
         )
 
     def _sighted(
@@ -193,7 +293,8 @@ class NodeFacts:
             return self.conditions.look(key, node, rules, now), {}
         found: Mapping[str, AgentReadiness] = {}
         if agents and rules.node_agents:
-            found = self._agents.readiness(rules, node, self._csi_nodes.drivers(key, node.uid))
+            drivers = self._csi_nodes.drivers(key, node.uid)
+            found = self._agents.readiness(rules, node, drivers, self.departures.get(key))
         sighted = self.conditions.look(
             key,
             node,

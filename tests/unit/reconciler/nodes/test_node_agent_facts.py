@@ -16,8 +16,10 @@ from nodegate.core.decisions.node_agents import (
     AgentReadiness,
     agent_readiness,
     lifted_taints,
+    ready_agent_pods,
 )
 from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.re_registration import Departure, PodWrites
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.objects.sightings_record import (
     NodeSightings,
@@ -61,12 +63,20 @@ class Agents:
     def __init__(self) -> None:
         self.pods: list[AgentPod] = []
 
-    def readiness(self, found: NodeRules, on: NodeState, csi: Any) -> dict[str, AgentReadiness]:
+    def readiness(
+        self, found: NodeRules, on: NodeState, csi: Any, departed: Departure | None = None
+    ) -> dict[str, AgentReadiness]:
         sets = [daemon_set()]
         return {
-            r.name: agent_readiness(r, on, sets, self.pods, csi, lifted_taints(found))
+            r.name: agent_readiness(r, on, sets, self.pods, csi, lifted_taints(found), departed)
             for r in found.node_agents
         }
+
+    def ready_pods(self, name: str) -> PodWrites:
+        return ready_agent_pods(p for p in self.pods if p.node == name)
+
+    def bound(self, name: str) -> PodWrites | None:
+        return {p.uid: p.status_written for p in self.pods if p.node == name}
 
 
 def node_facts(
@@ -78,7 +88,9 @@ def node_facts(
         lambda: found,
         lambda key: cached if key == on.name else None,
         frozenset,
-        SimpleNamespace(signals=lambda r, k: {}),  # type: ignore[arg-type]
+        SimpleNamespace(  # type: ignore[arg-type]
+            signals=lambda r, k: {}, ready_pods=lambda r, k: {}, bound=lambda k: {}
+        ),
         SimpleNamespace(workload_pods=lambda n, r: None),  # type: ignore[arg-type]
         csi_nodes or SimpleNamespace(drivers=lambda k, u: {}),  # type: ignore[arg-type]
         agents,
@@ -207,6 +219,41 @@ def test_a_hold_a_restart_can_restore_is_not_left_out_for_sightings_it_would_dro
     nodes["worker-1"] = NodeSightings("uid-worker-1", {key: hold})
 
     assert "worker-1" in decode_sightings(encode_sightings(nodes))
+
+
+# --- a Node registered again under its name -------------------------------------------------
+
+
+def test_the_node_the_same_machine_registers_again_is_planned_with_the_pod_ready_for_the_last() -> (
+    None
+):
+    """`went`, as the old Node object goes, keeps the machine it reported and its Ready agent
+    pods (`re_registration`): the new Node object of that machine and boot, born with the
+    taint, has it lifted by the pod still running there; another machine's does not."""
+    gone = replace(NODE, boot_id="boot-1", system_uuid="machine-1")
+    agents = Agents()
+    agents.pods = [pod(written="2026-11-21T11:00:00Z")]  # before the new Node was created
+    for machine, lifted in (("machine-1", True), ("machine-7", False)):
+        again = replace(gone, uid="uid-node-a2", created=NOW, taints=(CNI_TAINT,))
+        again = replace(again, system_uuid=machine)
+        facts = node_facts(CONTINUOUS, Clock(), agents, on=again)
+        facts.went(again.name, gone)
+        removed = {c.taint.key for c in plan(again, CONTINUOUS, facts.of(again.name)).remove_taints}
+        assert (CNI_TAINT.key in removed) == lifted, machine
+
+
+def test_a_departure_is_kept_until_its_pods_are_gone() -> None:
+    gone = replace(NODE, boot_id="boot-1", system_uuid="machine-1")
+    agents = Agents()
+    agents.pods = [pod(written="2026-11-21T11:00:00Z")]
+    facts = node_facts(CONTINUOUS, Clock(), agents, on=replace(NODE, name="elsewhere"))
+    facts.went(gone.name, gone)
+    facts.prune_departures()
+    assert facts.departures.changes() == {gone.name: facts.departures.get(gone.name)}
+    agents.pods = []  # the pod GC deleted it
+    facts.prune_departures()
+    assert facts.departures.get(gone.name) is None
+    assert facts.departures.changes() == {}
 
 
 # --- NodeAgents.follow: pods of a namespace no longer watched ------------------------------
