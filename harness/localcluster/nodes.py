@@ -70,6 +70,9 @@ class SimNode:
     """The machine's SMBIOS UUID in status.nodeInfo; by default derived from the providerID,
     so a node registered again with the same providerID reports the same machine, as a real
     kubelet on the same instance does."""
+    boot_id: str = ""
+    """status.nodeInfo.bootID, as a kubelet registers it (its host's
+    /proc/sys/kernel/random/boot_id: the same across a kubelet restart, new at each boot)."""
 
     def body(self) -> dict[str, Any]:
         """The Node object; status is accepted on create for Nodes, as a kubelet registers."""
@@ -126,7 +129,7 @@ class SimNode:
                     "kubeProxyVersion": "",
                     "machineID": "",
                     "systemUUID": system_uuid,
-                    "bootID": "",
+                    "bootID": self.boot_id,
                 },
             },
         }

@@ -13,15 +13,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
+from nodegate.core.objects.sightings_record import DEPARTED_KEY, SIGHTINGS_CONFIGMAP
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.agent_scene import AGENT, Scene, scene
 
 __all__ = ["scene"]  # the shared fixture, used by name
 from tests.e2e.support.reconciler_fixtures import wait_for_event
+from tests.e2e.support.reconciler_process import test_state_namespace as state_namespace
 
 
 def agent_rule(daemon_sets: str, extra: str = "") -> str:
@@ -214,6 +217,103 @@ def test_bootstrap_only_never_puts_the_taint_back(scene: Scene) -> None:
     scene.wait_tainted(node, False)
     scene.fail(pod)
     scene.stays(node, False, 4.0)
+
+
+BOOT = "6f1c2e0a-boot-1"
+"""The machine's bootID: a kubelet restart keeps it, a reboot or another machine does not."""
+SECOND = 1.2
+"""Waited before a Node is deleted: a kubelet restart takes seconds, and a status write in the
+second the Node was created counts for it (the API server stamps whole seconds)."""
+
+
+def test_a_node_the_same_machine_registers_again_lifts_once_its_running_agent_is_ready(
+    scene: Scene,
+) -> None:
+    """`kubectl delete node`, then a kubelet restart inside the pod GC's grace: the same
+    machine, in the same boot, registers a new Node object of the name, born with the taint.
+    Its agent's pod kept running, Ready and bound to the name; the DaemonSet controller makes
+    no other, and its kubelet writes nothing new of it (a real kubelet does not either:
+    docs/agents.md, "Registered again"). nodegate recorded the machine the pod was Ready on
+    when the old Node went, so the taint goes."""
+    scene.start(agent_rule(NAMED))
+    scene.daemon_set("agent")
+    node = scene.node("n", boot_id=BOOT)
+    pod = scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    time.sleep(SECOND)
+
+    scene.delete_node(node)
+    scene.node("n", boot_id=BOOT)  # the same providerID: the same systemUUID
+    scene.wait_tainted(node, False)
+
+    again = scene.ready_pod_of("agent", node)
+    registered: Any = scene.core.read_node(node)
+    assert again.metadata.uid == pod.metadata.uid  # the same pod, not written since:
+    assert _status_written(again) < registered.metadata.creation_timestamp
+
+
+def test_a_new_machine_under_the_name_keeps_the_taint_until_its_own_pod_is_ready(
+    scene: Scene,
+) -> None:
+    """Another machine registers the name while the old machine's pod is still Ready and bound
+    to it: that pod says nothing of the new machine (another bootID and systemUUID), so the
+    taint stays until the new machine's kubelet, which takes the pod bound to its name, has
+    written it Ready."""
+    scene.start(agent_rule(NAMED))
+    scene.daemon_set("agent")
+    node = scene.node("n", boot_id=BOOT)
+    pod = scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    time.sleep(SECOND)
+
+    scene.delete_node(node)
+    scene.node("n", boot_id="0a9d44b1-boot-1", system_uuid="another-machine")
+    scene.stays(node, True, 3.0)
+    scene.fail(pod)  # the new kubelet starts the pod's containers: not Ready yet
+    scene.stays(node, True, 1.0)
+    scene.recover(pod)
+    scene.wait_tainted(node, False)
+
+
+def test_the_machine_a_departed_node_ran_survives_a_restart_before_it_registers_again(
+    scene: Scene,
+) -> None:
+    """Crash-only: the record of the machine the agent was Ready on is kept in
+    nodegate-sightings, so a reconciler started after the Node went still lifts it when the
+    same machine registers again."""
+    first = scene.start(agent_rule(NAMED))
+    scene.daemon_set("agent")
+    node = scene.node("n", boot_id=BOOT)
+    scene.ready_pod_of("agent", node)
+    scene.wait_tainted(node, False)
+    time.sleep(SECOND)
+
+    scene.delete_node(node)
+    wait_until(lambda: node in _departed(scene), 15, "the departure recorded")
+    first.stop()
+    scene.node("n", boot_id=BOOT)
+    scene.start(agent_rule(NAMED))
+    scene.wait_tainted(node, False)
+
+
+def _status_written(pod: Any) -> Any:
+    """The API server's stamp on the pod's last status write."""
+    return max(
+        entry.time for entry in pod.metadata.managed_fields or () if entry.subresource == "status"
+    )
+
+
+def _departed(scene: Scene) -> str:
+    """The record of departed Nodes, as stored (empty when there is none yet)."""
+    try:
+        record = scene.core.read_namespaced_config_map(
+            SIGHTINGS_CONFIGMAP, state_namespace(scene.plane.kubeconfig_path)
+        )
+    except ApiException as err:
+        if err.status == 404:
+            return ""
+        raise
+    return str((record.data or {}).get(DEPARTED_KEY) or "")
 
 
 def test_auto_follows_a_daemon_set_added_retargeted_and_deleted(scene: Scene) -> None:

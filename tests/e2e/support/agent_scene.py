@@ -16,7 +16,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import SimNode, create_node, wait_until
+from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     PAUSE_IMAGE,
@@ -83,16 +83,33 @@ class Scene:
         labels: dict[str, str] | None = None,
         tainted: bool = True,
         taints: list[dict[str, str]] | None = None,
+        boot_id: str = "",
+        system_uuid: str | None = None,
     ) -> str:
-        """A kwok node of the test's pool, born with the agent taint (`tainted`) and `taints`."""
+        """A kwok node of the test's pool, born with the agent taint (`tainted`) and `taints`,
+        reporting the machine `system_uuid` (by default, one of its name) in its boot
+        `boot_id`."""
         name = f"{self.name}-{suffix}"[:63]
         born = ([AGENT_TAINT] if tainted else []) + (taints or [])
+        labels = {**self.pool, **(labels or {})}
         create_node(
             self.core,
-            SimNode(name=name, labels={**self.pool, **(labels or {})}, taints=born, kwok=True),
+            SimNode(
+                name=name,
+                labels=labels,
+                taints=born,
+                kwok=True,
+                boot_id=boot_id,
+                system_uuid=system_uuid,
+            ),
         )
         self.stack.callback(self._delete_node, name)
         return name
+
+    def delete_node(self, name: str) -> None:
+        """`kubectl delete node`, waited until the Node is gone (its pods stay bound to the
+        name until the pod GC's 40 s grace ends)."""
+        delete_node(self.core, name)
 
     def _delete_node(self, name: str) -> None:
         try:
