@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster, RecordUnreadableError, RulesInForceUnknownError
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -33,7 +32,9 @@ from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.rules.node_file import parse_nodes
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import read_limited
-from nodegate.reconciler.kit.errors import KubeError
+
+if TYPE_CHECKING:
+    from nodegate.cli.live.cluster import Cluster
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
 
@@ -109,6 +110,11 @@ def explain_live(
 ) -> None:
     """Explain one node of the live cluster: read what the reconciler reads, plan with the one
     planner, and say what it waits for."""
+    # The cluster's shell (the Kubernetes client) is imported only here, for a live node:
+    # `explain --node FILE` never loads it.
+    from nodegate.cli.live.cluster import RecordUnreadableError  # noqa: PLC0415
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+
     try:
         node = cluster.node(name)
         if node is None:
@@ -161,6 +167,8 @@ def _rules_to_explain_with(
     reconciler has applied any rules yet) the rules ConfigMap's."""
     if rules_file is not None:
         return _load(rules_file), f"{rules_file} (what if: not the rules in force)", None
+    from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415
+
     try:
         published = cluster.rules_in_force()
     except RulesInForceUnknownError as err:

@@ -88,6 +88,7 @@ class Group(TyperGroup):
                 formatter.write_dl(rows)
 
 
-def typer_app(**settings: Any) -> typer.Typer:
-    """A typer app (or sub-app) with this help; give its commands `cls=Command`."""
-    return typer.Typer(cls=Group, rich_markup_mode=None, **settings)
+def typer_app(cls: type[Group] = Group, **settings: Any) -> typer.Typer:
+    """A typer app (or sub-app) with this help (`cls`: a kind of `Group`, such as
+    `nodegate.cli.lazy_group.LazyGroup`); give its commands `cls=Command`."""
+    return typer.Typer(cls=cls, rich_markup_mode=None, **settings)

@@ -2,6 +2,10 @@
 
 The same app is installed as `kubectl-nodegate`, so kubectl runs it as a plugin
 (`kubectl nodegate status`); `--install-completion` / `--show-completion` are typer's own.
+
+The commands are imported when they run (`nodegate.cli.lazy_group`): `nodegate --help`, a TAB
+or `nodegate validate` never load the Kubernetes client, the reconciler or the chart generator.
+A new command is a line in `COMMANDS`.
 """
 
 from __future__ import annotations
@@ -10,39 +14,98 @@ import contextlib
 import os
 import sys
 
-from nodegate.cli.chart_cmd import chart
-from nodegate.cli.demo_cmd import demo
-from nodegate.cli.explain_cmd import explain
-from nodegate.cli.help_format import Command, typer_app
-from nodegate.cli.labels_cmd import app as labels_app
-from nodegate.cli.manifests_cmd import manifests
-from nodegate.cli.migrate_cmd import app as migrate_app
-from nodegate.cli.plan_cmd import plan_rules
-from nodegate.cli.reconcile_cmd import reconcile
-from nodegate.cli.render_cmd import render
-from nodegate.cli.schema_cmd import schema
-from nodegate.cli.status_cmd import status
-from nodegate.cli.validate_cmd import validate
+from nodegate.cli.help_format import typer_app
+from nodegate.cli.lazy_group import LazyCommand, LazyGroup
+
+COMMANDS = (
+    LazyCommand(
+        "validate",
+        "nodegate.cli.validate_cmd:validate",
+        "Check rules files; print every problem as FILE:LINE:COL: path: message.",
+    ),
+    LazyCommand(
+        "schema",
+        "nodegate.cli.schema_cmd:schema",
+        "Print the JSON Schema (use with yaml-language-server's `$schema` modeline).",
+    ),
+    LazyCommand(
+        "explain",
+        "nodegate.cli.explain_cmd:explain",
+        "Show each rule's verdict on a node, the exact change nodegate would make, and what it "
+        "waits for.",
+    ),
+    LazyCommand(
+        "status",
+        "nodegate.cli.status_cmd:status",
+        "The reconciler at a glance: leader, rules in force, held update, gated nodes, taints, "
+        "eviction budget, label records, recent Warnings.",
+    ),
+    LazyCommand(
+        "plan",
+        "nodegate.cli.plan_cmd:plan_rules",
+        "Preview the change new rules would make on the live cluster, node by node, and whether "
+        "the reconciler would hold them.",
+    ),
+    LazyCommand(
+        "render",
+        "nodegate.cli.render_cmd:render",
+        "Print what a pool's nodes will be born with (user_data, kubelet flags or AKS lists).",
+    ),
+    LazyCommand(
+        "demo",
+        "nodegate.cli.demo_cmd:demo",
+        "Play nodegate's whole job on a local cluster: born tainted, gated, kept true.",
+    ),
+    LazyCommand(
+        "reconcile",
+        "nodegate.cli.reconcile_cmd:reconcile",
+        "Keep every node's labels and taints what the rules want, for the life of the node.",
+    ),
+    LazyCommand(
+        "manifests",
+        "nodegate.cli.manifests_cmd:manifests",
+        "Print the reconciler's Kubernetes objects as YAML: nodegate manifests | kubectl apply "
+        "-f -",
+    ),
+    LazyCommand(
+        "chart",
+        "nodegate.cli.chart_cmd:chart",
+        "Write the Helm chart, generated from the same builder as `nodegate manifests`.",
+    ),
+    LazyCommand(
+        "labels",
+        "nodegate.cli.labels_cmd:app",
+        "Inspect and drop persisted-label records.",
+    ),
+    LazyCommand(
+        "migrate",
+        "nodegate.cli.migrate_cmd:app",
+        "Print the rules that replace another tool's settings (validated; notes on what behaves "
+        "differently come first, as comments).",
+    ),
+)
+"""Every command: its name, where it lives, and its line in `nodegate --help` (the first
+sentence of its help; tests/unit/cli/test_lazy_commands.py checks the two agree)."""
+
+
+class Commands(LazyGroup):
+    lazy_commands = COMMANDS
+
 
 app = typer_app(
+    cls=Commands,
     name="nodegate",
     help="Nodes born with the right taints and labels, kept true by a reconciler.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
 )
-app.command("validate", cls=Command)(validate)
-app.command("schema", cls=Command)(schema)
-app.command("explain", cls=Command)(explain)
-app.command("status", cls=Command)(status)
-app.command("plan", cls=Command)(plan_rules)
-app.command("render", cls=Command)(render)
-app.command("demo", cls=Command)(demo)
-app.command("reconcile", cls=Command)(reconcile)
-app.command("manifests", cls=Command)(manifests)
-app.command("chart", cls=Command)(chart)
-app.add_typer(labels_app, name="labels")
-app.add_typer(migrate_app, name="migrate")
+
+
+@app.callback()
+def nodegate() -> None:
+    """The group itself: typer makes a group of an app with a callback (its commands are all
+    in `COMMANDS`, none registered with typer)."""
 
 
 def kubectl_complete() -> None:

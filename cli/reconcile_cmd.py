@@ -14,7 +14,6 @@ import typer
 from pydantic import ValidationError
 
 from nodegate.core.text.flags import FlagSpec, flags, values_from_flags
-from nodegate.reconciler.main import run
 from nodegate.reconciler.settings import ReconcilerSettings
 
 FLAGS = flags(ReconcilerSettings)
@@ -35,6 +34,16 @@ def reconcile(**given: Any) -> None:
             typer.echo(f"nodegate reconcile: {_problem(error['loc'], error['msg'])}", err=True)
         raise typer.Exit(2) from err
     raise typer.Exit(run(settings))
+
+
+def run(settings: ReconcilerSettings) -> int:
+    """Run the reconciler until it stops (its exit code).
+
+    Its entry point (the Kubernetes client, the webhook, the controller) is imported here, when
+    it runs: `nodegate reconcile --help` or a bad flag needs the settings model only."""
+    from nodegate.reconciler.main import run as run_reconciler  # noqa: PLC0415
+
+    return run_reconciler(settings)
 
 
 def _problem(loc: tuple[int | str, ...], message: str) -> str:

@@ -1,18 +1,25 @@
 """The options the day-2 commands share: which cluster (as kubectl finds it) and where the
-reconciler keeps its things (the shipped manifests' names by default)."""
+reconciler keeps its things (the shipped manifests' names by default).
+
+The cluster's shell (`cluster`, `label_records`: the Kubernetes client) is imported when a
+command connects, not with these options: `nodegate explain --node FILE` declares them and
+never talks to a cluster.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from nodegate.cli.live.cluster import ApiClient, Cluster, Where, api_client
-from nodegate.cli.live.label_records import LabelRecords
 from nodegate.core.objects.installation import DEFAULT_LEASE
+
+if TYPE_CHECKING:
+    from nodegate.cli.live.cluster import ApiClient, Cluster
+    from nodegate.cli.live.label_records import LabelRecords
 
 Kubeconfig = Annotated[
     Path | None,
@@ -59,16 +66,22 @@ def connect(
     rules_configmap: str | None,
     lease: str = DEFAULT_LEASE,
 ) -> Cluster:
+    from nodegate.cli.live.cluster import Cluster, Where  # noqa: PLC0415  (see the docstring)
+
     where = Where(namespace=namespace, rules_configmap=rules_configmap, lease=lease)
     return Cluster(_kube_client(kubeconfig, context), where)
 
 
 def label_records(kubeconfig: Path | None, context: str | None, namespace: str) -> LabelRecords:
+    from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415
+
     return LabelRecords(_kube_client(kubeconfig, context), namespace)
 
 
 def _kube_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
     """The cluster kubectl would talk to (`api_client`), or a one-line error and exit 1."""
+    from nodegate.cli.live.cluster import api_client  # noqa: PLC0415
+
     try:
         return api_client(kubeconfig, context)
     # A missing or broken kubeconfig is the user's to fix: say so in one line, as kubectl does.
