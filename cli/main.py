@@ -13,6 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from typing import Annotated
+
+import typer
 
 from nodegate.cli.help_format import typer_app
 from nodegate.cli.lazy_group import LazyCommand, LazyGroup
@@ -83,6 +86,11 @@ COMMANDS = (
         "Print the rules that replace another tool's settings (validated; notes on what behaves "
         "differently come first, as comments).",
     ),
+    LazyCommand(
+        "version",
+        "nodegate.cli.version_cmd:version",
+        "Print nodegate's version and the image tag it deploys.",
+    ),
 )
 """Every command: its name, where it lives, and its line in `nodegate --help` (the first
 sentence of its help; tests/unit/cli/test_lazy_commands.py checks the two agree)."""
@@ -99,13 +107,32 @@ app = typer_app(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    # `-h` as well as `--help`, for every command (click hands it down to subcommands).
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from nodegate.manifests.version import package_version  # noqa: PLC0415  (only when asked)
+
+        typer.echo(f"nodegate {package_version()}")
+        raise typer.Exit
+
+
 @app.callback()
-def nodegate() -> None:
-    """The group itself: typer makes a group of an app with a callback (its commands are all
-    in `COMMANDS`, none registered with typer)."""
+def nodegate(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print nodegate's version and exit (`nodegate version`: the image tag too).",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """Options before the command (`nodegate --version`)."""
 
 
 def kubectl_complete() -> None:

@@ -75,11 +75,13 @@ def tab(*words: str) -> dict[str, str]:
     ("args", "env"),
     [
         (["--help"], None),
+        (["-h"], None),
+        (["--version"], None),
         ([], tab("")),
         ([], tab("validate", "--")),
         (["validate", RULES], None),
     ],
-    ids=["help", "tab-commands", "tab-validate-options", "validate"],
+    ids=["help", "h", "version", "tab-commands", "tab-validate-options", "validate"],
 )
 def test_help_a_tab_and_validate_load_no_cluster_client_reconciler_or_templates(
     args: list[str], env: dict[str, str] | None
