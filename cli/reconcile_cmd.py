@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
@@ -57,6 +57,8 @@ def _option(spec: FlagSpec) -> inspect.Parameter:
     """The typer option of one flag: its type, default and help come from the field."""
     decl = f"--{spec.name}/--no-{spec.name}" if spec.switch else f"--{spec.name}"
     kind: Any = Path if spec.kind is Path else spec.kind
+    if spec.choices:  # typer offers a Literal's values as the flag's choices
+        kind = Literal.__getitem__(spec.choices)
     if spec.repeatable:
         kind = list[kind] | None
     elif spec.default is None and not spec.switch:

@@ -68,6 +68,8 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     values: dict[str, Any] = {
         "rules_configmap": f"{settings.namespace}/{settings.rules_config_map}",
         "http_port": settings.http_port,
+        "log_level": settings.log_level,
+        "log_format": settings.log_format,
         "leader_election": {
             "lease_namespace": settings.namespace,
             "lease_name": settings.leader_election.lease_name,

@@ -19,6 +19,8 @@ from nodegate.core.objects.installation import (
     DEFAULT_NAME,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
+    LogFormat,
+    LogLevel,
 )
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
@@ -286,6 +288,11 @@ class DeploySettings(Documented):
     by the workloads it lets in. None (`""` in the chart): the cluster's default priority."""
     http_port: int = Field(default=8080, ge=1, le=65535)
     """Container port of /healthz, /readyz and /metrics."""
+    log_level: LogLevel = "info"
+    """The least severe of the reconciler's log lines written: debug, info, warning or error."""
+    log_format: LogFormat = "json"
+    """json (one object a line, the context as keys: for a log pipeline) or text (a line a
+    person reads, the context as key=value)."""
     node_selector: dict[LabelKey, LabelValue] = Field(
         default_factory=lambda: {"kubernetes.io/os": "linux"}
     )

@@ -62,7 +62,9 @@ def run(
     stop) and `log_stream` (nodegate's JSON logs go there instead of stderr).
     """
     in_process = stop is not None
-    configure_logging(stream=log_stream, root=not in_process)
+    configure_logging(
+        settings.log_level, settings.log_format, stream=log_stream, root=not in_process
+    )
     stop = stop or threading.Event()
     parts = _build(settings)
     frozen = 0

@@ -21,6 +21,8 @@ from nodegate.core.objects.installation import (
     DEFAULT_LEASE,
     DEFAULT_NAME,
     RULES_KEY,
+    LogFormat,
+    LogLevel,
     fence_policy_name,
 )
 from nodegate.core.text.flags import Flag, FlagGroup
@@ -180,6 +182,11 @@ class ReconcilerSettings(BaseModel):
     """Port for /healthz, /readyz and /metrics (0 picks a free port)."""
     http_address: str = "0.0.0.0"
     """Address of the /healthz, /readyz and /metrics server."""
+    log_level: LogLevel = "info"
+    """The least severe log lines written: debug, info, warning or error."""
+    log_format: LogFormat = "json"
+    """json (one object a line, the context as keys: for a log pipeline) or text (a line a
+    person reads, the context as key=value)."""
     event_namespace: str = "default"
     """Namespace for Events about Nodes (cluster-scoped objects' events live in 'default')."""
     state_namespace: str | None = None

@@ -5,6 +5,8 @@ modules. Pure."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 DEFAULT_NAMESPACE = "nodegate-system"
 """The reconciler's namespace: its rules ConfigMap, Lease and records."""
 DEFAULT_NAME = "nodegate-reconciler"
@@ -15,6 +17,13 @@ RULES_KEY = "rules.yaml"
 """Key of the rules text in the rules ConfigMap (and in the status record)."""
 QUARANTINE_INFIX = "-quarantined-"
 """An unreadable record's copy is named `<record><infix><stamp>`."""
+
+LogLevel = Literal["debug", "info", "warning", "error"]
+"""The least severe of the reconciler's log lines written (its `--log-level`, the deploy
+setting `logLevel`)."""
+LogFormat = Literal["json", "text"]
+"""How each log line is written: `json`, one object a line with the context as keys, for a log
+pipeline; `text`, a line a person reads (its `--log-format`, the deploy setting `logFormat`)."""
 
 
 def fence_policy_name(installation: str) -> str:

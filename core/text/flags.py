@@ -17,7 +17,7 @@ import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -54,7 +54,8 @@ class FlagSpec:
     path: tuple[str, ...]
     """Field names from the model down to the field, e.g. ('leader_election', 'lease_name')."""
     kind: type
-    """The value's type, None and the tuple stripped (str, int, float, bool, Path)."""
+    """The value's type, None and the tuple stripped (str, int, float, bool, Path; str for a
+    `Literal` of strings)."""
     default: Any
     """The field's default; None where the field has a factory or the flag enables a group."""
     help: str
@@ -65,6 +66,8 @@ class FlagSpec:
     """A bool field: `--name` / `--no-name`."""
     enables_group: bool = False
     """Giving this flag turns its optional group on."""
+    choices: tuple[str, ...] = ()
+    """The values a `Literal[...]` field allows, in its order (empty: any value of `kind`)."""
 
 
 class FlagDeclarationError(TypeError):
@@ -136,7 +139,8 @@ def _spec(
 ) -> FlagSpec:
     marker = _marker(field, Flag)
     flag = prefix + (marker.name if marker else name.replace("_", "-"))
-    kind, repeatable = _kind(field.annotation)
+    choices = _choices(field.annotation)
+    kind, repeatable = (str, False) if choices else _kind(field.annotation)
     if kind not in (str, int, float, bool, Path):
         raise FlagDeclarationError(f"{model.__name__}.{name}: {field.annotation} as a flag")
     if not field.description:
@@ -150,7 +154,17 @@ def _spec(
         help=" ".join(field.description.split()),
         repeatable=repeatable,
         switch=kind is bool,
+        choices=choices,
     )
+
+
+def _choices(annotation: Any) -> tuple[str, ...]:
+    """The values of a `Literal` of strings (None stripped); () for any other type."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        present = [a for a in get_args(annotation) if a is not type(None)]
+        return _choices(present[0]) if len(present) == 1 else ()
+    values = get_args(annotation) if get_origin(annotation) is Literal else ()
+    return values if values and all(isinstance(v, str) for v in values) else ()
 
 
 def _kind(annotation: Any) -> tuple[type, bool]:

@@ -176,3 +176,37 @@ def test_an_invalid_value_names_its_flag_and_exits_2(
     assert result.exit_code == 2
     assert result.stderr == f"nodegate reconcile: {message}\n"
     assert ran == []
+
+
+def test_log_level_and_format_are_flags_with_their_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = _settings_from(
+        ["--rules-file=r.yaml", "--log-level=debug", "--log-format=text"], monkeypatch
+    )
+
+    assert (parsed.log_level, parsed.log_format) == ("debug", "text")
+    assert "--log-format <json|text>" in runner.invoke(app, ["reconcile", "-h"]).stdout
+
+
+def test_logs_are_json_at_info_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = _settings_from(["--rules-file=r.yaml"], monkeypatch)
+
+    assert (parsed.log_level, parsed.log_format) == ("info", "json")
+
+
+@pytest.mark.parametrize(
+    ("flag", "offered"),
+    [("--log-format=xml", "'json', 'text'"), ("--log-level=trace", "'debug', 'info'")],
+    ids=["format", "level"],
+)
+def test_a_log_setting_outside_its_choices_is_refused_naming_them(
+    flag: str, offered: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[Any] = []
+    monkeypatch.setattr(reconcile_cmd, "run", ran.append)
+
+    result = runner.invoke(app, ["reconcile", "--rules-file=r.yaml", flag])
+
+    assert result.exit_code == 2
+    assert f"Invalid value for '{flag.partition('=')[0]}'" in result.stderr
+    assert offered in result.stderr
+    assert ran == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -119,3 +119,35 @@ def test_a_field_without_a_docstring_cannot_be_a_flag() -> None:
 
     with pytest.raises(FlagDeclarationError, match="no docstring"):
         flags(Undocumented)
+
+
+class Logging(BaseModel):
+    model_config = DOCSTRINGS
+
+    log_format: Literal["json", "text"] = "json"
+    """How each line is written."""
+    log_level: Literal["info", "debug"] | None = None
+    """How much is written."""
+
+
+def test_a_literal_field_is_a_flag_offering_its_values_in_their_order() -> None:
+    log_format, log_level = flags(Logging)
+
+    assert (log_format.kind, log_format.choices, log_format.default) == (
+        str,
+        ("json", "text"),
+        "json",
+    )
+    assert (log_level.kind, log_level.choices, log_level.default) == (str, ("info", "debug"), None)
+
+
+def test_a_literal_flag_round_trips_through_argv() -> None:
+    argv = flag_argv(Logging, {"log_format": "text", "log_level": "debug"})
+
+    assert argv == ["--log-format=text", "--log-level=debug"]
+    parsed = values_from_flags(Logging, {"log-format": "text", "log-level": "debug"})
+    assert Logging.model_validate(parsed) == Logging(log_format="text", log_level="debug")
+
+
+def test_a_flag_of_any_other_kind_offers_no_choices() -> None:
+    assert {spec.choices for spec in flags(Settings)} == {()}

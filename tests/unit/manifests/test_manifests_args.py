@@ -46,6 +46,19 @@ def test_deployment_args_parse_into_the_intended_settings(monkeypatch: pytest.Mo
     assert settings.leader_election.lease_name == "nodegate-reconciler"
 
 
+def test_the_log_deploy_settings_are_the_reconcilers_log_flags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = one(build(), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    asked = one(build(logLevel="warning", logFormat="text"), "Deployment")["spec"]["template"][
+        "spec"
+    ]["containers"][0]
+
+    assert {"--log-level=info", "--log-format=json"} <= set(default["args"])
+    settings = _parse_with_the_real_cli(asked["args"], monkeypatch)
+    assert (settings.log_level, settings.log_format) == ("warning", "text")
+
+
 def test_a_misspelt_flag_is_refused_by_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     from nodegate.cli import reconcile_cmd
 
@@ -79,6 +92,7 @@ DEPLOYMENTS = {
     "own-lease": {"leaderElection": {"leaseName": "ng-lease"}},
     "webhook-self-signed": {"webhook": {"port": 10250}},
     "webhook-cert-manager": {"webhook": {"certManager": {"name": "issuer"}}},
+    "text-logs-at-debug": {"logLevel": "debug", "logFormat": "text"},
 }
 
 
