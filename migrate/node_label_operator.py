@@ -69,7 +69,8 @@ def convert_node_label_operator(
         "--prometheus-rule` writes.",
         f"METRICS_PORT ({settings.metrics_port}): nodegate serves /metrics with /healthz and "
         "/readyz on --http-port (default 8080).",
-        f"LOG_LEVEL ({settings.log_level}) has no counterpart: nodegate logs JSON lines at INFO.",
+        f"LOG_LEVEL ({settings.log_level}): nodegate's is --log-level (debug, info, warning or "
+        "error; logLevel in the deploy settings), JSON lines unless --log-format text.",
     ]
     return Conversion(
         command=COMMAND,

@@ -37,7 +37,8 @@ NOTES = (
     "'Kaputt'. Where you relied on a partial match, write '.*(?:PATTERN).*'.",
     "A node already carrying the rule's key and effect with another value: Tainter left it "
     "alone; nodegate owns key:effect and sets the rule's value.",
-    "[log] max_level has no counterpart: nodegate logs JSON lines at INFO.",
+    "[log] max_level: nodegate's is --log-level (debug, info, warning or error; logLevel in "
+    "the deploy settings), JSON lines unless --log-format text.",
     "[server] host and port (Tainter's /health): nodegate serves /healthz, /readyz and "
     "/metrics on --http-port (default 8080).",
 )
