@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
-from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
@@ -53,7 +53,7 @@ def check_rules_file(path: str | Path) -> Checked:
         data = read_limited(path)
     except OSError as err:
         raise RulesError([Problem(0, 0, source, (), f"cannot read file: {err.strerror}")]) from err
-    tree, positions = read_yaml(data, source)
+    tree, positions = read_yaml(data, source, keep_going=True)
     return check_rules_data(tree, source, positions)
 
 
@@ -61,7 +61,7 @@ def parse_rules(data: str | bytes, source: str = "<rules>") -> NodeRules:
     """Validate rules given as YAML, raw bytes or text, from any source (a file, a ConfigMap
     value, a mounted file); `source` names it in error messages. Every refusal, from a byte
     that is not UTF-8 to an alias bomb, is a RulesError (see `nodegate.core.text.yaml_input`)."""
-    tree, positions = read_yaml(data, source)
+    tree, positions = read_yaml(data, source, keep_going=True)
     return rules_from_data(tree, source, positions)
 
 
@@ -111,7 +111,10 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
                 )
             ]
         )
-    problems = [
+    problems = [*positions.problems]  # the reader's, where it could go on (repeated keys)
+    if (foreign := foreign_document(data)) is not None:  # its fields would only be noise
+        raise RulesError([*problems, Problem(*_position(positions, ("kind",)), source, *foreign)])
+    problems += [
         Problem(*_position(positions, path), source, path, message)
         for path, message in cross_rule_problems(data)
     ]
@@ -136,6 +139,59 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
         raise RulesError(problems)
     warnings = tuple(sorted({p for p in findings if p.severity == "warning"}))
     return Checked(rules, warnings, source, positions)
+
+
+MIGRATED_KINDS = {"NodeReadinessRule": "node-readiness-controller"}
+"""Other tools' Kubernetes kinds `nodegate migrate` converts, with its subcommand."""
+
+
+def foreign_document(data: dict[Any, Any]) -> tuple[DocPath, str] | None:
+    """What a Kubernetes object that is not NodeRules is, and how to get rules from it: another
+    tool's rule (`nodegate migrate`), a ConfigMap holding rules text, a List of either (as
+    `kubectl get -o yaml` prints it); None for anything else (a NodeRules document, right or
+    wrong, is for the model to check)."""
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if kind == KIND or not isinstance(kind, str) or not isinstance(api_version, str):
+        return None
+    if api_version.startswith(API_VERSION.partition("/")[0] + "/"):
+        return None  # nodegate's own group: a misspelt kind is the model's to name
+    what = f"'{kind}' ({api_version})"
+    migrate = (
+        "another tool's settings convert with `nodegate migrate` (`nodegate migrate --help` "
+        "lists the tools)"
+    )
+    items = data.get("items")
+    if kind == "List" and isinstance(items, list) and items and isinstance(items[0], dict):
+        inner = foreign_document(items[0])
+        if inner is not None:
+            return ("kind",), f"{inner[1]} (the first of this List's {len(items)} items)"
+    if kind in MIGRATED_KINDS:
+        tool = MIGRATED_KINDS[kind]
+        return ("kind",), (
+            f"{what} is {tool}'s rule, not nodegate's: convert it with `nodegate migrate "
+            f"{tool} FILE > rules.yaml` (one FILE may hold several, or the List kubectl "
+            "prints), then validate rules.yaml"
+        )
+    if kind == "ConfigMap":
+        values = data.get("data")
+        held = sorted(
+            str(k)
+            for k, v in (values.items() if isinstance(values, dict) else ())
+            if isinstance(v, str) and f"kind: {KIND}" in v
+        )
+        if held:
+            escaped = held[0].replace(".", "\\.")  # jsonpath: a dot in a key is escaped
+            return ("kind",), (
+                f"{what} holds the rules, under its key '{held[0]}': validate that text, e.g. "
+                f"`kubectl get configmap NAME -o jsonpath='{{.data.{escaped}}}' > rules.yaml`"
+            )
+        return ("kind",), (
+            f"{what} holds no NodeRules under any key, and a rules file is apiVersion: "
+            f"{API_VERSION}, kind: {KIND}; {migrate}"
+        )
+    return ("kind",), (
+        f"{what} is not a rules file (apiVersion: {API_VERSION}, kind: {KIND}); {migrate}"
+    )
 
 
 def _position(positions: Positions, path: DocPath) -> tuple[int, int]:

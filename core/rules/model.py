@@ -43,6 +43,9 @@ from nodegate.core.rules.rule_kinds import ALL_NAMESPACES, NodeReads, RuleKind, 
 from nodegate.core.text.durations import format_duration, parse_duration
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue, check_key
 from nodegate.core.text.k8s_names import (
+    CSI_DRIVER_PATTERN,
+    DNS_LABEL_PATTERN,
+    DNS_SUBDOMAIN_PATTERN,
     OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
     condition_rule_may_apply,
@@ -112,7 +115,7 @@ Duration = Annotated[
 RuleName = Annotated[
     str,
     Field(
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        pattern=DNS_LABEL_PATTERN,
         max_length=63,
         description="Unique rule name (DNS label); the reason shown in events and metrics.",
     ),
@@ -659,7 +662,7 @@ def _pair(text: str | None) -> tuple[str, str] | None:
 class InitPods(Frozen):
     """The per-node init pod (e.g. of an init DaemonSet) whose readiness lifts a startup gate."""
 
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    namespace: str = Field(pattern=DNS_LABEL_PATTERN, max_length=63)
     selector: dict[LabelKey, LabelValue] = Field(min_length=1)
     ready_annotation: AnnotationPair | None = Field(
         default=None,
@@ -694,7 +697,7 @@ class CsiDriver(Frozen):
     the driver (the EBS CSI driver's own agent-not-ready check, for drivers without one)."""
 
     name: str = Field(
-        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        pattern=CSI_DRIVER_PATTERN,
         max_length=63,
         description="The driver's name, as its CSIDriver object and the CSINode list it "
         "(e.g. ebs.csi.aws.com).",
@@ -913,7 +916,7 @@ class StartupGate(Frozen):
         )
 
 
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_LABEL = DNS_LABEL_PATTERN
 AGENT_MODES = ("continuous", "bootstrapOnly")
 AgentMode = Literal["continuous", "bootstrapOnly"]
 CannotRun = Literal["skip", "wait"]
@@ -932,7 +935,7 @@ class DaemonSetRef(Frozen):
 
     namespace: str = Field(pattern=DNS_LABEL, max_length=63)
     name: str = Field(
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        pattern=DNS_SUBDOMAIN_PATTERN,
         max_length=253,
     )
 
@@ -1116,10 +1119,14 @@ _CA_FIELDS = ("managed", "flags")
 _KARPENTER_FIELDS = ("node_pool", "node_class_ref", "requirements", "external_startup_taints")
 
 
+AutoscalerType = Literal["none", "cluster-autoscaler", "karpenter"]
+AUTOSCALER_TYPES: tuple[str, ...] = get_args(AutoscalerType)
+
+
 class Autoscaler(Frozen):
     """Which node autoscaler adds this pool's nodes; startup gates are checked against it."""
 
-    type: Literal["none", "cluster-autoscaler", "karpenter"]
+    type: AutoscalerType
     managed: bool | None = Field(
         default=None,
         description="cluster-autoscaler: the provider's (OKE add-on, AKS; default) or your own.",
@@ -1136,7 +1143,7 @@ class Autoscaler(Frozen):
     )
     node_pool: str | None = Field(
         default=None,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        pattern=DNS_SUBDOMAIN_PATTERN,
         max_length=253,
         description="karpenter: the Karpenter NodePool's name (default: this pool's name).",
     )
@@ -1220,6 +1227,27 @@ class Autoscaler(Frozen):
         return self.ca_version if self.type == "karpenter" else None
 
 
+def _autoscaler_shorthand(value: object) -> object:
+    """`autoscaler: karpenter` (the README's words) stands for {type: karpenter}, as any type
+    alone does; another word or scalar is named with what to write instead."""
+    if value is None or isinstance(value, dict):
+        return value
+    if value in AUTOSCALER_TYPES:
+        return {"type": value}
+    close = difflib.get_close_matches(str(value), AUTOSCALER_TYPES, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ValueError(
+        f"{value!r} is not an autoscaler: write its type ({', '.join(AUTOSCALER_TYPES)}; "
+        "e.g. `autoscaler: karpenter`, short for {type: karpenter}) or a mapping such as "
+        f"{{type: cluster-autoscaler, managed: false, version: '1.31'}}{hint}"
+    )
+
+
+def _autoscaler_shorthand_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema takes the shorthand too (editors, and helm's check of a rules map)."""
+    schema["anyOf"] = [*schema.get("anyOf", ()), {"enum": list(AUTOSCALER_TYPES)}]
+
+
 class NodePool(Frozen):
     """A cloud node pool whose nodes are born with the rules' taints and labels."""
 
@@ -1236,10 +1264,12 @@ class NodePool(Frozen):
             "node-role.kubernetes.io/*; the reconciler applies them after registration."
         ),
     )
-    autoscaler: Autoscaler | None = Field(
+    autoscaler: Annotated[Autoscaler | None, BeforeValidator(_autoscaler_shorthand)] = Field(
         default=None,
         description="The autoscaler that adds this pool's nodes. Default: none, or AKS's "
-        "managed cluster-autoscaler when the stack config gives the pool `autoscaling`.",
+        "managed cluster-autoscaler when the stack config gives the pool `autoscaling`. "
+        "Shorthand: `autoscaler: karpenter` for {type: karpenter} (any type alone).",
+        json_schema_extra=_autoscaler_shorthand_schema,
     )
 
     @property

@@ -12,6 +12,12 @@ import re
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+DNS_LABEL_PATTERN = rf"^{_DNS1123_LABEL}$"
+"""A DNS label (RFC 1123): a rule's, a namespace's name. At most 63 characters."""
+DNS_SUBDOMAIN_PATTERN = _DNS1123_SUBDOMAIN_RE.pattern
+"""DNS labels joined by '.': most object names. At most 253 characters."""
+CSI_DRIVER_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+"""A CSI driver's name (e.g. ebs.csi.aws.com). At most 63 characters."""
 _NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -24,6 +30,12 @@ def qualified_name_problem(key: str) -> str | None:
     """Why `key` is not a Kubernetes qualified name (label or taint key), or None if it is."""
     if not key:
         return "must not be empty"
+    if key.count("/") > 1:
+        prefix, _, rest = key.partition("/")
+        return (
+            f"a key has at most one '/', between a DNS prefix and the name (found "
+            f"{key.count('/')}): e.g. '{prefix}/{rest.replace('/', '-')}'"
+        )
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         return "prefix before '/' must not be empty"
@@ -45,6 +57,40 @@ def qualified_name_problem(key: str) -> str | None:
             "start and end with a letter or digit"
         )
     return None
+
+
+_NAME_FORMS: dict[str, tuple[str, str]] = {
+    DNS_LABEL_PATTERN: (
+        "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or "
+        "digit",
+        "-",
+    ),
+    DNS_SUBDOMAIN_PATTERN: (
+        "a DNS subdomain: lower-case letters, digits, '-' and '.', each '.'-separated part "
+        "starting and ending with a letter or digit",
+        "-.",
+    ),
+    CSI_DRIVER_PATTERN: (
+        "a CSI driver name: lower-case letters, digits, '-' and '.', starting and ending with a "
+        "letter or digit",
+        "-.",
+    ),
+}
+"""The name forms above, in words, and the characters each allows besides [a-z0-9]."""
+
+
+def name_form_problem(value: str, pattern: str) -> str | None:
+    """Why `value` does not have the name form `pattern` (one of the patterns above), in words,
+    with the nearest name of that form as the fix; None for any other pattern."""
+    form = _NAME_FORMS.get(pattern)
+    if form is None:
+        return None
+    described, allowed = form
+    nearest = re.sub(f"[^a-z0-9{re.escape(allowed)}]+", "-", value.lower())
+    nearest = re.sub(r"-*\.[-.]*", ".", nearest).strip("-.")
+    name, _, rules = described.partition(": ")
+    fix = f": write e.g. '{nearest}'" if nearest and re.match(pattern, nearest) else ""
+    return f"'{value}' is not {name} ({rules}){fix}"
 
 
 def label_value_problem(value: str) -> str | None:

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.hints import allowed_keys
+from nodegate.core.text.k8s_names import name_form_problem
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,11 @@ def _message(
         return (
             f"expected a string, got null{shown}; YAML reads an unquoted ~, null or nothing "
             'as null: write "" for an empty string, or quote the value'
+        )
+    if kind == "string_pattern_mismatch" and isinstance(given, str):
+        pattern = str((err.get("ctx") or {}).get("pattern", ""))
+        return name_form_problem(given, pattern) or (
+            f"'{given}' does not have the form this field takes (the regular expression {pattern})"
         )
     if kind == "literal_error":
         return f"{given!r} is not allowed: {err['msg'].replace('Input should be', 'use')}"

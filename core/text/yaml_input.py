@@ -12,7 +12,11 @@ problems naming the source, line, column and the fix, within bounded memory and 
 * nesting deeper than `MAX_DEPTH` and documents that would expand past `MAX_NODES` values
   (aliases count every time they are used), refused by the composer *as it builds* the node
   graph: an alias bomb stops at the alias that crosses the bound, before anything is expanded;
-* every ruamel.yaml error (reader, scanner, parser, composer, constructor) at its mark.
+* every ruamel.yaml error (reader, scanner, parser, composer, constructor) at its mark;
+* a key repeated in a mapping, at the repetition, with its path. It is the one refusal the
+  reader can go on past (the first entry is kept): a caller that checks the document further
+  (the rules loader) asks for `keep_going` and lists it with the problems found after it;
+  every other refusal stops the reading, so it comes alone.
 
 ruamel.yaml has a depth bound (`max_depth`) but no bound on alias expansion, and its depth does
 not follow aliases (an alias to a deep anchor nests it again), hence the small composer below.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +58,9 @@ class Positions(dict[DocPath, tuple[int, int]]):
     def __init__(self, *args: Any, written: dict[DocPath, str] | None = None) -> None:
         super().__init__(*args)
         self.written: dict[DocPath, str] = written if written is not None else {}
+        self.problems: tuple[Problem, ...] = ()
+        """What `read_yaml(..., keep_going=True)` refused and went on past (repeated keys),
+        for the caller to report with the problems it finds itself."""
 
 
 MAX_BYTES = 1024 * 1024
@@ -86,16 +94,23 @@ def read_limited(path: str | Path) -> bytes:
         return stream.read(MAX_BYTES + 1)
 
 
-def read_yaml(data: str | bytes, source: str) -> tuple[Any, Positions]:
+def read_yaml(data: str | bytes, source: str, *, keep_going: bool = False) -> tuple[Any, Positions]:
     """One YAML (or JSON) document as plain data with the position of every key and item.
 
     `data` is the raw input, bytes or text; `source` names it in every problem. Raises
-    `RulesError` for anything refused: see the module docstring.
+    `RulesError` for anything refused: see the module docstring. With `keep_going`, repeated
+    keys are not raised but kept in `Positions.problems` (the first entry in the data), for a
+    caller that reports them with what else it finds.
     """
     text = decode(data, source)
-    tree, marks = _load(text, source, lambda yaml: yaml.load(text))
+    tree, marks, repeated = _load(text, source, lambda yaml: yaml.load(text))
     positions = Positions({(): (1, 1)})
-    return _plain(tree, (), positions, marks), positions
+    plain = _plain(tree, (), positions, marks)
+    problems = tuple(_repeated_key(source, r, positions) for r in repeated)
+    if problems and not keep_going:
+        raise RulesError(problems)
+    positions.problems = problems
+    return plain, positions
 
 
 def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Positions]]:
@@ -104,7 +119,9 @@ def read_yaml_documents(data: str | bytes, source: str) -> list[tuple[Any, Posit
     stream (`MAX_NODES` counts every document's values), so input other tools wrote (`kubectl
     get -o yaml`, a directory of manifests concatenated) is read as safely as a rules file."""
     text = decode(data, source)
-    trees, marks = _load(text, source, lambda yaml: list(yaml.load_all(text)))
+    trees, marks, repeated = _load(text, source, lambda yaml: list(yaml.load_all(text)))
+    if repeated:
+        raise RulesError([_repeated_key(source, r, Positions()) for r in repeated])
     documents: list[tuple[Any, Positions]] = []
     for tree in trees:
         if tree is None:
@@ -120,10 +137,12 @@ def _start(tree: Any) -> tuple[int, int]:
     return (1, 1)
 
 
-def _load(text: str, source: str, load: Callable[[YAML], _T]) -> tuple[_T, _Written]:
-    """`load` run on a bounded, locating parser, and the text of each plain scalar it read as
-    another type than a string, by its 0-based (line, column); every failure a located
-    RulesError."""
+def _load(
+    text: str, source: str, load: Callable[[YAML], _T]
+) -> tuple[_T, _Written, list[_Repeated]]:
+    """`load` run on a bounded, locating parser, the text of each plain scalar it read as
+    another type than a string, by its 0-based (line, column), and the keys it found repeated
+    (their first entries kept); every other failure a located RulesError."""
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     yaml.Composer = _BoundedComposer
@@ -131,17 +150,19 @@ def _load(text: str, source: str, load: Callable[[YAML], _T]) -> tuple[_T, _Writ
     try:
         loaded = load(yaml)
         constructor = yaml.constructor
-        return loaded, constructor.written if isinstance(constructor, _LocatingConstructor) else {}
+        if isinstance(constructor, _LocatingConstructor):
+            return loaded, constructor.written, constructor.repeated
+        return loaded, {}, []
     except _InputError as err:
         raise _error(source, err.mark, err.message) from err
-    except DuplicateKeyError as err:
+    except DuplicateKeyError as err:  # a !!set's (a mapping's are collected: `repeated`)
         key = str(err.problem).split('"')[1] if '"' in str(err.problem) else "?"
         first = err.context_mark.line + 1 if err.context_mark else 0
         raise _error(
             source,
             err.problem_mark,
-            f"duplicate key '{key}' (the mapping starts at line {first}); a key may appear "
-            "once per mapping: merge the two entries",
+            f"duplicate key '{key}' (the set starts at line {first}); a key may appear "
+            "once per set: remove one",
         ) from err
     except MarkedYAMLError as err:
         raise _error(source, err.problem_mark or err.context_mark, _syntax_message(err)) from err
@@ -359,6 +380,33 @@ class _BoundedComposer(Composer):
             self._open[-1] = max(self._open[-1], height)
 
 
+@dataclass(frozen=True)
+class _Repeated:
+    """A key repeated in a mapping: where it is repeated, and where it first stood (0-based;
+    None if the reader kept no place for it)."""
+
+    key: Any
+    mark: Any
+    first: tuple[int, int] | None
+
+
+def _repeated_key(source: str, repeated: _Repeated, positions: Positions) -> Problem:
+    """The problem of a repeated key, at the repetition, with the path of its first entry."""
+    part = _path_part(_plain_key(repeated.key))
+    first = repeated.first
+    at = (first[0] + 1, first[1] + 1) if first is not None else None
+    path = next((p for p, where in positions.items() if p and p[-1] == part and where == at), ())
+    line, column = (repeated.mark.line + 1, repeated.mark.column + 1)
+    where = f" (first at line {at[0]})" if at is not None else ""
+    return Problem(
+        line,
+        column,
+        source,
+        path,
+        f"duplicate key '{part}'{where}; a key may appear once per mapping: merge the two entries",
+    )
+
+
 class _LocatingConstructor(RoundTripConstructor):
     """ruamel.yaml's constructors assume well-formed nodes; on hostile input some fail with a
     bare Python error and no place: `int` past 4,300 digits and a 13th month (ValueError),
@@ -370,6 +418,20 @@ class _LocatingConstructor(RoundTripConstructor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.written: _Written = {}
+        self.repeated: list[_Repeated] = []
+
+    def check_mapping_key(
+        self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any
+    ) -> bool:
+        """A repeated key is noted and skipped (the first entry stays), not raised: the
+        reader goes on, so the caller may report it beside the problems found after it."""
+        if key not in mapping:
+            return True
+        lc = getattr(mapping, "lc", None)
+        where = ((lc.data if lc is not None else None) or {}).get(key)
+        first = (where[0], where[1]) if where else None
+        self.repeated.append(_Repeated(key, key_node.start_mark, first))
+        return False
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:

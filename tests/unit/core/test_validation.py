@@ -34,7 +34,7 @@ def test_yaml_syntax_error_names_line_and_column() -> None:
     ]
 
 
-def test_duplicate_key_is_refused() -> None:
+def test_duplicate_key_is_refused_at_the_repetition_with_its_path() -> None:
     assert problems_of(
         """\
         labelTaints:
@@ -45,8 +45,75 @@ def test_duplicate_key_is_refused() -> None:
             nodeMayLift: true
         """
     ) == [
-        "rules.yaml:5:5: (document): duplicate key 'name' (the mapping starts at line 4); "
-        "a key may appear once per mapping: merge the two entries"
+        "rules.yaml:5:5: labelTaints[0].name: duplicate key 'name' (first at line 4); a key "
+        "may appear once per mapping: merge the two entries"
+    ]
+
+
+def test_duplicate_key_is_listed_with_the_other_problems_not_instead_of_them() -> None:
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: ci
+            name: gpu
+            match: {labels: {dedicated: ci}}
+            taint: {key: dedicated, value: ci, effect: NoSchedul}
+            nodeMayLift: true
+        """
+    ) == [
+        "rules.yaml:5:5: labelTaints[0].name: duplicate key 'name' (first at line 4); a key "
+        "may appear once per mapping: merge the two entries",
+        "rules.yaml:7:40: labelTaints[0].taint.effect: 'NoSchedul' is not a taint effect: use "
+        "one of NoSchedule, PreferNoSchedule, NoExecute; did you mean 'NoSchedule'?",
+    ]
+
+
+def test_a_rule_name_that_is_not_a_dns_label_is_told_the_form_and_a_name_that_fits() -> None:
+    assert problems_of(
+        """\
+        labelTaints:
+          - name: CI_rule
+            match: {labels: {dedicated: ci}}
+            taint: {key: dedicated, value: ci, effect: NoSchedule}
+            nodeMayLift: true
+        """
+    ) == [
+        "rules.yaml:4:5: labelTaints[0].name: 'CI_rule' is not a DNS label (lower-case "
+        "letters, digits and '-', starting and ending with a letter or digit): write e.g. "
+        "'ci-rule'"
+    ]
+
+
+def test_autoscaler_given_as_its_type_alone_is_the_mapping_of_that_type() -> None:
+    pools = """\
+        nodePools:
+          - name: nap
+            provider: aks
+            size: 0
+            autoscaler: {autoscaler}
+        """
+
+    short = parse_rules(HEADER + textwrap.dedent(pools).format(autoscaler="karpenter"), "r")
+    full = parse_rules(HEADER + textwrap.dedent(pools).format(autoscaler="{type: karpenter}"), "r")
+
+    assert short == full
+    assert short.node_pools[0].autoscaler_type == "karpenter"
+
+
+def test_an_autoscaler_word_that_is_no_type_is_told_the_types_and_the_closest() -> None:
+    assert problems_of(
+        """\
+        nodePools:
+          - name: nap
+            provider: aks
+            size: 0
+            autoscaler: karpentr
+        """
+    ) == [
+        "rules.yaml:7:5: nodePools[0].autoscaler: 'karpentr' is not an autoscaler: write its "
+        "type (none, cluster-autoscaler, karpenter; e.g. `autoscaler: karpenter`, short for "
+        "{type: karpenter}) or a mapping such as {type: cluster-autoscaler, managed: false, "
+        "version: '1.31'}; did you mean 'karpenter'?"
     ]
 
 
@@ -213,8 +280,13 @@ def test_unknown_taint_effect_suggests_the_closest(effect: str, suggestion: str)
             "start and end with a letter or digit",
         ),
         ("/gpu", "prefix before '/' must not be empty"),
+        (
+            "example.com/gpu/a100",
+            "a key has at most one '/', between a DNS prefix and the name (found 2): e.g. "
+            "'example.com/gpu-a100'",
+        ),
     ],
-    ids=["upper-case-prefix", "name-too-long", "leading-dash", "empty-prefix"],
+    ids=["upper-case-prefix", "name-too-long", "leading-dash", "empty-prefix", "two-slashes"],
 )
 def test_taint_key_kubernetes_would_reject_is_refused(key: str, reason: str) -> None:
     [problem] = problems_of(
@@ -470,6 +542,63 @@ def test_wrong_api_version_is_refused() -> None:
     assert str(caught.value) == (
         "rules.yaml:1:1: apiVersion: 'nodegate.dev/v2' is not allowed: use 'nodegate.dev/v1'"
     )
+
+
+NODE_READINESS_RULE = """\
+apiVersion: readiness.node.x-k8s.io/v1alpha1
+kind: NodeReadinessRule
+metadata: {name: cni}
+spec: {conditions: [{type: NetworkReady, requiredStatus: "True"}]}
+"""
+TO_MIGRATE = (
+    "'NodeReadinessRule' (readiness.node.x-k8s.io/v1alpha1) is node-readiness-controller's "
+    "rule, not nodegate's: convert it with `nodegate migrate node-readiness-controller FILE > "
+    "rules.yaml` (one FILE may hold several, or the List kubectl prints), then validate "
+    "rules.yaml"
+)
+
+
+def refusal(text: str) -> list[str]:
+    with pytest.raises(RulesError) as caught:
+        parse_rules(text, "rules.yaml")
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_node_readiness_rule_is_pointed_at_nodegate_migrate_not_refused_field_by_field() -> None:
+    assert refusal(NODE_READINESS_RULE) == [f"rules.yaml:2:1: kind: {TO_MIGRATE}"]
+
+
+def test_a_list_of_node_readiness_rules_is_pointed_at_nodegate_migrate() -> None:
+    listed = "apiVersion: v1\nkind: List\nitems:\n" + textwrap.indent(
+        NODE_READINESS_RULE, "  "
+    ).replace("  apiVersion", "- apiVersion", 1)
+
+    assert refusal(listed) == [
+        f"rules.yaml:2:1: kind: {TO_MIGRATE} (the first of this List's 1 items)"
+    ]
+
+
+def test_the_rules_configmap_is_told_which_key_holds_the_rules_to_validate() -> None:
+    configmap = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nodegate-rules}\ndata:\n"
+        "  rules.yaml: |\n    apiVersion: nodegate.dev/v1\n    kind: NodeRules\n"
+    )
+
+    assert refusal(configmap) == [
+        "rules.yaml:2:1: kind: 'ConfigMap' (v1) holds the rules, under its key 'rules.yaml': "
+        "validate that text, e.g. `kubectl get configmap NAME -o "
+        "jsonpath='{.data.rules\\.yaml}' > rules.yaml`"
+    ]
+
+
+def test_another_configmap_is_told_what_a_rules_file_is_and_where_migrate_is() -> None:
+    configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nidhogg}\ndata: {a: b}\n"
+
+    assert refusal(configmap) == [
+        "rules.yaml:2:1: kind: 'ConfigMap' (v1) holds no NodeRules under any key, and a rules "
+        "file is apiVersion: nodegate.dev/v1, kind: NodeRules; another tool's settings convert "
+        "with `nodegate migrate` (`nodegate migrate --help` lists the tools)"
+    ]
 
 
 def test_empty_file_is_refused() -> None:

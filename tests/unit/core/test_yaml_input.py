@@ -298,3 +298,34 @@ def test_a_collection_under_an_unknown_tag_is_a_located_problem_not_a_crash(valu
         parse_rules(text, "rules.yaml")
     problem = refused.value.problems[0]
     assert (problem.line, problem.path[:1]) == (3, ("labelTaints",))
+
+
+# --- repeated keys -------------------------------------------------------------------------
+
+
+def test_repeated_keys_are_each_refused_at_the_repetition_where_the_reader_cannot_go_on() -> None:
+    with pytest.raises(RulesError) as raised:
+        read_yaml("a: 1\nb: {x: 1, x: 2}\na: 3\n", "settings.yaml")
+
+    assert [str(p) for p in raised.value.problems] == [
+        "settings.yaml:2:11: b.x: duplicate key 'x' (first at line 2); a key may appear once "
+        "per mapping: merge the two entries",
+        "settings.yaml:3:1: a: duplicate key 'a' (first at line 1); a key may appear once per "
+        "mapping: merge the two entries",
+    ]
+
+
+def test_keep_going_reads_on_past_a_repeated_key_keeping_the_first_entry() -> None:
+    data, positions = read_yaml("a: 1\nb: 2\na: 3\n", "rules.yaml", keep_going=True)
+
+    assert data == {"a": 1, "b": 2}
+    assert [p.message.split(";")[0] for p in positions.problems] == [
+        "duplicate key 'a' (first at line 1)"
+    ]
+
+
+def test_a_key_a_merge_overrides_is_not_a_repeated_key() -> None:
+    data, positions = read_yaml("b: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n", "r", keep_going=True)
+
+    assert data["m"] == {"x": 2}
+    assert positions.problems == ()
