@@ -5,10 +5,15 @@ flags are cut (`--rules-poll-secon…`) and help text breaks mid-word. Here help
 layout (no colour, so nothing to strip in a pipe), wrapped at spaces only: a flag, a default
 (`no-dry-run`) or a path is never split, and each command's whole first sentence is shown, not
 cut at the width. Lines are at most `MAX_WIDTH` wide on a wide terminal.
+
+typer's own notation is turned into click's (`plain_usage`, `plain_term`): an argument is
+`FILES...` (not `{files}...`), a repeatable option `--daemon-sets <path>` with "Repeatable." in
+its help (not `<list[Path]>`).
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Iterable
 from typing import Any
@@ -35,9 +40,46 @@ def wrap(text: str, width: int) -> list[str]:
     return lines
 
 
+_ARGUMENT = re.compile(r"\{([a-z][\w-]*)\}|\[([a-z][\w-]*)\]")
+_LIST_TYPE = re.compile(r"<list\[(\w+)\]>")
+_ARGUMENT_TERM = re.compile(r"^([a-z][\w-]*)(\.\.\.)?( |$)")
+REPEATABLE = "Repeatable."
+
+
+def plain_usage(args: str) -> str:
+    """The usage line's arguments as click writes them: `{files}...` is `FILES...`, `[node]`
+    `[NODE]`."""
+    return _ARGUMENT.sub(
+        lambda m: m.group(1).upper() if m.group(1) else f"[{m.group(2).upper()}]", args
+    )
+
+
+def plain_term(term: str, text: str, argument: bool = False) -> tuple[str, str]:
+    """A help row as click writes it: an `argument`'s `files... <list[Path]>` is
+    `FILES... <path>`, and an option taking a list (`--daemon-sets <list[Path]>`) says it is
+    repeatable. Other rows (commands) are left as they are."""
+    repeatable = _LIST_TYPE.search(term) is not None
+    term = _LIST_TYPE.sub(lambda m: f"<{m.group(1).lower()}>", term)
+    if argument:
+        term = _ARGUMENT_TERM.sub(lambda m: m.group(0).upper(), term, count=1)
+    elif term.startswith("-") and repeatable and "repeatable" not in text.lower():
+        said, extra, bracket = text.rpartition("  [") if text.endswith("]") else (text, "", "")
+        said = f"{said} {REPEATABLE}" if said else REPEATABLE
+        text = f"{said}{extra}{bracket}"
+    return term, text
+
+
 class HelpFormatter(click.HelpFormatter):
     def __init__(self, indent_increment: int = 2, width: int | None = None, **kw: Any) -> None:
         super().__init__(indent_increment, width, max_width=MAX_WIDTH)
+        self._heading = ""
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        super().write_usage(prog, plain_usage(args), prefix)
+
+    def write_heading(self, heading: str) -> None:
+        self._heading = heading  # which rows `write_dl` writes next (arguments, options...)
+        super().write_heading(heading)
 
     def write_text(self, text: str) -> None:
         indent = " " * self.current_indent
@@ -47,7 +89,8 @@ class HelpFormatter(click.HelpFormatter):
     def write_dl(
         self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
     ) -> None:
-        rows = list(rows)
+        arguments = self._heading == "Arguments"
+        rows = [plain_term(term, text, arguments) for term, text in rows]
         first_col = min(max((len(term) for term, _ in rows), default=0), col_max) + col_spacing
         indent = " " * self.current_indent
         text_width = max(self.width - first_col - self.current_indent, 20)

@@ -148,7 +148,7 @@ def nodetaintshandler(
     _print(lambda: convert_nodetaintshandler(settings, autoscaler))
 
 
-@app.command("node-readiness-controller")
+@app.command("node-readiness-controller", cls=Command)
 def node_readiness_controller(
     files: Annotated[
         list[Path],
