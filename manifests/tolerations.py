@@ -19,28 +19,43 @@ born with another value is still gated.
 Pure: rules and settings in, tolerations out. The Deployment depends on the rules through this
 function only, so a rules edit that adds, drops or re-keys a gate rolls the pods; other edits
 change the rules ConfigMap alone.
+
+`nodegate validate` prints what the gates mean here (`describe_gate_tolerations`) and needs no
+deploy settings: their model is imported by the functions that build tolerations, so a
+`validate` does not pay for building it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodegate.core.rules.model import NodeRules
-from nodegate.manifests.settings import DeploySettings, Toleration
+from nodegate.core.rules.model import NodeRules, Taint
+
+if TYPE_CHECKING:
+    from nodegate.manifests.settings import DeploySettings, Toleration
 
 
-def gate_tolerations(rules: NodeRules) -> tuple[Toleration, ...]:
-    """One toleration per taint nodes are born with and nodegate lifts (a startup gate's, a
-    node agent's: every kind registered as `startup`; key and effect, any value), former keys
-    included: a node still born with a gate's former key is gated as much as one with its key.
-    The reconciler that lifts them must run on nodes that carry them."""
+def gate_taints(rules: NodeRules) -> tuple[Taint, ...]:
+    """Every taint nodes are born with and nodegate lifts (a startup gate's, a node agent's:
+    every kind registered as `startup`), one per key and effect, former keys included: a node
+    still born with a gate's former key is gated as much as one with its key."""
     taints = {
         taint.identity: taint
         for rule in rules.taint_rules()
         if rule.kind.at_registration == "startup"
         for taint in (rule.taint, *rule.former_taints)
     }
-    return tuple(Toleration(key=t.key, operator="Exists", effect=t.effect) for t in taints.values())
+    return tuple(taints.values())
+
+
+def gate_tolerations(rules: NodeRules) -> tuple[Toleration, ...]:
+    """One toleration per gate taint (`gate_taints`; key and effect, any value): the
+    reconciler that lifts them must run on nodes that carry them."""
+    from nodegate.manifests.settings import Toleration  # noqa: PLC0415  (see the docstring)
+
+    return tuple(
+        Toleration(key=t.key, operator="Exists", effect=t.effect) for t in gate_taints(rules)
+    )
 
 
 def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str, Any]]:
@@ -63,7 +78,7 @@ def describe_gate_tolerations(rules: NodeRules) -> str | None:
     """The line `nodegate validate` prints: what the reconciler's Deployment tolerates because
     of these rules (None: no gates, nothing to say), so a gate's effect surprises no one at
     deploy time. Informational: tolerating exactly its own gates is never the risky part."""
-    gates = gate_tolerations(rules)
+    gates = gate_taints(rules)
     if not gates:
         return None
     listed = ", ".join(f"{t.key}:{t.effect}" for t in gates)

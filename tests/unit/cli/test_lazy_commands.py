@@ -104,6 +104,11 @@ def test_offline_commands_load_neither_the_kubernetes_client_nor_the_reconciler(
     assert among(loaded_by(args), CLUSTER) == []
 
 
+def test_validate_builds_no_deploy_settings_model() -> None:
+    # It says which gates the Deployment tolerates (manifests.tolerations), from the rules alone.
+    assert "nodegate.manifests.settings" not in loaded_by(["validate", RULES])
+
+
 def test_help_imports_no_command_module() -> None:
     modules = loaded_by(["--help"])
 
