@@ -1,22 +1,30 @@
-"""`nodegate plan --rules NEW.yaml`: what new rules would do to the live cluster, before merging.
+"""`nodegate plan --rules NEW.yaml`: what new rules would do to the live cluster, before merging;
+offline with `--nodes FILE` (a CI job without cluster credentials).
 
 Exit codes for CI (docs/infra.md, "Before `pulumi up` or a GitOps merge"): 0 no change, 2 changes,
 3 the reconciler's blast-radius guard would hold the new rules, 1 an error (bad rules, no
-cluster). Nothing is written to the cluster, whatever happens.
+cluster, an unreadable input file). Nothing is written to the cluster, whatever happens.
+
+The plan reads what it plans with from a source (`cli.plan_sources`): the live cluster, or files
+offline; `planned` decides from either with one sequence, and the offline source says what it
+assumed where files cannot say what the cluster would (the rules in force, the taint history,
+the guard's limit, the clock).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -27,18 +35,34 @@ from nodegate.cli.live.options import (
     connect,
     stderr_console,
 )
-from nodegate.cli.live.render import Column, print_table
+from nodegate.cli.live.render import Column, print_items, print_table
+from nodegate.cli.plan_sources import (
+    FileSource,
+    InForce,
+    PlanSource,
+    RawObject,
+    node_agents,
+    reads_csi_nodes,
+    reads_daemon_sets,
+)
+from nodegate.core.decisions.node_agents import lifted_taints
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.installation import DEFAULT_NAMESPACE
 from nodegate.core.reports.rules_change import RulesChange, rules_change
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.rules.node_file import parse_nodes
 from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import read_limited, read_yaml_documents
 from nodegate.core.text.yaml_output import dump_all
-from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.settings import ReconcilerSettings
 
+if TYPE_CHECKING:
+    from nodegate.cli.live.cluster import Cluster
+
 ERROR = 1
+EXAMPLE_TIME = "2026-11-21T12:00:00Z"
 DEFAULT_SHARE = ReconcilerSettings.model_fields["max_untaint_share"].default
 """The reconciler's own default, when its status record does not say its setting."""
 
@@ -58,78 +82,282 @@ def plan_rules(
             "else 0.5.",
         ),
     ] = None,
+    nodes_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            help="Offline: the Nodes as `kubectl get nodes -o yaml` prints them, not the cluster.",
+            show_default=False,
+        ),
+    ] = None,
+    in_force_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--in-force",
+            help="Offline: the rules in force (e.g. the merge target's rules file); without it "
+            "every change the new rules make counts.",
+            show_default=False,
+        ),
+    ] = None,
+    daemon_sets: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--daemon-sets",
+            help="Offline: the DaemonSets nodeAgents rules wait for (`kubectl get ds -A -o "
+            "yaml`); needed when the new rules have such rules.",
+            show_default=False,
+        ),
+    ] = None,
+    pods: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--pods",
+            help="Offline: the DaemonSets' pods (`kubectl get pods -A -o yaml`); needed with "
+            "--daemon-sets. One file may hold both (`kubectl get ds,pods -A -o yaml`).",
+            show_default=False,
+        ),
+    ] = None,
+    csi_nodes: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--csi-nodes",
+            help="Offline: the CSINodes (`kubectl get csinodes -o yaml`); needed when nodeAgents "
+            "rules wait for CSI drivers.",
+            show_default=False,
+        ),
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option(help="Offline: plan at this RFC 3339 time; default: this host's clock."),
+    ] = None,
     kubeconfig: Kubeconfig = None,
     context: Context = None,
     namespace: Namespace = DEFAULT_NAMESPACE,
     rules_configmap: RulesConfigMap = None,
 ) -> None:
     """Preview the change new rules would make on the live cluster, node by node, and whether
-    the reconciler would hold them. Exit 0: no change, 2: changes, 3: would be held, 1: error."""
+    the reconciler would hold them. Exit 0: no change, 2: changes, 3: would be held, 1: error.
+
+    With --nodes FILE it plans offline, from files (for CI without cluster credentials), and
+    says what it assumed where files cannot say what the cluster would."""
+    new = _load(rules_file)
+    progress = stderr_console()
+    started = time.monotonic()
+    if nodes_file is None:
+        offline = {
+            "--in-force": in_force_file,
+            "--daemon-sets": daemon_sets,
+            "--pods": pods,
+            "--csi-nodes": csi_nodes,
+            "--now": now,
+        }
+        if given := [flag for flag, value in offline.items() if value]:
+            _fail(f"{', '.join(given)}: for a plan offline, with --nodes FILE")
+        cluster = connect(kubeconfig, context, namespace, rules_configmap)
+        result = _planned_live(cluster, new, max_untaint_share, progress)
+    else:
+        _check_objects_given(new, daemon_sets, pods, csi_nodes)
+        source = FileSource(
+            tuple(_read_nodes(nodes_file)),
+            _in_force_file(in_force_file),
+            _clock(now),
+            _objects(daemon_sets, "DaemonSet"),
+            _objects(pods, "Pod"),
+            _objects(csi_nodes, "CSINode"),
+            limit_given=max_untaint_share is not None,
+            clock_given=now is not None,
+        )
+        result = planned(source, new, max_untaint_share, progress)
+    seconds = time.monotonic() - started
+    if output is Output.json:
+        typer.echo(json.dumps(result.to_data(), indent=2))
+    elif output is Output.yaml:
+        typer.echo(dump_all([result.to_data()]), nl=False)
+    else:
+        change = result.change
+        print_plan(Console(), change, result.which, result.limit, summary_only, result.assumed)
+        if progress.is_terminal:
+            progress.print(Text(f"{change.nodes} nodes planned in {seconds:.1f}s", style="dim"))
+    raise typer.Exit(result.change.exit_code)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan's result, with what it was compared with and what its source assumed."""
+
+    change: RulesChange
+    which: str
+    limit: float
+    assumed: tuple[str, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        """`-o json|yaml`: the change, what it was compared with, and what was assumed."""
+        return {**self.change.to_data(), "comparedWith": self.which, "assumed": list(self.assumed)}
+
+
+def planned(
+    source: PlanSource,
+    new: NodeRules,
+    max_untaint_share: float | None,
+    progress: Console | None = None,
+) -> Planned:
+    """Plan every node under the rules in force and under `new`, with the facts the
+    reconciler's blast-radius guard judges an update with (the clock, the taint history, and
+    the node agents of the rules judged), whatever the source. May raise what the source does."""
+    in_force = source.in_force()
+    owned = source.previously_owned(in_force.rules)
+    at = source.now()
+    nodes = _listed(source, progress)
+    objects = source.agent_objects(new) if new.node_agents else None
+    lifted = lifted_taints(new)
+
+    def facts(node: NodeState) -> PlanFacts:
+        if objects is None:
+            return PlanFacts(now=at, previously_owned=owned)
+        return PlanFacts(
+            now=at,
+            previously_owned=owned,
+            agents=node_agents(new, node, objects, lifted),
+            departed=objects.departures.get(node.name),
+        )
+
+    published = in_force.max_untaint_share
+    limit = max_untaint_share if max_untaint_share is not None else published
+    limit = DEFAULT_SHARE if limit is None else limit
+    pairs = [(n, facts(n)) for n in nodes]
+    if progress is not None and progress.is_terminal:
+        with progress.status(f"planning {len(nodes)} nodes"):
+            change = rules_change(pairs, new, in_force.rules, limit)
+    else:
+        change = rules_change(pairs, new, in_force.rules, limit)
+    return Planned(change, in_force.which, limit, source.assumed(new))
+
+
+def _listed(source: PlanSource, progress: Console | None) -> list[NodeState]:
+    if progress is not None and progress.is_terminal:
+        with progress.status("listing nodes") as spinner:
+            return source.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
+    return source.nodes(lambda _n: None)
+
+
+def _planned_live(
+    cluster: Cluster, new: NodeRules, max_untaint_share: float | None, progress: Console
+) -> Planned:
+    """`planned` from the live cluster, or its error on stderr and exit 1: it cannot be
+    reached, or its status record cannot say which rules are in force."""
+    # The Kubernetes client is loaded for a live plan only: an offline one never needs it.
+    from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415
+    from nodegate.cli.live.plan_source import LiveSource  # noqa: PLC0415
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+
     try:
-        new = load_rules(rules_file)
+        return planned(LiveSource(cluster), new, max_untaint_share, progress)
+    except KubeError as err:
+        _fail(str(err))
+    except RulesInForceUnknownError as err:
+        _fail(
+            f"the rules in force are unknown, so nothing was compared: {err} (the reconciler "
+            "rewrites its status record when rules next take effect)"
+        )
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"nodegate plan: {message}", err=True)
+    raise typer.Exit(ERROR)
+
+
+def _load(rules_file: Path) -> NodeRules:
+    try:
+        return load_rules(rules_file)
     except RulesError as err:
         for problem in err.problems:
             typer.echo(str(problem), err=True)
         raise typer.Exit(ERROR) from err
-    cluster = connect(kubeconfig, context, namespace, rules_configmap)
-    progress = stderr_console()
-    started = time.monotonic()
+
+
+def _clock(now: str | None) -> datetime:
+    """--now (a time without a zone is UTC's), else this host's clock; exit 1 saying how to
+    write it."""
+    if now is None:
+        return datetime.now(UTC)
     try:
-        in_force, which, share = _in_force(cluster)
-        facts = PlanFacts(now=cluster.now(), previously_owned=cluster.previously_owned())
-        if progress.is_terminal:
-            with progress.status("listing nodes") as spinner:
-                nodes = cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
-        else:
-            nodes = cluster.nodes()
-    except KubeError as err:
-        typer.echo(f"nodegate plan: {err}", err=True)
-        raise typer.Exit(ERROR) from err
-    except RulesInForceUnknownError as err:
-        typer.echo(
-            f"nodegate plan: the rules in force are unknown, so nothing was compared: {err} "
-            "(the reconciler rewrites its status record when rules next take effect)",
-            err=True,
+        at = parse_time(now)
+    # Not a time fromisoformat reads: say how to write one.
+    except ValueError:
+        at = None
+    if at is None:
+        _fail(f"--now {now!r} is not an RFC 3339 time: write e.g. {EXAMPLE_TIME}")
+    return at
+
+
+def _in_force_file(path: Path | None) -> InForce:
+    if path is None:
+        return InForce(None, "no rules (offline, no --in-force FILE: every change counts)")
+    return InForce(_load(path), f"the rules in {path} (--in-force)")
+
+
+def _check_objects_given(
+    new: NodeRules,
+    daemon_sets: Sequence[Path] | None,
+    pods: Sequence[Path] | None,
+    csi_nodes: Sequence[Path] | None,
+) -> None:
+    """Offline, the objects node-agent rules wait for must be given: without them every such
+    rule would keep its taint as it is, and the plan would say nothing of what it does."""
+    names = ", ".join(r.name for r in new.node_agents)
+    if reads_daemon_sets(new) and not (daemon_sets and pods):
+        _fail(
+            f"nodeAgents rules ({names}) wait for DaemonSets' pods: offline, give --daemon-sets "
+            "FILE and --pods FILE (e.g. `kubectl get ds,pods -A -o yaml > objects.yaml`, "
+            "given to both)"
         )
+    if reads_csi_nodes(new) and not csi_nodes:
+        _fail(
+            f"nodeAgents rules ({names}) wait for CSI drivers: offline, give --csi-nodes FILE "
+            "(`kubectl get csinodes -o yaml`)"
+        )
+
+
+def _read_nodes(path: Path) -> list[NodeState]:
+    """The Nodes of a node file, or every problem with its place and exit 1."""
+    try:
+        return parse_nodes(read_limited(path), str(path))
+    except OSError as err:
+        _fail(f"{path}: cannot read node file: {err.strerror}")
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
         raise typer.Exit(ERROR) from err
-    limit = max_untaint_share if max_untaint_share is not None else share
-    if progress.is_terminal:
-        with progress.status(f"planning {len(nodes)} nodes"):
-            change = rules_change([(n, facts) for n in nodes], new, in_force, limit)
-    else:
-        change = rules_change([(n, facts) for n in nodes], new, in_force, limit)
-    seconds = time.monotonic() - started
-    if output is Output.json:
-        typer.echo(json.dumps(change.to_data(), indent=2))
-    elif output is Output.yaml:
-        typer.echo(dump_all([change.to_data()]), nl=False)
-    else:
-        print_plan(Console(), change, which, limit, summary_only)
-        if progress.is_terminal:
-            progress.print(Text(f"{len(nodes)} nodes planned in {seconds:.1f}s", style="dim"))
-    raise typer.Exit(change.exit_code)
 
 
-def _in_force(cluster: Cluster) -> tuple[NodeRules | None, str, float]:
-    """The rules the new ones are compared with: the reconciler's rules in force (its status
-    record; none at generation 0), else, with no record at all, the rules ConfigMap's, else
-    none (every change is new). A record that cannot say raises RulesInForceUnknownError."""
-    published = cluster.rules_in_force()
-    if published is not None:
-        share = published.status.max_untaint_share
-        which = published.which
-        if published.rules is not None:
-            which = f"the rules in force (generation {published.status.generation})"
-        return published.rules, which, DEFAULT_SHARE if share is None else share
-    share = DEFAULT_SHARE
-    configmap = cluster.rules_configmap()
-    if configmap.rules is not None:
-        return configmap.rules, f"the rules ConfigMap {configmap.view.reference}", share
-    return None, "no rules (none are in force)", share
+def _objects(paths: Sequence[Path] | None, kind: str) -> tuple[RawObject, ...]:
+    """The objects of `kind` in these YAML streams (a List's items too), as kubectl prints
+    them; an unreadable file: every problem with its place, exit 1."""
+    found: list[RawObject] = []
+    for path in paths or ():
+        try:
+            documents = read_yaml_documents(read_limited(path), str(path))
+        except OSError as err:
+            _fail(f"{path}: cannot read file: {err.strerror}")
+        except RulesError as err:
+            for problem in err.problems:
+                typer.echo(str(problem), err=True)
+            raise typer.Exit(ERROR) from err
+        for document, _ in documents:
+            items = document.get("items") if isinstance(document, dict) else None
+            for item in items if isinstance(items, list) else [document]:
+                if isinstance(item, dict) and item.get("kind") == kind:
+                    found.append(item)
+    return tuple(found)
 
 
 def print_plan(
-    console: Console, change: RulesChange, which: str, limit: float, summary_only: bool
+    console: Console,
+    change: RulesChange,
+    which: str,
+    limit: float,
+    summary_only: bool,
+    assumed: Sequence[str] = (),
 ) -> None:
     console.print(
         Text(
@@ -137,6 +365,9 @@ def print_plan(
             style="bold",
         )
     )
+    if assumed:
+        console.print(Text("offline, so assumed:", style="yellow"))
+        print_items(console, assumed, "~", "yellow")
     if change.hold is not None:
         console.print(
             Text(f"HELD: the reconciler would hold these rules: {change.hold}", style="red bold")

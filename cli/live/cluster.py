@@ -290,11 +290,15 @@ class Cluster:
         """What the leader kept of the Node object of the node's name before it, seen go
         (`re_registration`), so explain counts a pod Ready before this Node was created as it
         does; None when the record has none or cannot say."""
+        return self.departures().get(node.name)
+
+    def departures(self) -> dict[str, Departure]:
+        """Every departure the leader keeps, by node name (none when it cannot say)."""
         raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
         try:
-            return decode_departures((raw or {}).get("data")).get(node.name)
+            return decode_departures((raw or {}).get("data"))
         except SightingsRecordError:
-            return None
+            return {}
 
     # --- gates, records, events -----------------------------------------------------------------
 
@@ -355,8 +359,7 @@ class Cluster:
         the Node object of its name before it, `departed`)."""
         if not rules.node_agents:
             return {}
-        namespaces = rules.reads().agent_namespaces
-        scopes = [None] if ALL_NAMESPACES in namespaces else sorted(namespaces)
+        scopes = _agent_scopes(rules)
         daemon_sets = [
             slim_daemon_set(raw)
             for scope in scopes
@@ -373,6 +376,23 @@ class Cluster:
             rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted, departed)
             for rule in rules.node_agents
         }
+
+    def agent_objects(
+        self, rules: NodeRules, daemon_sets: bool, csi_nodes: bool
+    ) -> tuple[list[RawObject], list[RawObject], list[RawObject]]:
+        """What the rules' node agents read on every node at once, as the reconciler's
+        informers list it: the DaemonSets and the DaemonSet pods of the namespaces the rules
+        read (`daemon_sets`), and the CSINodes (`csi_nodes`); each a paginated LIST."""
+        scopes = _agent_scopes(rules) if daemon_sets else []
+        return (
+            [raw for scope in scopes for raw in self._all(Selection("DaemonSet", scope))],
+            [
+                raw
+                for scope in scopes
+                for raw in self._all(Selection("Pod", scope, None, DAEMON_SET_POD_LABEL))
+            ],
+            self._all(Selection("CSINode")) if csi_nodes else [],
+        )
 
     def records(self) -> RecordsView:
         selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
@@ -446,6 +466,12 @@ class Cluster:
             token = page.continue_token
             if token is None:
                 return found
+
+
+def _agent_scopes(rules: NodeRules) -> list[str | None]:
+    """The namespaces node-agent rules read, as LIST scopes (None: every namespace)."""
+    namespaces = rules.reads().agent_namespaces
+    return [None] if ALL_NAMESPACES in namespaces else [*sorted(namespaces)]
 
 
 def _recent_first(event: EventView) -> float:

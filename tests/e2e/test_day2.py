@@ -353,6 +353,89 @@ def test_plan_that_removes_a_taint_exits_2_within_the_limit_and_3_past_the_guard
     assert f"- taint day2.example.com/team={day.name}:NoSchedule" in allowed.stdout
 
 
+def kubectl_get_nodes(plane: LocalControlPlane, out: Path) -> list[str]:
+    """`kubectl get nodes -o yaml > out`, as a CI job would save them; the nodes' names."""
+    got = subprocess.run(
+        [str(ensure_kubectl_built()), "get", "nodes", "-o", "yaml"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KUBECONFIG": str(plane.kubeconfig_path)},
+    )
+    out.write_text(got.stdout, encoding="utf-8")
+    return sorted(item["metadata"]["name"] for item in yaml.safe_load(got.stdout)["items"])
+
+
+def test_plan_offline_from_kubectls_nodes_gives_the_live_plans_answer(
+    day2: tuple[Day2, ReconcilerProcess],
+    make_node: Callable[..., str],
+    control_plane: LocalControlPlane,
+    tmp_path: Path,
+) -> None:
+    """The same nodes, planned live and offline (`--nodes` from `kubectl get nodes -o yaml`,
+    the rules in force given as the file they came from, the reconciler's limit given): the
+    same report, but for what each compared with and what the offline one assumed."""
+    day, _ = day2
+    node = team_node(day, make_node)
+    in_force = tmp_path / "in-force.yaml"
+    in_force.write_text(rules_text(day.name))  # what the reconciler put in force (generation 1)
+    new = tmp_path / "new.yaml"  # the team rule replaced by another: one taint off, one on
+    new.write_text(
+        rules_text(day.name, team_rule=False).replace(
+            "startupGates:",
+            textwrap.dedent(
+                f"""\
+                labelTaints:
+                  - name: also
+                    match: {{labels: {{day2.example.com/team: {day.name}}}}}
+                    taint: {{key: day2.example.com/also, value: x, effect: NoSchedule}}
+                    nodeMayLift: true
+                startupGates:"""
+            ),
+        )
+    )
+    nodes = tmp_path / "nodes.yaml"
+    for _ in range(5):  # other tests' nodes come and go: the two must see the same ones
+        seen = kubectl_get_nodes(control_plane, nodes)
+        live = {
+            form: day.run("plan", "--rules", str(new), "-o", form) for form in ("json", "table")
+        }
+        if kubectl_get_nodes(control_plane, tmp_path / "again.yaml") == seen:
+            break
+    offline_argv = [str(BIN / "nodegate"), "plan", "--rules", str(new), "--nodes", str(nodes)]
+    offline_argv += ["--in-force", str(in_force), "--max-untaint-share", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {"COLUMNS": "160"}
+    offline = {
+        form: subprocess.run(
+            [*offline_argv, "-o", form], check=False, capture_output=True, text=True, env=env
+        )
+        for form in ("json", "table")
+    }
+
+    assert live["json"].returncode == 3, live["json"].stdout + live["json"].stderr
+    assert offline["json"].returncode == 3, offline["json"].stdout + offline["json"].stderr
+    live_report, offline_report = (json.loads(r["json"].stdout) for r in (live, offline))
+    assert live_report.pop("comparedWith") == "the rules in force (generation 1)"
+    assert offline_report.pop("comparedWith") == f"the rules in {in_force} (--in-force)"
+    assert live_report.pop("assumed") == []
+    assert offline_report.pop("assumed")  # said, not silently made up
+    assert offline_report == live_report
+    assert {
+        "node": node,
+        "pool": "-",
+        "changes": [
+            "+ taint day2.example.com/also=x:NoSchedule",
+            f"- taint day2.example.com/team={day.name}:NoSchedule",
+        ],
+    } in live_report["changes"]
+    tables = [run["table"].stdout.splitlines() for run in (live, offline)]
+    live_table, offline_table = (
+        t[next(i for i, x in enumerate(t) if "HELD" in x) :] for t in tables
+    )
+    assert offline_table == live_table  # from the guard's verdict on, line for line
+
+
 def test_plan_of_bad_rules_exits_1_naming_the_place_and_changes_nothing(
     day2: tuple[Day2, ReconcilerProcess], make_node: Callable[..., str], tmp_path: Path
 ) -> None:
