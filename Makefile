@@ -12,7 +12,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -147,9 +147,16 @@ restart-anywhere: setup controlplane
 bench: setup controlplane
 	$(BIN)/python -m tests.bench.run $(BENCH_ARGS)
 	$(BIN)/python -m tests.bench.hostile_neighbours
+	$(BIN)/python -m tests.bench.cli_startup
+
+# How long `nodegate --help`, a TAB and `validate` take to start, 10 runs each beside
+# `python -c pass` (tests/bench/cli_startup.py): a minute or two, no control plane; also the
+# last table of `make bench`.
+bench-cli: setup
+	$(BIN)/python -m tests.bench.cli_startup $(BENCH_ARGS)
 
 # What nodes writing 50 changes/s about themselves cost (tests/bench/hostile_neighbours.py):
-# a minute; also the last table of `make bench`.
+# a minute; also a table of `make bench`.
 bench-neighbours: setup controlplane
 	$(BIN)/python -m tests.bench.hostile_neighbours $(BENCH_ARGS)
 
