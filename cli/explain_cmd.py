@@ -72,7 +72,16 @@ def explain(
 ) -> None:
     """Show each rule's verdict on a node, the exact change nodegate would make, and what it
     waits for."""
-    at = parse_time(now)
+    try:
+        at = parse_time(now)
+    # Not a time fromisoformat reads: say how to write one, as `plan` does.
+    except ValueError:
+        typer.echo(
+            f"nodegate explain: --now {now!r} is not an RFC 3339 time: write e.g. "
+            "2026-11-21T12:00:00Z",
+            err=True,
+        )
+        raise typer.Exit(1) from None
     if node_file is None:
         if node_name is None:
             typer.echo(

@@ -197,8 +197,8 @@ class ReconcilerSettings(BaseModel):
     against a write loop, not the brake. The API server protects itself (API Priority and
     Fairness answers 429 with Retry-After, honoured per node) and the eviction budget brakes
     evictions; a limit that binds in a storm only delays gate lifts, untaints and recovery as
-    much as evictions (issue 33: at 50/s a 1,000-node condition storm took 3.5x the API
-    server's own time)."""
+    much as evictions (at 50/s a 1,000-node condition storm took 3.5x the API server's own
+    time: docs/benchmarks.md)."""
     write_burst: int = Field(default=1000, ge=1)
     """Node writes allowed at once before the average rate applies: a condition storm over
     1,000 nodes is written at the API server's speed, then 500/s (a 5,000-node storm, whose

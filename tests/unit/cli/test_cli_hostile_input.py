@@ -150,3 +150,13 @@ def test_manifests_refuses_a_settings_alias_bomb_at_the_alias(tmp_path: Path) ->
     assert result.exit_code == 1
     assert result.stderr.startswith(f"{path}:6:20: (document): alias *a4 (13,942 values) takes")
     assert_no_traceback(result)
+
+
+def test_explain_refuses_a_now_that_is_not_a_time_with_how_to_write_one() -> None:
+    result = runner.invoke(
+        app, ["explain", "--rules", str(RULES), "--node", str(NODE), "--now", "yesterday"]
+    )
+
+    assert result.exit_code == 1
+    assert "--now 'yesterday' is not an RFC 3339 time: write e.g." in result.stderr
+    assert_no_traceback(result)
