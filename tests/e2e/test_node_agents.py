@@ -97,6 +97,7 @@ def test_cannot_run_wait_holds_the_node_and_says_so_once(scene: Scene) -> None:
     assert "keep example.com/agent-not-ready:NoSchedule" in event.message
     scene.stays(node, True, 3.0)
 
+
 # --- a gate and an agent rule waiting for each other ---------------------------------------------
 
 GATE = {"key": "example.com/booting", "effect": "NoSchedule"}
