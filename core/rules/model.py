@@ -378,6 +378,11 @@ def _budget_shorthand(value: object) -> object:
     return value
 
 
+def _budget_shorthand_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema takes the shorthand too (editors, and helm's check of a rules map)."""
+    schema["anyOf"] = [*schema.get("anyOf", ()), {"const": UNLIMITED}]
+
+
 RuleBudget = Annotated[
     RuleEvictionBudget | None,
     BeforeValidator(_budget_shorthand),
@@ -385,6 +390,7 @@ RuleBudget = Annotated[
         default=None,
         description="This rule's own eviction budget ('unlimited': none); default: the "
         "top-level evictionBudget, shared with the other rules.",
+        json_schema_extra=_budget_shorthand_schema,
     ),
 ]
 
