@@ -133,10 +133,16 @@ def first_reading(readings: Sequence[Reading]) -> Discipline:
     return replace(base, origin=first.server + timedelta(seconds=median))
 
 
-def read(clock: Discipline, reading: Reading) -> tuple[Discipline, Verdict]:
-    """The clock after one more reading, and what the reading did to it."""
-    now = clock.correction(reading.at)
-    clock = replace(clock, offset=now, offset_at=max(reading.at, clock.offset_at))
+def read(
+    clock: Discipline, reading: Reading, applied_at: float | None = None
+) -> tuple[Discipline, Verdict]:
+    """The clock after one more reading, applied at monotonic `applied_at` (default: the
+    reading's own moment), and what the reading did to it. The slew is rebased where it is
+    applied, never at the reading's moment, which is already past (half a round trip): a
+    change of direction there would take back time already told."""
+    rebased_at = max(reading.at if applied_at is None else applied_at, clock.offset_at)
+    now = clock.correction(rebased_at)
+    clock = replace(clock, offset=now, offset_at=rebased_at)
     implied = clock.implied(reading)
     allowed = TOLERANCE + reading.uncertainty
     if abs(implied - clock.target) <= allowed:
@@ -196,9 +202,10 @@ class AnchoredClock:
         reading = self._read_once()
         with self._lock:
             assert self._clock is not None
-            self._clock, verdict = read(self._clock, reading)
-        if self._on_reading is not None:
-            self._on_reading(verdict)
+            self._clock, verdict = read(self._clock, reading, self._monotonic())
+            # Under the lock: two readers (the follower, the breaker's load) report in order.
+            if self._on_reading is not None:
+                self._on_reading(verdict)
 
     @property
     def anchored(self) -> bool:
@@ -208,10 +215,10 @@ class AnchoredClock:
     def now(self) -> datetime:
         """The API server's time now; NotAnchoredError before `anchor` succeeded."""
         with self._lock:
-            clock = self._clock
+            clock, at = self._clock, self._monotonic()
         if clock is None:
             raise NotAnchoredError("the API server's time has not been read yet")
-        return clock.now(self._monotonic())
+        return clock.now(at)
 
     def correction(self) -> float:
         """Seconds nodegate's clock has been moved, by believed disagreements, off what its
@@ -223,9 +230,16 @@ class AnchoredClock:
     def follow(self, stop: threading.Event, every_seconds: float = 300.0) -> None:
         """Read the server's time now and every `every_seconds` until `stop` (for a part of
         the process that must never wait for it on its own path: the webhook's reviews)."""
+        failing = False
         while True:
-            with contextlib.suppress(KubeError):
+            try:
                 self.anchor()
+                failing = False
+            # Unreachable, or no readable Date: read again next time; said once a streak.
+            except KubeError as err:
+                if not failing:
+                    log.warning("the API server's time not read", extra={"error": str(err)})
+                failing = True
             if stop.wait(every_seconds if self.anchored else min(every_seconds, 5.0)):
                 return
 

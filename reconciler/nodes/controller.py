@@ -472,6 +472,7 @@ class Controller:
         self._writer.stop = stop
         self._load_history(stop)
         self._load_ledger(stop)
+        self._wait_for_clock(stop)
         self._load_sightings(stop)
         self._recover_rules(stop)
         health = self._health
@@ -511,7 +512,10 @@ class Controller:
             self.status.retry()
             if (live := self._live_uids()) is not None:
                 self.gates.keep_only(live)
-                self._node_facts.conditions.keep_only(set(self.informer.cached_keys()))
+                names = set(self.informer.cached_keys())
+                self._node_facts.conditions.keep_only(names)
+                self._cannot_run.keep_only(names)
+                self._deadlocks.keep_only(names)
                 self._node_facts.prune_departures()
             self._start_resync()
         self._running.clear()
@@ -600,6 +604,24 @@ class Controller:
                 log.error("eviction ledger not read; evicting taints wait until it is")
                 return
             stop.wait(backoff.next_delay())
+
+    def _wait_for_clock(self, stop: threading.Event) -> None:
+        """Nothing is planned before the API server's time is read: every first sight, record
+        and `timeAdded` is dated on it, and one dated on this host's clock would move when the
+        clock jumps to the server's (a `for` firing early, a grant out of its window)."""
+        backoff, said = Backoff(), False
+        while not stop.is_set() and not self._server_clock.anchored:
+            try:
+                self._server_clock.anchor()
+            # Unreachable, or no readable Date: asked again; said once.
+            except KubeError as err:
+                if not said:
+                    log.error(
+                        "the API server's time not read; nothing is planned until it is",
+                        extra={"error": str(err)},
+                    )
+                    said = True
+                stop.wait(backoff.next_delay())
 
     def _load_history(self, stop: threading.Event) -> None:
         """Read the taint-key history before anything is planned; retried with backoff.

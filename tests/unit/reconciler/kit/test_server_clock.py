@@ -193,3 +193,31 @@ def test_following_reads_the_time_again_until_stopped_and_survives_an_unreachabl
     assert len(asked) >= 3
     assert clock.anchored
     assert not follower.is_alive()
+
+
+def test_time_told_is_never_taken_back_by_a_reading_with_a_long_round_trip() -> None:
+    """A believed step is being followed when the server comes back; the reading that makes
+    the return believed took 30 s to answer and turns the slew round. It is rebased where it is
+    applied, not half a trip back: a moment told while it was on its way is not told again."""
+    server = _Server()
+    server.clock.anchor()
+    server.offset = timedelta(seconds=100)
+    server.read_every(10, until=CONFIRM_SECONDS + 110)  # believed, and followed a while
+    server.offset = timedelta()
+    back = server.ticks + 10
+    server.read_every(10, until=back + CONFIRM_SECONDS - 10)
+    told: list[datetime] = []
+    honest = server.date
+
+    def slow() -> datetime:
+        server.ticks += 15
+        answer = honest()
+        server.ticks += 15
+        told.append(server.clock.now())  # told just before the answer is applied
+        return answer
+
+    server.clock._server_time = slow
+    server.clock.anchor()
+
+    assert server.verdicts[-1].outcome == "believed"
+    assert server.clock.now() >= told[0]
