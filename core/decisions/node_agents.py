@@ -209,6 +209,10 @@ class LiftedTaints:
     too)."""
     agents: frozenset[tuple[str, str]]
     """The node-agent rules' own: never left out for another rule, whatever their key."""
+    passing: frozenset[tuple[str, str]] = frozenset()
+    """Taints nodegate puts on and takes off as a node changes (the condition and node-agent
+    rules'): one keeping a listed DaemonSet away now does not mean it never runs there
+    (`cannotRun`)."""
 
     def on(self, node: NodeState) -> frozenset[tuple[str, str]]:
         """Those of the node's taints to leave out."""
@@ -231,7 +235,12 @@ def lifted_taints(rules: NodeRules) -> LiftedTaints:
     away would wait for ever."""
     gates = {t.identity for r in rules.startup_gates for t in (r.taint, *r.former_taints)}
     agents = {r.taint.identity for r in rules.node_agents}
-    return LiftedTaints(TRANSIENT_TAINTS | frozenset(gates - agents), frozenset(agents))
+    conditions = {r.taint.identity for r in rules.condition_taints}
+    return LiftedTaints(
+        TRANSIENT_TAINTS | frozenset(gates - agents),
+        frozenset(agents),
+        frozenset(agents | conditions),
+    )
 
 
 NOTHING_LIFTED = LiftedTaints(frozenset(), frozenset())
@@ -342,11 +351,18 @@ def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
 
 
 def _refused(
-    rule: NodeAgentRule, ds: DaemonSetView, node: NodeState, lifted: LiftedTaints
+    rule: NodeAgentRule,
+    ds: DaemonSetView,
+    node: NodeState,
+    lifted: LiftedTaints,
+    lasting: bool = False,
 ) -> str | None:
     """Why the DaemonSet controller would not run its pod on the node, its start-up taints,
-    the gates' and this rule's own left out (`lifted_taints`)."""
+    the gates' and this rule's own left out (`lifted_taints`); `lasting`: the condition and
+    node-agent rules' taints left out too (why it will not run there however they change)."""
     ignoring = lifted.on(node) | {rule.taint.identity}
+    if lasting:
+        ignoring |= {t.identity for t in node.taints if t.identity in lifted.passing}
     return refusal(ds.placement, node.name, node.labels, node.taints, ignoring=ignoring)
 
 
@@ -370,39 +386,45 @@ def _daemon_set_state(
         state = "terminating" if pod.terminating else pod.transition
         return AgentState(ds.ref, False, why, f"{ds.ref}:{pod.uid}:{state}")
     refused = _refused(rule, ds, node, lifted)
+    lasting = None if refused is None else _refused(rule, ds, node, lifted, lasting=True)
     if not _tolerates_own(rule, ds):
         refused = f"it does not tolerate this rule's taint {rule.taint.flag()}: add a toleration"
-    elif refused is not None:
-        why = f"the DaemonSet controller will not run it here: {refused}"
+    elif lasting is not None:
+        # Kept away by its placement or a taint no rule of nodegate's takes off: a decision
+        # (`cannotRun`). One kept away only by another rule's taint runs once that goes.
+        why = f"the DaemonSet controller will not run it here: {lasting}"
         if rule.cannot_run == "skip":
-            return AgentState(ds.ref, True, why, refused=refused, awaited=False)
-        return AgentState(ds.ref, False, f"{why} (cannotRun: wait)", f"{ds.ref}:none@", refused)
+            return AgentState(ds.ref, True, why, refused=lasting, awaited=False)
+        return AgentState(ds.ref, False, f"{why} (cannotRun: wait)", f"{ds.ref}:none@", lasting)
     why = "no pod on the node yet" if refused is None else f"no pod: {refused}"
     return AgentState(ds.ref, False, why, f"{ds.ref}:none@")
 
 
-CannotRunKey = tuple[str, str, str]
-"""(rule, DaemonSet, why the DaemonSet controller will not run its pod): one report."""
+CannotRunKey = tuple[str, str, str, str]
+"""(rule, DaemonSet, why the DaemonSet controller will not run its pod, skip|wait): one
+report."""
 
 
 def cannot_run(agents: Mapping[str, AgentReadiness]) -> frozenset[CannotRunKey]:
-    """The listed DaemonSets the DaemonSet controller will not run on this node, by rule and
-    reason: each is reported once while it lasts, whether the rule skips or waits for it."""
+    """The listed DaemonSets the DaemonSet controller will not run on this node, by rule, reason
+    and what the rule does (skip, wait): each is reported once while it lasts."""
     return frozenset(
-        (rule, agent.agent, agent.refused)
+        (rule, agent.agent, agent.refused, "wait" if agent.awaited else "skip")
         for rule, readiness in agents.items()
         for agent in readiness.agents
         if agent.refused is not None
     )
 
 
-def cannot_run_message(rule: NodeAgentRule, daemon_set: str, refused: str, node: str) -> str:
-    """The report of one (rule, DaemonSet, reason), with the fix."""
+def cannot_run_message(
+    rule: NodeAgentRule, daemon_set: str, refused: str, node: str, action: str
+) -> str:
+    """The report of one (rule, DaemonSet, reason, action), with the fix."""
     head = (
         f"nodeAgents '{rule.name}': the DaemonSet controller will not run {daemon_set} on node "
         f"{node} (nor on any node like it): {refused}."
     )
-    if rule.cannot_run == "skip":
+    if action == "skip":
         return (
             f"{head} Such nodes do not wait for it (cannotRun: skip). If they should, let the "
             "DaemonSet run there (a toleration, its nodeSelector), or set cannotRun: wait."

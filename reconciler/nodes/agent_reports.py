@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 from prometheus_client import Gauge
@@ -30,6 +31,14 @@ from nodegate.reconciler.nodes.shown_on_nodes import ShownOnNodes
 log = logging.getLogger(__name__)
 
 
+Pair = tuple[str, str, str]
+"""(rule, DaemonSet, action): one series of the gauge."""
+
+
+def _pairs(keys: frozenset[CannotRunKey]) -> set[Pair]:
+    return {(rule, daemon_set, action) for rule, daemon_set, _, action in keys}
+
+
 class CannotRunReports:
     def __init__(
         self, recorder: Recorder, gauge: Gauge, source: Callable[[], SourceRef | None]
@@ -39,42 +48,43 @@ class CannotRunReports:
         self._source = source
         self._lock = threading.Lock()
         self._shown: ShownOnNodes[CannotRunKey] = ShownOnNodes()
-        self._actions: dict[str, str] = {}
-        """Each rule's `cannotRun`, as last seen."""
+        self._nodes: Counter[Pair] = Counter()
+        """Nodes per gauge series, kept as nodes change (a count never walks every node)."""
 
     def saw(self, node: str, rules: NodeRules, agents: Mapping[str, AgentReadiness]) -> None:
         """One reconcile's look at the node's agents (`PlanFacts.agents`)."""
-        keys = cannot_run(agents)
-        by_name = {r.name: r for r in rules.node_agents}
         with self._lock:
-            changed = self._shown.show(node, keys)
+            changed = self._shown.show(node, cannot_run(agents))
             if changed is None:
                 return
             before, new = changed
-            self._actions.update((name, rule.cannot_run) for name, rule in by_name.items())
-            self._show({(r, d) for r, d, _ in keys ^ before})
-        for rule_name, daemon_set, refused in sorted(new):
+            self._count(_pairs(before), _pairs(self._shown.by_node.get(node, frozenset())))
+        by_name = {r.name: r for r in rules.node_agents}
+        for rule_name, daemon_set, refused, action in sorted(new):
             rule = by_name.get(rule_name)
             if rule is None:
                 continue
-            message = cannot_run_message(rule, daemon_set, refused, node)
+            message = cannot_run_message(rule, daemon_set, refused, node, action)
             log.warning(message, extra={"rule": rule_name, "daemon_set": daemon_set})
             report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", message)
 
     def forget(self, name: str, uid: str | None = None) -> None:
         """The node is gone (`NodeMemory`): it counts no more."""
         with self._lock:
-            self._show({(r, d) for r, d, _ in self._shown.forget(name)})
+            self._count(_pairs(self._shown.forget(name)), set())
 
-    def _show(self, pairs: set[tuple[str, str]]) -> None:
-        """Set the gauge for these (rule, DaemonSet): nodes, whatever the reason (under the
-        lock: a count is never overwritten by an older one)."""
-        counts = dict.fromkeys(pairs, 0)
-        for keys in self._shown.by_node.values():
-            for rule, daemon_set in {(r, d) for r, d, _ in keys} & pairs:
-                counts[rule, daemon_set] += 1
-        for (rule, daemon_set), nodes in counts.items():
-            action = self._actions.get(rule, "skip")
-            for other in {"skip", "wait"} - {action}:
-                self._gauge.labels(rule, daemon_set, other).set(0)
-            self._gauge.labels(rule, daemon_set, action).set(nodes)
+    def keep_only(self, live: set[str]) -> None:
+        """Forget every node not in `live` (names): one a worker saw just after its delete."""
+        with self._lock:
+            for node in [n for n in self._shown.by_node if n not in live]:
+                self._count(_pairs(self._shown.forget(node)), set())
+
+    def _count(self, before: set[Pair], after: set[Pair]) -> None:
+        """Move one node's series and set the changed ones (under the lock: a count is never
+        overwritten by an older one)."""
+        self._nodes.subtract(before)
+        self._nodes.update(after)
+        for pair in before ^ after:
+            self._gauge.labels(*pair).set(max(self._nodes[pair], 0))
+            if self._nodes[pair] <= 0:
+                del self._nodes[pair]

@@ -45,3 +45,9 @@ class DeadlockReports:
         """The node is gone (`NodeMemory`): it shows nothing more."""
         with self._lock:
             self._shown.forget(name)
+
+    def keep_only(self, live: set[str]) -> None:
+        """Forget every node not in `live` (names): one a worker saw just after its delete."""
+        with self._lock:
+            for node in [n for n in self._shown.by_node if n not in live]:
+                self._shown.forget(node)

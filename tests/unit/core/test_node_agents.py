@@ -295,8 +295,60 @@ def test_what_cannot_run_is_one_report_per_rule_daemon_set_and_reason() -> None:
     on = node(WORKER, taints=(AGENT, DEDICATED))
     found = readiness(agent_rules(), on, [], [daemon_set(template=TOLERATES_AGENT_ONLY)])
     assert cannot_run({"cilium": found}) == {
-        ("cilium", "kube-system/cilium", "it does not tolerate taint dedicated=ci:NoSchedule")
+        (
+            "cilium",
+            "kube-system/cilium",
+            "it does not tolerate taint dedicated=ci:NoSchedule",
+            "skip",
+        )
     }
+
+
+OTHER_AGENT = NodeTaint("example.com/cni-not-ready", "NoSchedule")
+TWO_AGENT_RULES = AGENT_RULE.format(daemon_sets=CILIUM) + (
+    "  - name: cni\n"
+    "    daemonSets: [{namespace: kube-system, name: cni}]\n"
+    "    taint: {key: example.com/cni-not-ready, effect: NoSchedule}\n"
+)
+
+
+def test_a_daemon_set_kept_away_only_by_another_agent_rules_taint_is_waited_for() -> None:
+    """That taint goes once the other rule's agent is Ready, and then the DaemonSet runs: it
+    is not one the DaemonSet controller will never run, so the node waits for it."""
+    found = rules(TWO_AGENT_RULES)
+    on = node(WORKER, taints=(AGENT, OTHER_AGENT))
+    state = agent_readiness(
+        found.node_agents[0],
+        on,
+        [daemon_set(template=TOLERATES_AGENT_ONLY)],
+        [],
+        {},
+        lifted_taints(found),
+    )
+    assert not state.ready
+    assert state.not_awaited == ()
+    assert state.not_ready[0].refused is None
+
+
+def test_a_daemon_set_kept_away_only_by_a_condition_rules_taint_is_waited_for() -> None:
+    found = rules(
+        AGENT_RULE.format(daemon_sets=CILIUM)
+        + "conditionTaints:\n"
+        + "  - name: disk\n"
+        + '    conditions: [{type: DiskPressure, status: "True"}]\n'
+        + "    taint: {key: example.com/disk, effect: NoExecute}\n"
+    )
+    disk = NodeTaint("example.com/disk", "NoExecute")
+    state = agent_readiness(
+        found.node_agents[0],
+        node(WORKER, taints=(AGENT, disk)),
+        [daemon_set(template=TOLERATES_AGENT_ONLY)],
+        [],
+        {},
+        lifted_taints(found),
+    )
+    assert not state.ready
+    assert state.not_awaited == ()
 
 
 # --- discovery ----------------------------------------------------------------------------------

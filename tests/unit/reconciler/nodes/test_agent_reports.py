@@ -26,10 +26,13 @@ def _rules(cannot_run: str = "skip") -> NodeRules:
     return rules(RULES.replace("CANNOT_RUN", cannot_run))
 
 
-def _refused(why: str | None) -> dict[str, AgentReadiness]:
+def _refused(why: str | None, action: str = "skip") -> dict[str, AgentReadiness]:
     if why is None:
         return {"logs": AgentReadiness((AgentState("logging/fluent-bit", True, "Ready"),))}
-    agent = AgentState("logging/fluent-bit", True, why, refused=why, awaited=False)
+    if action == "wait":
+        agent = AgentState("logging/fluent-bit", False, why, "x", refused=why)
+    else:
+        agent = AgentState("logging/fluent-bit", True, why, refused=why, awaited=False)
     return {"logs": AgentReadiness((agent,))}
 
 
@@ -70,7 +73,7 @@ def test_another_reason_is_another_report() -> None:
 
 def test_a_waiting_rule_says_the_node_keeps_its_taint_and_counts_as_wait() -> None:
     scene = _Scene()
-    scene.reports.saw("ci-1", _rules("wait"), _refused(DEDICATED))
+    scene.reports.saw("ci-1", _rules("wait"), _refused(DEDICATED, "wait"))
 
     assert "keep example.com/agent-not-ready:NoSchedule" in scene.recorder.events[0][1]
     assert scene.nodes("wait") == 1
@@ -94,3 +97,21 @@ def test_a_reason_gone_from_every_node_is_said_again_when_it_comes_back() -> Non
     scene.reports.saw("ci-1", _rules(), _refused(DEDICATED))
 
     assert len(scene.recorder.events) == 2
+
+
+def test_a_rule_turned_from_skip_to_wait_moves_its_nodes_to_the_wait_series_and_says_so() -> None:
+    scene = _Scene()
+    scene.reports.saw("ci-1", _rules(), _refused(DEDICATED))
+    scene.reports.saw("ci-1", _rules("wait"), _refused(DEDICATED, "wait"))
+
+    assert (scene.nodes("skip"), scene.nodes("wait")) == (0, 1)
+    assert "(cannotRun: wait)" in scene.recorder.events[-1][1]
+
+
+def test_a_node_seen_after_its_delete_is_dropped_at_the_next_resync() -> None:
+    scene = _Scene()
+    scene.reports.forget("ci-1")
+    scene.reports.saw("ci-1", _rules(), _refused(DEDICATED))  # a worker's late look
+    scene.reports.keep_only({"ci-2"})
+
+    assert scene.nodes() == 0
