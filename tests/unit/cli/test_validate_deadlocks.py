@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
+from tests.unit.core.test_agent_deadlocks import CI as CI_POOL_RULES
 
 runner = CliRunner()
 
@@ -114,22 +115,8 @@ def test_an_init_daemon_set_missing_from_the_files_leaves_it_a_warning(tmp_path:
     assert "waits for its pods (kube-system, app=boot-init), whose DaemonSet must tolerate" in err
 
 
-CI = """\
-apiVersion: nodegate.dev/v1
-kind: NodeRules
-labelTaints:
-  - name: ci
-    match: {labels: {example.com/pool: ci}}
-    nodeMayLift: true
-    taint: {key: dedicated, value: ci, effect: NoSchedule}
-nodeAgents:
-  - name: logs
-    daemonSets: [{namespace: logging, name: fluent-bit}]
-    taint: {key: example.com/logs-not-ready, effect: NoSchedule}
-    cannotRun: CANNOT_RUN
-nodePools:
-  - {name: ci, provider: oke, size: 3, labels: {example.com/pool: ci}}
-"""
+CI = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n" + CI_POOL_RULES
+"""The core tests' pool whose label taint keeps the log agent away, as a rules file."""
 LOGS = """\
 apiVersion: apps/v1
 kind: DaemonSet
