@@ -25,15 +25,15 @@ from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller
-from nodegate.reconciler.nodes.fence_policy import check_server_fence
-from nodegate.reconciler.nodes.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.fence_policy import check_server_fence
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.preview_api import installation_api, preview_reads
 from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
-from nodegate.reconciler.nodes.oci_compute import ComputeLister, compute_client
-from nodegate.reconciler.nodes.oci_instances import OciInstanceConditions
-from nodegate.reconciler.nodes.preview_api import installation_api, preview_reads
-from nodegate.reconciler.nodes.rules_source import RulesUpdate, RulesWatcher
-from nodegate.reconciler.nodes.served_rules import ServedRules
-from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.nodes.oci.oci_compute import ComputeLister, compute_client
+from nodegate.reconciler.nodes.oci.oci_instances import OciInstanceConditions
+from nodegate.reconciler.nodes.records.taint_history import TaintHistory
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, RulesWatcher
+from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 from nodegate.reconciler.settings import ReconcilerSettings
 from nodegate.reconciler.webhook.server import WebhookServer, serve_webhook
 

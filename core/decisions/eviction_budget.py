@@ -7,8 +7,8 @@ rule's own) in a sliding window, cluster-wide and per pool and zone; an addition
 waits (the planner keeps the node as it is), and is looked at again when the oldest counted
 addition leaves the window. Removals are never counted nor held: recovery is always allowed.
 
-The reconciler (`reconciler/nodes/eviction_breaker.py`), `nodegate explain` and the blast-radius
-guard all decide with these functions. Docs: docs/rules.md, "Eviction budget".
+The reconciler (`reconciler/nodes/decide/eviction_breaker.py`), `nodegate explain` and the
+blast-radius guard all decide with these functions. Docs: docs/rules.md, "Eviction budget".
 """
 
 from __future__ import annotations

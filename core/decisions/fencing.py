@@ -24,7 +24,7 @@ larger number, so a refusal says which side is behind: the Lease's term is later
 process was deposed: it stops writing) or earlier (the API server's view of the Lease has not
 caught up with this process's takeover yet, a few milliseconds: retry). The numbers restart if
 the Lease is deleted, so a refusal is judged against the Lease itself, read then, and its
-numbers decide only when it cannot be read (reconciler/nodes/fenced_api.py).
+numbers decide only when it cannot be read (reconciler/nodes/fence/fenced_api.py).
 """
 
 from __future__ import annotations

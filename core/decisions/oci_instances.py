@@ -4,7 +4,7 @@ given its Compute instance as ListInstances reports it. Pure: plain records in, 
 OCI has no node termination handler (AWS, GCP and AKS each have one): a preemptible instance
 being reclaimed goes to `TERMINATING`, a scheduled maintenance reboot shows as
 `timeMaintenanceRebootDue`, a stop from the console or API as `STOPPING`/`STOPPED`. The
-shell (`reconciler/nodes/oci_instances.py`) lists the instances of the configured compartments,
+shell (`reconciler/nodes/oci/oci_instances.py`) lists the instances of the configured compartments,
 maps each Node to its instance by providerID, and writes what `condition_writes` decides; rules
 then act on these conditions like on any other (docs/migrating.md, the OKE recipe).
 

@@ -32,29 +32,29 @@ from nodegate.reconciler.kit.ratelimit import TokenBucket
 from nodegate.reconciler.kit.server_clock import AnchoredClock, ClockReport
 from nodegate.reconciler.kit.worker import Outcome, Worker
 from nodegate.reconciler.kit.workqueue import Lane, WorkQueue
-from nodegate.reconciler.nodes.agent_reports import CannotRunReports
-from nodegate.reconciler.nodes.csi_nodes import CsiNodes
-from nodegate.reconciler.nodes.deadlock_reports import DeadlockReports
-from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
-from nodegate.reconciler.nodes.fenced_api import FencedApi
-from nodegate.reconciler.nodes.gate_pods import GatePods
-from nodegate.reconciler.nodes.gate_reports import GateReports
-from nodegate.reconciler.nodes.label_records import LabelRecords
-from nodegate.reconciler.nodes.label_store import LabelStore
+from nodegate.reconciler.nodes.decide.eviction_breaker import EvictionBreaker
+from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
+from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
+from nodegate.reconciler.nodes.decide.reconcile import NodeReconciler, NodeSource
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.node_agents import NodeAgents
-from nodegate.reconciler.nodes.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode, annotation_filter, slim_node
-from nodegate.reconciler.nodes.node_writer import NodeWriter
-from nodegate.reconciler.nodes.reconcile import NodeReconciler, NodeSource
-from nodegate.reconciler.nodes.rules_in_force import Applied, RulesInForce
-from nodegate.reconciler.nodes.rules_source import RulesUpdate, SourceRef, report_on_source
-from nodegate.reconciler.nodes.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
-from nodegate.reconciler.nodes.status_publisher import StatusPublisher
-from nodegate.reconciler.nodes.taint_history import TaintHistory
-from nodegate.reconciler.nodes.watched import Watching
+from nodegate.reconciler.nodes.records.eviction_ledger_store import LedgerStore
+from nodegate.reconciler.nodes.records.label_records import LabelRecords
+from nodegate.reconciler.nodes.records.label_store import LabelStore
+from nodegate.reconciler.nodes.records.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
+from nodegate.reconciler.nodes.records.taint_history import TaintHistory
+from nodegate.reconciler.nodes.reports.agent_reports import CannotRunReports
+from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
+from nodegate.reconciler.nodes.reports.gate_reports import GateReports
+from nodegate.reconciler.nodes.rules.rules_in_force import Applied, RulesInForce
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, SourceRef, report_on_source
+from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
+from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
+from nodegate.reconciler.nodes.sources.gate_pods import GatePods
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
+from nodegate.reconciler.nodes.sources.watched import Watching
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.controller")

@@ -7,7 +7,7 @@ AKS-shaped cluster of N nodes with 20 DaemonSets, each with a pod on every node 
 page, each page one JSON document of pods as the API server writes them, parsed with
 `json.loads` as the reconciler's client does. Printed as Markdown tables:
 
-1. **Memory.** The real `NodeAgents` (reconciler/nodes/node_agents.py) is made to follow the
+1. **Memory.** The real `NodeAgents` (reconciler/nodes/sources/node_agents.py) is made to follow the
    three node-agent rules (one is `daemonSets: auto`: every namespace), so its own informers
    (the real `Informer`, started by `Watching.start`) list the DaemonSets and the pods, turn
    each pod into an `AgentPod` (`slim_agent_pod`) and hand it to `NodeAgents._on_pod`, which
@@ -84,11 +84,11 @@ from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.reconciler.kit import heap
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
-from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
-from nodegate.reconciler.nodes.node_agents import NodeAgents, PodsByNode
-from nodegate.reconciler.nodes.node_facts import plan_facts
+from nodegate.reconciler.nodes.decide.node_facts import plan_facts
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
-from nodegate.reconciler.nodes.watched import Watching
+from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents, PodsByNode
+from nodegate.reconciler.nodes.sources.watched import Watching
 from tests.bench import agents_scenario as scenario
 from tests.bench.stats import percentile
 

@@ -33,8 +33,8 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.served_rules import ServedRules
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 POOL = {"pool": "gpu"}

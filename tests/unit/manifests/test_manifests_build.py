@@ -150,7 +150,7 @@ def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> No
 
 def test_history_configmap_name_is_the_one_the_reconciler_writes() -> None:
     # The reconciler's taint record lands with the lead's reconciler work (issue 9).
-    history = pytest.importorskip("nodegate.reconciler.nodes.taint_history")
+    history = pytest.importorskip("nodegate.reconciler.nodes.records.taint_history")
 
     assert history.HISTORY_CONFIGMAP == HISTORY_CONFIGMAP
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 EXTRAS = {"nodegate.infra": ("infra",)}
 """The extras a shipped package runs with, beyond [project] dependencies."""
-MODULE_EXTRAS = {"reconciler/nodes/oci_compute.py": ("oci",)}
+MODULE_EXTRAS = {"reconciler/nodes/oci/oci_compute.py": ("oci",)}
 """The extras one module runs with: the `oci` SDK, loaded only when the reconciler is
 configured for OCI instance conditions (the image installs the extra)."""
 

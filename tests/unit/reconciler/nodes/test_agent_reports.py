@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from nodegate.core.decisions.node_agents import AgentReadiness, AgentState
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.nodes.agent_reports import CannotRunReports
+from nodegate.reconciler.nodes.reports.agent_reports import CannotRunReports
 from tests.unit.core.builders import rules
 from tests.unit.reconciler.nodes.test_eviction_breaker import SOURCE, FakeRecorder
 

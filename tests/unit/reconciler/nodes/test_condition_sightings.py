@@ -9,7 +9,7 @@ from datetime import timedelta
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.objects.sightings_record import NodeSightings
 from nodegate.core.rules.node import NodeCondition
-from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
 from tests.unit.core.builders import NOW, node, rules
 
 KAPUT = NodeCondition("NetworkInterfaceCard", "Kaput", "", NOW - timedelta(hours=1))

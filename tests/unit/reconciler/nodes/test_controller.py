@@ -30,12 +30,12 @@ from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.worker import Outcome
 from nodegate.reconciler.nodes.controller import Controller
-from nodegate.reconciler.nodes.fenced_api import FencedApi
-from nodegate.reconciler.nodes.label_records import COALESCE_SECONDS
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.nodes.records.label_records import COALESCE_SECONDS
+from nodegate.reconciler.nodes.records.taint_history import TaintHistory
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 

@@ -4,7 +4,7 @@ however many nodes and reconciles do, and again if it comes back after it ended.
 from __future__ import annotations
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock, Wait
-from nodegate.reconciler.nodes.deadlock_reports import DeadlockReports
+from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
 from tests.unit.reconciler.nodes.test_eviction_breaker import SOURCE, FakeRecorder
 
 

@@ -1,8 +1,8 @@
 """A dry run reads the installation and writes none of it (issue 56): pointed at the state
 namespace, a preview plans against the real leader's records and leaves every one of them as it
 found it, whichever path would write it. Its one write client is a `PreviewApi`
-(reconciler/nodes/preview_api.py), under the fence as `reconciler/main.py` builds it; each path
-is also run live, so that the dry run's silence is not a path that never ran."""
+(reconciler/nodes/fence/preview_api.py), under the fence as `reconciler/main.py` builds it; each
+path is also run live, so that the dry run's silence is not a path that never ran."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from nodegate.reconciler.kit.events import EventRecorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.nodes.controller import Controller
-from nodegate.reconciler.nodes.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.preview_api import PreviewApi, installation_api, preview_reads
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.preview_api import PreviewApi, installation_api, preview_reads
-from nodegate.reconciler.nodes.taint_history import TaintHistory
+from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.test_controller import (

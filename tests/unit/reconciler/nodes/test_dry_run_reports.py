@@ -9,9 +9,9 @@ from nodegate.core.decisions.dry_run import DryRunChange
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.ratelimit import TokenBucket
+from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.node_writer import NodeWriter
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_eviction_breaker import FakeRecorder
 

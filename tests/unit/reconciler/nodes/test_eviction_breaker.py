@@ -20,8 +20,8 @@ from nodegate.core.objects.eviction_ledger import compact, merged
 from nodegate.core.rules.node import NodeCondition, NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.server_clock import AnchoredClock
-from nodegate.reconciler.nodes import eviction_breaker
-from nodegate.reconciler.nodes.eviction_breaker import REPORT_AFTER, EvictionBreaker, Hold
+from nodegate.reconciler.nodes.decide import eviction_breaker
+from nodegate.reconciler.nodes.decide.eviction_breaker import REPORT_AFTER, EvictionBreaker, Hold
 from nodegate.reconciler.nodes.metrics import Metrics
 from tests.unit.core.builders import NOW, rules
 

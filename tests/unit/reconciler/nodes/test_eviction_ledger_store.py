@@ -10,8 +10,8 @@ import pytest
 from nodegate.core.decisions.eviction_budget import Grant, Place
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LEDGER_KEY, decode_ledger
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError
-from nodegate.reconciler.nodes.eviction_ledger_store import LedgerStore
-from nodegate.reconciler.nodes.preview_api import PreviewApi
+from nodegate.reconciler.nodes.fence.preview_api import PreviewApi
+from nodegate.reconciler.nodes.records.eviction_ledger_store import LedgerStore
 from tests.unit.core.builders import NOW
 from tests.unit.reconciler.kit.fakes import FakeApi
 

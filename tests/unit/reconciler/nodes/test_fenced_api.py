@@ -15,7 +15,7 @@ from nodegate.core.decisions.fencing import FENCE_ANNOTATION, REFUSAL_MARK
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import RawObject
-from nodegate.reconciler.nodes.fenced_api import STALE_VIEW_SECONDS, FencedApi, FencedError
+from nodegate.reconciler.nodes.fence.fenced_api import STALE_VIEW_SECONDS, FencedApi, FencedError
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 
 NS = "nodegate-system"

@@ -29,10 +29,10 @@ from nodegate.core.objects.sightings_record import (
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
-from nodegate.reconciler.nodes.csi_nodes import CsiNodes
-from nodegate.reconciler.nodes.node_agents import NodeAgents
-from nodegate.reconciler.nodes.node_facts import NodeFacts
+from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_view import CachedNode
+from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 from tests.unit.core.builders import NOW, node, rules
 from tests.unit.core.test_node_agents import daemon_set, pod
 

@@ -1,5 +1,5 @@
-"""The node agents' informers (reconciler/nodes/node_agents.py): which rules are looked up, and
-what is held of the DaemonSet pods."""
+"""The node agents' informers (reconciler/nodes/sources/node_agents.py): which rules are looked
+up, and what is held of the DaemonSet pods."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from nodegate.core.decisions.node_agents import NOT_AN_AGENT
 from nodegate.core.rules.node import NodeTaint
-from nodegate.reconciler.nodes.node_agents import NodeAgents
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 from tests.unit.core.builders import node, rules
 from tests.unit.core.test_node_agents import pod
 

@@ -22,10 +22,10 @@ from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPE
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ANNOTATIONS_TOO_LONG, PermanentError
 from nodegate.reconciler.kit.fence import LeaderFence
-from nodegate.reconciler.nodes.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.oci_compute import MAX_PAGES, ComputeLister, compute_client
-from nodegate.reconciler.nodes.oci_instances import (
+from nodegate.reconciler.nodes.oci.oci_compute import MAX_PAGES, ComputeLister, compute_client
+from nodegate.reconciler.nodes.oci.oci_instances import (
     EVENT_REASON,
     RECHECK_SECONDS,
     OciError,

@@ -6,8 +6,8 @@ from typing import Any
 
 from nodegate.core.decisions.plan import PlanFacts, plan
 from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.nodes.decide.patch import describe, merge_patch
 from nodegate.reconciler.nodes.node_view import slim_node
-from nodegate.reconciler.nodes.patch import describe, merge_patch
 from tests.unit.core.builders import NOW, rules
 
 RULES = rules(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.nodes.record_keys import RecordKeys
+from nodegate.reconciler.nodes.records.record_keys import RecordKeys
 from tests.unit.core.builders import rules
 
 CONFIG = rules(

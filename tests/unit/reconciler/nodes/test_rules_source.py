@@ -16,7 +16,7 @@ from nodegate.reconciler.kit.events import EventRecorder
 from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.metrics import Metrics
-from nodegate.reconciler.nodes.rules_source import RulesWatcher
+from nodegate.reconciler.nodes.rules.rules_source import RulesWatcher
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_controller import (

@@ -9,8 +9,8 @@ import time
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.served_rules import ServedRules
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 OLD = HEADER

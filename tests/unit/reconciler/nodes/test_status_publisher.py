@@ -9,8 +9,8 @@ from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
 from nodegate.core.rules.loader import parse_rules
 from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.status_publisher import StatusPublisher, this_process
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher, this_process
 from tests.unit.core.builders import NOW
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced

@@ -29,13 +29,13 @@ from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.nodes.condition_sightings import ConditionSightings
-from nodegate.reconciler.nodes.csi_nodes import CsiNodes
-from nodegate.reconciler.nodes.gate_pods import GatePods
-from nodegate.reconciler.nodes.gate_reports import GateReports
-from nodegate.reconciler.nodes.label_records import LabelWork
-from nodegate.reconciler.nodes.node_agents import NodeAgents
 from nodegate.reconciler.nodes.node_view import CachedNode
+from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.records.label_records import LabelWork
+from nodegate.reconciler.nodes.reports.gate_reports import GateReports
+from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
+from nodegate.reconciler.nodes.sources.gate_pods import GatePods
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 
 Owned = frozenset[tuple[str, str]]
 """(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""

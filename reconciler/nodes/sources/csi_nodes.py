@@ -11,7 +11,7 @@ from nodegate.core.decisions.csi_nodes import CsiNodeView, registered_drivers, s
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
-from nodegate.reconciler.nodes.watched import Watching
+from nodegate.reconciler.nodes.sources.watched import Watching
 
 
 class CsiNodes:

@@ -39,7 +39,7 @@ from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
-from nodegate.reconciler.nodes.watched import Watching
+from nodegate.reconciler.nodes.sources.watched import Watching
 
 
 class _OnNode(Protocol):

@@ -37,7 +37,7 @@ from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.nodes.metrics import BreakerMetrics
-from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
+from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger("nodegate.controller")
 

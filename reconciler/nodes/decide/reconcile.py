@@ -24,12 +24,12 @@ from nodegate.reconciler.kit.errors import (
 )
 from nodegate.reconciler.kit.kube import NodeApi, RawObject
 from nodegate.reconciler.kit.worker import Done, Outcome, Refused, RequeueAfter, Retry, retry
-from nodegate.reconciler.nodes.eviction_breaker import EvictionBreaker, Hold
-from nodegate.reconciler.nodes.gate_reports import GateReports
-from nodegate.reconciler.nodes.label_records import LabelRecords, LabelWork
-from nodegate.reconciler.nodes.node_facts import NodeFacts
+from nodegate.reconciler.nodes.decide.eviction_breaker import EvictionBreaker, Hold
+from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
+from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.node_writer import NodeWriter
+from nodegate.reconciler.nodes.records.label_records import LabelRecords, LabelWork
+from nodegate.reconciler.nodes.reports.gate_reports import GateReports
 
 log = logging.getLogger("nodegate.controller")
 

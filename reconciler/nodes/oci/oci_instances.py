@@ -40,7 +40,7 @@ from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError, annotations_too_long
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import RawObject
-from nodegate.reconciler.nodes.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.metrics import OciMetrics
 
 log = logging.getLogger("nodegate.oci")

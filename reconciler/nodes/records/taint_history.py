@@ -19,7 +19,7 @@ from nodegate.core.objects.taint_history import (
 from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.kube import RawObject
-from nodegate.reconciler.nodes.fenced_api import FencedApi
+from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 
 log = logging.getLogger("nodegate.history")
 

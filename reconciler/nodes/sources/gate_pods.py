@@ -29,7 +29,7 @@ from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
-from nodegate.reconciler.nodes.watched import Watching
+from nodegate.reconciler.nodes.sources.watched import Watching
 
 log = logging.getLogger("nodegate.gates")
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock
 from nodegate.reconciler.kit.events import Recorder
-from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
-from nodegate.reconciler.nodes.shown_on_nodes import ShownOnNodes
+from nodegate.reconciler.nodes.reports.shown_on_nodes import ShownOnNodes
+from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from nodegate.core.rules.model import POOL_LABEL, NodeRules, StartupGate
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import ListWatch
-from nodegate.reconciler.nodes.gate_pods import workload_pods_on
 from nodegate.reconciler.nodes.metrics import GateMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
+from nodegate.reconciler.nodes.sources.gate_pods import workload_pods_on
 
 log = logging.getLogger("nodegate.controller")
 

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 
 log = logging.getLogger("nodegate.webhook")
 

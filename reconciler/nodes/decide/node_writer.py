@@ -20,9 +20,9 @@ from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import NodeApi
 from nodegate.reconciler.kit.ratelimit import TokenBucket
+from nodegate.reconciler.nodes.decide.patch import describe, merge_patch
 from nodegate.reconciler.nodes.metrics import WriterMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.patch import describe, merge_patch
 
 log = logging.getLogger("nodegate.controller")
 

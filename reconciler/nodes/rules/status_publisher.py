@@ -30,7 +30,7 @@ from nodegate.core.objects.status_record import (
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
-from nodegate.reconciler.nodes.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 
 log = logging.getLogger("nodegate.status")
 

@@ -25,8 +25,8 @@ from nodegate.core.decisions.node_agents import (
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.events import Recorder
-from nodegate.reconciler.nodes.rules_source import SourceRef, report_on_source
-from nodegate.reconciler.nodes.shown_on_nodes import ShownOnNodes
+from nodegate.reconciler.nodes.reports.shown_on_nodes import ShownOnNodes
+from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger(__name__)
 

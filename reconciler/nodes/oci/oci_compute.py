@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodegate.core.decisions.oci_instances import InstanceRecord
-from nodegate.reconciler.nodes.oci_instances import ErrorKind, OciError
+from nodegate.reconciler.nodes.oci.oci_instances import ErrorKind, OciError
 from nodegate.reconciler.settings import OciSettings
 
 MAX_PAGES = 1000

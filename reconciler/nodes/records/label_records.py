@@ -33,10 +33,10 @@ from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.worker import RequeueAfter, Retry, retry
-from nodegate.reconciler.nodes.label_store import LabelStore
 from nodegate.reconciler.nodes.metrics import LabelRecordMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.record_keys import RecordKeys
+from nodegate.reconciler.nodes.records.label_store import LabelStore
+from nodegate.reconciler.nodes.records.record_keys import RecordKeys
 
 log = logging.getLogger("nodegate.controller")
 
