@@ -41,6 +41,7 @@ from tests.e2e.support.reconciler_fixtures import (
     rules_configmap,
     start_reconciler_with,
 )
+from tests.e2e.support.reconciler_process import STARTED_IN_THIS_TEST
 
 __all__ = [  # fixtures shared by the e2e tests
     "as_node",
@@ -99,6 +100,30 @@ def _tails_dir(config: pytest.Config) -> Path:
     """Where pytest-xdist workers leave their control planes' log tails for the controller,
     which alone prints the terminal summary (`make test` runs this tier on workers)."""
     return config.rootpath / "build" / "test-reports" / "control-plane-logs"
+
+
+RECONCILER_LOG_TAIL = 6000
+"""Characters of each reconciler's log a failed test's report shows."""
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    STARTED_IN_THIS_TEST.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report carries the log tail of every reconciler it started: in CI the
+    logs are gone with the runner, and a timeout says nothing of what the reconciler did."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for log_path in STARTED_IN_THIS_TEST:
+        try:
+            tail = log_path.read_text(errors="replace")[-RECONCILER_LOG_TAIL:]
+        except OSError as err:
+            tail = f"(unreadable: {err})"
+        report.sections.append((f"reconciler log {log_path.name} (tail)", tail))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -284,17 +284,18 @@ def test_backfill_gates_an_idle_node_and_leaves_a_busy_one_alone(
 ) -> None:
     gated(gate_rules(f"init-{unique_name}"[:63], extra="backfill: true\n"))
     idle, busy = f"{unique_name}-idle", f"{unique_name}-busy"
-    for name in (idle, busy):
-        create_node(core_v1, SimNode(name=name, labels={"example.com/pool": "gpu"}))
-        cleanup.append(("node", name))
     workload: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"{unique_name}-app"},
         "spec": {"nodeName": busy, "containers": [{"name": "app", "image": POD_IMAGE}]},
     }
+    # Bound before the node exists: a node seen with no pods yet is idle, and rightly gated.
     core_v1.create_namespaced_pod("default", workload)  # type: ignore[arg-type]
     cleanup.append(("pod", f"{unique_name}-app"))
+    for name in (idle, busy):
+        create_node(core_v1, SimNode(name=name, labels={"example.com/pool": "gpu"}))
+        cleanup.append(("node", name))
     patch = {"metadata": {"labels": {"example.com/touch": "1"}}}
     for name in (idle, busy):  # a change makes the reconciler look at both now
         core_v1.patch_node(name, patch)

@@ -31,6 +31,9 @@ START_SECONDS = 30.0
 """How long a new reconciler process may take to serve and be ready: interpreter start and
 imports take seconds on a loaded 2-core machine, then a Lease a killed leader held expires."""
 _log_numbers = itertools.count()
+STARTED_IN_THIS_TEST: list[Path] = []
+"""The logs of the reconcilers the running test started: attached to its report when it fails
+(tests/e2e/conftest.py), so that a failure in CI says what the reconciler did."""
 
 
 def http_get(port: int, path: str) -> tuple[int, str]:
@@ -148,6 +151,7 @@ def running_reconciler(
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, env=environ)
     reconciler = ReconcilerProcess(process, log_path)
+    STARTED_IN_THIS_TEST.append(log_path)
     try:
         if wait_ready:
             deadline = time.monotonic() + START_SECONDS
