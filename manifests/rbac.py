@@ -6,10 +6,11 @@ real API server (tests/e2e/test_deploy_manifests.py):
 * cluster-wide, Nodes get/list/watch/patch (the one kind it reconciles) and Events
   create/patch (Events about Nodes live in the 'default' namespace; a repeated Event is
   aggregated by patching its count);
-* Pods list/watch cluster-wide only when a startup gate waits for init pods
+* list/watch, cluster-wide, on what the rules read from the cluster and nothing else
+  (`core.rules.cluster_reads`): Pods only when a startup gate waits for init pods
   (`readyWhen.pods`) or backfills idle nodes, or a node-agent rule waits for DaemonSets (then
-  DaemonSets list/watch too), so a rules file without such rules grants no access to Pods at
-  all;
+  DaemonSets too), CSINodes only when a rule waits for CSI drivers, so a rules file without
+  such rules grants no access to Pods at all;
 * in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
   with a `metadata.name` field selector), its taint record and status record ConfigMaps
   (create, which RBAC cannot restrict by name, then get/update/patch by name; the status record
@@ -40,6 +41,7 @@ from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
+from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.settings import DeploySettings
 
@@ -56,35 +58,16 @@ def _rule(
     return rule
 
 
-def gates_watch_pods(rules: NodeRules) -> bool:
-    """Whether some startup gate reads Pods: lifted by an init pod's readiness (a watch), or
-    backfilled onto idle nodes (a list of the node's pods)."""
-    return any(gate.ready_when.pods is not None or gate.backfill for gate in rules.startup_gates)
-
-
-def agents_watch_daemon_sets(rules: NodeRules) -> bool:
-    """Whether some node-agent rule reads DaemonSets and their pods."""
-    return bool(rules.reads().agent_namespaces)
-
-
-def gates_watch_csinodes(rules: NodeRules) -> bool:
-    """Whether some gate waits for CSI drivers to register (`readyWhen.csiDrivers`)."""
-    return bool(rules.reads().csi_drivers)
-
-
 def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
-    """The ClusterRole: Nodes, Events, Pods only if a gate waits for init pods or a node agent
-    for DaemonSets (and DaemonSets then), CSINodes only if a rule waits for CSI drivers."""
+    """The ClusterRole: Nodes, Events, and list/watch on what the rules read from the cluster
+    (`cluster_reads`: Pods only if a gate waits for init pods or backfills, or a node agent
+    for DaemonSets, and DaemonSets then; CSINodes only if a rule waits for CSI drivers)."""
     granted = [
         _rule("", "nodes", ["get", "list", "watch", "patch"]),
         _rule("", "events", ["create", "patch"]),
     ]
-    if gates_watch_pods(rules) or agents_watch_daemon_sets(rules):
-        granted.append(_rule("", "pods", ["list", "watch"]))
-    if agents_watch_daemon_sets(rules):
-        granted.append(_rule("apps", "daemonsets", ["list", "watch"]))
-    if gates_watch_csinodes(rules):
-        granted.append(_rule("storage.k8s.io", "csinodes", ["list", "watch"]))
+    for resource in cluster_reads(rules).resources():
+        granted.append(_rule(resource.group, resource.plural, ["list", "watch"]))
     return granted
 
 

@@ -870,6 +870,7 @@ class StartupGate(Frozen):
             pods=(ready.pods,) if ready.pods is not None else (),
             csi_drivers=frozenset(d.name for d in ready.csi_drivers),
             boot_id=self.regate_on_reboot,
+            workload_pods=self.backfill,
         )
 
     def born_with(self, labels: Mapping[str, str]) -> bool:

@@ -68,6 +68,8 @@ class NodeReads:
     on any label)."""
     boot_id: bool = False
     """Whether a reboot (a new bootID) changes the verdict."""
+    workload_pods: bool = False
+    """Whether the node's workload pods count (a gate that backfills idle nodes)."""
     label_keys: frozenset[str] = field(default=frozenset())
     """Labels read by key, besides the selectors' (pool labels, persisted labels)."""
 
@@ -81,6 +83,7 @@ class NodeReads:
             agent_namespaces=self.agent_namespaces | other.agent_namespaces,
             every_label=self.every_label or other.every_label,
             boot_id=self.boot_id or other.boot_id,
+            workload_pods=self.workload_pods or other.workload_pods,
             label_keys=self.label_keys | other.label_keys,
         )
 

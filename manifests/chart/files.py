@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from nodegate.core.rules.cluster_reads import SOURCES, cluster_reads
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.chart.inference import Expr, go_string, infer_templates
@@ -32,11 +33,6 @@ from nodegate.manifests.chart.values import (
     default_values,
     settings_for,
     values_schema,
-)
-from nodegate.manifests.rbac import (
-    agents_watch_daemon_sets,
-    gates_watch_csinodes,
-    gates_watch_pods,
 )
 from nodegate.manifests.tolerations import gate_tolerations
 from nodegate.manifests.version import package_version
@@ -91,15 +87,34 @@ def _with_rules(tree: Any, text: str, rules: Expr) -> Any:
 
 def baked_gates(document: RulesDocument) -> dict[str, Any]:
     """What the chart's Deployment and RBAC take from the rules, in canonical form: the gate
-    taints as sorted `key:effect`, whether a gate reads Pods, whether labels persist."""
+    taints as sorted `key:effect`, the resources read from the cluster (`cluster_reads`),
+    whether labels persist."""
     rules = document.rules
     return {
         "gates": sorted({f"{t.key}:{t.effect}" for t in gate_tolerations(rules)}),
-        "pods": gates_watch_pods(rules),
-        "csi": gates_watch_csinodes(rules),
-        "agents": agents_watch_daemon_sets(rules),
+        "reads": sorted({r.plural for r in cluster_reads(rules).resources()}),
         "records": rules.persistent_labels is not None,
     }
+
+
+def _reads_guard() -> str:
+    """The template lines that find, in the `rules` value, the resources its rules read: each
+    source's fields (`cluster_reads.SOURCES`), asked of each rule of their kind."""
+    lines = ["{{- $reads := list }}\n"]
+    for source in SOURCES:
+        plurals = " ".join(go_string(r.plural) for r in source.resources)
+        for field, path in source.fields:
+            *parents, leaf = path.split(".")
+            value = "$rule"
+            for parent in parents:
+                value = f"(get {value} {go_string(parent)} | default dict)"
+            lines += [
+                f"{{{{- range $rule := (get $rules {go_string(field)} | default list) }}}}\n",
+                f"{{{{- if (get {value} {go_string(leaf)}) }}}}"
+                f"{{{{ $reads = concat $reads (list {plurals}) }}}}{{{{ end }}}}\n",
+                "{{- end }}\n",
+            ]
+    return "".join(lines)
 
 
 def _rules_guard(document: RulesDocument) -> str:
@@ -114,34 +129,25 @@ def _rules_guard(document: RulesDocument) -> str:
         "{{- $rules := .Values.rules }}\n"
         '{{- if kindIs "string" $rules }}{{ $rules = fromYaml $rules }}{{ end }}\n'
         "{{- $gates := list }}\n"
-        "{{- $pods := false }}\n"
-        "{{- $csi := false }}\n"
         '{{- range $gate := (get $rules "startupGates" | default list) }}\n'
         '{{- $taint := (get $gate "taint" | default dict) }}\n'
         '{{- $gates = append $gates (printf "%v:%v" (get $taint "key") (get $taint "effect")) }}\n'
         '{{- range $key := (get $gate "formerKeys" | default list) }}\n'
         '{{- $gates = append $gates (printf "%v:%v" $key (get $taint "effect")) }}\n'
         "{{- end }}\n"
-        '{{- if or (get (get $gate "readyWhen" | default dict) "pods") (get $gate "backfill") }}\n'
-        "{{- $pods = true }}\n"
         "{{- end }}\n"
-        '{{- if (get (get $gate "readyWhen" | default dict) "csiDrivers") }}\n'
-        "{{- $csi = true }}\n"
-        "{{- end }}\n"
-        "{{- end }}\n"
-        "{{- $agents := false }}\n"
         '{{- range $agent := (get $rules "nodeAgents" | default list) }}\n'
         '{{- $taint := (get $agent "taint" | default dict) }}\n'
         '{{- $gates = append $gates (printf "%v:%v" (get $taint "key") (get $taint "effect")) }}\n'
-        '{{- if (get $agent "daemonSets") }}{{ $agents = true }}{{ end }}\n'
-        '{{- if (get $agent "csiDrivers") }}{{ $csi = true }}{{ end }}\n'
         "{{- end }}\n"
-        '{{- $records := not (kindIs "invalid" (index $rules "persistentLabels")) }}\n'
-        '{{- $found := dict "gates" ($gates | uniq | sortAlpha) "pods" $pods "csi" $csi '
-        '"agents" $agents "records" $records }}\n'
+        + _reads_guard()
+        + '{{- $records := not (kindIs "invalid" (index $rules "persistentLabels")) }}\n'
+        '{{- $found := dict "gates" ($gates | uniq | sortAlpha) '
+        '"reads" ($reads | uniq | sortAlpha) "records" $records }}\n'
         f"{{{{- $baked := fromJson {go_string(baked)} }}}}\n"
         "{{- if ne (toJson $found) (toJson $baked) }}\n"
-        '{{- fail (printf "rules: their gates, init-pod waits or persistent labels (%s) are not '
+        '{{- fail (printf "rules: their gates, what they read from the cluster or persistent '
+        "labels (%s) are not "
         "the ones this chart was generated with (%s), which decide the Deployment's tolerations "
         'and the RBAC; regenerate the chart for these rules: nodegate chart --rules <file>" '
         "(toJson $found) (toJson $baked)) }}\n"
