@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,13 +19,15 @@ from nodegate.cli.live.options import (
     connect,
 )
 from nodegate.cli.live.render import Column, print_items, print_table
-from nodegate.core.decisions.eviction_budget import WAITING, charges, plan_in_turn, waiting_rules
-from nodegate.core.decisions.persisted_labels import decide, record_key, record_name
-from nodegate.core.decisions.plan import NodePlan, PlanFacts, plan
+from nodegate.core.decisions.eviction_budget import WAITING, Charge, waiting_rules
+from nodegate.core.decisions.node_decision import decide, plan_facts
+from nodegate.core.decisions.persisted_labels import decide as labels_decided
+from nodegate.core.decisions.persisted_labels import record_key, record_name
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.objects.installation import DEFAULT_NAMESPACE
 from nodegate.core.objects.status_record import HeldUpdate
-from nodegate.core.reports.node_waits import NodeContext, budget_waiting, waits
+from nodegate.core.reports.node_waits import NodeContext, recorded_budget, waits
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
@@ -97,12 +99,14 @@ def explain(
         raise typer.Exit(2)
     rules = _load(rules_file)
     ready = {gate: (Sighting(f"--ready-gate {gate}", at, True, at),) for gate in ready_gate or ()}
-    facts = PlanFacts(now=at, gate_pod_signals=ready)
+    facts = plan_facts(at, gate_pod_signals=ready)
     console = Console()
-    # A NodeList is planned as the reconciler would, node after node: evicting taints over the
+    # A NodeList is decided as the reconciler would, node after node: evicting taints over the
     # eviction budget (what the nodes' timeAdded says was spent counts) are shown waiting.
-    for node, result in plan_in_turn(_read_nodes(node_file), rules, facts):
-        print_explanation(console, node, rules, result)
+    nodes = _read_nodes(node_file)
+    budget = recorded_budget(rules, nodes, at)
+    for node in nodes:
+        print_explanation(console, node, rules, decide(node, rules, facts, budget))
 
 
 def _load(rules_file: Path) -> NodeRules:
@@ -117,8 +121,8 @@ def _load(rules_file: Path) -> NodeRules:
 def explain_live(
     console: Console, cluster: Cluster, name: str, rules_file: Path | None, at: datetime
 ) -> None:
-    """Explain one node of the live cluster: read what the reconciler reads, plan with the one
-    planner, and say what it waits for."""
+    """Explain one node of the live cluster: read what the reconciler reads, decide as it
+    decides (`node_decision.decide`), and say what it waits for."""
     # The cluster's shell (the Kubernetes client) is imported only here, for a live node:
     # `explain --node FILE` never loads it.
     from nodegate.cli.live.cluster import RecordUnreadableError  # noqa: PLC0415
@@ -133,31 +137,32 @@ def explain_live(
         signals, pods = cluster.gate_pods(rules, name, at)
         drivers = cluster.csi_drivers(rules, node)
         departed = cluster.departure(node)
-        facts = PlanFacts(
-            now=at,
-            previously_owned=cluster.previously_owned(),
-            gate_pod_signals=signals,
-            condition_sightings=cluster.condition_sightings(node),
-            csi_drivers=drivers,
-            agents=cluster.agents(rules, node, drivers, departed),
-            departed=departed,
-        )
         quarantined: tuple[str, ...] = ()
+        restore = None
         persistent = rules.persistent_labels
         if persistent is not None and (key := record_key(node, persistent)):
             stored, quarantined = cluster.label_record(record_name(key))
             record = stored.record if stored is not None else None
-            restore = decide(node, record, persistent, at).restore
-            facts = replace(facts, restored_labels=restore)
-        result = plan(node, rules, facts)
-        if wanted := charges(node, result, rules):
+            restore = labels_decided(node, record, persistent, at).restore
+        facts = plan_facts(
+            at,
+            cluster.previously_owned(),
+            cluster.condition_sightings(node),
+            agents=cluster.agents(rules, node, drivers, departed),
+            gate_pod_signals=signals,
+            csi_drivers=drivers,
+            restored_labels=restore,
+            departed=departed,
+        )
+
+        def budget(state: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
             try:
                 recorded = cluster.ledger_grants()
-                waiting = budget_waiting(node, rules, result, cluster.nodes(), at, recorded)
             except RecordUnreadableError as err:  # the leader grants nothing: all wait
-                waiting = {c.rule: f"{WAITING}: {err}" for c in wanted if c.ledger is not None}
-            if waiting:
-                result = plan(node, rules, replace(facts, budget_waiting=waiting))
+                return {c.rule: f"{WAITING}: {err}" for c in wanted if c.ledger is not None}
+            return recorded_budget(rules, cluster.nodes(), at, recorded)(state, wanted)
+
+        result = decide(node, rules, facts, budget)
     except KubeError as err:
         typer.echo(f"nodegate explain: {err}", err=True)
         raise typer.Exit(1) from err

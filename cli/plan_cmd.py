@@ -46,6 +46,7 @@ from nodegate.cli.plan_sources import (
     reads_daemon_sets,
 )
 from nodegate.core.decisions.node_agents import lifted_taints
+from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.installation import DEFAULT_NAMESPACE
 from nodegate.core.reports.rules_change import RulesChange, rules_change
@@ -213,13 +214,9 @@ def planned(
 
     def facts(node: NodeState) -> PlanFacts:
         if objects is None:
-            return PlanFacts(now=at, previously_owned=owned)
-        return PlanFacts(
-            now=at,
-            previously_owned=owned,
-            agents=node_agents(new, node, objects, lifted),
-            departed=objects.departures.get(node.name),
-        )
+            return plan_facts(at, owned)
+        agents = node_agents(new, node, objects, lifted)
+        return plan_facts(at, owned, agents=agents, departed=objects.departures.get(node.name))
 
     published = in_force.max_untaint_share
     limit = max_untaint_share if max_untaint_share is not None else published

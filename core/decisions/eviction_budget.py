@@ -8,18 +8,19 @@ waits (the planner keeps the node as it is), and is looked at again when the old
 addition leaves the window. Removals are never counted nor held: recovery is always allowed.
 
 The reconciler (`reconciler/nodes/decide/eviction_breaker.py`), `nodegate explain` and the
-blast-radius guard all decide with these functions. Docs: docs/rules.md, "Eviction budget".
+blast-radius guard all decide with these functions; a node's plan asks the budget through
+`node_decision.decide`. Docs: docs/rules.md, "Eviction budget".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from nodegate.core.decisions.node_trust import registered_pool
-from nodegate.core.decisions.plan import NodePlan, PlanFacts, plan
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.rules.model import (
     ZONE_LABEL,
     EvictionLimit,
@@ -307,25 +308,6 @@ def admit(
         if verdict.retry_at is not None:
             retry.append(verdict.retry_at)
     return Admission(tuple(granted), waiting, verdicts, min(retry) if retry else None)
-
-
-def plan_in_turn(
-    nodes: Sequence[NodeState], rules: NodeRules, facts: PlanFacts
-) -> list[tuple[NodeState, NodePlan]]:
-    """Plan every node of a list as the reconciler would, one after the other: what their
-    `timeAdded` says was spent counts, and each node's grants count for the nodes after it, so
-    the plans say which evicting taints would wait for the budget (`nodegate explain`)."""
-    spent = grants_on_nodes(nodes, rules, facts.now)
-    counts = census(nodes)
-    planned = []
-    for node in nodes:
-        result = plan(node, rules, facts)
-        decided = admit(rules, node, charges(node, result, rules), spent, counts, facts.now)
-        spent += decided.granted
-        if decided.waiting:
-            result = plan(node, rules, replace(facts, budget_waiting=decided.waiting))
-        planned.append((node, result))
-    return planned
 
 
 def waiting_rules(node_plan: NodePlan) -> frozenset[str]:

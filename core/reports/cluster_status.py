@@ -3,29 +3,29 @@
 The shell (`cli/live`) reads the Lease, the status record (`status_record`), the rules
 ConfigMap, the nodes, the label records and the Warning Events; this turns them into one report
 with the same functions the reconciler decides with: the gate census (`gate_census`), the
-eviction budget (`eviction_budget`), and the planner for the nodes that want an evicting taint
-they do not have yet (which the budget keeps waiting, or the reconciler is about to write).
+eviction budget (`eviction_budget`), and the one decision (`node_decision.decide`) for the nodes
+that want an evicting taint they do not have yet (which the budget keeps waiting, or the
+reconciler is about to write).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodegate.core.decisions.eviction_budget import (
     SHARED,
+    Charge,
     Grant,
     budget_of,
     census,
     charged_rules,
-    charges,
     ledger_of,
     limit,
 )
-from nodegate.core.decisions.plan import plan
-from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.decisions.node_decision import decide, plan_facts
 from nodegate.core.objects.eviction_ledger import spent as spent_now
 from nodegate.core.objects.status_record import HeldUpdate, ReconcilerStatus
 from nodegate.core.reports.gate_census import GatedGroup, gate_census
@@ -250,11 +250,17 @@ def _budget_rows(
     for grant in spent_now(nodes, rules, recorded, now):
         spent.setdefault(grant.ledger, set()).add(grant.node)
     waiting: dict[str, int] = {}
-    facts = PlanFacts(now=now, previously_owned=previously_owned)
-    for node in nodes:
-        for charge in charges(node, plan(node, rules, facts), rules):
+
+    def count(_node: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
+        """Each evicting taint a node wants and lacks, counted; none held (a count)."""
+        for charge in wanted:
             if charge.ledger is not None:
                 waiting[charge.ledger] = waiting.get(charge.ledger, 0) + 1
+        return {}
+
+    facts = plan_facts(now, previously_owned)
+    for node in nodes:
+        decide(node, rules, facts, count)
     total = census(nodes).nodes
     rows = []
     for ledger in sorted(ledgers):

@@ -1,9 +1,10 @@
 """What a node waits for, in words: the live `nodegate explain NODE`. Pure.
 
-The plan (`plan.plan`, with the facts the shell read: init pods, the eviction budget, persisted
-labels) says what nodegate would write now; this says, for what it would *not* write yet, what
-has to happen first: the gate's init pod and its state and the time left to the gate's timeout,
-the `for` of a condition rule, the eviction budget, a held rules update, a quarantined record.
+The plan (`node_decision.decide`, with the facts the shell read: init pods, persisted labels,
+and the eviction budget as recorded) says what nodegate would write now; this says, for what it
+would *not* write yet, what has to happen first: the gate's init pod and its state and the time
+left to the gate's timeout, the `for` of a condition rule, the eviction budget, a held rules
+update, a quarantined record.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodegate.core.decisions.eviction_budget import WAITING, Grant, admit, census, charges
+from nodegate.core.decisions.eviction_budget import WAITING, Charge, Grant, admit, census
 from nodegate.core.decisions.gate_plan import carried_gate_taints, life_began
+from nodegate.core.decisions.node_decision import Budget
 from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.objects.eviction_ledger import spent
 from nodegate.core.objects.status_record import HeldUpdate
@@ -120,20 +122,18 @@ def _gate_wait(
     return text
 
 
-def budget_waiting(
-    node: NodeState,
-    rules: NodeRules,
-    result: NodePlan,
-    nodes: Sequence[NodeState],
-    now: datetime,
-    recorded: Sequence[Grant] = (),
-) -> Mapping[str, str]:
-    """Rules whose evicting taint on `node` would wait for the eviction budget now, as the
-    reconciler's breaker decides it: from the eviction ledger's grants (`recorded`) and the
-    evicting taints on the nodes."""
-    wanted = charges(node, result, rules)
-    if not wanted:
-        return {}
-    return admit(
-        rules, node, wanted, spent(nodes, rules, recorded, now), census(nodes), now
-    ).waiting
+def recorded_budget(
+    rules: NodeRules, nodes: Sequence[NodeState], now: datetime, recorded: Sequence[Grant] = ()
+) -> Budget:
+    """The eviction budget as the reconciler's breaker decides it, for `decide`: from the
+    eviction ledger's grants (`recorded`) and the evicting taints on the nodes; each grant it
+    makes counts for the nodes asked after (a NodeList explained node after node)."""
+    granted = spent(nodes, rules, recorded, now)
+    counts = census(nodes)
+
+    def budget(node: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
+        decided = admit(rules, node, wanted, granted, counts, now)
+        granted.extend(decided.granted)
+        return decided.waiting
+
+    return budget

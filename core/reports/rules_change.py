@@ -1,8 +1,9 @@
 """What a rules change would do to the live cluster, before it is merged: `nodegate plan`. Pure.
 
-Every node is planned twice with the one planner (`plan.plan`), under the rules in force and
-under the new rules, with the same facts; what the new rules would write that the rules in force
-would not is the change (so drift the reconciler is fixing anyway is not blamed on the edit).
+Every node is decided twice as the reconciler decides it (`node_decision.decide`, the eviction
+budget left out: what the rules do once it allows), under the rules in force and under the new
+rules, with the same facts; what the new rules would write that the rules in force would not is
+the change (so drift the reconciler is fixing anyway is not blamed on the edit).
 The blast-radius guard is the reconciler's own (`blast_radius.blast_radius` and `hold_reason`),
 so "would be held" here means the reconciler would hold it.
 """
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodegate.core.decisions.blast_radius import BlastRadius, blast_radius, hold_reason
-from nodegate.core.decisions.plan import NodePlan, plan
+from nodegate.core.decisions.node_decision import decide
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import POOL_LABEL, NodeRules
 from nodegate.core.rules.node import NodeState
@@ -149,9 +151,9 @@ def rules_change(
     changed: list[NodeChange] = []
     owners = _owners(in_force) if in_force is not None else {}
     for node, facts in nodes:
-        wanted = changes_of(plan(node, new, facts), owners)
+        wanted = changes_of(decide(node, new, facts), owners)
         if in_force is not None:
-            wanted -= changes_of(plan(node, in_force, facts))
+            wanted -= changes_of(decide(node, in_force, facts))
         if wanted:
             changed.append(NodeChange(node.name, pool_of(node), tuple(sorted(wanted))))
     radius = blast_radius(nodes, new, in_force)

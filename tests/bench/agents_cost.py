@@ -75,6 +75,7 @@ from nodegate.core.decisions.node_agents import (
     lifted_taints,
     slim_daemon_set,
 )
+from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
@@ -84,7 +85,6 @@ from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.reconciler.kit import heap
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
-from nodegate.reconciler.nodes.decide.node_facts import plan_facts
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
 from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents, PodsByNode

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -27,9 +27,7 @@ from nodegate.core.decisions.eviction_budget import (
     admit,
     budget_of,
     census,
-    charges,
 )
-from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.objects.eviction_ledger import compact, merged, spent
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -133,13 +131,10 @@ class EvictionBreaker:
         self._ledger_block_said = False
         return True
 
-    def admit(self, node: NodeState, node_plan: NodePlan, rules: NodeRules) -> Hold:
-        """Grant what the budget allows of the plan's evicting taints; the rest wait. A grant
-        is written to the ledger before it is returned: no evicting taint without its record."""
-        wanted = charges(node, node_plan, rules)
-        if not wanted:
-            self.settle(node.name)
-            return Hold()
+    def admit(self, node: NodeState, wanted: Sequence[Charge], rules: NodeRules) -> Hold:
+        """Grant what the budget allows of the evicting taints a plan adds (`wanted`, its
+        `charges`); the rest wait. A grant is written to the ledger before it is returned: no
+        evicting taint without its record."""
         with self._lock:
             budgeted = [c for c in wanted if c.ledger is not None]
             if budgeted and not (

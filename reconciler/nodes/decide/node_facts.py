@@ -6,9 +6,9 @@ The facts come from the clock, the taints earlier rules owned (the taint history
 leader has seen of the node over time (its conditions' episodes, `condition_sightings`, and its
 boots, `BootSightings`: both tables are kept here, sighted on every watch event by `saw`; and
 the Node object of its name before it, seen go, `Departures`) and,
-for a reconcile only, its gates' init pods, its workload pods (the backfill check), the eviction
-budget's holds and the labels its record restores. `plan_facts` puts what was gathered together
-(pure).
+for a reconcile only, its gates' init pods, its workload pods (the backfill check) and the
+labels its record restores; `core.decisions.node_decision.plan_facts` puts what was gathered
+together (pure).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from nodegate.core.decisions.node_agents import (
     agent_episodes,
     agent_types_unknown,
 )
+from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.re_registration import Departure, departure, still_deciding
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
@@ -39,38 +40,6 @@ from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 
 Owned = frozenset[tuple[str, str]]
 """(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""
-
-
-def plan_facts(
-    now: datetime,
-    previously_owned: Owned,
-    sightings: Mapping[ConditionKey, Sighting],
-    boot: BootSight | None,
-    agents: Mapping[str, AgentReadiness] | None = None,
-    *,
-    gate_pod_signals: Mapping[str, tuple[Sighting, ...]] | None = None,
-    csi_drivers: Mapping[str, bool] | None = None,
-    workload_pods: int | None = None,
-    budget_waiting: Mapping[str, str] | None = None,
-    restored_labels: Mapping[str, str] | None = None,
-    departed: Departure | None = None,
-) -> PlanFacts:
-    """A node's facts from what was gathered about it; the keywords only a reconcile gathers
-    (the guard plans every node without them)."""
-    return PlanFacts(
-        now=now,
-        restored_labels=restored_labels or {},
-        previously_owned=previously_owned,
-        condition_sightings=sightings,
-        gate_pod_signals=gate_pod_signals or {},
-        csi_drivers=csi_drivers or {},
-        agents=agents or {},
-        boot_first_seen=boot.first_seen if boot is not None else None,
-        previous_boot_seen=boot.previous_last_seen if boot is not None else None,
-        workload_pods=workload_pods,
-        budget_waiting=budget_waiting or {},
-        departed=departed,
-    )
 
 
 class BootSightings:
@@ -250,11 +219,9 @@ class NodeFacts:
         node: CachedNode,
         rules: NodeRules,
         work: LabelWork | None,
-        waiting: Mapping[str, str] | None = None,
     ) -> PlanFacts:
         """The node's facts for its reconcile: the guard's, and its gates' init pods, its
-        workload pods if a gate would backfill it, the rules whose evicting taint waits for
-        the budget (`waiting`) and the labels its record restores (`work`)."""
+        workload pods if a gate would backfill it and the labels its record restores (`work`)."""
         now, sightings, agents = self._sighted(key)
         self._on_agents(key, node.state, rules, agents)
         return plan_facts(
@@ -264,9 +231,8 @@ class NodeFacts:
             self.boots.get(key),
             agents,
             gate_pod_signals=self._gate_pods.signals(rules, key),
-            csi_drivers=self._csi_nodes.drivers(key, node.state.uid) or {},
+            csi_drivers=self._csi_nodes.drivers(key, node.state.uid),
             workload_pods=self._gates.workload_pods(node, rules),
-            budget_waiting=waiting,
             restored_labels=work.decision.restore if work is not None else None,
             departed=self.departures.get(key),
         )

@@ -10,9 +10,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from nodegate.core.decisions.eviction_budget import Charge
 from nodegate.core.decisions.fencing import UNFENCED
-from nodegate.core.decisions.plan import NodePlan, plan
+from nodegate.core.decisions.node_decision import decide
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import (
     INVALID_WRITE_STATUSES,
     ConflictError,
@@ -111,25 +114,32 @@ class NodeReconciler:
             if rules.persistent_labels is not None
             else None
         )
-        node_plan = self._plan(key, node, rules, work)
+        holds: list[Hold] = []
+
+        def breaker(state: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
+            """The eviction budget: evicting taints over it wait (the rest of the plan goes
+            on). Only a leader is granted any: a follower writes nothing."""
+            if self._writer.leading():
+                holds.append(self._breaker.admit(state, wanted, rules))
+            return holds[0].waiting if holds else {}
+
+        facts = self._facts.for_plan(key, node, rules, work)
+        node_plan = decide(node.state, rules, facts, breaker)
+        hold = holds[0] if holds else None
         if self._writer.leading():
             self._writer.say_would(node, node_plan.dry_run)
         self._gates.report_timeouts(node, node_plan)
         for warning in node_plan.warnings:
             log.warning(warning, extra={"node": key})
+        if hold is None:
+            self._breaker.settle(key)  # no evicting taint to add, or none granted here
+        elif hold.waiting:
+            self._writer.say_waiting(node, hold.waiting)
         if node_plan.is_empty:
-            self._breaker.settle(key)
-            return self._finish(node, node_plan, work)
+            return self._finish(node, node_plan, work, hold)
         if not self._writer.leading():
             log.warning("not writing: leadership not proven", extra={"node": key})
             return Done()
-        # The eviction budget: evicting taints over it wait (the rest of the plan goes on).
-        hold = self._breaker.admit(node.state, node_plan, rules)
-        if hold.waiting:
-            node_plan = self._plan(key, node, rules, work, hold.waiting)
-            self._writer.say_waiting(node, hold.waiting)
-            if node_plan.is_empty:
-                return self._finish(node, node_plan, work, hold)
         try:
             self._writer.write(node, node_plan)
         except ConflictError:
@@ -165,16 +175,6 @@ class NodeReconciler:
         return Refused(
             err, "node write refused; its taints were written alone", refused.recheck_after
         )
-
-    def _plan(
-        self,
-        key: str,
-        node: CachedNode,
-        rules: NodeRules,
-        work: LabelWork | None,
-        waiting: Mapping[str, str] | None = None,
-    ) -> NodePlan:
-        return plan(node.state, rules, self._facts.for_plan(key, node, rules, work, waiting))
 
     def _read_again(self, key: str) -> Outcome | CachedNode:
         try:

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 import yaml
 
-from nodegate.core.decisions.eviction_budget import SHARED, Grant, Place
+from nodegate.core.decisions.eviction_budget import SHARED, Grant, Place, waiting_rules
+from nodegate.core.decisions.node_decision import decide
 from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, plan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.status_record import (
@@ -28,7 +29,7 @@ from nodegate.core.reports.cluster_status import (
     age,
     status_report,
 )
-from nodegate.core.reports.node_waits import InitPod, NodeContext, budget_waiting, waits
+from nodegate.core.reports.node_waits import InitPod, NodeContext, recorded_budget, waits
 from nodegate.core.reports.rules_change import CHANGES, HELD, NO_CHANGE, rules_change
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
 from nodegate.core.text.yaml_output import dump_all
@@ -261,13 +262,14 @@ def test_explain_waits_for_what_the_ledger_recorded() -> None:
     sick = NodeCondition("Broken", "True", last_transition_time=NOW)
     state = named("late", node(conditions=(sick,)))
     broken = rules(BROKEN)
-    first = plan(state, broken, facts())
     spent_elsewhere = [
         Grant(SHARED, f"recovered-{i}", Place(None, None), NOW - timedelta(minutes=1))
         for i in range(5)
     ]
-    assert budget_waiting(state, broken, first, [state], NOW) == {}
-    assert set(budget_waiting(state, broken, first, [state], NOW, spent_elsewhere)) == {"broken"}
+    alone = recorded_budget(broken, [state], NOW)
+    assert waiting_rules(decide(state, broken, facts(), alone)) == set()
+    recorded = recorded_budget(broken, [state], NOW, spent_elsewhere)
+    assert waiting_rules(decide(state, broken, facts(), recorded)) == {"broken"}
 
 
 def test_status_says_the_configmap_differs_from_the_rules_in_force_when_an_update_is_held() -> None:
@@ -349,10 +351,8 @@ def test_an_evicting_taint_over_the_budget_waits_and_says_for_what() -> None:
     others = [named(f"hit{i}", node(conditions=(sick,), taints=(recent,))) for i in range(5)]
     state = named("late", node(conditions=(sick,)))
     broken = rules(BROKEN)
-    first = plan(state, broken, facts())
-    waiting = budget_waiting(state, broken, first, [*others, state], NOW)
-    assert set(waiting) == {"broken"}
-    result = plan(state, broken, replace(facts(), budget_waiting=waiting))
+    result = decide(state, broken, facts(), recorded_budget(broken, [*others, state], NOW))
+    assert waiting_rules(result) == {"broken"}
     assert result.is_empty
     [line] = waits(state, broken, result, NodeContext(), NOW)
     assert line.startswith(

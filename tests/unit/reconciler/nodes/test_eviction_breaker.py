@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from nodegate.core.decisions.eviction_budget import Grant
+from nodegate.core.decisions.eviction_budget import Charge, Grant, charges
 from nodegate.core.decisions.plan import PlanFacts, plan
 from nodegate.core.objects.eviction_ledger import compact, merged
+from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.server_clock import AnchoredClock
@@ -109,8 +110,13 @@ def storm_nodes(count: int) -> list[NodeState]:
     return [NodeState(name=f"n{i:02d}", conditions=BROKEN) for i in range(count)]
 
 
+def wanted(node: NodeState, rules: NodeRules) -> tuple[Charge, ...]:
+    """The evicting taints the node's plan adds, as the reconcile asks the breaker of them."""
+    return charges(node, plan(node, rules, PlanFacts(NOW)), rules)
+
+
 def ask(made: EvictionBreaker, node: NodeState) -> Hold:
-    return made.admit(node, plan(node, STORM, PlanFacts(NOW)), STORM)
+    return made.admit(node, wanted(node, STORM), STORM)
 
 
 def waiting(metrics: Metrics) -> float:
@@ -326,10 +332,10 @@ def test_a_ledger_that_cannot_be_written_holds_every_budgeted_taint_of_the_node(
     nodes = storm_nodes(3)
     ledger = MemoryLedger()
     made, _, _ = breaker(nodes, ledger=ledger)
-    made.admit(nodes[0], plan(nodes[0], TWO_BUDGETS, PlanFacts(NOW)), TWO_BUDGETS)
+    made.admit(nodes[0], wanted(nodes[0], TWO_BUDGETS), TWO_BUDGETS)
     ledger.failing = KubeError("timed out")
 
-    hold = made.admit(nodes[1], plan(nodes[1], TWO_BUDGETS, PlanFacts(NOW)), TWO_BUDGETS)
+    hold = made.admit(nodes[1], wanted(nodes[1], TWO_BUDGETS), TWO_BUDGETS)
 
     assert set(hold.waiting) == {"own", "shared"}
 
@@ -449,7 +455,7 @@ ONE_AT_A_TIME = rules(
 
 
 def ask_one_at_a_time(made: EvictionBreaker, node: NodeState) -> Hold:
-    return made.admit(node, plan(node, ONE_AT_A_TIME, PlanFacts(NOW)), ONE_AT_A_TIME)
+    return made.admit(node, wanted(node, ONE_AT_A_TIME), ONE_AT_A_TIME)
 
 
 def test_a_grant_reserved_while_its_ledger_write_hangs_is_counted_by_other_workers() -> None:
