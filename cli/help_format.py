@@ -22,6 +22,8 @@ import typer
 from typer import _click as click  # typer >= 0.29 runs on its own copy of click
 from typer.core import TyperCommand, TyperGroup
 
+from nodegate.cli.lazy_coercion import coerce_when_given
+
 MAX_WIDTH = 120
 
 
@@ -114,11 +116,21 @@ class Context(click.Context):
 class Command(TyperCommand):
     context_class = Context
 
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        coerce_when_given(params)  # a TAB or --help builds no pydantic adapter for unset options
+        return params
+
 
 class Group(TyperGroup):
     """A command group whose command list shows each command's whole first sentence."""
 
     context_class = Context
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        coerce_when_given(params)
+        return params
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nodegate.core.decisions.agent_deadlocks import birth_deadlocks, never_runs
-from nodegate.core.decisions.node_agents import (
-    DaemonSetView,
-    daemon_set_problems,
-    slim_daemon_set,
-)
-from nodegate.core.decisions.node_trust import pool_evidence_advice
-from nodegate.core.rules.loader import Checked, check_rules_file
-from nodegate.core.rules.model import NodeRules
-from nodegate.core.text.errors import DocPath, Problem, RulesError
-from nodegate.core.text.yaml_input import read_limited, read_yaml_documents
-from nodegate.manifests.tolerations import describe_gate_tolerations
+if TYPE_CHECKING:
+    from nodegate.core.decisions.node_agents import DaemonSetView
+    from nodegate.core.rules.loader import Checked
+    from nodegate.core.rules.model import NodeRules
+    from nodegate.core.text.errors import DocPath, Problem
+
+# What the check needs is imported when it runs (PLC0415 below): a TAB on validate's options
+# loads this module to read them and stays out of the rules model, pydantic and the decisions
+# (tests/unit/cli/test_lazy_commands.py). The node-agent decisions are imported only for rules
+# that can wait for each other (`_may_wait`) or with --daemon-sets.
 
 
 def validate(
@@ -49,6 +47,11 @@ def validate(
     the DaemonSets show it; so is a listed DaemonSet a pool's label taints or labels keep away
     for good from a rule with cannotRun: wait (cannotRun: skip: said).
     """
+    from nodegate.core.decisions.node_trust import pool_evidence_advice  # noqa: PLC0415
+    from nodegate.core.rules.loader import check_rules_file  # noqa: PLC0415
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+    from nodegate.manifests.tolerations import describe_gate_tolerations  # noqa: PLC0415
+
     failed = False
     known = _daemon_sets(daemon_sets or [])
     for path in files:
@@ -78,6 +81,8 @@ def validate(
         for advice in pool_evidence_advice(rules):
             typer.echo(f"{path}: info: {advice}")
         if daemon_sets:
+            from nodegate.core.decisions.node_agents import daemon_set_problems  # noqa: PLC0415
+
             for found in daemon_set_problems(rules.node_agents, known):
                 if found.endswith("not found"):
                     typer.echo(f"{path}: info: {found} in the --daemon-sets files")
@@ -101,6 +106,10 @@ def _agent_findings(
     or timeout, a warning. With the DaemonSets, a listed one a pool never runs: an error under
     cannotRun: wait, said under skip."""
     rules = checked.rules
+    if daemon_sets is None and not _may_wait(rules):
+        return [], []
+    from nodegate.core.decisions.agent_deadlocks import birth_deadlocks, never_runs  # noqa: PLC0415
+
     found = [
         checked.problem(_rule_path(rules, d.rules[0]), d.message(), not d.certain or any(d.escapes))
         for d in birth_deadlocks(rules, daemon_sets)
@@ -115,6 +124,13 @@ def _agent_findings(
     return found, said
 
 
+def _may_wait(rules: NodeRules) -> bool:
+    """Whether `_agent_findings` can find anything without DaemonSets: a cycle of waits needs
+    two rules that wait for pods, startup gates or node-agent rules (and a DaemonSet that never
+    runs needs the DaemonSets). An over-estimate (a gate may wait for no pods), never under."""
+    return len(rules.startup_gates) + len(rules.node_agents) > 1
+
+
 def _rule_path(rules: NodeRules, name: str) -> DocPath:
     """Where the rule called `name` is in the file (`startupGates[0]`)."""
     for attribute, kind in rules.rule_kinds():
@@ -126,6 +142,12 @@ def _rule_path(rules: NodeRules, name: str) -> DocPath:
 
 def _daemon_sets(paths: list[Path]) -> list[DaemonSetView]:
     """The DaemonSets in these YAML streams (a `List`'s items too); unreadable: exit 1."""
+    if not paths:
+        return []
+    from nodegate.core.decisions.node_agents import slim_daemon_set  # noqa: PLC0415
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+
     found: list[DaemonSetView] = []
     for path in paths:
         try:

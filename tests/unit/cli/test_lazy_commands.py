@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from nodegate.cli.lazy_group import LazyCommand, LazyGroup
 from nodegate.cli.main import COMMANDS, app
+from tests.unit.cli.test_validate_deadlocks import RULES as WAITING_RULES
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = "examples/rules.yaml"
@@ -28,6 +29,11 @@ HEAVY = ("kubernetes", "nodegate.reconciler", "cryptography", "jinja2", "pulumi"
 webhook's cryptography), the templates' jinja2 and the Pulumi SDK."""
 CLUSTER = ("kubernetes", "nodegate.reconciler", "cryptography", "pulumi")
 """What an offline command never needs (`render` renders templates with jinja2)."""
+TYPED = ("pydantic", "ruamel", "nodegate.core")
+"""What only reading or checking rules needs: pydantic and the rules model (typer's own
+coercion builds on pydantic too, for a value given: `cli/lazy_coercion.py`), the YAML reader."""
+AGENT_DECISIONS = ("nodegate.core.decisions.agent_deadlocks", "nodegate.core.decisions.node_agents")
+"""What `validate` needs only for rules that can wait for each other, or with --daemon-sets."""
 
 _PROGRAM = """
 import json, sys
@@ -87,6 +93,38 @@ def test_help_a_tab_and_validate_load_no_cluster_client_reconciler_or_templates(
     args: list[str], env: dict[str, str] | None
 ) -> None:
     assert among(loaded_by(args, env), HEAVY) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--help"], None),
+        (["--version"], None),
+        ([], tab("")),
+        ([], tab("validate", "--")),
+        ([], tab("validate", "--daemon-sets", "")),
+    ],
+    ids=["help", "version", "tab-commands", "tab-validate-options", "tab-validate-option-value"],
+)
+def test_help_and_a_tab_load_neither_pydantic_nor_the_rules(
+    args: list[str], env: dict[str, str] | None
+) -> None:
+    # A TAB on a command's options imports the command's module to read them: the module
+    # imports what the command runs on when it runs.
+    assert among(loaded_by(args, env), TYPED) == []
+
+
+def test_validate_loads_the_agent_decisions_only_for_rules_that_may_wait_on_each_other(
+    tmp_path: Path,
+) -> None:
+    # examples/rules.yaml has one startup gate and no node-agent rule: nothing can wait on it.
+    assert among(loaded_by(["validate", RULES]), AGENT_DECISIONS) == []
+    # A gate and an agent rule that wait for pods: the check runs (its warning is in
+    # tests/unit/cli/test_validate_deadlocks.py).
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(WAITING_RULES)
+
+    assert among(loaded_by(["validate", str(rules)]), AGENT_DECISIONS) == list(AGENT_DECISIONS)
 
 
 @pytest.mark.parametrize(
