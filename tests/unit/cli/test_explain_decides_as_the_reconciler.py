@@ -2,8 +2,9 @@
 sequence, `core.decisions.node_decision.decide` (plan, charges, the eviction budget, plan again).
 
 The proof is behavioural: a step of that sequence is changed in its one place (every evicting
-taint goes uncharged), and the reconcile and `explain` (live and offline) both follow. A caller
-that decided with a copy of the sequence would not: the budget would still hold the node there.
+taint goes uncharged), and the reconcile, `explain` (live and offline) and `status` all follow.
+A caller that decided with a copy of the sequence would not: the budget would still hold the
+node there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from nodegate.cli.explain_cmd import explain_live
 from nodegate.cli.main import app
 from nodegate.core.decisions import node_decision
 from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.reports.cluster_status import RecordsView, status_report
+from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import NodeState, format_time
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.test_controller import synced, update
@@ -137,9 +140,15 @@ def test_explain_and_the_reconcile_decide_a_node_through_the_one_sequence(
     live = explained_live(world(), rules_file)
     offline = explained_offline(world(), rules_file, tmp_path)
     written = reconciled(world())
+    nodes = FakeCluster(world()).nodes()
+    report = status_report(
+        datetime.now(UTC), nodes, parse_rules(RULES), None, None, None, RecordsView(), ()
+    )
+    [budget] = report.budgets
     # As shipped the budget holds the late node everywhere; with the step changed, nowhere.
     assert written is changed
     assert adds(live) is changed, live
     assert adds(offline) is changed, offline
+    assert budget.waiting == (0 if changed else 8)  # the sick nodes without the taint
     if not changed:
         assert "would wait" in live and "would wait" in offline
