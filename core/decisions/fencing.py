@@ -34,8 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-FENCE_ANNOTATION = "nodegate.dev/fence"
-"""On every object the leader writes: the term of leadership the write was made under."""
+from nodegate.core.rules.node_marks import FENCE_ANNOTATION
 
 REFUSAL_MARK = "nodegate-fence"
 """Starts the policy's refusal message (`policy_validation`), which `refusal_term` reads back."""

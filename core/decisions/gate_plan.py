@@ -26,14 +26,6 @@ from nodegate.core.decisions.sightings import (
 )
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.conditions import conditions_hold, matching_condition
-from nodegate.core.rules.gate_records import (
-    GATE_BUSY,
-    GATE_COMPLETED,
-    GATE_REBOOTED_AFTER,
-    GATE_REGATED,
-    GATE_SIGNALS,
-    gate_annotation_keys,
-)
 from nodegate.core.rules.model import StartupGate
 from nodegate.core.rules.node import (
     NodeCondition,
@@ -41,6 +33,14 @@ from nodegate.core.rules.node import (
     format_precise_time,
     format_time,
     parse_time,
+)
+from nodegate.core.rules.node_marks import (
+    GATE_BUSY,
+    GATE_COMPLETED,
+    GATE_REBOOTED_AFTER,
+    GATE_REGATED,
+    GATE_SIGNALS,
+    gate_annotation_keys,
 )
 
 

@@ -36,9 +36,12 @@ from typing import Any
 
 from nodegate.core.decisions.node_trust import seal_for_registration
 from nodegate.core.decisions.persisted_labels import persisted_view
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, parse_ownership
+from nodegate.core.decisions.plan import (
+    parse_ownership,
+)
 from nodegate.core.rules.model import NodeRules, Taint
 from nodegate.core.rules.node import NodeTaint, format_time
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.registration import gates_for
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
 

@@ -21,12 +21,8 @@ from dataclasses import dataclass
 
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodePool, NodeRules
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.rules.node_marks import REGISTRATION_SEAL_EFFECT, REGISTRATION_SEAL_KEY
 from nodegate.core.rules.providers import provider_profile
-
-REGISTRATION_SEAL_KEY = "nodegate.dev/registered-pool"
-REGISTRATION_SEAL_EFFECT = "PreferNoSchedule"
-"""The softest effect: the seal lives from the Node's creation to the reconciler's first write
-(about a second), while the node is not Ready anyway, and must never keep a pod off it."""
 
 
 @dataclass(frozen=True)

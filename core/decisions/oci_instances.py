@@ -28,15 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-TERMINATING = "OCIInstanceTerminating"
-"""True while the instance is TERMINATING or TERMINATED (a preemptible instance being reclaimed
-goes TERMINATING about two minutes before it is gone)."""
-MAINTENANCE_REBOOT_DUE = "OCIMaintenanceRebootDue"
-"""True while the instance has a scheduled maintenance reboot; the message holds its due time
-(ISO 8601, UTC)."""
-STOPPED = "OCIInstanceStopped"
-"""True while the instance is STOPPING or STOPPED (from the console or the API): its own type,
-since a stop is not a termination (the instance may start again with its volumes)."""
+from nodegate.core.rules.node_marks import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
+
 OWNED_TYPES = (TERMINATING, MAINTENANCE_REBOOT_DUE, STOPPED)
 """Every condition type nodegate writes; no other is ever written."""
 

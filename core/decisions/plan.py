@@ -32,6 +32,7 @@ from nodegate.core.rules.model import (
     NodeRules,
 )
 from nodegate.core.rules.node import NodeState, NodeTaint, format_time
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.registration import TaintConflictError, registration_taints
 from nodegate.core.text.k8s_names import is_readiness_taint, taint_key_owner
 
@@ -49,9 +50,6 @@ __all__ = [
     "relevant_view",
     "removable_taints",
 ]
-
-OWNED_TAINTS_ANNOTATION = "nodegate.dev/owned-taints"
-"""key:Effect of every taint nodegate manages on this node, so deleted rules still clean up."""
 
 
 @dataclass(frozen=True)

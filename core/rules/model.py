@@ -37,7 +37,7 @@ from nodegate.core.rules.autoscalers import (
     is_ca_gate_key,
     parse_ca_version,
 )
-from nodegate.core.rules.gate_records import gate_annotation_keys
+from nodegate.core.rules.node_marks import gate_annotation_keys
 from nodegate.core.rules.providers import Provider
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES, NodeReads, RuleKind, TaintRule
 from nodegate.core.text.durations import format_duration, parse_duration

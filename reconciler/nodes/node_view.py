@@ -15,11 +15,9 @@ from typing import Any
 from nodegate.core.decisions.plan import annotations_read
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.node_marks import NODEGATE_DOMAIN
 
 RawTaints = tuple[dict[str, Any], ...]
-
-NODEGATE_DOMAIN = "nodegate.dev"
-"""nodegate.dev/* and *.nodegate.dev/* annotations (ownership, gate records) are always kept."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client as k8s_client
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, set_node_condition
 from tests.e2e.support.node_identity import AsNode

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kubernetes import client as k8s_client
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import STRATEGIC_MERGE_PATCH
 from tests.e2e.support.node_identity import AsNode

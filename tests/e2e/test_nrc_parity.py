@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes import client as k8s_client
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from nodegate.migrate.conversion import to_yaml

@@ -16,8 +16,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from kubernetes import client as k8s_client
 
-from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, TERMINATING
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.node_marks import MAINTENANCE_REBOOT_DUE, TERMINATING
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import set_node_condition, wait_until
 from nodegate.manifests.build import build_manifests

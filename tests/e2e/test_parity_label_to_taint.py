@@ -10,9 +10,9 @@ from kubernetes import client as k8s_client
 
 from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags
 from nodegate.bootstrap.oke import kubelet_extra_args
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.model import NodePool
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,

@@ -35,9 +35,12 @@ from kubernetes import client as k8s_client
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.decisions.fencing import FENCE_ANNOTATION, Term, refusal_term
-from nodegate.core.decisions.oci_instances import TERMINATING
+from nodegate.core.decisions.fencing import (
+    Term,
+    refusal_term,
+)
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.node_marks import FENCE_ANNOTATION, TERMINATING
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests

@@ -17,7 +17,6 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.decisions.node_trust import REGISTRATION_SEAL_KEY
 from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -27,6 +26,7 @@ from nodegate.core.decisions.persisted_labels import (
 )
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
+from nodegate.core.rules.node_marks import REGISTRATION_SEAL_KEY
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
 from nodegate.manifests.build import build_manifests

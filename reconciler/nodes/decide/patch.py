@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, NodePlan
+from nodegate.core.decisions.plan import (
+    NodePlan,
+)
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.k8s_names import in_nodegate_domain
 from nodegate.reconciler.nodes.node_view import CachedNode
 

@@ -28,7 +28,6 @@ from typing import Literal, Protocol
 from nodegate.core.decisions.fencing import UNFENCED
 from nodegate.core.decisions.oci_instances import (
     OWNED_TYPES,
-    TERMINATING,
     ConditionWrite,
     InstanceRecord,
     ObservedCondition,
@@ -36,6 +35,7 @@ from nodegate.core.decisions.oci_instances import (
     parse_provider_id,
 )
 from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.node_marks import TERMINATING
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError, annotations_too_long
 from nodegate.reconciler.kit.events import Recorder

@@ -15,8 +15,8 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.decisions.persisted_labels import RECORD_LABEL, record_name
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, decode_status
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler

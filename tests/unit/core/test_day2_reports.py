@@ -11,7 +11,9 @@ import yaml
 
 from nodegate.core.decisions.eviction_budget import SHARED, Grant, Place, waiting_rules
 from nodegate.core.decisions.node_decision import decide
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, plan
+from nodegate.core.decisions.plan import (
+    plan,
+)
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.status_record import (
     HeldUpdate,
@@ -32,6 +34,7 @@ from nodegate.core.reports.cluster_status import (
 from nodegate.core.reports.node_waits import InitPod, NodeContext, recorded_budget, waits
 from nodegate.core.reports.rules_change import CHANGES, HELD, NO_CHANGE, rules_change
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.yaml_output import dump_all
 from tests.unit.core.builders import NOW, node, rules
 

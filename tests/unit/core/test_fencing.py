@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from nodegate.core.decisions.fencing import (
-    FENCE_ANNOTATION,
     REFUSAL_MARK,
     UNFENCED,
     Term,
@@ -18,6 +17,7 @@ from nodegate.core.decisions.fencing import (
     stamped,
     writer_condition,
 )
+from nodegate.core.rules.node_marks import FENCE_ANNOTATION
 
 USER = "system:serviceaccount:nodegate-system:nodegate-reconciler"
 

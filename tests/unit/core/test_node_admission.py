@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodegate.core.decisions.node_admission import admission_patch, pointer_token
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, rules
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from nodegate.core.decisions.node_trust import (
-    REGISTRATION_SEAL_KEY,
     pool_membership,
     seal_for_registration,
     seal_taint,
@@ -11,6 +10,7 @@ from nodegate.core.decisions.node_trust import (
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.rules.node_marks import REGISTRATION_SEAL_KEY
 from tests.unit.core.builders import rules
 from tests.unit.core.test_validation import HEADER, problems_of
 

@@ -11,10 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodegate.core.decisions.oci_instances import (
-    MAINTENANCE_REBOOT_DUE,
     OWNED_TYPES,
-    STOPPED,
-    TERMINATING,
     InstanceRecord,
     InstanceRef,
     ObservedCondition,
@@ -24,6 +21,7 @@ from nodegate.core.decisions.oci_instances import (
     utc_iso,
 )
 from nodegate.core.rules.loader import load_rules
+from nodegate.core.rules.node_marks import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 
 OCID = "ocid1.instance.oc1.eu-frankfurt-1.antheljtabcdef123"
 

@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.decisions.plan import (
+    PlanFacts,
+    plan,
+)
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import NodeCondition, NodeTaint
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.errors import RulesError
 from tests.unit.core.builders import NOW, node, rules, seen_when_written
 

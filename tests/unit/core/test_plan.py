@@ -8,16 +8,19 @@ from datetime import timedelta
 import pytest
 
 from nodegate.core.decisions.node_trust import seal_taint
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.decisions.plan import (
+    PlanFacts,
+    plan,
+)
 from nodegate.core.decisions.sightings import (
     Sighting,
     condition_key,
     condition_token,
     episode_digest,
 )
-from nodegate.core.rules.gate_records import GATE_BUSY, GATE_SIGNALS
 from nodegate.core.rules.model import TRUSTED_POOL_LABEL
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.rules.node_marks import GATE_BUSY, GATE_SIGNALS, OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 CI_RULES = rules(

@@ -4,8 +4,12 @@ node-readiness-controller can run beside nodegate."""
 
 from __future__ import annotations
 
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.decisions.plan import (
+    PlanFacts,
+    plan,
+)
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, node, rules
 
 FACTS = PlanFacts(now=NOW)

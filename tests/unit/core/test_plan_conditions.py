@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from nodegate.core.decisions.plan import PlanFacts, plan, relevant_view
-from nodegate.core.rules.gate_records import GATE_COMPLETED, GATE_REBOOTED_AFTER
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeTaint, format_time
+from nodegate.core.rules.node_marks import GATE_COMPLETED, GATE_REBOOTED_AFTER
 from tests.unit.core.builders import NOW, node, rules, seen_when_written
 
 FACTS = PlanFacts(now=NOW)

@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodegate.core.decisions.dry_run import DryRunChange, live_owned_taints
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
-from nodegate.core.rules.gate_records import GATE_COMPLETED
+from nodegate.core.decisions.plan import (
+    PlanFacts,
+    plan,
+)
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeTaint
+from nodegate.core.rules.node_marks import GATE_COMPLETED, OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.registration import registration_taints
 from tests.unit.core.builders import NOW, node, rules
 

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.plan import (
-    OWNED_TAINTS_ANNOTATION,
     PlanFacts,
     plan,
     relevant_view,
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 
 NEW_KEY = "startup-taint.cluster-autoscaler.kubernetes.io/initializing"

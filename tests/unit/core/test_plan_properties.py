@@ -6,7 +6,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nodegate.core.decisions.dry_run import hands_off
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION, PlanFacts, plan
+from nodegate.core.decisions.plan import (
+    PlanFacts,
+    plan,
+)
 from nodegate.core.rules.model import (
     ConditionMatch,
     ConditionTaintRule,
@@ -16,6 +19,7 @@ from nodegate.core.rules.model import (
     Taint,
 )
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW
 
 KEYS = ["example.com/a", "example.com/b", "c", "d.io/e", "readiness.k8s.io/r"]

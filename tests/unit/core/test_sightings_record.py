@@ -18,8 +18,8 @@ from nodegate.core.objects.sightings_record import (
     encode_sightings,
     worth_keeping,
 )
-from nodegate.core.rules.gate_records import GATE_REBOOTED_AFTER
 from nodegate.core.rules.node import NodeCondition, NodeTaint
+from nodegate.core.rules.node_marks import GATE_REBOOTED_AFTER
 from tests.unit.core.builders import NOW, node, rules
 
 RULES = rules(

@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.decisions.fencing import FENCE_ANNOTATION
-from nodegate.core.decisions.plan import OWNED_TAINTS_ANNOTATION
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import format_time
+from nodegate.core.rules.node_marks import FENCE_ANNOTATION, OWNED_TAINTS_ANNOTATION
 from nodegate.reconciler.kit.errors import (
     ConflictError,
     PermanentError,

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.decisions.fencing import FENCE_ANNOTATION, REFUSAL_MARK
+from nodegate.core.decisions.fencing import (
+    REFUSAL_MARK,
+)
+from nodegate.core.rules.node_marks import FENCE_ANNOTATION
 from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.kube import RawObject

@@ -17,9 +17,13 @@ from types import SimpleNamespace
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from nodegate.core.decisions.fencing import FENCE_ANNOTATION
-from nodegate.core.decisions.oci_instances import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.node_marks import (
+    FENCE_ANNOTATION,
+    MAINTENANCE_REBOOT_DUE,
+    STOPPED,
+    TERMINATING,
+)
 from nodegate.reconciler.kit.errors import ANNOTATIONS_TOO_LONG, PermanentError
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi

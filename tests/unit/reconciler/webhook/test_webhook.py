@@ -19,10 +19,10 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nodegate.core.decisions.node_trust import REGISTRATION_SEAL_KEY
 from nodegate.core.decisions.persisted_labels import LabelRecord, encode_record, record_name
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import POOL_LABEL
+from nodegate.core.rules.node_marks import REGISTRATION_SEAL_KEY
 from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import RawObject
