@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nodegate.core.objects.installation import LogLevel
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.located_errors import located_errors
@@ -24,6 +25,8 @@ from nodegate.core.text.yaml_output import dump_all
 from nodegate.manifests.settings import WebhookDeploy
 
 HEADER_WIDTH = 96
+DEFAULT_LOG_LEVEL: LogLevel = "info"
+"""`nodegate reconcile`'s log level when `--log-level` is left out."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,31 @@ class Conversion:
     """The `webhook:` deployment settings (`nodegate manifests --settings`, the stack's
     `nodegate:reconciler`) the old tool's admission webhook becomes; checked like the rules,
     printed in the header (paths in `places` start with "webhook")."""
+
+
+def log_level_flags(level: LogLevel) -> tuple[str, ...]:
+    """`--log-level LEVEL` for the reconciler, or nothing for its default."""
+    return () if level == DEFAULT_LOG_LEVEL else ("--log-level", level)
+
+
+def log_level_note(setting: str, level: LogLevel | None, nearest: str = "") -> str:
+    """What the old tool's log level (`setting`, named with its value) became: `level`, the
+    nearest nodegate has (`nearest` says why it is not the same), None: not set."""
+    written = "JSON lines unless --log-format text"
+    if level is None:
+        return (
+            f"{setting}: nodegate's is --log-level (debug, info, warning or error; logLevel in "
+            f"the deploy settings), {written}."
+        )
+    if level == DEFAULT_LOG_LEVEL and not nearest:
+        return (
+            f"{setting}: nodegate logs at info too, its default (--log-level debug, info, "
+            f"warning or error; logLevel in the deploy settings), {written}."
+        )
+    return (
+        f"{setting}: --log-level {level}{nearest} (logLevel: {level} in the deploy settings), "
+        f"{written}."
+    )
 
 
 def rules_document(**sections: Any) -> dict[str, Any]:

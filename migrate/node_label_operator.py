@@ -14,11 +14,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodegate.core.objects.installation import LogLevel
 from nodegate.core.text.errors import Problem
-from nodegate.migrate.conversion import Conversion, rules_document
+from nodegate.migrate.conversion import (
+    Conversion,
+    log_level_flags,
+    log_level_note,
+    rules_document,
+)
 
 COMMAND = "nodegate migrate node-label-operator"
 SOURCE = "the operator's settings"
+_LOG_LEVELS: dict[str, tuple[LogLevel, str]] = {
+    "NOTSET": ("debug", ", nodegate's most detailed"),
+    "DEBUG": ("debug", ""),
+    "INFO": ("info", ""),
+    "WARN": ("warning", ""),
+    "WARNING": ("warning", ""),
+    "ERROR": ("error", ""),
+    "CRITICAL": ("error", ", nodegate's least (it writes no critical level)"),
+    "FATAL": ("error", ", nodegate's least (it writes no critical level)"),
+}
+"""LOG_LEVEL as the operator reads it (`getattr(logging, LOG_LEVEL.upper())`), as nodegate's
+level, and why it is not the same."""
 
 
 @dataclass(frozen=True)
@@ -35,9 +53,24 @@ class OperatorSettings:
 def convert_node_label_operator(
     settings: OperatorSettings, key_by: str = "nodeName", forget_after: str = "720h"
 ) -> Conversion:
-    """The operator's settings as `persistentLabels` plus the reconciler flags they become."""
+    """The operator's settings as `persistentLabels` plus the reconciler flags they become
+    (its log level too)."""
     resync, problems = _seconds(settings.resync_interval_seconds)
-    flags = ("--state-namespace", settings.operator_namespace, "--resync-seconds", resync)
+    flags: tuple[str, ...] = (
+        "--state-namespace",
+        settings.operator_namespace,
+        "--resync-seconds",
+        resync,
+    )
+    level = settings.log_level
+    nearest = _LOG_LEVELS.get(level.upper())
+    if nearest is None:
+        message = (
+            f"'{level}' is not a level the operator reads: DEBUG, INFO, WARNING, ERROR or CRITICAL"
+        )
+        problems += (Problem(0, 0, SOURCE, ("LOG_LEVEL",), message),)
+    else:
+        flags += log_level_flags(nearest[0])
     if key_by == "nodeName":
         keyed = (
             "The operator keyed records by node name; keyBy: nodeName keeps that. Its users "
@@ -69,8 +102,7 @@ def convert_node_label_operator(
         "--prometheus-rule` writes.",
         f"METRICS_PORT ({settings.metrics_port}): nodegate serves /metrics with /healthz and "
         "/readyz on --http-port (default 8080).",
-        f"LOG_LEVEL ({settings.log_level}): nodegate's is --log-level (debug, info, warning or "
-        "error; logLevel in the deploy settings), JSON lines unless --log-format text.",
+        log_level_note(f"LOG_LEVEL ({level})", *(nearest or (None, ""))),
     ]
     return Conversion(
         command=COMMAND,

@@ -16,9 +16,16 @@ import re
 import tomllib
 from typing import Any
 
+from nodegate.core.objects.installation import LogLevel
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import OUT_OF_SERVICE_TAINT
-from nodegate.migrate.conversion import Conversion, rule_name, rules_document
+from nodegate.migrate.conversion import (
+    Conversion,
+    log_level_flags,
+    log_level_note,
+    rule_name,
+    rules_document,
+)
 
 COMMAND = "nodegate migrate tainter"
 _MATCHER_KEYS = ("taint", "conditions")
@@ -26,6 +33,15 @@ _TAINT_KEYS = ("effect", "key", "value")
 _CONDITION_KEYS = ("type", "status")
 _LITERAL_TYPE = re.compile(r"[A-Za-z0-9_./-]+")
 """A condition type with no regex syntax in it: an exact `type`, not a `typePattern`."""
+_LOG_LEVELS: dict[str, tuple[LogLevel, str]] = {
+    "error": ("error", ""),
+    "warn": ("warning", ""),
+    "info": ("info", ""),
+    "debug": ("debug", ""),
+    "trace": ("debug", ", nodegate's most detailed (it writes no trace lines)"),
+}
+"""Tainter's `[log] max_level` (tracing's levels, any case, or 1-5 from error to trace) as
+nodegate's, and why it is not the same."""
 _TOML_PLACE = re.compile(r"^(?P<message>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
 
 NOTES = (
@@ -37,8 +53,6 @@ NOTES = (
     "'Kaputt'. Where you relied on a partial match, write '.*(?:PATTERN).*'.",
     "A node already carrying the rule's key and effect with another value: Tainter left it "
     "alone; nodegate owns key:effect and sets the rule's value.",
-    "[log] max_level: nodegate's is --log-level (debug, info, warning or error; logLevel in "
-    "the deploy settings), JSON lines unless --log-format text.",
     "[server] host and port (Tainter's /health): nodegate serves /healthz, /readyz and "
     "/metrics on --http-port (default 8080).",
 )
@@ -108,17 +122,37 @@ def convert_tainter_config(config: dict[str, Any], source: str) -> Conversion:
     port = str(_text(server.get("port", "8080"))) if isinstance(server, dict) else "8080"
     if not port.isdigit():
         found.add(("server", "port"), f"'{port}' is not a port number, e.g. 8080")
-    flags = ("--http-port", port) if port.isdigit() and int(port) != 8080 else ()
+    flags: tuple[str, ...] = ("--http-port", port) if port.isdigit() and int(port) != 8080 else ()
+    log = config.get("log")
+    level = _text(log.get("max_level")) if isinstance(log, dict) else None
+    nearest = _LOG_LEVELS.get(_level_name(level)) if level is not None else None
+    if level is not None and nearest is None:
+        found.add(
+            ("log", "max_level"),
+            f"'{level}' is not a level Tainter reads: error, warn, info, debug or trace (or 1-5)",
+        )
+    log_note = log_level_note("[log] max_level", None)
+    if nearest is not None:
+        flags += log_level_flags(nearest[0])
+        log_note = log_level_note(f"[log] max_level ({level})", *nearest)
     shutdown = any(r["taint"].get("key") == OUT_OF_SERVICE_TAINT for r in rules)
+    notes = (*NOTES[:3], log_note, *NOTES[3:])
     return Conversion(
         command=COMMAND,
         source=source,
         rules=rules_document(conditionTaints=rules),
-        notes=(*NOTES, OUT_OF_SERVICE_NOTE) if shutdown else NOTES,
+        notes=(*notes, OUT_OF_SERVICE_NOTE) if shutdown else notes,
         reconciler_flags=flags,
         places=places,
         problems=tuple(found.problems),
     )
+
+
+def _level_name(level: object) -> str:
+    """A `max_level` as tracing reads it: a name in any case, or 1 (error) to 5 (trace)."""
+    text = str(level).strip().lower()
+    names = list(_LOG_LEVELS)
+    return names[int(text) - 1] if text in ("1", "2", "3", "4", "5") else text
 
 
 def _condition(condition: dict[str, Any]) -> dict[str, Any]:

@@ -81,3 +81,23 @@ def test_a_prefix_in_a_namespace_the_platform_owns_is_refused() -> None:
         f"{SOURCE}: PERSIST_LABEL_PREFIX: prefix 'node.kubernetes.io/' is in a namespace the "
         "platform owns"
     )
+
+
+def test_a_log_level_other_than_info_becomes_the_reconcilers_flag() -> None:
+    def converted(level: str) -> tuple[tuple[str, ...], str]:
+        conversion = convert_node_label_operator(OperatorSettings(log_level=level))
+        return conversion.reconciler_flags[4:], conversion.notes[-1]
+
+    assert converted("INFO")[0] == ()  # nodegate's default too
+    assert converted("debug")[0] == ("--log-level", "debug")  # it read the level in any case
+    assert converted("WARN")[0] == ("--log-level", "warning")
+    flags, note = converted("CRITICAL")
+    assert flags == ("--log-level", "error")
+    assert note.startswith("LOG_LEVEL (CRITICAL): --log-level error, nodegate's least")
+
+
+def test_a_log_level_the_operator_would_not_start_with_is_refused() -> None:
+    assert problems_of(convert_node_label_operator(OperatorSettings(log_level="verbose"))) == [
+        f"{SOURCE}: LOG_LEVEL: 'verbose' is not a level the operator reads: DEBUG, INFO, "
+        "WARNING, ERROR or CRITICAL"
+    ]

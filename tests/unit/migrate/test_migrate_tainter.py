@@ -151,3 +151,31 @@ def test_numbers_and_booleans_are_read_as_text_as_tainter_reads_them() -> None:
     toml = tainter_toml().replace('status = "Kaput"', "status = true")
     [rule] = parse_rules(to_yaml(convert_tainter(toml, "t.toml"))).condition_taints
     assert rule.conditions[0].status == "true"
+
+
+@pytest.mark.parametrize(
+    ("level", "flags"),
+    [
+        ('"info"', ()),
+        ('"DEBUG"', ("--log-level", "debug")),
+        ('"warn"', ("--log-level", "warning")),
+        ("1", ("--log-level", "error")),
+        ('"trace"', ("--log-level", "debug")),
+    ],
+)
+def test_a_log_level_other_than_info_becomes_the_reconcilers_flag(
+    level: str, flags: tuple[str, ...]
+) -> None:
+    # tracing reads a level's name in any case, or 1 (error) to 5 (trace).
+    conversion = convert_tainter(f"[log]\nmax_level = {level}\n{tainter_toml()}", "tainter.toml")
+
+    assert conversion.reconciler_flags == flags
+    [note] = [n for n in conversion.notes if n.startswith("[log] max_level")]
+    assert note.startswith(f"[log] max_level ({level.strip(chr(34))}): ")
+
+
+def test_a_log_level_tainter_would_not_start_with_is_refused() -> None:
+    assert problems_of(f'[log]\nmax_level = "verbose"\n{tainter_toml()}') == [
+        "tainter.toml: log.max_level: 'verbose' is not a level Tainter reads: error, warn, info, "
+        "debug or trace (or 1-5)"
+    ]
