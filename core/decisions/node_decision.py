@@ -1,12 +1,10 @@
-"""One node's decision, made one way for everyone who makes or tells it: the reconcile
-(`reconciler/nodes/decide/reconcile.py`), `nodegate explain`, `status` and `plan`, so what the
-CLI says is what the reconciler does. Pure.
+"""One node's decision, made one way by the reconcile and by `nodegate explain`, `status` and
+`plan`, so what the CLI says is what the reconciler does. Pure.
 
-The planner's facts are built by `plan_facts` alone. `decide` is the one sequence: plan, the
-evicting taints the plan adds (`charges`), the eviction budget's answer, and the plan again with
-the taints that wait kept out. The budget is the caller's: the reconciler's breaker (which
-grants, and records a grant before it is used), the CLI's from the grants recorded
-(`core.reports.node_waits.recorded_budget`), or none (every charge granted).
+`plan_facts` alone builds the planner's facts; `decide` is the one sequence: plan, the evicting
+taints it adds (`charges`) asked of the eviction budget, plan again with those that wait kept
+out. The budget is the caller's: the reconciler's breaker, the grants recorded
+(`core.reports.node_waits.recorded_budget`), or none.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 
 Budget = Callable[[NodeState, tuple[Charge, ...]], Mapping[str, str]]
-"""The eviction budget asked about one node's charges (never none): rule -> why its evicting
-taint waits; the charges it leaves out are granted."""
+"""The eviction budget asked of a node's charges (never none): rule -> why its taint waits."""
 
 
 def plan_facts(
@@ -43,8 +40,7 @@ def plan_facts(
     restored_labels: Mapping[str, str] | None = None,
     departed: Departure | None = None,
 ) -> PlanFacts:
-    """A node's facts from what its reader gathered (None: not read). The budget's waits are
-    not facts anyone gathers: `decide` adds them."""
+    """A node's facts from what its reader gathered (None: not read; the budget's: `decide`)."""
     return PlanFacts(
         now=now,
         restored_labels=restored_labels or {},
@@ -63,8 +59,7 @@ def plan_facts(
 def decide(
     node: NodeState, rules: NodeRules, facts: PlanFacts, budget: Budget | None = None
 ) -> NodePlan:
-    """What nodegate writes on `node` now: its plan, with each evicting taint the plan adds
-    asked of `budget` and those that must wait kept out (the rest of the plan goes on)."""
+    """What nodegate writes on `node` now: its plan, less the evicting taints `budget` holds."""
     first = plan(node, rules, facts)
     wanted = charges(node, first, rules) if budget is not None else ()
     if budget is None or not wanted or not (waiting := budget(node, wanted)):

@@ -252,7 +252,6 @@ def _budget_rows(
     waiting: dict[str, int] = {}
 
     def count(_node: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
-        """Each evicting taint a node wants and lacks, counted; none held (a count)."""
         for charge in wanted:
             if charge.ledger is not None:
                 waiting[charge.ledger] = waiting.get(charge.ledger, 0) + 1

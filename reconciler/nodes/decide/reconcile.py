@@ -1,5 +1,6 @@
-"""One node: read it from the cache, plan it with the pure core, write the difference once, and
-say how it went as an outcome (`kit.worker`), which the worker alone turns into queue actions.
+"""One node: read it from the cache, decide it with the pure core (`node_decision.decide`, the
+breaker its eviction budget), write the difference once, and say how it went as an outcome
+(`kit.worker`), which the worker alone turns into queue actions.
 
 On a 409 the node is read again and planned again, up to `max_conflict_retries` times.
 """
@@ -117,9 +118,7 @@ class NodeReconciler:
         holds: list[Hold] = []
 
         def breaker(state: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
-            """The eviction budget: evicting taints over it wait (the rest of the plan goes
-            on). Only a leader is granted any: a follower writes nothing."""
-            if self._writer.leading():
+            if self._writer.leading():  # a follower writes nothing, so is granted nothing
                 holds.append(self._breaker.admit(state, wanted, rules))
             return holds[0].waiting if holds else {}
 
