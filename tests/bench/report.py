@@ -388,14 +388,21 @@ def section(size: SizeResult, env: dict[str, str], plot_name: str) -> str:
     )
 
 
+def artefact_path(doc: Path, key: str, suffix: str) -> Path:
+    """Where a run's plot or raw results go: docs/benchmarks/benchmarks-1000.png for
+    docs/benchmarks.md, a folder of their own beside the document."""
+    return doc.parent / doc.stem / f"{doc.stem}-{key}.{suffix}"
+
+
 def update_document(doc: Path, size: SizeResult, env: dict[str, str]) -> str:
-    """Write this size's plot next to `doc` and replace its section (between markers) in it,
-    keeping everything else (the hand-written analysis) as it is. Returns the section."""
-    doc.parent.mkdir(parents=True, exist_ok=True)
+    """Write this size's plot in the artefacts folder beside `doc` (`artefact_path`) and replace
+    its section (between markers) in it, keeping everything else (the hand-written analysis) as
+    it is. Returns the section."""
     key = section_key(size)
-    plot_path = doc.with_name(f"{doc.stem}-{key}.png")
+    plot_path = artefact_path(doc, key, "png")
+    plot_path.parent.mkdir(parents=True, exist_ok=True)
     plot(size, plot_path)
-    text = section(size, env, plot_path.name)
+    text = section(size, env, plot_path.relative_to(doc.parent).as_posix())
     begin, end = f"<!-- bench:{key}:begin -->", f"<!-- bench:{key}:end -->"
     current = doc.read_text() if doc.exists() else HEADER
     if begin in current and end in current:

@@ -688,7 +688,7 @@ def main(argv: list[str] | None = None) -> list[SizeResult]:
         size = measure_size(plan, command)
         results.append(size)
         print(report.update_document(args.out, size, report.environment()), flush=True)
-        raw = args.out.with_name(f"{args.out.stem}-{section_key(size)}.json")
+        raw = report.artefact_path(args.out, section_key(size), "json")
         raw.write_text(json.dumps(dataclasses.asdict(size), indent=1) + "\n")
     return results
 

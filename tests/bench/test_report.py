@@ -78,8 +78,9 @@ def test_a_run_replaces_only_its_own_section_and_keeps_the_hand_written_text(
     assert "written by hand" in text  # ...the analysis is kept
     assert text.index("bench:1000:begin") < text.index("bench:5000:begin")
     assert "| 4.0x (p99) |" in text
-    assert (tmp_path / "benchmarks-1000.png").exists()
-    assert (tmp_path / "benchmarks-5000.png").exists()
+    assert (tmp_path / "benchmarks" / "benchmarks-1000.png").exists()
+    assert "](benchmarks/benchmarks-1000.png)" in text
+    assert (tmp_path / "benchmarks" / "benchmarks-5000.png").exists()
 
 
 def _stormy(nodegate: float, unlimited: float, kopf: float) -> SizeResult:

@@ -117,4 +117,4 @@ def test_the_report_has_both_operators_memory_and_a_plot(smoke: SizeResult, tmp_
     assert "| peak RSS |" in section
     assert "| tainting phase: all flipped bad → all tainted |" in section
     assert all(smoke.operators[o].peak_rss_mib > 0 for o in ("nodegate", "kopf"))
-    assert (tmp_path / "benchmarks-50.png").stat().st_size > 0
+    assert (tmp_path / "benchmarks" / "benchmarks-50.png").stat().st_size > 0
