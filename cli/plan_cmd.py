@@ -40,7 +40,6 @@ from nodegate.cli.plan_sources import (
     FileSource,
     InForce,
     PlanSource,
-    RawObject,
     node_agents,
     reads_csi_nodes,
     reads_daemon_sets,
@@ -57,6 +56,7 @@ from nodegate.core.rules.node_file import parse_nodes
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import read_limited, read_yaml_documents
 from nodegate.core.text.yaml_output import dump_all
+from nodegate.core.views.raw import RawObject
 from nodegate.reconciler.settings import ReconcilerSettings
 
 if TYPE_CHECKING:

@@ -14,26 +14,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from nodegate.core.decisions.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.node_agents import (
-    DAEMON_SET_POD_LABEL,
-    AgentPod,
     AgentReadiness,
-    DaemonSetView,
     LiftedTaints,
     agent_readiness,
-    slim_agent_pod,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
+from nodegate.core.views.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
+from nodegate.core.views.daemon_sets import (
+    DAEMON_SET_POD_LABEL,
+    AgentPod,
+    DaemonSetView,
+    slim_agent_pod,
+    slim_daemon_set,
+)
+from nodegate.core.views.raw import RawObject
 
-RawObject = Mapping[str, Any]
 Owned = frozenset[tuple[str, str]]
 
 

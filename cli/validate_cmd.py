@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from nodegate.core.decisions.node_agents import DaemonSetView
     from nodegate.core.rules.loader import Checked
     from nodegate.core.rules.model import NodeRules
     from nodegate.core.text.errors import DocPath, Problem
+    from nodegate.core.views.daemon_sets import (
+        DaemonSetView,
+    )
 
 # What the check needs is imported when it runs (PLC0415 below): a TAB on validate's options
 # loads this module to read them and stays out of the rules model, pydantic and the decisions
@@ -144,9 +146,9 @@ def _daemon_sets(paths: list[Path]) -> list[DaemonSetView]:
     """The DaemonSets in these YAML streams (a `List`'s items too); unreadable: exit 1."""
     if not paths:
         return []
-    from nodegate.core.decisions.node_agents import slim_daemon_set  # noqa: PLC0415
     from nodegate.core.text.errors import RulesError  # noqa: PLC0415
     from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+    from nodegate.core.views.daemon_sets import slim_daemon_set  # noqa: PLC0415
 
     found: list[DaemonSetView] = []
     for path in paths:

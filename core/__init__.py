@@ -8,7 +8,10 @@ contract in pyproject.toml):
     objects/    the reconciler's objects: default names, the codecs of its ConfigMap records
     decisions/  the planner, since-when sightings, eviction budget, blast radius, persisted
                 labels, node trust and admission, the write fence
+    views/      Kubernetes objects as nodegate reads them: a pod's readiness, a DaemonSet and its
+                pods, a CSINode's drivers, where the DaemonSet controller places a pod
     rules/      the rules model, its loader and cross-checks, the node as the planner sees it,
-                what nodegate knows of each cloud provider (providers.py)
+                every mark nodegate writes on a Node (node_marks.py), what nodegate knows of
+                each cloud provider (providers.py)
     text/       generic: YAML in and out, located errors and hints, flags, durations, names
 """

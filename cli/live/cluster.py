@@ -19,7 +19,6 @@ from typing import Any
 from kubernetes import client
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.decisions.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.decisions.eviction_budget import Grant
 from nodegate.core.decisions.init_pods import (
     pod_source,
@@ -29,12 +28,9 @@ from nodegate.core.decisions.init_pods import (
     spec_signals,
 )
 from nodegate.core.decisions.node_agents import (
-    DAEMON_SET_POD_LABEL,
     AgentReadiness,
     agent_readiness,
     lifted_taints,
-    slim_agent_pod,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
@@ -78,6 +74,12 @@ from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.core.text.errors import RulesError
+from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
+from nodegate.core.views.daemon_sets import (
+    DAEMON_SET_POD_LABEL,
+    slim_agent_pod,
+    slim_daemon_set,
+)
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection

@@ -22,9 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations, islice
 
-from nodegate.core.decisions.daemon_set_placement import KEEPS_PODS_AWAY, refusal, tolerates
 from nodegate.core.decisions.node_agents import (
-    DaemonSetView,
     LiftedTaints,
     lifted_taints,
     waits_for,
@@ -40,6 +38,10 @@ from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for, label_taints_for
 from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.core.text.durations import format_duration
+from nodegate.core.views.daemon_set_placement import KEEPS_PODS_AWAY, refusal, tolerates
+from nodegate.core.views.daemon_sets import (
+    DaemonSetView,
+)
 
 Waiter = StartupGate | NodeAgentRule
 """The rules that wait for pods on the node."""

@@ -9,18 +9,16 @@ Also which pods make a node busy (a backfilled gate never goes on a node running
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import InitPods, NodeRules
 from nodegate.core.rules.node import parse_time
 from nodegate.core.rules.rule_kinds import TaintRule
-
-RawObject = Mapping[str, Any]
+from nodegate.core.views.pods import pod_is_ready, ready_condition, status_written
+from nodegate.core.views.raw import RawObject
 
 PodSource = tuple[str, str]
 """(namespace, label selector) of one gate's init pods."""
@@ -46,7 +44,7 @@ class PodView:
 def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
     meta = raw.get("metadata") or {}
     status = raw.get("status") or {}
-    ready = _ready_condition(status)
+    ready = ready_condition(status)
     is_ready = pod_is_ready(status)
     created = parse_time(meta.get("creationTimestamp"))
     return PodView(
@@ -59,38 +57,6 @@ def slim_pod(raw: RawObject, keep_annotation: Callable[[str], bool]) -> PodView:
             k: str(v) for k, v in (meta.get("annotations") or {}).items() if keep_annotation(k)
         },
     )
-
-
-def pod_is_ready(status: RawObject) -> bool:
-    """PodReady True and every container ready (as nidhogg and Vigil read a pod)."""
-    containers = status.get("containerStatuses") or ()
-    ready = _ready_condition(status).get("status") == "True"
-    return ready and all(c.get("ready") for c in containers)
-
-
-def ready_transition(status: RawObject) -> str:
-    """The pod's Ready condition's status and lastTransitionTime as the kubelet wrote them:
-    one episode of (un)readiness from the next, compared for equality only."""
-    ready = _ready_condition(status)
-    return f"{ready.get('status') or ''}@{ready.get('lastTransitionTime') or ''}"
-
-
-def _ready_condition(status: RawObject) -> RawObject:
-    found: RawObject = next(
-        (c for c in status.get("conditions") or () if c.get("type") == "Ready"), {}
-    )
-    return found
-
-
-def status_written(meta: RawObject) -> datetime | None:
-    """The latest time the API server stamped on a write of the pod's status (the kubelet's)."""
-    times = []
-    for entry in meta.get("managedFields") or ():
-        if entry.get("subresource") == "status":
-            with contextlib.suppress(ValueError):
-                if (when := parse_time(entry.get("time"))) is not None:
-                    times.append(when)
-    return max(times) if times else None
 
 
 def sighted(view: PodView, previous: PodView | None, now: datetime) -> PodView:
@@ -157,16 +123,3 @@ def spec_signals(spec: InitPods, pods: list[PodView]) -> tuple[Sighting, ...]:
 
 
 _EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
-
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-def is_workload_pod(raw: RawObject) -> bool:
-    """A pod that is not a DaemonSet's, not a static (mirror) pod, and not finished."""
-    meta = raw.get("metadata") or {}
-    if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
-        return False
-    if any(ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or ()):
-        return False
-    return (raw.get("status") or {}).get("phase") not in ("Succeeded", "Failed")

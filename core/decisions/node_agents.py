@@ -13,108 +13,24 @@ again in between starts a new one.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass
 
-from nodegate.core.decisions.daemon_set_placement import (
-    Placement,
-    placement_of,
-    refusal,
-    tolerates,
-)
-from nodegate.core.decisions.init_pods import pod_is_ready, ready_transition, status_written
 from nodegate.core.decisions.re_registration import Departure, PodWrites, of_this_node
 from nodegate.core.decisions.sightings import ConditionKey
 from nodegate.core.rules.autoscalers import GATE_PREFIXES
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
-from nodegate.core.rules.node import NodeState, parse_time
+from nodegate.core.rules.node import NodeState
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
-
-RawObject = Mapping[str, Any]
+from nodegate.core.views.daemon_set_placement import (
+    refusal,
+    tolerates,
+)
+from nodegate.core.views.daemon_sets import AgentPod, DaemonSetView
 
 AGENT_EPISODE_PREFIX = "agents.nodegate.dev/"
 """The sighting of a rule's not-Ready episode is kept beside the node's conditions' under this
 type prefix and the rule's name (`agent_episode_key`)."""
-DAEMON_SET_POD_LABEL = "pod-template-generation"
-"""The DaemonSet controller labels each pod it makes with it: the agent pods' watch selects
-on it, so the watch carries DaemonSet pods only."""
-
-
-@dataclass(frozen=True)
-class DaemonSetView:
-    namespace: str
-    name: str
-    uid: str
-    labels: Mapping[str, str]
-    placement: Placement
-    """Where the DaemonSet controller runs its pods (`daemon_set_placement`)."""
-    pod_labels: Mapping[str, str] = field(default_factory=dict)
-    """Its pod template's labels: a startup gate's init pods are found by them
-    (`agent_deadlocks`)."""
-
-    @property
-    def ref(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-def slim_daemon_set(raw: RawObject) -> DaemonSetView:
-    meta = raw.get("metadata") or {}
-    template = (raw.get("spec") or {}).get("template") or {}
-    pod_labels = (template.get("metadata") or {}).get("labels") or {}
-    return DaemonSetView(
-        namespace=str(meta.get("namespace") or ""),
-        name=str(meta.get("name") or ""),
-        uid=str(meta.get("uid") or ""),
-        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
-        placement=placement_of(template.get("spec") or {}),
-        pod_labels={str(k): str(v) for k, v in pod_labels.items()},
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class AgentPod:
-    """A DaemonSet's pod as node agents read it: held for every DaemonSet pod in the namespaces
-    the rules read, so only what they read (node names and owner uids interned: a few hundred
-    strings for 100,000 pods)."""
-
-    node: str
-    uid: str
-    owner_uid: str
-    """Its controller's uid (a DaemonSet's)."""
-    ready: bool
-    """PodReady True and every container ready."""
-    transition: str
-    """`ready_transition`: its Ready condition as written, Ready or not (equality only)."""
-    terminating: bool
-    """Being deleted: on its way out, whatever its readiness says."""
-    status_written: datetime | None
-    """When its status was last written (the API server's stamp), else its creation."""
-
-
-NOT_AN_AGENT = AgentPod("", "", "", False, "", False, None)
-"""What a pod the DaemonSet label selects but no DaemonSet controls is held as (a mirror pod a
-kubelet labelled so, a tenant's pod): nothing, and never indexed by node."""
-
-
-def slim_agent_pod(raw: RawObject) -> AgentPod:
-    meta = raw.get("metadata") or {}
-    controller = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
-    node = (raw.get("spec") or {}).get("nodeName")
-    if controller is None or controller.get("kind") != "DaemonSet" or not node:
-        return NOT_AN_AGENT
-    status = raw.get("status") or {}
-    return AgentPod(
-        node=sys.intern(str(node)),
-        uid=str(meta.get("uid") or ""),
-        owner_uid=sys.intern(str(controller.get("uid") or "")),
-        ready=pod_is_ready(status),
-        transition=ready_transition(status),
-        terminating=meta.get("deletionTimestamp") is not None,
-        status_written=status_written(meta) or parse_time(meta.get("creationTimestamp")),
-    )
 
 
 @dataclass(frozen=True)

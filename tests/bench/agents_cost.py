@@ -66,14 +66,11 @@ from typing import Any
 
 from nodegate.core.decisions.init_pods import PodView, slim_pod
 from nodegate.core.decisions.node_agents import (
-    DAEMON_SET_POD_LABEL,
-    AgentPod,
     AgentReadiness,
     agent_episodes,
     agent_readiness,
     agent_types_unknown,
     lifted_taints,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.plan import plan
@@ -82,6 +79,11 @@ from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
+from nodegate.core.views.daemon_sets import (
+    DAEMON_SET_POD_LABEL,
+    AgentPod,
+    slim_daemon_set,
+)
 from nodegate.reconciler.kit import heap
 from nodegate.reconciler.kit.health import Health
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 
-from nodegate.core.decisions.daemon_set_placement import placement_of, refusal
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.views.daemon_set_placement import placement_of, refusal
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from tests.e2e.support.reconciler_fixtures import PAUSE_IMAGE, own_namespace

@@ -7,9 +7,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from nodegate.core.decisions.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.informer import Informer
+from nodegate.core.views.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
 from nodegate.reconciler.kit.kube import Selection
 from nodegate.reconciler.nodes.sources.watched import Watching
 

@@ -16,7 +16,6 @@ from datetime import datetime
 from nodegate.core.decisions.init_pods import (
     PodSource,
     PodView,
-    is_workload_pod,
     pod_source,
     pods_read,
     sighted,
@@ -29,6 +28,9 @@ from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
+from nodegate.core.views.pods import (
+    is_workload_pod,
+)
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 log = logging.getLogger("nodegate.gates")

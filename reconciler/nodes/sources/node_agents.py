@@ -21,23 +21,25 @@ from nodegate.core.decisions.agent_deadlocks import (
     node_scene,
 )
 from nodegate.core.decisions.node_agents import (
-    DAEMON_SET_POD_LABEL,
-    AgentPod,
     AgentReadiness,
-    DaemonSetView,
     agent_readiness,
     agents_matter,
     daemon_set_problems,
     lifted_taints,
     ready_agent_pods,
-    slim_agent_pod,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.re_registration import Departure, PodWrites
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.reconciler.kit.informer import Informer
+from nodegate.core.views.daemon_sets import (
+    DAEMON_SET_POD_LABEL,
+    AgentPod,
+    DaemonSetView,
+    slim_agent_pod,
+    slim_daemon_set,
+)
 from nodegate.reconciler.kit.kube import Selection
 from nodegate.reconciler.nodes.sources.watched import Watching
 

@@ -14,9 +14,12 @@ from nodegate.core.decisions.agent_deadlocks import (
     never_runs,
     node_scene,
 )
-from nodegate.core.decisions.node_agents import DaemonSetView, slim_daemon_set
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.views.daemon_sets import (
+    DaemonSetView,
+    slim_daemon_set,
+)
 from tests.unit.core.builders import node, rules
 
 GATE = {"key": "example.com/booting", "operator": "Exists"}

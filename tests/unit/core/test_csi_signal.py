@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from nodegate.core.decisions.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.node_waits import NodeContext, waits
 from nodegate.core.rules.node import NodeTaint
 from nodegate.core.text.errors import RulesError
+from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from tests.unit.core.builders import NOW, node, rules
 
 GATE = NodeTaint("example.com/storage", "NoSchedule")

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodegate.core.decisions.daemon_set_placement import (
+from nodegate.core.rules.node import NodeTaint
+from nodegate.core.views.daemon_set_placement import (
     Placement,
     Toleration,
     placement_of,
     refusal,
     tolerates,
 )
-from nodegate.core.rules.node import NodeTaint
 
 Spec = dict[str, Any]
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from nodegate.core.decisions.node_agents import (
-    AgentPod,
     AgentReadiness,
     agent_episode_key,
     agent_episode_type,
@@ -19,8 +18,6 @@ from nodegate.core.decisions.node_agents import (
     agent_readiness,
     cannot_run,
     lifted_taints,
-    slim_agent_pod,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import Sighting, is_kept
@@ -32,6 +29,11 @@ from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for
 from nodegate.core.text.errors import RulesError
+from nodegate.core.views.daemon_sets import (
+    AgentPod,
+    slim_agent_pod,
+    slim_daemon_set,
+)
 from tests.unit.core.builders import NOW, node, rules
 
 AGENT = NodeTaint("example.com/agent-not-ready", "NoSchedule")

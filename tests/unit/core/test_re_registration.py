@@ -9,7 +9,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodegate.core.decisions.node_agents import (
-    AgentPod,
     AgentReadiness,
     agent_readiness,
     lifted_taints,
@@ -30,6 +29,9 @@ from nodegate.core.objects.sightings_record import (
     encode_departures,
 )
 from nodegate.core.rules.node import NodeState, NodeTaint
+from nodegate.core.views.daemon_sets import (
+    AgentPod,
+)
 from tests.unit.core.builders import NOW, node, ready_pods, rules
 from tests.unit.core.test_node_agents import WORKER, agent_rules, daemon_set, pod
 

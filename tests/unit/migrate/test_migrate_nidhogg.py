@@ -10,11 +10,8 @@ import pytest
 
 from nodegate.cli.main import app
 from nodegate.core.decisions.node_agents import (
-    AgentPod,
     agent_readiness,
     lifted_taints,
-    slim_agent_pod,
-    slim_daemon_set,
 )
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.verdicts import PlanFacts
@@ -24,6 +21,11 @@ from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.k8s_names import taint_key_owner
 from nodegate.core.text.yaml_input import read_yaml_documents
+from nodegate.core.views.daemon_sets import (
+    AgentPod,
+    slim_agent_pod,
+    slim_daemon_set,
+)
 from nodegate.migrate.conversion import Conversion, to_yaml
 from nodegate.migrate.nidhogg import DaemonSetFile, convert_nidhogg
 from tests.unit.core.builders import NOW, node

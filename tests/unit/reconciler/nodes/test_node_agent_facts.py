@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from nodegate.core.decisions.node_agents import (
-    AgentPod,
     AgentReadiness,
     agent_readiness,
     lifted_taints,
@@ -29,6 +28,9 @@ from nodegate.core.objects.sightings_record import (
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
+from nodegate.core.views.daemon_sets import (
+    AgentPod,
+)
 from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes

@@ -7,8 +7,10 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
-from nodegate.core.decisions.node_agents import NOT_AN_AGENT
 from nodegate.core.rules.node import NodeTaint
+from nodegate.core.views.daemon_sets import (
+    NOT_AN_AGENT,
+)
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 from tests.unit.core.builders import node, rules
 from tests.unit.core.test_node_agents import pod

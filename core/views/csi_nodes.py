@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-RawObject = Mapping[str, Any]
+from nodegate.core.views.raw import RawObject
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
-
-RawObject = Mapping[str, Any]
+from nodegate.core.views.raw import RawObject
 
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
