@@ -8,7 +8,6 @@ Grafana's dashboard sidecar; the alerts are a PrometheusRule for the Prometheus 
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from importlib.resources import files
 from typing import Any, Literal
@@ -383,12 +382,6 @@ def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> 
         },
         "spec": {"groups": [{"name": "nodegate", "rules": rules}]},
     }
-
-
-def dashboard_expressions() -> list[str]:
-    """Every PromQL expression of the dashboard (for the metric-name check)."""
-    panels = json.loads(dashboard_json())["panels"]
-    return [target["expr"] for panel in panels for target in panel["targets"]]
 
 
 def service_monitor(

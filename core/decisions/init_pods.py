@@ -16,7 +16,6 @@ from datetime import datetime
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import InitPods, NodeRules
 from nodegate.core.rules.node import parse_time
-from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.core.views.pods import pod_is_ready, ready_condition, status_written
 from nodegate.core.views.raw import RawObject
 
@@ -97,11 +96,6 @@ def pods_read(rules: NodeRules) -> tuple[tuple[str, InitPods], ...]:
     """(rule name, pods) for every rule of every kind that reads pods on its nodes
     (`NodeReads.pods`): what the pod informers watch and whose signals the planner is given."""
     return tuple((rule.name, spec) for rule in rules.taint_rules() for spec in rule.reads().pods)
-
-
-def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
-    """The ready signals of a rule's pods on the node (`pods`: those of its one pod source)."""
-    return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))
 
 
 def spec_signals(spec: InitPods, pods: list[PodView]) -> tuple[Sighting, ...]:

@@ -59,12 +59,6 @@ class Refused:
 Outcome = Done | RequeueAfter | Retry | Refused
 
 
-def error_kind(outcome: Retry | Refused) -> str | None:
-    """The `kind` an outcome's error is counted under (temporary, permanent, internal), or
-    None when it is not counted."""
-    return "permanent" if isinstance(outcome, Refused) else outcome.kind
-
-
 def retry_after(err: KubeError) -> float:
     """A server's Retry-After (429, 503) as the least delay of the retry."""
     return (err.retry_after or 0.0) if isinstance(err, TemporaryError) else 0.0

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.boot_sight import BootSight, track_boot
-from nodegate.core.decisions.init_pods import PodView, pod_signals, sighted
+from nodegate.core.decisions.init_pods import PodView, sighted, spec_signals
 from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
 from nodegate.core.decisions.verdicts import PlanFacts
@@ -33,6 +33,7 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for
+from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 
@@ -376,3 +377,8 @@ class World:
         for gate in self.rules[self.in_force].startup_gates:
             if self.node.taint(gate.taint.identity) is not None:
                 self.violations.append(f"{gate.name} still on the node with its pod Ready")
+
+
+def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
+    """The ready signals of a rule's pods on the node (`pods`: those of its one pod source)."""
+    return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from nodegate.localcluster.build import ensure_promtool
-from nodegate.manifests.observability import dashboard_expressions
 from nodegate.manifests.webhook import WEBHOOK_NAME
 from tests.unit.manifests.support import build, built_tool, one
+from tests.unit.manifests.test_manifests_observability import dashboard_expressions
 
 NS = "nodegate-system"
 """The namespace the default settings deploy to, which every reconciler alert selects."""

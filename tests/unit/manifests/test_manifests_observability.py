@@ -10,7 +10,6 @@ from prometheus_client import CollectorRegistry
 from nodegate.manifests.observability import (
     API_SERVER_METRICS,
     alert_rules,
-    dashboard_expressions,
     dashboard_json,
 )
 from nodegate.manifests.webhook import WEBHOOK_NAME
@@ -138,3 +137,9 @@ def test_dashboard_panels_do_not_overlap() -> None:
 
     assert len(cells) == len(set(cells))
     assert len({panel["id"] for panel in panels}) == len(panels)
+
+
+def dashboard_expressions() -> list[str]:
+    """Every PromQL expression of the dashboard (for the metric-name checks)."""
+    panels = json.loads(dashboard_json())["panels"]
+    return [target["expr"] for panel in panels for target in panel["targets"]]

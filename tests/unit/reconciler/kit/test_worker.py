@@ -15,7 +15,6 @@ from nodegate.reconciler.kit.worker import (
     RequeueAfter,
     Retry,
     Worker,
-    error_kind,
 )
 from nodegate.reconciler.kit.workqueue import WorkQueue
 
@@ -155,17 +154,3 @@ def test_a_processed_key_is_marked_done_so_it_can_be_handed_out_again() -> None:
     queue.add("n1")  # changed while being processed
     worker.process("n1")
     assert queue.get() == "n1"
-
-
-@pytest.mark.parametrize(
-    ("outcome", "kind"),
-    [
-        (Retry(TemporaryError("503"), "x"), "temporary"),
-        (Retry(PermanentError("403 on a record", 403), "x"), "temporary"),
-        (Retry(ConflictError("409"), "x", kind=None), None),
-        (Retry(ValueError("bug"), "x", kind="internal"), "internal"),
-        (Refused(PermanentError("403", 403), "x"), "permanent"),
-    ],
-)
-def test_error_kinds(outcome: Retry | Refused, kind: str | None) -> None:
-    assert error_kind(outcome) == kind

@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodegate.core.decisions.init_pods import PodView, pod_signals, sighted, slim_pod
+from nodegate.core.decisions.init_pods import PodView, sighted, slim_pod, spec_signals
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import StartupGate
+from nodegate.core.rules.rule_kinds import TaintRule
 from tests.unit.core.builders import NOW, rules
 
 GATES = rules(
@@ -122,3 +123,8 @@ def test_the_status_write_time_is_the_api_servers_stamp_on_the_kubelets_write() 
     pod = sighted(slim_pod(raw, lambda _key: False), None, NOW)
 
     assert pod.ready is not None and pod.ready.status_written == NOW
+
+
+def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
+    """The ready signals of a rule's pods on the node (`pods`: those of its one pod source)."""
+    return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))

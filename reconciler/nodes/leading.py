@@ -1,0 +1,258 @@
+"""What the node controller does besides reconciling nodes: it reads back, before anything is
+planned, what the last leader left (`read_backs`: the taint history, the eviction ledger, the
+API server's time, the sightings and the rules in force, each retried in the one loop
+`kit.backoff.read_back`), and the leader's periodic chores, one runnable (`Chores`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from nodegate.core.objects.status_record import StatusRecordError
+from nodegate.reconciler.kit.backoff import read_back
+from nodegate.reconciler.kit.errors import KubeError, PermanentError
+from nodegate.reconciler.kit.server_clock import AnchoredClock
+from nodegate.reconciler.kit.workqueue import WorkQueue
+from nodegate.reconciler.nodes.decide.eviction_breaker import EvictionBreaker
+from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
+from nodegate.reconciler.nodes.metrics import ControllerMetrics
+from nodegate.reconciler.nodes.records.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
+from nodegate.reconciler.nodes.records.taint_history import TaintHistory
+from nodegate.reconciler.nodes.rules.rules_in_force import RulesInForce
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
+from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
+
+log = logging.getLogger("nodegate.controller")
+
+RESYNC_POLL_SECONDS = 0.02
+"""How often the chores look whether a resync under way is done (its timing's resolution)."""
+
+
+@dataclass(frozen=True)
+class ReadBacks:
+    """What the last leader left, where each goes, and what is read back before anything is
+    planned (`run`, in this order, each retried for `kit.backoff.READ_BACK_SECONDS` and then
+    gone on without)."""
+
+    history: TaintHistory
+    breaker: EvictionBreaker
+    clock: AnchoredClock
+    sightings_store: SightingsStore
+    facts: NodeFacts
+    status: StatusPublisher
+    in_force: RulesInForce
+    errors: Callable[[str], None]
+    """Count an error of this kind."""
+    recovered: threading.Event
+    """Set once the rules in force were read back (or given up)."""
+
+    def run(self, stop: threading.Event) -> None:
+        for read in (self.taint_history, self.ledger, self.server_time, self.sightings):
+            read(stop)
+        self.rules(stop)
+
+    def taint_history(self, stop: threading.Event) -> None:
+        """Without it the planner removes only what the current rules own, which is safe (it
+        is tried again at each resync)."""
+
+        def not_read(err: Exception | None) -> None:
+            if isinstance(err, PermanentError):
+                log.error("taint history cannot be read", extra={"error": str(err)})
+                self.errors("permanent")
+            else:
+                log.error(
+                    "taint history not loaded; going on without it", extra={"error": str(err)}
+                )
+
+        read_back(stop, self.history.load, not_read, stops=(PermanentError,))
+
+    def ledger(self, stop: threading.Event) -> None:
+        """Until it is read every evicting taint waits (the breaker tries again as nodes ask)."""
+        read_back(
+            stop,
+            self.breaker.load,
+            lambda _err: log.error("eviction ledger not read; evicting taints wait until it is"),
+        )
+
+    def server_time(self, stop: threading.Event) -> None:
+        """For as long as it takes: every first sight, record and `timeAdded` is dated on it,
+        and one dated on this host's clock would move when the clock jumps to the server's (a
+        `for` firing early, a grant out of its window). A failure is said once."""
+        said: list[bool] = []
+
+        def not_read(err: Exception | None) -> None:
+            if not said:
+                log.error(
+                    "the API server's time not read; nothing is planned until it is",
+                    extra={"error": str(err)},
+                )
+                said.append(True)
+
+        def read() -> None:
+            if not self.clock.anchored:
+                self.clock.anchor()
+
+        read_back(
+            stop,
+            read,
+            not_read,
+            retried=(KubeError,),
+            forever=True,
+            on_retry=not_read,
+        )
+
+    def sightings(self, stop: threading.Event) -> None:
+        """The sightings (holds under way, re-gates) and the Node objects seen go
+        (`re_registration`): without them those holds start again (later, never earlier), and
+        the pods of a name registered again count once written for the new Node."""
+
+        def read() -> None:
+            found, departed = self.sightings_store.load()
+            self.facts.conditions.restore(found)
+            self.facts.departures.restore(departed)
+
+        def not_read(err: Exception | None) -> None:
+            self.errors("sightings")
+            log.error("sightings record not read; holds start again", extra={"error": str(err)})
+
+        read_back(stop, read, not_read)
+
+    def rules(self, stop: threading.Event) -> None:
+        """The rules in force, from the status record, before the node cache syncs, so that no
+        update is judged against nothing: a restart or a failover while an update is held
+        leaves the rules that were in force in force. A record that cannot say is reported and
+        the reconciler goes on as on a first start."""
+        try:
+            read_back(
+                stop,
+                lambda: _recover_rules(self.status, self.in_force),
+                lambda err: _not_recovered(err, self.errors),
+                # Whatever a hand-edited record does to the parsers: reported, never fatal.
+                stops=(Exception,),
+                on_retry=lambda err: log.warning(
+                    "status record not read yet", extra={"error": str(err)}
+                ),
+            )
+        finally:
+            self.recovered.set()
+
+
+def _recover_rules(status: StatusPublisher, in_force: RulesInForce) -> None:
+    recorded = status.recover()
+    if recorded is not None and recorded.rules is not None:
+        digest = recorded.status.digest
+        assert digest is not None  # rules_of_record checked it
+        update = RulesUpdate(recorded.rules, digest, recorded.status.source, text=recorded.text)
+        in_force.restore(update, recorded.status.generation)
+
+
+def _not_recovered(err: Exception | None, errors: Callable[[str], None]) -> None:
+    if not isinstance(err, KubeError | StatusRecordError):
+        log.error("status record could not be read", exc_info=err)
+    log.error(
+        "rules in force cannot be recovered from the status record; "
+        "the rules source is judged as on a first start",
+        extra={"error": f"{type(err).__name__}: {err}"},
+    )
+    errors("status")
+
+
+class Resync:
+    """The periodic resync: every node queued in the resync lane, unless the last pass is still
+    under way (re-queueing every node in the middle of a storm gains nothing). A pass is done
+    once every node it queued was reconciled; nodes that changed meanwhile went ahead in the
+    event lane and are not waited for."""
+
+    def __init__(
+        self, queue: WorkQueue, ready: Callable[[], bool], queue_all: Callable[[], None]
+    ) -> None:
+        self._queue = queue
+        self._ready = ready
+        self._queue_all = queue_all
+        self._started: float | None = None
+        """When the pass under way queued every node (monotonic), or None."""
+
+    def start(self) -> None:
+        if not self._ready():
+            return
+        if self._started is not None:
+            log.info("resync skipped: the last one is still under way")
+            return
+        self._started = time.monotonic()
+        self._queue_all()
+
+    def finished(self) -> float | None:
+        """How long the pass under way took, once it is done (then only)."""
+        started = self._started
+        if started is None or self._queue.resync_pending():
+            return None
+        self._started = None
+        return time.monotonic() - started
+
+
+class SightingsSaver:
+    """Write what the sightings record should hold, if it changed (every few seconds at most);
+    a write that fails is tried again then."""
+
+    def __init__(
+        self, store: SightingsStore, facts: NodeFacts, errors: Callable[[str], None]
+    ) -> None:
+        self._store = store
+        self._facts = facts
+        self._errors = errors
+        self._next = 0.0
+
+    def save(self) -> None:
+        if time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + SAVE_INTERVAL_SECONDS
+        conditions, departures = self._facts.conditions, self._facts.departures
+        changed, departed = conditions.changes(), departures.changes()
+        if changed is None and departed is None:
+            return
+        try:
+            self._store.save(
+                changed if changed is not None else conditions.kept(),
+                departed if departed is not None else departures.all(),
+            )
+        except KubeError as err:
+            conditions.changed_again()
+            departures.changed_again()
+            self._errors("sightings")
+            log.warning("sightings record not written", extra={"error": str(err)})
+
+
+@dataclass(frozen=True)
+class Chores:
+    """The leader's periodic chores, one runnable: `often` every few milliseconds, `periodic`
+    once every `period` seconds."""
+
+    period: float
+    often: Sequence[Callable[[], object]]
+    periodic: Sequence[Callable[[], object]]
+
+    def run(self, stop: threading.Event) -> None:
+        next_period = time.monotonic() + self.period
+        while not stop.wait(min(RESYNC_POLL_SECONDS, self.period)):
+            for chore in self.often:
+                chore()
+            if time.monotonic() < next_period:
+                continue
+            next_period = time.monotonic() + self.period
+            for chore in self.periodic:
+                chore()
+
+
+def resync_done(resync: Resync, metrics: ControllerMetrics) -> Callable[[], None]:
+    """The chore that times a finished resync pass."""
+
+    def chore() -> None:
+        if (took := resync.finished()) is not None:
+            metrics.resync_seconds.set(took)
+            metrics.resyncs.inc()
+
+    return chore
