@@ -241,7 +241,7 @@ def _oci_poller(
             lambda: datetime.now(UTC),
             settings.dry_run,
         )
-        unwatch = controller.watch_nodes(poller.node_changed)
+        unwatch = controller.intake.watch(poller.node_changed)
         log.info(
             "OCI instance conditions on",
             extra={"compartments": list(oci.compartment_ids), "auth": oci.auth},

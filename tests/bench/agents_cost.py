@@ -478,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     mine = sum(os.times()[:2]) - sum(own[:2])
     timings.others = (machine_busy() - busy - mine) / timings.seconds
     api.close()
-    agents.stop_all()
+    agents.stop()
     loads.stop()
     mean, peak = loads.summary()
     during = (

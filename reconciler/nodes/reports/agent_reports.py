@@ -39,6 +39,26 @@ def _pairs(keys: frozenset[CannotRunKey]) -> set[Pair]:
     return {(rule, daemon_set, action) for rule, daemon_set, _, action in keys}
 
 
+class DaemonSetProblems:
+    """Listed DaemonSets that can never run where their rule's taint is (missing, or not
+    tolerating it: `daemon_set_problems`), each said once while it lasts, with the fix (the
+    informers' threads and the rules' thread report)."""
+
+    def __init__(self, recorder: Recorder, source: Callable[[], SourceRef | None]) -> None:
+        self._recorder = recorder
+        self._source = source
+        self._said: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+
+    def report(self, problems: tuple[str, ...]) -> None:
+        with self._lock:
+            new = [p for p in problems if p not in self._said]
+            self._said = problems
+        for problem in new:
+            logging.getLogger("nodegate.controller").warning("node agent cannot run: %s", problem)
+            report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", problem)
+
+
 class CannotRunReports:
     def __init__(
         self, recorder: Recorder, gauge: Gauge, source: Callable[[], SourceRef | None]

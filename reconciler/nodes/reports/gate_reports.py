@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.plan import NodePlan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import POOL_LABEL, NodeRules, StartupGate
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
@@ -30,6 +32,11 @@ BUSY_SHOWN = 5
 
 
 class GateReports:
+    """Also the source of the workload pods a backfill reads (`cluster_reads`): listed on
+    each backfill candidate as it is reconciled, nothing followed."""
+
+    kind = "workload-pods"
+
     def __init__(
         self,
         api: ListWatch,
@@ -65,6 +72,18 @@ class GateReports:
         with self._lock:
             for uid in [uid for uid in self._said if uid not in live]:
                 del self._said[uid]
+
+    def follow(self, rules: NodeRules) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def synced(self) -> bool:
+        return True
+
+    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, workload_pods=self.workload_pods(node, rules))
 
     def workload_pods(self, node: CachedNode, rules: NodeRules) -> int | None:
         """Workload pods on a backfill candidate (one LIST), None when no gate would backfill

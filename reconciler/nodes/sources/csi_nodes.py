@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.kit.informer import Informer
 from nodegate.core.views.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
+from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
+from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 
 class CsiNodes:
+    kind = "csi-nodes"
+
     def __init__(self, watching: Watching) -> None:
         self._watching = watching
         self._running: tuple[Informer[CsiNodeView], threading.Event] | None = None
@@ -32,7 +36,7 @@ class CsiNodes:
                 self._running = None
 
     def _start(self) -> None:
-        # Runs until the rules stop reading CSI drivers or the controller stops (`stop_all`).
+        # Runs until the rules stop reading CSI drivers or the controller stops (`stop`).
         self._running = self._watching.start(
             "csinodes", Selection("CSINode"), slim_csinode, self._on_csinode
         )
@@ -49,7 +53,14 @@ class CsiNodes:
             return None
         return registered_drivers(running[0].get(node), node_uid)
 
-    def stop_all(self) -> None:
+    def synced(self) -> bool:
+        with self._lock:
+            return self._running is None or self._running[0].synced.is_set()
+
+    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, csi_drivers=self.drivers(key, node.state.uid) or {})
+
+    def stop(self) -> None:
         with self._lock:
             if self._running is not None:
                 self._running[1].set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from nodegate.core.decisions.init_pods import (
@@ -25,12 +26,14 @@ from nodegate.core.decisions.init_pods import (
 )
 from nodegate.core.decisions.re_registration import PodWrites
 from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
-from nodegate.reconciler.kit.informer import Informer
-from nodegate.reconciler.kit.kube import ListWatch, Selection
 from nodegate.core.views.pods import (
     is_workload_pod,
 )
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import ListWatch, Selection
+from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 log = logging.getLogger("nodegate.gates")
@@ -38,6 +41,8 @@ log = logging.getLogger("nodegate.gates")
 
 class GatePods:
     """The init-pod informers the rules need, and which init pods run on which node."""
+
+    kind = "init-pods"
 
     def __init__(self, watching: Watching, clock: Callable[[], datetime]) -> None:
         self._watching = watching
@@ -67,7 +72,7 @@ class GatePods:
             for source in wanted - set(self._informers):
                 self._start(source)
 
-    def stop_all(self) -> None:
+    def stop(self) -> None:
         with self._lock:
             for _, informer_stop in self._informers.values():
                 informer_stop.set()
@@ -76,7 +81,7 @@ class GatePods:
     def _start(self, source: PodSource) -> None:
         namespace, selector = source
         self._by_node[source] = {}
-        # Runs until the rules drop this source or the controller stops (`stop_all`).
+        # Runs until the rules drop this source or the controller stops (`stop`).
         self._informers[source] = self._watching.start(
             f"pods {namespace}/{selector}",
             Selection("Pod", namespace, label_selector=selector),
@@ -98,6 +103,9 @@ class GatePods:
     def synced(self) -> bool:
         with self._lock:
             return all(informer.synced.is_set() for informer, _ in self._informers.values())
+
+    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, gate_pod_signals=self.signals(rules, key))
 
     def signals(self, rules: NodeRules, node: str) -> dict[str, tuple[Sighting, ...]]:
         """Rule name -> the ready signals of the pods it reads on `node` (rules that have

@@ -29,10 +29,10 @@ from nodegate.core.decisions.node_agents import (
     ready_agent_pods,
 )
 from nodegate.core.decisions.re_registration import Departure, PodWrites
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
-from nodegate.reconciler.kit.informer import Informer
 from nodegate.core.views.daemon_sets import (
     DAEMON_SET_POD_LABEL,
     AgentPod,
@@ -40,7 +40,9 @@ from nodegate.core.views.daemon_sets import (
     slim_agent_pod,
     slim_daemon_set,
 )
+from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
+from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 
@@ -87,6 +89,8 @@ class _Watched:
 
 
 class NodeAgents:
+    kind = "node-agents"
+
     def __init__(self, watching: Watching, on_every_node: Callable[[], None]) -> None:
         """`on_every_node`: enqueue every node (an informer synced, or a DaemonSet's placement
         changed: which nodes it concerns is for each node's plan to say)."""
@@ -234,7 +238,16 @@ class NodeAgents:
     def _daemon_sets(self) -> list[DaemonSetView]:
         return [view for w in self._watched.values() for _, view in w.daemon_sets[0].items()]
 
-    def stop_all(self) -> None:
+    def synced(self) -> bool:
+        with self._lock:
+            return all(w.synced() for w in self._watched.values())
+
+    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        """Its part, the agents' readiness, is looked up at every look at the node, with its
+        conditions (`NodeFacts`: a `for` counts from the first sight), not at a reconcile's."""
+        return facts
+
+    def stop(self) -> None:
         with self._lock:
             for watched in self._watched.values():
                 watched.stop()

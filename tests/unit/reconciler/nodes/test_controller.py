@@ -672,7 +672,7 @@ def test_the_controller_tells_the_planner_when_it_saw_a_nodes_boots() -> None:
         now[0] += timedelta(seconds=seconds)
         raw = fake_node("n1")
         raw["status"]["nodeInfo"] = {"bootID": boot}
-        controller._on_node_event("n1", None, controller._slim(raw))
+        controller.intake.on_event("n1", None, controller.intake.slim(raw))
 
     seen("boot-1", 0)
     seen("boot-1", 10)
@@ -876,21 +876,21 @@ def test_a_node_churning_what_no_rule_reads_costs_no_reconcile() -> None:
         raw["status"]["conditions"] = [
             {"type": kind, "status": status, "reason": reason, "lastTransitionTime": when}
         ]
-        return controller._slim(raw)
+        return controller.intake.slim(raw)
 
     old = churn("KernelDeadlock", "False", "r0", 0)
     for i in range(1, 51):
         new = churn("KernelDeadlock", "False", f"r{i}", i)
-        controller._on_node_event("n1", old, new)
+        controller.intake.on_event("n1", old, new)
         old = new
     old = churn("NetworkInterfaceCard", "Fine", "r0", 0)
     for i in range(1, 51):
         new = churn("NetworkInterfaceCard", "Fine", f"r{i}", i)
-        controller._on_node_event("n1", old, new)
+        controller.intake.on_event("n1", old, new)
         old = new
     assert len(controller.queue) == 0
 
-    controller._on_node_event("n1", old, churn("NetworkInterfaceCard", "Kaput", "r", 59))
+    controller.intake.on_event("n1", old, churn("NetworkInterfaceCard", "Kaput", "r", 59))
     assert len(controller.queue) == 1
 
 
@@ -912,16 +912,16 @@ def test_a_node_churning_a_label_no_rule_reads_costs_no_reconcile() -> None:
     controller.queue.discard("n1")
 
     def labelled(labels: dict[str, str]) -> CachedNode:
-        return controller._slim(fake_node("n1", labels))
+        return controller.intake.slim(fake_node("n1", labels))
 
     old = labelled({"team.example.com/mood": "0"})
     for i in range(1, 51):
         new = labelled({"team.example.com/mood": str(i)})
-        controller._on_node_event("n1", old, new)
+        controller.intake.on_event("n1", old, new)
         old = new
     assert len(controller.queue) == 0
 
-    controller._on_node_event("n1", old, labelled({"example.com/dedicated": "ci"}))
+    controller.intake.on_event("n1", old, labelled({"example.com/dedicated": "ci"}))
     assert len(controller.queue) == 1
 
 
@@ -961,7 +961,7 @@ def test_a_label_change_still_coalesced_when_its_node_is_deleted_is_not_lost() -
     assert old is not None and gone is not None
     del api.nodes["n1"]
     controller.informer.discard("n1")
-    controller._on_node_event("n1", gone, None)
+    controller.intake.on_event("n1", gone, None)
     controller.process("n1")
 
     [*_, last] = record_writes(api)
@@ -1052,7 +1052,8 @@ def test_a_node_that_gets_its_provider_id_late_is_looked_at_again_when_labels_pe
     with_id = {**without, "spec": {**without["spec"], "providerID": "oci://late"}}
     assert len(controller.queue) == 0
 
-    controller._on_node_event("n1", controller._slim(without), controller._slim(with_id))
+    slim = controller.intake.slim
+    controller.intake.on_event("n1", slim(without), slim(with_id))
 
     assert len(controller.queue) == 1
 
@@ -1137,7 +1138,7 @@ def test_a_deleted_node_is_forgotten_by_every_collaborator_that_remembered_it() 
     gone = controller.informer.get("forgotten")
     del api.nodes["forgotten"]
     controller.informer.discard("forgotten")
-    controller._on_node_event("forgotten", gone, None)
+    controller.intake.on_event("forgotten", gone, None)
 
     assert remembered(controller, *marks) == set()
 
@@ -1145,8 +1146,8 @@ def test_a_deleted_node_is_forgotten_by_every_collaborator_that_remembered_it() 
 def test_a_node_hook_is_called_on_node_events_until_it_is_unwatched() -> None:
     controller = new_controller(FakeApi())
     seen: list[str] = []
-    unwatch = controller.watch_nodes(lambda _old, new: seen.append(new.name))
-    controller._on_node_event("n1", None, controller._slim(fake_node("n1")))
+    unwatch = controller.intake.watch(lambda _old, new: seen.append(new.name))
+    controller.intake.on_event("n1", None, controller.intake.slim(fake_node("n1")))
     unwatch()  # the poller's leadership ended
-    controller._on_node_event("n2", None, controller._slim(fake_node("n2")))
+    controller.intake.on_event("n2", None, controller.intake.slim(fake_node("n2")))
     assert seen == ["n1"]

@@ -120,7 +120,7 @@ def for_hold_under_way(api: FakeApi, dry_run: bool) -> None:
     made = controller(api, dry_run)
     made.offer_rules(update(NIC_FOR_30S))
     made.process("n1")
-    made._save_sightings()  # what the run loop does every few seconds
+    made.sightings.save()  # what the run loop does every few seconds
 
 
 def with_label_records(api: FakeApi, dry_run: bool, *, preview_client: bool = True) -> Controller:
@@ -169,7 +169,7 @@ def node_deleted(api: FakeApi, dry_run: bool) -> None:
     assert cached is not None
     del api.nodes["n1"]
     made.informer.discard("n1")
-    made._on_node_event("n1", cached, None)  # the watch's delete, as the informer hands it on
+    made.intake.on_event("n1", cached, None)  # the watch's delete, as the informer hands it on
     made.process("n1")
 
 

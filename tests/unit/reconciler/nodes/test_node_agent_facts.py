@@ -339,7 +339,7 @@ def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_rep
     api.add_node(fake_node("n1", {}))
     controller = synced(api)
     reported: list[str] = []
-    controller._recorder = SimpleNamespace(
+    controller._daemon_set_problems._recorder = SimpleNamespace(
         on_namespaced=lambda *a, reason, message: reported.append(reason)
     )
     cilium = daemon_set()
@@ -348,10 +348,12 @@ def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_rep
         informer = SyncedInformer([(cilium.ref, cilium)] if name.startswith("daemonsets") else [])
         return informer, threading.Event()
 
-    controller.node_agents = NodeAgents(
+    agents = NodeAgents(
         SimpleNamespace(start=start, on_node=lambda n: None),  # type: ignore[arg-type]
         controller._on_agents_changed,
     )
+    controller.sources[controller.sources.index(controller.node_agents)] = agents
+    controller.node_agents = agents
     controller.offer_rules(update(CILIUM_ONLY))
     controller._on_agents_changed()  # the informers' first sync, as they call it
     assert reported == []

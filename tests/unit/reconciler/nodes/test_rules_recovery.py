@@ -13,9 +13,9 @@ import pytest
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
+from nodegate.reconciler.kit import backoff
 from nodegate.reconciler.kit.errors import TemporaryError
 from nodegate.reconciler.main import readiness
-from nodegate.reconciler.nodes import controller as controller_module
 from nodegate.reconciler.nodes.controller import Controller
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_controller import (
@@ -52,7 +52,7 @@ def restarted(api: FakeApi, **settings: object) -> Controller:
     """A new process on the same cluster, in `run`'s order: it recovers, then its node cache
     syncs (which is when the rules recovered take effect)."""
     controller = new_controller(api, None, **settings)
-    controller._recover_rules(threading.Event())
+    controller.read_backs.rules(threading.Event())
     return sync(controller)
 
 
@@ -176,7 +176,7 @@ def test_the_rules_recovered_plan_nothing_before_the_node_cache_syncs() -> None:
     """Nodes listed before the sync are planned only once the offered update was judged
     against the rules recovered: a stale record never writes its rules first."""
     controller = new_controller(held_after_ci_rules())
-    controller._recover_rules(threading.Event())
+    controller.read_backs.rules(threading.Event())
 
     assert controller.rules is None
     assert controller.applied is None
@@ -196,7 +196,7 @@ def test_a_record_that_breaks_the_parser_puts_nothing_back_and_kills_nothing() -
 def test_recovery_gives_up_after_the_history_deadline_and_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(controller_module, "HISTORY_LOAD_SECONDS", 0.2)
+    monkeypatch.setattr(backoff, "READ_BACK_SECONDS", 0.2)
     api = held_after_ci_rules()
     for _ in range(100):
         api.fail("read_configmap", TemporaryError("503"))
