@@ -33,10 +33,10 @@ from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
 from nodegate.reconciler.nodes.records.label_records import LabelWork
-from nodegate.reconciler.nodes.reports.gate_reports import GateReports
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
+from nodegate.reconciler.nodes.sources.source import Sources
 
 Owned = frozenset[tuple[str, str]]
 """(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""
@@ -129,8 +129,8 @@ class NodeFacts:
         rules: Callable[[], NodeRules | None],
         cached: Callable[[str], CachedNode | None],
         previously_owned: Callable[[], Owned],
+        sources: Sources,
         gate_pods: GatePods,
-        gates: GateReports,
         csi_nodes: CsiNodes,
         node_agents: NodeAgents,
         on_agents: Callable[[str, NodeState, NodeRules, Mapping[str, AgentReadiness]], None] = (
@@ -138,19 +138,19 @@ class NodeFacts:
         ),
     ) -> None:
         """`rules`: the rules in force, whose condition types are sighted; `cached`: the node
-        cache, whose node is sighted again when its facts are asked for; `gate_pods` and
-        `gates`: the init pods and the workload-pod check, and `csi_nodes` the CSI drivers
-        registered, asked by a reconcile only; `node_agents` the node-agent rules' DaemonSets and
-        pods, asked at every look (a `for` counts from the first sight of a not-Ready agent);
-        `on_agents` is told what a reconcile found of them, and of which node (`agent_reports`,
-        `deadlock_reports`)."""
+        cache, whose node is sighted again when its facts are asked for; `sources`: what the
+        rules read from the cluster, each asked its part of a reconcile's facts (the init pods,
+        the workload-pod check, the CSI drivers registered); `gate_pods` the init pods, for a
+        departure; `node_agents` the node-agent rules' DaemonSets and pods, asked at every look
+        (a `for` counts from the first sight of a not-Ready agent); `on_agents` is told what a
+        reconcile found of them, and of which node (`agent_reports`, `deadlock_reports`)."""
         self._now = clock
         self._on_agents = on_agents
         self._rules = rules
         self._cached = cached
         self._previously_owned = previously_owned
+        self._sources = sources
         self._gate_pods = gate_pods
-        self._gates = gates
         self._csi_nodes = csi_nodes
         self._agents = node_agents
         self.conditions = ConditionSightings()
@@ -224,18 +224,16 @@ class NodeFacts:
         workload pods if a gate would backfill it and the labels its record restores (`work`)."""
         now, sightings, agents = self._sighted(key)
         self._on_agents(key, node.state, rules, agents)
-        return plan_facts(
+        facts = plan_facts(
             now,
             self._previously_owned(),
             sightings,
             self.boots.get(key),
             agents,
-            gate_pod_signals=self._gate_pods.signals(rules, key),
-            csi_drivers=self._csi_nodes.drivers(key, node.state.uid),
-            workload_pods=self._gates.workload_pods(node, rules),
             restored_labels=work.decision.restore if work is not None else None,
             departed=self.departures.get(key),
         )
+        return self._sources.facts(key, node, rules, facts)
 
     def _sighted(
         self, key: str

@@ -90,10 +90,10 @@ def node_facts(
         lambda: found,
         lambda key: cached if key == on.name else None,
         frozenset,
+        SimpleNamespace(facts=lambda k, n, r, f: f),  # type: ignore[arg-type]
         SimpleNamespace(  # type: ignore[arg-type]
             signals=lambda r, k: {}, ready_pods=lambda r, k: {}, bound=lambda k: {}
         ),
-        SimpleNamespace(workload_pods=lambda n, r: None),  # type: ignore[arg-type]
         csi_nodes or SimpleNamespace(drivers=lambda k, u: {}),  # type: ignore[arg-type]
         agents,
     )
