@@ -8,7 +8,7 @@ the record of what given rules read: which source, in which namespaces, for whic
 it are derived the RBAC (manifests/rbac.py), the chart's rules guard (manifests/chart/files.py),
 the reconciler's sources, one per kind and driven without being named
 (reconciler/nodes/sources/source.py), and the CLI's readers (cli/live/cluster.py). A unit test
-adds a dummy source and fails every consumer that ignores it (tests/unit/core/test_sources.py).
+adds a dummy source and fails every consumer that ignores it (tests/unit/test_source_seam.py).
 Adding a source is then its kind here, what its rules read (`NodeReads`), its reconciler
 source and its CLI reader.
 """
