@@ -34,7 +34,7 @@ from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
 from nodegate.reconciler.nodes.decide.reconcile import NodeReconciler, NodeSource
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.intake import NodeIntake
-from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync, SightingsSaver, resync_done
+from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync, SightingsSaver
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode
@@ -238,15 +238,15 @@ class Controller:
         self.sightings = SightingsSaver(sightings, self._node_facts, self._count_error)
         resync = Resync(
             self.queue,
+            self._own_metrics,
             lambda: self.rules is not None and self.informer.synced.is_set(),
             lambda: self._enqueue_all("resync"),
         )
         self._chores = Chores(
             settings.resync_seconds,
-            often=(resync_done(resync, self._own_metrics), self.sightings.save),
+            often=(resync.finish, self.sightings.save),
             periodic=(
                 lambda: self._history.persisted or self._history.persist(),
-                self.status.retry,
                 self._forget_gone,
                 resync.start,
             ),
@@ -371,8 +371,6 @@ class Controller:
         if rules is None or not rules.startup_gates or not self.informer.synced.is_set():
             return None
         return gate_census((c.state for _, c in self.informer.items()), rules, self._now())
-
-    # --- what the sources say ------------------------------------------------------------------
 
     def _on_agents_changed(self) -> None:
         """A DaemonSet made, retargeted or deleted (rare): every node is looked at again,

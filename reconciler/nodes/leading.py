@@ -168,9 +168,14 @@ class Resync:
     event lane and are not waited for."""
 
     def __init__(
-        self, queue: WorkQueue, ready: Callable[[], bool], queue_all: Callable[[], None]
+        self,
+        queue: WorkQueue,
+        metrics: ControllerMetrics,
+        ready: Callable[[], bool],
+        queue_all: Callable[[], None],
     ) -> None:
         self._queue = queue
+        self._metrics = metrics
         self._ready = ready
         self._queue_all = queue_all
         self._started: float | None = None
@@ -185,13 +190,14 @@ class Resync:
         self._started = time.monotonic()
         self._queue_all()
 
-    def finished(self) -> float | None:
-        """How long the pass under way took, once it is done (then only)."""
+    def finish(self) -> None:
+        """Time the pass under way, once it is done."""
         started = self._started
         if started is None or self._queue.resync_pending():
-            return None
+            return
         self._started = None
-        return time.monotonic() - started
+        self._metrics.resync_seconds.set(time.monotonic() - started)
+        self._metrics.resyncs.inc()
 
 
 class SightingsSaver:
@@ -245,14 +251,3 @@ class Chores:
             next_period = time.monotonic() + self.period
             for chore in self.periodic:
                 chore()
-
-
-def resync_done(resync: Resync, metrics: ControllerMetrics) -> Callable[[], None]:
-    """The chore that times a finished resync pass."""
-
-    def chore() -> None:
-        if (took := resync.finished()) is not None:
-            metrics.resync_seconds.set(took)
-            metrics.resyncs.inc()
-
-    return chore
