@@ -244,7 +244,7 @@ class Controller:
         )
         self._chores = Chores(
             settings.resync_seconds,
-            often=(resync.finish, self.sightings.save),
+            often=(resync.finish, self.sightings.save, self.status.retry_when_due),
             periodic=(
                 lambda: self._history.persisted or self._history.persist(),
                 self._forget_gone,

@@ -4,8 +4,9 @@ status|explain|plan`.
 
 Plain data in one ConfigMap of the reconciler's namespace, written with update, then create if it
 does not exist (no read: only the leader writes it); the shipped Role grants update on it by name
-(`manifests/rbac.py`). A failed write is kept and tried again on the next resync: the record is
-for humans, and must never hold up the reconciler.
+(`manifests/rbac.py`). A failed write is kept and tried again with backoff (`retry_when_due`,
+one of the leader's frequent chores): the record is for humans and must never hold up the
+reconciler, but a transient failure must not leave it stale until the next resync (5 minutes).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -28,6 +30,7 @@ from nodegate.core.objects.status_record import (
     rules_of_record,
 )
 from nodegate.core.rules.model import NodeRules
+from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
@@ -75,6 +78,9 @@ class StatusPublisher:
         )
         self._rules_text = ""
         self._pending = False
+        self._backoff = Backoff()
+        self._next_attempt = 0.0
+        """Monotonic time before which `retry_when_due` does not try a failed write again."""
 
     def recover(self) -> RecordedRules | None:
         """The record a former leader (or this replica before a restart) left, checked, and
@@ -162,6 +168,13 @@ class StatusPublisher:
             self._pending = True
         self.retry()
 
+    def retry_when_due(self) -> bool:
+        """`retry`, unless the last write failed less than its backoff ago (800 ms doubling to
+        30 s): called every few milliseconds, it writes at that pace only while writes work."""
+        if time.monotonic() < self._next_attempt:
+            return False
+        return self.retry()
+
     def retry(self) -> bool:
         """Write the record if a write is due; True once it is stored."""
         with self._lock:
@@ -183,8 +196,12 @@ class StatusPublisher:
         except KubeError as err:
             log.warning("could not store the status record", extra={"error": str(err)})
             self._on_error("api")
+            with self._lock:
+                wait = max(self._backoff.next_delay(), getattr(err, "retry_after", None) or 0.0)
+                self._next_attempt = time.monotonic() + wait
             return False
         with self._lock:
+            self._backoff.reset()
             if encode_status(self._status, self._rules_text) == data:
                 self._pending = False
         return True

@@ -4,6 +4,8 @@ written where `nodegate status|explain|plan` read them, and written again after 
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
@@ -65,6 +67,45 @@ def test_a_status_write_that_failed_is_written_by_the_next_retry() -> None:
 
     assert controller.status.retry()
     assert record(api)[0].generation == 1
+
+
+def test_a_failed_status_write_is_tried_again_by_the_frequent_chores_not_the_resync() -> (
+    None
+):
+    """A transient failure (a 503 under load) left the record stale until the next resync, five
+    minutes later: `nodegate status` said nothing of a held update. The leader's frequent
+    chores try it again, with backoff."""
+    api = FakeApi()
+    api.add_node(ci_node("n1", tainted=True))
+    controller = synced(api)
+    api.fail("replace_configmap", TemporaryError("503"))
+    controller.offer_rules(offered(CI_RULES))
+    assert ("nodegate-system", STATUS_CONFIGMAP) not in api.configmaps
+
+    stop = threading.Event()
+    chores = threading.Thread(target=controller._chores.run, args=(stop,), daemon=True)
+    chores.start()
+    try:
+        deadline = time.monotonic() + 10
+        while ("nodegate-system", STATUS_CONFIGMAP) not in api.configmaps:
+            assert time.monotonic() < deadline, "the record was not written again"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        chores.join()
+    assert record(api)[0].generation == 1
+
+
+def test_failed_status_writes_are_tried_again_with_backoff_not_every_few_milliseconds() -> None:
+    api = FakeApi()
+    publisher = StatusPublisher(api, "nodegate-system", "replica-a", lambda: NOW, process="p")
+    api.fail("replace_configmap", *(TemporaryError("503") for _ in range(100)))
+    publisher.applied(offered(CI_RULES), 1)  # the first attempt fails
+
+    started = time.monotonic()
+    while time.monotonic() - started < 0.5:
+        publisher.retry_when_due()
+    assert 100 - len(api.failures["replace_configmap"]) == 1  # none within the first 0.8 s
 
 
 def test_a_conflict_creating_the_record_is_retried_and_never_holds_up_the_rules() -> None:
