@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodegate.core.decisions.node_agents import AgentReadiness
+from nodegate.core.decisions.sources import Sources
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -52,7 +53,6 @@ from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
-from nodegate.reconciler.nodes.sources.source import Sources
 from nodegate.reconciler.nodes.sources.watched import Watching
 from nodegate.reconciler.settings import ReconcilerSettings
 

@@ -16,14 +16,14 @@ from dataclasses import replace
 
 import pytest
 
+from nodegate.core.decisions.sources import UnknownSourceError
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.cluster_reads import SOURCES, Resource, SourceKind, cluster_reads
 from nodegate.core.rules.loader import RulesDocument, parse_rules
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.manifests.chart.files import baked_gates, chart_files
 from nodegate.manifests.rbac import cluster_rules
-from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.sources.source import UnknownSourceError
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.test_controller import new_controller, sync, update
 
@@ -75,8 +75,8 @@ class NodeLeases:
         self.asked_synced += 1
         return True
 
-    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
-        self.asked_facts.append(key)
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        self.asked_facts.append(node.name)
         return replace(facts, workload_pods=0)
 
 

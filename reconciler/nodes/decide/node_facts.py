@@ -26,6 +26,7 @@ from nodegate.core.decisions.node_agents import (
 from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.re_registration import Departure, departure, still_deciding
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.decisions.sources import Sources
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.model import NodeRules
@@ -36,7 +37,6 @@ from nodegate.reconciler.nodes.records.label_records import LabelWork
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
-from nodegate.reconciler.nodes.sources.source import Sources
 
 Owned = frozenset[tuple[str, str]]
 """(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""
@@ -233,7 +233,7 @@ class NodeFacts:
             restored_labels=work.decision.restore if work is not None else None,
             departed=self.departures.get(key),
         )
-        return self._sources.facts(key, node, rules, facts)
+        return self._sources.facts(node.state, rules, facts)
 
     def _sighted(
         self, key: str

@@ -18,6 +18,7 @@ from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import POOL_LABEL, NodeRules, StartupGate
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.kube import ListWatch
@@ -82,25 +83,25 @@ class GateReports:
     def synced(self) -> bool:
         return True
 
-    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
         return replace(facts, workload_pods=self.workload_pods(node, rules))
 
-    def workload_pods(self, node: CachedNode, rules: NodeRules) -> int | None:
+    def workload_pods(self, node: NodeState, rules: NodeRules) -> int | None:
         """Workload pods on a backfill candidate (one LIST), None when no gate would backfill
         it or the answer is unknown; a busy node is remembered and never looked at again."""
-        uid = node.state.uid
+        uid = node.uid
         candidates = [
             gate
             for gate in rules.startup_gates
-            if needs_backfill(node.state, node.state.labels, gate)
+            if needs_backfill(node, node.labels, gate)
             and not self._was_said(uid, gate.name, "busy")
         ]
         if not candidates:
             return None
         try:
-            busy = workload_pods_on(self._api, node.state.name)
+            busy = workload_pods_on(self._api, node.name)
         except KubeError as err:
-            log.warning("backfill check failed", extra={"node": node.state.name, "error": str(err)})
+            log.warning("backfill check failed", extra={"node": node.name, "error": str(err)})
             return None
         if busy:
             for gate in candidates:
@@ -135,13 +136,13 @@ class GateReports:
         for gate in node_plan.gates_put_back:
             self._metrics.gates_put_back.labels(gate).inc()
 
-    def _skipped_backfill(self, node: CachedNode, gate: StartupGate, busy: list[str]) -> None:
-        self._say(node.state.uid, gate.name, "busy")
+    def _skipped_backfill(self, node: NodeState, gate: StartupGate, busy: list[str]) -> None:
+        self._say(node.uid, gate.name, "busy")
         self._metrics.backfill_skipped.labels(gate.name).inc()
         shown = ", ".join(busy[:BUSY_SHOWN]) + (" ..." if len(busy) > BUSY_SHOWN else "")
         self._recorder.on_node(
-            node.state.name,
-            node.state.uid,
+            node.name,
+            node.uid,
             "NodegateBackfillSkipped",
             f"startup gate {gate.name} not backfilled: the node already runs workload "
             f"pods ({shown}); a node with workloads is never gated afterwards",

@@ -10,10 +10,10 @@ from dataclasses import replace
 
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.core.views.csi_nodes import CsiNodeView, registered_drivers, slim_csinode
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
-from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 
@@ -57,8 +57,8 @@ class CsiNodes:
         with self._lock:
             return self._running is None or self._running[0].synced.is_set()
 
-    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
-        return replace(facts, csi_drivers=self.drivers(key, node.state.uid) or {})
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, csi_drivers=self.drivers(node.name, node.uid) or {})
 
     def stop(self) -> None:
         with self._lock:

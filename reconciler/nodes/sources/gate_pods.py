@@ -28,12 +28,12 @@ from nodegate.core.decisions.re_registration import PodWrites
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.core.views.pods import (
     is_workload_pod,
 )
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
-from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 log = logging.getLogger("nodegate.gates")
@@ -104,8 +104,8 @@ class GatePods:
         with self._lock:
             return all(informer.synced.is_set() for informer, _ in self._informers.values())
 
-    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
-        return replace(facts, gate_pod_signals=self.signals(rules, key))
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, gate_pod_signals=self.signals(rules, node.name))
 
     def signals(self, rules: NodeRules, node: str) -> dict[str, tuple[Sighting, ...]]:
         """Rule name -> the ready signals of the pods it reads on `node` (rules that have

@@ -42,7 +42,6 @@ from nodegate.core.views.daemon_sets import (
 )
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Selection
-from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 
@@ -242,7 +241,7 @@ class NodeAgents:
         with self._lock:
             return all(w.synced() for w in self._watched.values())
 
-    def facts(self, key: str, node: CachedNode, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
         """Its part, the agents' readiness, is looked up at every look at the node, with its
         conditions (`NodeFacts`: a `for` counts from the first sight), not at a reconcile's."""
         return facts

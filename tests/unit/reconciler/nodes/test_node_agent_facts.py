@@ -90,7 +90,7 @@ def node_facts(
         lambda: found,
         lambda key: cached if key == on.name else None,
         frozenset,
-        SimpleNamespace(facts=lambda k, n, r, f: f),  # type: ignore[arg-type]
+        SimpleNamespace(facts=lambda n, r, f: f),  # type: ignore[arg-type]
         SimpleNamespace(  # type: ignore[arg-type]
             signals=lambda r, k: {}, ready_pods=lambda r, k: {}, bound=lambda k: {}
         ),
