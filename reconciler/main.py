@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
@@ -35,7 +35,9 @@ from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 from nodegate.reconciler.settings import ReconcilerSettings
-from nodegate.reconciler.webhook.server import WebhookServer, serve_webhook
+
+if TYPE_CHECKING:
+    from nodegate.reconciler.webhook.server import WebhookServer
 
 log = logging.getLogger("nodegate.reconciler")
 
@@ -75,7 +77,12 @@ def run(
         observe_pauses(lambda gen, seconds: pauses.labels(gen).observe(seconds))
         frozen = freeze_startup_objects()
     registry = parts.metrics.registry
-    webhook = serve_webhook(settings, parts.served_rules, registry, stop, parts.health)
+    webhook = None
+    if settings.webhook is not None:
+        # Off by default: its server, TLS (cryptography) and asyncio load only when it is on.
+        from nodegate.reconciler.webhook.server import serve_webhook  # noqa: PLC0415
+
+        webhook = serve_webhook(settings, parts.served_rules, registry, stop, parts.health)
     ready = readiness(parts.watcher, parts.controller, parts.leading, webhook)
     server = serve(settings.http_address, settings.http_port, registry, parts.health.check, ready)
     log.info(

@@ -1,0 +1,67 @@
+"""What the reconciler's start loads (an import guard, not a timing: `make bench-restart` and
+`make bench-cli` time it): the Node admission webhook (off by default) and the official client's
+DaemonSet and CSINode APIs (read only while rules name DaemonSets or CSI drivers) are loaded when
+used, not by every start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from nodegate.reconciler.kit.client import load_api_client
+from nodegate.reconciler.kit.kube import KubeApi
+
+ROOT = Path(__file__).resolve().parents[3]
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+UNUSED_AT_START = (
+    "nodegate.reconciler.webhook.server",
+    "cryptography",
+    "kubernetes.client.api.apps_v1_api",
+    "kubernetes.client.api.storage_v1_api",
+)
+
+_PROGRAM = """
+import json, sys
+from nodegate.reconciler.main import _build
+from nodegate.reconciler.settings import ReconcilerSettings
+
+_build(ReconcilerSettings(kubeconfig=sys.argv[1], rules_configmap="ns/rules"))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_start_without_the_webhook_or_agent_rules_loads_neither(tmp_path: Path) -> None:
+    # The parts a start builds (clients, election, controller, rules watcher), no server called.
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, str(kubeconfig)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    modules: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert "nodegate.reconciler.nodes.controller" in modules  # the start was built
+    assert [m for m in modules if m.startswith(UNUSED_AT_START)] == []
+
+
+def test_the_daemon_set_and_csinode_apis_are_made_on_first_use(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG)
+    api = KubeApi(load_api_client(str(kubeconfig)))
+
+    assert api.apps is api.apps
+    assert api.apps.api_client is api.api_client
+    assert api.storage.api_client is api.api_client
