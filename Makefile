@@ -2,6 +2,7 @@
 #   make demo   runs nodegate on the embedded default rules
 #   make test   sets everything up and runs the whole suite (lint, types, unit, fuzz, Pulumi, e2e...)
 #   make image  builds the reconciler image from Dockerfile (docker, else podman; see docs/reconciler.md)
+#   make release  versioned artifacts in dist/: wheel, sdist, chart .tgz, SHA256SUMS (README "Install")
 #   make fuzz   the fuzz tier with many more random examples (minutes)
 #   make bench  nodegate beside a kopf operator at 1,000 and 5,000 nodes (docs/benchmarks.md)
 # Everything installs itself: a venv in .venv, Python deps from PyPI, the control plane from Go modules,
@@ -12,17 +13,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests constraints release release-image
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
 # Two distributions: the product (.) and the development harness (harness/: local control plane,
 # image builder, demo story), which the image never installs.
 HARNESS := harness
-$(STAMP): pyproject.toml $(HARNESS)/pyproject.toml
+# The runtime dependencies at constraints.txt's versions (the lock the image and `make release`
+# install with; `make constraints` rewrites it), so the tests run what ships.
+$(STAMP): pyproject.toml $(HARNESS)/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,ansible]' -e ./$(HARNESS) --config-settings editable_mode=strict
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --constraint constraints.txt -e '.[dev,ansible]' -e ./$(HARNESS) --config-settings editable_mode=strict
 	touch $(STAMP)
 
 # Strict editable mode keeps a tree of links to the files: only a file added or removed needs a
@@ -81,11 +84,12 @@ helm: setup
 # documented in its README.md from values.schema.json), then packaged into build/charts/ by the
 # real helm; tests/unit/manifests/test_chart_helm.py fails when the chart is stale or drifts from
 # `nodegate manifests`. charts/nodegate/tests (helm-unittest) is written by hand.
-chart: helm
+# The helm that packages it is the one on PATH when it is 3.8+ or 4.x, else the pinned helm
+# built from its Go module (harness/release/helm.py; only helm, not the other chart tools).
+chart: setup
 	$(BIN)/nodegate chart --rules examples/rules.yaml --out charts/nodegate
 	mkdir -p build/charts
-	$$($(BIN)/python -c 'from nodegate.localcluster import paths; print(paths.helm_binary())') \
-	  package charts/nodegate --destination build/charts
+	$$($(BIN)/python -m nodegate.release.helm) package charts/nodegate --destination build/charts
 
 # Karpenter's kwok provider for the `karpenter` e2e tests, under a stamp of its own (a no-op when
 # cached).
@@ -107,6 +111,21 @@ e2e-pulumi: controlplane karpenter pulumi-tools
 image: setup
 	$(BIN)/python -m nodegate.image.build
 
+# The runtime lock, constraints.txt: the closure of `nodegate[oci]` and the build backend from a
+# clean venv at the versions this venv holds (harness/release/constraints.py; a few minutes).
+constraints: setup
+	$(BIN)/python -m nodegate.release.constraints
+
+# Versioned artifacts in dist/, all of pyproject.toml's version (harness/release/build.py): the
+# sdist and wheel (`python -m build`, `twine check --strict`), the chart's .tgz and SHA256SUMS.
+# Not in `make test` (tests/unit/packaging/test_release.py installs the wheel in a clean venv
+# there). `make release-image` adds the image as an OCI archive (`make image`, then `save`).
+release: chart
+	$(BIN)/python -m nodegate.release.build
+
+release-image: chart
+	$(BIN)/python -m nodegate.release.build --image
+
 # ansible-lint (production profile) checks the collection and the example playbooks, which find
 # the collection through a link in build/ (offline: Ansible Galaxy is never asked).
 lint: setup
@@ -124,7 +143,7 @@ lint: setup
 NODEGATE_CACHE ?= $(HOME)/.cache/nodegate
 export MYPY_CACHE_DIR ?= $(NODEGATE_CACHE)/mypy
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo -p nodegate.suite
+	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo -p nodegate.suite -p nodegate.release
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 
@@ -187,4 +206,4 @@ test: setup
 	$(BIN)/python -m nodegate.suite
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

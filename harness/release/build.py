@@ -1,0 +1,260 @@
+"""`make release`: dist/ with the wheel, the sdist, the chart and SHA256SUMS, all of one version.
+
+The version is pyproject.toml's `version`, and only there: the wheel and sdist carry it as
+their metadata, so `nodegate --version` and `nodegate version` print it and the manifests and
+the chart deploy `<repository>:<it>`; the chart is generated with it as `version` and
+`appVersion` (`nodegate chart`, run by `make chart` before this); `make image` tags the image
+with it. This builds the artifacts and refuses a release whose artifacts disagree on it.
+
+The sdist and the wheel are built as PyPA's frontend builds them (`python -m build`: the sdist,
+then the wheel from the unpacked sdist, so nothing stale in build/ reaches the wheel), with the
+build backend at the versions constraints.txt pins and SOURCE_DATE_EPOCH at the commit's time,
+then checked by `twine check --strict`. `--image` adds the reconciler image as an OCI archive
+(`make image`, then the engine's `save --format oci-archive`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from nodegate.release.constraints import CONSTRAINTS_FILE
+from nodegate.release.helm import helm_for_packaging
+
+DIST = "dist"
+CHART_DIR = Path("charts") / "nodegate"
+SUMS_FILE = "SHA256SUMS"
+
+
+class ReleaseError(Exception):
+    """A release that cannot be made as asked: the message says why."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: Path
+    size_bytes: int
+    sha256: str
+
+
+def project_version(repo: Path) -> str:
+    """The one version: pyproject.toml's [project] version."""
+    pyproject = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    return str(pyproject["project"]["version"])
+
+
+def expected_names(version: str) -> dict[str, str]:
+    """The file each artifact must have, by kind."""
+    return {
+        "sdist": f"nodegate-{version}.tar.gz",
+        "wheel": f"nodegate-{version}-py3-none-any.whl",
+        "chart": f"nodegate-chart-{version}.tgz",
+    }
+
+
+def source_date_epoch(repo: Path) -> str:
+    """The commit's time, for file times inside the archives (reproducible-builds.org)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "0"
+
+
+def build_env(repo: Path) -> dict[str, str]:
+    """The environment of the Python build: the pinned backend, the commit's time."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_CONSTRAINT")}
+    env["PIP_CONSTRAINT"] = str(repo / CONSTRAINTS_FILE)
+    env["SOURCE_DATE_EPOCH"] = source_date_epoch(repo)
+    return env
+
+
+def build_python(repo: Path, out: Path, python: str = sys.executable) -> tuple[Path, Path]:
+    """The sdist and the wheel built from it, into `out`: (sdist, wheel)."""
+    out.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [python, "-m", "build", "--outdir", str(out), str(repo)],
+        capture_output=True,
+        text=True,
+        env=build_env(repo),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ReleaseError(f"python -m build failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    version = project_version(repo)
+    names = expected_names(version)
+    sdist, wheel = out / names["sdist"], out / names["wheel"]
+    missing = [p.name for p in (sdist, wheel) if not p.is_file()]
+    if missing:
+        built = sorted(p.name for p in out.iterdir())
+        raise ReleaseError(f"expected {missing} for version {version}; built {built}")
+    return sdist, wheel
+
+
+def twine_check(files: Sequence[Path], bin_dir: Path) -> None:
+    """`twine check --strict`: the metadata and README render as PyPI would show them."""
+    done = subprocess.run(
+        [str(bin_dir / "twine"), "check", "--strict", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ReleaseError(f"twine check failed:\n{done.stdout}{done.stderr}")
+
+
+def chart_versions(chart_yaml: str) -> tuple[str, str]:
+    """(version, appVersion) of a Chart.yaml."""
+    chart = yaml.safe_load(chart_yaml)
+    return str(chart["version"]), str(chart["appVersion"])
+
+
+def package_chart(repo: Path, out: Path, version: str) -> Path:
+    """`helm package` of charts/nodegate, after checking it carries the project's version."""
+    chart_dir = repo / CHART_DIR
+    found = chart_versions((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
+    if found != (version, version):
+        raise ReleaseError(
+            f"{chart_dir}/Chart.yaml has version {found[0]}, appVersion {found[1]}, not "
+            f"{version}: regenerate it (`make chart`)"
+        )
+    helm = helm_for_packaging()
+    with _scratch(out) as scratch:
+        done = subprocess.run(
+            [str(helm), "package", str(chart_dir), "--destination", str(scratch)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ReleaseError(f"helm package failed:\n{done.stdout}{done.stderr}")
+        [packaged] = scratch.glob("*.tgz")
+        # helm names it nodegate-<version>.tgz, as the sdist is named: renamed so the two
+        # cannot be mistaken for each other in one folder.
+        target = out / expected_names(version)["chart"]
+        packaged.replace(target)
+    return target
+
+
+@contextlib.contextmanager
+def _scratch(out: Path) -> Iterator[Path]:
+    """A scratch folder inside `out`, removed afterwards."""
+    path = out / ".scratch"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def sdist_version(sdist: Path) -> str:
+    """The version in the sdist's PKG-INFO."""
+    with tarfile.open(sdist) as archive:
+        [member] = [m for m in archive.getmembers() if m.name.count("/") == 1 and
+                    m.name.endswith("/PKG-INFO")]  # fmt: skip
+        handle = archive.extractfile(member)
+        assert handle is not None
+        for line in handle.read().decode().splitlines():
+            if line.startswith("Version: "):
+                return line.removeprefix("Version: ")
+    raise ReleaseError(f"{sdist.name}: no Version in PKG-INFO")
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_sums(out: Path, files: Sequence[Path]) -> list[Artifact]:
+    """SHA256SUMS in `sha256sum -c`'s format, and what it lists."""
+    artifacts = [Artifact(p, p.stat().st_size, sha256(p)) for p in sorted(files)]
+    (out / SUMS_FILE).write_text("".join(f"{a.sha256}  {a.path.name}\n" for a in artifacts))
+    return artifacts
+
+
+def save_image(repo: Path, out: Path, version: str) -> Path:
+    """`make image`, then the built image as an OCI archive (nodegate-image-<version>.oci.tar)."""
+    from nodegate.image import build as image_build  # noqa: PLC0415  (only with --image)
+
+    built = image_build.build(repo, install=False, say=lambda line: print(f"image: {line}"))
+    if built.version != version:
+        raise ReleaseError(f"the image is of version {built.version}, not {version}")
+    target = out / f"nodegate-image-{version}.oci.tar"
+    target.unlink(missing_ok=True)
+    done = subprocess.run(
+        [built.engine, "save", "--format", "oci-archive", "--output", str(target), built.id],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ReleaseError(f"{built.engine} save failed:\n{done.stdout}{done.stderr}")
+    return target
+
+
+def release(repo: Path, *, image: bool, bin_dir: Path) -> list[Artifact]:
+    """Everything into dist/ (emptied first); the artifacts with their checksums."""
+    out = repo / DIST
+    shutil.rmtree(out, ignore_errors=True)
+    version = project_version(repo)
+    sdist, wheel = build_python(repo, out, python=str(bin_dir / "python"))
+    if (found := sdist_version(sdist)) != version:
+        raise ReleaseError(f"{sdist.name}: PKG-INFO says {found}, not {version}")
+    twine_check([sdist, wheel], bin_dir)
+    files = [sdist, wheel, package_chart(repo, out, version)]
+    if image:
+        files.append(save_image(repo, out, version))
+    return write_sums(out, files)
+
+
+def table(artifacts: Sequence[Artifact], seconds: float, notes: Mapping[str, str]) -> str:
+    lines = [f"dist/ in {seconds:.1f} s:"]
+    for artifact in artifacts:
+        size = artifact.size_bytes
+        shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+        lines.append(f"  {artifact.path.name:<40} {shown:>9}  sha256 {artifact.sha256[:16]}")
+    lines.append(f"  {SUMS_FILE}")
+    lines += [f"  ({key}: {value})" for key, value in notes.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), help="repository root")
+    parser.add_argument(
+        "--image", action="store_true", help="also the image, as an OCI archive (make image)"
+    )
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    repo = args.repo.resolve()
+    try:
+        artifacts = release(repo, image=args.image, bin_dir=Path(sys.executable).parent)
+    except ReleaseError as err:
+        print(f"make release: {err}", file=sys.stderr)
+        return 1
+    notes = {} if args.image else {"image": "not built; make release-image adds it"}
+    print(table(artifacts, time.monotonic() - started, notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
