@@ -7,9 +7,8 @@ rule's own) in a sliding window, cluster-wide and per pool and zone; an addition
 waits (the planner keeps the node as it is), and is looked at again when the oldest counted
 addition leaves the window. Removals are never counted nor held: recovery is always allowed.
 
-The reconciler (`reconciler/nodes/decide/eviction_breaker.py`), `nodegate explain` and the
-blast-radius guard all decide with these functions; a node's plan asks the budget through
-`node_decision.decide`. Docs: docs/rules.md, "Eviction budget".
+The breaker (`reconciler/nodes/decide/eviction_breaker.py`) and `nodegate explain`, both asked by
+`node_decision.decide`, and the blast-radius guard use these (docs/rules.md, "Eviction budget").
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What a rules change would do to the live cluster, before it is merged: `nodegate plan`. Pure.
 
-Every node is decided twice as the reconciler decides it (`node_decision.decide`, the eviction
-budget left out: what the rules do once it allows), under the rules in force and under the new
-rules, with the same facts; what the new rules would write that the rules in force would not is
-the change (so drift the reconciler is fixing anyway is not blamed on the edit).
+Every node is decided twice (`node_decision.decide`, no eviction budget), under the rules in force
+and under the new rules, with the same facts; what the new rules would write that the rules in
+force would not is the change (so drift the reconciler is fixing anyway is not blamed on the edit).
 The blast-radius guard is the reconciler's own (`blast_radius.blast_radius` and `hold_reason`),
 so "would be held" here means the reconciler would hold it.
 """
