@@ -126,6 +126,7 @@ def explain_live(
     # The cluster's shell (the Kubernetes client) is imported only here, for a live node:
     # `explain --node FILE` never loads it.
     from nodegate.cli.live.cluster import RecordUnreadableError  # noqa: PLC0415
+    from nodegate.cli.live.sources import node_sources  # noqa: PLC0415
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
     try:
@@ -134,8 +135,8 @@ def explain_live(
             typer.echo(f"nodegate explain: node {name} not found", err=True)
             raise typer.Exit(1)
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
-        signals, pods = cluster.gate_pods(rules, name, at)
-        drivers = cluster.csi_drivers(rules, node)
+        sources, init_pods = node_sources(cluster, node, at)
+        sources.follow(rules)
         departed = cluster.departure(node)
         quarantined: tuple[str, ...] = ()
         restore = None
@@ -148,12 +149,10 @@ def explain_live(
             at,
             cluster.previously_owned(),
             cluster.condition_sightings(node),
-            agents=cluster.agents(rules, node, drivers, departed),
-            gate_pod_signals=signals,
-            csi_drivers=drivers,
             restored_labels=restore,
             departed=departed,
         )
+        facts = sources.facts(node, rules, facts)
 
         def budget(state: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
             try:
@@ -168,7 +167,7 @@ def explain_live(
         raise typer.Exit(1) from err
     console.print(Text(f"explained with {which}", style="dim"))
     print_explanation(console, node, rules, result)
-    lines = waits(node, rules, result, NodeContext(pods, held, quarantined), at)
+    lines = waits(node, rules, result, NodeContext(init_pods.shown, held, quarantined), at)
     if lines:
         console.print(Text("waiting for:", style="bold"))
         print_items(console, lines, "~", "yellow")

@@ -69,10 +69,10 @@ from nodegate.core.objects.status_record import (
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP, HistoryError, decode_history
 from nodegate.core.reports.cluster_status import EventView, LeaseView, RecordsView, RulesSourceView
 from nodegate.core.reports.node_waits import InitPod
+from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
-from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
 from nodegate.core.text.errors import RulesError
 from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.views.daemon_sets import (
@@ -80,6 +80,7 @@ from nodegate.core.views.daemon_sets import (
     slim_agent_pod,
     slim_daemon_set,
 )
+from nodegate.core.views.pods import is_workload_pod
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
@@ -336,7 +337,7 @@ class Cluster:
     def csi_drivers(self, rules: NodeRules, node: NodeState) -> Mapping[str, bool]:
         """The CSI drivers registered on the node, as the reconciler reads them (its own
         CSINode's), when the rules wait for any."""
-        if not rules.reads().csi_drivers:
+        if cluster_reads(rules).of("csi-nodes") is None:
             return {}
         try:
             response = call(
@@ -361,7 +362,7 @@ class Cluster:
         the Node object of its name before it, `departed`)."""
         if not rules.node_agents:
             return {}
-        scopes = _agent_scopes(rules)
+        scopes = _scopes(rules, "node-agents")
         daemon_sets = [
             slim_daemon_set(raw)
             for scope in scopes
@@ -379,13 +380,18 @@ class Cluster:
             for rule in rules.node_agents
         }
 
+    def workload_pods(self, node: str) -> int:
+        """The workload pods bound to `node`, as the reconciler's backfill check counts them."""
+        on_node = Selection("Pod", None, field_selector=f"spec.nodeName={node}")
+        return sum(1 for raw in self._all(on_node) if is_workload_pod(raw))
+
     def agent_objects(
         self, rules: NodeRules, daemon_sets: bool, csi_nodes: bool
     ) -> tuple[list[RawObject], list[RawObject], list[RawObject]]:
         """What the rules' node agents read on every node at once, as the reconciler's
         informers list it: the DaemonSets and the DaemonSet pods of the namespaces the rules
         read (`daemon_sets`), and the CSINodes (`csi_nodes`); each a paginated LIST."""
-        scopes = _agent_scopes(rules) if daemon_sets else []
+        scopes = _scopes(rules, "node-agents") if daemon_sets else []
         return (
             [raw for scope in scopes for raw in self._all(Selection("DaemonSet", scope))],
             [
@@ -470,10 +476,10 @@ class Cluster:
                 return found
 
 
-def _agent_scopes(rules: NodeRules) -> list[str | None]:
-    """The namespaces node-agent rules read, as LIST scopes (None: every namespace)."""
-    namespaces = rules.reads().agent_namespaces
-    return [None] if ALL_NAMESPACES in namespaces else [*sorted(namespaces)]
+def _scopes(rules: NodeRules, source: str) -> list[str | None]:
+    """Where the rules read a source's objects, as LIST scopes (None: every namespace)."""
+    read = cluster_reads(rules).of(source)
+    return read.scopes() if read is not None else []
 
 
 def _recent_first(event: EventView) -> float:

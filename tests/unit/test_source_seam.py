@@ -13,9 +13,13 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
+from kubernetes.client import ApiClient
 
+from nodegate.cli.live.cluster import Cluster, Where
+from nodegate.cli.live.sources import node_sources
 from nodegate.core.decisions.sources import UnknownSourceError
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.cluster_reads import SOURCES, Resource, SourceKind, cluster_reads
@@ -135,3 +139,11 @@ def test_the_controller_drives_a_new_source_without_naming_it() -> None:
     stop.set()
     thread.join(10)
     assert leases.asked_synced and leases.stopped
+
+
+@pytest.mark.usefixtures("registered")
+def test_the_day2_commands_refuse_a_source_kind_they_do_not_list_by_name() -> None:
+    """`nodegate explain` reads a node's facts through its own sources (cli/live/sources.py)."""
+    cluster = Cluster(ApiClient(), Where())
+    with pytest.raises(UnknownSourceError, match="node-leases"):
+        node_sources(cluster, NodeState(name="n1"), datetime(2026, 12, 6, tzinfo=UTC))

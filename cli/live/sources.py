@@ -1,0 +1,88 @@
+"""The day-2 commands' side of the source seam (`core.decisions.sources`): what the rules read
+from the cluster about one node, listed once through `cli.live.cluster` (the reconciler's own
+readers and parsers), one source per kind of `cluster_reads.SOURCES`, driven without naming
+them as the reconciler drives its informers; a kind without a source here is refused by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from nodegate.cli.live.cluster import Cluster
+from nodegate.core.decisions.gate_plan import needs_backfill
+from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.sources import Sources
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.reports.node_waits import InitPod
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
+
+
+class _Listed:
+    """A source read once, when the rules are followed: nothing to stop, nothing to wait for."""
+
+    def __init__(self, cluster: Cluster, node: NodeState) -> None:
+        self._cluster = cluster
+        self._node = node
+
+    def follow(self, rules: NodeRules) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def synced(self) -> bool:
+        return True
+
+
+class InitPods(_Listed):
+    kind = "init-pods"
+
+    def __init__(self, cluster: Cluster, node: NodeState, at: datetime) -> None:
+        super().__init__(cluster, node)
+        self._at = at
+        self._signals: dict[str, tuple[Sighting, ...]] = {}
+        self.shown: dict[str, tuple[InitPod, ...]] = {}
+        """The pods each rule reads on the node, as explain shows them."""
+
+    def follow(self, rules: NodeRules) -> None:
+        self._signals, self.shown = self._cluster.gate_pods(rules, self._node.name, self._at)
+
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, gate_pod_signals=self._signals)
+
+
+class WorkloadPods(_Listed):
+    """Counted, as the reconciler counts them, only on a node some gate would backfill."""
+
+    kind = "workload-pods"
+
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        if not any(needs_backfill(node, node.labels, gate) for gate in rules.startup_gates):
+            return facts
+        return replace(facts, workload_pods=self._cluster.workload_pods(node.name))
+
+
+class CsiNodes(_Listed):
+    kind = "csi-nodes"
+
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        return replace(facts, csi_drivers=self._cluster.csi_drivers(rules, node))
+
+
+class NodeAgents(_Listed):
+    """After `CsiNodes` in the list: a rule's agents include its CSI drivers."""
+
+    kind = "node-agents"
+
+    def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
+        agents = self._cluster.agents(rules, node, facts.csi_drivers, facts.departed)
+        return replace(facts, agents=agents)
+
+
+def node_sources(cluster: Cluster, node: NodeState, at: datetime) -> tuple[Sources, InitPods]:
+    """Every source of one node, and its init pods (what explain shows of them)."""
+    init = InitPods(cluster, node, at)
+    rest = (WorkloadPods(cluster, node), CsiNodes(cluster, node), NodeAgents(cluster, node))
+    return Sources([init, *rest]), init
