@@ -11,24 +11,16 @@ import json
 import textwrap
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nodegate.bootstrap.aks import render_aks_pool
-from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
-from nodegate.bootstrap.oke import (
-    ImageFamily,
-    kubelet_extra_args,
-    oke_node_metadata,
-    render_oke_cloud_init,
-)
-from nodegate.core.rules.loader import load_rules
-from nodegate.core.rules.model import NodePool, NodeRules
-from nodegate.core.rules.providers import provider_profile
-from nodegate.core.text.errors import RulesError
-from nodegate.core.text.yaml_output import dump_all
+if TYPE_CHECKING:
+    from nodegate.bootstrap.oke import ImageFamily
+    from nodegate.core.rules.model import NodePool, NodeRules
+
+# The rules, the renderers and their templates are imported when the command runs (PLC0415
+# below): a TAB on render's options loads this module to read them, and only this module.
 
 
 class RenderFormat(StrEnum):
@@ -96,6 +88,10 @@ def render(
     ] = False,
 ) -> None:
     """Print what a pool's nodes will be born with (user_data, kubelet flags or AKS lists)."""
+    from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
+    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+
     try:
         loaded = load_rules(rules)
     except RulesError as err:
@@ -125,6 +121,8 @@ def _pool(rules: NodeRules, name: str) -> NodePool:
 def _formats(pool: NodePool) -> tuple[RenderFormat, ...]:
     """What renders the pool: a Karpenter NodePool, or its provider's node pool in the formats
     the provider's profile names."""
+    from nodegate.core.rules.providers import provider_profile  # noqa: PLC0415
+
     if pool.autoscaler_type == "karpenter":
         return _KARPENTER_FORMATS
     return tuple(RenderFormat(f) for f in provider_profile(pool.provider).render_formats)
@@ -157,11 +155,23 @@ def _rendered(
     aks_initialization_taints: bool,
     image_family: OkeImageFamily = OkeImageFamily.ORACLE_LINUX,
 ) -> str:
+    from nodegate.bootstrap.oke import (  # noqa: PLC0415
+        kubelet_extra_args,
+        oke_node_metadata,
+        render_oke_cloud_init,
+    )
+
     if fmt == RenderFormat.KUBELET_ARGS:
         return kubelet_extra_args(rules, pool) + "\n"
     if fmt == RenderFormat.OKE_METADATA:
         return json.dumps(oke_node_metadata(rules, pool), indent=2) + "\n"
     if fmt == RenderFormat.KARPENTER_NODEPOOL:
+        from nodegate.bootstrap.karpenter import (  # noqa: PLC0415
+            nodepool_notes,
+            render_karpenter_nodepool,
+        )
+        from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
+
         notes = [
             line
             for note in nodepool_notes(rules, pool)
@@ -176,6 +186,8 @@ def _rendered(
         ]
         return dump_all([render_karpenter_nodepool(rules, pool)], header="\n".join(notes))
     if fmt == RenderFormat.AKS_JSON:
+        from nodegate.bootstrap.aks import render_aks_pool  # noqa: PLC0415
+
         spec = render_aks_pool(
             rules, pool, initialization_taints_supported=aks_initialization_taints
         )
@@ -185,6 +197,8 @@ def _rendered(
 
 
 def _read_user_data(path: Path | None) -> str | None:
+    from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
+
     if path is None:
         return None
     try:

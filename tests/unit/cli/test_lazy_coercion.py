@@ -107,3 +107,20 @@ def test_a_parameter_left_out_builds_no_coercion() -> None:
         "seconds": True,
         "dry_run": False,  # a flag's bool is passed as it is (typer's own shortcut)
     }
+
+
+def test_a_tabs_parse_converts_nothing() -> None:
+    # click parses the words before the cursor with resilient_parsing to complete the next one.
+    group, _ = command(Command)
+    run = group.get_command(click.Context(group), "run")
+    assert run is not None
+
+    ctx = run.make_context("run", ["--count", "3", "--colour", "blue"], resilient_parsing=True)
+
+    assert (ctx.params["count"], ctx.params["colour"], ctx.params["files"]) == ("3", "blue", ())
+    assert [p.name for p in run.params if p.name and _built(p)] == []
+
+
+def _built(param: click.Parameter) -> bool:
+    coercion = param._runtime_param if isinstance(param, _TyperParameter) else None
+    return isinstance(coercion, CoercedWhenGiven) and bool(coercion.built)
