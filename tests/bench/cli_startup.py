@@ -8,10 +8,11 @@ less with the machine's load) beside `python -c pass` and issue 61's targets. `-
 times another executable (a script running another tree's CLI: a before and after). The
 targets are measured here, never asserted: a shared machine's load moves them, so the load
 average at start and during the run is printed with the table. What the commands must not
-import is a test (tests/unit/cli/test_lazy_imports.py), not a timing.
+import is a test (tests/unit/cli/test_lazy_commands.py), not a timing.
 
 Also timed: importing the reconciler's entry point (`nodegate.reconciler.main`, with the
-Kubernetes client and the webhook), the part of a restart's time to ready that is imports.
+Kubernetes client; the webhook's server is imported only when the webhook is on), part of a
+restart's time to ready (the client's API classes load their models later, as it builds).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def cases(python: str, nodegate: str) -> tuple[Case, ...]:
         Case("nodegate --help", (nodegate, "--help"), 0.25),
         Case("nodegate <TAB>", (nodegate,), 0.25, completion("")),
         Case("nodegate validate --<TAB>", (nodegate,), 0.25, completion("validate", "--")),
+        Case("nodegate render --<TAB>", (nodegate,), 0.25, completion("render", "--")),
+        Case("nodegate status --<TAB>", (nodegate,), 0.25, completion("status", "--")),
         Case("nodegate --version", (nodegate, "--version")),
         Case("nodegate validate examples/rules.yaml", (nodegate, "validate", str(RULES)), 0.35),
         Case(
