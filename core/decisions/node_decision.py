@@ -36,11 +36,11 @@ def plan_facts(
     *,
     gate_pod_signals: Mapping[str, tuple[Sighting, ...]] | None = None,
     csi_drivers: Mapping[str, bool] | None = None,
-    workload_pods: int | None = None,
     restored_labels: Mapping[str, str] | None = None,
     departed: Departure | None = None,
 ) -> PlanFacts:
-    """A node's facts from what its reader gathered (None: not read; the budget's: `decide`)."""
+    """A node's facts from what its reader gathered (None: not read); its sources add theirs
+    (`core.decisions.sources.Source.facts`), `decide` the budget's."""
     return PlanFacts(
         now=now,
         restored_labels=restored_labels or {},
@@ -51,7 +51,6 @@ def plan_facts(
         agents=agents or {},
         boot_first_seen=boot.first_seen if boot is not None else None,
         previous_boot_seen=boot.previous_last_seen if boot is not None else None,
-        workload_pods=workload_pods,
         departed=departed,
     )
 
