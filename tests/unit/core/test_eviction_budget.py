@@ -12,6 +12,7 @@ from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.eviction_budget import (
     SHARED,
     Census,
+    Charge,
     Grant,
     Place,
     admit,
@@ -20,6 +21,7 @@ from nodegate.core.decisions.eviction_budget import (
     grants_on_nodes,
     limit,
 )
+from nodegate.core.decisions.node_decision import decide
 from nodegate.core.decisions.plan import PlanFacts, plan
 from nodegate.core.rules.model import EvictionLimit, NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
@@ -191,6 +193,23 @@ def test_a_taint_waiting_for_the_budget_leaves_the_node_as_it_is() -> None:
 
     assert result.is_empty
     assert [(d.verdict, d.why) for d in result.decisions] == [("keep", "over budget")]
+
+
+def test_decide_asks_the_budget_of_the_charges_alone_and_keeps_out_what_waits() -> None:
+    storm = rules(STORM)
+    asked: list[tuple[str, tuple[Charge, ...]]] = []
+
+    def budget(node: NodeState, wanted: tuple[Charge, ...]) -> dict[str, str]:
+        asked.append((node.name, wanted))
+        return {"network-problem": "over budget"}
+
+    held = decide(storm_node("sick"), storm, PlanFacts(NOW), budget)
+    kept = decide(NodeState(name="well"), storm, PlanFacts(NOW), budget)
+
+    assert held.is_empty and not kept.add_taints
+    charge = Charge("network-problem", "example.com/network-problem:NoExecute", SHARED)
+    assert asked == [("sick", (charge,))]  # never asked of a node that adds no evicting taint
+    assert decide(storm_node("sick"), storm, PlanFacts(NOW)).add_taints  # no budget: granted
 
 
 def test_a_removal_goes_ahead_even_while_its_rule_waits_for_the_budget() -> None:
