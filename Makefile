@@ -116,15 +116,17 @@ image: setup
 constraints: setup
 	$(BIN)/python -m nodegate.release.constraints
 
-# Versioned artifacts in dist/, all of pyproject.toml's version (harness/release/build.py): the
-# sdist and wheel (`python -m build`, `twine check --strict`), the chart's .tgz and SHA256SUMS.
-# Not in `make test` (tests/unit/packaging/test_release.py installs the wheel in a clean venv
-# there). `make release-image` adds the image as an OCI archive (`make image`, then `save`).
-release: chart
-	$(BIN)/python -m nodegate.release.build
+# Versioned artifacts in dist/, all of pyproject.toml's version, built from the commit HEAD
+# alone (harness/release/build.py; RELEASE_ARGS="--ref v0.1.0" for another): the sdist and wheel
+# (`python -m build`, `twine check --strict`), the committed chart as a .tgz, SHA256SUMS; two
+# runs on one commit give the same bytes. About 20 s; not in `make test`, where
+# tests/unit/packaging/test_release.py installs the wheel into a clean venv and runs it.
+# `make release-image` adds the image as an OCI archive (`make image`, then `save`).
+release: setup
+	$(BIN)/python -m nodegate.release.build $(RELEASE_ARGS)
 
-release-image: chart
-	$(BIN)/python -m nodegate.release.build --image
+release-image: setup
+	$(BIN)/python -m nodegate.release.build --image $(RELEASE_ARGS)
 
 # ansible-lint (production profile) checks the collection and the example playbooks, which find
 # the collection through a link in build/ (offline: Ansible Galaxy is never asked).

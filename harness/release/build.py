@@ -2,22 +2,26 @@
 
 The version is pyproject.toml's `version`, and only there: the wheel and sdist carry it as
 their metadata, so `nodegate --version` and `nodegate version` print it and the manifests and
-the chart deploy `<repository>:<it>`; the chart is generated with it as `version` and
-`appVersion` (`nodegate chart`, run by `make chart` before this); `make image` tags the image
-with it. This builds the artifacts and refuses a release whose artifacts disagree on it.
+the chart deploy `<repository>:<it>`; `nodegate chart` (`make chart`) writes it into the chart
+as `version` and `appVersion`; `make image` tags the image with it. This builds the artifacts
+and refuses a release whose artifacts disagree on it.
 
-The sdist and the wheel are built as PyPA's frontend builds them (`python -m build`: the sdist,
-then the wheel from the unpacked sdist, so nothing stale in build/ reaches the wheel), with the
-build backend at the versions constraints.txt pins and SOURCE_DATE_EPOCH at the commit's time,
-then checked by `twine check --strict`. `--image` adds the reconciler image as an OCI archive
-(`make image`, then the engine's `save --format oci-archive`).
-"""
+A release is of one commit (HEAD unless `--ref`), exported with `git archive`: what the working
+tree holds beside it is left out. The sdist and the wheel are built as PyPA's frontend builds
+them (`python -m build`: the sdist, then the wheel from the unpacked sdist), with the build
+backend at the versions constraints.txt pins and SOURCE_DATE_EPOCH at the commit's time, then
+checked by `twine check --strict`; the committed chart is packaged by `helm package`. File times
+inside the sdist and the chart are set to the commit's, so two releases of one commit are the
+same bytes. `--image` adds the reconciler image as an OCI archive (`make image` on the exported
+tree, then the engine's `save --format oci-archive`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -65,33 +69,36 @@ def expected_names(version: str) -> dict[str, str]:
     }
 
 
-def source_date_epoch(repo: Path) -> str:
-    """The commit's time, for file times inside the archives (reproducible-builds.org)."""
+def commit_time(repo: Path, commit: str) -> str:
+    """The commit's time (seconds since the epoch), for SOURCE_DATE_EPOCH."""
     done = subprocess.run(
-        ["git", "-C", str(repo), "log", "-1", "--format=%ct"],
+        ["git", "-C", str(repo), "show", "-s", "--format=%ct", commit],
         capture_output=True,
         text=True,
-        check=False,
+        check=True,
     )
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "0"
+    return done.stdout.strip()
 
 
-def build_env(repo: Path) -> dict[str, str]:
-    """The environment of the Python build: the pinned backend, the commit's time."""
+def build_env(constraints: Path, epoch: str) -> dict[str, str]:
+    """The environment of the Python build: the backend at the pinned versions, file times in
+    the archives at `epoch` (SOURCE_DATE_EPOCH, reproducible-builds.org)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_CONSTRAINT")}
-    env["PIP_CONSTRAINT"] = str(repo / CONSTRAINTS_FILE)
-    env["SOURCE_DATE_EPOCH"] = source_date_epoch(repo)
+    env["PIP_CONSTRAINT"] = str(constraints)
+    env["SOURCE_DATE_EPOCH"] = epoch
     return env
 
 
-def build_python(repo: Path, out: Path, python: str = sys.executable) -> tuple[Path, Path]:
-    """The sdist and the wheel built from it, into `out`: (sdist, wheel)."""
+def build_python(
+    repo: Path, out: Path, *, epoch: str, python: str = sys.executable
+) -> tuple[Path, Path]:
+    """The sdist and the wheel built from it, from the tree `repo` into `out`: (sdist, wheel)."""
     out.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         [python, "-m", "build", "--outdir", str(out), str(repo)],
         capture_output=True,
         text=True,
-        env=build_env(repo),
+        env=build_env(repo / CONSTRAINTS_FILE, epoch),
         check=False,
     )
     if done.returncode != 0:
@@ -134,7 +141,7 @@ def package_chart(repo: Path, out: Path, version: str) -> Path:
             f"{version}: regenerate it (`make chart`)"
         )
     helm = helm_for_packaging()
-    with _scratch(out) as scratch:
+    with _scratch(out, ".chart") as scratch:
         done = subprocess.run(
             [str(helm), "package", str(chart_dir), "--destination", str(scratch)],
             capture_output=True,
@@ -152,9 +159,9 @@ def package_chart(repo: Path, out: Path, version: str) -> Path:
 
 
 @contextlib.contextmanager
-def _scratch(out: Path) -> Iterator[Path]:
+def _scratch(out: Path, name: str = ".scratch") -> Iterator[Path]:
     """A scratch folder inside `out`, removed afterwards."""
-    path = out / ".scratch"
+    path = out / name
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     try:
@@ -174,6 +181,32 @@ def sdist_version(sdist: Path) -> str:
             if line.startswith("Version: "):
                 return line.removeprefix("Version: ")
     raise ReleaseError(f"{sdist.name}: no Version in PKG-INFO")
+
+
+def normalize_tar_gz(path: Path, epoch: int) -> None:
+    """Rewrite a .tar.gz with every file time at `epoch` and none in the gzip header.
+
+    The sdist's generated files (PKG-INFO, the egg-info) and every file of `helm package` carry
+    the time they were written, and gzip stamps its header with it, so two builds of one commit
+    differed in those bytes alone; the contents and their order are kept as they are.
+    """
+    with tarfile.open(path) as source:
+        members = [(m, source.extractfile(m) if m.isfile() else None) for m in source]
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as target:
+            for member, handle in members:
+                member.mtime = epoch
+                member.pax_headers = {
+                    key: value
+                    for key, value in member.pax_headers.items()
+                    if key not in ("mtime", "atime", "ctime")
+                }
+                target.addfile(member, handle)
+    with (
+        path.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as packed,
+    ):
+        packed.write(buffer.getvalue())
 
 
 def sha256(path: Path) -> str:
@@ -211,19 +244,48 @@ def save_image(repo: Path, out: Path, version: str) -> Path:
     return target
 
 
-def release(repo: Path, *, image: bool, bin_dir: Path) -> list[Artifact]:
-    """Everything into dist/ (emptied first); the artifacts with their checksums."""
+def export(repo: Path, ref: str, into: Path) -> str:
+    """The tree of commit `ref` (tracked files only, as committed) into `into`; its full id."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ReleaseError(f"{ref}: not a commit of {repo}: {done.stderr.strip()}")
+    commit = done.stdout.strip()
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", "--format=tar", commit],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return commit
+
+
+def release(repo: Path, *, ref: str, image: bool, bin_dir: Path) -> tuple[str, list[Artifact]]:
+    """Everything into dist/ (emptied first), built from commit `ref` alone (what the working
+    tree holds beside it is left out): the commit, and the artifacts with their checksums."""
     out = repo / DIST
     shutil.rmtree(out, ignore_errors=True)
-    version = project_version(repo)
-    sdist, wheel = build_python(repo, out, python=str(bin_dir / "python"))
-    if (found := sdist_version(sdist)) != version:
-        raise ReleaseError(f"{sdist.name}: PKG-INFO says {found}, not {version}")
-    twine_check([sdist, wheel], bin_dir)
-    files = [sdist, wheel, package_chart(repo, out, version)]
-    if image:
-        files.append(save_image(repo, out, version))
-    return write_sums(out, files)
+    with _scratch(out) as scratch:
+        source = scratch / "source"
+        commit = export(repo, ref, source)
+        version = project_version(source)
+        epoch = commit_time(repo, commit)
+        sdist, wheel = build_python(source, out, epoch=epoch, python=str(bin_dir / "python"))
+        if (found := sdist_version(sdist)) != version:
+            raise ReleaseError(f"{sdist.name}: PKG-INFO says {found}, not {version}")
+        chart = package_chart(source, out, version)
+        for archive in (sdist, chart):
+            normalize_tar_gz(archive, int(epoch))
+        twine_check([sdist, wheel], bin_dir)
+        files = [sdist, wheel, chart]
+        if image:
+            files.append(save_image(source, out, version))
+    return commit, write_sums(out, files)
 
 
 def table(artifacts: Sequence[Artifact], seconds: float, notes: Mapping[str, str]) -> str:
@@ -240,6 +302,7 @@ def table(artifacts: Sequence[Artifact], seconds: float, notes: Mapping[str, str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="repository root")
+    parser.add_argument("--ref", default="HEAD", help="the commit to release (default HEAD)")
     parser.add_argument(
         "--image", action="store_true", help="also the image, as an OCI archive (make image)"
     )
@@ -247,11 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     repo = args.repo.resolve()
     try:
-        artifacts = release(repo, image=args.image, bin_dir=Path(sys.executable).parent)
+        commit, artifacts = release(
+            repo, ref=args.ref, image=args.image, bin_dir=Path(sys.executable).parent
+        )
     except ReleaseError as err:
         print(f"make release: {err}", file=sys.stderr)
         return 1
     notes = {} if args.image else {"image": "not built; make release-image adds it"}
+    notes["from"] = f"commit {commit[:12]}; the working tree's changes are not in it"
     print(table(artifacts, time.monotonic() - started, notes))
     return 0
 
