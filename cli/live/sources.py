@@ -12,28 +12,19 @@ from datetime import datetime
 from nodegate.cli.live.cluster import Cluster
 from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.sightings import Sighting
-from nodegate.core.decisions.sources import Sources
+from nodegate.core.decisions.sources import ReadWhenAsked, Sources
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 
 
-class _Listed:
-    """A source read once, when the rules are followed: nothing to stop, nothing to wait for."""
+class _Listed(ReadWhenAsked):
+    """One node's source, listed when its facts are asked (or its rules followed)."""
 
     def __init__(self, cluster: Cluster, node: NodeState) -> None:
         self._cluster = cluster
         self._node = node
-
-    def follow(self, rules: NodeRules) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def synced(self) -> bool:
-        return True
 
 
 class InitPods(_Listed):

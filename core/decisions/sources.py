@@ -41,6 +41,19 @@ class Source(Protocol):
         """A node's facts, with its part in them."""
 
 
+class ReadWhenAsked:
+    """A source that reads when a node's facts are asked: nothing to follow, stop or wait for."""
+
+    def follow(self, rules: NodeRules) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def synced(self) -> bool:
+        return True
+
+
 class Sources(list[Source]):
     """Every source, one per kind (a kind none reads is refused by name)."""
 

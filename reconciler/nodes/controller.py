@@ -268,10 +268,6 @@ class Controller:
         if self.informer.synced.is_set():
             self._consider_rules()
 
-    def reconcile(self, key: str) -> Outcome:
-        """One node's reconcile: what happened, for the worker to act on."""
-        return self._node.reconcile(key)
-
     def flush_labels(self) -> int:
         """At a clean stop, before the Lease is handed back: the record writes still waiting
         for their interval (`label_records.COALESCE_SECONDS`) go out now, so a node deleted

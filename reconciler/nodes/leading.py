@@ -1,8 +1,6 @@
-"""What the node controller does besides reconciling nodes: it reads back, before anything is
-planned, what the last leader left (`read_backs`: the taint history, the eviction ledger, the
-API server's time, the sightings and the rules in force, each retried in the one loop
-`kit.backoff.read_back`), and the leader's periodic chores, one runnable (`Chores`).
-"""
+"""What the node controller does besides reconciling nodes: it reads back what the last leader
+left (`ReadBacks`, each in the one retry loop `kit.backoff.read_back`), and runs the leader's
+periodic chores, one runnable (`Chores`)."""
 
 from __future__ import annotations
 
@@ -34,9 +32,7 @@ RESYNC_POLL_SECONDS = 0.02
 
 @dataclass(frozen=True)
 class ReadBacks:
-    """What the last leader left, where each goes, and what is read back before anything is
-    planned (`run`, in this order, each retried for `kit.backoff.READ_BACK_SECONDS` and then
-    gone on without)."""
+    """What the last leader left, and where each goes."""
 
     history: TaintHistory
     breaker: EvictionBreaker
@@ -51,75 +47,44 @@ class ReadBacks:
     """Set once the rules in force were read back (or given up)."""
 
     def run(self, stop: threading.Event) -> None:
-        for read in (self.taint_history, self.ledger, self.server_time, self.sightings):
-            read(stop)
-        self.rules(stop)
-
-    def taint_history(self, stop: threading.Event) -> None:
-        """Without it the planner removes only what the current rules own, which is safe (it
-        is tried again at each resync)."""
-
-        def not_read(err: Exception | None) -> None:
-            if isinstance(err, PermanentError):
-                log.error("taint history cannot be read", extra={"error": str(err)})
-                self.errors("permanent")
-            else:
-                log.error(
-                    "taint history not loaded; going on without it", extra={"error": str(err)}
-                )
-
-        read_back(stop, self.history.load, not_read, stops=(PermanentError,))
-
-    def ledger(self, stop: threading.Event) -> None:
-        """Until it is read every evicting taint waits (the breaker tries again as nodes ask)."""
+        """Before anything is planned, in this order, each retried for
+        `kit.backoff.READ_BACK_SECONDS` and then gone on without: the taint history (without it
+        the planner removes only what the current rules own, which is safe; it is tried again
+        at each resync), the eviction ledger (until it is read every evicting taint waits), the
+        API server's time for as long as it takes (every first sight, record and `timeAdded` is
+        dated on it; one dated on this host's clock would move when the clock jumps to the
+        server's), the sightings and departures (without them holds under way and re-gates
+        start again, later, never earlier), then the rules in force (`rules`)."""
+        read_back(stop, self.history.load, self._history_not_read, stops=(PermanentError,))
         read_back(
             stop,
             self.breaker.load,
             lambda _err: log.error("eviction ledger not read; evicting taints wait until it is"),
         )
-
-    def server_time(self, stop: threading.Event) -> None:
-        """For as long as it takes: every first sight, record and `timeAdded` is dated on it,
-        and one dated on this host's clock would move when the clock jumps to the server's (a
-        `for` firing early, a grant out of its window). A failure is said once."""
         said: list[bool] = []
 
-        def not_read(err: Exception | None) -> None:
-            if not said:
+        def time_not_read(err: Exception | None) -> None:
+            if not said:  # said once
+                said.append(True)
                 log.error(
                     "the API server's time not read; nothing is planned until it is",
                     extra={"error": str(err)},
                 )
-                said.append(True)
 
-        def read() -> None:
+        def read_time() -> None:
             if not self.clock.anchored:
                 self.clock.anchor()
 
         read_back(
             stop,
-            read,
-            not_read,
+            read_time,
+            time_not_read,
             retried=(KubeError,),
             forever=True,
-            on_retry=not_read,
+            on_retry=time_not_read,
         )
-
-    def sightings(self, stop: threading.Event) -> None:
-        """The sightings (holds under way, re-gates) and the Node objects seen go
-        (`re_registration`): without them those holds start again (later, never earlier), and
-        the pods of a name registered again count once written for the new Node."""
-
-        def read() -> None:
-            found, departed = self.sightings_store.load()
-            self.facts.conditions.restore(found)
-            self.facts.departures.restore(departed)
-
-        def not_read(err: Exception | None) -> None:
-            self.errors("sightings")
-            log.error("sightings record not read; holds start again", extra={"error": str(err)})
-
-        read_back(stop, read, not_read)
+        read_back(stop, self._read_sightings, self._sightings_not_read)
+        self.rules(stop)
 
     def rules(self, stop: threading.Event) -> None:
         """The rules in force, from the status record, before the node cache syncs, so that no
@@ -129,36 +94,51 @@ class ReadBacks:
         try:
             read_back(
                 stop,
-                lambda: _recover_rules(self.status, self.in_force),
-                lambda err: _not_recovered(err, self.errors),
+                self._recover_rules,
+                self._not_recovered,
                 # Whatever a hand-edited record does to the parsers: reported, never fatal.
                 stops=(Exception,),
-                on_retry=lambda err: log.warning(
-                    "status record not read yet", extra={"error": str(err)}
-                ),
+                on_retry=self._not_read_yet,
             )
         finally:
             self.recovered.set()
 
+    def _not_read_yet(self, err: Exception | None) -> None:
+        log.warning("status record not read yet", extra={"error": str(err)})
 
-def _recover_rules(status: StatusPublisher, in_force: RulesInForce) -> None:
-    recorded = status.recover()
-    if recorded is not None and recorded.rules is not None:
-        digest = recorded.status.digest
-        assert digest is not None  # rules_of_record checked it
-        update = RulesUpdate(recorded.rules, digest, recorded.status.source, text=recorded.text)
-        in_force.restore(update, recorded.status.generation)
+    def _history_not_read(self, err: Exception | None) -> None:
+        if isinstance(err, PermanentError):
+            log.error("taint history cannot be read", extra={"error": str(err)})
+            self.errors("permanent")
+        else:
+            log.error("taint history not loaded; going on without it", extra={"error": str(err)})
 
+    def _read_sightings(self) -> None:
+        found, departed = self.sightings_store.load()
+        self.facts.conditions.restore(found)
+        self.facts.departures.restore(departed)
 
-def _not_recovered(err: Exception | None, errors: Callable[[str], None]) -> None:
-    if not isinstance(err, KubeError | StatusRecordError):
-        log.error("status record could not be read", exc_info=err)
-    log.error(
-        "rules in force cannot be recovered from the status record; "
-        "the rules source is judged as on a first start",
-        extra={"error": f"{type(err).__name__}: {err}"},
-    )
-    errors("status")
+    def _sightings_not_read(self, err: Exception | None) -> None:
+        self.errors("sightings")
+        log.error("sightings record not read; holds start again", extra={"error": str(err)})
+
+    def _recover_rules(self) -> None:
+        recorded = self.status.recover()
+        if recorded is not None and recorded.rules is not None:
+            digest = recorded.status.digest
+            assert digest is not None  # rules_of_record checked it
+            update = RulesUpdate(recorded.rules, digest, recorded.status.source, text=recorded.text)
+            self.in_force.restore(update, recorded.status.generation)
+
+    def _not_recovered(self, err: Exception | None) -> None:
+        if not isinstance(err, KubeError | StatusRecordError):
+            log.error("status record could not be read", exc_info=err)
+        log.error(
+            "rules in force cannot be recovered from the status record; "
+            "the rules source is judged as on a first start",
+            extra={"error": f"{type(err).__name__}: {err}"},
+        )
+        self.errors("status")
 
 
 class Resync:

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.plan import NodePlan
+from nodegate.core.decisions.sources import ReadWhenAsked
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import POOL_LABEL, NodeRules, StartupGate
 from nodegate.core.rules.node import NodeState
@@ -32,7 +33,7 @@ BUSY_SHOWN = 5
 """Workload pods named in a skipped-backfill Event."""
 
 
-class GateReports:
+class GateReports(ReadWhenAsked):
     """Also the source of the workload pods a backfill reads (`cluster_reads`): listed on
     each backfill candidate as it is reconciled, nothing followed."""
 
@@ -73,15 +74,6 @@ class GateReports:
         with self._lock:
             for uid in [uid for uid in self._said if uid not in live]:
                 del self._said[uid]
-
-    def follow(self, rules: NodeRules) -> None:
-        pass
-
-    def stop(self) -> None:
-        pass
-
-    def synced(self) -> bool:
-        return True
 
     def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
         return replace(facts, workload_pods=self.workload_pods(node, rules))

@@ -731,7 +731,7 @@ def slowed_controller(nodes: int, seconds_each: float) -> tuple[FakeApi, Control
     controller = synced(api, resync_seconds=0.2, workers=2)
     controller.offer_rules(update(CI_RULES))
     reconciled: list[str] = []
-    reconcile = controller.reconcile
+    reconcile = controller._node.reconcile
 
     def slowly(key: str) -> Outcome:
         time.sleep(seconds_each)
@@ -793,7 +793,7 @@ def test_housekeeping_goes_on_while_a_long_resync_is_under_way() -> None:
     controller.offer_rules(update(GATE_RULES))
     controller.process("g1")
     assert len(controller.gates) == 1
-    reconcile = controller.reconcile
+    reconcile = controller._node.reconcile
 
     def slowly(key: str) -> Outcome:
         time.sleep(0.2)  # 21 nodes, 1 worker: a pass of 4 s
