@@ -88,8 +88,17 @@ def read_record(repo: Path) -> BuiltImage:
     return BuiltImage(**json.loads(path.read_text()))
 
 
-def build(repo: Path, *, install: bool, say: eng.Say) -> BuiltImage:
-    """Build the image from `repo`/Dockerfile with the engine at hand."""
+LOCK_FILE = "constraints.txt"
+"""The committed runtime lock the wheelhouse is built to (and the Dockerfile installs with)."""
+
+
+def build(
+    repo: Path, *, install: bool, say: eng.Say, epoch: int | None = None, fresh: bool = False
+) -> BuiltImage:
+    """Build the image from `repo`/Dockerfile with the engine at hand.
+
+    `epoch`: a reproducible build, every time in the image at that second (podman; `make
+    release`); `fresh`: no layer from the cache, so a second build proves it."""
     pyproject = tomllib.loads((repo / "pyproject.toml").read_text())
     dockerfile = repo / "Dockerfile"
     bases = external_bases(dockerfile.read_text(), source=str(dockerfile))
@@ -106,15 +115,18 @@ def build(repo: Path, *, install: bool, say: eng.Say) -> BuiltImage:
         if engine.name == "podman":
             python = _image_python(bases)
             pip_home = state / "pip-home"
-            prepare_pip_home(pip_home, pyproject, python, say)
+            lock = (repo / LOCK_FILE).read_text(encoding="utf-8")
+            prepare_pip_home(pip_home, pyproject, lock, python, say)
         started = time.monotonic()
-        image_id = _build(engine, repo, state, tag, limits, pip_home, no_cache=False, say=say)
+        image_id = _build(
+            engine, repo, state, tag, limits, pip_home, no_cache=fresh, epoch=epoch, say=say
+        )
         if pip_home is not None:
             stale = _stale(engine, image_id, limits, pip_home, pyproject["project"]["name"])
             if stale:
                 say(f"cached layers hold other versions ({', '.join(stale[:3])}): rebuilding")
                 image_id = _build(
-                    engine, repo, state, tag, limits, pip_home, no_cache=True, say=say
+                    engine, repo, state, tag, limits, pip_home, no_cache=True, epoch=epoch, say=say
                 )
                 stale = _stale(engine, image_id, limits, pip_home, pyproject["project"]["name"])
                 if stale:
@@ -199,6 +211,7 @@ def _build(
     pip_home: Path | None,
     *,
     no_cache: bool,
+    epoch: int | None,
     say: eng.Say,
 ) -> str:
     iidfile = state / "iid"
@@ -213,6 +226,7 @@ def _build(
         hard_limits=limits,
         pip_home=pip_home,
         no_cache=no_cache,
+        epoch=epoch,
     )
     say(f"building {tag} with {engine.name} (log {state / 'build.log'})")
     eng.run_checked(argv, what=f"{engine.name} build", log=state / "build.log")

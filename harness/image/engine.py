@@ -72,6 +72,7 @@ def build_argv(
     hard_limits: Mapping[str, int],
     pip_home: Path | None = None,
     no_cache: bool = False,
+    epoch: int | None = None,
 ) -> list[str]:
     """`build` with the base already local (`--pull=never`).
 
@@ -79,6 +80,10 @@ def build_argv(
     config from there (`.config/pip/pip.conf`, pointing at a wheelhouse beside it), so the build
     needs no network (`--network=none`) and the Dockerfile stays untouched. /root exists in every
     python image, so no mount-point stub is left in a layer, as one would be for a new path.
+
+    `epoch` (podman only; `make release`) makes the build reproducible: the image's creation
+    time and every file time in its layers are that second (`--timestamp`), and the RUN steps
+    see it as SOURCE_DATE_EPOCH, so pip compiles bytecode checked by hash, not by a file time.
     """
     argv = [engine.name, "build"]
     if engine.name == "podman":
@@ -90,6 +95,10 @@ def build_argv(
         argv += ["--network=none", "--volume", f"{pip_home}:/root:ro"]
     if no_cache:
         argv.append("--no-cache")
+    if epoch is not None:
+        if engine.name != "podman":
+            raise ImageError("a reproducible build (--timestamp) needs podman")
+        argv += ["--timestamp", str(epoch), "--build-arg", f"SOURCE_DATE_EPOCH={epoch}"]
     for key, value in sorted(labels.items()):
         argv += ["--label", f"{key}={value}"]
     argv += ["--iidfile", str(iidfile), "--tag", tag, "--file", str(dockerfile), str(context)]

@@ -1,9 +1,11 @@
 """Wheels built on the host and fed to the build, so a podman build needs no network at all.
 
-The wheels are the runtime dependencies (and the build backend) at the versions installed in
-the venv that runs the test suite: the image runs what the tests ran, and rebuilding it gives
-the same image. They reach the build as pip configuration in the RUN steps' HOME (see
-`engine.build_argv`), so the Dockerfile stays a normal one that `docker build` runs with PyPI.
+The wheels are the runtime dependencies (and the build backend) at the versions the committed
+lock, constraints.txt, pins (`make constraints`); `make setup` installs the same versions into
+the venv that runs the test suite, so the image runs what the tests ran, and two builds of one
+commit are fed the same wheels. They reach the build as pip configuration in the RUN steps'
+HOME (see `engine.build_argv`), so the Dockerfile stays a normal one that `docker build` runs
+with PyPI.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def requirements(pyproject: Mapping[str, Any]) -> list[str]:
 
 
 def constraints(freeze_output: str) -> str:
-    """`pip freeze` lines usable as constraints: name==version pins only."""
+    """`pip freeze` (or constraints.txt) lines usable as constraints: name==version pins only."""
     pins = [line.strip() for line in freeze_output.splitlines()]
     return "".join(f"{pin}\n" for pin in pins if "==" in pin and not pin.startswith("#"))
 
@@ -76,10 +78,13 @@ def pip_wheel_argv(
     ]
 
 
-def prepare_pip_home(home: Path, pyproject: Mapping[str, Any], image_python: str, say: Say) -> str:
+def prepare_pip_home(
+    home: Path, pyproject: Mapping[str, Any], lock: str, image_python: str, say: Say
+) -> str:
     """Fill `home` with the wheelhouse and pip.conf unless its key is current; return the key.
 
-    Runs under the venv's interpreter; wheels built for its Python must suit the image's.
+    `lock`: constraints.txt's text. Runs under the venv's interpreter; wheels built for its
+    Python must suit the image's.
     """
     host_python = f"{sys.version_info.major}.{sys.version_info.minor}"
     if host_python != image_python:
@@ -89,13 +94,7 @@ def prepare_pip_home(home: Path, pyproject: Mapping[str, Any], image_python: str
             f"(`make clean && make PYTHON=python{image_python} image`)"
         )
     reqs = requirements(pyproject)
-    freeze = subprocess.run(
-        [sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    pins = constraints(freeze)
+    pins = constraints(lock)
     key = wheelhouse_key(reqs, pins, f"cp{host_python.replace('.', '')}")
     key_file = home.parent / KEY_FILE
     if key_file.is_file() and key_file.read_text().strip() == key and (home / PIP_CONF).is_file():

@@ -224,23 +224,41 @@ def write_sums(out: Path, files: Sequence[Path]) -> list[Artifact]:
     return artifacts
 
 
-def save_image(repo: Path, out: Path, version: str) -> Path:
-    """`make image`, then the built image as an OCI archive (nodegate-image-<version>.oci.tar)."""
+def save_image(repo: Path, out: Path, version: str, *, epoch: int, fresh: bool) -> Path:
+    """`make image` of the tree `repo`, reproducibly (every time in it at `epoch`), then the
+    image as an OCI archive, nodegate-image-<version>.oci.tar, named `nodegate:<version>`."""
     from nodegate.image import build as image_build  # noqa: PLC0415  (only with --image)
+    from nodegate.image.errors import ImageError  # noqa: PLC0415
 
-    built = image_build.build(repo, install=False, say=lambda line: print(f"image: {line}"))
-    if built.version != version:
-        raise ReleaseError(f"the image is of version {built.version}, not {version}")
+    def say(line: str) -> None:
+        print(f"image: {line}", flush=True)
+
+    try:
+        built = image_build.build(repo, install=False, say=say, epoch=epoch, fresh=fresh)
+    except ImageError as err:
+        raise ReleaseError(f"the image: {err}") from err
+    if built.tag != f"{image_build.IMAGE_NAME}:{version}":
+        raise ReleaseError(f"the image is tagged {built.tag}, not of version {version}")
     target = out / f"nodegate-image-{version}.oci.tar"
-    target.unlink(missing_ok=True)
+    # Saved by its tag, so the archive names it; the tag is checked to be this build's id.
+    ref = f"localhost/{built.tag}"
+    tagged = subprocess.run(
+        [built.engine, "image", "inspect", "--format", "{{.Id}}", ref],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if tagged.removeprefix("sha256:") != built.id.removeprefix("sha256:"):
+        raise ReleaseError(f"{ref} is {tagged or 'absent'} now, not the image built ({built.id})")
     done = subprocess.run(
-        [built.engine, "save", "--format", "oci-archive", "--output", str(target), built.id],
+        [built.engine, "save", "--format", "oci-archive", "--output", str(target), ref],
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
         raise ReleaseError(f"{built.engine} save failed:\n{done.stdout}{done.stderr}")
+    print(f"image: {ref} is {built.id} (base {built.base}: {built.base_how})", flush=True)
     return target
 
 
@@ -265,7 +283,9 @@ def export(repo: Path, ref: str, into: Path) -> str:
     return commit
 
 
-def release(repo: Path, *, ref: str, image: bool, bin_dir: Path) -> tuple[str, list[Artifact]]:
+def release(
+    repo: Path, *, ref: str, image: bool, bin_dir: Path, fresh: bool = False
+) -> tuple[str, list[Artifact]]:
     """Everything into dist/ (emptied first), built from commit `ref` alone (what the working
     tree holds beside it is left out): the commit, and the artifacts with their checksums."""
     out = repo / DIST
@@ -284,7 +304,7 @@ def release(repo: Path, *, ref: str, image: bool, bin_dir: Path) -> tuple[str, l
         twine_check([sdist, wheel], bin_dir)
         files = [sdist, wheel, chart]
         if image:
-            files.append(save_image(source, out, version))
+            files.append(save_image(source, out, version, epoch=int(epoch), fresh=fresh))
     return commit, write_sums(out, files)
 
 
@@ -306,12 +326,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--image", action="store_true", help="also the image, as an OCI archive (make image)"
     )
+    parser.add_argument(
+        "--fresh", action="store_true", help="with --image: no layer from the engine's cache"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     repo = args.repo.resolve()
     try:
         commit, artifacts = release(
-            repo, ref=args.ref, image=args.image, bin_dir=Path(sys.executable).parent
+            repo,
+            ref=args.ref,
+            image=args.image,
+            bin_dir=Path(sys.executable).parent,
+            fresh=args.fresh,
         )
     except ReleaseError as err:
         print(f"make release: {err}", file=sys.stderr)

@@ -69,6 +69,20 @@ def test_docker_build_has_no_podman_only_flags() -> None:
     assert "--no-cache" in argv
 
 
+def test_a_release_build_sets_every_time_in_the_image_to_the_commits() -> None:
+    # `make release`: the image's creation and file times, and pip's bytecode (checked by hash
+    # when SOURCE_DATE_EPOCH is set), are the same in two builds of one commit.
+    argv = _build(epoch=1_796_590_000)
+    assert argv[argv.index("--timestamp") + 1] == "1796590000"
+    assert argv[argv.index("--build-arg") + 1] == "SOURCE_DATE_EPOCH=1796590000"
+    assert "--timestamp" not in _build()
+
+
+def test_docker_cannot_build_reproducibly_here() -> None:
+    with pytest.raises(ImageError, match="needs podman"):
+        _build(engine=DOCKER, epoch=0)
+
+
 def test_import_applies_config_changes_before_the_tarball() -> None:
     argv = import_argv(
         PODMAN, Path("/t/rootfs.tar"), "docker.io/library/python:3.11-slim", ["ENV A=b"]
