@@ -88,6 +88,56 @@ def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise kind(f"{type(err).__name__}: {err}") from err
 
 
+class Direct:
+    """Requests on a change's path (a Node's patch, an Event) sent straight to urllib3, on the
+    official client's own pool (its connections, TLS, proxy, retries and keepalive), with its
+    headers (User-Agent) and its credentials as it would send them (`auth_settings`, which
+    re-reads a rotated service-account token), but none of its per-call work: the generated
+    methods validate every argument with pydantic and walk the body to sanitise it, about a
+    third of a write's CPU in a condition storm (docs/benchmarks.md, "The condition storm").
+
+    An answer outside 2xx raises `ApiException` as the client's would (status, reason, body,
+    headers), so `call` and `classify` read it the same way."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._api_client = api_client
+        self._base = str(api_client.configuration.host).rstrip("/")
+        self._headers = {**api_client.default_headers, "Accept": "application/json"}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: object,
+        content_type: str,
+        timeout: tuple[float, float],
+    ) -> Any:
+        """The urllib3 response to `method path` with `body` as JSON; its body not read yet."""
+        headers = {**self._headers, "Content-Type": content_type}
+        for auth in self._api_client.configuration.auth_settings().values():
+            if auth["in"] == "header" and auth["value"]:
+                headers[auth["key"]] = str(auth["value"])
+        response = self._api_client.rest_client.pool_manager.request(
+            method,
+            self._base + path,
+            body=json.dumps(body, separators=(",", ":")).encode(),
+            headers=headers,
+            timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+            preload_content=False,
+        )
+        if not 200 <= response.status <= 299:
+            raise ApiException(http_resp=response)
+        return response
+
+
+def drain(response: Any) -> None:
+    """Read an answer nothing needs to its end, undecoded, so its connection goes back to the
+    pool (a body broken off closes the connection instead; the 2xx head already said the
+    request was carried out)."""
+    response.drain_conn()
+    response.release_conn()
+
+
 def drop_idle_connections(api_client: client.ApiClient) -> None:
     """Close the pool's idle connections: after one timed out, the others (same path, same
     partition) are presumed dead too. Connections in use are closed when they come back."""

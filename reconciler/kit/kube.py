@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal, Protocol, Self, cast
+from urllib.parse import quote
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -50,8 +51,10 @@ from nodegate.reconciler.kit.client import (
     REQUEST_TIMEOUT_SECONDS,
     TRANSPORT_ERRORS,
     WATCH_SILENCE_SLACK_SECONDS,
+    Direct,
     call,
     classify,
+    drain,
     drop_idle_connections,
     json_body,
     timed_out,
@@ -142,7 +145,10 @@ class NodeApi(Protocol):
 
     def get_node(self, name: str) -> RawObject | None: ...
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject: ...
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
+        """Its answer (the whole Node, ~11 KiB at kubelet size) is not read: nothing needs it,
+        and the Node's watch event brings the same."""
+        ...
 
 
 class NodeStatusApi(Protocol):
@@ -209,6 +215,7 @@ class KubeApi:
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
         self._write_timeout = self._timeout
+        self._direct = Direct(api_client)
         self._watches: dict[int, tuple[Any, list[bool]]] = {}
         """Open watches: their responses, and whether each was severed (below)."""
         self._watch_ids = itertools.count()
@@ -373,15 +380,18 @@ class KubeApi:
     def get_node(self, name: str) -> RawObject | None:
         return self._read_or_none(self.core.read_node, name)
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
-        """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
-        return self._write(
-            self.core.patch_node,
-            name,
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
+        """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes.
+        The one write of every change: sent by `Direct`, its answer drained undecoded."""
+        response = call(
+            self._direct.request,
+            "PATCH",
+            f"/api/v1/nodes/{quote(name, safe='')}?fieldManager=nodegate",
             merge_patch,
-            field_manager="nodegate",
-            _content_type="application/merge-patch+json",
+            "application/merge-patch+json",
+            self._write_timeout,
         )
+        drain(response)
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
         """Strategic merge patch of the status subresource: `conditions` merge by type, so the
@@ -395,16 +405,24 @@ class KubeApi:
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        return self._raw(self.core.create_namespaced_event, namespace, cast(Any, event))
+        """An Event for every change: sent by `Direct`."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/events"
+        response = self._call(
+            self._direct.request, "POST", path, event, "application/json", self._timeout
+        )
+        return cast(RawObject, self._body(response))
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        return self._raw(
-            self.core.patch_namespaced_event,
-            name,
-            namespace,
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/events/{quote(name, safe='')}"
+        response = self._call(
+            self._direct.request,
+            "PATCH",
+            path,
             merge_patch,
-            _content_type="application/merge-patch+json",
+            "application/merge-patch+json",
+            self._timeout,
         )
+        return cast(RawObject, self._body(response))
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None:
         return self._read_or_none(self.core.read_namespaced_config_map, name, namespace)
@@ -497,9 +515,12 @@ class KubeApi:
             raise
 
     def _json(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`_call` and its body as JSON: a body that stalls is a timed-out read like a head
-        that does (`_path_dead`)."""
-        response = self._call(function, *args, **kwargs)
+        """`_call` and its body as JSON."""
+        return self._body(self._call(function, *args, **kwargs))
+
+    def _body(self, response: Any) -> Any:
+        """An answer's body as JSON: a body that stalls is a timed-out read like a head that
+        does (`_path_dead`)."""
         try:
             return json_body(response)
         except TimedOutError:

@@ -68,8 +68,8 @@ class FencedApi(ReadsThrough):
 
     # --- writes ----------------------------------------------------------------------------------
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
-        return self._fenced(lambda api, term: api.patch_node(name, _on(merge_patch, term)))
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
+        self._fenced(lambda api, term: api.patch_node(name, _on(merge_patch, term)))
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
         """Stamped like a Node write: a status write keeps the metadata it sends (Node status

@@ -81,7 +81,7 @@ class PreviewApi(ReadsThrough):
         del resource_version
         self._withheld("delete", f"ConfigMap {namespace}/{name}")
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
         del merge_patch
         raise self._refused(f"Node {name}")
 

@@ -136,7 +136,7 @@ class FakeApi:
         node = self.nodes.get(name)
         return copy.deepcopy(node) if node else None
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
         self._enter("patch_node", merge_patch)
         node = self.nodes.get(name)
         if node is None:
@@ -151,7 +151,6 @@ class FakeApi:
                 merged = {**(node["metadata"].get(field) or {}), **meta[field]}
                 node["metadata"][field] = {k: v for k, v in merged.items() if v is not None}
         node["metadata"]["resourceVersion"] = str(next(self._rv))
-        return copy.deepcopy(node)
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
         """A strategic merge patch of `status.conditions`, merged by type as the API server

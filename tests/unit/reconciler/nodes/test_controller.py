@@ -972,13 +972,13 @@ def test_a_label_change_still_coalesced_when_its_node_is_deleted_is_not_lost() -
 class FullAnnotationsApi(FakeApi):
     """A node whose own annotations fill the size limit: a write that adds one is refused."""
 
-    def patch_node(self, name: str, merge_patch: dict[str, Any]) -> dict[str, Any]:
+    def patch_node(self, name: str, merge_patch: dict[str, Any]) -> None:
         present = self.nodes[name]["metadata"].get("annotations") or {}
         added = (merge_patch.get("metadata") or {}).get("annotations") or {}
         if any(value is not None and key not in present for key, value in added.items()):
             self._enter("patch_node", merge_patch)
             raise PermanentError("422 metadata.annotations: Too long", 422)
-        return super().patch_node(name, merge_patch)
+        super().patch_node(name, merge_patch)
 
 
 def fenced_ci_controller(api: FakeApi) -> Controller:

@@ -46,9 +46,9 @@ class FencingApi(FakeApi):
         if self.view is not None and carried not in ("", self.view):
             raise refused(f"{REFUSAL_MARK} lease={self.view} write={carried} (...)")
 
-    def patch_node(self, name: str, merge_patch: RawObject) -> RawObject:
+    def patch_node(self, name: str, merge_patch: RawObject) -> None:
         self._judge(self.nodes.get(name), merge_patch, merged=True)
-        return super().patch_node(name, merge_patch)
+        super().patch_node(name, merge_patch)
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
         self._judge(None, body, merged=False)
