@@ -40,9 +40,8 @@ from nodegate.cli.plan_sources import (
     FileSource,
     InForce,
     PlanSource,
+    agents_read,
     node_agents,
-    reads_csi_nodes,
-    reads_daemon_sets,
 )
 from nodegate.core.decisions.node_agents import lifted_taints
 from nodegate.core.decisions.node_decision import plan_facts
@@ -302,13 +301,13 @@ def _check_objects_given(
     """Offline, the objects node-agent rules wait for must be given: without them every such
     rule would keep its taint as it is, and the plan would say nothing of what it does."""
     names = ", ".join(r.name for r in new.node_agents)
-    if reads_daemon_sets(new) and not (daemon_sets and pods):
+    if agents_read(new, "node-agents") and not (daemon_sets and pods):
         _fail(
             f"nodeAgents rules ({names}) wait for DaemonSets' pods: offline, give --daemon-sets "
             "FILE and --pods FILE (e.g. `kubectl get ds,pods -A -o yaml > objects.yaml`, "
             "given to both)"
         )
-    if reads_csi_nodes(new) and not csi_nodes:
+    if agents_read(new, "csi-nodes") and not csi_nodes:
         _fail(
             f"nodeAgents rules ({names}) wait for CSI drivers: offline, give --csi-nodes FILE "
             "(`kubectl get csinodes -o yaml`)"

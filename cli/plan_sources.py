@@ -23,6 +23,7 @@ from nodegate.core.decisions.node_agents import (
     agent_readiness,
 )
 from nodegate.core.decisions.re_registration import Departure
+from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.rule_kinds import ALL_NAMESPACES
@@ -85,14 +86,11 @@ class PlanSource(Protocol):
         ...
 
 
-def reads_daemon_sets(rules: NodeRules) -> bool:
-    """Whether node-agent rules wait for DaemonSets' pods (listed, or `daemonSets: auto`)."""
-    return any(r.discovers or r.listed_daemon_sets for r in rules.node_agents)
-
-
-def reads_csi_nodes(rules: NodeRules) -> bool:
-    """Whether node-agent rules wait for CSI drivers (each node's CSINode says)."""
-    return any(r.csi_drivers for r in rules.node_agents)
+def agents_read(rules: NodeRules, source: str) -> bool:
+    """Whether node-agent rules read `source` (`cluster_reads`): "node-agents" (DaemonSets and
+    their pods, listed or `daemonSets: auto`) or "csi-nodes" (CSI drivers)."""
+    read = cluster_reads(rules).of(source)
+    return read is not None and any(r.name in read.rules for r in rules.node_agents)
 
 
 def agent_objects(

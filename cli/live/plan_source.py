@@ -12,8 +12,7 @@ from nodegate.cli.plan_sources import (
     InForce,
     Owned,
     agent_objects,
-    reads_csi_nodes,
-    reads_daemon_sets,
+    agents_read,
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -51,7 +50,7 @@ class LiveSource:
 
     def agent_objects(self, rules: NodeRules) -> AgentObjects:
         daemon_sets, pods, csi_nodes = self._cluster.agent_objects(
-            rules, reads_daemon_sets(rules), reads_csi_nodes(rules)
+            rules, agents_read(rules, "node-agents"), agents_read(rules, "csi-nodes")
         )
         return agent_objects(rules, daemon_sets, pods, csi_nodes, self._cluster.departures())
 
