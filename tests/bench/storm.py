@@ -13,19 +13,22 @@ For each size, in one control plane:
    times: seconds for all the answers (the API server's own pace for the same 1,000 patches);
 2. the **flips alone**: the generator's storm with no operator running, `--rounds` times (its
    send time when nothing else competes for the cores);
-3. nodegate started; then `--rounds` storms, each a tainting phase (every node's condition
-   turned False) and an untainting phase (turned True): the phase from its first flip sent to
-   the separate watcher (`watcher.py`) seeing the last node in its taint state, the generator's
-   send time in that phase, each node's latency (its flip sent → its taint seen), and
-   nodegate's CPU seconds from the phase's first flip until its process is idle again (so the
-   Events a phase defers are counted in it), per change;
-4. nodegate's peak RSS (VmHWM) over the whole run.
+3. nodegate started (`--revisions A B`: each commit's nodegate in turn, read with `git archive`,
+   so a before and an after take turns on the same cluster under the same load; none: this
+   work tree's), and a storm run: a tainting phase (every node's condition turned False) and
+   an untainting phase (turned True), each from its first flip sent to the separate watcher
+   (`watcher.py`) seeing the last node in its taint state, with the generator's send time in
+   that phase, each node's latency (its flip sent → its taint seen), and nodegate's CPU
+   seconds from the phase's first flip until its process is idle again (so the Events a
+   phase defers are counted in it), per change; `--rounds` (3) times, floors included;
+4. each nodegate's peak RSS (VmHWM).
 
 The figures are printed as a table (no timed assertions: a benchmark). `--profile DIR` records
-nodegate with py-spy during two more storm rounds after the measured ones, whose figures are
-printed but left out of the table: every thread not idle (`DIR/nodegate-storm-N-active.raw`)
-and only the thread holding the GIL (`-gil.raw`: where its Python CPU goes), as folded stacks
-(`python -m tests.bench.stacks` sorts them into the stages of a change).
+the last revision's nodegate with py-spy during two more storm rounds after the measured ones,
+whose figures are printed but left out of the table: every thread not idle
+(`DIR/nodegate-storm-N-REV-active.raw`) and only the thread holding the GIL (`-gil.raw`: where
+its Python CPU goes), as folded stacks (`python -m tests.bench.stacks` sorts them into the
+stages of a change). py-spy itself takes a core's fifth or more on this machine.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ class Phase:
 @dataclass
 class Variant:
     """One nodegate under test: `tree` is a directory put first on its PYTHONPATH holding a
-    `nodegate/` namespace of another commit's packages (`baseline_tree`), None for this one."""
+    `nodegate/` namespace of a commit's packages (`baseline_tree`), None for this work tree."""
 
     name: str
     tree: Path | None = None
@@ -261,9 +264,9 @@ def measure(nodes: int, args: Any) -> StormRun:
     names = [node_name(i) for i in range(nodes)]
     with tempfile.TemporaryDirectory(prefix="nodegate-storm-") as tmp:
         workdir = Path(tmp)
-        variants = [Variant("this tree")]
-        if args.baseline:
-            variants.append(Variant(args.baseline, baseline_tree(args.baseline, workdir)))
+        variants = [
+            Variant(revision, baseline_tree(revision, workdir)) for revision in args.revisions
+        ] or [Variant("this tree")]
         run = StormRun(nodes, (load[0], load[1], load[2]), variants)
         run.commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -334,7 +337,7 @@ def _storm(
             _rounds_of(variant, plane, watch, names, generator, workdir, threads, None)
     if args.profile is not None:  # more rounds, profiled, out of the table
         args.profile.mkdir(parents=True, exist_ok=True)
-        for variant in run.variants:
+        for variant in run.variants[-1:]:
             for mode in ("active", "gil"):
                 tag = variant.name.replace(" ", "-")
                 out = args.profile / f"nodegate-storm-{len(names)}-{tag}-{mode}.raw"
@@ -437,7 +440,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=32, help="the load generator's")
     parser.add_argument("--floor-threads", type=int, default=16, help="the bare client's")
     parser.add_argument(
-        "--baseline", default=None, help="a commit whose nodegate takes turns with this tree's"
+        "--revisions",
+        nargs="*",
+        default=[],
+        help="commits whose nodegates take turns (each read with git archive); none: this tree's",
     )
     parser.add_argument("--max-load", type=float, default=2.0)
     parser.add_argument("--load-wait-minutes", type=float, default=40.0)
