@@ -13,7 +13,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents clean manifests constraints release release-image
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents bench-storm clean manifests constraints release release-image
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -200,6 +200,13 @@ bench-plan: setup controlplane
 # node; no control plane, about 1.5 minutes, not in `make test`.
 bench-agents: setup
 	$(BIN)/python -m tests.bench.agents_cost $(BENCH_ARGS)
+
+# Issue 62's condition storm (tests/bench/storm.py): 1,000 kwok nodes, one TestReady rule, every
+# node's condition flipped from 32 threads, beside the bare-client floor of the same run; 3 rounds,
+# 10 to 40 minutes on 2 shared cores, not in `make test`. A before and an after on one cluster:
+# make bench-storm BENCH_ARGS="--revisions OLD NEW"
+bench-storm: setup controlplane
+	$(BIN)/python -m tests.bench.storm $(BENCH_ARGS)
 
 # `make test` runs its phases through one runner (harness/suite): lint, types, each tool, the
 # image, then the test tiers (pytest-xdist workers, each with its own control planes), and ends
