@@ -78,6 +78,7 @@ class StatusPublisher:
         )
         self._rules_text = ""
         self._pending = False
+        self._writing = threading.Lock()
         self._backoff = Backoff()
         self._next_attempt = 0.0
         """Monotonic time before which `retry_when_due` does not try a failed write again."""
@@ -176,7 +177,12 @@ class StatusPublisher:
         return self.retry()
 
     def retry(self) -> bool:
-        """Write the record if a write is due; True once it is stored."""
+        """Write the record if a write is due; True once it is stored. One write at a time: the
+        chores' retry and the rules' thread would both find no record and both create it."""
+        with self._writing:
+            return self._retry()
+
+    def _retry(self) -> bool:
         with self._lock:
             if not self._pending:
                 return True
