@@ -5,12 +5,12 @@ workload pods, the node agents' DaemonSets and pods, the CSINodes): its API reso
 namespaces a rule's `NodeReads` say it is read in, and the rules-file fields that make a rule
 read it (for the Helm chart's guard, which reads the rules as YAML). `cluster_reads(rules)` is
 the record of what given rules read: which source, in which namespaces, for which rules. From
-it are derived the RBAC (manifests/rbac.py), the chart's rules guard (manifests/chart/files.py),
-the reconciler's sources, one per kind and driven without being named
-(reconciler/nodes/sources/source.py), and the CLI's readers (cli/live/cluster.py). A unit test
-adds a dummy source and fails every consumer that ignores it (tests/unit/test_source_seam.py).
-Adding a source is then its kind here, what its rules read (`NodeReads`), its reconciler
-source and its CLI reader.
+it are derived the RBAC (manifests/rbac.py), the chart's rules guard (manifests/chart/files.py)
+and the LIST scopes of the CLI's readers (cli/live/cluster.py); the reconciler and the CLI each
+read a node's facts through one source per kind (`core.decisions.sources`), refusing a kind
+without one by name. A unit test adds a dummy source and fails every consumer that ignores it
+(tests/unit/test_source_seam.py). Adding a source is then its kind here, what its rules read
+(`NodeReads`), its reconciler source and its CLI source.
 """
 
 from __future__ import annotations
