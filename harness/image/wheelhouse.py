@@ -99,7 +99,7 @@ def prepare_pip_home(
     key_file = home.parent / KEY_FILE
     if key_file.is_file() and key_file.read_text().strip() == key and (home / PIP_CONF).is_file():
         return key
-    say(f"building the wheelhouse for {len(reqs)} requirements at the venv's versions")
+    say(f"building the wheelhouse for {len(reqs)} requirements at constraints.txt's versions")
     key_file.unlink(missing_ok=True)
     shutil.rmtree(home, ignore_errors=True)
     (home / PIP_CONF).parent.mkdir(parents=True)

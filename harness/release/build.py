@@ -183,6 +183,16 @@ def sdist_version(sdist: Path) -> str:
     raise ReleaseError(f"{sdist.name}: no Version in PKG-INFO")
 
 
+def _retimed(member: tarfile.TarInfo, epoch: int) -> tarfile.TarInfo:
+    member.mtime = epoch
+    member.pax_headers = {
+        key: value
+        for key, value in member.pax_headers.items()
+        if key not in ("mtime", "atime", "ctime")
+    }
+    return member
+
+
 def normalize_tar_gz(path: Path, epoch: int) -> None:
     """Rewrite a .tar.gz with every file time at `epoch` and none in the gzip header.
 
@@ -191,22 +201,31 @@ def normalize_tar_gz(path: Path, epoch: int) -> None:
     differed in those bytes alone; the contents and their order are kept as they are.
     """
     with tarfile.open(path) as source:
-        members = [(m, source.extractfile(m) if m.isfile() else None) for m in source]
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as target:
-            for member, handle in members:
-                member.mtime = epoch
-                member.pax_headers = {
-                    key: value
-                    for key, value in member.pax_headers.items()
-                    if key not in ("mtime", "atime", "ctime")
-                }
-                target.addfile(member, handle)
+            for member in source:
+                handle = source.extractfile(member) if member.isfile() else None
+                target.addfile(_retimed(member, epoch), handle)
     with (
         path.open("wb") as raw,
         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as packed,
     ):
         packed.write(buffer.getvalue())
+
+
+def normalize_tar(path: Path, epoch: int) -> None:
+    """Rewrite an uncompressed tar (the image's OCI archive) with its entries in name order and
+    every file time at `epoch`: two saves of one image differed in the save's file times alone
+    (the manifest and every blob the same)."""
+    rewritten = path.with_name(path.name + ".part")
+    with (
+        tarfile.open(path) as source,
+        tarfile.open(rewritten, mode="w", format=tarfile.PAX_FORMAT) as target,
+    ):
+        for member in sorted(source.getmembers(), key=lambda m: m.name):
+            handle = source.extractfile(member) if member.isfile() else None
+            target.addfile(_retimed(member, epoch), handle)
+    rewritten.replace(path)
 
 
 def sha256(path: Path) -> str:
@@ -258,6 +277,7 @@ def save_image(repo: Path, out: Path, version: str, *, epoch: int, fresh: bool) 
     )
     if done.returncode != 0:
         raise ReleaseError(f"{built.engine} save failed:\n{done.stdout}{done.stderr}")
+    normalize_tar(target, epoch)
     print(f"image: {ref} is {built.id} (base {built.base}: {built.base_how})", flush=True)
     return target
 

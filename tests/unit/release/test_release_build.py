@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.release.build import chart_versions, expected_names, normalize_tar_gz
+from nodegate.release.build import (
+    chart_versions,
+    expected_names,
+    normalize_tar,
+    normalize_tar_gz,
+)
 from nodegate.release.constraints import pins, read, render, unmet
 from nodegate.release.helm import fits, parse_version
 
@@ -100,3 +105,23 @@ def test_archives_built_at_two_times_become_the_same_bytes(tmp_path: Path) -> No
         ]
         handle = archive.extractfile("pkg/a.py")
         assert handle is not None and handle.read() == b"x = 1\n"
+
+
+def _tar(path: Path, names: list[str], mtime: int) -> None:
+    with tarfile.open(path, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = 2, mtime
+            archive.addfile(info, io.BytesIO(b"{}"))
+
+
+def test_two_saves_of_one_image_become_the_same_archive(tmp_path: Path) -> None:
+    # podman's OCI archive: same manifest and blobs, the save's own file times (and walk order).
+    first, second = tmp_path / "first.tar", tmp_path / "second.tar"
+    _tar(first, ["oci-layout", "index.json", "blobs/sha256/ab"], 1_700_000_000)
+    _tar(second, ["blobs/sha256/ab", "index.json", "oci-layout"], 1_800_000_000)
+    for path in (first, second):
+        normalize_tar(path, 1_600_000_000)
+    assert first.read_bytes() == second.read_bytes()
+    with tarfile.open(first) as archive:
+        assert archive.getnames() == ["blobs/sha256/ab", "index.json", "oci-layout"]
