@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import typer
-from typer import _click as click  # typer >= 0.29 runs on its own copy of click
 from typer.core import TyperCommand, TyperGroup
 
+from nodegate.cli import click_api as click  # the click typer carries, by its public names
 from nodegate.cli.lazy_coercion import coerce_when_given
 
 MAX_WIDTH = 120
