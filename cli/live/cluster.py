@@ -362,18 +362,9 @@ class Cluster:
         the Node object of its name before it, `departed`)."""
         if not rules.node_agents:
             return {}
-        scopes = _scopes(rules, "node-agents")
-        daemon_sets = [
-            slim_daemon_set(raw)
-            for scope in scopes
-            for raw in self._all(Selection("DaemonSet", scope))
-        ]
-        on_node = f"spec.nodeName={node.name}"
-        pods = [
-            slim_agent_pod(raw)
-            for scope in scopes
-            for raw in self._all(Selection("Pod", scope, on_node, DAEMON_SET_POD_LABEL))
-        ]
+        listed, on_node, _ = self.agent_objects(rules, True, False, node.name)
+        daemon_sets = [slim_daemon_set(raw) for raw in listed]
+        pods = [slim_agent_pod(raw) for raw in on_node]
         lifted = lifted_taints(rules)
         return {
             rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted, departed)
@@ -386,18 +377,19 @@ class Cluster:
         return sum(1 for raw in self._all(on_node) if is_workload_pod(raw))
 
     def agent_objects(
-        self, rules: NodeRules, daemon_sets: bool, csi_nodes: bool
+        self, rules: NodeRules, daemon_sets: bool, csi_nodes: bool, node: str | None = None
     ) -> tuple[list[RawObject], list[RawObject], list[RawObject]]:
-        """What the rules' node agents read on every node at once, as the reconciler's
-        informers list it: the DaemonSets and the DaemonSet pods of the namespaces the rules
+        """What the rules' node agents read, as the reconciler's informers list it: the
+        DaemonSets and the DaemonSet pods (on `node`, or every node) of the namespaces the rules
         read (`daemon_sets`), and the CSINodes (`csi_nodes`); each a paginated LIST."""
         scopes = _scopes(rules, "node-agents") if daemon_sets else []
+        on_node = f"spec.nodeName={node}" if node is not None else None
         return (
             [raw for scope in scopes for raw in self._all(Selection("DaemonSet", scope))],
             [
                 raw
                 for scope in scopes
-                for raw in self._all(Selection("Pod", scope, None, DAEMON_SET_POD_LABEL))
+                for raw in self._all(Selection("Pod", scope, on_node, DAEMON_SET_POD_LABEL))
             ],
             self._all(Selection("CSINode")) if csi_nodes else [],
         )
