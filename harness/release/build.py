@@ -303,6 +303,20 @@ def export(repo: Path, ref: str, into: Path) -> str:
     return commit
 
 
+def artifacts_of(source: Path, out: Path, *, epoch: str, bin_dir: Path) -> list[Path]:
+    """The sdist, the wheel and the chart of the tree `source`, into `out`, each checked to
+    carry its version: what `make release` ships but the image."""
+    version = project_version(source)
+    sdist, wheel = build_python(source, out, epoch=epoch, python=str(bin_dir / "python"))
+    if (found := sdist_version(sdist)) != version:
+        raise ReleaseError(f"{sdist.name}: PKG-INFO says {found}, not {version}")
+    chart = package_chart(source, out, version)
+    for archive in (sdist, chart):
+        normalize_tar_gz(archive, int(epoch))
+    twine_check([sdist, wheel], bin_dir)
+    return [sdist, wheel, chart]
+
+
 def release(
     repo: Path, *, ref: str, image: bool, bin_dir: Path, fresh: bool = False
 ) -> tuple[str, list[Artifact]]:
@@ -313,17 +327,10 @@ def release(
     with _scratch(out) as scratch:
         source = scratch / "source"
         commit = export(repo, ref, source)
-        version = project_version(source)
         epoch = commit_time(repo, commit)
-        sdist, wheel = build_python(source, out, epoch=epoch, python=str(bin_dir / "python"))
-        if (found := sdist_version(sdist)) != version:
-            raise ReleaseError(f"{sdist.name}: PKG-INFO says {found}, not {version}")
-        chart = package_chart(source, out, version)
-        for archive in (sdist, chart):
-            normalize_tar_gz(archive, int(epoch))
-        twine_check([sdist, wheel], bin_dir)
-        files = [sdist, wheel, chart]
+        files = artifacts_of(source, out, epoch=epoch, bin_dir=bin_dir)
         if image:
+            version = project_version(source)
             files.append(save_image(source, out, version, epoch=int(epoch), fresh=fresh))
     return commit, write_sums(out, files)
 
