@@ -8,6 +8,7 @@ does; 25-50 s on 2 busy cores."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -30,11 +31,29 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+def _copy_of_the_tree(into: Path) -> Path:
+    """The files git would see in this tree (tracked or not ignored, as they are now), copied:
+    as `make release`'s export, but of the work in progress, and the build's egg-info is
+    written there, not beside test_wheel.py's build in the tree."""
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The sdist, the wheel and the chart, as `make release` builds them (from this tree)."""
+    tree = _copy_of_the_tree(tmp_path_factory.mktemp("tree"))
     out = tmp_path_factory.mktemp("dist")
-    return artifacts_of(ROOT, out, epoch="0", bin_dir=Path(sys.executable).parent)
+    return artifacts_of(tree, out, epoch="0", bin_dir=Path(sys.executable).parent)
 
 
 def test_every_artifact_is_named_with_the_project_version(released: list[Path]) -> None:
