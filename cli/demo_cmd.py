@@ -14,10 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from nodegate.core.rules.loader import parse_rules
-from nodegate.core.text.errors import RulesError
 
 HARNESS = "nodegate.demo"
 """The harness package `nodegate demo` plays (harness/demo in the repository)."""
@@ -39,6 +35,12 @@ def demo(
     ] = False,
 ) -> None:
     """Play nodegate's whole job on a local cluster: born tainted, gated, kept true."""
+    # Imported when it runs: a TAB on the options reads this module only.
+    from rich.console import Console  # noqa: PLC0415
+
+    from nodegate.core.rules.loader import parse_rules  # noqa: PLC0415
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+
     text = (
         rules.read_text(encoding="utf-8")
         if rules
