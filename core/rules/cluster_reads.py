@@ -42,6 +42,16 @@ EVERYWHERE = frozenset({ALL_NAMESPACES})
 
 
 @dataclass(frozen=True)
+class ReadBy:
+    """A rules-file field that makes a rule read a source: a rule of the list `kind` (e.g.
+    `startupGates`) with `path` set; with `also`, only while the list `also` has rules too."""
+
+    kind: str
+    path: str
+    also: str | None = None
+
+
+@dataclass(frozen=True)
 class SourceKind:
     """One thing the rules may read from the cluster (see the module docstring)."""
 
@@ -50,9 +60,8 @@ class SourceKind:
     namespaces: Callable[[NodeReads], frozenset[str]]
     """The namespaces these reads make it read (`ALL_NAMESPACES`: every one, or a
     cluster-scoped kind); none: not read."""
-    fields: tuple[tuple[str, str], ...]
-    """(rule kind's field, dotted path in one of its rules): a rule with that path set reads
-    it (the chart's guard, which sees the rules as YAML, asks these)."""
+    fields: tuple[ReadBy, ...]
+    """What makes rules read it, as the chart's guard (which sees the rules as YAML) asks."""
 
 
 SOURCES: list[SourceKind] = [
@@ -60,25 +69,29 @@ SOURCES: list[SourceKind] = [
         "init-pods",
         (PODS,),
         lambda reads: frozenset(p.namespace for p in reads.pods),
-        (("startupGates", "readyWhen.pods"),),
+        (ReadBy("startupGates", "readyWhen.pods"),),
     ),
     SourceKind(
         "workload-pods",
         (PODS,),
         lambda reads: EVERYWHERE if reads.workload_pods else frozenset(),
-        (("startupGates", "backfill"),),
+        (ReadBy("startupGates", "backfill"),),
     ),
     SourceKind(
         "node-agents",
         (PODS, DAEMON_SETS),
         lambda reads: reads.agent_namespaces,
-        (("nodeAgents", "daemonSets"),),
+        (
+            ReadBy("nodeAgents", "daemonSets"),
+            # A gate's init pods kept away by an agent taint: their DaemonSets show it.
+            ReadBy("startupGates", "readyWhen.pods", also="nodeAgents"),
+        ),
     ),
     SourceKind(
         "csi-nodes",
         (CSI_NODES,),
         lambda reads: EVERYWHERE if reads.csi_drivers else frozenset(),
-        (("startupGates", "readyWhen.csiDrivers"), ("nodeAgents", "csiDrivers")),
+        (ReadBy("startupGates", "readyWhen.csiDrivers"), ReadBy("nodeAgents", "csiDrivers")),
     ),
 ]
 """Every source, in the order their reads are granted and followed."""

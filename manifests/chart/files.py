@@ -103,14 +103,17 @@ def _reads_guard() -> str:
     lines = ["{{- $reads := list }}\n"]
     for source in SOURCES:
         plurals = " ".join(go_string(r.plural) for r in source.resources)
-        for field, path in source.fields:
-            *parents, leaf = path.split(".")
+        for field in source.fields:
+            *parents, leaf = field.path.split(".")
             value = "$rule"
             for parent in parents:
                 value = f"(get {value} {go_string(parent)} | default dict)"
+            test = f"(get {value} {go_string(leaf)})"
+            if field.also:
+                test = f"and (get $rules {go_string(field.also)}) {test}"
             lines += [
-                f"{{{{- range $rule := (get $rules {go_string(field)} | default list) }}}}\n",
-                f"{{{{- if (get {value} {go_string(leaf)}) }}}}"
+                f"{{{{- range $rule := (get $rules {go_string(field.kind)} | default list) }}}}\n",
+                f"{{{{- if {test} }}}}"
                 f"{{{{ $reads = concat $reads (list {plurals}) }}}}{{{{ end }}}}\n",
                 "{{- end }}\n",
             ]

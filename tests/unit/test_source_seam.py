@@ -22,7 +22,7 @@ from nodegate.cli.live.cluster import Cluster, Where
 from nodegate.cli.live.sources import node_sources
 from nodegate.core.decisions.sources import UnknownSourceError
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.rules.cluster_reads import SOURCES, Resource, SourceKind, cluster_reads
+from nodegate.core.rules.cluster_reads import SOURCES, ReadBy, Resource, SourceKind, cluster_reads
 from nodegate.core.rules.loader import RulesDocument, parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -36,7 +36,7 @@ NODE_LEASES = SourceKind(
     "node-leases",
     (LEASES,),
     lambda reads: frozenset({"kube-node-lease"}) if reads.boot_id else frozenset(),
-    (("startupGates", "regateOnReboot"),),
+    (ReadBy("startupGates", "regateOnReboot"),),
 )
 RULES = """\
 apiVersion: nodegate.dev/v1

@@ -586,3 +586,44 @@ def test_nodegate_chart_writes_the_chart(tmp_path: Path, monkeypatch: pytest.Mon
         if p.is_file()
     }
     assert written == chart_files(example_document())  # the left-over template is gone
+
+
+READS = {
+    "init-pods": "readyWhen: {pods: {namespace: kube-system, selector: {app: init}}}",
+    "backfill": "readyWhen: {annotation: example.com/ready=true}\n    backfill: true",
+    "csi": "readyWhen: {csiDrivers: [{name: ebs.csi.aws.com}]}",
+}
+AGENTS = {
+    "none": "",
+    "daemon-sets": "daemonSets: [{namespace: kube-system, name: cilium}]",
+    "csi-only": "csiDrivers: [{name: ebs.csi.aws.com}]",
+}
+
+
+def _reading(gate: str, agent: str) -> str:
+    text = (
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nstartupGates:\n  - name: warmup\n"
+        "    match: {labels: {pool: gpu}}\n"
+        "    taint: {key: startup.example.com/initializing, value: wait, effect: NoSchedule}\n"
+        f"    {READS[gate]}\n"
+    )
+    if AGENTS[agent]:
+        text += (
+            "nodeAgents:\n  - name: agents\n"
+            "    taint: {key: example.com/agents-not-ready, effect: NoSchedule}\n"
+            f"    {AGENTS[agent]}\n"
+        )
+    return text
+
+
+@pytest.mark.parametrize("agent", list(AGENTS))
+@pytest.mark.parametrize("gate", list(READS))
+def test_a_chart_takes_the_rules_it_was_generated_from_whatever_they_read(
+    helm: Path, gate: str, agent: str, tmp_path: Path
+) -> None:
+    """The guard finds what the rules read in the `rules` value (each source's fields in
+    `cluster_reads.SOURCES`) as the record finds it in the rules (`cluster_reads`)."""
+    text = _reading(gate, agent)
+    chart = _generated(RulesDocument.parse(text, "rules.yaml"), tmp_path)
+    rendered = _template(helm, _values(rules=text), tmp_path, chart)
+    assert rendered.returncode == 0, rendered.stderr
