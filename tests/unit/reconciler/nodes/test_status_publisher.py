@@ -69,9 +69,7 @@ def test_a_status_write_that_failed_is_written_by_the_next_retry() -> None:
     assert record(api)[0].generation == 1
 
 
-def test_a_failed_status_write_is_tried_again_by_the_frequent_chores_not_the_resync() -> (
-    None
-):
+def test_a_failed_status_write_is_tried_again_by_the_frequent_chores_not_the_resync() -> None:
     """A transient failure (a 503 under load) left the record stale until the next resync, five
     minutes later: `nodegate status` said nothing of a held update. The leader's frequent
     chores try it again, with backoff."""
