@@ -31,11 +31,15 @@ from nodegate.core.objects.status_record import (
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError, PermanentError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 
 log = logging.getLogger("nodegate.status")
+
+PERMANENT_RETRY_SECONDS = 300.0
+"""How long after a permanent refusal (403, 422) the record is tried again: as often as the
+resync used to, since only a change of RBAC or of the record mends it."""
 
 
 def installed_version() -> str:
@@ -174,7 +178,13 @@ class StatusPublisher:
         30 s): called every few milliseconds, it writes at that pace only while writes work."""
         if time.monotonic() < self._next_attempt:
             return False
-        return self.retry()
+        # Never waits for the rules' thread's write: the chores have others to do meanwhile.
+        if not self._writing.acquire(blocking=False):
+            return False
+        try:
+            return self._retry()
+        finally:
+            self._writing.release()
 
     def retry(self) -> bool:
         """Write the record if a write is due; True once it is stored. One write at a time: the
@@ -204,6 +214,8 @@ class StatusPublisher:
             self._on_error("api")
             with self._lock:
                 wait = max(self._backoff.next_delay(), getattr(err, "retry_after", None) or 0.0)
+                if isinstance(err, PermanentError):  # RBAC, a record too large: not soon
+                    wait = max(wait, PERMANENT_RETRY_SECONDS)
                 self._next_attempt = time.monotonic() + wait
             return False
         with self._lock:

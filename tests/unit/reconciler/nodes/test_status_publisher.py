@@ -10,9 +10,13 @@ import time
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
 from nodegate.core.rules.loader import parse_rules
-from nodegate.reconciler.kit.errors import ConflictError, TemporaryError
+from nodegate.reconciler.kit.errors import ConflictError, PermanentError, TemporaryError
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
-from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher, this_process
+from nodegate.reconciler.nodes.rules.status_publisher import (
+    PERMANENT_RETRY_SECONDS,
+    StatusPublisher,
+    this_process,
+)
 from tests.unit.core.builders import NOW
 from tests.unit.reconciler.kit.fakes import FakeApi
 from tests.unit.reconciler.nodes.test_controller import CI_RULES, GPU_ONLY, REF, ci_node, synced
@@ -104,6 +108,36 @@ def test_failed_status_writes_are_tried_again_with_backoff_not_every_few_millise
     while time.monotonic() - started < 0.5:
         publisher.retry_when_due()
     assert 100 - len(api.failures["replace_configmap"]) == 1  # none within the first 0.8 s
+
+
+def test_a_refused_status_write_is_not_tried_again_for_minutes() -> None:
+    """A 403 (RBAC) or 422 (too large) is mended by a person, not by retrying: tried as seldom
+    as the resync did, not every 30 s with a Warning each time."""
+    api = FakeApi()
+    publisher = StatusPublisher(api, "nodegate-system", "replica-a", lambda: NOW, process="p")
+    api.fail("replace_configmap", PermanentError("forbidden", 403))
+    publisher.applied(offered(CI_RULES), 1)
+
+    assert publisher._next_attempt - time.monotonic() > PERMANENT_RETRY_SECONDS - 5
+    assert not publisher.retry_when_due()
+
+
+def test_the_chores_retry_never_waits_for_a_status_write_in_flight() -> None:
+    """The chores run every few milliseconds beside the resync and the sightings: a write of
+    the rules' thread stuck in a slow API call must not stall them."""
+    api = FakeApi()
+    publisher = StatusPublisher(api, "nodegate-system", "replica-a", lambda: NOW, process="p")
+    publisher.applied(offered(CI_RULES), 1)
+    in_flight = threading.Thread(target=publisher._writing.acquire, daemon=True)
+    in_flight.start()
+    in_flight.join()  # held, as by a write in flight on another thread...
+    finished = threading.Timer(2.0, publisher._writing.release)  # ...that ends in 2 s
+    finished.start()
+
+    started = time.monotonic()
+    assert not publisher.retry_when_due()
+    assert time.monotonic() - started < 1.0
+    finished.join()
 
 
 def test_a_conflict_creating_the_record_is_retried_and_never_holds_up_the_rules() -> None:
