@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from nodegate.cli.live.cluster import Cluster
+from nodegate.cli.live.options import stderr_console
 from nodegate.core.decisions.gate_plan import needs_backfill
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.decisions.sources import ReadWhenAsked, Sources
@@ -17,6 +18,7 @@ from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.kit.errors import KubeError
 
 
 class _Listed(ReadWhenAsked):
@@ -52,7 +54,15 @@ class WorkloadPods(_Listed):
     def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
         if not any(needs_backfill(node, node.labels, gate) for gate in rules.startup_gates):
             return facts
-        return replace(facts, workload_pods=self._cluster.workload_pods(node.name))
+        try:
+            count: int | None = self._cluster.workload_pods(node.name)
+        except KubeError as err:  # a user who may not list every pod: unknown, as the reconciler
+            stderr_console().print(
+                f"note: workload pods on {node.name} not read ({err}): "
+                "whether a gate would be backfilled is not shown"
+            )
+            count = None
+        return replace(facts, workload_pods=count)
 
 
 class CsiNodes(_Listed):
