@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -126,16 +127,48 @@ class Direct:
             preload_content=False,
         )
         if not 200 <= response.status <= 299:
-            raise ApiException(http_resp=response)
+            # The body is read here, where a stall or a reset is a transport error `call` maps
+            # (ApiException's own read would swallow it, and a fence refusal's words with it).
+            refusal = ApiException(response.status, response.reason, body=_read(response, timeout))
+            refusal.headers = response.headers
+            raise refusal
+        if not str(response.headers.get("Content-Type", "")).startswith("application/json"):
+            response.close()  # a proxy's login page is not the API server's answer
+            raise ApiException(0, f"answer is not JSON ({response.headers.get('Content-Type')})")
         return response
 
 
-def drain(response: Any) -> None:
-    """Read an answer nothing needs to its end, undecoded, so its connection goes back to the
-    pool (a body broken off closes the connection instead; the 2xx head already said the
-    request was carried out)."""
-    response.drain_conn()
+DRAIN_CHUNK = 64 * 1024
+
+
+def _read(response: Any, timeout: tuple[float, float]) -> str:
+    return _read_all(response, timeout, keep=True).decode("utf-8", "replace")
+
+
+def _read_all(response: Any, timeout: tuple[float, float], keep: bool) -> bytes:
+    """The answer's body (`keep`; else read and dropped), read to its end within the read
+    timeout as a whole: urllib3's is per read, and an answer trickling a byte at a time would
+    hold the caller past every deadline. Past it, the connection is closed."""
+    deadline = time.monotonic() + timeout[1]
+    chunks: list[bytes] = []
+    while chunk := response.read1(DRAIN_CHUNK):  # what has come, not a full chunk
+        if keep:
+            chunks.append(chunk)
+        if time.monotonic() > deadline:
+            response.close()
+            raise TimedOutError(f"answer still arriving after its {timeout[1]:.0f} s read deadline")
     response.release_conn()
+    return b"".join(chunks)
+
+
+def drain(response: Any, timeout: tuple[float, float]) -> None:
+    """Read an answer nothing needs to its end, undecoded, so its connection goes back to the
+    pool, within `timeout`'s read deadline as a whole (a body broken off or too slow closes the
+    connection instead; the 2xx head already said the request was carried out)."""
+    try:
+        _read_all(response, timeout, keep=False)
+    except (TimedOutError, *TRANSPORT_ERRORS):
+        response.close()
 
 
 def drop_idle_connections(api_client: client.ApiClient) -> None:

@@ -391,7 +391,7 @@ class KubeApi:
             "application/merge-patch+json",
             self._write_timeout,
         )
-        drain(response)
+        drain(response, self._write_timeout)
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
         """Strategic merge patch of the status subresource: `conditions` merge by type, so the

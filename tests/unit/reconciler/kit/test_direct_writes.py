@@ -5,8 +5,11 @@ same error kind as before, and the patch's answer (the whole Node) is never deco
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +24,7 @@ from nodegate.reconciler.kit.errors import (
     PermanentError,
     TemporaryError,
     ThrottledError,
+    TimedOutError,
 )
 from nodegate.reconciler.kit.kube import KubeApi
 
@@ -198,3 +202,75 @@ def test_an_event_is_created_and_its_count_patched_in_its_namespace(server: Reco
         "/api/v1/namespaces/default/events/a.nodegate.x1",
     )
     assert patch["headers"]["content-type"] == "application/merge-patch+json"
+
+
+class Scripted:
+    """A socket server that answers the first request with `head`, then `body` in pieces of
+    `piece` bytes every `pause` seconds (a stalled or trickling answer)."""
+
+    def __init__(self, head: bytes, body: bytes, piece: int, pause: float) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._answer = (head, body, piece, pause)
+        self._done = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        connection, _ = self._listener.accept()
+        head, body, piece, pause = self._answer
+        with contextlib.suppress(OSError):
+            connection.recv(65536)
+            connection.sendall(head)
+            for start in range(0, len(body), piece):
+                if self._done.wait(pause):
+                    break
+                connection.sendall(body[start : start + piece])
+            self._done.wait(30)
+        connection.close()
+
+    def close(self) -> None:
+        self._done.set()
+        self._listener.close()
+
+
+def _answer_head(status: str, content_type: str, length: int) -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def test_a_2xx_answer_that_is_not_the_api_servers_json_is_a_temporary_error(
+    server: Recording,
+) -> None:
+    """A proxy's login page (200, text/html) said nothing was written: counted as written, it
+    made a false NodegateUpdated Event."""
+    server.answers.append((200, {"Content-Type": "text/html"}, b"<html>log in</html>"))
+    with pytest.raises(TemporaryError, match="not JSON"):
+        _api(server).patch_node("a", PATCH)
+
+
+def test_a_refusal_whose_body_stalls_is_a_timeout_not_a_refusal_without_its_words() -> None:
+    """A fence refusal is known by its body's words: read by the client's exception, a stalled
+    body became None and the 403 a refusal of unknown kind (the node waited for a resync)."""
+    body = json.dumps({"kind": "Status", "code": 403, "message": "nodegate-fence ..."}).encode()
+    scripted = Scripted(_answer_head("403 Forbidden", "application/json", len(body)), body, 1, 10)
+    try:
+        api = KubeApi(client.ApiClient(client.Configuration(host=scripted.url))).within(2)
+        with pytest.raises(TimedOutError):
+            api.patch_node("a", PATCH)
+    finally:
+        scripted.close()
+
+
+def test_an_answer_trickling_in_ends_the_patch_within_its_deadline() -> None:
+    """urllib3's read timeout is per read: a byte every 0.2 s never trips it, and the worker (and
+    the fence's writes in flight) waited 80 s. The whole answer now has the read deadline."""
+    node = RECORDED_NODE[:400]
+    scripted = Scripted(_answer_head("200 OK", "application/json", len(node)), node, 1, 0.2)
+    try:
+        api = KubeApi(client.ApiClient(client.Configuration(host=scripted.url))).within(2)
+        started = time.monotonic()
+        api.patch_node("a", PATCH)  # written (the 2xx head said so); its answer given up
+        assert time.monotonic() - started < 6
+    finally:
+        scripted.close()
