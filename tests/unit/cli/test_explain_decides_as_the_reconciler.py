@@ -53,7 +53,7 @@ def world() -> FakeApi:
     now = format_time(datetime.now(UTC))
     for i in range(10):
         taints = [{"key": "example.com/network-problem", "effect": "NoExecute", "timeAdded": now}]
-        node = fake_node(f"n{i}", **({"taints": taints} if i < 2 else {}))
+        node = fake_node(f"n{i}", taints=taints) if i < 2 else fake_node(f"n{i}")
         node["status"]["conditions"] = copy.deepcopy(SICK)
         api.add_node(node)
     return api
