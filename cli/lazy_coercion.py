@@ -22,7 +22,7 @@ from typer._coercion import PassThroughRuntimeParam, RuntimeParam, build_runtime
 from typer.core import _TyperParameter
 
 if TYPE_CHECKING:
-    from typer import _click as click
+    from nodegate.cli import click_api as click
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from typer import _click as click  # typer >= 0.29 runs on its own copy of click
-from typer._click.shell_completion import CompletionItem
 from typer.core import TyperGroup
 
+from nodegate.cli import click_api as click  # the click typer carries, by its public names
+from nodegate.cli.click_api import CompletionItem
 from nodegate.cli.help_format import Command, Group, typer_app
 
 
