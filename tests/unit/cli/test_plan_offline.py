@@ -23,17 +23,11 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import parse_time
 from nodegate.core.rules.node_file import parse_nodes
 from tests.unit.cli.test_lazy_commands import among, loaded_by
+from tests.unit.core.test_day2_reports import TEAM
 
 runner = CliRunner()
 NOW = "2026-11-21T12:00:00Z"
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
-TEAM = """\
-labelTaints:
-  - name: team
-    match: {labels: {example.com/team: a}}
-    taint: {key: example.com/team, value: a, effect: NoSchedule}
-    nodeMayLift: true
-"""
 AGENT = """\
 nodeAgents:
   - name: cilium
