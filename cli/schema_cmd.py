@@ -9,6 +9,8 @@ import typer
 
 def schema() -> None:
     """Print the JSON Schema (use with yaml-language-server's `$schema` modeline)."""
-    from nodegate.core.rules.model import rules_json_schema  # noqa: PLC0415  (when it runs)
+    from nodegate.core.rules.rules_object import (  # noqa: PLC0415  (when it runs)
+        rules_file_json_schema,
+    )
 
-    typer.echo(json.dumps(rules_json_schema(), indent=2, sort_keys=True))
+    typer.echo(json.dumps(rules_file_json_schema(), indent=2, sort_keys=True))

@@ -82,6 +82,8 @@ def validate(
             typer.echo(f"{path}: info: {tolerated}")
         for advice in pool_evidence_advice(rules):
             typer.echo(f"{path}: info: {advice}")
+        for hint in checked.hints:
+            typer.echo(f"{path}: info: {hint}")
         if daemon_sets:
             from nodegate.core.decisions.node_agents import daemon_set_problems  # noqa: PLC0415
 

@@ -105,17 +105,35 @@ def rules_document(**sections: Any) -> dict[str, Any]:
     return {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", **sections}
 
 
+def rules_object(conversion: Conversion) -> dict[str, Any]:
+    """The converted rules as a NodeRules object named after the tool they came from, so
+    objects converted from several tools are applied side by side (`kubectl apply -f`)."""
+    sections = {k: v for k, v in conversion.rules.items() if k not in ("apiVersion", "kind")}
+    tool = conversion.command.removeprefix("nodegate migrate ").split()[0]
+    return {
+        "apiVersion": conversion.rules["apiVersion"],
+        "kind": conversion.rules["kind"],
+        "metadata": {"name": f"from-{tool}"},
+        "spec": sections,
+    }
+
+
+def _in_spec(path: DocPath) -> DocPath:
+    """A path of the object as the path of `Conversion.rules` (the rules, not the object)."""
+    return path[1:] if path[:1] == ("spec",) else path
+
+
 def to_yaml(conversion: Conversion) -> str:
     """The rules as YAML, the notes as a comment header; RulesError naming the old settings if
     nodegate would refuse them."""
-    text = dump_all([conversion.rules], header=_header(conversion))
+    text = dump_all([rules_object(conversion)], header=_header(conversion))
     problems = list(conversion.problems) + _webhook_problems(conversion)
     try:
         parse_rules(text, f"<{conversion.command}>")
     except RulesError as err:
         # A setting the converter could not read already has its own message.
         unread = {p.path for p in conversion.problems}
-        located = [_located(conversion, p.path, p.message) for p in err.problems]
+        located = [_located(conversion, _in_spec(p.path), p.message) for p in err.problems]
         problems += [p for p in located if p.path not in unread]
     if problems:
         raise RulesError(problems)

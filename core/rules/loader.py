@@ -8,7 +8,7 @@ keys, which is what lets each error name its line); this module turns the plain 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from io import StringIO
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +19,7 @@ from ruamel.yaml import YAML
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
+from nodegate.core.rules.rules_object import object_shape
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
@@ -33,12 +34,18 @@ class Checked:
     source: str = ""
     positions: Positions = field(default_factory=Positions)
     """Where each rule stood, for problems found later (`problem`)."""
+    prefix: DocPath = ()
+    """Where the rules stand in the document: `("spec",)` in a NodeRules object."""
+    hints: tuple[str, ...] = ()
+    """How to bring the file up to date (a file of the shape before NodeRules objects)."""
 
     def problem(self, path: DocPath, message: str, warning: bool = False) -> Problem:
         """A problem found in these rules by a check that needs more than the file (the
         DaemonSets `nodegate validate` is given), located as the file's own are."""
         severity: Literal["error", "warning"] = "warning" if warning else "error"
-        return Problem(*_position(self.positions, path), self.source, path, message, severity)
+        return Problem(
+            *_position(self.positions, path), self.source, self.prefix + path, message, severity
+        )
 
 
 def load_rules(path: str | Path) -> NodeRules:
@@ -114,6 +121,28 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     problems = [*positions.problems]  # the reader's, where it could go on (repeated keys)
     if (foreign := foreign_document(data)) is not None:  # its fields would only be noise
         raise RulesError([*problems, Problem(*_position(positions, ("kind",)), source, *foreign)])
+    shape = object_shape(data, positions)
+    try:
+        checked = _check_spec(shape.rules, source, shape.positions, [])
+    except RulesError as err:
+        located = (shape.located(p) for p in err.problems)
+        raise RulesError([*problems, *located, *shape.problems(source)]) from err
+    refused = [*problems, *shape.problems(source)]
+    if refused:
+        raise RulesError(refused)
+    return replace(
+        checked,
+        warnings=tuple(sorted(shape.located(p) for p in checked.warnings)),
+        prefix=shape.prefix,
+        hints=shape.hints,
+    )
+
+
+def _check_spec(
+    data: dict[Any, Any], source: str, positions: Positions, problems: list[Problem]
+) -> Checked:
+    """The rules themselves (the object's spec beside its apiVersion and kind), every problem
+    located by `positions`."""
     problems += [
         Problem(*_position(positions, path), source, path, message)
         for path, message in cross_rule_problems(data)

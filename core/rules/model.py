@@ -383,6 +383,12 @@ def _budget_shorthand_schema(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [*schema.get("anyOf", ()), {"const": UNLIMITED}]
 
 
+def _top_budget_shorthand_schema(schema: dict[str, Any]) -> None:
+    """The top-level budget is no union of its own (never null): its one `$ref` becomes the
+    first choice beside the shorthand."""
+    schema["anyOf"] = [{"$ref": schema.pop("$ref")}, {"const": UNLIMITED}]
+
+
 RuleBudget = Annotated[
     RuleEvictionBudget | None,
     BeforeValidator(_budget_shorthand),
@@ -1306,7 +1312,9 @@ class NodeRules(Frozen):
     node_pools: tuple[NodePool, ...] = ()
     eviction_budget: Annotated[EvictionBudget, BeforeValidator(_budget_shorthand)] = Field(
         default=EvictionBudget(),
-        description="How many nodes may get an evicting (NoExecute) taint per window.",
+        description="How many nodes may get an evicting (NoExecute) taint per window "
+        "('unlimited': none).",
+        json_schema_extra=_top_budget_shorthand_schema,
     )
 
     def pool(self, name: str) -> NodePool | None:
@@ -1380,7 +1388,8 @@ def _rule_kinds_of(rules_class: type[NodeRules]) -> tuple[tuple[str, type[TaintR
 
 
 def rules_json_schema() -> dict[str, Any]:
-    """JSON Schema of the rules file (by alias), for yaml-language-server completion."""
+    """JSON Schema of the rules (by alias) with their apiVersion and kind: a NodeRules
+    object's spec beside them (`rules_object.rules_file_json_schema` is the file's)."""
     schema = NodeRules.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "nodegate NodeRules (nodegate.dev/v1)"

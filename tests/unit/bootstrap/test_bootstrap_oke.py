@@ -344,8 +344,8 @@ def test_a_rules_edit_that_does_not_touch_a_pool_leaves_its_rendering_alone() ->
         _example_text()
         .replace('value: "true", effect: PreferNoSchedule', "value: maybe, effect: NoExecute")
         .replace("timeout: 10m", "timeout: 12m")
-        + "  - name: extra\n    provider: oke\n    size: 1\n"
-        + "    labels: {example.com/capacity: spot}\n"
+        + "    - name: extra\n      provider: oke\n      size: 1\n"
+        + "      labels: {example.com/capacity: spot}\n"
     )
     after = parse_rules(edited_text, "edited.yaml")
     assert after != before
@@ -378,13 +378,13 @@ def test_the_order_of_rules_and_labels_in_the_file_does_not_change_the_rendering
     )
     # Move the last label rule (spot-capacity) to the front of labelTaints.
     spot = (
-        "  - name: spot-capacity\n"
-        "    match: {labels: {example.com/capacity: spot}}\n"
-        '    taint: {key: example.com/spot, value: "true", effect: PreferNoSchedule}\n'
-        "    nodeMayLift: true\n"
+        "    - name: spot-capacity\n"
+        "      match: {labels: {example.com/capacity: spot}}\n"
+        '      taint: {key: example.com/spot, value: "true", effect: PreferNoSchedule}\n'
+        "      nodeMayLift: true\n"
     )
     assert spot in reordered
-    reordered = reordered.replace(spot, "").replace("labelTaints:\n", "labelTaints:\n" + spot)
+    reordered = reordered.replace(spot, "").replace("  labelTaints:\n", "  labelTaints:\n" + spot)
     before, after = example_rules(), parse_rules(reordered, "reordered.yaml")
     assert after != before
     for name in ("ci", "gpu"):

@@ -47,12 +47,13 @@ def test_validate_exits_1_and_prints_every_problem_to_stderr(tmp_path: Path) -> 
 def test_validate_prints_warnings_to_stderr_and_exits_0(tmp_path: Path) -> None:
     warned = tmp_path / "warned.yaml"
     warned.write_text(
-        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nstartupGates:\n"
-        "  - name: g\n    match: {labels: {a: b}}\n"
-        "    taint: {key: startup-taint.cluster-autoscaler.kubernetes.io/g, effect: NoSchedule}\n"
-        "    readyWhen: {annotation: example.com/ready=true}\n    timeout: 20m\n"
-        "nodePools:\n  - name: p\n    provider: oke\n    size: 0\n    labels: {a: b}\n"
-        "    autoscaler: {type: cluster-autoscaler}\n"
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nmetadata: {name: team}\nspec:\n"
+        "  startupGates:\n"
+        "    - name: g\n      match: {labels: {a: b}}\n"
+        "      taint: {key: startup-taint.cluster-autoscaler.kubernetes.io/g, effect: NoSchedule}\n"
+        "      readyWhen: {annotation: example.com/ready=true}\n      timeout: 20m\n"
+        "  nodePools:\n    - name: p\n      provider: oke\n      size: 0\n      labels: {a: b}\n"
+        "      autoscaler: {type: cluster-autoscaler}\n"
     )
     result = runner.invoke(app, ["validate", str(warned)])
     assert result.exit_code == 0
@@ -63,14 +64,29 @@ def test_validate_prints_warnings_to_stderr_and_exits_0(tmp_path: Path) -> None:
         "(startup-taint.cluster-autoscaler.kubernetes.io/g:NoSchedule, any value) besides the "
         "deploy settings' tolerations\n"
     )
-    assert result.stderr.startswith(f"{warned}:8:5: warning: startupGates[0].timeout: timeout 20m")
+    assert result.stderr.startswith(
+        f"{warned}:10:7: warning: spec.startupGates[0].timeout: timeout 20m"
+    )
+
+
+def test_validate_reads_a_file_of_the_old_shape_and_says_how_to_move_it(tmp_path: Path) -> None:
+    flat = tmp_path / "flat.yaml"
+    flat.write_text(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
+        "  - {name: r, match: {labels: {a: b}}, taint: {key: k, effect: NoSchedule}, "
+        "nodeMayLift: true}\n"
+    )
+    result = runner.invoke(app, ["validate", str(flat)])
+    assert result.exit_code == 0, result.stderr
+    assert f"{flat}: info: this file has the shape rules had before" in result.stdout
+    assert "under `spec:`" in result.stdout
 
 
 def test_schema_is_json_with_the_rule_sections() -> None:
     result = runner.invoke(app, ["schema"])
     schema = json.loads(result.stdout)
     assert {"labelTaints", "conditionTaints", "startupGates", "nodePools"} <= set(
-        schema["properties"]
+        schema["properties"]["spec"]["properties"]
     )
 
 

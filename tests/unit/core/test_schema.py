@@ -10,18 +10,25 @@ from jsonschema import Draft202012Validator
 
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import rules_json_schema
+from nodegate.core.rules.rules_object import rules_file_json_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_committed_schema_is_current() -> None:
     committed = json.loads((ROOT / "docs" / "rules.schema.json").read_text())
-    assert committed == rules_json_schema(), "run: nodegate schema > docs/rules.schema.json"
+    assert committed == rules_file_json_schema(), "run: nodegate schema > docs/rules.schema.json"
 
 
 def test_shipped_example_satisfies_the_schema() -> None:
     example = yaml.safe_load((ROOT / "examples" / "rules.yaml").read_text())
-    Draft202012Validator(rules_json_schema()).validate(example)
+    Draft202012Validator(rules_file_json_schema()).validate(example)
+
+
+def test_the_file_schema_refuses_rules_outside_spec() -> None:
+    example = yaml.safe_load((ROOT / "examples" / "rules.yaml").read_text())
+    example["labelTaints"] = example["spec"].pop("labelTaints")
+    assert not Draft202012Validator(rules_file_json_schema()).is_valid(example)
 
 
 def test_the_schema_takes_the_shorthands_the_model_takes() -> None:
@@ -42,3 +49,13 @@ def test_the_schema_takes_the_shorthands_the_model_takes() -> None:
     parse_rules(yaml.safe_dump(rules))
     rules["conditionTaints"][0]["evictionBudget"] = "unlimted"
     assert not validator.is_valid(rules)
+
+
+def test_the_schema_takes_the_top_level_budget_shorthand() -> None:
+    """`evictionBudget: unlimited` at the top level turns the budget off (docs/rules.md): the
+    model takes it, so editors, helm and the NodeRules CRD (generated from this schema) must."""
+    rules = {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", "evictionBudget": "unlimited"}
+    validator = Draft202012Validator(rules_json_schema())
+    validator.validate(rules)
+    parse_rules(yaml.safe_dump(rules))
+    assert not validator.is_valid({**rules, "evictionBudget": "unlimted"})
