@@ -119,6 +119,8 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
             ]
         )
     problems = [*positions.problems]  # the reader's, where it could go on (repeated keys)
+    if is_rules_list(data) and not problems:
+        return _check_list(data["items"], source, positions)
     if (foreign := foreign_document(data)) is not None:  # its fields would only be noise
         raise RulesError([*problems, Problem(*_position(positions, ("kind",)), source, *foreign)])
     shape = object_shape(data, positions)
@@ -136,6 +138,52 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
         prefix=shape.prefix,
         hints=shape.hints,
     )
+
+
+def is_rules_list(data: dict[Any, Any]) -> bool:
+    """A List of NodeRules objects (`kubectl get noderules -o yaml`, the status record's rules
+    in force)."""
+    items = data.get("items")
+    return (
+        data.get("kind") == "List"
+        and isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, dict) and i.get("kind") == KIND for i in items)
+    )
+
+
+def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) -> Checked:
+    """The objects merged (`merge`): each problem of one object, or a conflict between two, is
+    located at the object."""
+    # Here, not at the top: the merge checks each object with this module.
+    from nodegate.core.rules.merge import RulesObject, merge  # noqa: PLC0415
+
+    objects = []
+    for item in items:
+        found = item.get("metadata")
+        metadata: dict[Any, Any] = found if isinstance(found, dict) else {}
+        generation = metadata.get("generation")
+        objects.append(
+            RulesObject(
+                str(metadata.get("name", "")),
+                generation if isinstance(generation, int) else 0,
+                item.get("spec"),
+            )
+        )
+    merged = merge(objects, {})
+    problems = [
+        Problem(*_position(positions, ("items", index)), source, ("items", index), message)
+        for index, obj in enumerate(objects)
+        for verdict in [merged.verdicts[obj.name]]
+        for message in (*verdict.problems, *([verdict.conflict] if verdict.conflict else []))
+    ]
+    if len({o.name for o in objects}) != len(objects):
+        problems.append(
+            Problem(*positions.get((), (1, 1)), source, ("items",), "two objects share a name")
+        )
+    if problems:
+        raise RulesError(problems)
+    return Checked(merged.rules, (), source, positions)
 
 
 def _check_spec(

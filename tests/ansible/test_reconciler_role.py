@@ -31,10 +31,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 RULES = ROOT / "examples" / "rules.yaml"
 EXTRA_RULE = """\
-  - name: arm-only
-    match: {labels: {kubernetes.io/arch: arm64}}
-    taint: {key: example.com/arch, value: arm64, effect: NoSchedule}
-    nodeMayLift: true
+    - name: arm-only
+      match: {labels: {kubernetes.io/arch: arm64}}
+      taint: {key: example.com/arch, value: arm64, effect: NoSchedule}
+      nodeMayLift: true
 """
 Manifest = dict[str, Any]
 ObjectKey = tuple[str, str, str | None]
