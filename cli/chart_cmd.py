@@ -31,7 +31,8 @@ def chart(
 ) -> None:
     """Write the Helm chart, generated from the same builder as `nodegate manifests`."""
     files = chart_files(load_rules(required_rules(rules, "chart")))
-    shutil.rmtree(out / "templates", ignore_errors=True)
+    for generated in ("templates", "crds"):
+        shutil.rmtree(out / generated, ignore_errors=True)
     for name, text in files.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)

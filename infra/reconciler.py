@@ -27,6 +27,10 @@ TYPE_TOKEN = "nodegate:index:Reconciler"
 _Factory = Callable[..., pulumi.CustomResource]
 
 _RESOURCES: dict[tuple[str, str], _Factory] = {
+    (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+    ): k8s.apiextensions.v1.CustomResourceDefinition,
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,

@@ -15,6 +15,7 @@ from nodegate.core.objects.installation import DEFAULT_NAME, RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.args import reconcile_argv
+from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
 from nodegate.manifests.fencing import objects as fence_objects
 from nodegate.manifests.fencing import reconcile_settings as fence_settings
@@ -91,8 +92,10 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
 
 
 def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[Manifest]:
-    """Every object of one reconciler installation, Namespace first, in apply order."""
-    objects: list[Manifest] = []
+    """Every object of one reconciler installation, in apply order: the NodeRules CRD first
+    (cluster-wide, shared by every installation; `kubectl apply -f` of a NodeRules object needs
+    it), then the Namespace."""
+    objects: list[Manifest] = [noderules_crd()]
     if settings.create_namespace:
         objects.append(
             {

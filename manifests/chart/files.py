@@ -34,6 +34,7 @@ from nodegate.manifests.chart.values import (
     settings_for,
     values_schema,
 )
+from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.tolerations import gate_tolerations
 from nodegate.manifests.version import package_version
 
@@ -48,7 +49,9 @@ HEADER = (
 
 
 def templates(document: RulesDocument) -> dict[str, str]:
-    """The chart's templates: one file per object the builder can make, in apply order."""
+    """The chart's templates: one file per object the builder can make, in apply order, but
+    the CRD (`crds`)."""
+    crd = noderules_crd()
     rules = Expr('ternary .Values.rules (toYaml .Values.rules) (kindIs "string" .Values.rules)')
 
     def build(values: dict[str, Any]) -> list[Manifest] | None:
@@ -56,9 +59,8 @@ def templates(document: RulesDocument) -> dict[str, str]:
             settings = settings_for(values)
         except ValidationError:
             return None  # a combination the settings refuse (e.g. a ServiceMonitor, no Service)
-        objects: list[Manifest] = _with_rules(
-            build_manifests(document, settings), document.text, rules
-        )
+        built = [o for o in build_manifests(document, settings) if o != crd]
+        objects: list[Manifest] = _with_rules(built, document.text, rules)
         return objects
 
     base = builder_values()
@@ -80,6 +82,13 @@ def _with_rules(tree: Any, text: str, rules: Expr) -> Any:
     if isinstance(tree, list):
         return [_with_rules(v, text, rules) for v in tree]
     return tree
+
+
+def crds() -> dict[str, str]:
+    """crds/: the NodeRules CRD, as Helm wants CRDs: installed before the templates, never
+    templated, never upgraded or deleted by helm (a CRD's deletion deletes every NodeRules)."""
+    crd = noderules_crd()
+    return {f"crds/{crd['metadata']['name']}.yaml": HEADER + yaml.safe_dump(crd, sort_keys=False)}
 
 
 # --- the rules guard ----------------------------------------------------------------------------
@@ -131,6 +140,8 @@ def _rules_guard(document: RulesDocument) -> str:
         "{{- /* The gates, read as manifests.tolerations and .rbac read them. */}}\n"
         "{{- $rules := .Values.rules }}\n"
         '{{- if kindIs "string" $rules }}{{ $rules = fromYaml $rules }}{{ end }}\n'
+        "{{- /* A NodeRules object keeps the rules under spec. */}}\n"
+        '{{- if hasKey $rules "spec" }}{{ $rules = (get $rules "spec") | default dict }}{{ end }}\n'
         "{{- $gates := list }}\n"
         '{{- range $gate := (get $rules "startupGates" | default list) }}\n'
         '{{- $taint := (get $gate "taint" | default dict) }}\n'
@@ -296,6 +307,7 @@ def chart_files(document: RulesDocument) -> dict[str, str]:
         "ci/example-values.yaml": HEADER + yaml.safe_dump(example, sort_keys=False, width=10_000),
         "templates/NOTES.txt": notes(),
         "README.md": values_readme(schema, values),
+        **crds(),
         **templates(document),
         "templates/rules-gates.yaml": _rules_guard(document),
     }

@@ -80,10 +80,12 @@ def _template(
     tmp_path: Path,
     chart: Path = CHART,
     namespace: str = RELEASE_NAMESPACE,
+    *,
+    crds: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "values.yaml"
     path.write_text(json.dumps(values), encoding="utf-8")
-    where = ["--namespace", namespace]
+    where = ["--namespace", namespace, *(["--include-crds"] if crds else [])]
     return _run(helm, "template", "nodegate", str(chart), "--values", str(path), *where)
 
 
@@ -96,7 +98,8 @@ def _drift(
 ) -> list[str]:
     """Every field where `helm template` (a release in `namespace`) differs from the builder
     for these values."""
-    rendered = _template(helm, values, tmp_path, chart, namespace)
+    # With crds/ (the NodeRules CRD), which the builder's objects hold too.
+    rendered = _template(helm, values, tmp_path, chart, namespace, crds=True)
     assert rendered.returncode == 0, rendered.stderr
     from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
     merged = _coalesced(default_values(), values)

@@ -30,10 +30,11 @@ def _policy_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [rule for o in objects if o["kind"] in RBAC_KINDS for rule in o["rules"]]
 
 
-def test_objects_come_namespace_first_in_apply_order() -> None:
+def test_objects_come_crd_and_namespace_first_in_apply_order() -> None:
     kinds = [o["kind"] for o in build()]
 
     assert kinds == [
+        "CustomResourceDefinition",
         "Namespace",
         "ServiceAccount",
         "ClusterRole",
@@ -52,6 +53,7 @@ def test_objects_come_namespace_first_in_apply_order() -> None:
 def test_every_namespaced_object_lives_in_the_reconcilers_namespace() -> None:
     objects = build(namespace="ops")
     cluster_scoped = {
+        "CustomResourceDefinition",
         "Namespace",
         "ClusterRole",
         "ClusterRoleBinding",

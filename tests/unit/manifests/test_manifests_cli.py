@@ -22,7 +22,7 @@ def test_prints_yaml_documents_for_kubectl_apply() -> None:
 
     assert result.exit_code == 0
     kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout) if d]
-    assert kinds[0] == "Namespace"
+    assert kinds[:2] == ["CustomResourceDefinition", "Namespace"]
     assert "Deployment" in kinds
 
 
