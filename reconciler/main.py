@@ -32,7 +32,8 @@ from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
 from nodegate.reconciler.nodes.oci.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci.oci_instances import OciInstanceConditions
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
-from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, RulesWatcher
+from nodegate.reconciler.nodes.rules.rules_objects import RulesObjects
+from nodegate.reconciler.nodes.rules.rules_source import RulesSource, RulesUpdate, RulesWatcher
 from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 from nodegate.reconciler.settings import ReconcilerSettings
 
@@ -91,7 +92,9 @@ def run(
             "identity": settings.leader_election.identity,
             "http_port": server.server_address[1],
             "dry_run": settings.dry_run,
-            "rules_source": str(settings.rules_file or settings.rules_configmap),
+            "rules_source": str(
+                settings.rules_file or settings.rules_configmap or "NodeRules objects"
+            ),
             "records_namespace": settings.records_namespace,
             "webhook_port": webhook.port if webhook is not None else None,
             "frozen_objects": frozen,
@@ -126,7 +129,7 @@ class _Parts:
     health: Health
     recorder: QueuedEvents
     controller: Controller
-    watcher: RulesWatcher
+    watcher: RulesSource
     served_rules: ServedRules
     elector: LeaderElector | None
     check_fence: Callable[[], None] | None
@@ -175,14 +178,28 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         writes, settings.records_namespace, lambda kind: process.errors.labels(kind).inc()
     )
     controller = Controller(settings, writes, recorder, metrics, history, health, fence)
-    watcher = RulesWatcher(
-        settings,
-        api,
-        recorder,
-        metrics.rules_source,
-        fan_out(served.offer, controller.offer_rules),
-        lambda: controller.applied.generation if controller.applied else 0,
-    )
+    watcher: RulesSource
+    if settings.rules_objects:
+        objects = RulesObjects(
+            settings,
+            api,
+            recorder,
+            metrics.rules_source,
+            fan_out(served.offer, controller.offer_rules),
+            controller.rules_in_force.standing,
+        )
+        controller.on_standing_changed = objects.remerge
+        controller.report_rules_objects(objects)
+        watcher = objects
+    else:
+        watcher = RulesWatcher(
+            settings,
+            api,
+            recorder,
+            metrics.rules_source,
+            fan_out(served.offer, controller.offer_rules),
+            lambda: controller.applied.generation if controller.applied else 0,
+        )
     check_fence = None
     if elector is not None:
         lease = settings.leader_election
@@ -323,7 +340,7 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def readiness(
-    watcher: RulesWatcher,
+    watcher: RulesSource,
     controller: Controller,
     leading: threading.Event,
     webhook: WebhookServer | None = None,

@@ -164,6 +164,9 @@ class ReconcilerSettings(BaseModel):
     """Rules read from a ConfigMap `namespace/name`, watched: changes apply within a second."""
     rules_key: str = RULES_KEY
     """Key inside the ConfigMap holding the rules YAML."""
+    rules_objects: bool = False
+    """Rules read from every NodeRules object (the nodegate.dev API, cluster-scoped), watched
+    and merged: each object's status says whether it is in force."""
     rules_poll_seconds: float = Field(default=2.0, gt=0)
     """How often a rules file is checked for new content."""
     dry_run: bool = False
@@ -238,8 +241,11 @@ class ReconcilerSettings(BaseModel):
 
     @model_validator(mode="after")
     def _one_rules_source(self) -> ReconcilerSettings:
-        if (self.rules_file is None) == (self.rules_configmap is None):
-            raise ValueError("give exactly one of --rules-file or --rules-configmap")
+        given = [self.rules_file is not None, self.rules_configmap is not None, self.rules_objects]
+        if sum(given) != 1:
+            raise ValueError(
+                "give exactly one of --rules-objects, --rules-configmap or --rules-file"
+            )
         if self.rules_configmap is not None and self.rules_configmap.count("/") != 1:
             raise ValueError("--rules-configmap takes namespace/name, e.g. kube-system/nodegate")
         return self

@@ -156,20 +156,9 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
     """The objects merged (`merge`): each problem of one object, or a conflict between two, is
     located at the object."""
     # Here, not at the top: the merge checks each object with this module.
-    from nodegate.core.rules.merge import RulesObject, merge  # noqa: PLC0415
+    from nodegate.core.rules.merge import merge, object_of_document  # noqa: PLC0415
 
-    objects = []
-    for item in items:
-        found = item.get("metadata")
-        metadata: dict[Any, Any] = found if isinstance(found, dict) else {}
-        generation = metadata.get("generation")
-        objects.append(
-            RulesObject(
-                str(metadata.get("name", "")),
-                generation if isinstance(generation, int) else 0,
-                item.get("spec"),
-            )
-        )
+    objects = [object_of_document(item) for item in items]
     merged = merge(objects, {})
     problems = [
         Problem(*_position(positions, ("items", index)), source, ("items", index), message)

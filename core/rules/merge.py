@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodegate.core.rules.loader import check_rules_data
+from nodegate.core.rules.loader import check_rules_data, is_rules_list
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
 from nodegate.core.text.errors import RulesError, format_path
+from nodegate.core.text.yaml_input import read_yaml
 from nodegate.core.text.yaml_output import dump_all
 
 Claim = tuple[str, ...]
@@ -86,6 +87,27 @@ class Merged:
         """The rules in force as one document (a List of the objects merged): what the status
         record keeps and what a digest confirms; it reads back as these rules."""
         return rules_list_text(self.parts)
+
+
+def object_of_document(document: Mapping[str, Any]) -> RulesObject:
+    """The parts of a NodeRules document the merge reads (an item of a List, an object)."""
+    found = document.get("metadata")
+    metadata: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    generation = metadata.get("generation")
+    return RulesObject(
+        str(metadata.get("name", "")),
+        generation if isinstance(generation, int) else 0,
+        document.get("spec"),
+    )
+
+
+def parts_of(text: str, source: str) -> tuple[RulesObject, ...]:
+    """The objects a rules-in-force text holds when it is a List of them (the status record of
+    rules read as objects); () for the text of one rules file."""
+    data, _ = read_yaml(text, source)
+    if not isinstance(data, dict) or not is_rules_list(data):
+        return ()
+    return tuple(object_of_document(item) for item in data["items"])
 
 
 def rules_list_text(parts: Iterable[RulesObject]) -> str:

@@ -64,6 +64,14 @@ class EventRecorder:
         involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
         self._emit(self._node_namespace, involved, reason, message, warning)
 
+    def on_rules_object(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = True
+    ) -> None:
+        """An Event on a NodeRules object (cluster-scoped: its Events live where Nodes' do,
+        and `kubectl describe noderules NAME` shows them)."""
+        involved = {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", "name": name, "uid": uid}
+        self._emit(self._node_namespace, involved, reason, message, warning)
+
     def on_namespaced(
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
     ) -> None:
@@ -154,6 +162,10 @@ class Recorder(Protocol):
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
     ) -> None: ...
 
+    def on_rules_object(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = True
+    ) -> None: ...
+
 
 QUEUE_CAPACITY = 10_000
 """Events waiting to be sent. client-go keeps 1,000 (maxQueuedEvents) and drops the rest; a
@@ -204,6 +216,11 @@ class QueuedEvents:
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
     ) -> None:
         self._put(lambda: self._recorder.on_namespaced(kind, namespace, name, uid, reason, message))
+
+    def on_rules_object(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = True
+    ) -> None:
+        self._put(lambda: self._recorder.on_rules_object(name, uid, reason, message, warning))
 
     def _put(self, send: Callable[[], None]) -> None:
         try:

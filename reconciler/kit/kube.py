@@ -69,7 +69,10 @@ from nodegate.reconciler.kit.errors import (
 RawObject = dict[str, Any]
 """An object as the API server sends it: camelCase JSON, never the client's model classes."""
 
-Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet"]
+Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet", "NodeRules"]
+
+NODE_RULES = ("nodegate.dev", "v1", "noderules")
+"""The NodeRules custom resource: group, version, plural (cluster-scoped)."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,12 @@ class NodeStatusApi(Protocol):
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject: ...
 
 
+class RulesObjectStatusApi(Protocol):
+    """Writing a NodeRules object's status (what the leader says of each rules object)."""
+
+    def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject: ...
+
+
 class EventApi(Protocol):
     """Creating Events and counting their repeats (the event recorder)."""
 
@@ -187,7 +196,16 @@ class ServerClock(Protocol):
     def server_time(self) -> datetime: ...
 
 
-class Api(ListWatch, NodeApi, NodeStatusApi, EventApi, ConfigMapApi, ServerClock, Protocol):
+class Api(
+    ListWatch,
+    NodeApi,
+    NodeStatusApi,
+    RulesObjectStatusApi,
+    EventApi,
+    ConfigMapApi,
+    ServerClock,
+    Protocol,
+):
     """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
 
     def within(self, seconds: float) -> Self:
@@ -232,6 +250,10 @@ class KubeApi:
     def storage(self) -> client.StorageV1Api:
         return client.StorageV1Api(self.api_client)
 
+    @cached_property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api_client)
+
     def _path_dead(self, but: int | None = None) -> None:
         """A read timed out: the path to the API server is presumed dead. Its idle connections
         are dropped and every other open watch is severed (its read cut, a `WatchStalledError`
@@ -250,6 +272,8 @@ class KubeApi:
             return self.core.list_node, ()
         if selection.kind == "CSINode":
             return self.storage.list_csi_node, ()
+        if selection.kind == "NodeRules":
+            return self.custom.list_cluster_custom_object, NODE_RULES
         calls = {
             "ConfigMap": (
                 self.core.list_namespaced_config_map,
@@ -402,6 +426,18 @@ class KubeApi:
             patch,
             field_manager="nodegate",
             _content_type="application/strategic-merge-patch+json",
+        )
+
+    def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
+        """JSON merge patch of a NodeRules object's status subresource (only the leader
+        writes it; its spec is the users')."""
+        return self._write(
+            self.custom.patch_cluster_custom_object_status,
+            *NODE_RULES,
+            name,
+            merge_patch,
+            field_manager="nodegate",
+            _content_type="application/merge-patch+json",
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:

@@ -47,7 +47,9 @@ from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.reports.agent_reports import CannotRunReports, DaemonSetProblems
 from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
+from nodegate.reconciler.nodes.rules.object_status import ObjectStatusWriter
 from nodegate.reconciler.nodes.rules.rules_in_force import Applied, RulesInForce
+from nodegate.reconciler.nodes.rules.rules_objects import RulesObjects
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, SourceRef
 from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
@@ -118,7 +120,14 @@ class Controller:
             settings.max_untaint_share,
             self._on_rules_applied,
             self.status,
+            lambda: self.on_standing_changed(),  # noqa: PLW0108 (set after construction)
         )
+        self._reports: list[Callable[[], object]] = []
+        """The leader's reports on the rules objects (`report_rules_objects`)."""
+        self._rules_objects_api = api
+        self.on_standing_changed: Callable[[], None] = lambda: None
+        """Told when the versions in force of the rules objects may have changed (the rules
+        objects' watcher merges again)."""
         self._memory = NodeMemories()
         """Everything that remembers something per node, forgotten through it (`node_memory`)."""
         self._running = threading.Event()
@@ -244,7 +253,12 @@ class Controller:
         )
         self._chores = Chores(
             settings.resync_seconds,
-            often=(resync.finish, self.sightings.save, self.status.retry_when_due),
+            often=(
+                resync.finish,
+                self.sightings.save,
+                self.status.retry_when_due,
+                lambda: [report() for report in self._reports],
+            ),
             periodic=(
                 lambda: self._history.persisted or self._history.persist(),
                 self._forget_gone,
@@ -261,6 +275,24 @@ class Controller:
     @property
     def rules(self) -> NodeRules | None:
         return self._in_force.rules
+
+    @property
+    def rules_in_force(self) -> RulesInForce:
+        return self._in_force
+
+    def report_rules_objects(self, objects: RulesObjects) -> None:
+        """Have the leader write each NodeRules object's status (`object_status`)."""
+        writer = ObjectStatusWriter(
+            self._rules_objects_api,
+            objects,
+            self._in_force,
+            lambda rules: (
+                (node.state, self._node_facts.of(key, rules)) for key, node in self.informer.items()
+            ),
+            self._now,
+            self._count_error,
+        )
+        self._reports.append(writer.write_when_due)
 
     def offer_rules(self, update: RulesUpdate) -> None:
         """A valid rules update (any thread); it takes effect once the guard lets it."""

@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nodegate.core.objects.status_record import StatusRecordError
+from nodegate.core.objects.status_record import RECORD_SOURCE, StatusRecordError
+from nodegate.core.rules.merge import parts_of
 from nodegate.reconciler.kit.backoff import read_back
 from nodegate.reconciler.kit.errors import KubeError, PermanentError
 from nodegate.reconciler.kit.server_clock import AnchoredClock
@@ -127,7 +128,10 @@ class ReadBacks:
         if recorded is not None and recorded.rules is not None:
             digest = recorded.status.digest
             assert digest is not None  # rules_of_record checked it
-            update = RulesUpdate(recorded.rules, digest, recorded.status.source, text=recorded.text)
+            parts = parts_of(recorded.text, RECORD_SOURCE)
+            update = RulesUpdate(
+                recorded.rules, digest, recorded.status.source, text=recorded.text, parts=parts
+            )
             self.in_force.restore(update, recorded.status.generation)
 
     def _not_recovered(self, err: Exception | None) -> None:

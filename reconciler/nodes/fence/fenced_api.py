@@ -77,6 +77,10 @@ class FencedApi(ReadsThrough):
         leader's late condition write is refused where it lands."""
         return self._fenced(lambda api, term: api.patch_node_status(name, _on(patch, term)))
 
+    def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
+        """Not stamped: a write to a status subresource keeps none of the metadata it sends."""
+        return self._fenced(lambda api, _term: api.patch_noderules_status(name, merge_patch))
+
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
         return self._fenced(lambda api, term: api.create_configmap(namespace, _on(body, term)))
 

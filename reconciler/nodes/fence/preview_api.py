@@ -89,6 +89,10 @@ class PreviewApi(ReadsThrough):
         del patch
         raise self._refused(f"Node {name} (status)")
 
+    def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
+        del merge_patch
+        raise self._refused(f"NodeRules {name} (status)")
+
     def _as_if_stored(self, verb: str, namespace: str, body: RawObject) -> RawObject:
         stored: RawObject = copy.deepcopy(body)
         meta: dict[str, Any] = stored.setdefault("metadata", {})

@@ -16,6 +16,7 @@ from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.installation import CONFIRM_ANNOTATION
+from nodegate.core.rules.merge import RulesObject
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
@@ -53,7 +54,10 @@ class RulesInForce:
         max_untaint_share: float,
         on_applied: Callable[[RulesUpdate], None],
         status: StatusPublisher | None = None,
+        on_standing: Callable[[], None] = lambda: None,
     ) -> None:
+        """`on_standing`: told (after `on_applied`) whenever the versions in force of the rules
+        objects may have changed (`standing`): the objects' merge is judged against them."""
         self._history = history
         self._recorder = recorder
         self._metrics = metrics
@@ -63,7 +67,9 @@ class RulesInForce:
         self._lock = threading.Lock()
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
+        self._held_reason = ""
         self._recovered: Applied | None = None
+        self._on_standing = on_standing
         self.applied: Applied | None = None
 
     @property
@@ -75,6 +81,19 @@ class RulesInForce:
     def generation(self) -> int:
         applied = self.applied
         return applied.generation if applied is not None else 0
+
+    @property
+    def held(self) -> tuple[RulesUpdate, str] | None:
+        """The update the guard holds, and why."""
+        with self._lock:
+            return (self._held, self._held_reason) if self._held is not None else None
+
+    def standing(self) -> dict[str, RulesObject]:
+        """The version in force of each rules object (those a restart recovered, until they
+        are put back in force)."""
+        with self._lock:
+            in_force = self.applied or self._recovered
+        return in_force.update.standing() if in_force is not None else {}
 
     def offer(self, update: RulesUpdate) -> None:
         """A valid update (any thread); `consider` decides whether it takes effect."""
@@ -129,6 +148,7 @@ class RulesInForce:
             },
         )
         self._on_applied(update)
+        self._on_standing()
 
     def restore(self, update: RulesUpdate, generation: int) -> None:
         """The rules a former leader (or this process before a restart) had in force, as the
@@ -137,8 +157,10 @@ class RulesInForce:
         they passed the guard when they were applied, and an update held then is judged
         against them, not against nothing."""
         with self._lock:
-            if self.applied is None:
-                self._recovered = Applied(update, generation)
+            if self.applied is not None:
+                return
+            self._recovered = Applied(update, generation)
+        self._on_standing()
 
     def _put_back_recovered(self) -> None:
         with self._lock:
@@ -157,6 +179,7 @@ class RulesInForce:
             },
         )
         self._on_applied(recovered.update)
+        self._on_standing()
 
     def _superseded(self, held: RulesUpdate, by: RulesUpdate) -> None:
         """The held update was reverted (the source is back to the rules in force): nothing is
@@ -175,7 +198,7 @@ class RulesInForce:
         self._metrics.rules_held.set(1)
         if self._held == update:
             return
-        self._held = update
+        self._held, self._held_reason = update, reason
         if self._status is not None:
             self._status.held(update, reason)
         in_force = (

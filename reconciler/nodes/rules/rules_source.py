@@ -18,10 +18,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.merge import RulesObject
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.errors import Problem, RulesError
 from nodegate.core.text.yaml_input import read_limited
@@ -50,6 +52,13 @@ class RulesUpdate:
     text: str = ""
     """The rules text itself (for the status record: the rules in force, readable by
     `nodegate explain|plan` even while the ConfigMap holds a held update)."""
+    parts: tuple[RulesObject, ...] = ()
+    """The NodeRules objects merged into these rules (their versions), when the rules are
+    objects (`rules_objects`)."""
+
+    def standing(self) -> dict[str, RulesObject]:
+        """The version in force of each object, by name."""
+        return {part.name: part for part in self.parts}
 
     @property
     def confirmed(self) -> bool:
@@ -63,6 +72,15 @@ def report_on_source(recorder: Recorder, ref: SourceRef | None, reason: str, mes
     elif os.environ.get("POD_NAME") and os.environ.get("POD_NAMESPACE"):
         namespace = os.environ["POD_NAMESPACE"]
         recorder.on_namespaced("Pod", namespace, os.environ["POD_NAME"], "", reason, message)
+
+
+class RulesSource(Protocol):
+    """Where the rules come from: a file, a ConfigMap (`RulesWatcher`) or the NodeRules
+    objects (`rules_objects.RulesObjects`)."""
+
+    loaded: threading.Event
+
+    def run(self, stop: threading.Event) -> None: ...
 
 
 class RulesWatcher:

@@ -11,8 +11,11 @@ from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSetti
 
 
 def test_exactly_one_rules_source_is_required() -> None:
-    with pytest.raises(ValidationError, match="exactly one of --rules-file or --rules-configmap"):
+    with pytest.raises(ValidationError, match="exactly one of --rules-objects, --rules-configmap"):
         ReconcilerSettings(rules_file=Path("r.yaml"), rules_configmap="ns/cm")
+    with pytest.raises(ValidationError, match="exactly one of"):
+        ReconcilerSettings(rules_objects=True, rules_configmap="ns/cm")
+    assert ReconcilerSettings(rules_objects=True).rules_objects
 
 
 def test_configmap_reference_needs_a_namespace() -> None:

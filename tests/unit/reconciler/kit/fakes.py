@@ -34,6 +34,7 @@ def fake_node(name: str, labels: dict[str, str] | None = None, **spec: Any) -> R
 class FakeApi:
     def __init__(self) -> None:
         self.nodes: dict[str, RawObject] = {}
+        self.rules_objects: dict[str, RawObject] = {}
         self.configmaps: dict[tuple[str, str], RawObject] = {}
         self.events: dict[tuple[str, str], RawObject] = {}
         self.failures: dict[str, deque[BaseException]] = defaultdict(deque)
@@ -151,6 +152,16 @@ class FakeApi:
                 merged = {**(node["metadata"].get(field) or {}), **meta[field]}
                 node["metadata"][field] = {k: v for k, v in merged.items() if v is not None}
         node["metadata"]["resourceVersion"] = str(next(self._rv))
+
+    def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
+        """A merge patch of a NodeRules object's status (kept in `rules_objects`)."""
+        self._enter("patch_noderules_status", merge_patch)
+        found = self.rules_objects.get(name)
+        if found is None:
+            raise NotFoundError(name)
+        status = {**(found.get("status") or {}), **(merge_patch.get("status") or {})}
+        found["status"] = {k: v for k, v in status.items() if v is not None}
+        return found
 
     def patch_node_status(self, name: str, patch: RawObject) -> RawObject:
         """A strategic merge patch of `status.conditions`, merged by type as the API server

@@ -54,6 +54,11 @@ class FakeRecorder:
     ) -> None:
         self.events.append((reason, message))
 
+    def on_rules_object(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = True
+    ) -> None:
+        self.events.append((reason, message))
+
 
 @dataclass
 class Clock:

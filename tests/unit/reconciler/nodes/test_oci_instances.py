@@ -57,6 +57,11 @@ class Recorder:
     ) -> None:
         self.events.append((name, reason, message, False))
 
+    def on_rules_object(
+        self, name: str, uid: str, reason: str, message: str, warning: bool = True
+    ) -> None:
+        self.events.append((name, reason, message, warning))
+
 
 @dataclass
 class Monotonic:

@@ -1,0 +1,179 @@
+"""What each NodeRules object's status says: its conditions and, per rule of it in force, how
+many nodes it matches, taints and keeps waiting. Pure.
+
+Bounded at any cluster size: counts and at most `EXAMPLES` node names per rule, never a list of
+every node (the status of an object is read by everyone who lists them). Each rule's counts
+come from the one decision (`rule_outcomes.rule_outcome`), so they agree with `nodegate
+explain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from nodegate.core.decisions.rule_outcomes import rule_outcome
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.merge import Verdict, claims
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState, format_time
+
+EXAMPLES = 3
+"""Node names kept per rule as examples of the nodes it keeps waiting."""
+
+
+@dataclass
+class RuleCount:
+    """One rule's nodes: it wants its taint on `matched`, `tainted` carry it, `waiting` are
+    wanted but not tainted yet (the eviction budget, a condition's `for`)."""
+
+    kind: str
+    matched: int = 0
+    tainted: int = 0
+    waiting: int = 0
+    waiting_examples: list[str] = field(default_factory=list)
+
+
+def rule_counts(
+    rules: NodeRules, nodes: Iterable[tuple[NodeState, PlanFacts]]
+) -> dict[str, RuleCount]:
+    """Every rule in force's counts, by rule name (rule names are unique across objects)."""
+    taint_rules = rules.taint_rules()
+    counts = {rule.name: RuleCount(rule.kind.field) for rule in taint_rules}
+    for node, facts in nodes:
+        for rule in taint_rules:
+            count = counts[rule.name]
+            carried = node.taint(rule.taint.identity) is not None
+            wanted = rule_outcome(node, node.labels, rule, facts).decision.verdict == "want"
+            count.tainted += carried
+            count.matched += wanted
+            if wanted and not carried:
+                count.waiting += 1
+                if len(count.waiting_examples) < EXAMPLES:
+                    count.waiting_examples.append(node.name)
+    return counts
+
+
+@dataclass(frozen=True)
+class ObjectFacts:
+    """What the reconciler knows of one object."""
+
+    name: str
+    generation: int
+    verdict: Verdict | None
+    """The merge's verdict on its current generation (None: not merged yet)."""
+    in_force: Mapping[str, Any] | None
+    """Its spec in force (None: none of it is)."""
+    in_force_generation: int | None
+    held: str | None = None
+    """Why the blast-radius guard holds the update its current generation is in, and how to
+    confirm it (None: nothing of it is held)."""
+
+
+def object_status(
+    facts: ObjectFacts,
+    counts: Mapping[str, RuleCount],
+    existing: Mapping[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The object's status (Kubernetes conventions: observedGeneration, conditions whose
+    lastTransitionTime moves only when their status does)."""
+    verdict = facts.verdict
+    accepted = verdict is None or verdict.accepted
+    conditions = [
+        _condition(
+            "Accepted",
+            accepted,
+            "Valid" if accepted else "Invalid",
+            f"generation {facts.generation} is valid"
+            if accepted
+            else " | ".join(verdict.problems if verdict else ()),
+        ),
+        _condition(
+            "Conflicting",
+            bool(verdict and verdict.conflicting),
+            "Conflict" if verdict and verdict.conflicting else "NoConflict",
+            verdict.conflict
+            if verdict and verdict.conflicting
+            else "it claims nothing another object holds",
+        ),
+        _degraded(facts),
+    ]
+    names = _rule_names(facts.in_force)
+    rows = [_row(name, counts[name]) for name in names if name in counts]
+    status: dict[str, Any] = {
+        "observedGeneration": facts.generation,
+        "conditions": _keep_transitions(conditions, existing, facts.generation, now),
+        "ruleCount": len(names),
+        "nodesTainted": sum(row["tainted"] for row in rows),
+        "nodesWaiting": sum(row["waiting"] for row in rows),
+        "rules": rows,
+    }
+    if facts.in_force_generation is not None:
+        status["inForceGeneration"] = facts.in_force_generation
+    return status
+
+
+def same_status(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
+    """Whether writing `b` over `a` would change anything a reader sees."""
+    return dict(a or {}) == dict(b)
+
+
+def _degraded(facts: ObjectFacts) -> dict[str, Any]:
+    if facts.in_force_generation == facts.generation:
+        return _condition("Degraded", False, "InForce", "its current generation is in force")
+    if facts.held is not None:
+        return _condition("Degraded", True, "Held", facts.held)
+    verdict = facts.verdict
+    if verdict is not None and (not verdict.accepted or verdict.conflicting):
+        keeping = (
+            f"generation {facts.in_force_generation} is in force"
+            if facts.in_force_generation is not None
+            else "none of it is in force"
+        )
+        return _condition("Degraded", True, "NotInForce", keeping)
+    return _condition("Degraded", True, "Pending", "its current generation is not in force yet")
+
+
+def _condition(kind: str, true: bool, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": "True" if true else "False",
+        "reason": reason,
+        "message": message[:32768],
+    }
+
+
+def _keep_transitions(
+    conditions: Sequence[dict[str, Any]],
+    existing: Mapping[str, Any] | None,
+    generation: int,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    before = {
+        c.get("type"): c for c in (existing or {}).get("conditions") or () if isinstance(c, dict)
+    }
+    kept = []
+    for condition in conditions:
+        old = before.get(condition["type"]) or {}
+        moved = old.get("status") != condition["status"] or not old.get("lastTransitionTime")
+        at = format_time(now) if moved else old["lastTransitionTime"]
+        kept.append({**condition, "lastTransitionTime": at, "observedGeneration": generation})
+    return kept
+
+
+def _rule_names(spec: Mapping[str, Any] | None) -> list[str]:
+    return [claim[1] for claim in claims(spec) if claim[0] == "rule"]
+
+
+def _row(name: str, count: RuleCount) -> dict[str, Any]:
+    return {
+        "name": name,
+        "kind": count.kind,
+        "matched": count.matched,
+        "tainted": count.tainted,
+        "waiting": count.waiting,
+        "waitingExamples": list(count.waiting_examples),
+    }

@@ -1,0 +1,120 @@
+"""The leader writes each NodeRules object's status (`core.reports.rules_objects`): whether its
+current generation is accepted, conflicting or in force, and its rules' node counts.
+
+One of the leader's frequent chores, paced: the conditions are looked at every
+`CONDITIONS_SECONDS`, the node counts (every node against every rule) recomputed every
+`COUNTS_SECONDS`; an object's status is written only when it changes, so a quiet cluster
+costs no write. Only the leader writes (a standby's informer has the same objects, and a
+status written twice would flap); a failed write is tried at the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
+from nodegate.core.reports.rules_objects import ObjectFacts, RuleCount, object_status, rule_counts
+from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
+from nodegate.reconciler.kit.errors import KubeError, NotFoundError
+from nodegate.reconciler.kit.kube import RawObject, RulesObjectStatusApi
+from nodegate.reconciler.nodes.rules.rules_in_force import RulesInForce
+from nodegate.reconciler.nodes.rules.rules_objects import RulesObjects
+
+log = logging.getLogger("nodegate.rules")
+
+CONDITIONS_SECONDS = 1.0
+REWRITE_SECONDS = 60.0
+COUNTS_SECONDS = 30.0
+"""Every node against every rule costs about 10 ms per 1,000 nodes and rule: not every pass."""
+
+
+class ObjectStatusWriter:
+    def __init__(
+        self,
+        api: RulesObjectStatusApi,
+        objects: RulesObjects,
+        in_force: RulesInForce,
+        nodes: Callable[[NodeRules], Iterable[tuple[NodeState, PlanFacts]]],
+        clock: Callable[[], datetime],
+        on_error: Callable[[str], None] = lambda _kind: None,
+    ) -> None:
+        self._api = api
+        self._objects = objects
+        self._in_force = in_force
+        self._nodes = nodes
+        self._now = clock
+        self._on_error = on_error
+        self._next_pass = 0.0
+        self._next_count = 0.0
+        self._counts: dict[str, RuleCount] = {}
+        self._counted: NodeRules | None = None
+        self._written: dict[str, tuple[dict[str, Any], float]] = {}
+        """What was last written to each object, and when: the cache shows it a moment later,
+        and a status the API server stores otherwise is not rewritten more than once a
+        `REWRITE_SECONDS`."""
+
+    def write_when_due(self) -> None:
+        """One pass if it is time for one (a leader's chore)."""
+        now = time.monotonic()
+        if now < self._next_pass:
+            return
+        self._next_pass = now + CONDITIONS_SECONDS
+        merged = self._objects.merged
+        if merged is None:
+            return
+        rules = self._in_force.rules
+        if rules is not None and (now >= self._next_count or rules is not self._counted):
+            self._counts = rule_counts(rules, self._nodes(rules))
+            self._counted, self._next_count = rules, now + COUNTS_SECONDS
+        applied = self._in_force.applied
+        standing = applied.update.standing() if applied is not None else {}
+        held = self._in_force.held
+        for raw in self._objects.objects():
+            name = raw["metadata"]["name"]
+            part = standing.get(name)
+            held_why = None
+            if held is not None:
+                update, reason = held
+                mine = update.standing().get(name)
+                if mine is not None and not mine.same_version(part):
+                    held_why = (
+                        f"the rules update it is in is held: {reason}; to apply it anyway, "
+                        f"annotate any NodeRules object {CONFIRM_ANNOTATION}={update.digest}"
+                    )
+            facts = ObjectFacts(
+                name,
+                int(raw["metadata"].get("generation") or 0),
+                merged.verdicts.get(name),
+                part.spec if part is not None else None,
+                part.generation if part is not None else None,
+                held_why,
+            )
+            existing = raw.get("status")
+            status = object_status(facts, self._counts, existing, self._now())
+            last = self._written.get(name)
+            if status == existing or (
+                last is not None and last[0] == status and now - last[1] < REWRITE_SECONDS
+            ):
+                continue
+            if self._write(name, status):
+                self._written[name] = (status, now)
+
+    def _write(self, name: str, status: dict[str, Any]) -> bool:
+        patch: RawObject = {"status": {**status}}
+        if "inForceGeneration" not in status:
+            patch["status"]["inForceGeneration"] = None  # merge patch: none of it in force
+        try:
+            self._api.patch_noderules_status(name, patch)
+        except NotFoundError:
+            return False  # deleted meanwhile: its watch event ends it
+        except KubeError as err:
+            log.warning("NodeRules status not written", extra={"object": name, "error": str(err)})
+            self._on_error("api")
+            return False
+        return True

@@ -1,0 +1,141 @@
+"""Rules as NodeRules objects: every object watched (through the same informer as Nodes), all
+of them merged (`nodegate.core.rules.merge`) into one update for the rules in force.
+
+A refused or conflicting generation of an object is reported once (a Warning Event on the
+object, a metric, an error log) and its last good version stays in force; each object's status
+says the same (`object_status`). The merge is judged against the versions in force, so it is
+done again whenever they change (`remerge`: a restart put the recorded ones back, or the
+blast-radius guard let an update through).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+
+from nodegate.core.decisions.blast_radius import rules_digest
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
+from nodegate.core.rules.merge import Merged, RulesObject, Verdict, merge
+from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
+from nodegate.reconciler.nodes.metrics import RulesSourceMetrics
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
+from nodegate.reconciler.settings import ReconcilerSettings
+
+log = logging.getLogger("nodegate.rules")
+
+SOURCE = "NodeRules objects"
+
+
+def rules_object(raw: RawObject) -> RulesObject:
+    """The parts of a NodeRules object the merge reads."""
+    meta = raw.get("metadata") or {}
+    generation = meta.get("generation")
+    return RulesObject(
+        str(meta.get("name", "")),
+        generation if isinstance(generation, int) else 0,
+        raw.get("spec"),
+        str(meta.get("creationTimestamp") or ""),
+        (meta.get("annotations") or {}).get(CONFIRM_ANNOTATION),
+    )
+
+
+class RulesObjects:
+    """Watches the NodeRules objects and offers their merge (`on_valid`) when it changes."""
+
+    def __init__(
+        self,
+        settings: ReconcilerSettings,
+        api: ListWatch,
+        recorder: Recorder,
+        metrics: RulesSourceMetrics,
+        on_valid: Callable[[RulesUpdate], None],
+        standing: Callable[[], Mapping[str, RulesObject]] = dict,
+    ) -> None:
+        self._settings = settings
+        self._api = api
+        self._recorder = recorder
+        self._metrics = metrics
+        self._on_valid = on_valid
+        self._standing = standing
+        self._lock = threading.Lock()
+        self._informer: Informer[RawObject] | None = None
+        self._reported: dict[str, tuple[int, str]] = {}
+        self._last_offer: tuple[str, str | None] | None = None
+        self.merged: Merged | None = None
+        """The last merge: each object's verdict (`object_status` reports them)."""
+        self.loaded = threading.Event()
+        """Set once the objects were listed (even none: no objects is no rules)."""
+
+    def objects(self) -> list[RawObject]:
+        informer = self._informer
+        return [raw for _, raw in informer.items()] if informer is not None else []
+
+    def run(self, stop: threading.Event) -> None:
+        informer: Informer[RawObject] = Informer(
+            "rules",
+            self._api,
+            Selection("NodeRules"),
+            lambda raw: raw,
+            lambda _key, _old, _new: self.remerge(),
+            watch_timeout_seconds=self._settings.watch_timeout_seconds,
+            on_error=self._metrics.on_informer_error,
+            on_synced=self.remerge,
+        )
+        self._informer = informer
+        informer.run(stop)
+
+    def remerge(self) -> None:
+        """Merge the objects as they are against the versions in force, and offer the result
+        if it differs from the last offered (any thread)."""
+        informer = self._informer
+        if informer is None or not informer.synced.is_set():
+            return
+        with self._lock:
+            raws = {raw["metadata"]["name"]: raw for _, raw in informer.items()}
+            objects = [rules_object(raw) for raw in raws.values()]
+            merged = merge(objects, self._standing())
+            self.merged = merged
+            for name, verdict in merged.verdicts.items():
+                self._report(name, str((raws[name].get("metadata") or {}).get("uid", "")), verdict)
+            text = merged.text
+            digest = rules_digest(text)
+            confirmation = next(
+                (o.confirmation for o in objects if (o.confirmation or "").strip() == digest), None
+            )
+            if (text, confirmation) == self._last_offer:
+                return
+            self._last_offer = (text, confirmation)
+        self.loaded.set()
+        self._metrics.rules_valid.set(int(all(v.accepted for v in merged.verdicts.values())))
+        log.info(
+            "rules objects merged",
+            extra={"digest": digest, "objects": [p.name for p in merged.parts]},
+        )
+        self._on_valid(
+            RulesUpdate(merged.rules, digest, SOURCE, None, confirmation, text, merged.parts)
+        )
+
+    def _report(self, name: str, uid: str, verdict: Verdict) -> None:
+        """A refused or conflicting generation, once per (object, generation, reason)."""
+        if verdict.accepted and not verdict.conflicting:
+            self._reported.pop(name, None)
+            return
+        reason = "RulesRejected" if not verdict.accepted else "RulesConflict"
+        said = (verdict.generation, reason)
+        if self._reported.get(name) == said:
+            return
+        self._reported[name] = said
+        keeping = (
+            f"generation {verdict.in_force} of it stays in force"
+            if verdict.in_force is not None
+            else "none of it is in force"
+        )
+        why = " | ".join(verdict.problems) if not verdict.accepted else verdict.conflict
+        message = f"generation {verdict.generation} not in force ({keeping}): {why}"
+        if not verdict.accepted:
+            self._metrics.rules_rejected.inc()
+        log.error("rules object not in force", extra={"object": name, "reason": reason, "why": why})
+        self._recorder.on_rules_object(name, uid, reason, message)

@@ -1,0 +1,322 @@
+"""Rules as NodeRules objects on the real API server: the reconciler (`--rules-objects`) merges
+every object, keeps an object's last good generation in force when a new one is refused or
+conflicts, takes only its own taints with a deleted object, and says all of it in each object's
+status (Accepted, Conflicting, Degraded; the generation in force; its rules' node counts).
+
+The CRD is installed from the manifest builder's own (`manifests/crd.py`) and left installed:
+NodeRules objects are cluster-scoped, so each test deletes those it made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import wait_until
+from nodegate.manifests.crd import noderules_crd
+from nodegate.reconciler.kit.client import load_api_client
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, settled, taints_of, wait_for_taints
+from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+
+GROUP, VERSION, PLURAL = "nodegate.dev", "v1", "noderules"
+Put = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def custom(control_plane: LocalControlPlane) -> k8s_client.CustomObjectsApi:
+    """The CRD installed (once; left for the rest of the session) and a client for its objects."""
+    api_client = load_api_client(str(control_plane.kubeconfig_path))
+    extensions = k8s_client.ApiextensionsV1Api(api_client)
+    crd = noderules_crd()
+    try:
+        extensions.create_custom_resource_definition(cast(Any, crd))
+    except ApiException as err:
+        if err.status != 409:
+            raise
+
+    def established() -> bool:
+        found = extensions.read_custom_resource_definition(crd["metadata"]["name"])
+        conditions = (found.status.conditions or []) if found.status else []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, TIMEOUT, "the NodeRules CRD established")
+    return k8s_client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
+def put_rules(custom: k8s_client.CustomObjectsApi, unique_name: str) -> Iterator[Put]:
+    """put(suffix, spec): create or replace the NodeRules object `<test>-<suffix>`."""
+    made: set[str] = set()
+
+    def put(suffix: str, spec: dict[str, Any]) -> dict[str, Any]:
+        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeRules", "metadata": {"name": name}}
+        made.add(name)
+        try:
+            current = custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            created = custom.create_cluster_custom_object(
+                GROUP, VERSION, PLURAL, {**body, "spec": spec}
+            )
+            return cast(dict[str, Any], created)
+        replaced = {**cast(dict[str, Any], current), "spec": spec}
+        return cast(
+            dict[str, Any],
+            custom.replace_cluster_custom_object(GROUP, VERSION, PLURAL, name, replaced),
+        )
+
+    yield put
+    for name in made:
+        try:
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+def label_rule(name: str, label: str, key: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "match": {"labels": {label: "yes"}},
+        "taint": {"key": key, "effect": "NoSchedule"},
+        "nodeMayLift": True,
+    }
+
+
+@pytest.fixture
+def on_objects(
+    control_plane: LocalControlPlane, tmp_path: Path
+) -> Iterator[Callable[[], ReconcilerProcess]]:
+    """start(): a reconciler on the NodeRules objects (one replica, the share check off: the
+    tests share a cluster of a few nodes); stopped at the end."""
+    with ExitStack() as stack:
+
+        def start() -> ReconcilerProcess:
+            args = ("--rules-objects", "--no-leader-elect", "--max-untaint-share", "1")
+            plane = control_plane.kubeconfig_path
+            return stack.enter_context(running_reconciler(plane, tmp_path, *args))
+
+        yield start
+
+
+def status_of(custom: k8s_client.CustomObjectsApi, name: str) -> dict[str, Any]:
+    found = cast(dict[str, Any], custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
+    return dict(found.get("status") or {})
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), {})
+
+
+def wait_for_status(
+    custom: k8s_client.CustomObjectsApi,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        status = status_of(custom, name)
+        return status if check(status) else None
+
+    try:
+        return wait_until(probe, TIMEOUT, what)
+    except TimeoutError as err:
+        raise AssertionError(f"{what}: status is {status_of(custom, name)}") from err
+
+
+def in_force(generation: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda status: (
+        status.get("inForceGeneration") == generation
+        and condition(status, "Accepted").get("status") == "True"
+        and condition(status, "Degraded").get("reason") == "InForce"
+    )
+
+
+def test_two_teams_objects_are_in_force_together_and_each_says_so(
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    gpu = put_rules(
+        "gpu",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-gpu", "e2e.nodegate.dev/gpu", "e2e.nodegate.dev/gpu")
+            ]
+        },
+    )
+    net = put_rules(
+        "net",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-net", "e2e.nodegate.dev/net", "e2e.nodegate.dev/net")
+            ]
+        },
+    )
+    node = make_node(labels={"e2e.nodegate.dev/gpu": "yes", "e2e.nodegate.dev/net": "yes"})
+    on_objects()
+    wait_for_taints(
+        core_v1,
+        node,
+        lambda t: (
+            ("e2e.nodegate.dev/gpu", "NoSchedule") in t
+            and ("e2e.nodegate.dev/net", "NoSchedule") in t
+        ),
+    )
+    for obj in (gpu, net):
+        status = wait_for_status(custom, obj["metadata"]["name"], in_force(1), "in force")
+        assert status["observedGeneration"] == 1
+        assert condition(status, "Conflicting")["status"] == "False"
+        assert status["ruleCount"] == 1
+    counted = wait_for_status(
+        custom, gpu["metadata"]["name"], lambda s: s.get("nodesTainted", 0) >= 1, "counted"
+    )
+    [row] = counted["rules"]
+    assert (row["name"], row["kind"], row["tainted"] >= 1) == (
+        f"{unique_name}-gpu",
+        "labelTaints",
+        True,
+    )
+
+
+def test_an_edit_only_nodegate_refuses_is_reported_and_the_last_good_generation_stays(
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    rule = label_rule(f"{unique_name}-r", "e2e.nodegate.dev/team", "e2e.nodegate.dev/team")
+    team = put_rules("team", {"labelTaints": [rule]})
+    name = team["metadata"]["name"]
+    # Another team's object: with it, dropping this one would not leave the rules empty (which
+    # the blast-radius guard holds whatever the share).
+    put_rules(
+        "other",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/o", "e2e.nodegate.dev/o")
+            ]
+        },
+    )
+    node = make_node(labels={"e2e.nodegate.dev/team": "yes"})
+    process = on_objects()
+    wait_for_status(custom, name, in_force(1), "in force")
+    # A regular expression that does not compile: the API server has no way to know.
+    broken = {
+        "labelTaints": [rule],
+        "conditionTaints": [
+            {
+                "name": f"{unique_name}-c",
+                "conditions": [{"type": "Broken", "status": "(("}],
+                "taint": {"key": "e2e.nodegate.dev/c", "effect": "NoSchedule"},
+            }
+        ],
+    }
+    assert put_rules("team", broken)["metadata"]["generation"] == 2
+    status = wait_for_status(
+        custom, name, lambda s: condition(s, "Accepted").get("status") == "False", "refused"
+    )
+    assert status["observedGeneration"] == 2
+    assert (
+        "spec.conditionTaints[0].conditions[0].status" in condition(status, "Accepted")["message"]
+    )
+    settled(process, core_v1, node)
+    assert process.metric("nodegate_rules_generation") == 1
+    assert ("e2e.nodegate.dev/team", "NoSchedule") in taints_of(core_v1, node)
+    status = wait_for_status(
+        custom, name, lambda s: condition(s, "Degraded").get("reason") == "NotInForce", "reported"
+    )
+    assert status["inForceGeneration"] == 1
+
+
+def test_a_later_object_claiming_a_taint_key_conflicts_and_the_earlier_stands(
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    first = put_rules(
+        "first",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-a", "e2e.nodegate.dev/a", "e2e.nodegate.dev/shared")
+            ]
+        },
+    )
+    on_objects()
+    wait_for_status(custom, first["metadata"]["name"], in_force(1), "in force")
+    later = put_rules(
+        "later",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-b", "e2e.nodegate.dev/b", "e2e.nodegate.dev/shared")
+            ]
+        },
+    )
+    status = wait_for_status(
+        custom,
+        later["metadata"]["name"],
+        lambda s: condition(s, "Conflicting").get("status") == "True",
+        "conflicting",
+    )
+    assert (
+        f"belongs to NodeRules {first['metadata']['name']}"
+        in condition(status, "Conflicting")["message"]
+    )
+    assert "inForceGeneration" not in status
+    node = make_node(labels={"e2e.nodegate.dev/b": "yes"})
+    other = make_node("a", labels={"e2e.nodegate.dev/a": "yes"})
+    wait_for_taints(core_v1, other, lambda t: ("e2e.nodegate.dev/shared", "NoSchedule") in t)
+    assert ("e2e.nodegate.dev/shared", "NoSchedule") not in taints_of(core_v1, node)
+    assert (
+        condition(status_of(custom, first["metadata"]["name"]), "Conflicting")["status"] == "False"
+    )
+
+
+def test_deleting_an_object_takes_only_its_own_taints(
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    put_rules(
+        "keep",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-k", "e2e.nodegate.dev/k", "e2e.nodegate.dev/k")
+            ]
+        },
+    )
+    gone = put_rules(
+        "gone",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-g", "e2e.nodegate.dev/g", "e2e.nodegate.dev/g")
+            ]
+        },
+    )
+    node = make_node(labels={"e2e.nodegate.dev/k": "yes", "e2e.nodegate.dev/g": "yes"})
+    on_objects()
+    both = {("e2e.nodegate.dev/k", "NoSchedule"), ("e2e.nodegate.dev/g", "NoSchedule")}
+    wait_for_taints(core_v1, node, lambda t: both <= t.keys())
+    custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, gone["metadata"]["name"])
+    taints = wait_for_taints(core_v1, node, lambda t: ("e2e.nodegate.dev/g", "NoSchedule") not in t)
+    assert ("e2e.nodegate.dev/k", "NoSchedule") in taints
