@@ -320,3 +320,59 @@ def test_deleting_an_object_takes_only_its_own_taints(
     custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, gone["metadata"]["name"])
     taints = wait_for_taints(core_v1, node, lambda t: ("e2e.nodegate.dev/g", "NoSchedule") not in t)
     assert ("e2e.nodegate.dev/k", "NoSchedule") in taints
+
+
+def test_after_a_restart_what_was_in_force_stands_against_an_edit_made_meanwhile(
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    """The older object is edited to claim the younger one's taint key while no reconciler
+    runs. Judged afresh, the older would win it and the younger's nodes would lose their taint;
+    the restarted reconciler puts the versions in force back from its status record first, so
+    the edit is the conflict."""
+    older = put_rules(
+        "older",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/o", "e2e.nodegate.dev/o")
+            ]
+        },
+    )
+    younger = put_rules(
+        "younger",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-y", "e2e.nodegate.dev/y", "e2e.nodegate.dev/y")
+            ]
+        },
+    )
+    node = make_node(labels={"e2e.nodegate.dev/y": "yes"})
+    first = on_objects()
+    wait_for_taints(core_v1, node, lambda t: ("e2e.nodegate.dev/y", "NoSchedule") in t)
+    wait_for_status(custom, younger["metadata"]["name"], in_force(1), "in force")
+    first.stop()
+    grab = label_rule(f"{unique_name}-g", "e2e.nodegate.dev/g", "e2e.nodegate.dev/y")
+    put_rules("older", {"labelTaints": [older["spec"]["labelTaints"][0], grab]})
+    second = on_objects()
+    status = wait_for_status(
+        custom,
+        older["metadata"]["name"],
+        lambda s: (
+            s.get("observedGeneration") == 2 and condition(s, "Conflicting").get("status") == "True"
+        ),
+        "the edit conflicting",
+    )
+    assert (
+        f"belongs to NodeRules {younger['metadata']['name']}"
+        in condition(status, "Conflicting")["message"]
+    )
+    settled(second, core_v1, node)
+    assert ("e2e.nodegate.dev/y", "NoSchedule") in taints_of(core_v1, node)
+    assert (
+        condition(status_of(custom, younger["metadata"]["name"]), "Conflicting")["status"]
+        == "False"
+    )
