@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from nodegate.core.rules.model import rules_json_schema
+from nodegate.core.rules.rules_object import rules_file_json_schema
 from nodegate.manifests.chart.inference import (
     Scalar,
     Subtree,
@@ -404,7 +404,7 @@ def _strip(schema: Any, defs: dict[str, Any]) -> Any:
 def _rules_schema() -> tuple[dict[str, Any], dict[str, Any]]:
     """The rules' JSON Schema (`nodegate schema`) with its definitions renamed `rules.<name>`,
     to sit under the values schema's `$defs`."""
-    schema = rules_json_schema()
+    schema = rules_file_json_schema()
     text = json.dumps(schema).replace('"#/$defs/', '"#/$defs/rules.')
     renamed = json.loads(text)
     defs = {f"rules.{k}": v for k, v in renamed.pop("$defs", {}).items()}

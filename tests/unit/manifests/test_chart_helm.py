@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from nodegate.cli.main import app
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.core.rules.model import rules_json_schema
+from nodegate.core.rules.rules_object import rules_file_json_schema
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import (
     ensure_chart_testing_built,
@@ -340,14 +340,17 @@ def test_every_option_renders_every_kind_the_builder_makes(helm: Path, tmp_path:
 BAD_RULES = {
     "apiVersion": "nodegate.dev/v1",
     "kind": "NodeRules",
-    "labelTaints": [
-        {
-            "name": "a",
-            "match": {"labels": {"a": "b"}},
-            "taint": {"key": "k", "effect": "NoSchedul"},
-            "nodeMayLift": True,
-        }
-    ],
+    "metadata": {"name": "bad"},
+    "spec": {
+        "labelTaints": [
+            {
+                "name": "a",
+                "match": {"labels": {"a": "b"}},
+                "taint": {"key": "k", "effect": "NoSchedul"},
+                "nodeMayLift": True,
+            }
+        ]
+    },
 }
 
 
@@ -372,7 +375,7 @@ BAD_RULES = {
         ),
         ({"networkPolicy": {"apiServerPorts": [0]}}, "/networkPolicy/apiServerPorts/0"),
         ({"rules": None}, "missing property 'rules'"),
-        ({"rules": BAD_RULES}, "/rules/labelTaints/0/taint/effect"),
+        ({"rules": BAD_RULES}, "/rules/spec/labelTaints/0/taint/effect"),
     ],
     ids=[
         "replicas",
@@ -444,8 +447,8 @@ def test_schema_embeds_the_rules_schema() -> None:
     assert schema["additionalProperties"] is False
     assert set(schema["properties"]) == set(default_values())
     rules = schema["properties"]["rules"]["else"]
-    assert rules["properties"].keys() == rules_json_schema()["properties"].keys()
-    assert set(schema["$defs"]) == {f"rules.{d}" for d in rules_json_schema()["$defs"]}
+    assert rules["properties"].keys() == rules_file_json_schema()["properties"].keys()
+    assert set(schema["$defs"]) == {f"rules.{d}" for d in rules_file_json_schema()["$defs"]}
 
 
 def test_a_rules_value_with_other_gates_is_refused(helm: Path, tmp_path: Path) -> None:
@@ -469,16 +472,18 @@ def test_a_rules_edit_that_keeps_the_gates_renders(helm: Path, tmp_path: Path) -
 TWO_GATES = """\
 apiVersion: nodegate.dev/v1
 kind: NodeRules
-startupGates:
-  - name: first
-    match: {labels: {pool: gpu}}
-    taint: {key: b.example.com/warming, value: wait, effect: NoSchedule}
-    formerKeys: [a.example.com/old-warming]
-    readyWhen: {annotation: example.com/ready=true}
-  - name: second
-    match: {labels: {pool: gpu}}
-    taint: {key: a.example.com/initializing, value: wait, effect: NoExecute}
-    readyWhen: {annotation: example.com/ready=true}
+metadata: {name: two-gates}
+spec:
+  startupGates:
+    - name: first
+      match: {labels: {pool: gpu}}
+      taint: {key: b.example.com/warming, value: wait, effect: NoSchedule}
+      formerKeys: [a.example.com/old-warming]
+      readyWhen: {annotation: example.com/ready=true}
+    - name: second
+      match: {labels: {pool: gpu}}
+      taint: {key: a.example.com/initializing, value: wait, effect: NoExecute}
+      readyWhen: {annotation: example.com/ready=true}
 """
 
 
@@ -493,11 +498,13 @@ def _generated(document: RulesDocument, tmp_path: Path) -> Path:
 NO_GATES = """\
 apiVersion: nodegate.dev/v1
 kind: NodeRules
-labelTaints:
-  - name: ci-dedicated
-    match: {labels: {example.com/dedicated: ci}}
-    taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
-    nodeMayLift: true
+metadata: {name: no-gates}
+spec:
+  labelTaints:
+    - name: ci-dedicated
+      match: {labels: {example.com/dedicated: ci}}
+      taint: {key: example.com/dedicated, value: ci, effect: NoSchedule}
+      nodeMayLift: true
 """
 
 
@@ -505,7 +512,7 @@ def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> N
     """The guard compares the gates in canonical form, not as the generating file lists them."""
     chart = _generated(RulesDocument.parse(TWO_GATES, "two-gates.yaml"), tmp_path)
     data = yaml.safe_load(TWO_GATES)
-    data["startupGates"].reverse()
+    data["spec"]["startupGates"].reverse()
     values = {"image": {"repository": REPOSITORY}, "rules": data}
     rendered = _template(helm, values, tmp_path, chart)
     assert rendered.returncode == 0, rendered.stderr
@@ -573,7 +580,7 @@ def test_helm4_lints_and_renders_what_the_builder_builds(helm4: Path, tmp_path: 
     assert linted.returncode == 0, linted.stdout + linted.stderr
     assert not _drift(helm4, CASES["every-option"], tmp_path)
     refused = _template(helm4, _values(rules=BAD_RULES), tmp_path)
-    assert "/rules/labelTaints/0/taint/effect" in refused.stderr, refused.stderr
+    assert "/rules/spec/labelTaints/0/taint/effect" in refused.stderr, refused.stderr
 
 
 def test_nodegate_chart_writes_the_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
