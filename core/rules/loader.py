@@ -134,7 +134,9 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
         raise RulesError(refused)
     return replace(
         checked,
-        warnings=tuple(sorted(shape.located(p) for p in checked.warnings)),
+        warnings=tuple(
+            sorted({*(shape.located(p) for p in checked.warnings), *shape.warned(source)})
+        ),
         prefix=shape.prefix,
         hints=shape.hints,
     )

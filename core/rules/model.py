@@ -302,6 +302,26 @@ class EvictionLimit(Frozen):
         return self
 
 
+NO_LIMIT = "none"
+
+
+def _no_limit_word(value: object) -> object:
+    """`none` stands for null: no limit in this scope. A word, because `kubectl apply` (client
+    side) drops a null from the object it sends, and the default limit would apply instead."""
+    if value == NO_LIMIT:
+        return None
+    if isinstance(value, str):
+        raise ValueError(
+            f"'{value}' is not a limit: write '{NO_LIMIT}' (no limit in this scope) or an "
+            "object such as {maxShare: 0.2} or {maxNodes: 5}"
+        )
+    return value
+
+
+def _no_limit_word_schema(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [*schema.get("anyOf", ()), {"const": NO_LIMIT}]
+
+
 DEFAULT_EVICTION_WINDOW = timedelta(minutes=5)
 """NVIDIA NVSentinel's circuit-breaker example window (docs/rules.md, "Eviction budget")."""
 DEFAULT_EVICTION_SHARE = 0.2
@@ -320,16 +340,18 @@ class RuleEvictionBudget(Frozen):
         default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
         description="Limit over all nodes.",
     )
-    per_pool: EvictionLimit | None = Field(
+    per_pool: Annotated[EvictionLimit | None, BeforeValidator(_no_limit_word)] = Field(
         default=EvictionLimit(max_share=DEFAULT_EVICTION_SHARE),
         description=f"Limit per node pool (the pool a node registered in, {TRUSTED_POOL_LABEL}); "
-        "null: none.",
+        "'none' (or null): no limit.",
+        json_schema_extra=_no_limit_word_schema,
     )
-    per_zone: EvictionLimit | None = Field(
+    per_zone: Annotated[EvictionLimit | None, BeforeValidator(_no_limit_word)] = Field(
         default=None,
         description="Limit per zone (label topology.kubernetes.io/zone); default none: a node's "
         "kubelet may change its zone label, so a compromised node could move into a zone and "
         "hold that zone's budget (docs/reconciler.md, Security).",
+        json_schema_extra=_no_limit_word_schema,
     )
 
     unlimited: bool = Field(

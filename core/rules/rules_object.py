@@ -10,6 +10,7 @@ wrote (`spec.labelTaints[0].taint`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,6 +57,8 @@ class ObjectShape:
     found: tuple[tuple[DocPath, str], ...]
     document_positions: Positions
     hints: tuple[str, ...] = ()
+    warnings: tuple[tuple[DocPath, str], ...] = ()
+    """What the object says that would not survive the way in (a null kubectl drops)."""
 
     def located(self, problem: Problem) -> Problem:
         """A problem found in `rules`, with its path in the document."""
@@ -70,6 +73,12 @@ class ObjectShape:
         return [
             Problem(*_position(self.document_positions, path), source, path, message)
             for path, message in self.found
+        ]
+
+    def warned(self, source: str) -> list[Problem]:
+        return [
+            Problem(*_position(self.document_positions, path), source, path, message, "warning")
+            for path, message in self.warnings
         ]
 
 
@@ -97,7 +106,27 @@ def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
             message = f"unknown field: a NodeRules object has {', '.join(OBJECT_FIELDS)}"
         found.append(((str(key),), message))
     rules = {k: data[k] for k in _TYPE_FIELDS if k in data} | spec
-    return ObjectShape(rules, _within(positions), SPEC, name, tuple(found), positions)
+    warnings = tuple(_dropped_nulls(spec, SPEC))
+    return ObjectShape(rules, _within(positions), SPEC, name, tuple(found), positions, (), warnings)
+
+
+def _dropped_nulls(value: Any, path: DocPath) -> Iterator[tuple[DocPath, str]]:
+    """`perPool: null` in an eviction budget: `kubectl apply` (client side) sends the object
+    without it, and the default per-pool limit applies where the author wrote none."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "perPool" and inner is None and path[-1:] == ("evictionBudget",):
+                yield (
+                    (*path, key),
+                    (
+                        "kubectl apply drops a null, and the default per-pool limit would apply: "
+                        "write perPool: none"
+                    ),
+                )
+            yield from _dropped_nulls(inner, (*path, str(key)))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _dropped_nulls(inner, (*path, index))
 
 
 def _name(metadata: Any, found: list[tuple[DocPath, str]]) -> str | None:

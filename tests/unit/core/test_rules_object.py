@@ -6,6 +6,7 @@ import pytest
 
 from nodegate.core.rules.loader import check_rules_data, parse_rules
 from nodegate.core.text.errors import RulesError
+from nodegate.core.text.yaml_input import Positions, read_yaml
 
 RULE = "{name: r, match: {labels: {a: b}}, taint: {key: k, effect: NoSchedule}, nodeMayLift: true}"
 OBJECT = f"""apiVersion: nodegate.dev/v1
@@ -87,3 +88,27 @@ def test_only_the_old_shape_carries_the_hint_to_move() -> None:
         ).hints
         == ()
     )
+
+
+def test_no_per_pool_limit_is_the_word_none() -> None:
+    text = OBJECT + "  evictionBudget: {perPool: none}\n"
+    assert parse_rules(text).eviction_budget.per_pool is None
+
+
+def test_a_word_other_than_none_is_no_limit_and_says_what_is() -> None:
+    [found] = problems(OBJECT + "  evictionBudget: {perPool: off}\n")
+    assert "'off' is not a limit: write 'none'" in found
+
+
+def test_a_null_per_pool_limit_in_an_object_warns_that_kubectl_apply_drops_it() -> None:
+    text = OBJECT + "  evictionBudget: {perPool: null}\n"
+    checked = check_rules_data(*_read(text))
+    [warning] = checked.warnings
+    assert (warning.path, warning.line) == (("spec", "evictionBudget", "perPool"), 7)
+    assert "write perPool: none" in warning.message
+    assert checked.rules.eviction_budget.per_pool is None
+
+
+def _read(text: str) -> tuple[object, str, Positions]:
+    tree, positions = read_yaml(text, "f.yaml")
+    return tree, "f.yaml", positions
