@@ -244,7 +244,7 @@ def test_helm3_release_reconciles_upgrades_live_rolls_back_and_uninstalls(
 def _add_rule(values: dict[str, Any]) -> str:
     """The rules with one more label taint rule (a gate-neutral edit the chart accepts)."""
     data = yaml.safe_load(values["rules"])
-    data["labelTaints"].append(yaml.safe_load(UPGRADE_RULE)[0])
+    data["spec"]["labelTaints"].append(yaml.safe_load(UPGRADE_RULE)[0])
     return str(yaml.safe_dump(data, sort_keys=False))
 
 

@@ -25,14 +25,14 @@ PLAIN_GATE = "startup.example.com/initializing"
 def _rules_with(project: Path, **pool_changes: dict[str, Any]) -> dict[str, Any]:
     """The example rules with some pools edited (by name), written as the project's rules."""
     data = example_rules_data()
-    for pool in data["nodePools"]:
+    for pool in data["spec"]["nodePools"]:
         pool.update(pool_changes.get(pool["name"], {}))
     write_rules(project, data)
     return data
 
 
 def _with_plain_gate(data: dict[str, Any], project: Path) -> None:
-    data["startupGates"][0]["taint"]["key"] = PLAIN_GATE
+    data["spec"]["startupGates"][0]["taint"]["key"] = PLAIN_GATE
     write_rules(project, data)
 
 
@@ -101,7 +101,7 @@ def test_autoscaler_warnings_are_logged_and_do_not_stop_the_program(
     aks_example: dict[str, Any], project: Path
 ) -> None:
     data = _rules_with(project)
-    data["startupGates"][0]["timeout"] = "20m"
+    data["spec"]["startupGates"][0]["timeout"] = "20m"
     write_rules(project, data)
     aks_example["nodegate:rules"] = "rules.yaml"
 

@@ -23,10 +23,11 @@ from tests.pulumi.harness import (
 def edited_run(
     config: dict[str, Any], stack: str, project: Path, edit: Callable[[dict[str, Any]], None]
 ) -> ProgramRun:
-    """Run `config` against the example rules after `edit` (applied to them as data)."""
-    rules = example_rules_data()
-    edit(rules)
-    write_rules(project, rules)
+    """Run `config` against the example rules after `edit` (applied to them as data: the
+    NodeRules object's spec, where the rules are)."""
+    document = example_rules_data()
+    edit(document["spec"])
+    write_rules(project, document)
     config["nodegate:rules"] = "rules.yaml"
     return run_program(config, stack=stack, project_dir=project)
 

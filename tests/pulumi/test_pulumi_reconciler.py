@@ -171,7 +171,7 @@ def test_rules_edit_changes_only_the_rules_configmap(
     oke_example["nodegate:rules"] = "rules.yaml"
     before = run_program(oke_example, stack="oke-example", project_dir=project)
     data = example_rules_data()
-    data["conditionTaints"][0]["for"] = "45s"
+    data["spec"]["conditionTaints"][0]["for"] = "45s"
     write_rules(project, data)
 
     after = run_program(oke_example, stack="oke-example", project_dir=project)
@@ -191,7 +191,7 @@ def test_rules_that_drop_init_pod_gates_drop_pod_access(
 ) -> None:
     oke_example["nodegate:rules"] = "rules.yaml"
     data = example_rules_data()
-    del data["startupGates"][0]["readyWhen"]["pods"]
+    del data["spec"]["startupGates"][0]["readyWhen"]["pods"]
     write_rules(project, data)
 
     run = run_program(oke_example, stack="oke-example", project_dir=project)
@@ -206,7 +206,7 @@ def test_the_deployment_tolerates_a_noexecute_gate_of_the_stacks_rules(
 ) -> None:
     oke_example["nodegate:rules"] = "rules.yaml"
     data = example_rules_data()
-    gate = data["startupGates"][0]["taint"]
+    gate = data["spec"]["startupGates"][0]["taint"]
     gate["effect"] = "NoExecute"
     write_rules(project, data)
 

@@ -145,7 +145,7 @@ def test_invalid_aks_agent_pool_name_asks_for_agent_pool_name(
     aks_example: dict[str, Any], project: Path
 ) -> None:
     rules = example_rules_data()
-    (batch,) = [p for p in rules["nodePools"] if p["name"] == "batch"]
+    (batch,) = [p for p in rules["spec"]["nodePools"] if p["name"] == "batch"]
     batch["name"] = "batch-spot-gpus"
     write_rules(project, rules)
     aks_example["nodegate:rules"] = "rules.yaml"
