@@ -26,7 +26,12 @@ from nodegate.manifests.observability import (
     prometheus_rule,
     service_monitor,
 )
-from nodegate.manifests.rbac import cluster_rules, namespace_rules, oci_cluster_rules
+from nodegate.manifests.rbac import (
+    cluster_rules,
+    namespace_rules,
+    oci_cluster_rules,
+    rules_objects_cluster_rules,
+)
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.tolerations import pod_tolerations
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
@@ -66,8 +71,13 @@ def _meta(settings: DeploySettings, name: str, *, namespaced: bool = True) -> di
 def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     """What the container's `nodegate reconcile` is told, as `ReconcilerSettings` values (the
     rest stays at the reconciler's defaults); `reconcile_argv` writes them as flags."""
+    source: dict[str, Any] = (
+        {"rules_objects": True}
+        if settings.rules_source == "objects"
+        else {"rules_configmap": f"{settings.namespace}/{settings.rules_config_map}"}
+    )
     values: dict[str, Any] = {
-        "rules_configmap": f"{settings.namespace}/{settings.rules_config_map}",
+        **source,
         "http_port": settings.http_port,
         "log_level": settings.log_level,
         "log_format": settings.log_format,
@@ -107,7 +117,7 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
     objects += [
         _service_account(settings),
         *_rbac(document.rules, settings),
-        rules_configmap(document, settings),
+        *([rules_configmap(document, settings)] if settings.rules_source == "configmap" else []),
         deployment(settings, document.rules),
         _pod_disruption_budget(settings),
     ]
@@ -145,6 +155,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
             "rules": cluster_rules(rules)
+            + rules_objects_cluster_rules(settings)
             + oci_cluster_rules(settings)
             + webhook_cluster_rules(settings)
             + fence_cluster_rules(settings),
@@ -180,6 +191,16 @@ def rules_configmap(document: RulesDocument, settings: DeploySettings) -> Manife
         "metadata": _meta(settings, settings.rules_config_map),
         "data": {RULES_KEY: document.text},
     }
+
+
+def rules_object(document: RulesDocument, settings: DeploySettings) -> Manifest:
+    """The rules as a NodeRules object (rulesSource objects), labelled as the installation's:
+    what Pulumi, Ansible and the chart apply after the installation (`build_manifests`), and
+    what a kubectl user applies as the rules file itself. Named as the document names it, or
+    after the installation."""
+    found = document.as_object(settings.name)
+    found["metadata"]["labels"] = labels(settings)
+    return found
 
 
 def _security_context() -> dict[str, Any]:

@@ -11,11 +11,14 @@ real API server (tests/e2e/test_deploy_manifests.py):
   (`readyWhen.pods`) or backfills idle nodes, or a node-agent rule waits for DaemonSets (then
   DaemonSets too), CSINodes only when a rule waits for CSI drivers, so a rules file without
   such rules grants no access to Pods at all;
-* in its own namespace: the rules ConfigMap (get/list/watch, by name: the reconciler watches it
-  with a `metadata.name` field selector), its taint record and status record ConfigMaps
-  (create, which RBAC cannot restrict by name, then get/update/patch by name; the status record
-  is what `nodegate status|explain|plan` read), its Lease (create; get/update by name), and
-  Events about its own objects;
+* with rules read from NodeRules objects (`rulesSource: objects`), cluster-wide get/list/watch
+  on them and patch on their status (what the leader says of each); none on any ConfigMap of
+  rules;
+* in its own namespace: with rulesSource configmap, the rules ConfigMap (get/list/watch, by
+  name: the reconciler watches it with a `metadata.name` field selector), its taint record
+  and status record ConfigMaps (create, which RBAC cannot restrict by name, then
+  get/update/patch by name; the status record is what `nodegate status|explain|plan` read),
+  its Lease (create; get/update by name), and Events about its own objects;
 * only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
   namespace (list/watch by label, update, delete for garbage collection and quarantine, patch
   to mark a record with the leader's term just before it is deleted: `core/decisions/fencing.py`).
@@ -42,9 +45,10 @@ from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.cluster_reads import cluster_reads
-from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.model import API_VERSION, NodeRules
 from nodegate.manifests.settings import DeploySettings
 
+NODE_RULES_GROUP = API_VERSION.partition("/")[0]
 PolicyRule = dict[str, Any]
 """A Kubernetes rbac.authorization.k8s.io/v1 PolicyRule as plain data."""
 
@@ -71,6 +75,16 @@ def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
     return granted
 
 
+def rules_objects_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
+    """With rules read from NodeRules objects: read them all, and write their status."""
+    if settings.rules_source != "objects":
+        return []
+    return [
+        _rule(NODE_RULES_GROUP, "noderules", ["get", "list", "watch"]),
+        _rule(NODE_RULES_GROUP, "noderules/status", ["patch"]),
+    ]
+
+
 def oci_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     """`nodes/status` patch, for the OCI conditions, only when they are on."""
     return [_rule("", "nodes/status", ["patch"])] if settings.oci is not None else []
@@ -84,9 +98,14 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
         if rules.persistent_labels is not None
         else []
     )
+    rules_configmap = (
+        [_rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map])]
+        if settings.rules_source == "configmap"
+        else []
+    )
     return [
         *records,
-        _rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map]),
+        *rules_configmap,
         _rule("", "configmaps", ["create"]),
         _rule(
             "",

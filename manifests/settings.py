@@ -278,8 +278,13 @@ class DeploySettings(Documented):
     name: DnsLabel = DEFAULT_NAME
     """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
     cluster-wide, so two installations in one cluster need different names."""
+    rules_source: Literal["objects", "configmap"] = "configmap"
+    """Where the reconciler reads its rules: objects (every NodeRules object, `kubectl apply -f
+    rules.yaml`; each says in its status whether it is in force) or configmap (the rules
+    ConfigMap, rulesConfigMap)."""
     rules_config_map: DnsSubdomain = DEFAULT_RULES_CONFIGMAP
-    """Name of the ConfigMap holding the rules; the reconciler watches it and hot-reloads."""
+    """Name of the ConfigMap holding the rules (rulesSource configmap); the reconciler watches
+    it and hot-reloads."""
     replicas: int = Field(default=2, ge=1, le=10)
     """Replicas: one leads, the others stand by to take over within a Lease duration."""
     resources: ResourceSettings = Field(default_factory=ResourceSettings)

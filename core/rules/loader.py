@@ -89,6 +89,20 @@ class RulesDocument:
         """Validate YAML text (RulesError naming `source` if it is wrong)."""
         return cls(text, parse_rules(text, source))
 
+    def as_object(self, default_name: str) -> dict[str, Any]:
+        """The rules as a NodeRules object (plain data, ready to apply): the document's own
+        name and spec, or, for a file of the shape before objects, its rules under spec and
+        `default_name`."""
+        tree, positions = read_yaml(self.text, "<rules>")
+        shape = object_shape(tree, positions)
+        spec = {k: v for k, v in shape.rules.items() if k not in ("apiVersion", "kind")}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": shape.name or default_name},
+            "spec": spec,
+        }
+
     @classmethod
     def from_data(cls, data: Any, source: str) -> RulesDocument:
         """Rules given as structured data (Pulumi `rulesInline`), validated, then as YAML."""

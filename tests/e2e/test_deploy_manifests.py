@@ -9,17 +9,21 @@ define (kube-apiserver enforces its RBAC) and the downward-API environment the p
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
+from nodegate.manifests.crd import NAME as NODE_RULES_CRD
 from nodegate.manifests.settings import DeploySettings
 from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
 from tests.e2e.support.reconciler_process import running_reconciler
@@ -111,3 +115,71 @@ def test_the_service_account_can_read_no_secrets_and_no_other_configmaps(
     assert not _forbidden(
         lambda: as_reconciler.read_namespaced_config_map("nodegate-rules", NAMESPACE)
     )
+
+
+def test_on_rules_objects_the_reconciler_runs_with_the_built_rbac_and_reports_status(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rulesSource objects: the installation, then the rules file itself through a real
+    `kubectl apply -f`; the reconciler reads every NodeRules object and writes their status
+    with exactly the RBAC built for it."""
+    namespace = "nodegate-objects"
+    settings = DeploySettings.model_validate(
+        {
+            "image": {"repository": "registry.example.com/nodegate"},
+            "namespace": namespace,
+            "name": namespace,
+            "rulesSource": "objects",
+        }
+    )
+    document = RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules.yaml")
+    objects = build_manifests(document, settings)
+    assert not [o for o in objects if o["kind"] == "ConfigMap" and "rules" in o["metadata"]["name"]]
+    apply_all_but_the_deployment(api_client, objects)
+    extensions = k8s_client.ApiextensionsV1Api(api_client)
+
+    def established() -> bool:
+        status = extensions.read_custom_resource_definition(NODE_RULES_CRD).status
+        conditions = (status.conditions or []) if status is not None else []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, TIMEOUT, "the CRD established")
+    applied = subprocess.run(
+        [str(ensure_kubectl_built()), "apply", "-f", str(EXAMPLE_RULES)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "KUBECONFIG": str(control_plane.kubeconfig_path)},
+    )
+    assert applied.returncode == 0, applied.stderr
+    custom = k8s_client.CustomObjectsApi(api_client)
+    try:
+        token = service_account_token(core_v1, namespace, namespace)
+        kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
+        container = the_deployment(objects)["spec"]["template"]["spec"]["containers"][0]
+        args = [a for a in container["args"] if not a.startswith("--http-port")]
+        assert "--rules-objects" in args
+        monkeypatch.setenv("POD_NAMESPACE", namespace)
+        monkeypatch.setenv("POD_NAME", "nodegate-objects-test")
+        name = make_node(labels={"example.com/dedicated": "ci"})
+        with running_reconciler(kubeconfig, tmp_path, *args) as process:
+            wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
+
+            def in_force() -> bool:
+                found: dict[str, Any] = cast(
+                    dict[str, Any],
+                    custom.get_cluster_custom_object("nodegate.dev", "v1", "noderules", "example"),
+                )
+                status = found.get("status") or {}
+                return bool(status.get("inForceGeneration") == found["metadata"]["generation"])
+
+            wait_until(in_force, TIMEOUT, "the example's status written by the reconciler")
+            assert process.metric("nodegate_errors_total") == 0
+            assert "Forbidden" not in process.logs()
+    finally:
+        custom.delete_cluster_custom_object("nodegate.dev", "v1", "noderules", "example")

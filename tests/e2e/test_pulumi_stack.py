@@ -383,6 +383,7 @@ class Story:
 
 RECONCILER_KINDS = [
     "ClusterRole",
+    "CustomResourceDefinition",
     "ClusterRoleBinding",
     "ConfigMap",
     "Deployment",

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.manifests.build import build_manifests
+from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.rbac import cluster_rules
+from nodegate.manifests.settings import DeploySettings
 from tests.unit.manifests.support import (
     EXAMPLE_RULES,
     NO_POD_GATES,
@@ -447,3 +449,61 @@ def test_the_network_policy_lets_the_oci_auth_reach_where_it_gets_its_token(auth
             "ports": [{"port": 80, "protocol": "TCP"}],
         },
     ]
+
+
+def _on_objects() -> DeploySettings:
+    return DeploySettings.model_validate(
+        {"image": {"repository": "registry.example.com/nodegate"}, "rulesSource": "objects"}
+    )
+
+
+def test_on_rules_objects_no_rules_configmap_is_built_and_the_reconciler_reads_the_objects() -> (
+    None
+):
+    objects = build_manifests(example_document(), _on_objects())
+    assert not [o for o in objects if o["kind"] == "ConfigMap"]
+    [deployment] = [o for o in objects if o["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--rules-objects" in args
+    assert not [a for a in args if a.startswith("--rules-configmap")]
+
+
+def test_on_rules_objects_the_reconciler_may_read_them_and_write_only_their_status() -> None:
+    objects = build_manifests(example_document(), _on_objects())
+    [role] = [o for o in objects if o["kind"] == "ClusterRole"]
+    granted = [r for r in role["rules"] if r["apiGroups"] == ["nodegate.dev"]]
+    assert granted == [
+        {
+            "apiGroups": ["nodegate.dev"],
+            "resources": ["noderules"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": ["nodegate.dev"], "resources": ["noderules/status"], "verbs": ["patch"]},
+    ]
+    [namespaced] = [o for o in objects if o["kind"] == "Role"]
+    assert not [r for r in namespaced["rules"] if r.get("resourceNames") == ["nodegate-rules"]]
+
+
+def test_on_the_rules_configmap_nothing_is_granted_on_rules_objects() -> None:
+    objects = build_manifests(example_document(), settings())
+    [role] = [o for o in objects if o["kind"] == "ClusterRole"]
+    assert not [r for r in role["rules"] if r["apiGroups"] == ["nodegate.dev"]]
+
+
+def test_the_rules_object_is_the_rules_file_with_the_installations_labels() -> None:
+    found = rules_object(example_document(), _on_objects())
+    example = yaml.safe_load(EXAMPLE_RULES.read_text(encoding="utf-8"))
+    assert found["metadata"]["name"] == example["metadata"]["name"] == "example"
+    assert found["spec"] == example["spec"]
+    assert found["metadata"]["labels"]["app.kubernetes.io/name"] == "nodegate-reconciler"
+
+
+def test_rules_of_the_shape_before_objects_are_named_after_the_installation() -> None:
+    flat = RulesDocument.parse(
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints: []\n", "flat.yaml"
+    )
+    found = rules_object(flat, _on_objects())
+    assert (found["metadata"]["name"], found["spec"]) == (
+        "nodegate-reconciler",
+        {"labelTaints": []},
+    )
