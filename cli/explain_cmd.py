@@ -194,7 +194,7 @@ def _rules_to_explain_with(
             typer.echo(f"nodegate explain: {published.which}; give --rules FILE", err=True)
             raise typer.Exit(1)
         return published.rules, published.which, published.status.held
-    configmap = cluster.rules_configmap()
+    configmap = cluster.rules_source()
     if configmap.rules is None:
         for problem in configmap.view.problems:
             typer.echo(problem, err=True)

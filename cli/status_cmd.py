@@ -25,6 +25,7 @@ from nodegate.cli.live.render import Column, print_facts, print_table
 from nodegate.core.objects.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
 from nodegate.core.reports.cluster_status import StatusReport, age, status_report
 from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.merge import OBJECTS_SOURCE
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_output import dump_all
@@ -62,7 +63,7 @@ def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
     status, text, problem = cluster.status_record()
     if problem is not None:
         notes.append(f"status record unreadable: {problem}")
-    configmap = cluster.rules_configmap()
+    configmap = cluster.rules_source()
     try:
         recorded = cluster.ledger_grants()
     except RecordUnreadableError as err:
@@ -118,25 +119,32 @@ def print_status(console: Console, report: StatusReport) -> None:
         )
         if rules.source:
             facts.append(("source", rules.source))
+        objects = rules.configmap == OBJECTS_SOURCE
         cm_state = "= in force" if rules.in_sync else "differs from the rules in force"
-        if rules.configmap_problems:
+        if objects and rules.configmap_problems:
+            cm_state += "; not in force: " + " | ".join(rules.configmap_problems)
+        elif rules.configmap_problems:
             cm_state = "INVALID (refused; the rules in force stay): " + " | ".join(
                 rules.configmap_problems
             )
         facts.append(
-            ("configmap", f"{rules.configmap} digest {rules.configmap_digest or '-'} {cm_state}")
+            (
+                "objects" if objects else "configmap",
+                f"{'merged' if objects else rules.configmap} digest "
+                f"{rules.configmap_digest or '-'} {cm_state}",
+            )
         )
     held = report.held
     if held is not None:
         since = age((report.at - held.since).total_seconds())
         facts.append(("HELD", f"update {held.digest} held for {since}: {held.reason}"))
-        namespace, _, name = (rules.configmap if rules is not None else "").partition("/")
-        where = f"-n {namespace} {name}" if name else "<the rules ConfigMap>"
+        if rules is not None and rules.configmap == OBJECTS_SOURCE:
+            where = "noderules NAME (any of them)"
+        else:
+            namespace, _, name = (rules.configmap if rules is not None else "").partition("/")
+            where = "configmap " + (f"-n {namespace} {name}" if name else "<the rules ConfigMap>")
         facts.append(
-            (
-                "to apply",
-                f"kubectl annotate configmap {where} nodegate.dev/confirm-rules={held.digest}",
-            )
+            ("to apply", f"kubectl annotate {where} nodegate.dev/confirm-rules={held.digest}")
         )
     else:
         facts.append(("held", "no update is held"))

@@ -71,6 +71,7 @@ from nodegate.core.reports.cluster_status import EventView, LeaseView, RecordsVi
 from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.loader import parse_rules
+from nodegate.core.rules.merge import OBJECTS_SOURCE, merge, object_of_document, parts_of
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.text.errors import RulesError
@@ -114,7 +115,8 @@ class Where:
 
 @dataclass(frozen=True)
 class ConfigMapRules:
-    """The rules ConfigMap's text, parsed (or why it cannot be)."""
+    """The rules source's text, parsed (or why it cannot be): the rules ConfigMap's, or the
+    NodeRules objects merged."""
 
     view: RulesSourceView
     rules: NodeRules | None
@@ -204,6 +206,50 @@ class Cluster:
             rules, problems = None, tuple(str(p) for p in err.problems)
         view = RulesSourceView(reference, rules_digest(text), problems, confirmation)
         return ConfigMapRules(view, rules, text)
+
+    def rules_source(self) -> ConfigMapRules:
+        """The rules the reconciler reads: the NodeRules objects merged when its status record
+        says so (or there is no record and no rules ConfigMap, but NodeRules objects exist),
+        else the rules ConfigMap."""
+        status, text, _problem = self.status_record()
+        if status is not None and status.source == OBJECTS_SOURCE:
+            return self.rules_objects(text)
+        configmap = self.rules_configmap()
+        if status is None and configmap.view.digest is None:
+            objects = self.rules_objects("")
+            if objects.rules is not None and objects.text:
+                return objects
+        return configmap
+
+    def rules_objects(self, in_force_text: str) -> ConfigMapRules:
+        """Every NodeRules object merged as the reconciler merges them, against the versions
+        of them in force (`in_force_text`, the status record's); problems: each object's
+        refused or conflicting generation."""
+        reference = OBJECTS_SOURCE
+        try:
+            page = self._api.list_page(Selection("NodeRules"), PAGE_SIZE, None)
+        except NotFoundError:
+            return ConfigMapRules(
+                RulesSourceView(reference, None, ("the NodeRules API is not installed",)), None, ""
+            )
+        objects = [object_of_document(raw, CONFIRM_ANNOTATION) for raw in page.items]
+        try:
+            standing = {p.name: p for p in parts_of(in_force_text, "the status record")}
+        except RulesError:
+            standing = {}
+        merged = merge(objects, standing)
+        problems = tuple(
+            f"NodeRules {name} generation {verdict.generation}: {why}"
+            for name, verdict in sorted(merged.verdicts.items())
+            for why in (*verdict.problems, *([verdict.conflict] if verdict.conflict else ()))
+        )
+        text = merged.text
+        digest = rules_digest(text)
+        confirmation = next(
+            (o.confirmation for o in objects if (o.confirmation or "").strip() == digest), None
+        )
+        view = RulesSourceView(reference, digest, problems, confirmation)
+        return ConfigMapRules(view, merged.rules, text)
 
     def status_record(self) -> tuple[ReconcilerStatus | None, str, str | None]:
         """The reconciler's status record, the rules text in force, and why it is unreadable."""

@@ -34,7 +34,7 @@ class LiveSource:
             if published.rules is not None:
                 which = f"the rules in force (generation {published.status.generation})"
             return InForce(published.rules, which, published.status.max_untaint_share)
-        configmap = self._cluster.rules_configmap()
+        configmap = self._cluster.rules_source()
         if configmap.rules is not None:
             return InForce(configmap.rules, f"the rules ConfigMap {configmap.view.reference}")
         return InForce(None, "no rules (none are in force)")

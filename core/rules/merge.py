@@ -21,6 +21,8 @@ from nodegate.core.text.errors import RulesError, format_path
 from nodegate.core.text.yaml_input import read_yaml
 from nodegate.core.text.yaml_output import dump_all
 
+OBJECTS_SOURCE = "NodeRules objects"
+"""The rules source the reconciler names (status record, logs) when it reads the objects."""
 Claim = tuple[str, ...]
 TOGETHER = "the NodeRules objects together"
 SETTINGS = ("evictionBudget", "persistentLabels")
@@ -89,15 +91,20 @@ class Merged:
         return rules_list_text(self.parts)
 
 
-def object_of_document(document: Mapping[str, Any]) -> RulesObject:
-    """The parts of a NodeRules document the merge reads (an item of a List, an object)."""
+def object_of_document(document: Mapping[str, Any], confirm: str = "") -> RulesObject:
+    """The parts of a NodeRules object the merge reads, as the API server returns it (or an
+    item of a List); `confirm`: the annotation that confirms a held update, if read."""
     found = document.get("metadata")
     metadata: Mapping[str, Any] = found if isinstance(found, dict) else {}
     generation = metadata.get("generation")
+    annotations = metadata.get("annotations")
+    confirmation = annotations.get(confirm) if confirm and isinstance(annotations, dict) else None
     return RulesObject(
         str(metadata.get("name", "")),
         generation if isinstance(generation, int) else 0,
         document.get("spec"),
+        str(metadata.get("creationTimestamp") or ""),
+        confirmation if isinstance(confirmation, str) else None,
     )
 
 

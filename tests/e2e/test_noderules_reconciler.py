@@ -9,6 +9,9 @@ NodeRules objects are cluster-scoped, so each test deletes those it made.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,7 +26,13 @@ from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.crd import noderules_crd
 from nodegate.reconciler.kit.client import load_api_client
 from tests.e2e.support.reconciler_fixtures import TIMEOUT, settled, taints_of, wait_for_taints
-from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
+from tests.e2e.support.reconciler_process import (
+    ReconcilerProcess,
+    running_reconciler,
+)
+from tests.e2e.support.reconciler_process import (
+    test_state_namespace as state_namespace_of,
+)
 
 GROUP, VERSION, PLURAL = "nodegate.dev", "v1", "noderules"
 Put = Callable[..., dict[str, Any]]
@@ -376,3 +385,40 @@ def test_after_a_restart_what_was_in_force_stands_against_an_edit_made_meanwhile
         condition(status_of(custom, younger["metadata"]["name"]), "Conflicting")["status"]
         == "False"
     )
+
+
+def test_nodegate_status_and_explain_read_the_objects_the_reconciler_merged(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    rule = label_rule(f"{unique_name}-s", "e2e.nodegate.dev/s", "e2e.nodegate.dev/s")
+    good = put_rules("good", {"labelTaints": [rule]})
+    node = make_node(labels={"e2e.nodegate.dev/s": "yes"})
+    on_objects()
+    wait_for_status(custom, good["metadata"]["name"], in_force(1), "in force")
+    broken = put_rules("broken", {"labelTaints": [{**rule, "name": f"{unique_name}-b"}]})
+    wait_for_status(
+        custom,
+        broken["metadata"]["name"],
+        lambda s: condition(s, "Conflicting").get("status") == "True",
+        "conflicting",
+    )
+    namespace = state_namespace_of(control_plane.kubeconfig_path)
+    status = _nodegate(control_plane, "status", "-n", namespace)
+    assert status.returncode == 0, status.stderr
+    [line] = [line for line in status.stdout.splitlines() if line.lstrip().startswith("objects")]
+    assert "= in force; not in force: NodeRules " + broken["metadata"]["name"] in line
+    explained = _nodegate(control_plane, "explain", node, "-n", namespace)
+    assert explained.returncode == 0, explained.stderr
+    assert f"{unique_name}-s" in explained.stdout
+
+
+def _nodegate(plane: LocalControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "nodegate.cli", *args, "--kubeconfig", str(plane.kubeconfig_path)]
+    env = {**os.environ, "COLUMNS": "400"}
+    return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120, env=env)

@@ -16,7 +16,14 @@ from collections.abc import Callable, Mapping
 
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.installation import CONFIRM_ANNOTATION
-from nodegate.core.rules.merge import Merged, RulesObject, Verdict, merge
+from nodegate.core.rules.merge import (
+    OBJECTS_SOURCE,
+    Merged,
+    RulesObject,
+    Verdict,
+    merge,
+    object_of_document,
+)
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
@@ -25,21 +32,6 @@ from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")
-
-SOURCE = "NodeRules objects"
-
-
-def rules_object(raw: RawObject) -> RulesObject:
-    """The parts of a NodeRules object the merge reads."""
-    meta = raw.get("metadata") or {}
-    generation = meta.get("generation")
-    return RulesObject(
-        str(meta.get("name", "")),
-        generation if isinstance(generation, int) else 0,
-        raw.get("spec"),
-        str(meta.get("creationTimestamp") or ""),
-        (meta.get("annotations") or {}).get(CONFIRM_ANNOTATION),
-    )
 
 
 class RulesObjects:
@@ -95,7 +87,7 @@ class RulesObjects:
             return
         with self._lock:
             raws = {raw["metadata"]["name"]: raw for _, raw in informer.items()}
-            objects = [rules_object(raw) for raw in raws.values()]
+            objects = [object_of_document(raw, CONFIRM_ANNOTATION) for raw in raws.values()]
             merged = merge(objects, self._standing())
             self.merged = merged
             for name, verdict in merged.verdicts.items():
@@ -115,7 +107,9 @@ class RulesObjects:
             extra={"digest": digest, "objects": [p.name for p in merged.parts]},
         )
         self._on_valid(
-            RulesUpdate(merged.rules, digest, SOURCE, None, confirmation, text, merged.parts)
+            RulesUpdate(
+                merged.rules, digest, OBJECTS_SOURCE, None, confirmation, text, merged.parts
+            )
         )
 
     def _report(self, name: str, uid: str, verdict: Verdict) -> None:
