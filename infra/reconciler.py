@@ -1,10 +1,18 @@
 """`Reconciler`: nodegate's in-cluster reconciler, deployed by `pulumi up` from the one builder.
 
 The objects are exactly what `nodegate.manifests.build_manifests` returns (the same function
-behind `nodegate manifests` and `deploy/reconciler.yaml`); this component only declares them,
-one Pulumi resource per object, all children of the component, on a Kubernetes provider for
-the cluster the reconciler runs in. That provider treats ConfigMaps as mutable, so a rules edit
-updates the rules ConfigMap in place (the reconciler hot-reloads it) instead of replacing it.
+behind `nodegate manifests` and `deploy/reconciler.yaml`), and, with the deploy setting
+`rulesSource: objects`, the rules as the NodeRules object `nodegate.manifests.build.rules_object`
+makes; this component only declares them, one Pulumi resource per object, all children of the
+component, on a Kubernetes provider for the cluster the reconciler runs in.
+
+Where the rules go follows `rulesSource`. configmap (the default): the rules ConfigMap holds
+the rules text; the provider treats ConfigMaps as mutable, so a rules edit updates it in place
+(the reconciler hot-reloads it) instead of replacing it. objects: there is no rules ConfigMap;
+the rules are the NodeRules object, which depends on the NodeRules CRD (so the API server knows
+the kind before the object is applied), and a rules edit updates it in place (the reconciler
+watches it). The Deployment does not depend on that object: its pods start without it (no
+NodeRules object is no rules, and the reconciler is ready), and it is applied beside them.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import pulumi_kubernetes as k8s
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.infra.cloud_inputs import stack_owned
-from nodegate.manifests.build import Manifest, build_manifests
+from nodegate.manifests.build import Manifest, build_manifests, rules_object
+from nodegate.manifests.crd import NAME as CRD_NAME
 from nodegate.manifests.settings import DeploySettings
 
 TYPE_TOKEN = "nodegate:index:Reconciler"
@@ -57,10 +66,11 @@ _RESOURCES: dict[tuple[str, str], _Factory] = {
     ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
 }
 """The Pulumi resource class of each kind the builder makes; custom resources (the
-PrometheusRule, ServiceMonitor, PodMonitor, cert-manager's Certificate) go through
-`apiextensions.CustomResource`."""
+PrometheusRule, ServiceMonitor, PodMonitor, cert-manager's Certificate, nodegate's own
+NodeRules) go through `apiextensions.CustomResource`."""
 
 _CUSTOM = {
+    ("nodegate.dev/v1", "NodeRules"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PodMonitor"),
@@ -76,7 +86,8 @@ class ReconcilerArgs:
     """Inputs of the reconciler deployment: the rules it enforces and how it is deployed."""
 
     rules: RulesDocument
-    """The validated rules; their exact text goes into the rules ConfigMap."""
+    """The validated rules: their exact text goes into the rules ConfigMap (rulesSource
+    configmap), or their spec into a NodeRules object (rulesSource objects)."""
     settings: DeploySettings
     """Namespace, image, replicas, resources, monitoring (`nodegate:reconciler` in the stack)."""
     kubeconfig: pulumi.Input[str] | None = None
@@ -117,7 +128,8 @@ def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.C
 
 
 class Reconciler(pulumi.ComponentResource):
-    """nodegate's reconciler in one cluster: RBAC, rules ConfigMap, Deployment, and friends."""
+    """nodegate's reconciler in one cluster: RBAC, the rules (a ConfigMap or a NodeRules
+    object), Deployment, and friends."""
 
     resources: dict[str, pulumi.CustomResource]
     """Every declared object, by `Kind/name`."""
@@ -125,7 +137,8 @@ class Reconciler(pulumi.ComponentResource):
     image: pulumi.Output[str]
     """The image reference the Deployment runs."""
     rules_sha256: pulumi.Output[str]
-    """SHA-256 of the rules text in the ConfigMap, to see which rules a cluster runs."""
+    """SHA-256 of the rules text (the rules ConfigMap's, or that the NodeRules object was made
+    from), to see which rules a cluster runs."""
     cluster_rules: pulumi.Output[list[dict[str, Any]]]
     """The ClusterRole's rules (what the reconciler may do cluster-wide)."""
 
@@ -167,6 +180,17 @@ class Reconciler(pulumi.ComponentResource):
                 "Secret",
             ):
                 access.append(resource)
+
+        if args.settings.rules_source == "objects":
+            # On the CRD only: the Deployment's pods need no rules to start (the reconciler
+            # runs the NodeRules objects it finds), so a rules edit never waits on or rolls it.
+            rules = rules_object(args.rules, args.settings)
+            crd = self.resources[f"CustomResourceDefinition/{CRD_NAME}"]
+            self.resources[f"NodeRules/{rules['metadata']['name']}"] = _declare(
+                _resource_name(name, rules),
+                rules,
+                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[crd]),
+            )
 
         role = next(o for o in objects if o["kind"] == "ClusterRole")
         self.namespace = pulumi.Output.from_input(args.settings.namespace)

@@ -59,6 +59,8 @@ class ProgramRun:
     error: BaseException | None = None
     ignore_changes: dict[str, list[str]] = field(default_factory=dict)
     """The `ignore_changes` option of each resource, by name (what the engine received)."""
+    dependencies: dict[str, list[str]] = field(default_factory=dict)
+    """The URNs each resource depends on (its `depends_on` and its inputs'), by name."""
 
     def of_type(self, typ: str) -> list[Declared]:
         return [r for r in self.resources if r.typ == typ]
@@ -99,6 +101,7 @@ class RecordingMonitor(MockMonitor):
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802  (the gRPC method's name)
         if request.ignoreChanges:
             self.run.ignore_changes[request.name] = list(request.ignoreChanges)
+        self.run.dependencies[request.name] = list(request.dependencies)
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.infra.cloud_inputs import PATCH_FORCE
-from nodegate.manifests.build import build_manifests
+from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.settings import DeploySettings
 from tests.pulumi.harness import (
     REPO,
@@ -23,6 +24,7 @@ from tests.pulumi.harness import (
 
 COMPONENT = "nodegate:index:Reconciler"
 PROVIDER = "pulumi:providers:kubernetes"
+CONFIGMAP = "kubernetes:core/v1:ConfigMap"
 STACKS = ["oke-example", "aks-example"]
 
 
@@ -243,3 +245,36 @@ def test_monitors_and_network_policy_are_declared_when_asked(oke_example: dict[s
     assert run.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
     [policy] = run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
     assert policy.inputs["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"}]}]
+
+
+def test_on_rules_objects_the_rules_are_a_noderules_object_applied_after_the_crd(
+    oke_example: dict[str, Any], example_rules_text: str
+) -> None:
+    """rulesSource objects: the rules file as the NodeRules object (its spec as written, the
+    installation's labels), on the CRD, and no rules ConfigMap; the Deployment, told to read
+    the objects, does not wait for it."""
+    oke_example["nodegate:reconciler"]["rulesSource"] = "objects"
+
+    run = run_program(oke_example, stack="oke-example")
+
+    assert run.error is None
+    rules = _one(run, "NodeRules")
+    assert rules.typ == "kubernetes:nodegate.dev/v1:NodeRules"
+    assert rules.inputs["spec"] == example_rules_data()["spec"]
+    section = {k: v for k, v in oke_example["nodegate:reconciler"].items() if k != "kubeconfig"}
+    settings = DeploySettings.model_validate(section)
+    expected = rules_object(RulesDocument.parse(example_rules_text, "rules"), settings)
+    expected["metadata"]["annotations"] = {PATCH_FORCE: "true"}
+    assert rules.inputs == expected
+    urns = {u.rsplit("::", 1)[-1]: u for u in run.urns}
+    crd = _one(run, "CustomResourceDefinition", "noderules.nodegate.dev")
+    assert urns[crd.name] in run.dependencies[rules.name]
+    deployment = _one(run, "Deployment")
+    assert urns[rules.name] not in run.dependencies[deployment.name]
+    assert (
+        "--rules-objects" in deployment.inputs["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    configmaps = [r.inputs["metadata"]["name"] for r in run.of_type(CONFIGMAP)]
+    assert settings.rules_config_map not in configmaps
+    digest = hashlib.sha256(example_rules_text.encode("utf-8")).hexdigest()
+    assert run.outputs["reconciler"]["rulesSha256"] == digest
