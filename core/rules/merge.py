@@ -11,8 +11,10 @@ good version in force; a deleted object takes only what it owned with it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from nodegate.core.rules.loader import check_rules_data, is_rules_list
@@ -157,8 +159,15 @@ def merged_rules(parts: Iterable[RulesObject]) -> NodeRules:
 
 
 def _problems(obj: RulesObject) -> tuple[str, ...]:
+    return _problems_of(obj.name, json.dumps(obj.spec, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=1024)
+def _problems_of(name: str, spec: str) -> tuple[str, ...]:
+    """An object checked once per version: every watch event merges every object again."""
+    document = RulesObject(name, 0, json.loads(spec)).document()
     try:
-        check_rules_data(obj.document(), f"NodeRules {obj.name}")
+        check_rules_data(document, f"NodeRules {name}")
     except RulesError as err:
         return tuple(f"{format_path(p.path)}: {p.message}" for p in err.problems)
     return ()

@@ -71,13 +71,20 @@ class RulesObjects:
             self._api,
             Selection("NodeRules"),
             lambda raw: raw,
-            lambda _key, _old, _new: self.remerge(),
+            self._on_event,
             watch_timeout_seconds=self._settings.watch_timeout_seconds,
             on_error=self._metrics.on_informer_error,
             on_synced=self.remerge,
         )
         self._informer = informer
         informer.run(stop)
+
+    def _on_event(self, _key: str, old: RawObject | None, new: RawObject | None) -> None:
+        """Merge again, unless only the object's status changed (the leader's own writes:
+        one per object and change, each a watch event)."""
+        if old is not None and new is not None and _what_merges(old) == _what_merges(new):
+            return
+        self.remerge()
 
     def remerge(self) -> None:
         """Merge the objects as they are against the versions in force, and offer the result
@@ -133,3 +140,10 @@ class RulesObjects:
             self._metrics.rules_rejected.inc()
         log.error("rules object not in force", extra={"object": name, "reason": reason, "why": why})
         self._recorder.on_rules_object(name, uid, reason, message)
+
+
+def _what_merges(raw: RawObject) -> tuple[object, ...]:
+    """What of an object the merge reads: its generation (the API server moves it with the
+    spec, never with the status), creation and annotations (a confirmation)."""
+    meta = raw.get("metadata") or {}
+    return (meta.get("generation"), meta.get("creationTimestamp"), meta.get("annotations"))
