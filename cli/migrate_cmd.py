@@ -148,6 +148,25 @@ def nodetaintshandler(
     _print(lambda: convert_nodetaintshandler(settings, autoscaler))
 
 
+@app.command("configmap", cls=Command)
+def configmap(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The rules ConfigMap as `kubectl get configmap NAME -o yaml` prints it."
+        ),
+    ],
+    key: Annotated[
+        str | None, typer.Option(help="Its key holding the rules (default: the one that does).")
+    ] = None,
+) -> None:
+    """nodegate's rules ConfigMap (the rules source before NodeRules objects) as a NodeRules
+    object to kubectl apply."""
+    from nodegate.migrate.rules_configmap import convert_rules_configmap  # noqa: PLC0415
+
+    _print(lambda: convert_rules_configmap(_read(file), str(file), key))
+
+
 @app.command("node-readiness-controller", cls=Command)
 def node_readiness_controller(
     files: Annotated[

@@ -69,6 +69,8 @@ class Conversion:
     in `source`, or a `Place` in one of several input files."""
     problems: tuple[Problem, ...] = ()
     """What the converter could not read; reported with whatever validation finds."""
+    name: str | None = None
+    """The NodeRules object's name (default: `from-TOOL`)."""
     webhook: Mapping[str, Any] | None = None
     """The `webhook:` deployment settings (`nodegate manifests --settings`, the stack's
     `nodegate:reconciler`) the old tool's admission webhook becomes; checked like the rules,
@@ -113,7 +115,7 @@ def rules_object(conversion: Conversion) -> dict[str, Any]:
     return {
         "apiVersion": conversion.rules["apiVersion"],
         "kind": conversion.rules["kind"],
-        "metadata": {"name": f"from-{tool}"},
+        "metadata": {"name": conversion.name or f"from-{tool}"},
         "spec": sections,
     }
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import yaml
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
@@ -25,7 +26,13 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.crd import noderules_crd
 from nodegate.reconciler.kit.client import load_api_client
-from tests.e2e.support.reconciler_fixtures import TIMEOUT, settled, taints_of, wait_for_taints
+from tests.e2e.support.reconciler_fixtures import (
+    TIMEOUT,
+    settled,
+    taints_of,
+    taints_stay,
+    wait_for_taints,
+)
 from tests.e2e.support.reconciler_process import (
     ReconcilerProcess,
     running_reconciler,
@@ -418,7 +425,58 @@ def test_nodegate_status_and_explain_read_the_objects_the_reconciler_merged(
     assert f"{unique_name}-s" in explained.stdout
 
 
-def _nodegate(plane: LocalControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "nodegate.cli", *args, "--kubeconfig", str(plane.kubeconfig_path)]
+def _nodegate(plane: LocalControlPlane | None, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, on the cluster's kubeconfig when `plane` is given."""
+    on = ("--kubeconfig", str(plane.kubeconfig_path)) if plane is not None else ()
+    argv = [sys.executable, "-m", "nodegate.cli", *args, *on]
     env = {**os.environ, "COLUMNS": "400"}
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_an_installation_on_the_rules_configmap_switches_to_objects_with_its_taints_kept(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    core_v1: k8s_client.CoreV1Api,
+    rules_configmap: Callable[..., str],
+    make_node: Callable[..., str],
+    tmp_path: Path,
+    unique_name: str,
+) -> None:
+    """The rules ConfigMap's reconciler stops; the reconciler on objects starts before the
+    converted object exists (its rules in force come back from the status record, and no
+    rules at all are held, not applied), then `nodegate migrate configmap` output is applied:
+    the node keeps its taint at every look, and the object is in force."""
+    taint = ("e2e.nodegate.dev/switch", "NoSchedule")
+    text = (
+        "apiVersion: nodegate.dev/v1\nkind: NodeRules\nlabelTaints:\n"
+        f"  - name: {unique_name}-w\n    match: {{labels: {{e2e.nodegate.dev/switch: 'yes'}}}}\n"
+        "    taint: {key: e2e.nodegate.dev/switch, effect: NoSchedule}\n    nodeMayLift: true\n"
+    )
+    ref = rules_configmap(text)
+    node = make_node(labels={"e2e.nodegate.dev/switch": "yes"})
+    plane = control_plane.kubeconfig_path
+    flags = ("--no-leader-elect", "--max-untaint-share", "1")
+    with running_reconciler(plane, tmp_path, "--rules-configmap", ref, *flags):
+        wait_for_taints(core_v1, node, lambda t: taint in t)
+    exported = tmp_path / "cm.yaml"
+    namespace, name = ref.split("/")
+    exported.write_text(
+        yaml.safe_dump(
+            core_v1.read_namespaced_config_map(name, namespace).to_dict()
+            | {"apiVersion": "v1", "kind": "ConfigMap"}
+        )
+    )
+    converted = _nodegate(None, "migrate", "configmap", str(exported))
+    assert converted.returncode == 0, converted.stderr
+    obj = yaml.safe_load(converted.stdout)
+    obj["metadata"]["name"] = f"{unique_name}-switched"[:63]
+    with running_reconciler(plane, tmp_path, "--rules-objects", *flags) as process:
+        settled(process, core_v1, node)
+        assert taint in taints_of(core_v1, node)
+        assert process.metric("nodegate_rules_held") == 1  # no objects: no rules, held
+        try:
+            custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, obj)
+            wait_for_status(custom, obj["metadata"]["name"], in_force(1), "in force")
+            taints_stay(core_v1, node, lambda t: taint in t, seconds=1.0)
+        finally:
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, obj["metadata"]["name"])
