@@ -34,6 +34,9 @@ class RuleCount:
     tainted: int = 0
     waiting: int = 0
     waiting_examples: list[str] = field(default_factory=list)
+    tainted_nodes: set[str] = field(default_factory=set)
+    waiting_nodes: set[str] = field(default_factory=set)
+    """Which nodes: an object's totals count a node once, whichever of its rules it is in."""
 
 
 def rule_counts(
@@ -47,10 +50,13 @@ def rule_counts(
             count = counts[rule.name]
             carried = node.taint(rule.taint.identity) is not None
             wanted = rule_outcome(node, node.labels, rule, facts).decision.verdict == "want"
-            count.tainted += carried
             count.matched += wanted
+            if carried:
+                count.tainted += 1
+                count.tainted_nodes.add(node.name)
             if wanted and not carried:
                 count.waiting += 1
+                count.waiting_nodes.add(node.name)
                 if len(count.waiting_examples) < EXAMPLES:
                     count.waiting_examples.append(node.name)
     return counts
@@ -102,13 +108,16 @@ def object_status(
         _degraded(facts),
     ]
     names = _rule_names(facts.in_force)
-    rows = [_row(name, counts[name]) for name in names if name in counts]
+    mine = [(name, counts[name]) for name in names if name in counts]
+    rows = [_row(name, count) for name, count in mine]
+    tainted = set().union(*(count.tainted_nodes for _, count in mine))
+    waiting = set().union(*(count.waiting_nodes for _, count in mine))
     status: dict[str, Any] = {
         "observedGeneration": facts.generation,
         "conditions": _keep_transitions(conditions, existing, facts.generation, now),
         "ruleCount": len(names),
-        "nodesTainted": sum(row["tainted"] for row in rows),
-        "nodesWaiting": sum(row["waiting"] for row in rows),
+        "nodesTainted": len(tainted),
+        "nodesWaiting": len(waiting),
         "rules": rows,
     }
     if facts.in_force_generation is not None:
