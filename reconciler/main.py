@@ -179,6 +179,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     )
     controller = Controller(settings, writes, recorder, metrics, history, health, fence)
     watcher: RulesSource
+    leading = threading.Event()
     if settings.rules_objects:
         objects = RulesObjects(
             settings,
@@ -187,6 +188,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
             metrics.rules_source,
             fan_out(served.offer, controller.offer_rules),
             controller.rules_in_force.standing,
+            leading.is_set,
         )
         controller.on_standing_changed = objects.remerge
         controller.report_rules_objects(objects)
@@ -206,7 +208,17 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
-    parts = _Parts(metrics, health, recorder, controller, watcher, served, elector, check_fence)
+    parts = _Parts(
+        metrics,
+        health,
+        recorder,
+        controller,
+        watcher,
+        served,
+        elector,
+        check_fence,
+        leading=leading,
+    )
     if settings.oci is not None:
         parts.oci = _oci_poller(settings, writes, recorder, metrics, controller)
     return parts

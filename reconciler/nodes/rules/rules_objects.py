@@ -45,13 +45,17 @@ class RulesObjects:
         metrics: RulesSourceMetrics,
         on_valid: Callable[[RulesUpdate], None],
         standing: Callable[[], Mapping[str, RulesObject]] = dict,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`leading`: whether this replica leads; only the leader reports on the objects (a
+        standby merges against no versions in force, and could name another conflict)."""
         self._settings = settings
         self._api = api
         self._recorder = recorder
         self._metrics = metrics
         self._on_valid = on_valid
         self._standing = standing
+        self._leading = leading
         self._lock = threading.Lock()
         self._informer: Informer[RawObject] | None = None
         self._reported: dict[str, tuple[int, str]] = {}
@@ -121,6 +125,8 @@ class RulesObjects:
 
     def _report(self, name: str, uid: str, verdict: Verdict) -> None:
         """A refused or conflicting generation, once per (object, generation, reason)."""
+        if not self._leading():
+            return
         if verdict.accepted and not verdict.conflicting:
             self._reported.pop(name, None)
             return
