@@ -2,10 +2,11 @@
 current generation is accepted, conflicting or in force, and its rules' node counts.
 
 One of the leader's frequent chores, paced: the conditions are looked at every
-`CONDITIONS_SECONDS`, the node counts (every node against every rule) recomputed every
-`COUNTS_SECONDS`; an object's status is written only when it changes, so a quiet cluster
-costs no write. Only the leader writes (a standby's informer has the same objects, and a
-status written twice would flap); a failed write is tried at the next pass.
+`CONDITIONS_SECONDS`, the node counts (every node against every rule) recomputed as often as
+`COUNT_SHARE` of a core allows (every 2 s on a small cluster); an object's status is written
+only when it changes, so a quiet cluster costs no write. Only the leader writes (a standby's
+informer has the same objects, and a status written twice would flap); a failed write is tried
+at the next pass.
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ log = logging.getLogger("nodegate.rules")
 
 CONDITIONS_SECONDS = 1.0
 REWRITE_SECONDS = 60.0
-COUNTS_SECONDS = 30.0
-"""Every node against every rule costs about 10 ms per 1,000 nodes and rule: not every pass."""
+COUNT_SHARE = 0.05
+"""At most this share of a core goes to counting: every node against every rule costs about
+4.5 ms per 1,000 nodes and rule (docs/benchmarks.md), so the counts are refreshed every
+cost / COUNT_SHARE seconds, within [MIN_COUNT_SECONDS, MAX_COUNT_SECONDS]."""
+MIN_COUNT_SECONDS = 2.0
+MAX_COUNT_SECONDS = 60.0
 
 
 class ObjectStatusWriter:
@@ -70,8 +75,11 @@ class ObjectStatusWriter:
             return
         rules = self._in_force.rules
         if rules is not None and (now >= self._next_count or rules is not self._counted):
+            started = time.process_time()
             self._counts = rule_counts(rules, self._nodes(rules))
-            self._counted, self._next_count = rules, now + COUNTS_SECONDS
+            cost = time.process_time() - started
+            pause = min(max(cost / COUNT_SHARE, MIN_COUNT_SECONDS), MAX_COUNT_SECONDS)
+            self._counted, self._next_count = rules, now + pause
         applied = self._in_force.applied
         standing = applied.update.standing() if applied is not None else {}
         held = self._in_force.held
