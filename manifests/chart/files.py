@@ -3,6 +3,11 @@ NOTES.txt, the templates (inferred from the manifest builder by
 nodegate.manifests.chart.inference over nodegate's table, nodegate.manifests.chart.values) and
 the rules guard.
 
+The `rules` value lands wherever the builder puts the rules: the rules ConfigMap's text
+(`rulesSource: configmap`), or, with `rulesSource: objects`, a NodeRules object of the value's
+name and spec, labelled as `rules_object` labels it (`templates/_rules-object.tpl` reads the value
+as `RulesDocument.as_object` reads a rules file, a file of the shape before objects included).
+
 The rules' gates decide the Deployment's tolerations and the RBAC (nodegate.manifests.tolerations
 and .rbac); those are the gates of the rules the chart was generated with, and a template
 (`rules-gates.yaml`) makes helm refuse a `rules` value whose gates, init-pod waits or persistent
@@ -21,13 +26,16 @@ from pydantic import ValidationError
 
 from nodegate.core.rules.cluster_reads import SOURCES, cluster_reads
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.manifests.build import Manifest, build_manifests
+from nodegate.core.rules.model import KIND
+from nodegate.core.rules.rules_object import OBJECT_FIELDS
+from nodegate.manifests.build import Manifest, build_manifests, rules_object
 from nodegate.manifests.chart.inference import Expr, go_string, infer_templates
 from nodegate.manifests.chart.values import (
     EXAMPLE_REPOSITORY,
     MAKES_NAMESPACE,
     MAP_SETTINGS,
     NAMESPACE,
+    RULES_OBJECTS,
     TABLE,
     builder_values,
     default_values,
@@ -35,6 +43,7 @@ from nodegate.manifests.chart.values import (
     values_schema,
 )
 from nodegate.manifests.crd import noderules_crd
+from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.tolerations import gate_tolerations
 from nodegate.manifests.version import package_version
 
@@ -60,17 +69,79 @@ def templates(document: RulesDocument) -> dict[str, str]:
         except ValidationError:
             return None  # a combination the settings refuse (e.g. a ServiceMonitor, no Service)
         built = [o for o in build_manifests(document, settings) if o != crd]
+        if settings.rules_source == "objects":
+            built.append(_rules_object(document, settings))
         objects: list[Manifest] = _with_rules(built, document.text, rules)
         return objects
 
     base = builder_values()
     base["image"]["repository"] = EXAMPLE_REPOSITORY
     inferred = infer_templates(TABLE, base, build)
+    # The NodeRules object last: the other templates keep their names (helm applies a custom
+    # resource after the built-in kinds whatever its file).
+    ordered = sorted(inferred.items(), key=lambda item: item[0].startswith(f"{KIND}/"))
     files: dict[str, str] = {}
-    for index, (identity, text) in enumerate(inferred.items()):
+    for index, (identity, text) in enumerate(ordered):
         kind = identity.split("/", 1)[0]
         files[f"templates/{index:02d}-{kind.lower()}.yaml"] = HEADER + text
     return files
+
+
+RULES_OBJECT_TEMPLATE = "nodegate.rulesObject"
+RULES_OBJECT = f"include {go_string(RULES_OBJECT_TEMPLATE)} . | fromJson"
+"""The `rules` value as a NodeRules object's `name` and `spec` (`_rules_object_helper`)."""
+
+
+def _rules_object(document: RulesDocument, settings: DeploySettings) -> Manifest:
+    """`rules_object` (the NodeRules object of rulesSource objects, the installation's labels),
+    its name and spec those of the `rules` value."""
+    found = rules_object(document, settings)
+    found["metadata"]["name"] = Expr(f'get ({RULES_OBJECT}) "name"')
+    found["spec"] = Expr(f'get ({RULES_OBJECT}) "spec"')
+    return found
+
+
+def _rules_object_helper() -> str:
+    """templates/_rules-object.tpl: the `rules` value as `RulesDocument.as_object` reads a
+    rules file, as JSON `{"name": ..., "spec": ...}`: a text value parsed (`fromYaml`); a
+    NodeRules object's metadata.name and spec (no spec: none); a file of the shape before
+    objects (no metadata, no spec: the rules beside apiVersion and kind) converted, as
+    `rules_object` converts it: its rules under spec, named after the installation (`name`).
+    Helm fails, naming the fix, on text that is no YAML mapping, an object without a name, or
+    a field outside an object's (`rules_object`'s RulesDocument refuses them too)."""
+    fields = " ".join(go_string(f) for f in OBJECT_FIELDS)
+    listed = go_string(", ".join(OBJECT_FIELDS))
+    return HEADER + (
+        f"{{{{- define {go_string(RULES_OBJECT_TEMPLATE)} }}}}\n"
+        "{{- $rules := .Values.rules }}\n"
+        '{{- if kindIs "string" $rules }}\n'
+        "{{- $rules = fromYaml $rules }}\n"
+        '{{- if hasKey $rules "Error" }}\n'
+        '{{- fail (printf "rules: the text is no YAML mapping of a NodeRules object: %v" '
+        '(get $rules "Error")) }}\n'
+        "{{- end }}\n"
+        "{{- end }}\n"
+        '{{- if or (hasKey $rules "spec") (hasKey $rules "metadata") }}\n'
+        "{{- range $key, $_ := $rules }}\n"
+        f"{{{{- if not (has $key (list {fields})) }}}}\n"
+        '{{- fail (printf "rules: %v is no field of a NodeRules object (%v): the rules go '
+        f'under spec" $key {listed}) }}}}\n'
+        "{{- end }}\n"
+        "{{- end }}\n"
+        '{{- $metadata := get $rules "metadata" | default dict }}\n'
+        '{{- $name := "" }}\n'
+        '{{- if kindIs "map" $metadata }}{{ $name = get $metadata "name" }}{{ end }}\n'
+        "{{- if not $name }}\n"
+        '{{- fail "rules: the NodeRules object has no name: metadata: {name: NAME}, a DNS '
+        'subdomain such as team-gpu" }}\n'
+        "{{- end }}\n"
+        '{{- toJson (dict "name" $name "spec" (get $rules "spec" | default dict)) }}\n'
+        "{{- else }}\n"
+        "{{- /* The shape before objects: the rules beside apiVersion and kind. */}}\n"
+        '{{- toJson (dict "name" .Values.name "spec" (omit $rules "apiVersion" "kind")) }}\n'
+        "{{- end }}\n"
+        "{{- end }}\n"
+    )
 
 
 def _with_rules(tree: Any, text: str, rules: Expr) -> Any:
@@ -180,10 +251,17 @@ def notes() -> str:
         "({{ .Values.replicas }} replicas of {{ .Values.name }}; one leads).\n\n"
         "Check it:\n"
         f"  kubectl -n {namespace} get deploy,pods,lease\n"
+        f"{{{{- if {RULES_OBJECTS} }}}}\n"
+        "  kubectl get noderules (each says in its status whether it is in force)\n\n"
+        "A rules change (helm upgrade with other rules) is hot-reloaded from the NodeRules "
+        "object {{ get (" + RULES_OBJECT + ') "name" }}, as is any other NodeRules object '
+        "(kubectl apply -f rules.yaml); the pods are not restarted.\n"
+        "{{- else }}\n"
         f"  kubectl -n {namespace} get events "
         "--field-selector involvedObject.name={{ .Values.rulesConfigMap }}\n\n"
         "A rules change (helm upgrade with other rules) is hot-reloaded from the ConfigMap "
-        "{{ .Values.rulesConfigMap }}; the pods are not restarted.\n\n"
+        "{{ .Values.rulesConfigMap }}; the pods are not restarted.\n"
+        "{{- end }}\n\n"
         "helm uninstall removes every object this chart made. It keeps, on purpose, what the "
         "reconciler wrote at run time and helm never owned: the taints and labels on nodes, and "
         f"in namespace {namespace} its taint record (ConfigMap nodegate-taint-history) "
@@ -309,5 +387,6 @@ def chart_files(document: RulesDocument) -> dict[str, str]:
         "README.md": values_readme(schema, values),
         **crds(),
         **templates(document),
+        "templates/_rules-object.tpl": _rules_object_helper(),
         "templates/rules-gates.yaml": _rules_guard(document),
     }

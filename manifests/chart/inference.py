@@ -165,6 +165,8 @@ class Node:
     mapping: dict[str, Node] | None = None
     sequence: list[tuple[Any, Node]] | None = None
     leaves: dict[Combo, Any] = field(default_factory=dict)
+    orders: list[list[str]] = field(default_factory=list)
+    """A sequence's item identities as each variant's build lists them (`_ordered`)."""
 
 
 def _mark(node: Any, subtrees: dict[str, Any], table: Table) -> Any:
@@ -280,6 +282,7 @@ def _merge(node: Node, tree: Any, plain: Any, combo: Combo) -> None:
         known = [identity for identity, _ in node.sequence]
         position = 0
         plains = plain if isinstance(plain, list) and len(plain) == len(tree) else tree
+        node.orders.append([_identity(i, p) for i, p in zip(tree, plains, strict=True)])
         for item, item_plain in zip(tree, plains, strict=True):
             identity = _identity(item, item_plain)
             if identity in known:
@@ -293,6 +296,36 @@ def _merge(node: Node, tree: Any, plain: Any, combo: Combo) -> None:
             _merge(child, item, item_plain, combo)
     else:
         node.leaves[combo] = tree
+
+
+def _ordered(node: Node, place: str) -> None:
+    """Put every sequence's items in an order that keeps each build's: items that no build
+    lists together keep their first-seen place (an item a variant adds goes after the item
+    before it), but two variants' items that follow the same item stand as the builds with
+    both variants list them (the OCI flags after the webhook's, the NodeRules grants before
+    the OCI and webhook ones). A build listing two items the other way round from another is
+    a generator error."""
+    if node.sequence is not None:
+        index = {identity: i for i, (identity, _) in enumerate(node.sequence)}
+        before: dict[str, set[str]] = {identity: set() for identity in index}
+        for order in node.orders:
+            for first, then in itertools.pairwise(order):
+                if first != then:
+                    before[then].add(first)
+        placed: list[str] = []
+        waiting = sorted(index, key=index.__getitem__)
+        while waiting:
+            ready = next((i for i in waiting if before[i] <= set(placed)), None)
+            if ready is None:
+                raise ValueError(f"{place}: the builds list {waiting[0]} in different orders")
+            placed.append(ready)
+            waiting.remove(ready)
+        children = dict(node.sequence)
+        node.sequence = [(identity, children[identity]) for identity in placed]
+        for identity, child in node.sequence:
+            _ordered(child, f"{place}[{identity}]")
+    for key, child in (node.mapping or {}).items():
+        _ordered(child, f"{place}.{key}")
 
 
 def _literals(table: Table) -> list[Literal_]:
@@ -559,6 +592,10 @@ def infer_templates(table: Table, base: dict[str, Any], build: Build) -> dict[st
         tree = _substitute(plain_marked, sentinel_marked, "objects", table)
         _merge(root, tree, plain_marked, combo)
     assert root.sequence is not None
+    for identity, node in root.sequence:
+        # Within each object; the objects keep their first-seen order (it only names the
+        # template files, and helm orders what it applies by kind).
+        _ordered(node, identity)
     templates: dict[str, str] = {}
     for identity, node in root.sequence:
         out = _Writer(table)

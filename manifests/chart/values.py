@@ -280,6 +280,10 @@ CREATE_NAMESPACE_NOTE = (
     "exists, or helm's `--create-namespace` makes it)."
 )
 
+RULES_OBJECTS = 'eq .Values.rulesSource "objects"'
+"""When the reconciler reads NodeRules objects (`rulesSource: objects`): the chart renders the
+`rules` value as a NodeRules object, not as the rules ConfigMap."""
+
 VARIANTS = (
     Variant(
         "createNamespace", {"createNamespace": False}, f"not ({MAKES_NAMESPACE})", MAKES_NAMESPACE
@@ -301,6 +305,7 @@ VARIANTS = (
     switch("networkPolicy"),
     switch("oci", {"oci.compartments": "d-compartment"}),
     given("oci.region", "zq-d-region"),
+    Variant("rulesSource", {"rulesSource": "objects"}, RULES_OBJECTS, f"not ({RULES_OBJECTS})"),
 )
 
 TABLE = Table(SCALARS, SUBTREES, VARIANTS)

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from nodegate.cli.main import app
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.rules_object import rules_file_json_schema
+from nodegate.core.text.errors import RulesError
 from nodegate.localcluster import paths
 from nodegate.localcluster.build import (
     ensure_chart_testing_built,
@@ -30,7 +31,7 @@ from nodegate.localcluster.build import (
     ensure_helm_unittest_built,
 )
 from nodegate.localcluster.versions import HELM4_VERSION
-from nodegate.manifests.build import Manifest, build_manifests
+from nodegate.manifests.build import Manifest, build_manifests, rules_object
 from nodegate.manifests.chart.files import chart_files
 from nodegate.manifests.chart.values import (
     MAP_SETTINGS,
@@ -97,14 +98,19 @@ def _drift(
     namespace: str = RELEASE_NAMESPACE,
 ) -> list[str]:
     """Every field where `helm template` (a release in `namespace`) differs from the builder
-    for these values."""
+    for these values: its objects and, with rulesSource objects, the rules as a NodeRules
+    object (`rules_object`), which the ways in apply after them."""
     # With crds/ (the NodeRules CRD), which the builder's objects hold too.
     rendered = _template(helm, values, tmp_path, chart, namespace, crds=True)
     assert rendered.returncode == 0, rendered.stderr
     from_helm = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=_key)
     merged = _coalesced(default_values(), values)
     document = RulesDocument.parse(rules_text(merged), "rules")
-    built = sorted(build_manifests(document, release_settings(merged, namespace)), key=_key)
+    settings = release_settings(merged, namespace)
+    objects = build_manifests(document, settings)
+    if settings.rules_source == "objects":
+        objects.append(rules_object(document, settings))
+    built = sorted(objects, key=_key)
     assert [_key(o) for o in from_helm] == [_key(o) for o in built]
     return [
         found
@@ -200,6 +206,23 @@ EVERY_OPTION = {
     },
 }
 
+
+def _flat(text: str) -> str:
+    """A NodeRules file in the shape before objects: its rules beside apiVersion and kind."""
+    data = yaml.safe_load(text)
+    return yaml.safe_dump(
+        {"apiVersion": data["apiVersion"], "kind": data["kind"], **data["spec"]}, sort_keys=False
+    )
+
+
+OCI = {"enabled": True, "compartments": "ocid1.compartment.oc1..example", "region": "eu-1"}
+"""OCI conditions on: their grant and flags come after the NodeRules and before the webhook's
+in the ClusterRole, after the webhook's in the args."""
+
+FLAT_EXAMPLE = _flat(example_document().text)
+"""The example rules in the shape before objects (which `rules_object` converts, naming the
+object after the installation)."""
+
 CASES = {
     "defaults": _values(),
     "replicas-and-names": _values(
@@ -244,6 +267,19 @@ CASES = {
         prometheusRule={"enabled": True},
     ),
     "rules-as-a-map": _values(rules=yaml.safe_load(example_document().text)),
+    "rules-objects": _values(rulesSource="objects"),
+    "rules-objects-as-a-map-and-names": _values(
+        rulesSource="objects",
+        rules=yaml.safe_load(example_document().text),
+        namespace="platform",
+        name="gates",
+        rulesConfigMap="gate-rules",
+    ),
+    "oci-and-webhook": _values(oci=OCI, webhook={"enabled": True}),
+    "rules-objects-every-option": _values(rulesSource="objects", oci=OCI, **EVERY_OPTION),
+    "rules-objects-of-the-shape-before-objects": _values(
+        rulesSource="objects", name="gates", rules=FLAT_EXAMPLE
+    ),
 }
 
 
@@ -412,6 +448,30 @@ def test_values_schema_refuses_an_invalid_value_naming_it(
     assert named in rendered.stderr, rendered.stderr
 
 
+NAMELESS = example_document().text.replace("metadata:\n  name: example\n", "metadata: {}\n")
+STRAY = example_document().text + "labelTaints: []\n"
+
+
+@pytest.mark.parametrize(
+    ("rules", "named"),
+    [
+        (NAMELESS, "rules: the NodeRules object has no name: metadata: {name: NAME}"),
+        (STRAY, "rules: labelTaints is no field of a NodeRules object"),
+    ],
+    ids=["no-name", "a-rule-field-beside-spec"],
+)
+def test_rules_objects_refuse_rules_text_that_is_no_noderules_object(
+    helm: Path, rules: str, named: str, tmp_path: Path
+) -> None:
+    """With rulesSource objects, the chart reads the rules value as `rules_object` reads a rules
+    file: where nodegate refuses the file, helm fails, naming the fix."""
+    with pytest.raises(RulesError):
+        RulesDocument.parse(rules, "rules.yaml")
+    refused = _template(helm, _values(rulesSource="objects", rules=rules), tmp_path)
+    assert refused.returncode != 0, "helm rendered a NodeRules object of rules it should refuse"
+    assert named in refused.stderr, refused.stderr
+
+
 def _setting_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
     """Every DeploySettings field by its camelCase path, read from the model itself."""
     paths: set[str] = set()
@@ -518,12 +578,24 @@ def test_the_same_gates_in_another_order_render(helm: Path, tmp_path: Path) -> N
     assert rendered.returncode == 0, rendered.stderr
 
 
+def test_rules_objects_refuse_rules_text_that_is_no_mapping(helm: Path, tmp_path: Path) -> None:
+    """Text that is no YAML mapping passes the gates guard of a chart whose rules have no
+    gates, reads or records (it finds none in it either); helm still renders no NodeRules object
+    of it."""
+    chart = _generated(RulesDocument.parse(NO_GATES, "rules.yaml"), tmp_path)
+    values = _values(rulesSource="objects", rules="- a list\n")
+    refused = _template(helm, values, tmp_path, chart)
+    assert refused.returncode != 0, "helm rendered a NodeRules object of a list"
+    assert "rules: the text is no YAML mapping of a NodeRules object" in refused.stderr
+
+
+@pytest.mark.parametrize("source", ["configmap", "objects"])
 @pytest.mark.parametrize("rules", [TWO_GATES, NO_GATES], ids=["two-gates", "no-gates"])
 def test_a_chart_generated_for_other_rules_renders_the_builders_objects(
-    helm: Path, rules: str, tmp_path: Path
+    helm: Path, rules: str, source: str, tmp_path: Path
 ) -> None:
     chart = _generated(RulesDocument.parse(rules, "rules.yaml"), tmp_path)
-    values = _values(rules=rules, **EVERY_OPTION)
+    values = _values(rules=rules, rulesSource=source, **EVERY_OPTION)
     assert not _drift(helm, values, tmp_path, chart)
 
 
