@@ -10,6 +10,7 @@ NodeRules objects are cluster-scoped, so each test deletes those it made.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -480,3 +481,70 @@ def test_an_installation_on_the_rules_configmap_switches_to_objects_with_its_tai
             taints_stay(core_v1, node, lambda t: taint in t, seconds=1.0)
         finally:
             custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, obj["metadata"]["name"])
+
+
+LEASE = (
+    "--lease-duration-seconds",
+    "4",
+    "--renew-deadline-seconds",
+    "3",
+    "--retry-period-seconds",
+    "1",
+)
+
+
+def test_a_failover_mid_edit_keeps_what_was_in_force_against_the_edit(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    tmp_path: Path,
+    unique_name: str,
+) -> None:
+    """Two replicas; the older object is edited to claim the younger one's taint key and the
+    leader is killed at once. The standby, which merged the objects against nothing in force,
+    leads: it judges the edit against the versions in force the record keeps, as the leader
+    would have, so the younger object's node keeps its taint and the edit is the conflict."""
+    older = put_rules(
+        "older",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/fo", "e2e.nodegate.dev/fo")
+            ]
+        },
+    )
+    younger = put_rules(
+        "younger",
+        {
+            "labelTaints": [
+                label_rule(f"{unique_name}-y", "e2e.nodegate.dev/fy", "e2e.nodegate.dev/fy")
+            ]
+        },
+    )
+    node = make_node(labels={"e2e.nodegate.dev/fy": "yes"})
+    lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63], *LEASE)
+    args = ("--rules-objects", "--max-untaint-share", "1", *lease)
+    plane = control_plane.kubeconfig_path
+    with ExitStack() as stack:
+        first = stack.enter_context(running_reconciler(plane, tmp_path, *args))
+        wait_until(lambda: first.metric("nodegate_is_leader") == 1, TIMEOUT, "first leads")
+        second = stack.enter_context(running_reconciler(plane, tmp_path, *args))
+        wait_for_taints(core_v1, node, lambda t: ("e2e.nodegate.dev/fy", "NoSchedule") in t)
+        wait_for_status(custom, younger["metadata"]["name"], in_force(1), "in force")
+        grab = label_rule(f"{unique_name}-g", "e2e.nodegate.dev/fg", "e2e.nodegate.dev/fy")
+        put_rules("older", {"labelTaints": [older["spec"]["labelTaints"][0], grab]})
+        first.stop(signal.SIGKILL)
+        wait_until(lambda: second.metric("nodegate_is_leader") == 1, 30, "the standby leads")
+        status = wait_for_status(
+            custom,
+            older["metadata"]["name"],
+            lambda s: (
+                s.get("observedGeneration") == 2
+                and condition(s, "Conflicting").get("status") == "True"
+            ),
+            "the edit conflicting",
+        )
+        assert younger["metadata"]["name"] in condition(status, "Conflicting")["message"]
+        settled(second, core_v1, node)
+        assert ("e2e.nodegate.dev/fy", "NoSchedule") in taints_of(core_v1, node)
