@@ -4,7 +4,9 @@ examples/ansible/reconciler.yml runs three times in one module fixture: the exam
 (over a stale rules ConfigMap someone else wrote), then the rules with one more label taint,
 then invalid rules. The objects are compared with
 what the one builder (nodegate.manifests.build_manifests) makes for the same inputs, and the
-API server itself is asked what the reconciler's ServiceAccount may do.
+API server itself is asked what the reconciler's ServiceAccount may do. Once more on
+`rulesSource: objects`: the rules are a NodeRules object (nodegate.manifests.build.rules_object),
+applied once the CRD is Established, and there is no rules ConfigMap.
 """
 
 from __future__ import annotations
@@ -18,18 +20,22 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.manifests.build import build_manifests
+from nodegate.manifests.build import build_manifests, rules_object
+from nodegate.manifests.crd import GROUP, PLURAL, VERSION
 from nodegate.manifests.settings import DeploySettings
 from tests.ansible.playbooks import ROOT, PlaybookRun, inventory, run_playbook
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 RULES = ROOT / "examples" / "rules.yaml"
+RULES_OBJECT_TASK = "Apply the rules as a NodeRules object"
+CRD_WAIT_TASK = "Wait for the NodeRules CRD to be Established"
 EXTRA_RULE = """\
     - name: arm-only
       match: {labels: {kubernetes.io/arch: arm64}}
@@ -212,3 +218,73 @@ def test_invalid_rules_fail_the_play_before_any_object_is_changed(runs: DeployRu
     before = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_second.items()}
     after = {k: v.get("metadata", {}).get("resourceVersion") for k, v in runs.after_invalid.items()}
     assert after == before
+
+
+def test_on_rules_configmap_no_noderules_object_is_applied(runs: DeployRuns) -> None:
+    for task in (CRD_WAIT_TASK, RULES_OBJECT_TASK):
+        result = runs.second.task(task)
+        assert result is not None and result.get("skipped") is True, (task, result)
+
+
+def test_on_rules_objects_the_rules_are_a_noderules_object_applied_after_the_crd(
+    tmp_path: Path, collections: Path, control_plane: LocalControlPlane
+) -> None:
+    """The role on `rulesSource: objects`: the NodeRules object exists as rules_object makes it
+    (the rules file's spec, the installation's labels), applied by the role's field manager
+    once the CRD was Established; the installation has no rules ConfigMap and its reconciler
+    reads the objects."""
+    suffix = uuid.uuid4().hex[:6]
+    settings: dict[str, Any] = {
+        "image": {"repository": "registry.example.com/nodegate"},
+        "namespace": f"nodegate-ansible-objects-{suffix}",
+        "name": f"nodegate-ansible-objects-{suffix}",
+        "rulesSource": "objects",
+    }
+    name = f"rules-{suffix}"  # NodeRules objects are cluster-wide: every reconciler reads them
+    example = RULES.read_text(encoding="utf-8")
+    text = example.replace("metadata:\n  name: example\n", f"metadata:\n  name: {name}\n", 1)
+    assert text != example
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(text, encoding="utf-8")
+    extra = {
+        "nodegate_rules_file": str(rules),
+        "nodegate_reconciler": settings,
+        "nodegate_kubeconfig": str(control_plane.kubeconfig_path),
+        "nodegate_reconciler_wait": False,  # no kubelet runs the pods here
+    }
+    custom = k8s_client.CustomObjectsApi(control_plane.client)
+    try:
+        run = run_playbook(
+            tmp_path, collections, "reconciler.yml", inventory(tmp_path, {"ungrouped": {}}), extra
+        )
+
+        assert run.returncode == 0, run.text()
+        found: Manifest = custom.get_cluster_custom_object(  # type: ignore[assignment]
+            GROUP, VERSION, PLURAL, name
+        )
+        deploy = DeploySettings.model_validate(settings)
+        expected = rules_object(RulesDocument.parse(text, "rules.yaml"), deploy)
+        assert found["spec"] == expected["spec"]
+        assert found["metadata"]["labels"] == expected["metadata"]["labels"]
+        managers = {field["manager"] for field in found["metadata"]["managedFields"]}
+        assert managers == {"nodegate-ansible"}
+        waited = run.task(CRD_WAIT_TASK)
+        assert waited is not None and not waited.get("skipped"), waited
+        [crd] = waited["resources"]
+        conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+        assert conditions["Established"] == "True"
+        installation = _built(text, settings)
+        live = _live(control_plane, installation)
+        assert [key for key, obj in live.items() if not obj] == []
+        assert not [key for key in live if key[0] == "ConfigMap"]
+        core = k8s_client.CoreV1Api(control_plane.client)
+        configmaps = core.list_namespaced_config_map(settings["namespace"]).items
+        assert deploy.rules_config_map not in [c.metadata.name for c in configmaps if c.metadata]
+        [deployment] = [v for k, v in live.items() if k[0] == "Deployment"]
+        assert "--rules-objects" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    finally:  # another test's reconciler on this control plane would merge it into its rules
+        try:
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        except ApiException as err:
+            if err.status != 404:
+                raise

@@ -3,7 +3,10 @@
 The Ansible shell around `nodegate.manifests.build_manifests`, the builder behind `pulumi up`,
 `nodegate manifests` and deploy/reconciler.yaml: read and validate the rules file on the
 controller, validate the settings (the schema of the Pulumi stack's `nodegate:reconciler`),
-return the objects for `kubernetes.core.k8s`. There is no other copy of the manifests.
+return the objects for `kubernetes.core.k8s`. There is no other copy of the manifests. With
+`part=rules`, the rules as the NodeRules object instead (`nodegate.manifests.build.rules_object`),
+when the settings say `rulesSource: objects`; the role applies it once the CRD the installation
+ships is Established.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ try:
     from nodegate.core.text.errors import RulesError, format_path
     from nodegate.core.text.located_errors import located_errors
     from nodegate.core.text.yaml_input import decode, read_limited
-    from nodegate.manifests.build import build_manifests
+    from nodegate.manifests.build import build_manifests, rules_object
     from nodegate.manifests.settings import DeploySettings
 except ImportError as err:
     NODEGATE_MISSING = err
@@ -54,6 +57,16 @@ options:
     description: What to call the settings in error messages.
     type: str
     default: settings
+  part:
+    description:
+      - C(installation) is the reconciler's objects in apply order, the NodeRules CRD first
+        (with C(rulesSource=objects), no rules ConfigMap).
+      - C(rules) is the rules as a NodeRules object, labelled as the installation's, when the
+        settings say C(rulesSource=objects); none otherwise (the rules ConfigMap holds them).
+        Apply it once the NodeRules CRD is Established.
+    type: str
+    choices: [installation, rules]
+    default: installation
 """
 
 EXAMPLES = r"""
@@ -63,11 +76,21 @@ EXAMPLES = r"""
       {{ query('nodegate.nodegate.reconciler_manifests', 'rules.yaml',
                settings={'image': {'repository': 'registry.example.com/nodegate'}}) }}
     apply: true
+
+- name: The rules as a NodeRules object (rulesSource objects; after the CRD is Established)
+  kubernetes.core.k8s:
+    definition: >-
+      {{ query('nodegate.nodegate.reconciler_manifests', 'rules.yaml', part='rules',
+               settings={'image': {'repository': 'registry.example.com/nodegate'},
+                         'rulesSource': 'objects'}) }}
+    apply: true
 """
 
 RETURN = r"""
 _raw:
-  description: The objects in apply order, Namespace first.
+  description:
+    - The objects in apply order (C(part=installation)).
+    - The NodeRules object, or none (C(part=rules)).
   type: list
   elements: dict
 """
@@ -113,4 +136,6 @@ class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core has no typ
                     for e in located_errors(err, DeploySettings)
                 )
             ) from None
+        if self.get_option("part") == "rules":
+            return [rules_object(document, settings)] if settings.rules_source == "objects" else []
         return build_manifests(document, settings)
