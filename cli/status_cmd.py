@@ -25,7 +25,7 @@ from nodegate.cli.live.render import Column, print_facts, print_table
 from nodegate.core.objects.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
 from nodegate.core.reports.cluster_status import StatusReport, age, status_report
 from nodegate.core.rules.loader import parse_rules
-from nodegate.core.rules.merge import OBJECTS_SOURCE
+from nodegate.core.rules.merge import OBJECTS_SOURCE, confirm_on_crd
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_output import dump_all
@@ -139,13 +139,13 @@ def print_status(console: Console, report: StatusReport) -> None:
         since = age((report.at - held.since).total_seconds())
         facts.append(("HELD", f"update {held.digest} held for {since}: {held.reason}"))
         if rules is not None and rules.configmap == OBJECTS_SOURCE:
-            where = "noderules NAME (any of them)"
+            facts.append(("to apply", f"(a cluster admin) {confirm_on_crd(held.digest)}"))
         else:
             namespace, _, name = (rules.configmap if rules is not None else "").partition("/")
             where = "configmap " + (f"-n {namespace} {name}" if name else "<the rules ConfigMap>")
-        facts.append(
-            ("to apply", f"kubectl annotate {where} nodegate.dev/confirm-rules={held.digest}")
-        )
+            facts.append(
+                ("to apply", f"kubectl annotate {where} nodegate.dev/confirm-rules={held.digest}")
+            )
     else:
         facts.append(("held", "no update is held"))
     facts.append(("nodes", str(report.nodes)))

@@ -13,15 +13,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
+from nodegate.core.rules.model import API_VERSION, CRD_NAME, KIND, PLURAL, NodeRules
 
 Manifest = dict[str, Any]
 """One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
 
 GROUP, VERSION = API_VERSION.split("/")
-PLURAL = "noderules"
 SINGULAR = "noderule"
-NAME = f"{PLURAL}.{GROUP}"
+NAME = CRD_NAME
 MAX_RULE_STATUSES = 1000
 """Rules listed in `status.rules`: generous, as a bound the API server can reason about."""
 

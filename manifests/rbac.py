@@ -12,8 +12,9 @@ real API server (tests/e2e/test_deploy_manifests.py):
   DaemonSets too), CSINodes only when a rule waits for CSI drivers, so a rules file without
   such rules grants no access to Pods at all;
 * with rules read from NodeRules objects (`rulesSource: objects`), cluster-wide get/list/watch
-  on them and patch on their status (what the leader says of each); none on any ConfigMap of
-  rules;
+  on them and patch on their status (what the leader says of each), and get on their CRD by
+  name (a cluster admin confirms a held update with an annotation there); none on any
+  ConfigMap of rules;
 * in its own namespace: with rulesSource configmap, the rules ConfigMap (get/list/watch, by
   name: the reconciler watches it with a `metadata.name` field selector), its taint record
   and status record ConfigMaps (create, which RBAC cannot restrict by name, then
@@ -45,7 +46,7 @@ from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.cluster_reads import cluster_reads
-from nodegate.core.rules.model import API_VERSION, NodeRules
+from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL, NodeRules
 from nodegate.manifests.settings import DeploySettings
 
 NODE_RULES_GROUP = API_VERSION.partition("/")[0]
@@ -80,8 +81,10 @@ def rules_objects_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     if settings.rules_source != "objects":
         return []
     return [
-        _rule(NODE_RULES_GROUP, "noderules", ["get", "list", "watch"]),
-        _rule(NODE_RULES_GROUP, "noderules/status", ["patch"]),
+        _rule(NODE_RULES_GROUP, PLURAL, ["get", "list", "watch"]),
+        _rule(NODE_RULES_GROUP, f"{PLURAL}/status", ["patch"]),
+        # A held update is confirmed by an annotation on the CRD: cluster admins' to write.
+        _rule("apiextensions.k8s.io", "customresourcedefinitions", ["get"], [CRD_NAME]),
     ]
 
 

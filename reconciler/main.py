@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
+from nodegate.core.rules.model import CRD_NAME
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.client import load_api_client
@@ -189,6 +191,8 @@ def _build(settings: ReconcilerSettings) -> _Parts:
             fan_out(served.offer, controller.offer_rules),
             controller.rules_in_force.standing,
             leading.is_set,
+            lambda: crd_confirmation(api),
+            lambda: controller.rules_in_force.held,
         )
         controller.on_standing_changed = objects.remerge
         controller.report_rules_objects(objects)
@@ -330,6 +334,14 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
         if parts.elector is not None:
             parts.elector.watch_fence(lose)
     return lost.is_set()
+
+
+def crd_confirmation(api: KubeApi) -> str | None:
+    """The digest a cluster admin confirmed on the NodeRules CRD (its confirm annotation)."""
+    crd = api.read_crd(CRD_NAME) or {}
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    found = annotations.get(CONFIRM_ANNOTATION)
+    return found if isinstance(found, str) else None
 
 
 def fan_out(*receivers: Callable[[RulesUpdate], None]) -> Callable[[RulesUpdate], None]:

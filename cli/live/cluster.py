@@ -232,7 +232,7 @@ class Cluster:
             return ConfigMapRules(
                 RulesSourceView(reference, None, ("the NodeRules API is not installed",)), None, ""
             )
-        objects = [object_of_document(raw, CONFIRM_ANNOTATION) for raw in page.items]
+        objects = [object_of_document(raw) for raw in page.items]
         try:
             standing = {p.name: p for p in parts_of(in_force_text, "the status record")}
         except RulesError:
@@ -245,10 +245,7 @@ class Cluster:
         )
         text = merged.text
         digest = rules_digest(text)
-        confirmation = next(
-            (o.confirmation for o in objects if (o.confirmation or "").strip() == digest), None
-        )
-        view = RulesSourceView(reference, digest, problems, confirmation)
+        view = RulesSourceView(reference, digest, problems)
         return ConfigMapRules(view, merged.rules, text)
 
     def status_record(self) -> tuple[ReconcilerStatus | None, str, str | None]:

@@ -56,6 +56,10 @@ from nodegate.core.text.k8s_names import (
 
 API_VERSION = "nodegate.dev/v1"
 KIND = "NodeRules"
+PLURAL = "noderules"
+CRD_NAME = f"{PLURAL}.{API_VERSION.partition('/')[0]}"
+"""The NodeRules CustomResourceDefinition: cluster admins annotate it to confirm a held update
+of rules read from objects (an annotation on a NodeRules object is its team's to write)."""
 POOL_LABEL = "nodegate.dev/pool"
 """Label every pool's nodes are born with (kubelet `--node-labels`): the pool a node *claims*.
 

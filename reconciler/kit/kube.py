@@ -428,6 +428,11 @@ class KubeApi:
             _content_type="application/strategic-merge-patch+json",
         )
 
+    def read_crd(self, name: str) -> RawObject | None:
+        """One CustomResourceDefinition (the NodeRules CRD, for its confirmation annotation)."""
+        extensions = client.ApiextensionsV1Api(self.api_client)
+        return self._read_or_none(extensions.read_custom_resource_definition, name)
+
     def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch of a NodeRules object's status subresource (only the leader
         writes it; its spec is the users')."""

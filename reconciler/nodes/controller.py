@@ -292,7 +292,7 @@ class Controller:
             self._now,
             self._count_error,
         )
-        self._reports.append(writer.write_when_due)
+        self._reports += [writer.write_when_due, objects.confirm_when_due]
 
     def offer_rules(self, update: RulesUpdate) -> None:
         """A valid rules update (any thread); it takes effect once the guard lets it."""

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,6 +24,9 @@ import yaml
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.objects.installation import CONFIRM_ANNOTATION
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP, decode_status
+from nodegate.core.rules.model import CRD_NAME
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.crd import noderules_crd
@@ -548,3 +552,45 @@ def test_a_failover_mid_edit_keeps_what_was_in_force_against_the_edit(
         assert younger["metadata"]["name"] in condition(status, "Conflicting")["message"]
         settled(second, core_v1, node)
         assert ("e2e.nodegate.dev/fy", "NoSchedule") in taints_of(core_v1, node)
+
+
+def test_a_held_update_is_confirmed_on_the_crd_by_an_admin_never_on_an_object(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    put_rules: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+) -> None:
+    """Deleting the object with the only rules leaves no rules: the guard holds it. A team
+    annotating its own object with the digest confirms nothing (it could approve its own
+    change); the annotation on the CRD, which only cluster admins may write, does."""
+    taint = ("e2e.nodegate.dev/held", "NoSchedule")
+    rule = label_rule(f"{unique_name}-h", "e2e.nodegate.dev/held", "e2e.nodegate.dev/held")
+    holder = put_rules("holder", {"labelTaints": [rule]})
+    bystander = put_rules("bystander", {})
+    node = make_node(labels={"e2e.nodegate.dev/held": "yes"})
+    process = on_objects()
+    wait_for_taints(core_v1, node, lambda t: taint in t)
+    custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, holder["metadata"]["name"])
+    wait_until(lambda: process.metric("nodegate_rules_held") == 1, TIMEOUT, "the update held")
+    namespace = state_namespace_of(control_plane.kubeconfig_path)
+    record = core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, namespace)
+    held = decode_status(record.data)[0].held
+    assert held is not None
+    confirm = {"metadata": {"annotations": {CONFIRM_ANNOTATION: held.digest}}}
+    custom.patch_cluster_custom_object(
+        GROUP, VERSION, PLURAL, bystander["metadata"]["name"], confirm
+    )
+    time.sleep(3 * 2.0)  # three of the leader's looks for a confirmation
+    settled(process, core_v1, node)
+    assert taint in taints_of(core_v1, node)
+    assert process.metric("nodegate_rules_held") == 1
+    extensions = k8s_client.ApiextensionsV1Api(load_api_client(str(control_plane.kubeconfig_path)))
+    try:
+        extensions.patch_custom_resource_definition(CRD_NAME, confirm)
+        wait_for_taints(core_v1, node, lambda t: taint not in t)
+    finally:
+        unset = {"metadata": {"annotations": {CONFIRM_ANNOTATION: None}}}
+        extensions.patch_custom_resource_definition(CRD_NAME, unset)

@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.reports.rules_objects import ObjectFacts, RuleCount, object_status, rule_counts
+from nodegate.core.rules.merge import confirm_on_crd
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
@@ -93,7 +93,7 @@ class ObjectStatusWriter:
                 if mine is not None and not mine.same_version(part):
                     held_why = (
                         f"the rules update it is in is held: {reason}; to apply it anyway, "
-                        f"annotate any NodeRules object {CONFIRM_ANNOTATION}={update.digest}"
+                        f"a cluster admin runs: {confirm_on_crd(update.digest)}"
                     )
             facts = ObjectFacts(
                 name,

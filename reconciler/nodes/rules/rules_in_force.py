@@ -16,7 +16,7 @@ from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.installation import CONFIRM_ANNOTATION
-from nodegate.core.rules.merge import RulesObject
+from nodegate.core.rules.merge import OBJECTS_SOURCE, RulesObject, confirm_on_crd
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
@@ -206,11 +206,12 @@ class RulesInForce:
             if self.applied
             else "no rules are in force"
         )
-        how = (
-            f"annotate the ConfigMap {CONFIRM_ANNOTATION}={update.digest}"
-            if update.ref is not None
-            else f"restart with --confirm-rules {update.digest}"
-        )
+        if update.source == OBJECTS_SOURCE:
+            how = f"a cluster admin runs: {confirm_on_crd(update.digest)}"
+        elif update.ref is not None:
+            how = f"annotate the ConfigMap {CONFIRM_ANNOTATION}={update.digest}"
+        else:
+            how = f"restart with --confirm-rules {update.digest}"
         message = f"rules update held: {reason}; {in_force}. To apply it anyway, {how}."
         log.error("rules update held", extra={"source": update.source, "reason": reason})
         report_on_source(self._recorder, update.ref, "RulesHeld", message)

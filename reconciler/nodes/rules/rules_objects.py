@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.merge import (
     OBJECTS_SOURCE,
     Merged,
@@ -24,6 +25,7 @@ from nodegate.core.rules.merge import (
     merge,
     object_of_document,
 )
+from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection
@@ -32,6 +34,9 @@ from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.rules")
+
+CONFIRM_SECONDS = 2.0
+"""How often, while an update is held, the NodeRules CRD is read for a confirmation."""
 
 
 class RulesObjects:
@@ -46,9 +51,13 @@ class RulesObjects:
         on_valid: Callable[[RulesUpdate], None],
         standing: Callable[[], Mapping[str, RulesObject]] = dict,
         leading: Callable[[], bool] = lambda: True,
+        confirmed: Callable[[], str | None] = lambda: None,
+        held: Callable[[], tuple[RulesUpdate, str] | None] = lambda: None,
     ) -> None:
         """`leading`: whether this replica leads; only the leader reports on the objects (a
-        standby merges against no versions in force, and could name another conflict)."""
+        standby merges against no versions in force, and could name another conflict).
+        `confirmed`: the digest a cluster admin confirmed on the NodeRules CRD (read when
+        asked); `held`: the update the blast-radius guard holds, if any."""
         self._settings = settings
         self._api = api
         self._recorder = recorder
@@ -56,6 +65,9 @@ class RulesObjects:
         self._on_valid = on_valid
         self._standing = standing
         self._leading = leading
+        self._confirmed = confirmed
+        self._held = held
+        self._next_confirmation = 0.0
         self._lock = threading.Lock()
         self._informer: Informer[RawObject] | None = None
         self._reported: dict[str, tuple[int, str]] = {}
@@ -98,19 +110,16 @@ class RulesObjects:
             return
         with self._lock:
             raws = {raw["metadata"]["name"]: raw for _, raw in informer.items()}
-            objects = [object_of_document(raw, CONFIRM_ANNOTATION) for raw in raws.values()]
+            objects = [object_of_document(raw) for raw in raws.values()]
             merged = merge(objects, self._standing())
             self.merged = merged
             for name, verdict in merged.verdicts.items():
                 self._report(name, str((raws[name].get("metadata") or {}).get("uid", "")), verdict)
             text = merged.text
             digest = rules_digest(text)
-            confirmation = next(
-                (o.confirmation for o in objects if (o.confirmation or "").strip() == digest), None
-            )
-            if (text, confirmation) == self._last_offer:
+            if (text, None) == self._last_offer:
                 return
-            self._last_offer = (text, confirmation)
+            self._last_offer = (text, None)
         self.loaded.set()
         self._metrics.rules_valid.set(int(all(v.accepted for v in merged.verdicts.values())))
         log.info(
@@ -118,10 +127,33 @@ class RulesObjects:
             extra={"digest": digest, "objects": [p.name for p in merged.parts]},
         )
         self._on_valid(
-            RulesUpdate(
-                merged.rules, digest, OBJECTS_SOURCE, None, confirmation, text, merged.parts
-            )
+            RulesUpdate(merged.rules, digest, OBJECTS_SOURCE, None, None, text, merged.parts)
         )
+
+    def confirm_when_due(self) -> None:
+        """While the guard holds an update of these objects, look (every `CONFIRM_SECONDS`)
+        whether a cluster admin confirmed its digest on the NodeRules CRD, and offer it
+        confirmed if so (a leader's chore). Not on the objects: a team may annotate its own
+        object, and so would approve its own change, or another team's."""
+        held = self._held()
+        if held is None or held[0].source != OBJECTS_SOURCE:
+            return
+        now = time.monotonic()
+        if now < self._next_confirmation:
+            return
+        self._next_confirmation = now + CONFIRM_SECONDS
+        update = held[0]
+        try:
+            confirmed = self._confirmed()
+        except KubeError as err:
+            log.warning("NodeRules CRD not read for a confirmation", extra={"error": str(err)})
+            return
+        if (confirmed or "").strip() != update.digest:
+            return
+        log.warning(
+            "held rules update confirmed on the NodeRules CRD", extra={"digest": update.digest}
+        )
+        self._on_valid(replace(update, confirmation=update.digest))
 
     def _report(self, name: str, uid: str, verdict: Verdict) -> None:
         """A refused or conflicting generation, once per (object, generation, reason)."""
