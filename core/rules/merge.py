@@ -141,19 +141,24 @@ def merge(objects: Iterable[RulesObject], standing: Mapping[str, RulesObject]) -
     current = {o.name: o for o in objects}
     merged = {name: part for name, part in standing.items() if name in current}
     verdicts: dict[str, Verdict] = {}
-    for obj in sorted(current.values(), key=lambda o: (o.created, o.name)):
-        problems = _problems(obj)
-        if problems:
-            verdicts[obj.name] = Verdict(obj.generation, problems)
-            continue
-        if obj.same_version(merged.get(obj.name)):
-            continue
-        trial = {**merged, obj.name: obj}
-        conflict = _conflict(obj, trial) or _together_problems(trial)
-        if conflict:
-            verdicts[obj.name] = Verdict(obj.generation, conflict=conflict)
-            continue
-        merged = trial
+    changed = True
+    while changed:  # a claim released by an object merged in this pass goes to a waiting one
+        changed = False
+        for obj in sorted(current.values(), key=lambda o: (o.created, o.name)):
+            problems = _problems(obj)
+            if problems:
+                verdicts[obj.name] = Verdict(obj.generation, problems)
+                continue
+            if obj.same_version(merged.get(obj.name)):
+                verdicts.pop(obj.name, None)
+                continue
+            trial = {**merged, obj.name: obj}
+            conflict = _conflict(obj, trial) or _together_problems(trial)
+            if conflict:
+                verdicts[obj.name] = Verdict(obj.generation, conflict=conflict)
+                continue
+            merged, changed = trial, True
+            verdicts.pop(obj.name, None)
     for obj in current.values():
         part = merged.get(obj.name)
         verdict = verdicts.get(obj.name, Verdict(obj.generation))
@@ -205,14 +210,26 @@ def claims(spec: Any) -> dict[Claim, str]:
             taint = item.get("taint")
             if isinstance(taint, dict) and isinstance(key := taint.get("key"), str):
                 found.setdefault(("taint", key), f"{where}.taint")
+            # A gate lifts the taints of its former keys, and writes its annotations.
+            for index_, former in enumerate(item.get("formerKeys") or ()):
+                if isinstance(former, str):
+                    found.setdefault(("taint", former), f"{where}.formerKeys[{index_}]")
+            completion = item.get("completionAnnotation")
+            if isinstance(completion, dict) and isinstance(key := completion.get("key"), str):
+                found.setdefault(("annotation", key), f"{where}.completionAnnotation")
+            if isinstance(key := item.get("firstReadyAnnotation"), str):
+                found.setdefault(("annotation", key), f"{where}.firstReadyAnnotation")
     return found
 
 
 def _describe(claim: Claim) -> str:
     kind, name = claim
-    return {"setting": f"the setting {name}", "taint": f"the taint key {name}"}.get(
-        kind, f"the {kind} name '{name}'"
-    )
+    described = {
+        "setting": f"the setting {name}",
+        "taint": f"the taint key {name}",
+        "annotation": f"the node annotation {name}",
+    }
+    return described.get(kind, f"the {kind} name '{name}'")
 
 
 def _conflict(obj: RulesObject, trial: Mapping[str, RulesObject]) -> str:

@@ -140,3 +140,40 @@ def test_a_list_whose_objects_conflict_is_refused_naming_the_later_item() -> Non
     [problem] = err.value.problems
     assert (problem.path, problem.line) == (("items", 1), 19)
     assert "belongs to NodeRules gpu" in problem.message
+
+
+def test_a_taint_moved_from_one_object_to_another_in_one_merge_is_never_unowned() -> None:
+    """The younger object gives up a key and the older takes it, both seen at once: the older
+    one's claim waits for the younger one's release in the same merge, not for the next."""
+    older = obj("older", rule("a-y", "example.com/y"), created="2026-01-01T00:00:01Z")
+    younger = obj("younger", rule("b-x", "example.com/x"), created="2026-01-01T00:00:02Z")
+    standing = {"older": older, "younger": younger}
+    took = obj(
+        "older",
+        rule("a-y", "example.com/y"),
+        rule("a-x", "example.com/x"),
+        generation=2,
+        created=older.created,
+    )
+    gave = obj("younger", generation=2, created=younger.created)
+    merged = merge([took, gave], standing)
+    assert names(merged.rules) == ["a-x", "a-y"]
+    assert not merged.verdicts["older"].conflicting
+
+
+def test_a_gates_former_key_is_a_claim_on_that_taint_key() -> None:
+    """A gate lifts the taints of its former keys: naming another object's key there would
+    lift that object's taint."""
+    gate = {
+        "name": "warm",
+        "match": {"labels": {"pool": "gpu"}},
+        "taint": {"key": "example.com/warming", "effect": "NoSchedule"},
+        "formerKeys": ["example.com/gpu"],
+        "readyWhen": {"annotation": "example.com/ready=true"},
+    }
+    thief = RulesObject("thief", 1, {"startupGates": [gate]}, "2026-05-01T00:00:00Z")
+    verdict = merge([GPU, thief], {}).verdicts["thief"]
+    assert (
+        "spec.startupGates[0].formerKeys[0]: the taint key example.com/gpu belongs to"
+        in verdict.conflict
+    )
