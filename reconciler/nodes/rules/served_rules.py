@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -26,6 +27,8 @@ log = logging.getLogger("nodegate.webhook")
 Recorded = Callable[[], tuple[str, NodeRules] | None]
 """The status record's rules in force and their digest (None: no record, or none in force)."""
 
+ASK_AGAIN_SECONDS = 1.0
+"""How soon the status record is read again for a digest it did not hold yet."""
 REMEMBERED = 16
 """Valid updates remembered by digest: a held one, its revert and a few edits in between."""
 
@@ -44,8 +47,10 @@ class ServedRules:
         self._recorded = recorded
         self._recent: OrderedDict[str, NodeRules] = OrderedDict()
         self._served: NodeRules | None = None
-        self._asked: set[str] = set()
-        """Digests the status record was read for (once each: never on the review's path)."""
+        self._asked: dict[str, float] = {}
+        """Digest -> when the status record was last read for it (in the background, never on
+        the review's path): read again `ASK_AGAIN_SECONDS` later while the record does not
+        hold it yet (the leader writes the Lease note before its record write lands)."""
         self._lock = threading.Lock()
 
     def offer(self, update: RulesUpdate) -> None:
@@ -63,8 +68,6 @@ class ServedRules:
             found = self._recorded()
         except Exception as err:  # any failure: asked again on a later review
             log.warning("status record not read for the webhook", extra={"error": str(err)})
-            with self._lock:
-                self._asked.discard(digest)
             return
         if found is not None and found[0] == digest:
             self._remember(*found)
@@ -82,7 +85,12 @@ class ServedRules:
             elif (note := self._leader_note()) is not None:
                 if note in self._recent:
                     self._served = self._recent[note]
-                elif note not in self._asked:
-                    self._asked.add(note)
+                elif (
+                    time.monotonic() - self._asked.get(note, -ASK_AGAIN_SECONDS)
+                    >= ASK_AGAIN_SECONDS
+                ):
+                    self._asked[note] = time.monotonic()
+                    while len(self._asked) > REMEMBERED:
+                        del self._asked[next(iter(self._asked))]
                     threading.Thread(target=self._read_record, args=(note,), daemon=True).start()
             return self._served

@@ -6,9 +6,12 @@ from __future__ import annotations
 import textwrap
 import time
 
+import pytest
+
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
+from nodegate.reconciler.nodes.rules import served_rules
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.rules.served_rules import ServedRules
 
@@ -97,6 +100,22 @@ def test_a_record_naming_other_rules_is_not_served() -> None:
     time.sleep(0.2)
 
     assert served() is None
+
+
+def test_a_record_written_after_the_lease_note_is_read_again_and_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The leader writes its new digest on the Lease before its status record write lands: a
+    standby that read the record too early reads it again, not never."""
+    monkeypatch.setattr(served_rules, "ASK_AGAIN_SECONDS", 0.05)
+    record = [(rules_digest(OLD), parse_rules(OLD))]
+    served = ServedRules(lambda: None, lambda: rules_digest(NEW), lambda: record[0])
+    served()
+    time.sleep(0.2)
+    assert served() is None
+    record[0] = (rules_digest(NEW), parse_rules(NEW))  # the record write lands
+
+    assert wait_for(served) == parse_rules(NEW)
 
 
 def wait_for(served: ServedRules) -> NodeRules:
