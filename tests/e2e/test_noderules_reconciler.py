@@ -47,6 +47,7 @@ from tests.e2e.support.reconciler_process import (
 )
 
 GROUP, VERSION, PLURAL = "nodegate.dev", "v1", "noderules"
+ROOT = Path(__file__).resolve().parents[2]
 Put = Callable[..., dict[str, Any]]
 
 
@@ -594,3 +595,50 @@ def test_a_held_update_is_confirmed_on_the_crd_by_an_admin_never_on_an_object(
     finally:
         unset = {"metadata": {"annotations": {CONFIRM_ANNOTATION: None}}}
         extensions.patch_custom_resource_definition(CRD_NAME, unset)
+
+
+def test_the_shipped_team_policy_keeps_a_team_object_to_its_own_keys(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    api_client: k8s_client.ApiClient,
+) -> None:
+    """examples/noderules-team-policy.yaml on the real API server: team-gpu's object may taint
+    with its own keys; another team's key, an evicting taint or a cluster-wide setting is
+    refused at admission, naming why."""
+    policy = ROOT / "examples" / "noderules-team-policy.yaml"
+    documents = [d for d in yaml.safe_load_all(policy.read_text()) if d]
+    registration = k8s_client.AdmissionregistrationV1Api(api_client)
+    registration.create_validating_admission_policy(documents[0])
+    registration.create_validating_admission_policy_binding(documents[1])
+    own = {"labelTaints": [label_rule("gpu-only", "gpu.example.com/gpu", "gpu.example.com/gpu")]}
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "NodeRules",
+        "metadata": {"name": "team-gpu"},
+    }
+    try:
+
+        def refusal(spec: dict[str, Any]) -> str:
+            try:
+                custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, {**body, "spec": spec})
+            except ApiException as err:
+                return str(err.body)
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, "team-gpu")
+            return ""
+
+        # The policy takes effect once the API server's policy informer has it.
+        wait_until(
+            lambda: refusal({"evictionBudget": "unlimited"}), TIMEOUT, "the policy in effect"
+        )
+        assert refusal(own) == ""
+        foreign = {"labelTaints": [label_rule("grab", "gpu.example.com/x", "net.example.com/x")]}
+        assert "keys under gpu.example.com/" in refusal(foreign)
+        evicting = label_rule("evict", "gpu.example.com/e", "gpu.example.com/e")
+        evicting["taint"]["effect"] = "NoExecute"
+        assert "never NoExecute" in refusal({"labelTaints": [evicting]})
+        unlimited = {**own["labelTaints"][0], "evictionBudget": "unlimited"}
+        assert "shared eviction budget" in refusal({"labelTaints": [unlimited]})
+        assert "platform team's" in refusal({"persistentLabels": {"prefixes": ["a.example.com/"]}})
+    finally:
+        registration.delete_validating_admission_policy_binding("noderules-team-gpu")
+        registration.delete_validating_admission_policy("noderules-team-gpu")
