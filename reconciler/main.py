@@ -182,13 +182,11 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     controller = Controller(settings, writes, recorder, metrics, history, health, fence)
     watcher: RulesSource
     leading = threading.Event()
+    offer = fan_out(served.offer, controller.offer_rules)
+    source = (settings, api, recorder, metrics.rules_source, offer)
     if settings.rules_objects:
         objects = RulesObjects(
-            settings,
-            api,
-            recorder,
-            metrics.rules_source,
-            fan_out(served.offer, controller.offer_rules),
+            *source,
             controller.rules_in_force.standing,
             leading.is_set,
             lambda: crd_confirmation(api),
@@ -199,12 +197,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         watcher = objects
     else:
         watcher = RulesWatcher(
-            settings,
-            api,
-            recorder,
-            metrics.rules_source,
-            fan_out(served.offer, controller.offer_rules),
-            lambda: controller.applied.generation if controller.applied else 0,
+            *source, lambda: controller.applied.generation if controller.applied else 0
         )
     check_fence = None
     if elector is not None:

@@ -18,18 +18,11 @@ from kubernetes import client as k8s_client
 
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
-from tests.e2e.support.reconciler_fixtures import RULES, wait_for_taints
+from tests.e2e.support.reconciler_fixtures import FAST_LEASE, RULES, wait_for_taints
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.e2e.support.tcp_proxy import partition_proxy
 
-LEASE = (
-    "--lease-duration-seconds",
-    "4",
-    "--renew-deadline-seconds",
-    "3",
-    "--retry-period-seconds",
-    "1",
-)
+LEASE = FAST_LEASE
 
 
 @pytest.fixture

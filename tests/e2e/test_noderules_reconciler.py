@@ -32,6 +32,7 @@ from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.crd import noderules_crd
 from nodegate.reconciler.kit.client import load_api_client
 from tests.e2e.support.reconciler_fixtures import (
+    FAST_LEASE,
     TIMEOUT,
     settled,
     taints_of,
@@ -105,6 +106,19 @@ def put_rules(custom: k8s_client.CustomObjectsApi, unique_name: str) -> Iterator
                 raise
 
 
+@pytest.fixture
+def put_rule(put_rules: Put, unique_name: str) -> Put:
+    """put(suffix, label, key=label): the object `<test>-<suffix>` with one label taint rule of
+    that name, tainting `e2e.nodegate.dev/<key>` where `e2e.nodegate.dev/<label>: yes`."""
+
+    def put(suffix: str, label: str, key: str | None = None) -> dict[str, Any]:
+        name = f"{unique_name}-{suffix}"[:63].rstrip("-")
+        rule = label_rule(name, f"e2e.nodegate.dev/{label}", f"e2e.nodegate.dev/{key or label}")
+        return put_rules(suffix, {"labelTaints": [rule]})
+
+    return put
+
+
 def label_rule(name: str, label: str, key: str) -> dict[str, Any]:
     return {
         "name": name,
@@ -165,28 +179,14 @@ def in_force(generation: int) -> Callable[[dict[str, Any]], bool]:
 
 def test_two_teams_objects_are_in_force_together_and_each_says_so(
     custom: k8s_client.CustomObjectsApi,
-    put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     on_objects: Callable[[], ReconcilerProcess],
     unique_name: str,
 ) -> None:
-    gpu = put_rules(
-        "gpu",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-gpu", "e2e.nodegate.dev/gpu", "e2e.nodegate.dev/gpu")
-            ]
-        },
-    )
-    net = put_rules(
-        "net",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-net", "e2e.nodegate.dev/net", "e2e.nodegate.dev/net")
-            ]
-        },
-    )
+    gpu = put_rule("gpu", "gpu")
+    net = put_rule("net", "net")
     node = make_node(labels={"e2e.nodegate.dev/gpu": "yes", "e2e.nodegate.dev/net": "yes"})
     on_objects()
     wait_for_taints(
@@ -216,6 +216,7 @@ def test_two_teams_objects_are_in_force_together_and_each_says_so(
 def test_an_edit_only_nodegate_refuses_is_reported_and_the_last_good_generation_stays(
     custom: k8s_client.CustomObjectsApi,
     put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     on_objects: Callable[[], ReconcilerProcess],
@@ -226,14 +227,7 @@ def test_an_edit_only_nodegate_refuses_is_reported_and_the_last_good_generation_
     name = team["metadata"]["name"]
     # Another team's object: with it, dropping this one would not leave the rules empty (which
     # the blast-radius guard holds whatever the share).
-    put_rules(
-        "other",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/o", "e2e.nodegate.dev/o")
-            ]
-        },
-    )
+    put_rule("other", "o")
     node = make_node(labels={"e2e.nodegate.dev/team": "yes"})
     process = on_objects()
     wait_for_status(custom, name, in_force(1), "in force")
@@ -267,30 +261,16 @@ def test_an_edit_only_nodegate_refuses_is_reported_and_the_last_good_generation_
 
 def test_a_later_object_claiming_a_taint_key_conflicts_and_the_earlier_stands(
     custom: k8s_client.CustomObjectsApi,
-    put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     on_objects: Callable[[], ReconcilerProcess],
     unique_name: str,
 ) -> None:
-    first = put_rules(
-        "first",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-a", "e2e.nodegate.dev/a", "e2e.nodegate.dev/shared")
-            ]
-        },
-    )
+    first = put_rule("first", "a", "shared")
     on_objects()
     wait_for_status(custom, first["metadata"]["name"], in_force(1), "in force")
-    later = put_rules(
-        "later",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-b", "e2e.nodegate.dev/b", "e2e.nodegate.dev/shared")
-            ]
-        },
-    )
+    later = put_rule("later", "b", "shared")
     status = wait_for_status(
         custom,
         later["metadata"]["name"],
@@ -313,28 +293,14 @@ def test_a_later_object_claiming_a_taint_key_conflicts_and_the_earlier_stands(
 
 def test_deleting_an_object_takes_only_its_own_taints(
     custom: k8s_client.CustomObjectsApi,
-    put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     on_objects: Callable[[], ReconcilerProcess],
     unique_name: str,
 ) -> None:
-    put_rules(
-        "keep",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-k", "e2e.nodegate.dev/k", "e2e.nodegate.dev/k")
-            ]
-        },
-    )
-    gone = put_rules(
-        "gone",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-g", "e2e.nodegate.dev/g", "e2e.nodegate.dev/g")
-            ]
-        },
-    )
+    put_rule("keep", "k")
+    gone = put_rule("gone", "g")
     node = make_node(labels={"e2e.nodegate.dev/k": "yes", "e2e.nodegate.dev/g": "yes"})
     on_objects()
     both = {("e2e.nodegate.dev/k", "NoSchedule"), ("e2e.nodegate.dev/g", "NoSchedule")}
@@ -347,6 +313,7 @@ def test_deleting_an_object_takes_only_its_own_taints(
 def test_after_a_restart_what_was_in_force_stands_against_an_edit_made_meanwhile(
     custom: k8s_client.CustomObjectsApi,
     put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     on_objects: Callable[[], ReconcilerProcess],
@@ -356,22 +323,8 @@ def test_after_a_restart_what_was_in_force_stands_against_an_edit_made_meanwhile
     runs. Judged afresh, the older would win it and the younger's nodes would lose their taint;
     the restarted reconciler puts the versions in force back from its status record first, so
     the edit is the conflict."""
-    older = put_rules(
-        "older",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/o", "e2e.nodegate.dev/o")
-            ]
-        },
-    )
-    younger = put_rules(
-        "younger",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-y", "e2e.nodegate.dev/y", "e2e.nodegate.dev/y")
-            ]
-        },
-    )
+    older = put_rule("older", "o")
+    younger = put_rule("younger", "y")
     node = make_node(labels={"e2e.nodegate.dev/y": "yes"})
     first = on_objects()
     wait_for_taints(core_v1, node, lambda t: ("e2e.nodegate.dev/y", "NoSchedule") in t)
@@ -488,20 +441,11 @@ def test_an_installation_on_the_rules_configmap_switches_to_objects_with_its_tai
             custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, obj["metadata"]["name"])
 
 
-LEASE = (
-    "--lease-duration-seconds",
-    "4",
-    "--renew-deadline-seconds",
-    "3",
-    "--retry-period-seconds",
-    "1",
-)
-
-
 def test_a_failover_mid_edit_keeps_what_was_in_force_against_the_edit(
     control_plane: LocalControlPlane,
     custom: k8s_client.CustomObjectsApi,
     put_rules: Put,
+    put_rule: Put,
     make_node: Callable[..., str],
     core_v1: k8s_client.CoreV1Api,
     tmp_path: Path,
@@ -511,24 +455,16 @@ def test_a_failover_mid_edit_keeps_what_was_in_force_against_the_edit(
     leader is killed at once. The standby, which merged the objects against nothing in force,
     leads: it judges the edit against the versions in force the record keeps, as the leader
     would have, so the younger object's node keeps its taint and the edit is the conflict."""
-    older = put_rules(
-        "older",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-o", "e2e.nodegate.dev/fo", "e2e.nodegate.dev/fo")
-            ]
-        },
-    )
-    younger = put_rules(
-        "younger",
-        {
-            "labelTaints": [
-                label_rule(f"{unique_name}-y", "e2e.nodegate.dev/fy", "e2e.nodegate.dev/fy")
-            ]
-        },
-    )
+    older = put_rule("older", "fo")
+    younger = put_rule("younger", "fy")
     node = make_node(labels={"e2e.nodegate.dev/fy": "yes"})
-    lease = ("--lease-namespace", "default", "--lease-name", f"lease-{unique_name}"[:63], *LEASE)
+    lease = (
+        "--lease-namespace",
+        "default",
+        "--lease-name",
+        f"lease-{unique_name}"[:63],
+        *FAST_LEASE,
+    )
     args = ("--rules-objects", "--max-untaint-share", "1", *lease)
     plane = control_plane.kubeconfig_path
     with ExitStack() as stack:

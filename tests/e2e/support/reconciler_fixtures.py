@@ -41,6 +41,15 @@ RULES = HEADER + textwrap.dedent(
     """
 )
 TIMEOUT = 20.0
+FAST_LEASE = (
+    "--lease-duration-seconds",
+    "4",
+    "--renew-deadline-seconds",
+    "3",
+    "--retry-period-seconds",
+    "1",
+)
+"""Lease timings that make a failover take seconds, not the defaults' quarter minute."""
 RECONCILES = "nodegate_reconcile_duration_seconds_count"
 """One sample per node reconcile, empty plans included: a sync point for "nothing happened"."""
 
