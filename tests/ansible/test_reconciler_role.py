@@ -25,9 +25,10 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import PLURAL
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.manifests.build import build_manifests, rules_object
-from nodegate.manifests.crd import GROUP, PLURAL, VERSION
+from nodegate.manifests.crd import GROUP, VERSION
 from nodegate.manifests.settings import DeploySettings
 from tests.ansible.playbooks import ROOT, PlaybookRun, inventory, run_playbook
 
