@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
-from nodegate.core.rules.rules_object import object_shape
+from nodegate.core.rules.rules_object import object_shape, position
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
@@ -44,7 +44,7 @@ class Checked:
         DaemonSets `nodegate validate` is given), located as the file's own are."""
         severity: Literal["error", "warning"] = "warning" if warning else "error"
         return Problem(
-            *_position(self.positions, path), self.source, self.prefix + path, message, severity
+            *position(self.positions, path), self.source, self.prefix + path, message, severity
         )
 
 
@@ -136,7 +136,7 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     if is_rules_list(data) and not problems:
         return _check_list(data["items"], source, positions)
     if (foreign := foreign_document(data)) is not None:  # its fields would only be noise
-        raise RulesError([*problems, Problem(*_position(positions, ("kind",)), source, *foreign)])
+        raise RulesError([*problems, Problem(*position(positions, ("kind",)), source, *foreign)])
     shape = object_shape(data, positions)
     try:
         checked = _check_spec(shape.rules, source, shape.positions, [])
@@ -177,7 +177,7 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
     objects = [object_of_document(item) for item in items]
     merged = merge(objects, {})
     problems = [
-        Problem(*_position(positions, ("items", index)), source, ("items", index), message)
+        Problem(*position(positions, ("items", index)), source, ("items", index), message)
         for index, obj in enumerate(objects)
         for verdict in [merged.verdicts[obj.name]]
         for message in (*verdict.problems, *([verdict.conflict] if verdict.conflict else []))
@@ -197,23 +197,23 @@ def _check_spec(
     """The rules themselves (the object's spec beside its apiVersion and kind), every problem
     located by `positions`."""
     problems += [
-        Problem(*_position(positions, path), source, path, message)
+        Problem(*position(positions, path), source, path, message)
         for path, message in cross_rule_problems(data)
     ]
     try:
         rules = NodeRules.model_validate(data)
     except ValidationError as err:
         problems += [
-            Problem(*_position(positions, e.path), source, e.path, e.message)
+            Problem(*position(positions, e.path), source, e.path, e.message)
             for e in located_errors(err, NodeRules, positions.written)
         ]
         raise RulesError(problems) from err
     problems += [
-        Problem(*_position(positions, path), source, path, message)
+        Problem(*position(positions, path), source, path, message)
         for path, message in pool_problems(rules)
     ]
     findings = [
-        Problem(*_position(positions, f.path), source, f.path, f.message, f.severity)
+        Problem(*position(positions, f.path), source, f.path, f.message, f.severity)
         for f in autoscaler_findings(rules)
     ]
     problems += [p for p in findings if p.severity == "error"]
@@ -274,10 +274,3 @@ def foreign_document(data: dict[Any, Any]) -> tuple[DocPath, str] | None:
     return ("kind",), (
         f"{what} is not a rules file (apiVersion: {API_VERSION}, kind: {KIND}); {migrate}"
     )
-
-
-def _position(positions: Positions, path: DocPath) -> tuple[int, int]:
-    for end in range(len(path), -1, -1):
-        if path[:end] in positions:
-            return positions[path[:end]]
-    return (0, 0)

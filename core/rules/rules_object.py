@@ -16,13 +16,14 @@ from typing import Any
 
 from nodegate.core.rules.model import NodeRules, rules_json_schema
 from nodegate.core.text.errors import DocPath, Problem
+from nodegate.core.text.k8s_names import DNS_SUBDOMAIN_PATTERN, PREFIX_MAX
 from nodegate.core.text.yaml_input import Positions
 
 SPEC: DocPath = ("spec",)
 OBJECT_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
 """A NodeRules object's top-level fields (`status` is the reconciler's, read and ignored)."""
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
 _TYPE_FIELDS = ("apiVersion", "kind")
 _TYPE_PATHS: frozenset[DocPath] = frozenset((t,) for t in _TYPE_FIELDS)
 
@@ -71,13 +72,13 @@ class ObjectShape:
     def problems(self, source: str) -> list[Problem]:
         """What is wrong with the object itself (its name, a field outside spec)."""
         return [
-            Problem(*_position(self.document_positions, path), source, path, message)
+            Problem(*position(self.document_positions, path), source, path, message)
             for path, message in self.found
         ]
 
     def warned(self, source: str) -> list[Problem]:
         return [
-            Problem(*_position(self.document_positions, path), source, path, message, "warning")
+            Problem(*position(self.document_positions, path), source, path, message, "warning")
             for path, message in self.warnings
         ]
 
@@ -138,7 +139,7 @@ def _name(metadata: Any, found: list[tuple[DocPath, str]]) -> str | None:
     if not isinstance(name, str) or not name:
         found.append((("metadata",), f"the object has no name; {fix}"))
         return None
-    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+    if len(name) > PREFIX_MAX or not _DNS_SUBDOMAIN.match(name):
         found.append(
             (
                 ("metadata", "name"),
@@ -168,7 +169,8 @@ def _within(positions: Positions) -> Positions:
     return mapped
 
 
-def _position(positions: Positions, path: DocPath) -> tuple[int, int]:
+def position(positions: Positions, path: DocPath) -> tuple[int, int]:
+    """Where `path` (or its longest known prefix) stood; (0, 0): nowhere known."""
     for end in range(len(path), -1, -1):
         if path[:end] in positions:
             return positions[path[:end]]
@@ -200,8 +202,8 @@ def rules_file_json_schema() -> dict[str, Any]:
                 "properties": {
                     "name": {
                         "type": "string",
-                        "maxLength": 253,
-                        "pattern": f"^{_DNS_SUBDOMAIN.pattern}$",
+                        "maxLength": PREFIX_MAX,
+                        "pattern": DNS_SUBDOMAIN_PATTERN,
                         "description": "The object's name: a DNS subdomain, e.g. team-gpu.",
                     }
                 },
