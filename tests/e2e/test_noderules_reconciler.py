@@ -25,7 +25,7 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.objects.installation import CONFIRM_ANNOTATION
-from nodegate.core.objects.status_record import STATUS_CONFIGMAP, decode_status
+from nodegate.core.objects.status_record import STATUS_CONFIGMAP, HeldUpdate, decode_status
 from nodegate.core.rules.model import CRD_NAME
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
@@ -268,7 +268,7 @@ def test_a_later_object_claiming_a_taint_key_conflicts_and_the_earlier_stands(
     unique_name: str,
 ) -> None:
     first = put_rule("first", "a", "shared")
-    on_objects()
+    process = on_objects()
     wait_for_status(custom, first["metadata"]["name"], in_force(1), "in force")
     later = put_rule("later", "b", "shared")
     status = wait_for_status(
@@ -285,6 +285,7 @@ def test_a_later_object_claiming_a_taint_key_conflicts_and_the_earlier_stands(
     node = make_node(labels={"e2e.nodegate.dev/b": "yes"})
     other = make_node("a", labels={"e2e.nodegate.dev/a": "yes"})
     wait_for_taints(core_v1, other, lambda t: ("e2e.nodegate.dev/shared", "NoSchedule") in t)
+    settled(process, core_v1, node)
     assert ("e2e.nodegate.dev/shared", "NoSchedule") not in taints_of(core_v1, node)
     assert (
         condition(status_of(custom, first["metadata"]["name"]), "Conflicting")["status"] == "False"
@@ -513,9 +514,13 @@ def test_a_held_update_is_confirmed_on_the_crd_by_an_admin_never_on_an_object(
     custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, holder["metadata"]["name"])
     wait_until(lambda: process.metric("nodegate_rules_held") == 1, TIMEOUT, "the update held")
     namespace = state_namespace_of(control_plane.kubeconfig_path)
-    record = core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, namespace)
-    held = decode_status(record.data)[0].held
-    assert held is not None
+
+    def recorded_hold() -> HeldUpdate | None:
+        record = core_v1.read_namespaced_config_map(STATUS_CONFIGMAP, namespace)
+        return decode_status(record.data)[0].held
+
+    # The gauge is set before the record's write lands.
+    held = wait_until(recorded_hold, TIMEOUT, "the hold in the status record")
     confirm = {"metadata": {"annotations": {CONFIRM_ANNOTATION: held.digest}}}
     custom.patch_cluster_custom_object(
         GROUP, VERSION, PLURAL, bystander["metadata"]["name"], confirm

@@ -71,7 +71,7 @@ class RulesObjects:
         self._lock = threading.Lock()
         self._informer: Informer[RawObject] | None = None
         self._reported: dict[str, tuple[int, str]] = {}
-        self._last_offer: tuple[str, str | None] | None = None
+        self._last_offer: str | None = None
         self.merged: Merged | None = None
         """The last merge: each object's verdict (`object_status` reports them)."""
         self.loaded = threading.Event()
@@ -111,15 +111,20 @@ class RulesObjects:
         with self._lock:
             raws = {raw["metadata"]["name"]: raw for _, raw in informer.items()}
             objects = [object_of_document(raw) for raw in raws.values()]
-            merged = merge(objects, self._standing())
+            try:
+                merged = merge(objects, self._standing())
+            except Exception:  # a bug must not end the watch: the next event merges again
+                log.exception("NodeRules objects not merged; the rules in force stay")
+                self._metrics.errors.labels("internal").inc()
+                return
             self.merged = merged
             for name, verdict in merged.verdicts.items():
                 self._report(name, str((raws[name].get("metadata") or {}).get("uid", "")), verdict)
             text = merged.text
             digest = rules_digest(text)
-            if (text, None) == self._last_offer:
+            if text == self._last_offer:
                 return
-            self._last_offer = (text, None)
+            self._last_offer = text
         self.loaded.set()
         self._metrics.rules_valid.set(int(all(v.accepted for v in merged.verdicts.values())))
         log.info(
@@ -182,6 +187,6 @@ class RulesObjects:
 
 def _what_merges(raw: RawObject) -> tuple[object, ...]:
     """What of an object the merge reads: its generation (the API server moves it with the
-    spec, never with the status), creation and annotations (a confirmation)."""
+    spec, never with the status or the metadata) and its creation."""
     meta = raw.get("metadata") or {}
-    return (meta.get("generation"), meta.get("creationTimestamp"), meta.get("annotations"))
+    return (meta.get("generation"), meta.get("creationTimestamp"))
