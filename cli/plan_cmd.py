@@ -154,6 +154,7 @@ def plan_rules(
         if given := [flag for flag, value in offline.items() if value]:
             _fail(f"{', '.join(given)}: for a plan offline, with --nodes FILE")
         cluster = connect(kubeconfig, context, namespace, rules_configmap)
+        new = _with_the_other_objects(cluster, rules_file, new)
         result = _planned_live(cluster, new, max_untaint_share, progress)
     else:
         _check_objects_given(new, daemon_sets, pods, csi_nodes)
@@ -255,6 +256,31 @@ def _planned_live(
             f"the rules in force are unknown, so nothing was compared: {err} (the reconciler "
             "rewrites its status record when rules next take effect)"
         )
+
+
+def _with_the_other_objects(cluster: Cluster, rules_file: Path, new: NodeRules) -> NodeRules:
+    """With the reconciler on NodeRules objects, a file that is one of them is planned merged
+    with the others (it replaces its namesake), not as all the rules: the others' taints are not
+    the plan's to remove. Exit 1 if the merge would not take it (refused or conflicting)."""
+    from nodegate.core.rules.merge import object_of_document  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_yaml  # noqa: PLC0415
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+
+    tree, _positions = read_yaml(read_limited(rules_file), str(rules_file))
+    if not isinstance(tree, dict) or not isinstance(tree.get("metadata"), dict):
+        return new  # the shape before objects: all the rules
+    proposed = object_of_document(tree)
+    try:
+        merged = cluster.merged_with(proposed)
+    except KubeError as err:
+        _fail(str(err))
+    if merged is None:
+        return new
+    verdict = merged.verdicts[proposed.name]
+    if not verdict.accepted or verdict.conflicting:
+        why = " | ".join(verdict.problems) if not verdict.accepted else verdict.conflict
+        _fail(f"{rules_file}: NodeRules {proposed.name} would not take effect: {why}")
+    return merged.rules
 
 
 def _fail(message: str) -> NoReturn:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,14 @@ from nodegate.core.reports.cluster_status import EventView, LeaseView, RecordsVi
 from nodegate.core.reports.node_waits import InitPod
 from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.loader import parse_rules
-from nodegate.core.rules.merge import OBJECTS_SOURCE, merge, object_of_document, parts_of
+from nodegate.core.rules.merge import (
+    OBJECTS_SOURCE,
+    Merged,
+    RulesObject,
+    merge,
+    object_of_document,
+    parts_of,
+)
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.text.errors import RulesError
@@ -226,27 +233,53 @@ class Cluster:
         of them in force (`in_force_text`, the status record's); problems: each object's
         refused or conflicting generation."""
         reference = OBJECTS_SOURCE
-        try:
-            page = self._api.list_page(Selection("NodeRules"), PAGE_SIZE, None)
-        except NotFoundError:
+        merged = self._merged(in_force_text)
+        if merged is None:
             return ConfigMapRules(
                 RulesSourceView(reference, None, ("the NodeRules API is not installed",)), None, ""
             )
-        objects = [object_of_document(raw) for raw in page.items]
-        try:
-            standing = {p.name: p for p in parts_of(in_force_text, "the status record")}
-        except RulesError:
-            standing = {}
-        merged = merge(objects, standing)
         problems = tuple(
             f"NodeRules {name} generation {verdict.generation}: {why}"
             for name, verdict in sorted(merged.verdicts.items())
             for why in (*verdict.problems, *([verdict.conflict] if verdict.conflict else ()))
         )
         text = merged.text
-        digest = rules_digest(text)
-        view = RulesSourceView(reference, digest, problems)
+        view = RulesSourceView(reference, rules_digest(text), problems)
         return ConfigMapRules(view, merged.rules, text)
+
+    def merged_with(self, proposed: RulesObject) -> Merged | None:
+        """The NodeRules objects merged with `proposed` in place of its namesake, as the
+        reconciler would merge them; None when it does not read objects."""
+        status, text, _problem = self.status_record()
+        if status is None or status.source != OBJECTS_SOURCE:
+            return None
+        return self._merged(text, proposed)
+
+    def _merged(self, in_force_text: str, proposed: RulesObject | None = None) -> Merged | None:
+        objects: dict[str, RulesObject] = {}
+        token: str | None = None
+        try:
+            while True:
+                page = self._api.list_page(Selection("NodeRules"), PAGE_SIZE, token)
+                for raw in page.items:
+                    found = object_of_document(raw)
+                    objects[found.name] = found
+                token = page.continue_token
+                if token is None:
+                    break
+        except NotFoundError:
+            return None
+        if proposed is not None:
+            before = objects.get(proposed.name)
+            # A new generation of it (the API server would number it so), created as it was.
+            generation = before.generation + 1 if before is not None else 1
+            created = before.created if before is not None else "~"  # newest: sorts last
+            objects[proposed.name] = replace(proposed, generation=generation, created=created)
+        try:
+            standing = {p.name: p for p in parts_of(in_force_text, "the status record")}
+        except RulesError:
+            standing = {}
+        return merge(objects.values(), standing)
 
     def status_record(self) -> tuple[ReconcilerStatus | None, str, str | None]:
         """The reconciler's status record, the rules text in force, and why it is unreadable."""

@@ -9,6 +9,7 @@ NodeRules objects are cluster-scoped, so each test deletes those it made.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -583,3 +584,51 @@ def test_the_shipped_team_policy_keeps_a_team_object_to_its_own_keys(
     finally:
         registration.delete_validating_admission_policy_binding("noderules-team-gpu")
         registration.delete_validating_admission_policy("noderules-team-gpu")
+
+
+def test_nodegate_plan_of_one_object_merges_it_with_the_others(
+    control_plane: LocalControlPlane,
+    custom: k8s_client.CustomObjectsApi,
+    put_rule: Put,
+    make_node: Callable[..., str],
+    core_v1: k8s_client.CoreV1Api,
+    on_objects: Callable[[], ReconcilerProcess],
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """A team plans its own object's edit: the plan is the edit merged with the other objects
+    (the other team's taint stays), and an edit the merge would not take fails, naming why."""
+    gpu = put_rule("gpu", "pg")
+    put_rule("net", "pn")
+    node = make_node(labels={"e2e.nodegate.dev/pg": "yes", "e2e.nodegate.dev/pn": "yes"})
+    on_objects()
+    both = {("e2e.nodegate.dev/pg", "NoSchedule"), ("e2e.nodegate.dev/pn", "NoSchedule")}
+    wait_for_taints(core_v1, node, lambda t: both <= t.keys())
+    wait_for_status(custom, gpu["metadata"]["name"], in_force(1), "in force")
+    namespace = state_namespace_of(control_plane.kubeconfig_path)
+    emptied = tmp_path / "gpu.yaml"
+    emptied.write_text(yaml.safe_dump({**_object_file(gpu), "spec": {}}))
+    plan = _nodegate(control_plane, "plan", "--rules", str(emptied), "-n", namespace, "-o", "json")
+    assert plan.returncode == 2, plan.stderr
+    changed = {n["node"]: n for n in json.loads(plan.stdout)["changes"]}
+    assert node in changed, plan.stdout
+    assert "e2e.nodegate.dev/pg" in json.dumps(changed[node])
+    assert "e2e.nodegate.dev/pn" not in json.dumps(changed[node])
+    grab = {
+        "labelTaints": [label_rule(f"{unique_name}-g", "e2e.nodegate.dev/x", "e2e.nodegate.dev/pn")]
+    }
+    grabbing = tmp_path / "grab.yaml"
+    grabbing.write_text(yaml.safe_dump({**_object_file(gpu), "spec": grab}))
+    refused = _nodegate(control_plane, "plan", "--rules", str(grabbing), "-n", namespace)
+    assert refused.returncode == 1
+    assert "would not take effect" in refused.stderr
+    assert "the taint key e2e.nodegate.dev/pn belongs to NodeRules" in refused.stderr
+
+
+def _object_file(found: dict[str, Any]) -> dict[str, Any]:
+    """The object as its team's file holds it."""
+    return {
+        "apiVersion": found["apiVersion"],
+        "kind": found["kind"],
+        "metadata": {"name": found["metadata"]["name"]},
+    }
