@@ -512,6 +512,8 @@ def test_a_held_update_is_confirmed_on_the_crd_by_an_admin_never_on_an_object(
     node = make_node(labels={"e2e.nodegate.dev/held": "yes"})
     process = on_objects()
     wait_for_taints(core_v1, node, lambda t: taint in t)
+    # The guard judges the nodes as the reconciler's cache has them: let it see its own write.
+    settled(process, core_v1, node)
     custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, holder["metadata"]["name"])
     wait_until(lambda: process.metric("nodegate_rules_held") == 1, TIMEOUT, "the update held")
     namespace = state_namespace_of(control_plane.kubeconfig_path)
