@@ -52,8 +52,6 @@ class RulesObject:
     spec: Any
     created: str = ""
     """Its creationTimestamp (RFC 3339 sorts as text): orders new claims."""
-    confirmation: str | None = None
-    """Its confirm annotation: the digest of a held update someone confirmed."""
 
     def document(self) -> dict[str, Any]:
         return {
@@ -105,20 +103,17 @@ class Merged:
         return rules_list_text(self.parts)
 
 
-def object_of_document(document: Mapping[str, Any], confirm: str = "") -> RulesObject:
+def object_of_document(document: Mapping[str, Any]) -> RulesObject:
     """The parts of a NodeRules object the merge reads, as the API server returns it (or an
-    item of a List); `confirm`: the annotation that confirms a held update, if read."""
+    item of a List)."""
     found = document.get("metadata")
     metadata: Mapping[str, Any] = found if isinstance(found, dict) else {}
     generation = metadata.get("generation")
-    annotations = metadata.get("annotations")
-    confirmation = annotations.get(confirm) if confirm and isinstance(annotations, dict) else None
     return RulesObject(
         str(metadata.get("name", "")),
         generation if isinstance(generation, int) else 0,
         document.get("spec"),
         str(metadata.get("creationTimestamp") or ""),
-        confirmation if isinstance(confirmation, str) else None,
     )
 
 

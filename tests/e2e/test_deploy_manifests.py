@@ -47,6 +47,25 @@ def manifest_objects() -> list[dict[str, Any]]:
     return build_manifests(document, settings)
 
 
+def as_the_pod(
+    plane: LocalControlPlane,
+    core_v1: k8s_client.CoreV1Api,
+    deployment: dict[str, Any],
+    namespace: str,
+    account: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[Path, list[str]]:
+    """The Deployment's container as its pod would run it: a kubeconfig with its
+    ServiceAccount's token, its args (on a port of its own), the downward API's environment."""
+    token = service_account_token(core_v1, namespace, account)
+    kubeconfig = service_account_kubeconfig(plane, token, tmp_path / "sa")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    monkeypatch.setenv("POD_NAMESPACE", namespace)
+    monkeypatch.setenv("POD_NAME", f"{account}-test")
+    return kubeconfig, [a for a in container["args"] if not a.startswith("--http-port")]
+
+
 def test_reconciler_runs_with_the_built_rbac_and_args(
     control_plane: LocalControlPlane,
     api_client: k8s_client.ApiClient,
@@ -58,12 +77,9 @@ def test_reconciler_runs_with_the_built_rbac_and_args(
     objects = manifest_objects()
     deployment = the_deployment(objects)
     apply_all_but_the_deployment(api_client, objects)  # no kubelet here: we run its command
-    token = service_account_token(core_v1, NAMESPACE, ACCOUNT)
-    kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = [a for a in container["args"] if not a.startswith("--http-port")]
-    monkeypatch.setenv("POD_NAMESPACE", NAMESPACE)  # as the downward API sets it
-    monkeypatch.setenv("POD_NAME", "nodegate-reconciler-test")
+    kubeconfig, args = as_the_pod(
+        control_plane, core_v1, deployment, NAMESPACE, ACCOUNT, tmp_path, monkeypatch
+    )
 
     name = make_node(labels={"example.com/dedicated": "ci"})
     with running_reconciler(kubeconfig, tmp_path, *args) as process:
@@ -159,13 +175,11 @@ def test_on_rules_objects_the_reconciler_runs_with_the_built_rbac_and_reports_st
     assert applied.returncode == 0, applied.stderr
     custom = k8s_client.CustomObjectsApi(api_client)
     try:
-        token = service_account_token(core_v1, namespace, namespace)
-        kubeconfig = service_account_kubeconfig(control_plane, token, tmp_path / "sa")
-        container = the_deployment(objects)["spec"]["template"]["spec"]["containers"][0]
-        args = [a for a in container["args"] if not a.startswith("--http-port")]
+        deployment = the_deployment(objects)
+        kubeconfig, args = as_the_pod(
+            control_plane, core_v1, deployment, namespace, namespace, tmp_path, monkeypatch
+        )
         assert "--rules-objects" in args
-        monkeypatch.setenv("POD_NAMESPACE", namespace)
-        monkeypatch.setenv("POD_NAME", "nodegate-objects-test")
         name = make_node(labels={"example.com/dedicated": "ci"})
         with running_reconciler(kubeconfig, tmp_path, *args) as process:
             wait_for_taints(core_v1, name, lambda t: ("example.com/dedicated", "NoSchedule") in t)
