@@ -1,10 +1,12 @@
 """`build_manifests`: the reconciler's Kubernetes objects, in the order they can be applied.
 
-Pure: validated rules text and settings in, a list of plain-data objects out. The Deployment
-depends on the settings and, of the rules, only on the gates' keys and effects (its pods
-tolerate their own gates: `nodegate.manifests.tolerations`): any other rules edit changes the
-rules ConfigMap (and, if it adds or drops init-pod gates, the ClusterRole), the running
-reconciler hot-reloads the ConfigMap, and no pod restarts.
+Pure: settings and (optionally, with rulesSource objects) validated rules text in, a list of
+plain-data objects out. The Deployment depends on the settings and, of the rules, only on the
+gates' keys and effects (its pods tolerate their own gates: `nodegate.manifests.tolerations`).
+With rulesSource objects (the default) nothing else depends on the rules: they are NodeRules
+objects applied beside the installation, which any later rules fit (`manifests.rbac`). With
+configmap, any other rules edit changes the rules ConfigMap (and, if it adds or drops init-pod
+gates, the ClusterRole), the running reconciler hot-reloads it, and no pod restarts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from nodegate.core.objects.installation import DEFAULT_NAME, RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
@@ -32,7 +34,7 @@ from nodegate.manifests.rbac import (
     oci_cluster_rules,
     rules_objects_cluster_rules,
 )
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, SettingsError
 from nodegate.manifests.tolerations import pod_tolerations
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
 from nodegate.manifests.webhook import container_ports as webhook_ports
@@ -101,10 +103,22 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     return values
 
 
-def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[Manifest]:
+NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
+"""The rules of an installation built without a rules file (rulesSource objects: the rules
+arrive later as NodeRules objects): nothing to tolerate beyond the settings."""
+
+
+def build_manifests(document: RulesDocument | None, settings: DeploySettings) -> list[Manifest]:
     """Every object of one reconciler installation, in apply order: the NodeRules CRD first
     (cluster-wide, shared by every installation; `kubectl apply -f` of a NodeRules object needs
-    it), then the Namespace."""
+    it), then the Namespace. With rulesSource objects the rules are optional and not among the
+    objects (`rules_object`): given, their gates are tolerated; the installation serves any
+    rules (`manifests.rbac`)."""
+    if document is None and settings.rules_source == "configmap":
+        raise SettingsError(
+            "rulesSource configmap: give the rules the ConfigMap holds, or use rulesSource objects"
+        )
+    rules = document.rules if document is not None else NO_RULES
     objects: list[Manifest] = [noderules_crd()]
     if settings.create_namespace:
         objects.append(
@@ -116,9 +130,13 @@ def build_manifests(document: RulesDocument, settings: DeploySettings) -> list[M
         )
     objects += [
         _service_account(settings),
-        *_rbac(document.rules, settings),
-        *([rules_configmap(document, settings)] if settings.rules_source == "configmap" else []),
-        deployment(settings, document.rules),
+        *_rbac(rules, settings),
+        *(
+            [rules_configmap(document, settings)]
+            if document and settings.rules_source == "configmap"
+            else []
+        ),
+        deployment(settings, rules),
         _pod_disruption_budget(settings),
     ]
     if settings.metrics.service:
@@ -154,7 +172,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
-            "rules": cluster_rules(rules)
+            "rules": cluster_rules(rules, settings)
             + rules_objects_cluster_rules(settings)
             + oci_cluster_rules(settings)
             + webhook_cluster_rules(settings)

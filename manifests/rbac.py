@@ -1,4 +1,5 @@
-"""What the reconciler may do in the API, and nothing more: its RBAC rules, decided from the rules.
+"""What the reconciler may do in the API, and nothing more: its RBAC rules, decided from the
+settings' `access` and the rules.
 
 Least privilege, checked by tests and by running the reconciler under exactly these rules on a
 real API server (tests/e2e/test_deploy_manifests.py):
@@ -6,11 +7,12 @@ real API server (tests/e2e/test_deploy_manifests.py):
 * cluster-wide, Nodes get/list/watch/patch (the one kind it reconciles) and Events
   create/patch (Events about Nodes live in the 'default' namespace; a repeated Event is
   aggregated by patching its count);
-* list/watch, cluster-wide, on what the rules read from the cluster and nothing else
-  (`core.rules.cluster_reads`): Pods only when a startup gate waits for init pods
-  (`readyWhen.pods`) or backfills idle nodes, or a node-agent rule waits for DaemonSets (then
-  DaemonSets too), CSINodes only when a rule waits for CSI drivers, so a rules file without
-  such rules grants no access to Pods at all;
+* list/watch, cluster-wide, on what the rules may read from the cluster
+  (`core.rules.cluster_reads`; `access.pods`, `.daemonSets`, `.csiNodes`): with rulesSource
+  configmap the rules are known when the manifests are built, so only what they read (Pods
+  only when a startup gate waits for init pods or backfills, or a node agent waits for
+  DaemonSets, and DaemonSets then; CSINodes only when a rule waits for CSI drivers); with
+  objects any team's rules may arrive later, so each unless `access` withholds it;
 * with rules read from NodeRules objects (`rulesSource: objects`), cluster-wide get/list/watch
   on them and patch on their status (what the leader says of each), and get on their CRD by
   name (a cluster admin confirms a held update with an annotation there); none on any
@@ -20,14 +22,14 @@ real API server (tests/e2e/test_deploy_manifests.py):
   and status record ConfigMaps (create, which RBAC cannot restrict by name, then
   get/update/patch by name; the status record is what `nodegate status|explain|plan` read),
   its Lease (create; get/update by name), and Events about its own objects;
-* only when the rules have `persistentLabels`: the persisted-label record ConfigMaps in its own
-  namespace (list/watch by label, update, delete for garbage collection and quarantine, patch
-  to mark a record with the leader's term just before it is deleted: `core/decisions/fencing.py`).
-  Their names derive from node keys, so RBAC cannot name them; the namespace holds only nodegate's
-  own objects.
+* when labels may persist (`access.labelRecords`, decided as the reads are): the
+  persisted-label record ConfigMaps in its own namespace (list/watch by label, update, delete
+  for garbage collection and quarantine, patch to mark a record with the leader's term just
+  before it is deleted: `core/decisions/fencing.py`). Their names derive from node keys, so
+  RBAC cannot name them; the namespace holds only nodegate's own objects.
 
 With the Node admission webhook (`manifests/webhook.py`): `get` on its namespace's ConfigMaps
-when labels persist (a new node's record, read by name at admission); with self-signed
+when labels may persist (a new node's record, read by name at admission); with self-signed
 certificates, one Secret by name (get/update: the shared CA and certificate) and one
 MutatingWebhookConfiguration by name (get/patch: its caBundle); with cert-manager, neither.
 
@@ -41,13 +43,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
-from nodegate.core.rules.cluster_reads import cluster_reads
+from nodegate.core.rules.cluster_reads import (
+    CSI_NODES,
+    DAEMON_SETS,
+    PODS,
+    Resource,
+    cluster_reads,
+)
 from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL, NodeRules
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, SettingsError
 
 NODE_RULES_GROUP = API_VERSION.partition("/")[0]
 PolicyRule = dict[str, Any]
@@ -63,15 +73,48 @@ def _rule(
     return rule
 
 
-def cluster_rules(rules: NodeRules) -> list[PolicyRule]:
-    """The ClusterRole: Nodes, Events, and list/watch on what the rules read from the cluster
-    (`cluster_reads`: Pods only if a gate waits for init pods or backfills, or a node agent
-    for DaemonSets, and DaemonSets then; CSINodes only if a rule waits for CSI drivers)."""
+ACCESS_READS = {"pods": PODS, "daemon_sets": DAEMON_SETS, "csi_nodes": CSI_NODES}
+"""Each `AccessSettings` read and the resource it grants list/watch on."""
+
+
+def _granted(setting: bool | None, needed: bool, settings: DeploySettings, what: str) -> bool:
+    """One access: as set, else what the rules need (configmap) or granted (objects: any
+    rules may arrive). Withholding what the given rules need is refused: they would wait."""
+    if setting is False and needed:
+        raise SettingsError(
+            f"access.{what} is false, but the rules read it; set it true (or unset), or drop "
+            "the rules that need it"
+        )
+    if setting is not None:
+        return setting
+    return needed or settings.rules_source == "objects"
+
+
+def cluster_reads_granted(rules: NodeRules, settings: DeploySettings) -> tuple[Resource, ...]:
+    """The resources the reconciler may list/watch besides Nodes (`AccessSettings`)."""
+    needed = cluster_reads(rules).resources()
+    access = settings.access
+    return tuple(
+        resource
+        for field, resource in ACCESS_READS.items()
+        if _granted(getattr(access, field), resource in needed, settings, to_camel(field))
+    )
+
+
+def keeps_label_records(rules: NodeRules, settings: DeploySettings) -> bool:
+    """Whether the reconciler may keep persisted-label records (`access.labelRecords`)."""
+    needed = rules.persistent_labels is not None
+    return _granted(settings.access.label_records, needed, settings, "labelRecords")
+
+
+def cluster_rules(rules: NodeRules, settings: DeploySettings) -> list[PolicyRule]:
+    """The ClusterRole: Nodes, Events, and list/watch on what the rules may read from the
+    cluster (`cluster_reads_granted`)."""
     granted = [
         _rule("", "nodes", ["get", "list", "watch", "patch"]),
         _rule("", "events", ["create", "patch"]),
     ]
-    for resource in cluster_reads(rules).resources():
+    for resource in cluster_reads_granted(rules, settings):
         granted.append(_rule(resource.group, resource.plural, ["list", "watch"]))
     return granted
 
@@ -98,7 +141,7 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
     lease = settings.leader_election.lease_name
     records = (
         [_rule("", "configmaps", ["list", "watch", "update", "patch", "delete"])]
-        if rules.persistent_labels is not None
+        if keeps_label_records(rules, settings)
         else []
     )
     rules_configmap = (

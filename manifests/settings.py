@@ -266,6 +266,32 @@ class OciDeploy(Documented):
         return self
 
 
+class SettingsError(ValueError):
+    """The settings cannot serve the rules given with them (the message says the fix)."""
+
+
+class AccessSettings(Documented):
+    """What the reconciler may read and keep besides Nodes, Events and its own records. Each
+    unset: what the rules need. With rulesSource configmap the rules are known when the
+    manifests are built, so only what they read is granted; with objects any team may apply
+    rules that read anything, so each is granted. true grants it whatever the rules; false
+    withholds it (refused when the rules given to the manifests need it; a NodeRules object
+    that needs it later is reported in its status and its rules wait)."""
+
+    pods: bool | None = None
+    """list/watch Pods in every namespace: startup gates that wait for init pods
+    (`readyWhen.pods`) or backfill, and node agents. Costs the reconciler a watch of every
+    Pod (docs/reconciler.md, "What access costs")."""
+    daemon_sets: bool | None = None
+    """list/watch DaemonSets in every namespace: node agents (and gates waiting for init pods
+    beside them)."""
+    csi_nodes: bool | None = None
+    """list/watch CSINodes: rules that wait for CSI drivers (`csiDrivers`)."""
+    label_records: bool | None = None
+    """Keep persisted-label records: list/watch/update/patch/delete ConfigMaps in the
+    reconciler's namespace (`persistentLabels`)."""
+
+
 class DeploySettings(Documented):
     """Everything that decides the reconciler's Kubernetes objects, apart from the rules."""
 
@@ -278,10 +304,11 @@ class DeploySettings(Documented):
     name: DnsLabel = DEFAULT_NAME
     """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
     cluster-wide, so two installations in one cluster need different names."""
-    rules_source: Literal["objects", "configmap"] = "configmap"
+    rules_source: Literal["objects", "configmap"] = "objects"
     """Where the reconciler reads its rules: objects (every NodeRules object, `kubectl apply -f
     rules.yaml`; each says in its status whether it is in force) or configmap (the rules
-    ConfigMap, rulesConfigMap)."""
+    ConfigMap, rulesConfigMap, as before NodeRules objects; `nodegate migrate configmap`
+    converts it)."""
     rules_config_map: DnsSubdomain = DEFAULT_RULES_CONFIGMAP
     """Name of the ConfigMap holding the rules (rulesSource configmap); the reconciler watches
     it and hot-reloads."""
@@ -310,6 +337,7 @@ class DeploySettings(Documented):
     affinity: dict[str, Any] = Field(default_factory=dict)
     """The pods' Kubernetes `affinity` (nodeAffinity, podAffinity, podAntiAffinity), as in a
     pod spec; none by default (the topology spread already spreads the replicas)."""
+    access: AccessSettings = Field(default_factory=AccessSettings)
     leader_election: LeaderElectionDeploy = Field(default_factory=LeaderElectionDeploy)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     service_monitor: MonitorSettings | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.rules.model import NodeRules
+from nodegate.manifests.rbac import keeps_label_records
 from nodegate.manifests.settings import DeploySettings, WebhookDeploy
 
 Manifest = dict[str, Any]
@@ -85,7 +86,7 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
     if settings.webhook is None:
         return []
     granted: list[PolicyRule] = []
-    if rules.persistent_labels is not None:
+    if keeps_label_records(rules, settings):
         granted.append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
     if self_signed(settings):
         granted.append(

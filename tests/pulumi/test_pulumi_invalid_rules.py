@@ -117,11 +117,30 @@ def test_missing_rules_file_names_the_path_tried(
     assert run.resources == []
 
 
-def test_inline_rules_declare_the_same_inputs_as_the_rules_file(
+def test_inline_rules_declare_the_same_objects_as_the_rules_file(
     oke_example: dict[str, Any], example_rules_text: str
 ) -> None:
     import yaml
 
+    from_file = run_program(oke_example, stack="oke-example")
+    del oke_example["nodegate:rules"]
+    oke_example["nodegate:rulesInline"] = yaml.safe_load(example_rules_text)
+
+    inline = run_program(oke_example, stack="oke-example")
+
+    assert inline.error is None
+    assert "reconciler-noderules-example" in {r.name for r in inline.resources}
+    assert {r.name: r.canonical() for r in inline.resources} == {
+        r.name: r.canonical() for r in from_file.resources
+    }
+
+
+def test_on_the_rules_configmap_inline_rules_declare_the_same_inputs_as_the_rules_file(
+    oke_example: dict[str, Any], example_rules_text: str
+) -> None:
+    import yaml
+
+    oke_example["nodegate:reconciler"]["rulesSource"] = "configmap"
     from_file = run_program(oke_example, stack="oke-example")
     del oke_example["nodegate:rules"]
     oke_example["nodegate:rulesInline"] = yaml.safe_load(example_rules_text)

@@ -57,9 +57,11 @@ def _expected(stack: str) -> list[dict[str, Any]]:
     config = _config(stack)
     section = {k: v for k, v in config["nodegate:reconciler"].items() if k != "kubeconfig"}
     text = (REPO / config["nodegate:rules"]).read_text(encoding="utf-8")
-    objects = build_manifests(
-        RulesDocument.parse(text, "rules"), DeploySettings.model_validate(section)
-    )
+    document = RulesDocument.parse(text, "rules")
+    settings = DeploySettings.model_validate(section)
+    objects = build_manifests(document, settings)
+    if settings.rules_source == "objects":
+        objects.append(rules_object(document, settings))
     for obj in objects:
         obj["metadata"].setdefault("annotations", {})[PATCH_FORCE] = "true"
     return objects
@@ -124,8 +126,11 @@ def test_the_fence_policy_is_declared_and_bound_to_the_reconcilers_lease(stack: 
     assert f"--fence-policy={policy['metadata']['name']}" in args
 
 
-def test_rules_configmap_carries_exactly_the_stacks_rules_file(stack: str) -> None:
-    run = run_program(_config(stack), stack=stack)
+def test_on_the_rules_configmap_it_carries_exactly_the_stacks_rules_file(stack: str) -> None:
+    config = _config(stack)
+    config["nodegate:reconciler"]["rulesSource"] = "configmap"
+
+    run = run_program(config, stack=stack)
 
     data = _one(run, "ConfigMap", "nodegate-rules").inputs["data"]
     assert data == {"rules.yaml": (REPO / "examples" / "rules.yaml").read_text(encoding="utf-8")}
@@ -167,10 +172,18 @@ def test_relative_kubeconfig_is_resolved_against_the_project(
     assert provider.inputs["kubeconfig"] == str(project / "kube" / "config")
 
 
-def test_rules_edit_changes_only_the_rules_configmap(
-    oke_example: dict[str, Any], project: Path
+@pytest.mark.parametrize(
+    ("source", "holder"),
+    [
+        ("objects", "reconciler-noderules-example"),
+        ("configmap", "reconciler-configmap-nodegate-rules"),
+    ],
+)
+def test_rules_edit_changes_only_what_holds_the_rules(
+    oke_example: dict[str, Any], project: Path, source: str, holder: str
 ) -> None:
     oke_example["nodegate:rules"] = "rules.yaml"
+    oke_example["nodegate:reconciler"]["rulesSource"] = source
     before = run_program(oke_example, stack="oke-example", project_dir=project)
     data = example_rules_data()
     data["spec"]["conditionTaints"][0]["for"] = "45s"
@@ -184,14 +197,15 @@ def test_rules_edit_changes_only_the_rules_configmap(
     new = {r.name: r.canonical() for r in after.resources}
     assert old.keys() == new.keys()
     changed = {name for name in old if old[name] != new[name]}
-    assert changed == {"reconciler-configmap-nodegate-rules"}
+    assert changed == {holder}
     assert _one(before, "Deployment").canonical() == _one(after, "Deployment").canonical()
 
 
-def test_rules_that_drop_init_pod_gates_drop_pod_access(
+def test_on_the_rules_configmap_rules_that_drop_init_pod_gates_drop_pod_access(
     oke_example: dict[str, Any], project: Path
 ) -> None:
     oke_example["nodegate:rules"] = "rules.yaml"
+    oke_example["nodegate:reconciler"]["rulesSource"] = "configmap"
     data = example_rules_data()
     del data["spec"]["startupGates"][0]["readyWhen"]["pods"]
     write_rules(project, data)
@@ -250,10 +264,9 @@ def test_monitors_and_network_policy_are_declared_when_asked(oke_example: dict[s
 def test_on_rules_objects_the_rules_are_a_noderules_object_applied_after_the_crd(
     oke_example: dict[str, Any], example_rules_text: str
 ) -> None:
-    """rulesSource objects: the rules file as the NodeRules object (its spec as written, the
-    installation's labels), on the CRD, and no rules ConfigMap; the Deployment, told to read
-    the objects, does not wait for it."""
-    oke_example["nodegate:reconciler"]["rulesSource"] = "objects"
+    """rulesSource objects (the default): the rules file as the NodeRules object (its spec as
+    written, the installation's labels), on the CRD, and no rules ConfigMap; the Deployment,
+    told to read the objects, does not wait for it."""
 
     run = run_program(oke_example, stack="oke-example")
 

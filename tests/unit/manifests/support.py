@@ -41,16 +41,21 @@ def settings(**overrides: Any) -> DeploySettings:
     return DeploySettings.model_validate({"image": {"repository": REPOSITORY}, **overrides})
 
 
-def every_option() -> DeploySettings:
+ON_CONFIGMAP = {"rulesSource": "configmap"}
+"""Rules from the rules ConfigMap: the rules known at build time decide what is granted."""
+
+
+def every_option(**overrides: Any) -> DeploySettings:
     """Settings that switch every optional object on."""
     return settings(
         grafanaDashboard={},
         prometheusRule={"labels": {"release": "kube-prometheus-stack"}},
         image={"repository": REPOSITORY, "pullSecrets": ["regcred"]},
+        **overrides,
     )
 
 
-def build(document: RulesDocument | None = None, **overrides: Any) -> list[Manifest]:
+def build(document: RulesDocument | None = None, /, **overrides: Any) -> list[Manifest]:
     return build_manifests(document or example_document(), settings(**overrides))
 
 

@@ -10,11 +10,10 @@ import yaml
 from typer.testing import CliRunner
 
 from nodegate.cli.main import app
-from tests.unit.manifests.support import EXAMPLE_RULES, REPO, REPOSITORY
+from tests.unit.manifests.support import REPO, REPOSITORY
 
 DEPLOY = REPO / "deploy" / "reconciler.yaml"
 DEPLOY_WEBHOOK = REPO / "deploy" / "reconciler-webhook.yaml"
-WEBHOOK_RULES = REPO / "examples" / "aks-webhook-rules.yaml"
 REGENERATE = "make manifests"
 
 # The exact commands `make manifests` runs, from the repository root.
@@ -48,22 +47,20 @@ def test_deploy_yaml_is_what_make_manifests_generates(
     )
 
 
-def test_deploy_yaml_rules_configmap_holds_the_example_rules() -> None:
-    configmap = next(o for o in _objects(DEPLOY) if o["kind"] == "ConfigMap")
+def test_deploy_yaml_reads_the_rules_from_noderules_objects_and_carries_none() -> None:
+    objects = _objects(DEPLOY)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
 
-    assert configmap["data"]["rules.yaml"] == EXAMPLE_RULES.read_text(encoding="utf-8")
+    assert "--rules-objects" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [o for o in objects if o["kind"] in ("ConfigMap", "NodeRules")]
 
 
 def test_webhook_deploy_yaml_registers_the_node_webhook_with_ignore_policy() -> None:
     objects = _objects(DEPLOY_WEBHOOK)
 
     configuration = next(o for o in objects if o["kind"] == "MutatingWebhookConfiguration")
-    rules_configmap = next(
-        o for o in objects if o["kind"] == "ConfigMap" and "rules.yaml" in o.get("data", {})
-    )
 
     (webhook,) = configuration["webhooks"]
     assert webhook["failurePolicy"] == "Ignore"
     assert webhook["rules"][0]["operations"] == ["CREATE"]
     assert webhook["rules"][0]["resources"] == ["nodes"]
-    assert rules_configmap["data"]["rules.yaml"] == WEBHOOK_RULES.read_text(encoding="utf-8")

@@ -38,12 +38,19 @@ def test_deployment_args_parse_into_the_intended_settings(monkeypatch: pytest.Mo
 
     settings = _parse_with_the_real_cli(container["args"], monkeypatch)
 
-    assert settings.rules_configmap == "ops/nodegate-rules"
-    assert settings.rules_file is None
+    assert settings.rules_objects is True
+    assert (settings.rules_configmap, settings.rules_file) == (None, None)
     assert settings.http_port == 9090
     assert settings.leader_election.enabled is True
     assert settings.leader_election.lease_namespace == "ops"
     assert settings.leader_election.lease_name == "nodegate-reconciler"
+
+
+def test_on_the_rules_configmap_the_args_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    pod = one(build(namespace="ops", rulesSource="configmap"), "Deployment")["spec"]["template"]
+    settings = _parse_with_the_real_cli(pod["spec"]["containers"][0]["args"], monkeypatch)
+
+    assert (settings.rules_configmap, settings.rules_objects) == ("ops/nodegate-rules", False)
 
 
 def test_the_log_deploy_settings_are_the_reconcilers_log_flags(

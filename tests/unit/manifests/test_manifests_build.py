@@ -14,10 +14,11 @@ from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.rbac import cluster_rules
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, SettingsError
 from tests.unit.manifests.support import (
     EXAMPLE_RULES,
     NO_POD_GATES,
+    ON_CONFIGMAP,
     build,
     every_option,
     example_document,
@@ -43,7 +44,6 @@ def test_objects_come_crd_and_namespace_first_in_apply_order() -> None:
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
-        "ConfigMap",
         "Deployment",
         "PodDisruptionBudget",
         "Service",
@@ -96,12 +96,12 @@ def test_without_persistent_labels_nothing_may_be_deleted() -> None:
     without = RulesDocument(
         document.text, document.rules.model_copy(update={"persistent_labels": None})
     )
-    for rule in _policy_rules(build_manifests(without, every_option())):
+    for rule in _policy_rules(build_manifests(without, every_option(**ON_CONFIGMAP))):
         assert "delete" not in rule["verbs"], rule
 
 
 def test_cluster_role_is_exactly_nodes_events_gate_pods_and_the_fence_policy() -> None:
-    role = one(build(), "ClusterRole")
+    role = one(build(**ON_CONFIGMAP), "ClusterRole")
 
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch"]},
@@ -122,14 +122,17 @@ def test_cluster_role_is_exactly_nodes_events_gate_pods_and_the_fence_policy() -
 def test_pods_are_granted_only_when_a_gate_waits_for_init_pods() -> None:
     without = RulesDocument.parse(NO_POD_GATES, "no-pod-gates.yaml")
 
-    granted = [r["resources"][0] for r in cluster_rules(without.rules)]
+    granted = [r["resources"][0] for r in cluster_rules(without.rules, settings(**ON_CONFIGMAP))]
 
     assert example_document().rules.startup_gates[0].ready_when.pods is not None
     assert granted == ["nodes", "events"]
 
 
 def test_role_limits_configmaps_and_lease_to_the_reconcilers_own_by_name() -> None:
-    role = one(build(rulesConfigMap="my-rules", leaderElection={"leaseName": "my-lease"}), "Role")
+    role = one(
+        build(rulesConfigMap="my-rules", leaderElection={"leaseName": "my-lease"}, **ON_CONFIGMAP),
+        "Role",
+    )
 
     by_name = {
         (r["resources"][0], tuple(r["verbs"])): r.get("resourceNames") for r in role["rules"]
@@ -174,7 +177,7 @@ def test_bindings_bind_the_service_account_to_its_roles() -> None:
 def test_rules_configmap_carries_exactly_the_validated_rules_text() -> None:
     text = EXAMPLE_RULES.read_text(encoding="utf-8")
 
-    configmap = one(build(), "ConfigMap", "nodegate-rules")
+    configmap = one(build(**ON_CONFIGMAP), "ConfigMap", "nodegate-rules")
 
     assert configmap["data"] == {"rules.yaml": text}
 
@@ -388,8 +391,11 @@ def test_csinodes_are_granted_only_when_a_gate_waits_for_csi_drivers() -> None:
             "list",
             "watch",
         ],
-    } in cluster_rules(rules)
-    assert not any(r["resources"] == ["csinodes"] for r in cluster_rules(example_document().rules))
+    } in cluster_rules(rules, settings(**ON_CONFIGMAP))
+    assert not any(
+        r["resources"] == ["csinodes"]
+        for r in cluster_rules(example_document().rules, settings(**ON_CONFIGMAP))
+    )
 
 
 def test_daemon_sets_and_pods_are_granted_only_when_a_node_agent_waits_for_daemon_sets() -> None:
@@ -399,14 +405,15 @@ def test_daemon_sets_and_pods_are_granted_only_when_a_node_agent_waits_for_daemo
         "    taint: {key: example.com/cni-not-ready, effect: NoSchedule}\n",
         "agents.yaml",
     ).rules
-    granted = cluster_rules(agents)
+    granted = cluster_rules(agents, settings(**ON_CONFIGMAP))
 
     assert {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list", "watch"]} in (
         granted
     )
     assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]} in granted
     assert not any(
-        r["resources"] == ["daemonsets"] for r in cluster_rules(example_document().rules)
+        r["resources"] == ["daemonsets"]
+        for r in cluster_rules(example_document().rules, settings(**ON_CONFIGMAP))
     )
 
 
@@ -451,10 +458,8 @@ def test_the_network_policy_lets_the_oci_auth_reach_where_it_gets_its_token(auth
     ]
 
 
-def _on_objects() -> DeploySettings:
-    return DeploySettings.model_validate(
-        {"image": {"repository": "registry.example.com/nodegate"}, "rulesSource": "objects"}
-    )
+def _on_objects() -> DeploySettings:  # the default
+    return settings()
 
 
 def test_on_rules_objects_no_rules_configmap_is_built_and_the_reconciler_reads_the_objects() -> (
@@ -485,7 +490,7 @@ def test_on_rules_objects_the_reconciler_may_read_them_and_write_only_their_stat
 
 
 def test_on_the_rules_configmap_nothing_is_granted_on_rules_objects() -> None:
-    objects = build_manifests(example_document(), settings())
+    objects = build_manifests(example_document(), settings(**ON_CONFIGMAP))
     [role] = [o for o in objects if o["kind"] == "ClusterRole"]
     assert not [r for r in role["rules"] if r["apiGroups"] == ["nodegate.dev"]]
 
@@ -507,3 +512,60 @@ def test_rules_of_the_shape_before_objects_are_named_after_the_installation() ->
         "nodegate-reconciler",
         {"labelTaints": []},
     )
+
+
+READS = {
+    ("", "pods"): "pods",
+    ("apps", "daemonsets"): "daemonSets",
+    ("storage.k8s.io", "csinodes"): "csiNodes",
+}
+
+
+def _reads(objects: list[dict[str, Any]]) -> set[str]:
+    return {
+        READS[(r["apiGroups"][0], r["resources"][0])]
+        for r in one(objects, "ClusterRole")["rules"]
+        if (r["apiGroups"][0], r["resources"][0]) in READS
+    }
+
+
+def test_on_rules_objects_any_rules_are_served_without_a_rules_file() -> None:
+    without_rules = build_manifests(None, settings())
+
+    assert _reads(without_rules) == {"pods", "daemonSets", "csiNodes"}
+    assert {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["list", "watch", "update", "patch", "delete"],
+    } in one(without_rules, "Role")["rules"]
+    no_gates = RulesDocument.parse(NO_POD_GATES.partition("startupGates:")[0], "r.yaml")
+    assert one(without_rules, "Deployment") == one(
+        build_manifests(no_gates, settings()), "Deployment"
+    )
+
+
+def test_on_the_rules_configmap_rules_are_required() -> None:
+    with pytest.raises(SettingsError, match="rulesSource configmap: give the rules"):
+        build_manifests(None, settings(**ON_CONFIGMAP))
+
+
+def test_access_withholds_a_read_from_any_rules_that_arrive_later() -> None:
+    chosen = settings(access={"pods": False, "csiNodes": False, "labelRecords": False})
+    without_pods = build_manifests(RulesDocument.parse(NO_POD_GATES, "r.yaml"), chosen)
+
+    assert _reads(without_pods) == {"daemonSets"}
+    assert not [r for r in _policy_rules(without_pods) if "delete" in r["verbs"]]
+
+
+def test_access_grants_a_read_the_configmap_rules_do_not_need() -> None:
+    chosen = settings(access={"csiNodes": True}, **ON_CONFIGMAP)
+
+    assert _reads(build_manifests(example_document(), chosen)) == {"pods", "csiNodes"}
+
+
+@pytest.mark.parametrize("source", ["objects", "configmap"])
+def test_withholding_what_the_given_rules_read_is_refused_with_the_fix(source: str) -> None:
+    chosen = settings(access={"pods": False}, rulesSource=source)
+
+    with pytest.raises(SettingsError, match=r"access\.pods is false, but the rules read it"):
+        build_manifests(example_document(), chosen)

@@ -47,26 +47,53 @@ def test_image_repository_can_come_from_the_environment(monkeypatch: pytest.Monk
     assert "image: myacr.azurecr.io/nodegate:t1\n" in result.stdout
 
 
-@pytest.mark.parametrize(
-    ("command", "options"),
-    [("manifests", ["--image-repository", REPOSITORY]), ("chart", ["--out", "unwritten"])],
-    ids=["manifests", "chart"],
-)
-def test_without_rules_it_exits_2_and_names_the_example_rather_than_deploying_it(
-    command: str, options: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
+def _settings_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "settings.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
 
-    result = runner.invoke(app, [command, *options])
+
+def test_on_the_rules_configmap_without_rules_it_exits_2_and_names_the_example(
+    tmp_path: Path,
+) -> None:
+    on_configmap = _settings_file(tmp_path, "rulesSource: configmap\n")
+
+    result = runner.invoke(
+        app, ["manifests", "--image-repository", REPOSITORY, "--settings", on_configmap]
+    )
 
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert not (tmp_path / "unwritten").exists()
     assert result.stderr == (
-        f"nodegate {command}: give --rules FILE, the NodeRules the reconciler enforces (there "
+        "nodegate manifests: give --rules FILE, the NodeRules the reconciler enforces (there "
         "are no default rules; for nodegate's example: --rules examples/rules.yaml, after "
         "reading what it taints)\n"
     )
+
+
+def test_on_rules_objects_the_installation_needs_no_rules_file() -> None:
+    result = runner.invoke(app, ["manifests", "--image-repository", REPOSITORY])
+
+    assert result.exit_code == 0, result.stderr
+    kinds = [o["kind"] for o in yaml.safe_load_all(result.stdout)]
+    assert "Deployment" in kinds and "ConfigMap" not in kinds and "NodeRules" not in kinds
+    assert "# Then the rules, NodeRules objects (the rules file is one): kubectl apply -f" in (
+        result.stdout
+    )
+
+
+def test_settings_that_withhold_what_the_rules_read_exit_1_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    withheld = _settings_file(tmp_path, "access: {pods: false}\n")
+
+    result = runner.invoke(
+        app, ["manifests", *RULES, "--image-repository", REPOSITORY, "--settings", withheld]
+    )
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"{withheld}: access.pods is false, but the rules read it")
 
 
 def test_invalid_rules_exit_1_with_validate_style_lines(tmp_path: Path) -> None:

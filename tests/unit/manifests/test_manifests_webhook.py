@@ -8,7 +8,7 @@ import pytest
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.webhook import CERT_DIR
-from tests.unit.manifests.support import NO_POD_GATES, build, one
+from tests.unit.manifests.support import NO_POD_GATES, ON_CONFIGMAP, build, one
 from tests.unit.manifests.test_manifests_args import _parse_with_the_real_cli
 
 SELF_SIGNED: dict[str, Any] = {"webhook": {}}
@@ -145,12 +145,15 @@ def test_the_webhook_flags_parse_into_matching_settings(
         assert str(webhook.cert_dir) == CERT_DIR
 
 
-def test_records_are_read_by_name_at_admission_only_when_labels_persist() -> None:
+def test_records_are_read_by_name_at_admission_only_when_labels_may_persist() -> None:
     get_any = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
-    assert get_any in one(build(**SELF_SIGNED), "Role")["rules"]  # the example persists labels
-    assert get_any not in one(build(), "Role")["rules"]
     no_persistence = RulesDocument.parse(NO_POD_GATES, "rules")
-    assert get_any not in one(build(no_persistence, **SELF_SIGNED), "Role")["rules"]
+    assert get_any in one(build(**SELF_SIGNED), "Role")["rules"]  # the example persists labels
+    assert get_any not in one(build(), "Role")["rules"]  # no webhook
+    # Rules from objects may persist labels later; from the ConfigMap, only as these rules do.
+    assert get_any in one(build(no_persistence, **SELF_SIGNED), "Role")["rules"]
+    configmap_rules = one(build(no_persistence, **SELF_SIGNED, **ON_CONFIGMAP), "Role")
+    assert get_any not in configmap_rules["rules"]
 
 
 def test_the_prometheus_rule_watches_the_webhook_from_the_api_server_when_it_is_served() -> None:
