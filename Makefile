@@ -79,15 +79,13 @@ promtool: setup
 helm: setup
 	$(BIN)/python -m nodegate.localcluster.build --helm
 
-# charts/nodegate is generated from the one manifest builder (nodegate.manifests.chart; the
-# example rules decide the gates it tolerates and are ci/example-values.yaml's rules; values
-# documented in its README.md from values.schema.json), then packaged into build/charts/ by the
-# real helm; tests/unit/manifests/test_chart_helm.py fails when the chart is stale or drifts from
-# `nodegate manifests`. charts/nodegate/tests (helm-unittest) is written by hand.
-# The helm that packages it is the one on PATH when it is 3.8+ or 4.x, else the pinned helm
-# built from its Go module (harness/release/helm.py; only helm, not the other chart tools).
+# charts/nodegate is written by hand (its helm-unittest suites in charts/nodegate/tests); `make
+# chart` only packages it into build/charts/ with the real helm.
+# tests/unit/manifests/test_chart_helm.py checks that `helm template` equals `nodegate manifests`
+# for a table of values. The helm that packages it is the one on PATH when it is 3.8+ or 4.x,
+# else the pinned helm built from its Go module (harness/release/helm.py; only helm, not the
+# other chart tools).
 chart: setup
-	$(BIN)/nodegate chart --rules examples/rules.yaml --out charts/nodegate
 	mkdir -p build/charts
 	$$($(BIN)/python -m nodegate.release.helm) package charts/nodegate --destination build/charts
 

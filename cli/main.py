@@ -4,7 +4,7 @@ The same app is installed as `kubectl-nodegate`, so kubectl runs it as a plugin
 (`kubectl nodegate status`); `--install-completion` / `--show-completion` are typer's own.
 
 The commands are imported when they run (`nodegate.cli.lazy_group`): `nodegate --help`, a TAB
-or `nodegate validate` never load the Kubernetes client, the reconciler or the chart generator.
+or `nodegate validate` never load the Kubernetes client or the reconciler.
 A new command is a line in `COMMANDS`.
 """
 
@@ -69,11 +69,6 @@ COMMANDS = (
         "nodegate.cli.manifests_cmd:manifests",
         "Print the reconciler's Kubernetes objects as YAML: nodegate manifests | kubectl apply "
         "-f -",
-    ),
-    LazyCommand(
-        "chart",
-        "nodegate.cli.chart_cmd:chart",
-        "Write the Helm chart, generated from the same builder as `nodegate manifests`.",
     ),
     LazyCommand(
         "labels",

@@ -15,7 +15,7 @@ from nodegate.manifests.version import package_version
 def version() -> None:
     """Print nodegate's version and the image tag it deploys.
 
-    The tag is the one `nodegate manifests`, `nodegate chart` and the Pulumi component deploy
+    The tag is the one `nodegate manifests`, the Helm chart and the Pulumi component deploy
     when no --image-tag (image.tag) is given: the image `make image` builds from this tree.
     """
     current = package_version()

@@ -2,15 +2,14 @@
 
 Each `SourceKind` in `SOURCES` is one thing the rules may read (a gate's init pods, a node's
 workload pods, the node agents' DaemonSets and pods, the CSINodes): its API resources, the
-namespaces a rule's `NodeReads` say it is read in, and the rules-file fields that make a rule
-read it (for the Helm chart's guard, which reads the rules as YAML). `cluster_reads(rules)` is
-the record of what given rules read: which source, in which namespaces, for which rules. From
-it are derived the RBAC (manifests/rbac.py), the chart's rules guard (manifests/chart/files.py)
-and the LIST scopes of the CLI's readers (cli/live/cluster.py); the reconciler and the CLI each
-read a node's facts through one source per kind (`core.decisions.sources`), refusing a kind
-without one by name. A unit test adds a dummy source and fails every consumer that ignores it
-(tests/unit/test_source_seam.py). Adding a source is then its kind here, what its rules read
-(`NodeReads`), its reconciler source and its CLI source.
+namespaces a rule's `NodeReads` say it is read in. `cluster_reads(rules)` is the record of what
+given rules read: which source, in which namespaces, for which rules. From it are derived the
+RBAC (manifests/rbac.py) and the LIST scopes of the CLI's readers (cli/live/cluster.py); the
+reconciler and the CLI each read a node's facts through one source per kind
+(`core.decisions.sources`), refusing a kind without one by name. A unit test adds a dummy
+source and fails every consumer that ignores it (tests/unit/test_source_seam.py). Adding a
+source is then its kind here, what its rules read (`NodeReads`), its reconciler source and its
+CLI source.
 """
 
 from __future__ import annotations
@@ -42,16 +41,6 @@ EVERYWHERE = frozenset({ALL_NAMESPACES})
 
 
 @dataclass(frozen=True)
-class ReadBy:
-    """A rules-file field that makes a rule read a source: a rule of the list `kind` (e.g.
-    `startupGates`) with `path` set; with `also`, only while the list `also` has rules too."""
-
-    kind: str
-    path: str
-    also: str | None = None
-
-
-@dataclass(frozen=True)
 class SourceKind:
     """One thing the rules may read from the cluster (see the module docstring)."""
 
@@ -60,8 +49,6 @@ class SourceKind:
     namespaces: Callable[[NodeReads], frozenset[str]]
     """The namespaces these reads make it read (`ALL_NAMESPACES`: every one, or a
     cluster-scoped kind); none: not read."""
-    fields: tuple[ReadBy, ...]
-    """What makes rules read it, as the chart's guard (which sees the rules as YAML) asks."""
 
 
 SOURCES: list[SourceKind] = [
@@ -69,29 +56,21 @@ SOURCES: list[SourceKind] = [
         "init-pods",
         (PODS,),
         lambda reads: frozenset(p.namespace for p in reads.pods),
-        (ReadBy("startupGates", "readyWhen.pods"),),
     ),
     SourceKind(
         "workload-pods",
         (PODS,),
         lambda reads: EVERYWHERE if reads.workload_pods else frozenset(),
-        (ReadBy("startupGates", "backfill"),),
     ),
     SourceKind(
         "node-agents",
         (PODS, DAEMON_SETS),
         lambda reads: reads.agent_namespaces,
-        (
-            ReadBy("nodeAgents", "daemonSets"),
-            # A gate's init pods kept away by an agent taint: their DaemonSets show it.
-            ReadBy("startupGates", "readyWhen.pods", also="nodeAgents"),
-        ),
     ),
     SourceKind(
         "csi-nodes",
         (CSI_NODES,),
         lambda reads: EVERYWHERE if reads.csi_drivers else frozenset(),
-        (ReadBy("startupGates", "readyWhen.csiDrivers"), ReadBy("nodeAgents", "csiDrivers")),
     ),
 ]
 """Every source, in the order their reads are granted and followed."""

@@ -2,9 +2,9 @@
 
 The version is pyproject.toml's `version`, and only there: the wheel and sdist carry it as
 their metadata, so `nodegate --version` and `nodegate version` print it and the manifests and
-the chart deploy `<repository>:<it>`; `nodegate chart` (`make chart`) writes it into the chart
-as `version` and `appVersion`; `make image` tags the image with it. This builds the artifacts
-and refuses a release whose artifacts disagree on it.
+the chart deploy `<repository>:<it>`; the chart carries it as `appVersion` (its own `version`
+is the chart's, and names the chart's file); `make image` tags the image with it. This builds
+the artifacts and refuses a release whose artifacts disagree on it.
 
 A release is of one commit (HEAD unless `--ref`), exported with `git archive`: what the working
 tree holds beside it is left out. The sdist and the wheel are built as PyPA's frontend builds
@@ -61,12 +61,14 @@ def project_version(repo: Path) -> str:
 
 
 def expected_names(version: str) -> dict[str, str]:
-    """The file each artifact must have, by kind."""
-    return {
-        "sdist": f"nodegate-{version}.tar.gz",
-        "wheel": f"nodegate-{version}-py3-none-any.whl",
-        "chart": f"nodegate-chart-{version}.tgz",
-    }
+    """The file the sdist and the wheel must have."""
+    return {"sdist": f"nodegate-{version}.tar.gz", "wheel": f"nodegate-{version}-py3-none-any.whl"}
+
+
+def chart_name(chart_version: str) -> str:
+    """The chart's file, by the chart's own version (what `helm push` and `helm install
+    --version` know it by; its appVersion is the package's)."""
+    return f"nodegate-chart-{chart_version}.tgz"
 
 
 def commit_time(repo: Path, commit: str) -> str:
@@ -132,13 +134,16 @@ def chart_versions(chart_yaml: str) -> tuple[str, str]:
 
 
 def package_chart(repo: Path, out: Path, version: str) -> Path:
-    """`helm package` of charts/nodegate, after checking it carries the project's version."""
+    """`helm package` of charts/nodegate, after checking it deploys the project's version (its
+    appVersion, the image tag it defaults to)."""
     chart_dir = repo / CHART_DIR
-    found = chart_versions((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
-    if found != (version, version):
+    chart_version, app_version = chart_versions(
+        (chart_dir / "Chart.yaml").read_text(encoding="utf-8")
+    )
+    if app_version != version:
         raise ReleaseError(
-            f"{chart_dir}/Chart.yaml has version {found[0]}, appVersion {found[1]}, not "
-            f"{version}: regenerate it (`make chart`)"
+            f"{chart_dir}/Chart.yaml has appVersion {app_version}, not {version}: set it to "
+            "pyproject.toml's version (and raise the chart's version)"
         )
     helm = helm_for_packaging()
     with _scratch(out, ".chart") as scratch:
@@ -153,7 +158,7 @@ def package_chart(repo: Path, out: Path, version: str) -> Path:
         [packaged] = scratch.glob("*.tgz")
         # helm names it nodegate-<version>.tgz, as the sdist is named: renamed so the two
         # cannot be mistaken for each other in one folder.
-        target = out / expected_names(version)["chart"]
+        target = out / chart_name(chart_version)
         packaged.replace(target)
     return target
 

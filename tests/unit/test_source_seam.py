@@ -22,11 +22,10 @@ from nodegate.cli.live.cluster import Cluster, Where
 from nodegate.cli.live.sources import node_sources
 from nodegate.core.decisions.sources import UnknownSourceError
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.rules.cluster_reads import SOURCES, ReadBy, Resource, SourceKind, cluster_reads
-from nodegate.core.rules.loader import RulesDocument, parse_rules
+from nodegate.core.rules.cluster_reads import SOURCES, Resource, SourceKind, cluster_reads
+from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
-from nodegate.manifests.chart.files import baked_gates, chart_files
 from nodegate.manifests.rbac import cluster_rules
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.test_controller import new_controller, sync, update
@@ -36,7 +35,6 @@ NODE_LEASES = SourceKind(
     "node-leases",
     (LEASES,),
     lambda reads: frozenset({"kube-node-lease"}) if reads.boot_id else frozenset(),
-    (ReadBy("startupGates", "regateOnReboot"),),
 )
 RULES = """\
 apiVersion: nodegate.dev/v1
@@ -102,15 +100,6 @@ def test_the_rbac_grants_what_a_new_source_reads() -> None:
         "resources": ["leases"],
         "verbs": ["list", "watch"],
     } in cluster_rules(parse_rules(RULES))
-
-
-@pytest.mark.usefixtures("registered")
-def test_the_charts_guard_asks_a_new_sources_fields() -> None:
-    document = RulesDocument.parse(RULES, "rules.yaml")
-    assert baked_gates(document)["reads"] == ["leases"]
-    guard = chart_files(document)["templates/rules-gates.yaml"]
-    assert '(get $rule "regateOnReboot")' in guard
-    assert '(list "leases")' in guard
 
 
 @pytest.mark.usefixtures("registered")

@@ -19,7 +19,6 @@ COMMANDS = [
     ["plan"],
     ["render"],
     ["manifests"],
-    ["chart"],
     ["reconcile"],
     ["migrate"],
     ["migrate", "nidhogg"],

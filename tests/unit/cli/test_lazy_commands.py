@@ -133,7 +133,6 @@ STILL_IMPORT_THEIR_WORK = {
     "plan",
     "reconcile",
     "manifests",
-    "chart",
     "labels",
     "migrate",
 }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.release.build import artifacts_of, expected_names
+from nodegate.release.build import artifacts_of, chart_name, chart_versions, expected_names
 
 ROOT = Path(__file__).resolve().parents[3]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
@@ -56,10 +56,11 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return artifacts_of(tree, out, epoch="0", bin_dir=Path(sys.executable).parent)
 
 
-def test_every_artifact_is_named_with_the_project_version(released: list[Path]) -> None:
-    assert [p.name for p in released] == [
-        expected_names(VERSION)[kind] for kind in ("sdist", "wheel", "chart")
-    ]
+def test_every_artifact_is_named_with_its_version(released: list[Path]) -> None:
+    chart_yaml = (ROOT / "charts" / "nodegate" / "Chart.yaml").read_text(encoding="utf-8")
+    chart_version, _ = chart_versions(chart_yaml)
+    names = expected_names(VERSION)
+    assert [p.name for p in released] == [names["sdist"], names["wheel"], chart_name(chart_version)]
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nodegate.release.build import (
+    chart_name,
     chart_versions,
     expected_names,
     normalize_tar,
@@ -25,17 +26,17 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 VERSION = PYPROJECT["project"]["version"]
 
 
-def test_the_committed_chart_carries_the_project_version() -> None:
+def test_the_committed_chart_deploys_the_project_version() -> None:
     chart_yaml = (ROOT / "charts" / "nodegate" / "Chart.yaml").read_text(encoding="utf-8")
-    assert chart_versions(chart_yaml) == (VERSION, VERSION)
+    assert chart_versions(chart_yaml)[1] == VERSION
 
 
-def test_every_artifact_is_named_with_the_version() -> None:
+def test_the_package_is_named_with_its_version_and_the_chart_with_its_own() -> None:
     assert expected_names("1.2.3") == {
         "sdist": "nodegate-1.2.3.tar.gz",
         "wheel": "nodegate-1.2.3-py3-none-any.whl",
-        "chart": "nodegate-chart-1.2.3.tgz",
     }
+    assert chart_name("0.4.0") == "nodegate-chart-0.4.0.tgz"
 
 
 def test_the_committed_lock_meets_every_runtime_image_and_build_requirement() -> None:
