@@ -275,8 +275,8 @@ class AccessSettings(Documented):
     unset: what the rules need. With rulesSource configmap the rules are known when the
     manifests are built, so only what they read is granted; with objects any team may apply
     rules that read anything, so each is granted. true grants it whatever the rules; false
-    withholds it (refused when the rules given to the manifests need it; a NodeRules object
-    that needs it later is reported in its status and its rules wait)."""
+    withholds it (refused when the rules given to the manifests need it; rules applied later
+    that need it wait, and the refused watch is logged and counted)."""
 
     pods: bool | None = None
     """list/watch Pods in every namespace: startup gates that wait for init pods

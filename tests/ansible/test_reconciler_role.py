@@ -31,6 +31,7 @@ from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.crd import GROUP, VERSION
 from nodegate.manifests.settings import DeploySettings
 from tests.ansible.playbooks import ROOT, PlaybookRun, inventory, run_playbook
+from tests.unit.manifests.support import ON_CONFIGMAP
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -111,6 +112,7 @@ def runs(
         "image": {"repository": "registry.example.com/nodegate"},
         "namespace": f"nodegate-ansible-{suffix}",
         "name": f"nodegate-ansible-{suffix}",  # ClusterRole names are cluster-wide
+        **ON_CONFIGMAP,
     }
     hosts = inventory(work, {"ungrouped": {}})
     rules = work / "rules.yaml"

@@ -38,6 +38,7 @@ from tests.e2e.support.shipped_manifests import (
     service_account_token,
     the_deployment,
 )
+from tests.unit.manifests.support import ON_CONFIGMAP
 
 GATE = ("node.cilium.io/agent-not-ready", "NoExecute")
 POD_IMAGE = "registry.k8s.io/pause:3.10"
@@ -111,6 +112,7 @@ def gated_cluster(
             "namespace": namespace,
             "name": name,
             "nodeSelector": on_pool,  # this test's nodes only; the cluster is shared
+            **ON_CONFIGMAP,
         }
     )
     objects = build_manifests(RulesDocument.parse(_rules(pool, init_app), "rules.yaml"), settings)

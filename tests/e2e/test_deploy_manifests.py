@@ -23,7 +23,6 @@ from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
-from nodegate.manifests.crd import NAME as NODE_RULES_CRD
 from nodegate.manifests.settings import DeploySettings
 from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
 from tests.e2e.support.reconciler_process import running_reconciler
@@ -32,8 +31,9 @@ from tests.e2e.support.shipped_manifests import (
     service_account_kubeconfig,
     service_account_token,
     the_deployment,
+    wait_crd_established,
 )
-from tests.unit.manifests.support import EXAMPLE_RULES
+from tests.unit.manifests.support import EXAMPLE_RULES, ON_CONFIGMAP
 
 NAMESPACE = "nodegate-system"
 ACCOUNT = "nodegate-reconciler"
@@ -41,7 +41,11 @@ ACCOUNT = "nodegate-reconciler"
 
 def manifest_objects() -> list[dict[str, Any]]:
     settings = DeploySettings.model_validate(
-        {"image": {"repository": "registry.example.com/nodegate"}, "namespace": NAMESPACE}
+        {
+            "image": {"repository": "registry.example.com/nodegate"},
+            "namespace": NAMESPACE,
+            **ON_CONFIGMAP,
+        }
     )
     document = RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules.yaml")
     return build_manifests(document, settings)
@@ -157,14 +161,7 @@ def test_on_rules_objects_the_reconciler_runs_with_the_built_rbac_and_reports_st
     objects = build_manifests(document, settings)
     assert not [o for o in objects if o["kind"] == "ConfigMap" and "rules" in o["metadata"]["name"]]
     apply_all_but_the_deployment(api_client, objects)
-    extensions = k8s_client.ApiextensionsV1Api(api_client)
-
-    def established() -> bool:
-        status = extensions.read_custom_resource_definition(NODE_RULES_CRD).status
-        conditions = (status.conditions or []) if status is not None else []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, TIMEOUT, "the CRD established")
+    wait_crd_established(api_client)
     applied = subprocess.run(
         [str(ensure_kubectl_built()), "apply", "-f", str(EXAMPLE_RULES)],
         capture_output=True,

@@ -3,8 +3,8 @@
 The container gets what a kubelet gives the pod: the Deployment's args (its command is the
 image's ENTRYPOINT), env, user, securityContext and limits, read from deploy/reconciler.yaml and
 translated by `nodegate.image.pod`; the ServiceAccount token mounted where the in-cluster config
-reads it, with KUBERNETES_SERVICE_HOST/PORT; the rules in the manifest's ConfigMap. Host
-networking reaches the API server on 127.0.0.1.
+reads it, with KUBERNETES_SERVICE_HOST/PORT; the rules: examples/rules.yaml, applied as the
+NodeRules object beside it. Host networking reaches the API server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for
 from tests.e2e.support.reconciler_process import free_port, http_get, metric_total
 from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
+    example_rules_applied,
     manifest_objects,
     service_account_token,
     the_deployment,
@@ -232,8 +233,19 @@ def _service_account_dir(
     return path
 
 
+@pytest.fixture
+def shipped(api_client: k8s_client.ApiClient) -> Iterator[list[dict[str, Any]]]:
+    """deploy/reconciler.yaml applied but its Deployment (the test runs its container), then
+    the example rules as the NodeRules object it reads."""
+    objects = manifest_objects()
+    apply_all_but_the_deployment(api_client, objects)
+    with example_rules_applied(api_client):
+        yield objects
+
+
 def test_the_image_reconciles_serves_probes_and_hands_back_its_lease_on_sigterm(
     built: tuple[Engine, BuiltImage],
+    shipped: list[dict[str, Any]],
     containers: Callable[[list[str]], Container],
     control_plane: LocalControlPlane,
     api_client: k8s_client.ApiClient,
@@ -242,9 +254,8 @@ def test_the_image_reconciles_serves_probes_and_hands_back_its_lease_on_sigterm(
     tmp_path: Path,
 ) -> None:
     engine, record = built
-    objects = manifest_objects()
+    objects = shipped
     deployment = the_deployment(objects)
-    apply_all_but_the_deployment(api_client, objects)
     pod_name = f"{deployment['metadata']['name']}-{uuid.uuid4().hex[:10]}"
     run = deployment_container(deployment, pod_name=pod_name, source="deploy/reconciler.yaml")
     assert run.service_account is not None

@@ -39,6 +39,7 @@ from tests.e2e.support.shipped_manifests import (
     service_account_token,
     the_deployment,
 )
+from tests.unit.manifests.support import ON_CONFIGMAP
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance, instance_ocid
 
 OUT_OF_SERVICE = ("node.kubernetes.io/out-of-service", "NoExecute")
@@ -284,6 +285,7 @@ def test_the_shipped_rbac_and_args_are_enough_to_write_oci_conditions(
             "namespace": "nodegate-oci",
             "name": "nodegate-oci",
             "oci": {"compartments": COMPARTMENT, "auth": "instance_principal"},
+            **ON_CONFIGMAP,
         }
     )
     objects = build_manifests(RulesDocument.parse(OKE_RULES, "rules.yaml"), settings)

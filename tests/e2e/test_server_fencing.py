@@ -55,6 +55,7 @@ from tests.e2e.support.shipped_manifests import (
     the_deployment,
 )
 from tests.e2e.support.tcp_proxy import partition_proxy
+from tests.unit.manifests.support import ON_CONFIGMAP
 from tests.unit.reconciler.nodes.oci_compute_server import OciComputeServer, instance
 
 LEASE = ("--lease-duration-seconds=4", "--renew-deadline-seconds=3", "--retry-period-seconds=1")
@@ -99,6 +100,7 @@ def install(
                 "namespace": name,
                 "name": name,
                 "leaderElection": {"serverFence": server_fence},
+                **ON_CONFIGMAP,
                 **({"oci": {"compartments": "ocid1.compartment.oc1..fence"}} if oci else {}),
             }
         )

@@ -53,7 +53,7 @@ from tests.e2e.support.webhook_fixtures import (
     taints,
     wait_in_force,
 )
-from tests.unit.manifests.support import EXAMPLE_RULES
+from tests.unit.manifests.support import EXAMPLE_RULES, ON_CONFIGMAP
 
 GATE = {"key": "startup.example.com/initializing", "value": "wait", "effect": "NoSchedule"}
 FOREIGN = {
@@ -265,6 +265,7 @@ def test_the_shipped_rbac_is_enough_for_the_webhook_and_no_more(
             "namespace": name,
             "name": name,
             "webhook": {},
+            **ON_CONFIGMAP,
         }
     )
     document = RulesDocument.parse(EXAMPLE_RULES.read_text(encoding="utf-8"), "rules.yaml")

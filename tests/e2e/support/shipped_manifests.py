@@ -1,19 +1,56 @@
-"""deploy/reconciler.yaml as the e2e tests use it: its objects, applied, and its ServiceAccount's
-credentials from the TokenRequest API (real RBAC enforcement by kube-apiserver)."""
+"""deploy/reconciler.yaml as the e2e tests use it: its objects, applied, the example rules as
+the NodeRules object it reads, and its ServiceAccount's credentials from the TokenRequest API
+(real RBAC enforcement by kube-apiserver)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import utils
+from kubernetes.client.exceptions import ApiException
 
+from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL
 from nodegate.localcluster.cluster import LocalControlPlane
+from nodegate.localcluster.nodes import wait_until
 
-MANIFEST = Path(__file__).resolve().parents[3] / "deploy" / "reconciler.yaml"
+ROOT = Path(__file__).resolve().parents[3]
+MANIFEST = ROOT / "deploy" / "reconciler.yaml"
+EXAMPLE_RULES = ROOT / "examples" / "rules.yaml"
 ALREADY_EXISTS = 409
+ESTABLISHED_TIMEOUT = 30.0
+GROUP, _, VERSION = API_VERSION.partition("/")
+
+
+def wait_crd_established(api_client: k8s_client.ApiClient) -> None:
+    """The API server serves NodeRules objects only once their CRD is Established."""
+    extensions = k8s_client.ApiextensionsV1Api(api_client)
+
+    def established() -> bool:
+        status = extensions.read_custom_resource_definition(CRD_NAME).status
+        conditions = (status.conditions or []) if status is not None else []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, ESTABLISHED_TIMEOUT, "the NodeRules CRD established")
+
+
+@contextmanager
+def example_rules_applied(api_client: k8s_client.ApiClient) -> Iterator[None]:
+    """examples/rules.yaml as the NodeRules object a user applies beside the installation;
+    deleted after (NodeRules objects are cluster-wide: the control plane is shared)."""
+    wait_crd_established(api_client)
+    custom = k8s_client.CustomObjectsApi(api_client)
+    body = yaml.safe_load(EXAMPLE_RULES.read_text(encoding="utf-8"))
+    custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+    try:
+        yield
+    finally:
+        with suppress(ApiException):
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, body["metadata"]["name"])
 
 
 def manifest_objects() -> list[dict[str, Any]]:

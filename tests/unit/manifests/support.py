@@ -42,7 +42,10 @@ def settings(**overrides: Any) -> DeploySettings:
 
 
 ON_CONFIGMAP = {"rulesSource": "configmap"}
-"""Rules from the rules ConfigMap: the rules known at build time decide what is granted."""
+"""Rules from the rules ConfigMap: the rules known at build time decide what is granted. Also
+what e2e tests on a shared control plane install with: NodeRules objects are cluster-scoped
+and an installation on objects merges every one, so each test's installation keeps its rules
+apart in a ConfigMap of its own namespace (the objects path has tests of its own)."""
 
 
 def every_option(**overrides: Any) -> DeploySettings:
