@@ -16,13 +16,18 @@ created (kube-apiserver enforces the release's RBAC and its fence policy).
   Lease keeps its name;
 * helm 4 (server-side apply by default): the reconciler fills the webhook's Secret and patches
   its caBundle (fields the chart does not render), and an upgrade neither conflicts with them
-  nor resets them.
+  nor resets them;
+* `ct install` (chart-testing) as chart CI runs it, on the control plane with kwok: kwok marks
+  the released pods Running and Ready on its simulated nodes, so `helm install --wait`
+  completes, though no container runs (the image's own run is tests/e2e/test_image.py's).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +42,14 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.rules.model import API_VERSION, PLURAL
-from nodegate.localcluster.build import ensure_helm_built
+from nodegate.localcluster import paths
+from nodegate.localcluster.build import (
+    ensure_chart_testing_built,
+    ensure_helm_built,
+    ensure_kubectl_built,
+)
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import wait_until
+from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
 from nodegate.localcluster.versions import HELM4_VERSION, HELM_VERSION
 from tests.e2e.support.reconciler_fixtures import TIMEOUT, wait_for_taints
 from tests.e2e.support.reconciler_process import ReconcilerProcess, free_port, running_reconciler
@@ -367,3 +377,44 @@ def test_helm4_server_side_apply_leaves_the_reconcilers_own_fields_alone(
     with pytest.raises(ApiException) as gone:
         admission.read_mutating_webhook_configuration(name)
     assert gone.value.status == 404
+
+
+def test_ct_install_installs_and_uninstalls_the_chart_with_its_ci_values(
+    scheduling_control_plane: LocalControlPlane,
+    scheduling_core_v1: k8s_client.CoreV1Api,
+    unique_name: str,
+    tmp_path: Path,
+) -> None:
+    """chart-testing's `ct install`: a release per ci/*-values.yaml in a namespace of its own,
+    `helm install --wait` (every pod Ready), `helm test`, uninstall, namespace deleted."""
+    nodes = [f"{unique_name}-{i}" for i in range(2)]
+    for name in nodes:
+        linux = {"kubernetes.io/os": "linux"}
+        create_node(scheduling_core_v1, SimNode(name=name, labels=linux, kwok=True))
+    tools = [ensure_helm_built().parent, ensure_kubectl_built().parent, Path(sys.executable).parent]
+    try:
+        ran = subprocess.run(
+            [
+                str(ensure_chart_testing_built()),
+                "install",
+                "--charts",
+                str(CHART),
+                "--helm-extra-args",
+                "--timeout 120s",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env={
+                "CT_CONFIG_DIR": str(paths.chart_testing_config()),
+                "PATH": os.pathsep.join([*map(str, tools), "/usr/bin", "/bin"]),
+                "HOME": str(tmp_path),
+                "KUBECONFIG": str(scheduling_control_plane.kubeconfig_path),
+            },
+        )
+    finally:
+        for name in nodes:
+            delete_node(scheduling_core_v1, name)
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+    assert "All charts installed successfully" in ran.stdout
