@@ -1,7 +1,9 @@
 """The demo's story, played against a real control plane: nodes born tainted, a startup gate
 lifted by its init pod, label and condition taints following the node, persisted labels
-surviving re-creation, and a bad rules edit refused. Each step checks its own outcome, so the
-same story is an e2e test (tests/e2e/test_demo.py) and cannot rot.
+surviving re-creation, and a bad rules edit refused (a typo by the API server at the door, a
+rule nodegate's trust model refuses in the object's status). The rules are a NodeRules object,
+as every way in puts them. Each step checks its own outcome, so the same story is an e2e test
+(tests/e2e/test_demo.py) and cannot rot.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from nodegate.cli.live.render import Column, print_table
 from nodegate.core.decisions.node_trust import seal_for_registration
 from nodegate.core.decisions.persisted_labels import record_name
 from nodegate.core.rules.loader import parse_rules
-from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL, NodePool, NodeRules
 from nodegate.core.rules.registration import registration_labels, registration_taints
+from nodegate.core.text.yaml_input import read_yaml
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import (
     SimNode,
@@ -40,11 +43,12 @@ from nodegate.localcluster.nodes import (
     wait_until,
 )
 from nodegate.localcluster.ports import free_port
+from nodegate.manifests.crd import noderules_crd
 from nodegate.reconciler.main import run
 from nodegate.reconciler.settings import LeaderElectionSettings, ReconcilerSettings
 
 NAMESPACE = "nodegate-system"
-RULES_CONFIGMAP = "nodegate-rules"
+GROUP, _, VERSION = API_VERSION.partition("/")
 POD_IMAGE = "registry.k8s.io/pause:3.10"
 STEP_TIMEOUT = 90.0
 ACCELERATOR = {"example.com/accelerator": "nvidia"}
@@ -90,6 +94,7 @@ class Story:
         self.prefix = prefix
         self.core = k8s_client.CoreV1Api(plane.client)
         self.apps = k8s_client.AppsV1Api(plane.client)
+        self.custom = k8s_client.CustomObjectsApi(plane.client)
         self.port = free_port()
         self.logs = io.StringIO()
         self.nodes: list[str] = []
@@ -188,20 +193,32 @@ class Story:
         return "the admin's label came back on the re-created node (same providerID)"
 
     def invalid(self) -> str:
+        typo = self.rules_text.replace("effect: NoSchedule", "effect: NoSchedul", 1)
+        try:
+            self._put_rules(typo)
+        except ApiException as err:
+            check(err.status == 422, f"the API server answered the typo with {err.status}")
+            found = json.loads(err.body or "{}").get("message", "")
+            self.console.print(f"  [red]kubectl apply: {found[:300]}[/red]")
+        else:
+            raise StepFailedError("the API server took a taint effect 'NoSchedul'")
         before = self._metric("nodegate_rules_rejected_total")
-        self._put_rules(self.rules_text.replace("effect: NoSchedule", "effect: NoSchedul", 1))
+        # Valid to the API server, refused by nodegate: a kubelet may change the label it matches.
+        self._put_rules(self.rules_text.replace("      nodeMayLift: true\n", "", 1))
         self._wait(lambda: self._metric("nodegate_rules_rejected_total") > before, "refusal")
         ci = self._name("ci-1")
         self._patch_labels(ci, {"example.com/capacity": "spot"})
         self._wait(lambda: "example.com/spot" in self._taint_keys(ci), "old rules still act")
-        events = self.core.list_namespaced_event(
-            NAMESPACE, field_selector=f"involvedObject.name={RULES_CONFIGMAP}"
-        ).items
-        refused = [e for e in events if e.reason == "RulesRejected"]
-        check(bool(refused), "no RulesRejected Event on the ConfigMap")
-        self.console.print(f"  [red]{(refused[-1].message or '')[:300]}[/red]")
+        self._wait(lambda: self._condition("Accepted") is not None, "the refusal in its status")
+        accepted = self._condition("Accepted") or {}
+        check(accepted.get("status") == "False", "the object says Accepted for refused rules")
+        shown = str(accepted.get("message", ""))[:300]
+        self.console.print(f"  [red]status Accepted=False: {shown}[/red]")
         self._put_rules(self.rules_text)
-        return "the typo was refused with its file, line and fix; the old rules kept working"
+        return (
+            "the typo was refused at the door with its path; the rule a node could lift was "
+            "refused in the object's status with its fix; the old rules kept working"
+        )
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -225,10 +242,11 @@ class Story:
         except ApiException as err:
             if err.status != 409:
                 raise
+        self._install_crd()
         self._put_rules(self.rules_text)
         settings = ReconcilerSettings(
             kubeconfig=self.plane.kubeconfig_path,
-            rules_configmap=f"{NAMESPACE}/{RULES_CONFIGMAP}",
+            rules_objects=True,
             state_namespace=NAMESPACE,
             event_namespace="default",
             http_port=self.port,
@@ -352,14 +370,53 @@ class Story:
         pods = self.core.list_namespaced_pod("default", label_selector=f"app={app}").items
         return any(p.spec and p.spec.node_name for p in pods)
 
-    def _put_rules(self, text: str) -> None:
-        body = k8s_client.V1ConfigMap(metadata={"name": RULES_CONFIGMAP}, data={"rules.yaml": text})
+    def _install_crd(self) -> None:
+        """The NodeRules CRD, as every installation ships it, Established before any object."""
+        extensions = k8s_client.ApiextensionsV1Api(self.plane.client)
         try:
-            self.core.replace_namespaced_config_map(RULES_CONFIGMAP, NAMESPACE, body)
+            extensions.create_custom_resource_definition(noderules_crd())  # type: ignore[arg-type]
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+        def established() -> bool:
+            status = extensions.read_custom_resource_definition(CRD_NAME).status
+            conditions = (status.conditions or []) if status is not None else []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        self._wait(established, "the NodeRules CRD established")
+
+    def _put_rules(self, text: str) -> None:
+        """The rules file as the NodeRules object `<prefix>-rules` (kubectl apply's create or
+        replace)."""
+        body: dict[str, Any] = read_yaml(text, "rules")[0]
+        body["metadata"] = {"name": self._name("rules")}
+        try:
+            current: Any = self.custom.get_cluster_custom_object(
+                GROUP, VERSION, PLURAL, self._name("rules")
+            )
         except ApiException as err:
             if err.status != 404:
                 raise
-            self.core.create_namespaced_config_map(NAMESPACE, body)
+            self.custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
+            self._cleanup.append(
+                lambda: self.custom.delete_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, self._name("rules")
+                )
+            )
+            return
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        self.custom.replace_cluster_custom_object(GROUP, VERSION, PLURAL, self._name("rules"), body)
+
+    def _condition(self, kind: str) -> dict[str, Any] | None:
+        """The rules object's condition `kind` once its status speaks of its current generation."""
+        found: Any = self.custom.get_cluster_custom_object(
+            GROUP, VERSION, PLURAL, self._name("rules")
+        )
+        status = found.get("status") or {}
+        if status.get("observedGeneration") != found["metadata"]["generation"]:
+            return None
+        return next((c for c in status.get("conditions", []) if c["type"] == kind), None)
 
     def _raw_node(self, name: str) -> dict[str, Any]:
         response: Any = self.core.read_node(name, _preload_content=False)
