@@ -18,6 +18,8 @@ import yaml
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import API_VERSION, KIND
 from nodegate.manifests.build import Manifest, build_manifests, rules_object
+from nodegate.manifests.crd import noderules_crd
+from nodegate.manifests.observability import alert_rules, dashboard_json
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.tolerations import gate_tolerations
 
@@ -184,3 +186,44 @@ def without_helm_labels(manifest: Manifest) -> Manifest:
         for label in HELM_ONLY_LABELS:
             metadata.get("labels", {}).pop(label, None)
     return manifest
+
+
+ALERTS_HEAD = """\
+# nodegate's alerts, as nodegate.manifests.observability writes them for the namespace
+# RELEASE_NAMESPACE (templates/prometheusrule.yaml puts the release namespace there).
+# tests/unit/manifests/test_chart_helm.py keeps them equal; rewrite with
+# `.venv/bin/python -m tests.unit.manifests.chart_values`.
+"""
+WEBHOOK_ALERTS_HEAD = """\
+# nodegate's alerts on the API server's calls to the Node admission webhook, as
+# nodegate.manifests.observability writes them; tests/unit/manifests/test_chart_helm.py keeps
+# them equal; rewrite with `.venv/bin/python -m tests.unit.manifests.chart_values`.
+"""
+CRD_HEAD = """\
+# The NodeRules CRD, as nodegate.manifests.crd.noderules_crd() builds it (what `nodegate
+# manifests` applies too); tests/unit/manifests/test_chart_helm.py keeps them equal; rewrite with
+# `.venv/bin/python -m tests.unit.manifests.chart_values`.
+"""
+
+
+def builder_files() -> dict[str, str]:
+    """The chart's files that hold the builder's data, by path in the chart."""
+
+    def dump(data: Any) -> str:
+        return str(yaml.safe_dump(data, sort_keys=False, width=10**6, allow_unicode=True))
+
+    namespace = "RELEASE_NAMESPACE"
+    alerts = alert_rules(namespace)
+    webhook = alert_rules(namespace, webhook=True)[len(alerts) :]
+    return {
+        "crds/noderules.nodegate.dev.yaml": CRD_HEAD + dump(noderules_crd()),
+        "files/alerts.yaml": ALERTS_HEAD + dump(alerts),
+        "files/webhook-alerts.yaml": WEBHOOK_ALERTS_HEAD + dump(webhook),
+        "files/grafana-dashboard.json": dashboard_json(),
+    }
+
+
+if __name__ == "__main__":
+    for relative, text in builder_files().items():
+        (CHART / relative).write_text(text, encoding="utf-8")
+        print(f"wrote {CHART / relative}")

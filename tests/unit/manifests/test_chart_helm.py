@@ -33,6 +33,7 @@ from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.observability import alert_rules, dashboard_json
 from tests.unit.manifests.chart_values import (
     CHART,
+    builder_files,
     chart_defaults,
     coalesced,
     expected_objects,
@@ -327,19 +328,25 @@ def test_an_install_without_an_image_repository_fails_naming_the_value(
     assert "image.repository: where you pushed the nodegate image" in refused.stderr
 
 
-def test_the_crd_file_is_the_builders() -> None:
-    (crd,) = (CHART / "crds").iterdir()
-    assert yaml.safe_load(crd.read_text(encoding="utf-8")) == noderules_crd()
+def test_the_crd_alert_and_dashboard_files_are_the_builders() -> None:
+    """crds/ and files/ hold the builder's CRD, alerts and dashboard, byte for byte."""
+    for relative, text in builder_files().items():
+        on_disk = (CHART / relative).read_text(encoding="utf-8")
+        assert on_disk == text, f"{relative} is stale: {REWRITE}"
 
 
-def test_the_alert_and_dashboard_files_are_the_builders() -> None:
+def test_the_alert_files_split_the_builders_alerts_at_the_webhooks() -> None:
     files = CHART / "files"
-    every = alert_rules("RELEASE_NAMESPACE", webhook=True)
     alerts = yaml.safe_load((files / "alerts.yaml").read_text(encoding="utf-8"))
     webhook = yaml.safe_load((files / "webhook-alerts.yaml").read_text(encoding="utf-8"))
-    assert alerts + webhook == every
     assert alerts == alert_rules("RELEASE_NAMESPACE")
+    assert alerts + webhook == alert_rules("RELEASE_NAMESPACE", webhook=True)
+    crd = yaml.safe_load((CHART / "crds" / "noderules.nodegate.dev.yaml").read_text("utf-8"))
+    assert crd == noderules_crd()
     assert (files / "grafana-dashboard.json").read_text(encoding="utf-8") == dashboard_json()
+
+
+REWRITE = "rewrite them with `.venv/bin/python -m tests.unit.manifests.chart_values`"
 
 
 def _value_paths(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
