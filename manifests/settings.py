@@ -276,7 +276,7 @@ class AccessSettings(Documented):
     manifests are built, so only what they read is granted; with objects any team may apply
     rules that read anything, so each is granted. true grants it whatever the rules; false
     withholds it (refused when the rules given to the manifests need it; rules applied later
-    that need it wait, and the refused watch is logged and counted)."""
+    that need it wait, and their NodeRules object's status says so: Degraded, CannotRead)."""
 
     pods: bool | None = None
     """list/watch Pods in every namespace: startup gates that wait for init pods

@@ -16,6 +16,7 @@ from typing import Any
 
 from nodegate.core.decisions.rule_outcomes import rule_outcome
 from nodegate.core.decisions.verdicts import PlanFacts
+from nodegate.core.rules.cluster_reads import cluster_reads
 from nodegate.core.rules.merge import Verdict, claims
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, format_time
@@ -76,6 +77,27 @@ class ObjectFacts:
     held: str | None = None
     """Why the blast-radius guard holds the update its current generation is in, and how to
     confirm it (None: nothing of it is held)."""
+    cannot_read: Mapping[str, str] = field(default_factory=dict)
+    """Rules in force (of any object) whose reads the API server refuses, and why
+    (`unreadable_rules`)."""
+
+
+def unreadable_rules(rules: NodeRules, refused: Mapping[str, str]) -> dict[str, str]:
+    """Each rule that reads a kind the API server refuses the reconciler (by kind: `Pod`,
+    `DaemonSet`, `CSINode`), with what to grant: such a rule waits, its nodes kept as they are."""
+    found: dict[str, str] = {}
+    for read in cluster_reads(rules).reads:
+        for resource in read.source.resources:
+            if resource.kind in refused:
+                why = (
+                    f"the reconciler may not list {resource.plural} ({refused[resource.kind]}); "
+                    f"grant it: the installation's access.{_ACCESS[resource.plural]}"
+                )
+                found.update(dict.fromkeys(read.rules, why))
+    return found
+
+
+_ACCESS = {"pods": "pods", "daemonsets": "daemonSets", "csinodes": "csiNodes"}
 
 
 def object_status(
@@ -105,9 +127,10 @@ def object_status(
             if verdict and verdict.conflicting
             else "it claims nothing another object holds",
         ),
-        _degraded(facts),
     ]
     names = _rule_names(facts.in_force)
+    blocked = {n: facts.cannot_read[n] for n in names if n in facts.cannot_read}
+    conditions.append(_cannot_read(blocked) if blocked else _degraded(facts))
     mine = [(name, counts[name]) for name in names if name in counts]
     rows = [_row(name, count) for name, count in mine]
     tainted = set().union(*(count.tainted_nodes for _, count in mine))
@@ -144,6 +167,11 @@ def _degraded(facts: ObjectFacts) -> dict[str, Any]:
         )
         return _condition("Degraded", True, "NotInForce", keeping)
     return _condition("Degraded", True, "Pending", "its current generation is not in force yet")
+
+
+def _cannot_read(blocked: Mapping[str, str]) -> dict[str, Any]:
+    listed = "; ".join(f"{name}: {why}" for name, why in sorted(blocked.items()))
+    return _condition("Degraded", True, "CannotRead", f"rules wait: {listed}")
 
 
 def _condition(kind: str, true: bool, reason: str, message: str) -> dict[str, Any]:

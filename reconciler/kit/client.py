@@ -67,7 +67,17 @@ def classify(err: ApiException) -> KubeError:
     # 401: a rotated token is picked up on the next call; 0: no HTTP answer at all.
     if status in (0, 401) or status >= 500:
         return TemporaryError(text, _retry_after(err))
-    return PermanentError(text, status)
+    return PermanentError(text, status, _status_message(err.body))
+
+
+def _status_message(body: object) -> str | None:
+    """The `message` of the API server's Status answer, if the body is one."""
+    try:
+        found = json.loads(str(body or ""))
+    except ValueError:
+        return None
+    message = found.get("message") if isinstance(found, dict) else None
+    return str(message) if message else None
 
 
 def timed_out(err: BaseException) -> bool:

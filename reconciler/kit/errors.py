@@ -24,9 +24,11 @@ class ThrottledError(TemporaryError):
 class PermanentError(KubeError):
     """400, 403, 422...: retrying the same request cannot succeed until something else changes."""
 
-    def __init__(self, message: str, status: int) -> None:
+    def __init__(self, message: str, status: int, said: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.said = said or message
+        """What the API server said (its Status `message`), for a person to read."""
 
 
 INVALID_WRITE_STATUSES = frozenset({400, 413, 422})

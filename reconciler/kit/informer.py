@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import GoneError, WatchStalledError
+from nodegate.reconciler.kit.errors import GoneError, PermanentError, WatchStalledError
 from nodegate.reconciler.kit.kube import (
     ListWatch,
     RawObject,
@@ -44,6 +44,7 @@ V = TypeVar("V")
 
 MAX_RETRY_SECONDS = 15.0
 """The informers' backoff cap (jitter may stretch a wait to twice this)."""
+FORBIDDEN = 403
 MIN_WATCH_SECONDS = 1.0
 """A watch that ends sooner than this having delivered nothing counts as a failure."""
 
@@ -77,7 +78,7 @@ class Informer(Generic[V]):
     ) -> None:
         self.name = name
         self._api = api
-        self._selection = selection
+        self.selection = selection
         self._transform = transform
         self._handler = handler
         self._page_size = page_size
@@ -93,6 +94,9 @@ class Informer(Generic[V]):
         self._failures = 0
         self._resource_version = ""
         self.synced = threading.Event()
+        self.refused: str | None = None
+        """Why the API server refuses this list/watch (403: RBAC withholds it), until it works;
+        None: not refused."""
 
     # --- reads (any thread) --------------------------------------------------------------------
 
@@ -168,6 +172,8 @@ class Informer(Generic[V]):
         """Back off; the first failure of a run is logged (a warning), later ones are not."""
         delay = self._backoff.next_delay()
         self._failures += 1
+        if isinstance(err, PermanentError) and err.status == FORBIDDEN:
+            self.refused = err.said
         if self._failing_since is None:
             self._failing_since = time.monotonic()
             stalled = isinstance(err, WatchStalledError)
@@ -190,6 +196,7 @@ class Informer(Generic[V]):
     def _succeeded(self) -> None:
         """A list or a watch event went through: the end of a run of failures is logged once."""
         self._backoff.reset()
+        self.refused = None
         if self._failing_since is not None:
             log.warning(
                 "list/watch works again",
@@ -208,7 +215,7 @@ class Informer(Generic[V]):
         continue_token: str | None = None
         while True:
             try:
-                page = self._api.list_page(self._selection, self._page_size, continue_token)
+                page = self._api.list_page(self.selection, self._page_size, continue_token)
             except GoneError:
                 if continue_token is None:
                     raise
@@ -244,7 +251,7 @@ class Informer(Generic[V]):
         if self._relist_requested.is_set():
             return  # asked for between the check in `run` and now: relist first
         events = self._api.watch(
-            self._selection, self._resource_version, watch_timeout(self._watch_timeout), cancel
+            self.selection, self._resource_version, watch_timeout(self._watch_timeout), cancel
         )
         for kind, raw in events:
             delivered += 1

@@ -154,7 +154,7 @@ class Controller:
             alive=lambda name: self.informer.get(name) is not None,
         )
         self.gates = memory.add(GateReports(api, recorder, metrics.gates, clock, settings.dry_run))
-        watching = Watching(
+        self._watching = watching = Watching(
             api,
             metrics.on_informer_error,
             self._health,
@@ -291,6 +291,7 @@ class Controller:
             ),
             self._now,
             self._count_error,
+            self._watching.refused,
         )
         self._reports += [writer.write_when_due, objects.confirm_when_due]
 

@@ -24,7 +24,7 @@ from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
-from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, wait_for_taints
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, taints_of, wait_for_taints
 from tests.e2e.support.reconciler_process import running_reconciler
 from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -194,3 +194,75 @@ def test_on_rules_objects_the_reconciler_runs_with_the_built_rbac_and_reports_st
             assert "Forbidden" not in process.logs()
     finally:
         custom.delete_cluster_custom_object("nodegate.dev", "v1", "noderules", "example")
+
+
+def test_rules_that_read_what_access_withholds_wait_and_say_so_in_their_status(
+    control_plane: LocalControlPlane,
+    api_client: k8s_client.ApiClient,
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Any,
+    unique_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An installation with `access.pods: false`, then a team's gate that waits for init
+    pods: the API server refuses the reconciler the pods, the gate stays on its node (never
+    lifted blind), and the object's status says which rule waits and what to grant."""
+    namespace = "nodegate-no-pods"
+    settings = DeploySettings.model_validate(
+        {
+            "image": {"repository": "registry.example.com/nodegate"},
+            "namespace": namespace,
+            "name": namespace,
+            "access": {"pods": False},
+        }
+    )
+    objects = build_manifests(None, settings)
+    apply_all_but_the_deployment(api_client, objects)
+    wait_crd_established(api_client)
+    custom = k8s_client.CustomObjectsApi(api_client)
+    name = f"{unique_name}-gated"[:63].rstrip("-")
+    label, gate = "e2e.nodegate.dev/no-pods", "e2e.nodegate.dev/no-pods-init"
+    spec = {
+        "startupGates": [
+            {
+                "name": name,
+                "match": {"labels": {label: "yes"}},
+                "taint": {"key": gate, "effect": "NoSchedule"},
+                "readyWhen": {"pods": {"namespace": "kube-system", "selector": {"app": "x"}}},
+            }
+        ]
+    }
+    body = {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", "metadata": {"name": name}}
+    custom.create_cluster_custom_object("nodegate.dev", "v1", "noderules", {**body, "spec": spec})
+    try:
+        kubeconfig, args = as_the_pod(
+            control_plane,
+            core_v1,
+            the_deployment(objects),
+            namespace,
+            namespace,
+            tmp_path,
+            monkeypatch,
+        )
+        node = make_node(labels={label: "yes"}, taints=[{"key": gate, "effect": "NoSchedule"}])
+        with running_reconciler(kubeconfig, tmp_path, *args):
+
+            def degraded() -> dict[str, Any] | None:
+                found = cast(
+                    dict[str, Any],
+                    custom.get_cluster_custom_object("nodegate.dev", "v1", "noderules", name),
+                )
+                conditions = (found.get("status") or {}).get("conditions") or []
+                return next((c for c in conditions if c["reason"] == "CannotRead"), None)
+
+            wait_until(degraded, TIMEOUT, "the object's status saying its rule cannot read")
+            condition = degraded()
+            assert condition is not None and condition["status"] == "True"
+            assert f"{name}: the reconciler may not list pods" in condition["message"]
+            assert "access.pods" in condition["message"]
+            assert 'cannot list resource "pods"' in condition["message"]  # the API's own words
+            assert '"kind":"Status"' not in condition["message"]
+            assert (gate, "NoSchedule") in taints_of(core_v1, node)
+    finally:
+        custom.delete_cluster_custom_object("nodegate.dev", "v1", "noderules", name)

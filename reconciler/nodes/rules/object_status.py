@@ -14,12 +14,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.reports.rules_objects import ObjectFacts, RuleCount, object_status, rule_counts
+from nodegate.core.reports.rules_objects import (
+    ObjectFacts,
+    RuleCount,
+    object_status,
+    rule_counts,
+    unreadable_rules,
+)
 from nodegate.core.rules.merge import confirm_on_crd
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -49,6 +55,7 @@ class ObjectStatusWriter:
         nodes: Callable[[NodeRules], Iterable[tuple[NodeState, PlanFacts]]],
         clock: Callable[[], datetime],
         on_error: Callable[[str], None] = lambda _kind: None,
+        refused: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self._api = api
         self._objects = objects
@@ -56,6 +63,8 @@ class ObjectStatusWriter:
         self._nodes = nodes
         self._now = clock
         self._on_error = on_error
+        self._refused = refused
+        """What the API server refuses the reconciler to read, by kind (`Watching.refused`)."""
         self._next_pass = 0.0
         self._next_count = 0.0
         self._counts: dict[str, RuleCount] = {}
@@ -84,6 +93,8 @@ class ObjectStatusWriter:
         applied = self._in_force.applied
         standing = applied.update.standing() if applied is not None else {}
         held = self._in_force.held
+        refused = self._refused()
+        cannot_read = unreadable_rules(rules, refused) if rules is not None and refused else {}
         for raw in self._objects.objects():
             name = raw["metadata"]["name"]
             part = standing.get(name)
@@ -103,6 +114,7 @@ class ObjectStatusWriter:
                 part.spec if part is not None else None,
                 part.generation if part is not None else None,
                 held_why,
+                cannot_read,
             )
             existing = raw.get("status")
             status = object_status(facts, self._counts, existing, self._now())

@@ -1,13 +1,14 @@
 """What every extra informer the rules call for is wired with (the init pods gates read, the
 CSINodes): the API, where its errors are counted, the health it reports to, which node a change
-enqueues, the watch timeout; and the one way such an informer is started and supervised."""
+enqueues, the watch timeout; and the one way such an informer is started and supervised, which
+also keeps what the API server refuses to let them read (`refused`)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import ErrorHook, Informer
@@ -24,6 +25,7 @@ class Watching:
     on_node: Callable[[str], None]
     """Enqueue the node a change concerns."""
     watch_timeout_seconds: int = 120
+    _running: list[tuple[Informer[Any], threading.Event]] = field(default_factory=list)
 
     def start(
         self,
@@ -47,4 +49,15 @@ class Watching:
             on_synced=on_synced,
         )
         supervised(name, informer.run, stop, self.health)
+        self._running[:] = [(i, s) for i, s in self._running if not s.is_set()]
+        self._running.append((informer, stop))
         return informer, stop
+
+    def refused(self) -> dict[str, str]:
+        """Each kind the API server refuses a running informer to list/watch (RBAC withholds
+        it: the installation's `access`), with its refusal."""
+        return {
+            informer.selection.kind: informer.refused
+            for informer, stop in list(self._running)
+            if not stop.is_set() and informer.refused is not None
+        }

@@ -7,7 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.reports.rules_objects import EXAMPLES, ObjectFacts, object_status, rule_counts
+from nodegate.core.reports.rules_objects import (
+    EXAMPLES,
+    ObjectFacts,
+    object_status,
+    rule_counts,
+    unreadable_rules,
+)
 from nodegate.core.rules.merge import RulesObject, Verdict, merge
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 
@@ -90,3 +96,41 @@ def test_a_condition_keeps_its_transition_time_while_its_status_does_not_change(
     accepted = next(c for c in moved["conditions"] if c["type"] == "Accepted")
     assert (accepted["status"], accepted["lastTransitionTime"]) == ("False", "2026-12-06T14:00:00Z")
     assert accepted["observedGeneration"] == 3
+
+
+GATED_SPEC: dict[str, Any] = {
+    "startupGates": [
+        {
+            "name": "gpu-init",
+            "match": {"labels": {"example.com/gpu": "yes"}},
+            "taint": {"key": "example.com/gpu-init", "effect": "NoSchedule"},
+            "readyWhen": {"pods": {"namespace": "kube-system", "selector": {"app": "init"}}},
+        }
+    ]
+}
+FORBIDDEN = {"Pod": 'pods is forbidden: User "system:serviceaccount:ng:ng" cannot list'}
+
+
+def test_a_rule_whose_reads_rbac_refuses_makes_its_object_degraded_with_the_grant_to_give() -> None:
+    merged = merge([RulesObject("team", 1, GATED_SPEC), RulesObject("other", 1, SPEC)], {})
+    cannot_read = unreadable_rules(merged.rules, FORBIDDEN)
+    assert set(cannot_read) == {"gpu-init"}
+
+    gated = ObjectFacts("team", 1, merged.verdicts["team"], GATED_SPEC, 1, None, cannot_read)
+    other = ObjectFacts("other", 1, merged.verdicts["other"], SPEC, 1, None, cannot_read)
+    [degraded] = [
+        c for c in object_status(gated, {}, None, NOW)["conditions"] if c["type"] == "Degraded"
+    ]
+    assert (degraded["status"], degraded["reason"]) == ("True", "CannotRead")
+    assert "gpu-init: the reconciler may not list pods (pods is forbidden" in degraded["message"]
+    assert "grant it: the installation's access.pods" in degraded["message"]
+    [fine] = [
+        c for c in object_status(other, {}, None, NOW)["conditions"] if c["type"] == "Degraded"
+    ]
+    assert (fine["status"], fine["reason"]) == ("False", "InForce")
+
+
+def test_nothing_refused_leaves_every_rule_readable() -> None:
+    merged = merge([RulesObject("team", 1, GATED_SPEC)], {})
+    assert unreadable_rules(merged.rules, {}) == {}
+    assert unreadable_rules(merged.rules, {"CSINode": "forbidden"}) == {}

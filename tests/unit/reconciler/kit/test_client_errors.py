@@ -42,6 +42,19 @@ def test_a_422_is_permanent() -> None:
     assert isinstance(classify(answer(422)), PermanentError)
 
 
+def test_a_refusal_keeps_what_the_api_server_said_for_a_person_to_read() -> None:
+    forbidden = answer(403)
+    forbidden.body = '{"kind":"Status","message":"pods is forbidden: cannot list","code":403}'
+    not_json = answer(403)
+    not_json.body = "<html>proxy says no</html>"
+
+    err, other = classify(forbidden), classify(not_json)
+
+    assert isinstance(err, PermanentError) and isinstance(other, PermanentError)
+    assert err.said == "pods is forbidden: cannot list"
+    assert other.said == str(other)
+
+
 class _BrokenOff:
     """An answer whose head arrived and whose body breaks off as it is read."""
 

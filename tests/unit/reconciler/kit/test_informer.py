@@ -12,7 +12,7 @@ import pytest
 import urllib3
 
 from nodegate.reconciler.kit.backoff import Backoff
-from nodegate.reconciler.kit.errors import TemporaryError, WatchStalledError
+from nodegate.reconciler.kit.errors import PermanentError, TemporaryError, WatchStalledError
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import Page, RawObject, Selection
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node, gone
@@ -261,3 +261,29 @@ def test_a_requested_relist_that_fails_is_listed_again_not_forgotten() -> None:
     calls = [name for name, _ in api.calls if name in ("list_page", "watch")]
     # No watch from the old resourceVersion between the failed relist and the next one.
     assert calls[:4] == ["list_page", "watch", "list_page", "list_page"], calls
+
+
+def test_a_list_rbac_refuses_is_kept_as_refused_until_it_works() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    forbidden = PermanentError('nodes is forbidden: cannot list resource "nodes"', 403)
+    api.fail("list_page", forbidden, forbidden, forbidden)
+    seen_refused: list[str | None] = []
+    with running(api, []) as informer:
+        eventually(lambda: informer.refused is not None or informer.synced.is_set())
+        seen_refused.append(informer.refused)
+        eventually(informer.synced.is_set)
+        assert informer.refused is None
+    assert seen_refused == ['nodes is forbidden: cannot list resource "nodes"']
+
+
+def test_other_failures_are_not_refusals() -> None:
+    api = FakeApi()
+    api.add_node(fake_node("a"))
+    api.fail("list_page", PermanentError("bad request", 400), TemporaryError("reset"))
+    refusals: list[str | None] = []
+    with running(api, []) as informer:
+        while not informer.synced.is_set():
+            refusals.append(informer.refused)
+            time.sleep(0.001)
+    assert set(refusals) <= {None}
