@@ -22,7 +22,7 @@ real API server (tests/e2e/test_deploy_manifests.py):
   and status record ConfigMaps (create, which RBAC cannot restrict by name, then
   get/update/patch by name; the status record is what `nodegate status|explain|plan` read),
   its Lease (create; get/update by name), and Events about its own objects;
-* when labels may persist (`access.labelRecords`, decided as the reads are): the
+* when labels may persist (rules from objects, or ConfigMap rules with `persistentLabels`): the
   persisted-label record ConfigMaps in its own namespace (list/watch by label, update, delete
   for garbage collection and quarantine, patch to mark a record with the leader's term just
   before it is deleted: `core/decisions/fencing.py`). Their names derive from node keys, so
@@ -53,6 +53,7 @@ from nodegate.core.rules.cluster_reads import (
     CSI_NODES,
     DAEMON_SETS,
     PODS,
+    SOURCES,
     Resource,
     cluster_reads,
 )
@@ -73,8 +74,9 @@ def _rule(
     return rule
 
 
-ACCESS_READS = {"pods": PODS, "daemon_sets": DAEMON_SETS, "csi_nodes": CSI_NODES}
-"""Each `AccessSettings` read and the resource it grants list/watch on."""
+ACCESS_READS = {PODS: "pods", DAEMON_SETS: "daemon_sets", CSI_NODES: "csi_nodes"}
+"""The resources an `AccessSettings` field decides; any other a source reads is granted as
+unset access is (`_granted`)."""
 
 
 def _granted(setting: bool | None, needed: bool, settings: DeploySettings, what: str) -> bool:
@@ -93,18 +95,24 @@ def _granted(setting: bool | None, needed: bool, settings: DeploySettings, what:
 def cluster_reads_granted(rules: NodeRules, settings: DeploySettings) -> tuple[Resource, ...]:
     """The resources the reconciler may list/watch besides Nodes (`AccessSettings`)."""
     needed = cluster_reads(rules).resources()
-    access = settings.access
+    readable = dict.fromkeys(res for kind in SOURCES for res in kind.resources)
     return tuple(
         resource
-        for field, resource in ACCESS_READS.items()
-        if _granted(getattr(access, field), resource in needed, settings, to_camel(field))
+        for resource in readable
+        if _granted(
+            getattr(settings.access, field) if (field := ACCESS_READS.get(resource)) else None,
+            resource in needed,
+            settings,
+            to_camel(field or resource.plural),
+        )
     )
 
 
 def keeps_label_records(rules: NodeRules, settings: DeploySettings) -> bool:
-    """Whether the reconciler may keep persisted-label records (`access.labelRecords`)."""
-    needed = rules.persistent_labels is not None
-    return _granted(settings.access.label_records, needed, settings, "labelRecords")
+    """Whether the reconciler may keep persisted-label records: with rules from objects always
+    (any object may persist labels; without the records no rule could act: the reconciler
+    waits for them before it decides a node), from the ConfigMap when they persist labels."""
+    return settings.rules_source == "objects" or rules.persistent_labels is not None
 
 
 def cluster_rules(rules: NodeRules, settings: DeploySettings) -> list[PolicyRule]:

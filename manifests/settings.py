@@ -271,7 +271,7 @@ class SettingsError(ValueError):
 
 
 class AccessSettings(Documented):
-    """What the reconciler may read and keep besides Nodes, Events and its own records. Each
+    """What the reconciler may read besides Nodes, Events and its own namespace's records. Each
     unset: what the rules need. With rulesSource configmap the rules are known when the
     manifests are built, so only what they read is granted; with objects any team may apply
     rules that read anything, so each is granted. true grants it whatever the rules; false
@@ -287,9 +287,6 @@ class AccessSettings(Documented):
     beside them)."""
     csi_nodes: bool | None = None
     """list/watch CSINodes: rules that wait for CSI drivers (`csiDrivers`)."""
-    label_records: bool | None = None
-    """Keep persisted-label records: list/watch/update/patch/delete ConfigMaps in the
-    reconciler's namespace (`persistentLabels`)."""
 
 
 class DeploySettings(Documented):
@@ -334,6 +331,15 @@ class DeploySettings(Documented):
     dedicated nodes too, but not NoExecute: a failing node evicts it to a healthy one. The
     rules' own gates are tolerated whatever this says and whatever their effect (the
     reconciler is what lifts them): `nodegate.manifests.tolerations`."""
+    unknown_gate_seconds: int | None = Field(default=300, ge=0)
+    """With rulesSource objects: how long the pods stay on a node carrying a NoExecute taint
+    nothing else here tolerates, such as the gate of a team's NodeRules object applied after
+    the installation (one toleration of every NoExecute taint, this long, after all others:
+    the taint manager goes by the first that matches, so the given rules' gates stay tolerated
+    for ever, and the pods still leave a dead node after this long, as Kubernetes' own 300 s
+    for an unreachable node). Without it, a pool whose every node is born with such a gate
+    would never get a reconciler to lift it. null: none (then list each later NoExecute gate in
+    tolerations)."""
     affinity: dict[str, Any] = Field(default_factory=dict)
     """The pods' Kubernetes `affinity` (nodeAffinity, podAffinity, podAntiAffinity), as in a
     pod spec; none by default (the topology spread already spreads the replicas)."""

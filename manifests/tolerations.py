@@ -16,6 +16,13 @@ wildcard toleration; nodegate knows every gate key from the rules. `Exists`, not
 value is not part of a gate's identity (key and effect are, as for the planner), and a node
 born with another value is still gated.
 
+With rules from NodeRules objects the manifests know only the gates of the rules given to them;
+a team's object applied later may bring a `NoExecute` gate, so every `NoExecute` taint is also
+tolerated for `DeploySettings.unknown_gate_seconds` (300 s), listed last: a later gate no longer
+keeps the reconciler off a pool born gated, the known gates stay tolerated for ever (the first
+match decides), and a dead node still evicts the pods, after the 300 s Kubernetes itself gives
+an unreachable node.
+
 Pure: rules and settings in, tolerations out. The Deployment depends on the rules through this
 function only, so a rules edit that adds, drops or re-keys a gate rolls the pods; other edits
 change the rules ConfigMap alone.
@@ -59,7 +66,8 @@ def gate_tolerations(rules: NodeRules) -> tuple[Toleration, ...]:
 
 
 def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str, Any]]:
-    """The Deployment's `tolerations`: the gates' first, then the settings' (minus repeats).
+    """The Deployment's `tolerations`: the gates' first, then the settings', then, with rules
+    from objects, every NoExecute taint for a while (minus repeats).
 
     The gates come first and are not part of the settings, so no `tolerations` setting can
     drop them; first, because the taint manager evicts by the first toleration that matches a
@@ -67,11 +75,23 @@ def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str
     gated node either.
     """
     listed: list[dict[str, Any]] = []
-    for toleration in (*gate_tolerations(rules), *settings.tolerations):
+    for toleration in (*gate_tolerations(rules), *settings.tolerations, *_unknown_gates(settings)):
         entry = toleration.model_dump(by_alias=True, exclude_none=True)
         if entry not in listed:
             listed.append(entry)
     return listed
+
+
+def _unknown_gates(settings: DeploySettings) -> tuple[Toleration, ...]:
+    """With rules from objects, gates the manifests cannot know: every NoExecute taint for a
+    while (`DeploySettings.unknown_gate_seconds`), last, so it decides only for taints nothing
+    before it tolerates."""
+    from nodegate.manifests.settings import Toleration  # noqa: PLC0415  (see the docstring)
+
+    seconds = settings.unknown_gate_seconds
+    if settings.rules_source != "objects" or seconds is None:
+        return ()
+    return (Toleration(operator="Exists", effect="NoExecute", toleration_seconds=seconds),)
 
 
 def describe_gate_tolerations(rules: NodeRules) -> str | None:

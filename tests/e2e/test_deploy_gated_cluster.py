@@ -1,5 +1,8 @@
 """A new cluster where every node carries a NoExecute gate: the shipped objects still get the
-reconciler running, and it lifts the gates (issue 27: both pods stayed Pending before).
+reconciler running, and it lifts the gates (issue 27: both pods stayed Pending before). On the
+rules ConfigMap the manifests know the gate; on NodeRules objects they are built without any
+rules and the gate arrives as an object after them (a team's), tolerated for a while as any
+NoExecute taint is (`unknownGateSeconds`).
 
 The objects come from the one builder (`nodegate manifests`, Pulumi and Ansible use the same
 function), applied as they are to the scheduling control plane: the controller-manager makes the
@@ -27,6 +30,7 @@ from kubernetes import utils
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import PLURAL
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
 from nodegate.manifests.build import build_manifests
@@ -34,11 +38,13 @@ from nodegate.manifests.settings import DeploySettings
 from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
 from tests.e2e.support.reconciler_process import running_reconciler
 from tests.e2e.support.shipped_manifests import (
+    GROUP,
+    VERSION,
     service_account_kubeconfig,
     service_account_token,
     the_deployment,
+    wait_crd_established,
 )
-from tests.unit.manifests.support import ON_CONFIGMAP
 
 GATE = ("node.cilium.io/agent-not-ready", "NoExecute")
 POD_IMAGE = "registry.k8s.io/pause:3.10"
@@ -95,9 +101,11 @@ class GatedCluster:
     """A pod of the pool without the gate's toleration."""
 
 
-@pytest.fixture
+@pytest.fixture(params=["configmap", "objects"])
 def gated_cluster(
-    scheduling_control_plane: LocalControlPlane, scheduling_core_v1: k8s_client.CoreV1Api
+    request: pytest.FixtureRequest,
+    scheduling_control_plane: LocalControlPlane,
+    scheduling_core_v1: k8s_client.CoreV1Api,
 ) -> Iterator[GatedCluster]:
     plane, core = scheduling_control_plane, scheduling_core_v1
     apps = k8s_client.AppsV1Api(plane.client)
@@ -112,10 +120,12 @@ def gated_cluster(
             "namespace": namespace,
             "name": name,
             "nodeSelector": on_pool,  # this test's nodes only; the cluster is shared
-            **ON_CONFIGMAP,
+            "rulesSource": request.param,
         }
     )
-    objects = build_manifests(RulesDocument.parse(_rules(pool, init_app), "rules.yaml"), settings)
+    document = RulesDocument.parse(_rules(pool, init_app), "rules.yaml")
+    on_objects = request.param == "objects"
+    objects = build_manifests(None if on_objects else document, settings)
     nodes = [f"gated-{suffix}-{n}" for n in range(2)]
     gate = {"key": GATE[0], "value": "true", "effect": GATE[1]}
     waiting = f"untolerating-{suffix}"
@@ -126,7 +136,26 @@ def gated_cluster(
         stack.callback(_ignore_missing, rbac.delete_cluster_role, name)
         stack.callback(_ignore_missing, rbac.delete_cluster_role_binding, name)
         stack.callback(_ignore_missing, core.delete_namespace, namespace)
-        utils.create_from_yaml(plane.client, yaml_objects=objects)  # type: ignore[no-untyped-call]
+        for obj in objects:
+            try:
+                utils.create_from_dict(plane.client, obj)  # type: ignore[no-untyped-call]
+            except utils.FailToCreateError as err:
+                # The CRD is cluster-wide: another test on this control plane may have made it.
+                if obj["kind"] != "CustomResourceDefinition" or err.api_exceptions[0].status != 409:
+                    raise
+        if on_objects:  # a team's object, after the installation
+            wait_crd_established(plane.client)
+            custom = k8s_client.CustomObjectsApi(plane.client)
+            rules = document.as_object(f"gate-{suffix}")
+            custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, rules)
+            stack.callback(
+                _ignore_missing,
+                custom.delete_cluster_custom_object,
+                GROUP,
+                VERSION,
+                PLURAL,
+                rules["metadata"]["name"],
+            )
         daemonset = init_daemonset(init_app, on_pool, GATE[0])
         apps.create_namespaced_daemon_set("default", daemonset)  # type: ignore[arg-type]
         stack.callback(_ignore_missing, apps.delete_namespaced_daemon_set, init_app, "default")

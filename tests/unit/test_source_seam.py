@@ -27,6 +27,7 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.manifests.rbac import cluster_rules
+from tests.unit.manifests.support import settings
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
 from tests.unit.reconciler.nodes.test_controller import new_controller, sync, update
 
@@ -99,7 +100,7 @@ def test_the_rbac_grants_what_a_new_source_reads() -> None:
         "apiGroups": ["coordination.k8s.io"],
         "resources": ["leases"],
         "verbs": ["list", "watch"],
-    } in cluster_rules(parse_rules(RULES))
+    } in cluster_rules(parse_rules(RULES), settings(rulesSource="configmap"))
 
 
 @pytest.mark.usefixtures("registered")

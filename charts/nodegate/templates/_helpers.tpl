@@ -172,5 +172,10 @@ tolerate their gates with `tolerations`.
 {{- $entry := merge (deepCopy $given) (dict "operator" "Equal") }}
 {{- if not (has $entry $listed) }}{{ $listed = append $listed $entry }}{{ end }}
 {{- end }}
+{{- /* Gates of objects applied later: every NoExecute taint for a while, last. */}}
+{{- if not (kindIs "invalid" .Values.unknownGateSeconds) }}
+{{- $entry := dict "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" (.Values.unknownGateSeconds | int) }}
+{{- if not (has $entry $listed) }}{{ $listed = append $listed $entry }}{{ end }}
+{{- end }}
 {{- toJson $listed }}
 {{- end }}

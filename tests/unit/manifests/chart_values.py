@@ -134,6 +134,7 @@ def settings_for(values: dict[str, Any], release: str, namespace: str) -> Deploy
                 *(t.model_dump(by_alias=True) for d in objects for t in gate_tolerations(d.rules)),
                 *values["tolerations"],
             ],
+            "unknownGateSeconds": values["unknownGateSeconds"],
             "affinity": values["affinity"],
             "access": values["access"],
             "leaderElection": values["leaderElection"],

@@ -265,7 +265,6 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
                 "pods": False,
                 "daemonSets": False,
                 "csiNodes": False,
-                "labelRecords": False,
             },
             "rules": LABEL_TAINTS_ONLY,
             "webhook": {"enabled": True},

@@ -550,11 +550,22 @@ def test_on_the_rules_configmap_rules_are_required() -> None:
 
 
 def test_access_withholds_a_read_from_any_rules_that_arrive_later() -> None:
-    chosen = settings(access={"pods": False, "csiNodes": False, "labelRecords": False})
+    chosen = settings(access={"pods": False, "csiNodes": False})
     without_pods = build_manifests(RulesDocument.parse(NO_POD_GATES, "r.yaml"), chosen)
 
     assert _reads(without_pods) == {"daemonSets"}
-    assert not [r for r in _policy_rules(without_pods) if "delete" in r["verbs"]]
+
+
+def test_on_rules_objects_label_records_are_always_kept() -> None:
+    """Any object may persist labels, and no rule acts before the records are read."""
+    no_persistence = RulesDocument.parse(NO_POD_GATES, "r.yaml")
+    assert no_persistence.rules.persistent_labels is None
+    for document in (None, no_persistence):
+        assert {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "verbs": ["list", "watch", "update", "patch", "delete"],
+        } in one(build_manifests(document, settings()), "Role")["rules"]
 
 
 def test_access_grants_a_read_the_configmap_rules_do_not_need() -> None:
@@ -563,9 +574,24 @@ def test_access_grants_a_read_the_configmap_rules_do_not_need() -> None:
     assert _reads(build_manifests(example_document(), chosen)) == {"pods", "csiNodes"}
 
 
-@pytest.mark.parametrize("source", ["objects", "configmap"])
-def test_withholding_what_the_given_rules_read_is_refused_with_the_fix(source: str) -> None:
-    chosen = settings(access={"pods": False}, rulesSource=source)
+AGENTS_AND_CSI = """\
+apiVersion: nodegate.dev/v1
+kind: NodeRules
+nodeAgents:
+  - name: cni
+    daemonSets: [{namespace: kube-system, name: cilium}]
+    csiDrivers: [{name: ebs.csi.aws.com}]
+    taint: {key: example.com/cni-not-ready, effect: NoSchedule}
+"""
 
-    with pytest.raises(SettingsError, match=r"access\.pods is false, but the rules read it"):
-        build_manifests(example_document(), chosen)
+
+@pytest.mark.parametrize("source", ["objects", "configmap"])
+@pytest.mark.parametrize("access", ["pods", "daemonSets", "csiNodes"])
+def test_withholding_what_the_given_rules_read_is_refused_with_the_fix(
+    source: str, access: str
+) -> None:
+    chosen = settings(access={access: False}, rulesSource=source)
+    reads_all = RulesDocument.parse(AGENTS_AND_CSI, "agents.yaml")
+
+    with pytest.raises(SettingsError, match=rf"access\.{access} is false, but the rules read it"):
+        build_manifests(reads_all, chosen)

@@ -1,6 +1,7 @@
-"""The reconciler's pods tolerate exactly their own gates, whatever the effect, and nothing
-broader: a NoExecute gate on every node must not leave them Pending (issue 27), and a dead
-node must still evict them."""
+"""The reconciler's pods tolerate their own gates, whatever the effect, for ever, and any other
+NoExecute taint for a bounded time at most (rules from objects: a gate applied after the
+installation): a NoExecute gate on every node must not leave them Pending (issue 27), and a
+dead node must still evict them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.manifests.tolerations import describe_gate_tolerations
-from tests.unit.manifests.support import build, one
+from tests.unit.manifests.support import ON_CONFIGMAP, build, one
 
 NETWORK_GATE = ("node.cilium.io/agent-not-ready", "NoExecute")
 
@@ -76,18 +77,34 @@ def test_every_gate_taint_is_tolerated_by_key_and_effect_whatever_its_value() ->
     ],
     ids=["unreachable", "not-ready", "condition-taint"],
 )
-def test_no_other_noexecute_taint_is_tolerated_so_a_failing_node_still_evicts(
+def test_no_other_noexecute_taint_is_tolerated_for_ever_so_a_failing_node_still_evicts(
     taint: tuple[str, str],
 ) -> None:
-    tolerations = _tolerations(_document())
+    on_objects, on_configmap = _tolerations(_document()), _tolerations(_document(), **ON_CONFIGMAP)
 
-    assert not any(tolerates(t, taint[0], "", taint[1]) for t in tolerations)
+    assert _first_match(on_objects, *taint)["tolerationSeconds"] == 300
+    assert not any(tolerates(t, taint[0], "", taint[1]) for t in on_configmap)
+
+
+def test_on_rules_objects_a_gate_applied_later_is_tolerated_for_a_while_after_all_others() -> None:
+    later_gate = ("example.com/team-agent-not-ready", "NoExecute")
+    tolerations = _tolerations(_document(), unknownGateSeconds=600)
+
+    assert tolerations[-1] == {
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 600,
+    }
+    assert _first_match(tolerations, *later_gate) == tolerations[-1]
+    assert "tolerationSeconds" not in _first_match(tolerations, *NETWORK_GATE)
+    without = _tolerations(_document(), unknownGateSeconds=None)
+    assert not any(tolerates(t, *later_gate[:1], "", later_gate[1]) for t in without)
 
 
 def test_no_tolerations_setting_can_drop_the_gates() -> None:
     tolerations = _tolerations(_document(), tolerations=[])
 
-    assert {(t["key"], t["effect"]) for t in tolerations} == {
+    assert {(t["key"], t["effect"]) for t in tolerations if "key" in t} == {
         NETWORK_GATE,
         ("startup.example.com/warmup", "PreferNoSchedule"),
         ("startup.k8s.io/initializing", "PreferNoSchedule"),
@@ -101,7 +118,7 @@ def test_the_gate_toleration_decides_eviction_before_a_timed_setting() -> None:
     tolerations = _tolerations(_document(), tolerations=[timed])
 
     assert "tolerationSeconds" not in _first_match(tolerations, *NETWORK_GATE)
-    assert tolerations[-1] == timed
+    assert timed in tolerations
 
 
 def test_a_setting_equal_to_a_gate_toleration_is_listed_once() -> None:
@@ -114,7 +131,7 @@ def test_a_setting_equal_to_a_gate_toleration_is_listed_once() -> None:
 def test_rules_without_gates_leave_the_settings_tolerations_alone() -> None:
     no_gates = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 
-    assert _tolerations(_document(no_gates)) == [
+    assert _tolerations(_document(no_gates), **ON_CONFIGMAP) == [
         {"operator": "Exists", "effect": "NoSchedule"},
         {"operator": "Exists", "effect": "PreferNoSchedule"},
     ]
