@@ -3,16 +3,18 @@
 The objects are exactly what `nodegate.manifests.build_manifests` returns (the same function
 behind `nodegate manifests` and `deploy/reconciler.yaml`), and, with the deploy setting
 `rulesSource: objects` (the default), the rules as the NodeRules object
-`nodegate.manifests.build.rules_object` makes; this component only declares them, one Pulumi resource per object, all children of the
-component, on a Kubernetes provider for the cluster the reconciler runs in.
+`nodegate.manifests.build.rules_object` makes; this component only declares them, one Pulumi
+resource per object, all children of the component, on a Kubernetes provider for the cluster
+the reconciler runs in.
 
 Where the rules go follows `rulesSource`. configmap (an installation from before NodeRules
 objects): the rules ConfigMap holds the rules text; the provider treats ConfigMaps as mutable,
 so a rules edit updates it in place (the reconciler hot-reloads it) instead of replacing it.
-objects (the default): there is no rules ConfigMap; the rules are the NodeRules object, which depends on the NodeRules CRD (so the API server knows
-the kind before the object is applied), and a rules edit updates it in place (the reconciler
-watches it). The Deployment does not depend on that object: its pods start without it (no
-NodeRules object is no rules, and the reconciler is ready), and it is applied beside them.
+objects (the default): there is no rules ConfigMap; the rules are the NodeRules object, which
+depends on the NodeRules CRD (so the API server knows the kind before the object is applied),
+and a rules edit updates it in place (the reconciler watches it). The Deployment does not
+depend on that object: its pods start without it (no NodeRules object is no rules, and the
+reconciler is ready), and it is applied beside them.
 """
 
 from __future__ import annotations
