@@ -19,6 +19,7 @@ import typer
 from pydantic import ValidationError
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import CRD_NAME
 from nodegate.core.text.errors import RulesError, format_path
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import decode, read_limited, read_yaml
@@ -112,7 +113,8 @@ def manifests(
     objects = settings.rules_source == "objects"
     document = None if objects and rules is None else load_rules(required_rules(rules, "manifests"))
     then = (
-        "\nThen the rules, NodeRules objects (the rules file is one): kubectl apply -f rules.yaml"
+        "\nThen the rules, NodeRules objects (the rules file is one), once the CRD is "
+        f"Established: kubectl apply -f {rules or 'rules.yaml'}"
         if objects
         else ""
     )
@@ -128,6 +130,16 @@ def manifests(
     except SettingsError as err:
         typer.echo(f"{settings_file or 'nodegate manifests'}: {err}", err=True)
         raise typer.Exit(_INVALID) from err
+    if objects and rules is not None:
+        # Before NodeRules objects this printed the rules ConfigMap: say where they went now.
+        typer.echo(
+            f"nodegate manifests: the rules of {rules} are not in this output (rulesSource "
+            "objects: only their gates' tolerations are); apply them after it: kubectl wait "
+            f"--for condition=Established crd/{CRD_NAME} && kubectl apply -f {rules}. To keep "
+            "an installation on the rules ConfigMap: --settings with rulesSource: configmap "
+            "(or move it: nodegate migrate configmap)",
+            err=True,
+        )
     typer.echo(dump_all(built, header), nl=False)
 
 

@@ -29,6 +29,8 @@ from nodegate.infra.stack_config import (
     StackConfig,
     parse_stack_config,
 )
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import SettingsError
 
 
 class InvalidRulesError(pulumi.RunError):
@@ -156,12 +158,16 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
             failures.append(str(err))
     if failures:
         raise BootstrapRenderError("\n".join(failures))
-    return Prepared(
-        config=config,
-        rules=document,
-        plans=plans,
-        reconciler=plan_reconciler(document, config, project_dir),
-    )
+    reconciler = plan_reconciler(document, config, project_dir)
+    if reconciler is not None:
+        try:
+            build_manifests(reconciler.rules, reconciler.settings)
+        # Settings that cannot serve these rules (an access they read withheld): nothing declared.
+        except SettingsError as err:
+            raise InvalidStackConfigError(
+                f"Pulumi.{stack}.yaml ({NAMESPACE}:reconciler): {err}"
+            ) from err
+    return Prepared(config=config, rules=document, plans=plans, reconciler=reconciler)
 
 
 def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:

@@ -300,7 +300,8 @@ class DeploySettings(Documented):
     """Create the Namespace; set false when it exists and is managed elsewhere."""
     name: DnsLabel = DEFAULT_NAME
     """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
-    cluster-wide, so two installations in one cluster need different names."""
+    cluster-wide, so two installations in one cluster need different names (and the rules
+    ConfigMap: NodeRules objects are cluster-wide, one installation on them per cluster)."""
     rules_source: Literal["objects", "configmap"] = "objects"
     """Where the reconciler reads its rules: objects (every NodeRules object, `kubectl apply -f
     rules.yaml`; each says in its status whether it is in force) or configmap (the rules

@@ -98,8 +98,25 @@ def has_no_rules(rules: NodeRules) -> bool:
     return not (rules.taint_rules() or rules.persistent_labels or rules.node_pools)
 
 
-def hold_reason(radius: BlastRadius, rules: NodeRules, max_share: float) -> str | None:
-    """Why this update must wait for confirmation, or None to apply it now."""
+def hold_reason(
+    radius: BlastRadius, rules: NodeRules, max_share: float, in_force: NodeRules | None = None
+) -> str | None:
+    """Why this update must wait for confirmation, or None to apply it now. Rules with no
+    rules at all in place of some are held even when no node carries a taint of theirs now:
+    the next node born with a gate would carry it for ever, and persisted labels would no
+    longer come back (a truncated ConfigMap, every NodeRules object deleted)."""
+    if has_no_rules(rules) and in_force is not None and not has_no_rules(in_force):
+        removed = (
+            f"; it would also remove {radius.removed_taints} taint(s) from "
+            f"{radius.untainted_nodes} node(s)"
+            if radius.untainted_nodes
+            else ""
+        )
+        return (
+            f"it has no rules at all in place of {len(in_force.taint_rules())} rule(s) in "
+            f"force (no gate a node is born with would be lifted any more, no persisted label "
+            f"restored){removed}; a truncated rules ConfigMap, or every NodeRules object deleted?"
+        )
     if radius.evicted_share > max_share:
         where = ", ".join(radius.evicted_examples)
         return (

@@ -161,7 +161,7 @@ def rules_change(
         tuple(sorted(changed, key=lambda c: c.node)),
         summarize(changed),
         radius,
-        hold_reason(radius, new, max_share),
+        hold_reason(radius, new, max_share, in_force),
         max_share,
     )
 

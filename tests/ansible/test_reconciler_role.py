@@ -291,3 +291,31 @@ def test_on_rules_objects_the_rules_are_a_noderules_object_applied_after_the_crd
         except ApiException as err:
             if err.status != 404:
                 raise
+
+
+def test_settings_that_withhold_what_the_rules_read_fail_the_play_naming_the_variable(
+    tmp_path: Path, collections: Path, control_plane: LocalControlPlane
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    settings: dict[str, Any] = {
+        "image": {"repository": "registry.example.com/nodegate"},
+        "namespace": f"nodegate-ansible-withheld-{suffix}",
+        "name": f"nodegate-ansible-withheld-{suffix}",
+        "access": {"pods": False},  # the example's gate waits for init pods
+    }
+    extra = {
+        "nodegate_rules_file": str(RULES),
+        "nodegate_reconciler": settings,
+        "nodegate_kubeconfig": str(control_plane.kubeconfig_path),
+        "nodegate_reconciler_wait": False,
+    }
+
+    run = run_playbook(
+        tmp_path, collections, "reconciler.yml", inventory(tmp_path, {"ungrouped": {}}), extra
+    )
+
+    assert run.returncode != 0
+    assert "nodegate_reconciler: access.pods is false, but the rules read it" in run.text()
+    assert "Traceback" not in run.text()
+    namespaces = k8s_client.CoreV1Api(control_plane.client).list_namespace().items
+    assert settings["namespace"] not in [n.metadata.name for n in namespaces if n.metadata]

@@ -11,7 +11,7 @@ import pytest
 
 from nodegate.core.rules.loader import load_rules, parse_rules
 from nodegate.core.text.errors import RulesError
-from nodegate.infra.program import InvalidRulesError
+from nodegate.infra.program import InvalidRulesError, InvalidStackConfigError
 from tests.pulumi.harness import run_program
 
 BROKEN_RULES = """\
@@ -158,3 +158,17 @@ def test_on_the_rules_configmap_inline_rules_declare_the_same_inputs_as_the_rule
         for run in (inline, from_file)
     ]
     assert parse_rules(inline_text) == parse_rules(file_text)
+
+
+def test_reconciler_settings_that_withhold_what_the_rules_read_fail_before_anything_is_declared(
+    oke_example: dict[str, Any],
+) -> None:
+    oke_example["nodegate:reconciler"]["access"] = {"pods": False}
+
+    run = run_program(oke_example, stack="oke-example")
+
+    assert isinstance(run.error, InvalidStackConfigError)
+    assert str(run.error).startswith(
+        "Pulumi.oke-example.yaml (nodegate:reconciler): access.pods is false, but the rules read it"
+    )
+    assert run.resources == []

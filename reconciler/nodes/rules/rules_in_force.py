@@ -122,7 +122,12 @@ class RulesInForce:
             radius = blast_radius(
                 nodes(update.rules), update.rules, applied.rules if applied else None
             )
-            reason = hold_reason(radius, update.rules, self._max_untaint_share)
+            reason = hold_reason(
+                radius,
+                update.rules,
+                self._max_untaint_share,
+                applied.rules if applied else None,
+            )
             if reason is not None and not update.confirmed:
                 self._hold(update, reason)
                 return

@@ -77,7 +77,23 @@ def test_on_rules_objects_the_installation_needs_no_rules_file() -> None:
     assert result.exit_code == 0, result.stderr
     kinds = [o["kind"] for o in yaml.safe_load_all(result.stdout)]
     assert "Deployment" in kinds and "ConfigMap" not in kinds and "NodeRules" not in kinds
-    assert "# Then the rules, NodeRules objects (the rules file is one): kubectl apply -f" in (
+    assert "# Then the rules, NodeRules objects (the rules file is one), once the CRD is" in (
+        result.stdout
+    )
+    assert result.stderr == ""
+
+
+def test_on_rules_objects_a_rules_file_given_is_said_to_be_applied_apart() -> None:
+    """Before NodeRules objects the same command printed the rules ConfigMap: an upgrade that
+    re-runs it must not silently lose the rules."""
+    result = runner.invoke(app, ["manifests", *RULES, "--image-repository", REPOSITORY])
+
+    assert result.exit_code == 0
+    assert "ConfigMap" not in [o["kind"] for o in yaml.safe_load_all(result.stdout)]
+    assert f"the rules of {EXAMPLE_RULES} are not in this output" in result.stderr
+    assert f"kubectl apply -f {EXAMPLE_RULES}" in result.stderr
+    assert "rulesSource: configmap" in result.stderr
+    assert "# Then the rules, NodeRules objects (the rules file is one), once the CRD is " in (
         result.stdout
     )
 

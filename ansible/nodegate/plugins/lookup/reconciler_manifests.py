@@ -27,7 +27,7 @@ try:
     from nodegate.core.text.located_errors import located_errors
     from nodegate.core.text.yaml_input import decode, read_limited
     from nodegate.manifests.build import build_manifests, rules_object
-    from nodegate.manifests.settings import DeploySettings
+    from nodegate.manifests.settings import DeploySettings, SettingsError
 except ImportError as err:
     NODEGATE_MISSING = err
 
@@ -138,4 +138,8 @@ class LookupModule(LookupBase):  # type: ignore[misc]  # ansible-core has no typ
             ) from None
         if self.get_option("part") == "rules":
             return [rules_object(document, settings)] if settings.rules_source == "objects" else []
-        return build_manifests(document, settings)
+        try:
+            return build_manifests(document, settings)
+        # Settings that cannot serve these rules (an access they read withheld): say the fix.
+        except SettingsError as err:
+            raise AnsibleLookupError(f"{name}: {err}") from None
