@@ -13,7 +13,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents bench-noderules bench-storm clean manifests constraints release release-image
+.PHONY: demo test setup controlplane kubelet kubectl promtool helm karpenter pulumi-tools e2e-pulumi chart image lint typecheck unit fast fuzz restart-anywhere e2e bench bench-cli bench-neighbours bench-plan bench-karpenter bench-restart bench-agents bench-access bench-noderules bench-storm clean manifests constraints release release-image
 
 # PYTHONWARNINGS=ignore: setuptools prints a notice about strict editable installs on every
 # install; it is for packagers, and a new user should see a quiet set-up.
@@ -198,6 +198,12 @@ bench-plan: setup controlplane
 # node; no control plane, about 1.5 minutes, not in `make test`.
 bench-agents: setup
 	$(BIN)/python -m tests.bench.agents_cost $(BENCH_ARGS)
+
+# What the reads an installation on NodeRules objects grants by default cost once rules read them,
+# at 5,000 nodes (tests/bench/access_cost.py): the CSINodes and DaemonSets held (the Pods' cost is
+# bench-agents'); seconds, no control plane.
+bench-access: setup
+	$(BIN)/python -m tests.bench.access_cost $(BENCH_ARGS)
 
 # A NodeRules object's status at 1,000 and 5,000 nodes (tests/bench/noderules_status.py): its size
 # and the CPU of counting every node against every rule; seconds, no control plane.
