@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
-from nodegate.core.rules.loader import RulesDocument
-from nodegate.core.rules.model import CRD_NAME
-from nodegate.core.text.errors import RulesError, format_path
-from nodegate.core.text.located_errors import located_errors
-from nodegate.core.text.yaml_input import decode, read_limited, read_yaml
-from nodegate.core.text.yaml_output import dump_all
-from nodegate.manifests.build import build_manifests
-from nodegate.manifests.settings import DeploySettings, SettingsError
 from nodegate.manifests.version import package_version
+
+# What the command runs on is imported when it runs (in each function below): a TAB on its
+# options reads them from this module and converts no value (cli/lazy_coercion.py).
+if TYPE_CHECKING:
+    from nodegate.core.rules.loader import RulesDocument
+    from nodegate.manifests.settings import DeploySettings
 
 EXAMPLE_RULES = "examples/rules.yaml"
 _INVALID = 1
@@ -99,6 +96,11 @@ def manifests(
     ] = None,
 ) -> None:
     """Print the reconciler's Kubernetes objects as YAML: nodegate manifests | kubectl apply -f -"""
+    from nodegate.core.rules.model import CRD_NAME  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
+    from nodegate.manifests.build import build_manifests  # noqa: PLC0415
+    from nodegate.manifests.settings import SettingsError  # noqa: PLC0415
+
     options: dict[str, Any] = {
         "--rules": rules,
         "--settings": settings_file,
@@ -158,6 +160,10 @@ def required_rules(path: Path | None, command: str) -> Path:
 
 
 def load_rules(path: Path) -> RulesDocument:
+    from nodegate.core.rules.loader import RulesDocument  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import decode, read_limited  # noqa: PLC0415
+
     try:
         try:
             data = read_limited(path)
@@ -175,6 +181,12 @@ def load_rules(path: Path) -> RulesDocument:
 
 def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
     """The settings file (if any) with the flags laid over it."""
+    from pydantic import ValidationError  # noqa: PLC0415  (see the imports)
+
+    from nodegate.core.text.errors import format_path  # noqa: PLC0415
+    from nodegate.core.text.located_errors import located_errors  # noqa: PLC0415
+    from nodegate.manifests.settings import DeploySettings  # noqa: PLC0415
+
     source = str(path) if path else "nodegate manifests"
     data: dict[str, Any] = _settings_data(path) if path else {}
     image = dict(data.get("image") or {})
@@ -207,6 +219,9 @@ def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
 
 
 def _settings_data(path: Path) -> dict[str, Any]:
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_input import read_limited, read_yaml  # noqa: PLC0415
+
     try:
         data, _ = read_yaml(read_limited(path), str(path))
     # Unreadable file: say which and why, as for rules files.

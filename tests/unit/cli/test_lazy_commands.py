@@ -132,7 +132,6 @@ STILL_IMPORT_THEIR_WORK = {
     "status",
     "plan",
     "reconcile",
-    "manifests",
     "labels",
     "migrate",
 }
