@@ -21,17 +21,17 @@ import gc
 import json
 import subprocess
 import sys
-import threading
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from nodegate.core.views.csi_nodes import slim_csinode
 from nodegate.core.views.daemon_sets import slim_daemon_set
 from nodegate.reconciler.kit.health import Health
-from nodegate.reconciler.kit.kube import Page, RawObject, Selection, WatchCancel
+from nodegate.reconciler.kit.kube import Page, RawObject, Selection
 from nodegate.reconciler.nodes.sources.watched import Watching
 from tests.bench import agents_scenario as scenario
+from tests.bench.agents_cost import SilentWatches
 
 MiB = 1024 * 1024
 DRIVERS = (
@@ -86,12 +86,12 @@ def csinode_text(index: int) -> str:
     )
 
 
-class AccessApi:
+class AccessApi(SilentWatches):
     """A list-watch API serving N CSINodes and the scenario's DaemonSets, a page at a time."""
 
     def __init__(self, nodes: int) -> None:
+        super().__init__()
         self.nodes = nodes
-        self._closed = threading.Event()
 
     def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
         start = int(continue_token or 0)
@@ -103,18 +103,6 @@ class AccessApi:
         end = min(start + limit, self.nodes)
         page = json.loads("[" + ",".join(csinode_text(i) for i in range(start, end)) + "]")
         return Page(page, "1", str(end) if end < self.nodes else None)
-
-    def watch(
-        self,
-        selection: Selection,
-        resource_version: str,
-        timeout_seconds: int,
-        cancel: WatchCancel | None = None,
-    ) -> Iterator[tuple[str, RawObject]]:
-        while not self._closed.wait(1.0):
-            if cancel is not None and cancel.cancelled:
-                return
-        yield from ()
 
 
 def held(kind: str, nodes: int) -> dict[str, Any]:

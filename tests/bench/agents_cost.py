@@ -100,30 +100,12 @@ HELD = ("agent", "podview")
 MiB = 1024 * 1024
 
 
-class AgentsApi:
-    """A list-watch API (`kube.ListWatch`) serving the scenario's DaemonSets and pods: LIST
-    pages made as they are asked for (so only one page of raw pods exists at a time), and
-    watches that deliver nothing until cancelled or `close`d."""
+class SilentWatches:
+    """Watches that deliver nothing until cancelled or `close`d: a benchmark's fake API lists,
+    and nothing changes after."""
 
-    def __init__(self, nodes: int, raw: str = "json") -> None:
-        """`raw`: "json", each page parsed from its JSON text; "shared", `Pods.shared_page`."""
-        self.pods = scenario.Pods(nodes)
-        self._page = self.pods.page if raw == "json" else self.pods.shared_page
+    def __init__(self) -> None:
         self._closed = threading.Event()
-
-    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
-        if selection.kind == "DaemonSet":
-            items = [
-                scenario.daemon_set_body(a)
-                for a in scenario.AGENTS
-                if selection.namespace in (None, a.namespace)
-            ]
-            return Page(items, "1", None)
-        if selection.kind != "Pod" or selection.namespace is not None:
-            raise NotImplementedError(f"not served: {selection.describe()}")
-        start = int(continue_token or 0)
-        more = start + limit < len(self.pods)
-        return Page(self._page(start, limit), "1", str(start + limit) if more else None)
 
     def watch(
         self,
@@ -139,6 +121,32 @@ class AgentsApi:
 
     def close(self) -> None:
         self._closed.set()
+
+
+class AgentsApi(SilentWatches):
+    """A list-watch API (`kube.ListWatch`) serving the scenario's DaemonSets and pods: LIST
+    pages made as they are asked for (so only one page of raw pods exists at a time), and
+    watches that deliver nothing."""
+
+    def __init__(self, nodes: int, raw: str = "json") -> None:
+        """`raw`: "json", each page parsed from its JSON text; "shared", `Pods.shared_page`."""
+        super().__init__()
+        self.pods = scenario.Pods(nodes)
+        self._page = self.pods.page if raw == "json" else self.pods.shared_page
+
+    def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
+        if selection.kind == "DaemonSet":
+            items = [
+                scenario.daemon_set_body(a)
+                for a in scenario.AGENTS
+                if selection.namespace in (None, a.namespace)
+            ]
+            return Page(items, "1", None)
+        if selection.kind != "Pod" or selection.namespace is not None:
+            raise NotImplementedError(f"not served: {selection.describe()}")
+        start = int(continue_token or 0)
+        more = start + limit < len(self.pods)
+        return Page(self._page(start, limit), "1", str(start + limit) if more else None)
 
 
 def watching(api: AgentsApi, errors: list[BaseException]) -> Watching:
