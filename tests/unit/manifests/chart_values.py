@@ -64,11 +64,18 @@ def coalesced(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]
 
 
 def fullname(values: dict[str, Any], release: str) -> str:
-    """The chart's `nodegate.fullname`."""
+    """The chart's `nodegate.fullname`: cut to 63 characters, without a trailing '-'.
+
+    The chart cuts the Services' suffixed names (`<name>-metrics`, `<name>-webhook`) to 63
+    characters too; the builder does not (it writes `settings.name` + suffix), so the two
+    agree while the name is at most 55 characters (any release name of at most 46)."""
     if values["fullnameOverride"]:
-        return str(values["fullnameOverride"])
-    name = values["nameOverride"] or "nodegate"
-    return release if name in release else f"{release}-{name}"
+        whole = str(values["fullnameOverride"])
+    else:
+        name = values["nameOverride"] or "nodegate"
+        whole = release if name in release else f"{release}-{name}"
+    cut = whole[:63]
+    return cut[:-1] if cut.endswith("-") else cut
 
 
 def _document(value: Any, where: str) -> RulesDocument:
@@ -92,9 +99,27 @@ def _pull_secrets(values: dict[str, Any]) -> list[str]:
 
 
 def _section(values: dict[str, Any], key: str, *fields: str) -> dict[str, Any] | None:
-    """An optional section (`enabled`) as its setting: its fields, or None when off."""
+    """An optional section (`enabled`) as its setting: its fields, or None when off (a field
+    given null is gone from the coalesced values: None)."""
     section = values[key]
-    return {f: section[f] for f in fields} if section["enabled"] else None
+    return {f: section.get(f) for f in fields} if section["enabled"] else None
+
+
+def quantity(value: Any) -> str:
+    """A quantity of `resources` as the chart writes it (`nodegate.quantity`): a number as its
+    digits, as a string."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and not value.is_integer():
+        return str(value)
+    return str(int(value))
+
+
+def _resources(values: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {
+        kind: {name: quantity(q) for name, q in quantities.items() if q is not None}
+        for kind, quantities in values["resources"].items()
+    }
 
 
 def settings_for(values: dict[str, Any], release: str, namespace: str) -> DeploySettings:
@@ -109,6 +134,7 @@ def settings_for(values: dict[str, Any], release: str, namespace: str) -> Deploy
     dashboard = _section(values, "grafanaDashboard", "labels", "namespace")
     if dashboard is not None:
         dashboard["namespace"] = dashboard["namespace"] or None
+        dashboard["labels"] = dashboard["labels"] or {}
     return DeploySettings.model_validate(
         {
             "image": {
@@ -123,7 +149,7 @@ def settings_for(values: dict[str, Any], release: str, namespace: str) -> Deploy
             "name": fullname(values, release),
             "rulesSource": "objects",
             "replicas": values["replicaCount"],
-            "resources": values["resources"],
+            "resources": _resources(values),
             "priorityClassName": values["priorityClassName"] or None,
             "httpPort": values["httpPort"],
             "logLevel": values["logLevel"],
@@ -134,7 +160,7 @@ def settings_for(values: dict[str, Any], release: str, namespace: str) -> Deploy
                 *(t.model_dump(by_alias=True) for d in objects for t in gate_tolerations(d.rules)),
                 *values["tolerations"],
             ],
-            "unknownGateSeconds": values["unknownGateSeconds"],
+            "unknownGateSeconds": values.get("unknownGateSeconds"),
             "affinity": values["affinity"],
             "access": values["access"],
             "leaderElection": values["leaderElection"],

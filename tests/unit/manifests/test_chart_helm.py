@@ -288,6 +288,42 @@ CASES: dict[str, tuple[dict[str, Any], str, str]] = {
         "gates-nodegate",
         NAMESPACE,
     ),
+    # helm reads a values file's numbers as floats: a tag, a poll period and quantities as
+    # JSON numbers render as the builder writes them (digits, quantities as strings).
+    "numbers-written-as-json-numbers": (
+        {
+            "image": {"repository": REPOSITORY, "tag": 20240101},
+            "oci": {
+                "enabled": True,
+                "compartments": "ocid1.compartment.oc1..a",
+                "pollSeconds": 10**6,
+            },
+            "resources": {"requests": {"cpu": 0.5, "memory": 2**30}, "limits": {"cpu": 1}},
+            "replicaCount": 3,
+            "httpPort": 9090,
+        },
+        RELEASE,
+        NAMESPACE,
+    ),
+    # A null drops the key from the coalesced values (helm's coalesce): none, not an error.
+    "nulls-that-drop-the-default": (
+        {
+            **IMAGE,
+            "unknownGateSeconds": None,
+            "grafanaDashboard": {"enabled": True, "labels": None},
+            "resources": {"limits": {"memory": None}},
+        },
+        RELEASE,
+        NAMESPACE,
+    ),
+    # helm's longest release name (53), holding the chart's name: the objects' name is the
+    # release's, and every suffixed name fits whole, as the builder writes it (the chart cuts a
+    # Service's name only past 63 characters, from an objects' name of 56 on).
+    "a-53-character-release": (
+        {**IMAGE, "webhook": {"enabled": True}, "grafanaDashboard": {"enabled": True}},
+        "nodegate-release-of-fifty-three-characters-for-a-test",
+        NAMESPACE,
+    ),
 }
 """Value sets, each with its release name and namespace."""
 
@@ -409,7 +445,7 @@ def test_the_schema_accepts_what_helm_users_pass(helm: Path, tmp_path: Path) -> 
     (deployment,) = [o for o in rendered if o["kind"] == "Deployment"]
     assert deployment["spec"]["replicas"] == 3
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["resources"]["limits"] == {"cpu": 1, "memory": "256Mi"}
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "256Mi"}
     assert container["image"] == f"{REPOSITORY}:1.2"
 
 
@@ -437,6 +473,15 @@ BAD_VALUES = {
     ),
     "access": ({"access": {"pods": "no"}}, "/access/pods"),
     "node-rules-without-a-name": ({"nodeRules": [{"spec": {}}]}, "/nodeRules/0"),
+    "dry-run-with-the-webhook": (
+        {"dryRun": True, "webhook": {"enabled": True}},
+        "at '/webhook/enabled': value must be false",
+    ),
+    "pod-labels-of-the-selector": (
+        {"podLabels": {"app.kubernetes.io/name": "other"}},
+        "/podLabels/app.kubernetes.io~1name",
+    ),
+    "env-value-number": ({"env": [{"name": "RETRIES", "value": 3}]}, "/env/0/value"),
 }
 
 
@@ -451,6 +496,41 @@ def test_the_schema_refuses_a_bad_value_naming_it(
     assert named in refused.stderr, refused.stderr
 
 
+def test_a_dry_run_with_the_webhook_fails_without_the_schema_too(
+    helm: Path, tmp_path: Path
+) -> None:
+    """`nodegate reconcile` refuses --dry-run with --webhook-port: the chart never renders such
+    a pod, even with --skip-schema-validation."""
+    values = {**IMAGE, "dryRun": True, "webhook": {"enabled": True}}
+    refused = _template(helm, values, tmp_path, "--skip-schema-validation")
+    assert refused.returncode != 0, "helm rendered a dry run that serves the webhook"
+    assert "dryRun: a dry run serves no admission webhook" in refused.stderr, refused.stderr
+    assert "set webhook.enabled false" in refused.stderr
+
+
+LONGEST_RELEASE = "long-release-name-of-fifty-three-characters-for-tests"
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def test_every_name_fits_its_object_for_a_53_character_release(helm: Path, tmp_path: Path) -> None:
+    """helm takes release names of up to 53 characters: every object's name stays within its
+    kind's limit (a Service's, and the Certificate's, 63; any other's 253)."""
+    assert len(LONGEST_RELEASE) == 53
+    for webhook in (
+        {"enabled": True},
+        {"enabled": True, "certManager": {"enabled": True, "name": "ca"}},
+    ):
+        values = {**IMAGE, **EVERY_OPTION, "webhook": webhook}
+        objects = _objects(_template(helm, values, tmp_path, release=LONGEST_RELEASE))
+        for manifest in objects:
+            name = manifest["metadata"]["name"]
+            if manifest["kind"] in {"Service", "Certificate"}:
+                assert len(name) <= 63 and DNS_1035.match(name), name
+            assert len(name) <= 253, name
+        services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
+        assert services == {f"{LONGEST_RELEASE}-n-metrics", f"{LONGEST_RELEASE}-n-webhook"}
+
+
 NAMELESS = EXAMPLE.replace("metadata:\n  name: example\n", "metadata: {}\n")
 STRAY = EXAMPLE + "labelTaints: []\n"
 
@@ -461,8 +541,15 @@ STRAY = EXAMPLE + "labelTaints: []\n"
         (NAMELESS, "rules: the NodeRules object has no name: metadata: {name: NAME}"),
         (STRAY, "rules: labelTaints is no field of a NodeRules object"),
         ("- a list\n", "rules: the text is no YAML mapping of a NodeRules object"),
+        (
+            EXAMPLE + "---\n" + LABEL_TAINTS_ONLY,
+            "rules: the text holds 2 YAML documents (---), and the chart makes one NodeRules "
+            "object of rules: give each further object in nodeRules",
+        ),
+        ("# the rules to come\n", "rules: the text holds no NodeRules object"),
+        ("", "rules: the text holds no NodeRules object"),
     ],
-    ids=["no-name", "a-rule-field-beside-spec", "no-mapping"],
+    ids=["no-name", "a-rule-field-beside-spec", "no-mapping", "two-documents", "comments", "empty"],
 )
 def test_rules_text_that_is_no_noderules_object_is_refused_naming_why(
     helm: Path, rules: str, named: str, tmp_path: Path
@@ -488,6 +575,9 @@ def test_helm_unittest_suites_pass() -> None:
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "Tests:       0 passed" not in ran.stdout
+    snapshots = CHART / "tests" / "__snapshot__"  # made by every run; no suite takes snapshots
+    if snapshots.is_dir() and not any(snapshots.iterdir()):
+        snapshots.rmdir()
 
 
 def test_ct_lint_passes(helm: Path, tmp_path: Path) -> None:
