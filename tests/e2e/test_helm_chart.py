@@ -7,10 +7,12 @@ local process, as tests/e2e/test_deploy_manifests.py runs the builder's: the arg
 Deployment helm wrote, the downward-API environment, and a token of the ServiceAccount helm
 created (kube-apiserver enforces the release's RBAC and its fence policy).
 
-* any rules: one release with rules of label taints only, another with a NoExecute gate and a
-  node agent (which chart 0.1.0 refused), in two namespaces side by side; the first release's
-  reconciler taints a labelled node from the release's NodeRules object; uninstall removes
-  every object of both and keeps what the reconciler wrote;
+* any rules: two installs side by side in two namespaces, one with rules of label taints only,
+  the other with a NoExecute gate and a node agent (which chart 0.1.0 refused), each making its
+  objects without clashing with the other's; one reconciler run, the first release's, taints a
+  labelled node from its release's NodeRules object (two running reconcilers would both read
+  every NodeRules object and write the same nodes: the chart says one release per cluster);
+  uninstall removes every object of both and keeps what the reconciler wrote;
 * an upgrade from chart 0.1.0 (packaged from commit fdcd617): its rules ConfigMap becomes the
   release's NodeRules object, its objects are replaced by the release-named ones, and the
   Lease keeps its name;
@@ -234,6 +236,10 @@ def test_two_releases_of_any_rules_install_side_by_side_reconcile_and_uninstall(
     unique_name: str,
     tmp_path: Path,
 ) -> None:
+    """Two installs side by side (two namespaces, cluster-scoped objects named apart), each
+    with its own rules; one reconciler run, the first release's, reconciles. Not two releases
+    serving one cluster: both would read every NodeRules object and write the same nodes, so
+    the chart says one release per cluster."""
     api = control_plane.client
     helm = _helm(control_plane, tmp_path / "home", HELM_VERSION)
     label = f"{unique_name[:30]}.example.com/dedicated"
