@@ -35,8 +35,10 @@ from tests.e2e.support.shipped_manifests import (
 )
 from tests.unit.manifests.support import EXAMPLE_RULES, ON_CONFIGMAP
 
-NAMESPACE = "nodegate-system"
-ACCOUNT = "nodegate-reconciler"
+NAMESPACE = ACCOUNT = "nodegate-on-configmap"
+"""Not deploy/reconciler.yaml's names: the image test applies those on objects, and on a shared
+control plane the objects (the ClusterRole above all) of whichever came first would stay."""
+LEASE = "nodegate-reconciler"
 
 
 def manifest_objects() -> list[dict[str, Any]]:
@@ -44,6 +46,7 @@ def manifest_objects() -> list[dict[str, Any]]:
         {
             "image": {"repository": "registry.example.com/nodegate"},
             "namespace": NAMESPACE,
+            "name": ACCOUNT,
             **ON_CONFIGMAP,
         }
     )
@@ -93,7 +96,7 @@ def test_reconciler_runs_with_the_built_rbac_and_args(
             TIMEOUT,
             "event recorded under the ServiceAccount",
         )
-        lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(ACCOUNT, NAMESPACE)
+        lease = k8s_client.CoordinationV1Api(api_client).read_namespaced_lease(LEASE, NAMESPACE)
         assert lease.spec is not None
         assert lease.spec.holder_identity
         assert process.metric("nodegate_errors_total") == 0
