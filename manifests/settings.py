@@ -41,6 +41,8 @@ DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 QUANTITY_RE = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$"
 
 DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+NAME_MAX = 63 - len("-metrics")
+"""An installation's name leaves room for its longest suffixed Service name."""
 DnsSubdomain = Annotated[str, Field(pattern=DNS_SUBDOMAIN_RE, max_length=253)]
 Quantity = Annotated[str, Field(pattern=QUANTITY_RE)]
 
@@ -298,8 +300,9 @@ class DeploySettings(Documented):
     """Namespace of the reconciler, its rules ConfigMap, Lease and records."""
     create_namespace: bool = True
     """Create the Namespace; set false when it exists and is managed elsewhere."""
-    name: DnsLabel = DEFAULT_NAME
-    """Name of the Deployment, ServiceAccount, RBAC objects; ClusterRole names are
+    name: Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=NAME_MAX)] = DEFAULT_NAME
+    """Name of the Deployment, ServiceAccount, RBAC objects (at most 55 characters: the
+    Services `<name>-metrics` and `<name>-webhook` must fit a DNS label); ClusterRole names are
     cluster-wide, so two installations in one cluster need different names (and the rules
     ConfigMap: NodeRules objects are cluster-wide, one installation on them per cluster)."""
     rules_source: Literal["objects", "configmap"] = "objects"

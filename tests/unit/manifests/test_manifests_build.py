@@ -330,6 +330,17 @@ def test_the_rules_configmap_may_not_take_a_name_the_reconciler_writes(name: str
         build(rulesConfigMap=name)
 
 
+def test_every_object_name_fits_its_kind_at_the_longest_installation_name() -> None:
+    longest = "n" * 55
+    objects = build(name=longest, webhook={}, grafanaDashboard={}, prometheusRule={})
+
+    services = [o["metadata"]["name"] for o in objects if o["kind"] == "Service"]
+    assert len(services) == 2
+    assert all(len(name) <= 63 for name in services)
+    with pytest.raises(ValueError, match="at most 55 characters"):
+        settings(name="n" * 56)
+
+
 def test_monitors_select_the_metrics_service_and_the_pods() -> None:
     objects = build(serviceMonitor={"labels": {"release": "kps"}}, podMonitor={"interval": "1m"})
 
