@@ -40,6 +40,7 @@ from nodegate.localcluster.nodes import (
     delete_node,
     oci_provider_id,
     set_node_condition,
+    wait_crd_established,
     wait_until,
 )
 from nodegate.localcluster.ports import free_port
@@ -378,13 +379,7 @@ class Story:
         except ApiException as err:
             if err.status != 409:
                 raise
-
-        def established() -> bool:
-            status = extensions.read_custom_resource_definition(CRD_NAME).status
-            conditions = (status.conditions or []) if status is not None else []
-            return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-        self._wait(established, "the NodeRules CRD established")
+        wait_crd_established(self.plane.client, CRD_NAME, STEP_TIMEOUT)
 
     def _put_rules(self, text: str) -> None:
         """The rules file as the NodeRules object `<prefix>-rules` (kubectl apply's create or

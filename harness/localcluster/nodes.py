@@ -246,6 +246,18 @@ def wait_until(
         time.sleep(interval)
 
 
+def wait_crd_established(api_client: k8s_client.ApiClient, name: str, timeout: float = 30) -> None:
+    """The API server serves a CRD's objects only once it is Established."""
+    extensions = k8s_client.ApiextensionsV1Api(api_client)
+
+    def established() -> bool:
+        status = extensions.read_custom_resource_definition(name).status
+        conditions = (status.conditions or []) if status is not None else []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established, timeout, f"the CRD {name} established")
+
+
 def _node_exists(core_v1: k8s_client.CoreV1Api, name: str) -> bool:
     try:
         core_v1.read_node(name)

@@ -22,7 +22,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError
 
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.localcluster.nodes import wait_until
+from nodegate.localcluster.nodes import wait_crd_established
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.unit.manifests.support import EXAMPLE_RULES, NO_POD_GATES
@@ -96,19 +96,12 @@ PROMETHEUS_RULE_CRD: dict[str, Any] = {
 @pytest.fixture(scope="module")
 def prometheus_rule_crd(api_client: k8s_client.ApiClient) -> Iterator[None]:
     """The PrometheusRule CRD, established, for the module's tests."""
-    extensions = k8s_client.ApiextensionsV1Api(api_client)
     try:
         _create(api_client, PROMETHEUS_RULE_CRD, dry_run=False)
     except DynamicApiError as err:
         if err.status != 409:  # another module of the session already installed it
             raise
-
-    def established() -> bool:
-        crd = extensions.read_custom_resource_definition(PROMETHEUS_RULE_CRD["metadata"]["name"])
-        conditions = (crd.status.conditions or []) if crd.status else []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, 30, "PrometheusRule CRD established")
+    wait_crd_established(api_client, PROMETHEUS_RULE_CRD["metadata"]["name"])
     yield
 
 

@@ -29,7 +29,7 @@ from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, HeldUpdate, decode_status
 from nodegate.core.rules.model import CRD_NAME
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import wait_until
+from nodegate.localcluster.nodes import wait_crd_established, wait_until
 from nodegate.manifests.crd import noderules_crd
 from nodegate.reconciler.kit.client import load_api_client
 from tests.e2e.support.reconciler_fixtures import (
@@ -64,13 +64,7 @@ def custom(control_plane: LocalControlPlane) -> k8s_client.CustomObjectsApi:
     except ApiException as err:
         if err.status != 409:
             raise
-
-    def established() -> bool:
-        found = extensions.read_custom_resource_definition(crd["metadata"]["name"])
-        conditions = (found.status.conditions or []) if found.status else []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, TIMEOUT, "the NodeRules CRD established")
+    wait_crd_established(api_client, crd["metadata"]["name"])
     return k8s_client.CustomObjectsApi(api_client)
 
 

@@ -16,26 +16,18 @@ from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import wait_until
+from nodegate.localcluster.nodes import wait_crd_established as wait_established
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "deploy" / "reconciler.yaml"
 EXAMPLE_RULES = ROOT / "examples" / "rules.yaml"
 ALREADY_EXISTS = 409
-ESTABLISHED_TIMEOUT = 30.0
 GROUP, _, VERSION = API_VERSION.partition("/")
 
 
 def wait_crd_established(api_client: k8s_client.ApiClient) -> None:
-    """The API server serves NodeRules objects only once their CRD is Established."""
-    extensions = k8s_client.ApiextensionsV1Api(api_client)
-
-    def established() -> bool:
-        status = extensions.read_custom_resource_definition(CRD_NAME).status
-        conditions = (status.conditions or []) if status is not None else []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until(established, ESTABLISHED_TIMEOUT, "the NodeRules CRD established")
+    """The NodeRules CRD Established: the API server serves its objects only then."""
+    wait_established(api_client, CRD_NAME)
 
 
 @contextmanager
