@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
-from nodegate.localcluster.nodes import wait_until
+from nodegate.localcluster.nodes import wait_crd_established
 from nodegate.manifests.build import Manifest, build_manifests
 from nodegate.manifests.crd import NAME
 from tests.unit.manifests.support import EXAMPLE_RULES, example_document, settings
@@ -74,32 +73,16 @@ def _shipped_crd() -> Manifest:
     return crd
 
 
-def _established(extensions: k8s_client.ApiextensionsV1Api) -> bool:
-    crd = extensions.read_custom_resource_definition(NAME)
-    conditions = (crd.status.conditions or []) if crd.status else []
-    return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-
 @pytest.fixture(scope="module")
-def crd(control_plane: LocalControlPlane) -> Iterator[Manifest]:
-    """The shipped CRD, applied with `kubectl apply -f` and Established; deleted after the
-    module if this module made it (another test of the session may have applied the shipped
-    manifests, CRD included, before)."""
-    extensions = k8s_client.ApiextensionsV1Api(control_plane.client)
-    try:
-        extensions.read_custom_resource_definition(NAME)
-        made_here = False
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        made_here = True
+def crd(control_plane: LocalControlPlane) -> Manifest:
+    """The shipped CRD, applied with `kubectl apply -f` and Established. Left for the rest of
+    the session: the CRD is cluster-wide, and deleting it under another module's test on this
+    control plane took that test's objects away."""
     shipped = _shipped_crd()
     applied = _kubectl(control_plane, "apply", "-f", "-", stdin=yaml.safe_dump(shipped))
     assert applied.returncode == 0, applied.stderr
-    wait_until(lambda: _established(extensions), 30, "NodeRules CRD established")
-    yield shipped
-    if made_here:
-        extensions.delete_custom_resource_definition(NAME)
+    wait_crd_established(control_plane.client, NAME)
+    return shipped
 
 
 @pytest.fixture
