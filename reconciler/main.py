@@ -156,7 +156,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     # The webhook serves the rules in force: this replica's while it leads, else the leader's,
     # whose digest the leader writes on the Lease (`served_rules`).
     served = ServedRules(
-        lambda: controller.applied.update if controller.applied else None,
+        lambda: controller.rules_in_force.update,
         lambda: elector.leader_note if elector is not None else None,
         lambda: controller.status.recorded_in_force(),  # noqa: PLW0108 (made below)
     )
@@ -196,9 +196,7 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         controller.report_rules_objects(objects)
         watcher = objects
     else:
-        watcher = RulesWatcher(
-            *source, lambda: controller.applied.generation if controller.applied else 0
-        )
+        watcher = RulesWatcher(*source, lambda: controller.rules_in_force.generation)
     check_fence = None
     if elector is not None:
         lease = settings.leader_election
@@ -378,8 +376,7 @@ def readiness(
         if leading.is_set() and not controller.informer.synced.is_set():
             return False, "node cache not synced yet"
         applied = controller.applied
-        generation = applied.generation if applied else 0
-        return True, f"ok (rules generation {generation})"
+        return True, f"ok (rules generation {applied.generation if applied else 0})"
 
     return ready
 

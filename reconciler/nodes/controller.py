@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
-from nodegate.core.decisions.node_agents import AgentReadiness
 from nodegate.core.decisions.sources import Sources
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.gate_census import GateCensus, gate_census
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -44,8 +44,7 @@ from nodegate.reconciler.nodes.records.label_records import LabelRecords
 from nodegate.reconciler.nodes.records.label_store import LabelStore
 from nodegate.reconciler.nodes.records.sightings_store import SightingsStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
-from nodegate.reconciler.nodes.reports.agent_reports import CannotRunReports, DaemonSetProblems
-from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
+from nodegate.reconciler.nodes.reports.agent_reports import AgentReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
 from nodegate.reconciler.nodes.rules.object_status import ObjectStatusWriter
 from nodegate.reconciler.nodes.rules.rules_in_force import Applied, RulesInForce
@@ -122,8 +121,6 @@ class Controller:
             self.status,
             lambda: self.on_standing_changed(),  # noqa: PLW0108 (set after construction)
         )
-        self._reports: list[Callable[[], object]] = []
-        """The leader's reports on the rules objects (`report_rules_objects`)."""
         self._rules_objects_api = api
         self.on_standing_changed: Callable[[], None] = lambda: None
         """Told when the versions in force of the rules objects may have changed (the rules
@@ -163,7 +160,8 @@ class Controller:
         )
         self.gate_pods = GatePods(watching, clock)
         self.csi_nodes = CsiNodes(watching)
-        self.node_agents = NodeAgents(watching, self._on_agents_changed)
+        agents_changed = lambda: self._agent_reports.daemon_sets_changed()  # noqa: E731, PLW0108 (made below)
+        self.node_agents = NodeAgents(watching, agents_changed)
         self.sources = Sources([self.gate_pods, self.gates, self.csi_nodes, self.node_agents])
         """What the rules read from the cluster, one source per kind (`cluster_reads`)."""
         self._writer = memory.add(
@@ -186,11 +184,16 @@ class Controller:
                 LedgerStore(api, settings.records_namespace),
             )
         )
-        self._cannot_run = memory.add(
-            CannotRunReports(recorder, metrics.controller.agents_cannot_run, self._rules_source)
+        self._agent_reports: AgentReports = memory.add(
+            AgentReports(
+                recorder,
+                metrics.controller.agents_cannot_run,
+                self._rules_source,
+                lambda: self.node_agents,
+                lambda: self.rules,
+                lambda: self._enqueue_all("resync"),
+            )
         )
-        self._deadlocks = memory.add(DeadlockReports(recorder, self._rules_source))
-        self._daemon_set_problems = DaemonSetProblems(recorder, self._rules_source)
         self._node_facts = memory.add(
             NodeFacts(
                 clock,
@@ -201,7 +204,7 @@ class Controller:
                 self.gate_pods,
                 self.csi_nodes,
                 self.node_agents,
-                self._on_agents,
+                self._agent_reports.saw,
             )
         )
         self.intake = NodeIntake(
@@ -253,12 +256,7 @@ class Controller:
         )
         self._chores = Chores(
             settings.resync_seconds,
-            often=(
-                resync.finish,
-                self.sightings.save,
-                self.status.retry_when_due,
-                lambda: [report() for report in self._reports],
-            ),
+            often=[resync.finish, self.sightings.save, self.status.retry_when_due],
             periodic=(
                 lambda: self._history.persisted or self._history.persist(),
                 self._forget_gone,
@@ -286,14 +284,12 @@ class Controller:
             self._rules_objects_api,
             objects,
             self._in_force,
-            lambda rules: (
-                (node.state, self._node_facts.of(key, rules)) for key, node in self.informer.items()
-            ),
+            self._facts,
             self._now,
             self._count_error,
             self._watching.refused,
         )
-        self._reports += [writer.write_when_due, objects.confirm_when_due]
+        self._chores.often.extend((writer.write_when_due, objects.confirm_when_due))
 
     def offer_rules(self, update: RulesUpdate) -> None:
         """A valid rules update (any thread); it takes effect once the guard lets it."""
@@ -302,14 +298,8 @@ class Controller:
             self._consider_rules()
 
     def flush_labels(self) -> int:
-        """At a clean stop, before the Lease is handed back: the record writes still waiting
-        for their interval (`label_records.COALESCE_SECONDS`) go out now, so a node deleted
-        while no replica runs leaves its latest labels in its record. How many nodes."""
-        deferred = self.labels.deferred()
-        with self.labels.flushing():
-            for key in deferred:
-                self._node.reconcile(key)
-        return len(deferred)
+        """At a clean stop: the label records' deferred writes (`LabelRecords.flush`)."""
+        return self.labels.flush(self._node.reconcile)
 
     def process(self, key: str) -> Outcome:
         """Reconcile one node as a worker does: the outcome applied to the queue and counted."""
@@ -335,7 +325,7 @@ class Controller:
         self._follow_records()
         self._chores.run(stop)
         self._running.clear()
-        self.labels.follow(False, self._health)
+        self.labels.follow(None, self._health)
         self.queue.shutdown()
         self.sources.stop()
         for thread in threads:
@@ -349,7 +339,7 @@ class Controller:
             return
         self.gates.keep_only(live)
         names = set(self.informer.cached_keys())
-        for member in (self._node_facts.conditions, self._cannot_run, self._deadlocks):
+        for member in (self._node_facts.conditions, self._agent_reports):
             member.keep_only(names)
         if self.sources.synced():
             self._node_facts.prune_departures()
@@ -364,16 +354,17 @@ class Controller:
     def _consider_rules(self) -> None:
         """Judge the offered rules with facts gathered for them: their node agents' readiness
         (where their namespaces are watched), not the rules in force's."""
-        self._in_force.consider(
-            lambda judged: (
-                (node.state, self._node_facts.of(key, judged))
-                for key, node in self.informer.items()
-            )
+        self._in_force.consider(self._facts)
+
+    def _facts(self, rules: NodeRules) -> Iterator[tuple[NodeState, PlanFacts]]:
+        """Every cached node with its facts gathered for `rules`."""
+        return (
+            (node.state, self._node_facts.of(key, rules)) for key, node in self.informer.items()
         )
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.sources.follow(update.rules)
-        self._daemon_set_problems.report(self.node_agents.problems(update.rules))
+        self._agent_reports.daemon_sets_changed()
         self.labels.keys.rebuild(
             (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
         )
@@ -383,41 +374,20 @@ class Controller:
         self._enqueue_all("resync")
 
     def _rules_source(self) -> SourceRef | None:
-        """The rules ConfigMap in force, where rules-wide Warnings go."""
-        applied = self.applied
-        return applied.update.ref if applied is not None else None
+        """The rules source in force (its ConfigMap or object), where rules-wide Warnings go."""
+        update = self._in_force.update
+        return update.ref if update is not None else None
 
     def _follow_records(self) -> None:
         """Watch the label records while the rules in force persist labels (once running)."""
-        rules = self.rules
         if self._running.is_set():
-            self.labels.follow(
-                rules is not None and rules.persistent_labels is not None, self._health
-            )
+            self.labels.follow(self.rules, self._health)
 
     def _gate_census(self) -> GateCensus | None:
         rules = self.rules
         if rules is None or not rules.startup_gates or not self.informer.synced.is_set():
             return None
         return gate_census((c.state for _, c in self.informer.items()), rules, self._now())
-
-    def _on_agents_changed(self) -> None:
-        """A DaemonSet made, retargeted or deleted (rare): every node is looked at again,
-        behind the events, and a listed DaemonSet that can never run where its rule's taint is
-        (missing, or not tolerating the taint) is reported once, with the fix."""
-        rules = self.rules
-        if rules is None:
-            return
-        self._enqueue_all("resync")
-        self._daemon_set_problems.report(self.node_agents.problems(rules))
-
-    def _on_agents(
-        self, key: str, node: NodeState, rules: NodeRules, agents: Mapping[str, AgentReadiness]
-    ) -> None:
-        """What a reconcile found of the node's agents: the DaemonSets that cannot run there,
-        and rules waiting for each other there, each reported once while it lasts."""
-        self._cannot_run.saw(key, rules, agents)
-        self._deadlocks.saw(key, self.node_agents.deadlocks(rules, node))
 
     def _enqueue_all(self, lane: Lane) -> None:
         for key in self.informer.cached_keys():

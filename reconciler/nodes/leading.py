@@ -222,7 +222,7 @@ class Chores:
     once every `period` seconds."""
 
     period: float
-    often: Sequence[Callable[[], object]]
+    often: list[Callable[[], object]]
     periodic: Sequence[Callable[[], object]]
 
     def run(self, stop: threading.Event) -> None:

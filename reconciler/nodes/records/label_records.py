@@ -8,11 +8,10 @@ through the `LabelStore` and says what it did.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -92,9 +91,11 @@ class LabelRecords:
     def informer(self) -> Informer[StoredRecord]:
         return self._store.informer
 
-    def follow(self, wanted: bool, health: Health) -> None:
-        """Watch the records while the rules persist labels, and only then: the shipped RBAC
-        lets the reconciler list them only for such rules (least privilege)."""
+    def follow(self, rules: NodeRules | None, health: Health) -> None:
+        """Watch the records while `rules` persist labels, and only then: on the rules
+        ConfigMap the shipped RBAC lets the reconciler list them only for such rules (least
+        privilege). None: stop."""
+        wanted = rules is not None and rules.persistent_labels is not None
         with self._lock:
             if wanted and self._watching is None:
                 self._watching = threading.Event()
@@ -189,14 +190,19 @@ class LabelRecords:
         with self._lock:
             return sorted(self._deferred)
 
-    @contextlib.contextmanager
-    def flushing(self) -> Iterator[None]:
-        """Record writes go out at once, interval or not (a stop: nothing waits for later)."""
+    def flush(self, reconcile: Callable[[str], object]) -> int:
+        """At a clean stop, before the Lease is handed back: the record writes still waiting
+        for their interval (`COALESCE_SECONDS`) go out now, each by its node's `reconcile`, so
+        a node deleted while no replica runs leaves its latest labels in its record. How many
+        nodes."""
+        deferred = self.deferred()
         self._flushing = True
         try:
-            yield
+            for key in deferred:
+                reconcile(key)
         finally:
             self._flushing = False
+        return len(deferred)
 
     def _wrote(self, name: str) -> None:
         now = self._monotonic()

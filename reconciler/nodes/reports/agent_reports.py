@@ -24,9 +24,12 @@ from nodegate.core.decisions.node_agents import (
     cannot_run_message,
 )
 from nodegate.core.rules.model import NodeRules
+from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
+from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
 from nodegate.reconciler.nodes.reports.shown_on_nodes import ShownOnNodes
 from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
+from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +111,50 @@ class CannotRunReports:
             self._gauge.labels(*pair).set(max(self._nodes[pair], 0))
             if self._nodes[pair] <= 0:
                 del self._nodes[pair]
+
+
+class AgentReports:
+    """Everything said of the node agents, each once while it lasts: DaemonSets that can never
+    run where their rule's taint is, those the DaemonSet controller will not run on a node, and
+    rules waiting for each other on a node. One member of the node memory."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        gauge: Gauge,
+        source: Callable[[], SourceRef | None],
+        agents: Callable[[], NodeAgents],
+        rules: Callable[[], NodeRules | None],
+        look_again: Callable[[], None],
+    ) -> None:
+        """`agents`: the node-agent rules' source, asked at each look; `rules` those in force;
+        `look_again` queues every node for a reconcile behind the events."""
+        self.daemon_sets = DaemonSetProblems(recorder, source)
+        self.cannot_run = CannotRunReports(recorder, gauge, source)
+        self.deadlocks = DeadlockReports(recorder, source)
+        self._agents = agents
+        self._rules = rules
+        self._look_again = look_again
+
+    def daemon_sets_changed(self) -> None:
+        """Rules applied, or a DaemonSet made, retargeted or deleted (rare): every node is
+        looked at again, and a listed DaemonSet that can never run where its rule's taint is
+        (missing, or not tolerating the taint) is reported once, with the fix."""
+        if (rules := self._rules()) is not None:
+            self._look_again()
+            self.daemon_sets.report(self._agents().problems(rules))
+
+    def saw(
+        self, key: str, node: NodeState, rules: NodeRules, agents: Mapping[str, AgentReadiness]
+    ) -> None:
+        """What one reconcile found of the node's agents (`NodeFacts`' `on_agents`)."""
+        self.cannot_run.saw(key, rules, agents)
+        self.deadlocks.saw(key, self._agents().deadlocks(rules, node))
+
+    def forget(self, name: str, uid: str | None = None) -> None:
+        self.cannot_run.forget(name, uid)
+        self.deadlocks.forget(name, uid)
+
+    def keep_only(self, live: set[str]) -> None:
+        self.cannot_run.keep_only(live)
+        self.deadlocks.keep_only(live)

@@ -78,6 +78,12 @@ class RulesInForce:
         return applied.rules if applied is not None else None
 
     @property
+    def update(self) -> RulesUpdate | None:
+        """The update in force (its rules, source and digest)."""
+        applied = self.applied
+        return applied.update if applied is not None else None
+
+    @property
     def generation(self) -> int:
         applied = self.applied
         return applied.generation if applied is not None else 0

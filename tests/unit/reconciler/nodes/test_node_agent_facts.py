@@ -329,7 +329,7 @@ WITH_TYPO = CILIUM_ONLY.replace(
 
 def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_reported() -> None:
     """The check runs only when a DaemonSet changes or an informer first syncs
-    (`Controller._on_agents_changed`). An edit that lists a missing DaemonSet in a namespace
+    (`AgentReports.daemon_sets_changed`). An edit that lists a missing DaemonSet in a namespace
     already watched starts no informer, so nothing is reported until some DaemonSet there
     changes; meanwhile, continuous, every matching node is tainted after `for`."""
     from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
@@ -339,7 +339,7 @@ def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_rep
     api.add_node(fake_node("n1", {}))
     controller = synced(api)
     reported: list[str] = []
-    controller._daemon_set_problems._recorder = SimpleNamespace(
+    controller._agent_reports.daemon_sets._recorder = SimpleNamespace(
         on_namespaced=lambda *a, reason, message: reported.append(reason)
     )
     cilium = daemon_set()
@@ -350,12 +350,12 @@ def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_rep
 
     agents = NodeAgents(
         SimpleNamespace(start=start, on_node=lambda n: None),  # type: ignore[arg-type]
-        controller._on_agents_changed,
+        controller._agent_reports.daemon_sets_changed,
     )
     controller.sources[controller.sources.index(controller.node_agents)] = agents
     controller.node_agents = agents
     controller.offer_rules(update(CILIUM_ONLY))
-    controller._on_agents_changed()  # the informers' first sync, as they call it
+    controller._agent_reports.daemon_sets_changed()  # the informers' first sync, as they call it
     assert reported == []
     controller.offer_rules(update(WITH_TYPO))
 
