@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml $(HARNESS)/pyproject.toml constraints.txt
 # Strict editable mode keeps a tree of links to the files: only a file added or removed needs a
 # re-link, so the link step runs when the list of files changes (its checksum names the stamp),
 # and `make` inside `make test`'s phases finds setup done.
-PACKAGE_DIRS := core bootstrap manifests reconciler migrate infra cli templates examples harness
+PACKAGE_DIRS := defaults core bootstrap manifests reconciler migrate infra cli templates examples harness
 LINKED := $(VENV)/.linked-$(shell find $(PACKAGE_DIRS) -type f -not -path '*/__pycache__/*' -not -path 'harness/build/*' 2>/dev/null | LC_ALL=C sort | cksum | cut -d' ' -f1)
 $(LINKED): $(STAMP)
 	rm -f $(VENV)/.linked-*
@@ -143,7 +143,7 @@ lint: setup
 NODEGATE_CACHE ?= $(HOME)/.cache/nodegate
 export MYPY_CACHE_DIR ?= $(NODEGATE_CACHE)/mypy
 typecheck: setup
-	$(BIN)/mypy -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo -p nodegate.suite -p nodegate.release
+	$(BIN)/mypy -p nodegate.defaults -p nodegate.core -p nodegate.bootstrap -p nodegate.reconciler -p nodegate.manifests -p nodegate.infra -p nodegate.cli -p nodegate.migrate -p nodegate.localcluster -p nodegate.image -p nodegate.demo -p nodegate.suite -p nodegate.release
 	$(BIN)/mypy tests
 	$(BIN)/mypy ansible/nodegate/plugins/lookup
 

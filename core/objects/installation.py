@@ -7,12 +7,30 @@ from __future__ import annotations
 
 from typing import Literal
 
-DEFAULT_NAMESPACE = "nodegate-system"
-"""The reconciler's namespace: its rules ConfigMap, Lease and records."""
-DEFAULT_NAME = "nodegate-reconciler"
-"""The Deployment, ServiceAccount and RBAC objects; also the leader Lease's default name."""
-DEFAULT_LEASE = DEFAULT_NAME
-DEFAULT_RULES_CONFIGMAP = "nodegate-rules"
+# The default names are declared below core, with nothing imported, so a command's options can
+# show them without loading core (`nodegate.defaults`); read here with the rest.
+from nodegate.defaults.names import (
+    DEFAULT_LEASE,
+    DEFAULT_NAME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RULES_CONFIGMAP,
+)
+
+__all__ = [
+    "CONFIRM_ANNOTATION",
+    "DEFAULT_LEASE",
+    "DEFAULT_NAME",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_RULES_CONFIGMAP",
+    "QUARANTINE_INFIX",
+    "RULES_KEY",
+    "LogFormat",
+    "LogLevel",
+    "fence_policy_name",
+    "is_quarantine_of",
+    "quarantine_name",
+]
+
 RULES_KEY = "rules.yaml"
 """Key of the rules text in the rules ConfigMap (and in the status record)."""
 QUARANTINE_INFIX = "-quarantined-"

@@ -112,9 +112,10 @@ class StormRun:
     commit: str = ""
 
 
-PACKAGE_DIRS = ("core", "bootstrap", "reconciler", "infra", "manifests", "cli", "templates",
-                "examples", "migrate")  # fmt: skip
-"""pyproject.toml's package-dir: nodegate.X lives in X/."""
+PACKAGE_DIRS = ("defaults", "core", "bootstrap", "reconciler", "infra", "manifests", "cli",
+                "templates", "examples", "migrate")  # fmt: skip
+"""pyproject.toml's package-dir: nodegate.X lives in X/ (a revision older than one of them has
+not got it)."""
 
 
 def baseline_tree(revision: str, workdir: Path) -> Path:
@@ -123,13 +124,18 @@ def baseline_tree(revision: str, workdir: Path) -> Path:
     root = workdir / f"baseline-{revision}"
     source = root / "src"
     source.mkdir(parents=True)
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    packages = [package for package in PACKAGE_DIRS if package in listed]
     archive = subprocess.run(
-        ["git", "archive", revision, *PACKAGE_DIRS],
+        ["git", "archive", revision, *packages],
         cwd=REPO_ROOT, capture_output=True, check=True,
     )  # fmt: skip
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
     (root / "nodegate").mkdir()
-    for package in PACKAGE_DIRS:
+    for package in packages:
         (root / "nodegate" / package).symlink_to(source / package, target_is_directory=True)
     return root
 

@@ -1,0 +1,13 @@
+"""The names the shipped manifests give the reconciler's own objects by default: one declaration
+each, for the manifest builder, the reconciler's settings and the day-2 CLI's options
+(`nodegate.core.objects.installation` holds them with the rest of what it says about those
+objects)."""
+
+from __future__ import annotations
+
+DEFAULT_NAMESPACE = "nodegate-system"
+"""The reconciler's namespace: its rules ConfigMap, Lease and records."""
+DEFAULT_NAME = "nodegate-reconciler"
+"""The Deployment, ServiceAccount and RBAC objects; also the leader Lease's default name."""
+DEFAULT_LEASE = DEFAULT_NAME
+DEFAULT_RULES_CONFIGMAP = "nodegate-rules"
