@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from io import StringIO
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
@@ -30,7 +30,6 @@ from nodegate.bootstrap.kubelet_flags import NODE_LABELS, REGISTER_WITH_TAINTS, 
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.core.rules.model import NodePool, NodeRules, Taint
 
-KubeletMode = Literal["flags", "config"]
 KUBELET_MODES: Final = ("flags", "config")
 ENV_VAR: Final = "KUBELET_EXTRA_ARGS"
 """The variable the kubeadm packages' kubelet unit appends to kubelet's command line."""

@@ -28,9 +28,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import CRD_NAME
 from nodegate.infra.cloud_inputs import stack_owned
 from nodegate.manifests.build import Manifest, build_manifests, rules_object
-from nodegate.manifests.crd import NAME as CRD_NAME
 from nodegate.manifests.settings import DeploySettings
 
 TYPE_TOKEN = "nodegate:index:Reconciler"

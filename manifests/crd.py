@@ -20,7 +20,6 @@ Manifest = dict[str, Any]
 
 GROUP, VERSION = API_VERSION.split("/")
 SINGULAR = "noderule"
-NAME = CRD_NAME
 MAX_RULE_STATUSES = 1000
 """Rules listed in `status.rules`: generous, as a bound the API server can reason about."""
 
@@ -60,7 +59,7 @@ def noderules_crd() -> Manifest:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": NAME, "labels": {"app.kubernetes.io/part-of": "nodegate"}},
+        "metadata": {"name": CRD_NAME, "labels": {"app.kubernetes.io/part-of": "nodegate"}},
         "spec": {
             "group": GROUP,
             "scope": "Cluster",

@@ -148,11 +148,6 @@ def object_status(
     return status
 
 
-def same_status(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> bool:
-    """Whether writing `b` over `a` would change anything a reader sees."""
-    return dict(a or {}) == dict(b)
-
-
 def _degraded(facts: ObjectFacts) -> dict[str, Any]:
     if facts.in_force_generation == facts.generation:
         return _condition("Degraded", False, "InForce", "its current generation is in force")

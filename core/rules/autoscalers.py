@@ -25,7 +25,6 @@ import re
 from datetime import timedelta
 from typing import Final
 
-CA_DOMAIN: Final = "cluster-autoscaler.kubernetes.io"
 STARTUP_TAINT_PREFIX: Final = "startup-taint.cluster-autoscaler.kubernetes.io/"
 IGNORE_TAINT_PREFIX: Final = "ignore-taint.cluster-autoscaler.kubernetes.io/"
 STATUS_TAINT_PREFIX: Final = "status-taint.cluster-autoscaler.kubernetes.io/"

@@ -955,8 +955,6 @@ class StartupGate(Frozen):
         )
 
 
-DNS_LABEL = DNS_LABEL_PATTERN
-AGENT_MODES = ("continuous", "bootstrapOnly")
 AgentMode = Literal["continuous", "bootstrapOnly"]
 CannotRun = Literal["skip", "wait"]
 AUTO = "auto"
@@ -972,7 +970,7 @@ scheduling; a crashed agent is back in CrashLoopBackOff's first minutes or is no
 class DaemonSetRef(Frozen):
     """A DaemonSet by namespace and name: its pod on the node (owned by this DaemonSet's uid)."""
 
-    namespace: str = Field(pattern=DNS_LABEL, max_length=63)
+    namespace: str = Field(pattern=DNS_LABEL_PATTERN, max_length=63)
     name: str = Field(
         pattern=DNS_SUBDOMAIN_PATTERN,
         max_length=253,
@@ -1014,7 +1012,7 @@ class NodeAgentRule(Frozen):
         default=None,
         description="With daemonSets: auto, DaemonSets with these labels do not count.",
     )
-    namespaces: tuple[Annotated[str, Field(pattern=DNS_LABEL, max_length=63)], ...] = Field(
+    namespaces: tuple[Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)], ...] = Field(
         default=(),
         description="With daemonSets: auto, the namespaces whose DaemonSets count (default: "
         "every namespace; name the platform's, so no tenant's DaemonSet takes nodes out of "

@@ -19,11 +19,11 @@ import yaml
 from kubernetes import client as k8s_client
 
 from nodegate.core.rules.loader import RulesDocument
+from nodegate.core.rules.model import CRD_NAME
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_crd_established
 from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.crd import NAME
 from tests.unit.manifests.support import EXAMPLE_RULES, example_document, settings
 
 VALID = """\
@@ -81,7 +81,7 @@ def crd(control_plane: LocalControlPlane) -> Manifest:
     shipped = _shipped_crd()
     applied = _kubectl(control_plane, "apply", "-f", "-", stdin=yaml.safe_dump(shipped))
     assert applied.returncode == 0, applied.stderr
-    wait_crd_established(control_plane.client, NAME)
+    wait_crd_established(control_plane.client, CRD_NAME)
     return shipped
 
 
@@ -110,7 +110,9 @@ def _stored(plane: LocalControlPlane, name: str) -> dict[str, Any]:
 def test_the_shipped_crd_is_accepted_and_established(
     control_plane: LocalControlPlane, crd: Manifest
 ) -> None:
-    live = k8s_client.ApiextensionsV1Api(control_plane.client).read_custom_resource_definition(NAME)
+    live = k8s_client.ApiextensionsV1Api(control_plane.client).read_custom_resource_definition(
+        CRD_NAME
+    )
     assert live.status is not None
     accepted = {c.type: c.status for c in live.status.conditions or []}
     assert accepted["Established"] == "True"

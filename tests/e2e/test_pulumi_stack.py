@@ -58,7 +58,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from nodegate.core.objects.installation import RULES_KEY
-from nodegate.core.rules.model import PLURAL
+from nodegate.core.rules.model import CRD_NAME, PLURAL
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
 from nodegate.localcluster.nodes import SimNode, create_node, wait_until
@@ -69,7 +69,6 @@ from nodegate.localcluster.pulumi_tools import (
     pulumi_environment,
 )
 from nodegate.manifests.crd import GROUP, VERSION
-from nodegate.manifests.crd import NAME as CRD_NAME
 from tests.e2e.conftest import run_karpenter_plane
 from tests.e2e.support.pulumi_project import REPO, project_venv, run_pulumi
 from tests.e2e.support.reconciler_fixtures import init_daemonset, taints_of
