@@ -151,11 +151,3 @@ def metadata_payload(
     raise UserDataTooLargeError(
         pool, size=len(plain), limit=limit, raw_size=len(raw), gzipped_size=len(packed)
     )
-
-
-def decode_payload(value: str) -> str:
-    """What cloud-init reads from a metadata payload (for tests and `nodegate render`)."""
-    raw = base64.b64decode(value)
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8")

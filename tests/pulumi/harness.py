@@ -174,7 +174,7 @@ def run_program(
 def decode_user_data(declared: Declared) -> str:
     """The cloud-init an OKE node boots with: the node pool's `user_data` as cloud-init reads
     it (base64, gunzipped when nodegate had to gzip it to fit)."""
-    from nodegate.bootstrap.user_data import decode_payload
+    from tests.unit.bootstrap.support import decode_payload
 
     return decode_payload(declared.inputs["nodeMetadata"]["user_data"])
 

@@ -6,6 +6,8 @@ run with NODEGATE_UPDATE_GOLDEN=1 to rewrite them, then review the diff.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import os
 from collections.abc import Callable
 from importlib.resources import files
@@ -100,3 +102,11 @@ def check_golden(relative: str, actual: str) -> None:
         f"rendering differs from golden file {path}; if the change is intended, rerun with "
         "NODEGATE_UPDATE_GOLDEN=1 and review the diff"
     )
+
+
+def decode_payload(value: str) -> str:
+    """What cloud-init reads from an OKE metadata payload: base64, gunzipped when gzipped."""
+    raw = base64.b64decode(value)
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")

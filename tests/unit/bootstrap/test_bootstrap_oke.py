@@ -27,13 +27,13 @@ from nodegate.bootstrap.user_data import (
     USER_CLOUD_CONFIG_FILENAME,
     USER_SCRIPT_FILENAME,
     MetadataPayload,
-    decode_payload,
     metadata_payload,
 )
 from nodegate.core.rules.loader import parse_rules
 from tests.unit.bootstrap.support import (
     GOLDEN,
     check_golden,
+    decode_payload,
     example_rules,
     pool_params,
     rules_and_pool,
