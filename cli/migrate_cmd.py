@@ -8,25 +8,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.core.text.errors import Problem, RulesError
-from nodegate.core.text.yaml_input import decode, read_limited, read_yaml_documents
-from nodegate.migrate.conversion import Conversion, to_yaml
-from nodegate.migrate.label_to_taint import (
+from nodegate.migrate.defaults import (
+    HOLD,
     LABEL_KEY,
     LABEL_VALUE,
     TAINT_EFFECT,
-    convert_label_to_taint,
+    HandlerSettings,
+    OperatorSettings,
 )
-from nodegate.migrate.nidhogg import HOLD, DaemonSetFile, convert_nidhogg
-from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
-from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
-from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
-from nodegate.migrate.tainter import convert_tainter
+
+# The conversions (and the rules model and YAML reader they check with) are imported when a
+# command runs, in each function below: a TAB on the options or --help reads their defaults
+# (nodegate.migrate.defaults) and loads neither core nor pydantic
+# (tests/unit/cli/test_lazy_commands.py).
+if TYPE_CHECKING:
+    from nodegate.core.text.errors import Problem
+    from nodegate.migrate.conversion import Conversion
+    from nodegate.migrate.nidhogg import DaemonSetFile
 
 app = typer_app(
     help="Print the rules that replace another tool's settings (validated; notes on what "
@@ -38,6 +41,9 @@ HANDLER = HandlerSettings()
 
 
 def _print(convert: Callable[[], Conversion]) -> None:
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.migrate.conversion import to_yaml  # noqa: PLC0415
+
     try:
         typer.echo(to_yaml(convert()), nl=False)
     except RulesError as err:
@@ -51,6 +57,8 @@ def tainter(
     config: Annotated[Path, typer.Argument(help="Tainter's TOML file (its --config-file).")],
 ) -> None:
     """Tainter's matchers as conditionTaints."""
+    from nodegate.core.text.yaml_input import decode  # noqa: PLC0415  (see the imports)
+    from nodegate.migrate.tainter import convert_tainter  # noqa: PLC0415
 
     def convert() -> Conversion:
         source = str(config)
@@ -66,6 +74,8 @@ def label_to_taint(
     effect: Annotated[str, typer.Option(help="Its TAINT_EFFECT constant.")] = TAINT_EFFECT,
 ) -> None:
     """The label-to-taint operator's constants as a labelTaints rule."""
+    from nodegate.migrate.label_to_taint import convert_label_to_taint  # noqa: PLC0415
+
     _print(lambda: convert_label_to_taint(label_key, label_value, effect))
 
 
@@ -95,6 +105,10 @@ def node_label_operator(
 ) -> None:
     """The node-label-operator's settings (flags, else its environment variables) as
     persistentLabels and reconciler flags."""
+    from nodegate.migrate.node_label_operator import (  # noqa: PLC0415  (see the imports)
+        convert_node_label_operator,
+    )
+
     settings = OperatorSettings(
         persist_label_prefix=persist_label_prefix,
         operator_namespace=operator_namespace,
@@ -135,6 +149,10 @@ def nodetaintshandler(
 ) -> None:
     """nodetaintshandler's settings (flags, else STARTUP_BACKFILL from the environment) as a
     startupGates rule, with the webhook settings to deploy it with."""
+    from nodegate.migrate.nodetaintshandler import (  # noqa: PLC0415  (see the imports)
+        convert_nodetaintshandler,
+    )
+
     settings = HandlerSettings(
         taint_key=taint_key,
         taint_value=taint_value,
@@ -186,6 +204,12 @@ def node_readiness_controller(
 ) -> None:
     """node-readiness-controller's NodeReadinessRules as conditionTaints (continuous) and
     startupGates (bootstrap-only)."""
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+    from nodegate.migrate.node_readiness_controller import (  # noqa: PLC0415
+        NrcFile,
+        convert_node_readiness_controller,
+    )
 
     def convert() -> Conversion:
         read: list[NrcFile] = []
@@ -247,6 +271,7 @@ def nidhogg(
 ) -> None:
     """nidhogg's (uswitch's or pelotech's) DaemonSets as nodeAgents rules, one per DaemonSet,
     each with nidhogg's taint."""
+    from nodegate.migrate.nidhogg import convert_nidhogg  # noqa: PLC0415  (see the imports)
 
     def convert() -> Conversion:
         files = None if daemon_sets is None else _daemon_set_files(daemon_sets)
@@ -259,6 +284,10 @@ def nidhogg(
 
 def _daemon_set_files(paths: list[Path]) -> list[DaemonSetFile]:
     """Every `--daemon-sets` file read, or a RulesError naming each one that cannot be."""
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_input import read_yaml_documents  # noqa: PLC0415
+    from nodegate.migrate.nidhogg import DaemonSetFile  # noqa: PLC0415
+
     read: list[DaemonSetFile] = []
     problems: list[Problem] = []
     for path in paths:
@@ -275,6 +304,9 @@ def _daemon_set_files(paths: list[Path]) -> list[DaemonSetFile]:
 
 def _read(path: Path) -> bytes:
     """The file's bytes (bounded), or a RulesError naming it."""
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
+
     try:
         return read_limited(path)
     except OSError as err:
@@ -282,4 +314,6 @@ def _read(path: Path) -> bytes:
 
 
 def _unreadable(source: str, err: OSError) -> Problem:
+    from nodegate.core.text.errors import Problem  # noqa: PLC0415  (see the imports)
+
     return Problem(0, 0, source, (), f"cannot read file: {err.strerror}")

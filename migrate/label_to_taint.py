@@ -18,11 +18,10 @@ from nodegate.core.text.k8s_names import (
     qualified_name_problem,
 )
 from nodegate.migrate.conversion import Conversion, rule_name, rules_document
+from nodegate.migrate.defaults import LABEL_KEY, LABEL_VALUE, TAINT_EFFECT
 
 COMMAND = "nodegate migrate label-to-taint"
 SOURCE = "the operator's constants (LABEL_KEY, LABEL_VALUE, TAINT_EFFECT)"
-LABEL_KEY, LABEL_VALUE, TAINT_EFFECT = "dedicated", "ci", "NoSchedule"
-"""The constants as its README and code ship them."""
 
 
 def convert_label_to_taint(

@@ -41,13 +41,12 @@ from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import qualified_name_problem
 from nodegate.core.text.yaml_input import Positions, read_yaml
 from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
+from nodegate.migrate.defaults import HOLD
 from nodegate.migrate.label_selector import Requirement, SelectorSyntaxError, parse_selector
 
 COMMAND: Final = "nodegate migrate nidhogg"
 TAINT_PREFIX: Final = "nidhogg.uswitch.com"
 """nidhogg's taint key prefix (pelotech: `taintNamePrefix`, this when not given)."""
-HOLD: Final = "0s"
-"""The converted rules' `for`: nidhogg put its taint back the moment a pod was not Ready."""
 DEFAULT_EFFECT: Final = "NoSchedule"
 KEYS: Final = (
     "daemonsets",

@@ -12,8 +12,6 @@ kept forever, and a timer resyncs every node into its ConfigMap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nodegate.core.objects.installation import LogLevel
 from nodegate.core.text.errors import Problem
 from nodegate.migrate.conversion import (
@@ -22,6 +20,9 @@ from nodegate.migrate.conversion import (
     log_level_note,
     rules_document,
 )
+from nodegate.migrate.defaults import OperatorSettings
+
+__all__ = ["COMMAND", "SOURCE", "OperatorSettings", "convert_node_label_operator"]
 
 COMMAND = "nodegate migrate node-label-operator"
 SOURCE = "the operator's settings"
@@ -37,17 +38,6 @@ _LOG_LEVELS: dict[str, tuple[LogLevel, str]] = {
 }
 """LOG_LEVEL as the operator reads it (`getattr(logging, LOG_LEVEL.upper())`), as nodegate's
 level, and why it is not the same."""
-
-
-@dataclass(frozen=True)
-class OperatorSettings:
-    """The operator's environment variables, as text, defaults as it has them."""
-
-    persist_label_prefix: str = "persist.demo/"
-    operator_namespace: str = "node-label-operator"
-    resync_interval_seconds: str = "300"
-    log_level: str = "INFO"
-    metrics_port: str = "9090"
 
 
 def convert_node_label_operator(

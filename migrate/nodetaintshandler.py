@@ -19,12 +19,25 @@ for Fail "for strict gating").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from nodegate.core.rules.autoscalers import is_ca_gate_key, renamed_key
 from nodegate.core.text.errors import DocPath, Problem
 from nodegate.migrate.conversion import Conversion, rules_document
+from nodegate.migrate.defaults import HandlerSettings
+
+__all__ = [
+    "AUTOSCALERS",
+    "COMMAND",
+    "COMPLETED_AT",
+    "GATE",
+    "READY_ANNOTATION",
+    "SOURCE",
+    "SYSTEM_MODE",
+    "SYSTEM_MODE_LABEL",
+    "HandlerSettings",
+    "convert_nodetaintshandler",
+]
 
 COMMAND = "nodegate migrate nodetaintshandler"
 SOURCE = "nodetaintshandler's settings"
@@ -33,21 +46,6 @@ READY_ANNOTATION = "startup.k8s.io/ready=true"
 COMPLETED_AT = "startup.k8s.io/completedAt"
 SYSTEM_MODE_LABEL, SYSTEM_MODE = "kubernetes.azure.com/mode", "system"
 AUTOSCALERS = ("none", "cluster-autoscaler", "karpenter")
-
-
-@dataclass(frozen=True)
-class HandlerSettings:
-    """Its settings as text, defaults as it ships them: the taint and init-pod constants, the
-    namespace of its init DaemonSet, STARTUP_BACKFILL, and its webhook configuration's policy."""
-
-    taint_key: str = "startup.k8s.io/initializing"
-    taint_value: str = "wait"
-    taint_effect: str = "NoSchedule"
-    init_selector: str = "startup.k8s.io/component=init"
-    namespace: str = "kube-system"
-    startup_backfill: str = ""
-    failure_policy: str = "Ignore"
-    timeout_seconds: int = 5
 
 
 def convert_nodetaintshandler(settings: HandlerSettings, autoscaler: str = "none") -> Conversion:

@@ -133,7 +133,6 @@ STILL_IMPORT_THEIR_WORK = {
     "plan",
     "reconcile",
     "labels",
-    "migrate",
 }
 """Commands whose module still imports what the command runs on, so a TAB on their options pays
 for it (issue 61): each is the change validate's, render's, schema's and demo's modules had
