@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from nodegate.cli.live.options import (
     Context,
@@ -18,25 +16,20 @@ from nodegate.cli.live.options import (
     RulesConfigMap,
     connect,
 )
-from nodegate.cli.live.render import Column, print_items, print_table
-from nodegate.core.decisions.eviction_budget import WAITING, Charge, waiting_rules
-from nodegate.core.decisions.node_decision import decide, plan_facts
-from nodegate.core.decisions.persisted_labels import decide as labels_decided
-from nodegate.core.decisions.persisted_labels import record_key, record_name
-from nodegate.core.decisions.plan import NodePlan
-from nodegate.core.decisions.sightings import Sighting
-from nodegate.core.objects.installation import DEFAULT_NAMESPACE
-from nodegate.core.objects.status_record import HeldUpdate
-from nodegate.core.reports.node_waits import NodeContext, recorded_budget, waits
-from nodegate.core.rules.loader import load_rules
-from nodegate.core.rules.model import NodeRules
-from nodegate.core.rules.node import NodeState, parse_time
-from nodegate.core.rules.node_file import parse_nodes
-from nodegate.core.text.errors import RulesError
-from nodegate.core.text.yaml_input import read_limited
+from nodegate.defaults.names import DEFAULT_NAMESPACE
 
+# What the command runs on (the rules, the decisions, rich) is imported when it runs, in each
+# function below: a TAB on its options or its --help reads them from this module and loads
+# neither core nor pydantic (tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from nodegate.cli.live.cluster import Cluster
+    from nodegate.core.decisions.eviction_budget import Charge
+    from nodegate.core.decisions.plan import NodePlan
+    from nodegate.core.objects.status_record import HeldUpdate
+    from nodegate.core.rules.model import NodeRules
+    from nodegate.core.rules.node import NodeState
 
 _VERDICT_STYLE = {"want": "green", "keep": "yellow", "release": "dim"}
 
@@ -74,6 +67,13 @@ def explain(
 ) -> None:
     """Show each rule's verdict on a node, the exact change nodegate would make, and what it
     waits for."""
+    from rich.console import Console  # noqa: PLC0415  (see the imports)
+
+    from nodegate.core.decisions.node_decision import decide, plan_facts  # noqa: PLC0415
+    from nodegate.core.decisions.sightings import Sighting  # noqa: PLC0415
+    from nodegate.core.reports.node_waits import recorded_budget  # noqa: PLC0415
+    from nodegate.core.rules.node import parse_time  # noqa: PLC0415
+
     try:
         at = parse_time(now)
     # Not a time fromisoformat reads: say how to write one, as `plan` does.
@@ -110,6 +110,9 @@ def explain(
 
 
 def _load(rules_file: Path) -> NodeRules:
+    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+
     try:
         return load_rules(rules_file)
     except RulesError as err:
@@ -125,8 +128,16 @@ def explain_live(
     decides (`node_decision.decide`), and say what it waits for."""
     # The cluster's shell (the Kubernetes client) is imported only here, for a live node:
     # `explain --node FILE` never loads it.
+    from rich.text import Text  # noqa: PLC0415
+
     from nodegate.cli.live.cluster import RecordUnreadableError  # noqa: PLC0415
+    from nodegate.cli.live.render import print_items  # noqa: PLC0415
     from nodegate.cli.live.sources import node_sources  # noqa: PLC0415
+    from nodegate.core.decisions.eviction_budget import WAITING  # noqa: PLC0415
+    from nodegate.core.decisions.node_decision import decide, plan_facts  # noqa: PLC0415
+    from nodegate.core.decisions.persisted_labels import decide as labels_decided  # noqa: PLC0415
+    from nodegate.core.decisions.persisted_labels import record_key, record_name  # noqa: PLC0415
+    from nodegate.core.reports.node_waits import NodeContext, recorded_budget, waits  # noqa: PLC0415
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
     try:
@@ -210,6 +221,10 @@ def _rules_to_explain_with(
 
 def _read_nodes(path: Path) -> list[NodeState]:
     """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it; exit 2 if not."""
+    from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
+
     try:
         return parse_nodes(read_limited(path), str(path))
     # Not the file asked for: the usage error code, every problem with its place.
@@ -226,6 +241,11 @@ def print_explanation(
     console: Console, node: NodeState, rules: NodeRules, result: NodePlan
 ) -> None:
     """Rule verdicts as a table, then the change (shared with the demo)."""
+    from rich.text import Text  # noqa: PLC0415  (see the imports)
+
+    from nodegate.cli.live.render import Column, print_table  # noqa: PLC0415
+    from nodegate.core.decisions.eviction_budget import waiting_rules  # noqa: PLC0415
+
     rows = [
         (d.rule, d.taint.flag(), Text(d.verdict, style=_VERDICT_STYLE[d.verdict]), d.why)
         for d in result.decisions

@@ -3,7 +3,8 @@ reconciler keeps its things (the shipped manifests' names by default).
 
 The cluster's shell (`cluster`, `label_records`: the Kubernetes client) is imported when a
 command connects, not with these options: `nodegate explain --node FILE` declares them and
-never talks to a cluster.
+never talks to a cluster. Nor is rich: a TAB on a command's options or its `--help` reads them
+from here, and loads neither core nor a console (tests/unit/cli/test_lazy_commands.py).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from nodegate.core.objects.installation import DEFAULT_LEASE
+from nodegate.defaults.names import DEFAULT_LEASE
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from nodegate.cli.live.cluster import ApiClient, Cluster
     from nodegate.cli.live.label_records import LabelRecords
 
@@ -92,4 +94,6 @@ def _kube_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
 
 def stderr_console() -> Console:
     """Progress and errors: on stderr, so stdout stays the report a script reads."""
+    from rich.console import Console  # noqa: PLC0415  (see the docstring)
+
     return Console(stderr=True)
