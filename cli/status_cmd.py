@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from nodegate.cli.live.cluster import Cluster, RecordUnreadableError
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -21,15 +19,17 @@ from nodegate.cli.live.options import (
     connect,
     stderr_console,
 )
-from nodegate.cli.live.render import Column, print_facts, print_table
-from nodegate.core.objects.installation import DEFAULT_LEASE, DEFAULT_NAMESPACE
-from nodegate.core.reports.cluster_status import StatusReport, age, status_report
-from nodegate.core.rules.loader import parse_rules
-from nodegate.core.rules.merge import OBJECTS_SOURCE, confirm_on_crd
-from nodegate.core.rules.model import NodeRules
-from nodegate.core.text.errors import RulesError
-from nodegate.core.text.yaml_output import dump_all
-from nodegate.reconciler.kit.errors import KubeError
+from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAMESPACE
+
+# What the command runs on (the cluster's shell, the report, rich) is imported when it runs, in
+# each function below: a TAB on its options or its --help reads them from this module and loads
+# neither the Kubernetes client nor core (tests/unit/cli/test_lazy_commands.py).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from nodegate.cli.live.cluster import Cluster
+    from nodegate.core.reports.cluster_status import StatusReport
+    from nodegate.core.rules.model import NodeRules
 
 
 def status(
@@ -42,6 +42,11 @@ def status(
 ) -> None:
     """The reconciler at a glance: leader, rules in force, held update, gated nodes, taints,
     eviction budget, label records, recent Warnings."""
+    from rich.console import Console  # noqa: PLC0415  (see the imports)
+
+    from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+
     cluster = connect(kubeconfig, context, namespace, rules_configmap, lease)
     try:
         report = gather(cluster, cluster.now(), stderr_console())
@@ -58,6 +63,11 @@ def status(
 
 def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
     """Read everything status shows (the nodes in one paginated LIST) and build the report."""
+    from nodegate.cli.live.cluster import RecordUnreadableError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.reports.cluster_status import status_report  # noqa: PLC0415
+    from nodegate.core.rules.loader import parse_rules  # noqa: PLC0415
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+
     notes: list[str] = []
     lease = cluster.lease()
     status, text, problem = cluster.status_record()
@@ -99,6 +109,12 @@ def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
 
 
 def print_status(console: Console, report: StatusReport) -> None:
+    from rich.text import Text  # noqa: PLC0415  (see the imports)
+
+    from nodegate.cli.live.render import Column, print_facts, print_table  # noqa: PLC0415
+    from nodegate.core.reports.cluster_status import age  # noqa: PLC0415
+    from nodegate.core.rules.merge import OBJECTS_SOURCE, confirm_on_crd  # noqa: PLC0415
+
     facts: list[tuple[str, str]] = []
     leader = report.leader
     if leader is None:
