@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from nodegate.cli.live.options import (
     Context,
@@ -35,36 +33,33 @@ from nodegate.cli.live.options import (
     connect,
     stderr_console,
 )
-from nodegate.cli.live.render import Column, print_items, print_table
-from nodegate.cli.plan_sources import (
-    FileSource,
-    InForce,
-    PlanSource,
-    agents_read,
-    node_agents,
-)
-from nodegate.core.decisions.node_agents import lifted_taints
-from nodegate.core.decisions.node_decision import plan_facts
-from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.objects.installation import DEFAULT_NAMESPACE
-from nodegate.core.reports.rules_change import RulesChange, rules_change
-from nodegate.core.rules.loader import load_rules
-from nodegate.core.rules.model import NodeRules
-from nodegate.core.rules.node import NodeState, parse_time
-from nodegate.core.rules.node_file import parse_nodes
-from nodegate.core.text.errors import RulesError
-from nodegate.core.text.yaml_input import read_limited, read_yaml_documents
-from nodegate.core.text.yaml_output import dump_all
-from nodegate.core.views.raw import RawObject
-from nodegate.reconciler.settings import ReconcilerSettings
+from nodegate.defaults.names import DEFAULT_NAMESPACE
 
+# What the command runs on (the sources, the rules, the decisions, the reconciler's settings,
+# rich) is imported when it runs, in each function below: a TAB on its options or its --help
+# reads them from this module and loads neither core nor pydantic
+# (tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from nodegate.cli.live.cluster import Cluster
+    from nodegate.cli.plan_sources import InForce, PlanSource
+    from nodegate.core.decisions.verdicts import PlanFacts
+    from nodegate.core.reports.rules_change import RulesChange
+    from nodegate.core.rules.model import NodeRules
+    from nodegate.core.rules.node import NodeState
+    from nodegate.core.views.raw import RawObject
 
 ERROR = 1
 EXAMPLE_TIME = "2026-11-21T12:00:00Z"
-DEFAULT_SHARE = ReconcilerSettings.model_fields["max_untaint_share"].default
-"""The reconciler's own default, when its status record does not say its setting."""
+
+
+def default_share() -> float:
+    """The reconciler's own default, when its status record does not say its setting."""
+    from nodegate.reconciler.settings import ReconcilerSettings  # noqa: PLC0415  (see the imports)
+
+    share: float = ReconcilerSettings.model_fields["max_untaint_share"].default
+    return share
 
 
 def plan_rules(
@@ -140,6 +135,12 @@ def plan_rules(
 
     With --nodes FILE it plans offline, from files (for CI without cluster credentials), and
     says what it assumed where files cannot say what the cluster would."""
+    from rich.console import Console  # noqa: PLC0415  (see the imports)
+    from rich.text import Text  # noqa: PLC0415
+
+    from nodegate.cli.plan_sources import FileSource  # noqa: PLC0415
+    from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
+
     new = _load(rules_file)
     progress = stderr_console()
     started = time.monotonic()
@@ -205,6 +206,11 @@ def planned(
     """Plan every node under the rules in force and under `new`, with the facts the
     reconciler's blast-radius guard judges an update with (the clock, the taint history, and
     the node agents of the rules judged), whatever the source. May raise what the source does."""
+    from nodegate.cli.plan_sources import node_agents  # noqa: PLC0415  (see the imports)
+    from nodegate.core.decisions.node_agents import lifted_taints  # noqa: PLC0415
+    from nodegate.core.decisions.node_decision import plan_facts  # noqa: PLC0415
+    from nodegate.core.reports.rules_change import rules_change  # noqa: PLC0415
+
     in_force = source.in_force()
     owned = source.previously_owned(in_force.rules)
     at = source.now()
@@ -220,7 +226,7 @@ def planned(
 
     published = in_force.max_untaint_share
     limit = max_untaint_share if max_untaint_share is not None else published
-    limit = DEFAULT_SHARE if limit is None else limit
+    limit = default_share() if limit is None else limit
     pairs = [(n, facts(n)) for n in nodes]
     if progress is not None and progress.is_terminal:
         with progress.status(f"planning {len(nodes)} nodes"):
@@ -263,7 +269,7 @@ def _with_the_other_objects(cluster: Cluster, rules_file: Path, new: NodeRules) 
     with the others (it replaces its namesake), not as all the rules: the others' taints are not
     the plan's to remove. Exit 1 if the merge would not take it (refused or conflicting)."""
     from nodegate.core.rules.merge import object_of_document  # noqa: PLC0415
-    from nodegate.core.text.yaml_input import read_yaml  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_limited, read_yaml  # noqa: PLC0415
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
     tree, _positions = read_yaml(read_limited(rules_file), str(rules_file))
@@ -289,6 +295,9 @@ def _fail(message: str) -> NoReturn:
 
 
 def _load(rules_file: Path) -> NodeRules:
+    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+
     try:
         return load_rules(rules_file)
     except RulesError as err:
@@ -300,6 +309,8 @@ def _load(rules_file: Path) -> NodeRules:
 def _clock(now: str | None) -> datetime:
     """--now (a time without a zone is UTC's), else this host's clock; exit 1 saying how to
     write it."""
+    from nodegate.core.rules.node import parse_time  # noqa: PLC0415  (see the imports)
+
     if now is None:
         return datetime.now(UTC)
     try:
@@ -313,6 +324,8 @@ def _clock(now: str | None) -> datetime:
 
 
 def _in_force_file(path: Path | None) -> InForce:
+    from nodegate.cli.plan_sources import InForce  # noqa: PLC0415  (see the imports)
+
     if path is None:
         return InForce(None, "no rules (offline, no --in-force FILE: every change counts)")
     return InForce(_load(path), f"the rules in {path} (--in-force)")
@@ -326,6 +339,8 @@ def _check_objects_given(
 ) -> None:
     """Offline, the objects node-agent rules wait for must be given: without them every such
     rule would keep its taint as it is, and the plan would say nothing of what it does."""
+    from nodegate.cli.plan_sources import agents_read  # noqa: PLC0415  (see the imports)
+
     names = ", ".join(r.name for r in new.node_agents)
     if agents_read(new, "node-agents") and not (daemon_sets and pods):
         _fail(
@@ -342,6 +357,10 @@ def _check_objects_given(
 
 def _read_nodes(path: Path) -> list[NodeState]:
     """The Nodes of a node file, or every problem with its place and exit 1."""
+    from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
+
     try:
         return parse_nodes(read_limited(path), str(path))
     except OSError as err:
@@ -355,6 +374,9 @@ def _read_nodes(path: Path) -> list[NodeState]:
 def _objects(paths: Sequence[Path] | None, kind: str) -> tuple[RawObject, ...]:
     """The objects of `kind` in these YAML streams (a List's items too), as kubectl prints
     them; an unreadable file: every problem with its place, exit 1."""
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+
     found: list[RawObject] = []
     for path in paths or ():
         try:
@@ -381,6 +403,10 @@ def print_plan(
     summary_only: bool,
     assumed: Sequence[str] = (),
 ) -> None:
+    from rich.text import Text  # noqa: PLC0415  (see the imports)
+
+    from nodegate.cli.live.render import Column, print_items, print_table  # noqa: PLC0415
+
     console.print(
         Text(
             f"compared with {which}: {len(change.changed)} of {change.nodes} nodes would change",

@@ -128,7 +128,6 @@ def test_help_and_a_tab_load_neither_pydantic_nor_the_rules(
 
 
 STILL_IMPORT_THEIR_WORK = {
-    "plan",
     "reconcile",
     "labels",
 }
