@@ -4,22 +4,22 @@ records, without reading raw ConfigMaps."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.cli.live.cluster import RulesInForceUnknownError
-from nodegate.cli.live.label_records import LabelRecords, NoSuchNodeError
 from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, label_records
-from nodegate.core.decisions.persisted_labels import hand_over as decide_hand_over
-from nodegate.core.decisions.persisted_labels import record_key, record_name
-from nodegate.core.objects.installation import DEFAULT_NAMESPACE
-from nodegate.core.objects.label_records import StoredRecord
-from nodegate.core.rules.model import PersistentLabels
-from nodegate.reconciler.kit.errors import ConflictError, KubeError
+from nodegate.defaults.names import DEFAULT_NAMESPACE
+
+# What the commands run on (the cluster's shell, the records, rich) is imported when they run,
+# in each function below: a TAB on their options or their --help reads them from this module
+# and loads neither the Kubernetes client nor core (tests/unit/cli/test_lazy_commands.py).
+if TYPE_CHECKING:
+    from nodegate.cli.live.label_records import LabelRecords
+    from nodegate.core.objects.label_records import StoredRecord
+    from nodegate.core.rules.model import PersistentLabels
+    from nodegate.reconciler.kit.errors import KubeError
 
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
@@ -57,6 +57,11 @@ def list_records(
     kubeconfig: Kubeconfig = None, context: Context = None, namespace: Namespace = DEFAULT_NAMESPACE
 ) -> None:
     """Every record: key, node names, labels, when captured, whether its node is gone."""
+    from rich.console import Console  # noqa: PLC0415  (see the imports)
+    from rich.table import Table  # noqa: PLC0415
+
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+
     try:
         _, records = _records(kubeconfig, context, namespace)
     except KubeError as err:
@@ -88,6 +93,8 @@ def show(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """The labels nodegate would restore onto NODE if it were re-created."""
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
+
     try:
         _, records = _records(kubeconfig, context, namespace)
     except KubeError as err:
@@ -112,6 +119,8 @@ def forget(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Drop NODE's record: a re-created node then starts with no persisted labels."""
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
+
     try:
         store, records = _records(kubeconfig, context, namespace)
         matching = _matching(records, node)
@@ -143,6 +152,8 @@ def _key_by(kubeconfig: Path | None, context: str | None, namespace: str) -> Per
     """How the reconciler keys records now: the rules in force, as its status record publishes
     them (never the rules ConfigMap, which may hold a held update). Refused (exit 1) when no
     rules persisting labels are in force: nothing would be restored."""
+    from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415  (see the imports)
+
     cluster = connect(kubeconfig, context, namespace, None)
     try:
         in_force = cluster.rules_in_force()
@@ -185,6 +196,13 @@ def hand_over(
     in force), where the reconciler looks: moved there if it was kept under another key, never
     over a record the node has of its own (then nothing changes, and what to forget is said).
     Its labels are restored at that node's next plan (its next change, or the resync)."""
+    from nodegate.cli.live.label_records import NoSuchNodeError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.decisions.persisted_labels import (  # noqa: PLC0415
+        hand_over as decide_hand_over,
+    )
+    from nodegate.core.decisions.persisted_labels import record_key, record_name  # noqa: PLC0415
+    from nodegate.reconciler.kit.errors import ConflictError, KubeError  # noqa: PLC0415
+
     try:
         config = _key_by(kubeconfig, context, namespace)
         store, records = _records(kubeconfig, context, namespace)

@@ -129,7 +129,6 @@ def test_help_and_a_tab_load_neither_pydantic_nor_the_rules(
 
 STILL_IMPORT_THEIR_WORK = {
     "reconcile",
-    "labels",
 }
 """Commands whose module still imports what the command runs on, so a TAB on their options pays
 for it (issue 61): each is the change validate's, render's, schema's and demo's modules had
