@@ -23,14 +23,6 @@ from nodegate.manifests.webhook import WEBHOOK_NAME
 
 DASHBOARD_FILE = "grafana-dashboard.json"
 
-API_SERVER_METRICS = (
-    "apiserver_admission_webhook_fail_open_count",
-    "apiserver_admission_webhook_rejection_count",
-)
-"""kube-apiserver's own counters (Kubernetes >= 1.24) read by the webhook alerts: they see the
-calls that never reached the reconciler. Selected by the webhook's `name` label, since the API
-server's series carry no namespace; tests/e2e/test_webhook.py checks them on a real API server."""
-
 Manifest = dict[str, Any]
 
 

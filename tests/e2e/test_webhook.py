@@ -30,7 +30,6 @@ from nodegate.core.rules.node_marks import REGISTRATION_SEAL_KEY
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, oci_provider_id, wait_until
 from nodegate.manifests.build import build_manifests
-from nodegate.manifests.observability import API_SERVER_METRICS
 from nodegate.manifests.settings import DeploySettings
 from nodegate.manifests.webhook import PATH, WEBHOOK_NAME
 from tests.e2e.support.node_identity import AsNode
@@ -53,7 +52,7 @@ from tests.e2e.support.webhook_fixtures import (
     taints,
     wait_in_force,
 )
-from tests.unit.manifests.support import EXAMPLE_RULES, ON_CONFIGMAP
+from tests.unit.manifests.support import API_SERVER_METRICS, EXAMPLE_RULES, ON_CONFIGMAP
 
 GATE = {"key": "startup.example.com/initializing", "value": "wait", "effect": "NoSchedule"}
 FOREIGN = {

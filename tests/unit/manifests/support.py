@@ -16,6 +16,14 @@ from nodegate.manifests.settings import DeploySettings
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE_RULES = REPO / "examples" / "rules.yaml"
 REPOSITORY = "registry.example.com/nodegate"
+API_SERVER_METRICS = (
+    "apiserver_admission_webhook_fail_open_count",
+    "apiserver_admission_webhook_rejection_count",
+)
+"""kube-apiserver's own counters (Kubernetes >= 1.24) read by the webhook alerts and the
+dashboard (manifests/observability.py): they see the calls that never reached the reconciler.
+Selected by the webhook's `name` label, since the API server's series carry no namespace;
+tests/e2e/test_webhook.py checks them on a real API server."""
 
 NO_POD_GATES = """\
 apiVersion: nodegate.dev/v1

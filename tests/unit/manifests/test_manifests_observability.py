@@ -8,13 +8,13 @@ import re
 from prometheus_client import CollectorRegistry
 
 from nodegate.manifests.observability import (
-    API_SERVER_METRICS,
     alert_rules,
     dashboard_json,
 )
 from nodegate.manifests.webhook import WEBHOOK_NAME
 from nodegate.reconciler.nodes.metrics import AGE_BUCKET_LABELS, Metrics
 from nodegate.reconciler.webhook.admission import WebhookMetrics
+from tests.unit.manifests.support import API_SERVER_METRICS
 
 PENDING_FROM_RECONCILER_WORK: set[str] = set()
 """Metrics a dashboard panel or alert already reads before the reconciler work that exports
