@@ -30,8 +30,8 @@ import pulumi_kubernetes as k8s
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import CRD_NAME
 from nodegate.infra.cloud_inputs import stack_owned
-from nodegate.manifests.build import Manifest, build_manifests, rules_object
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.build import build_manifests, rules_object
+from nodegate.manifests.settings import DeploySettings, Manifest
 
 TYPE_TOKEN = "nodegate:index:Reconciler"
 

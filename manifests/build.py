@@ -34,7 +34,7 @@ from nodegate.manifests.rbac import (
     oci_cluster_rules,
     rules_objects_cluster_rules,
 )
-from nodegate.manifests.settings import DeploySettings, SettingsError
+from nodegate.manifests.settings import DeploySettings, Manifest, SettingsError
 from nodegate.manifests.tolerations import pod_tolerations
 from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
 from nodegate.manifests.webhook import container_ports as webhook_ports
@@ -42,9 +42,6 @@ from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rule
 from nodegate.manifests.webhook import objects as webhook_objects
 from nodegate.manifests.webhook import reconcile_settings as webhook_settings
 from nodegate.manifests.webhook import volumes as webhook_volumes
-
-Manifest = dict[str, Any]
-"""One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
 
 RUN_AS = 65532
 """The image's non-root user and group (Dockerfile `USER 65532:65532`)."""

@@ -14,9 +14,7 @@ import copy
 from typing import Any
 
 from nodegate.core.rules.model import API_VERSION, CRD_NAME, KIND, PLURAL, NodeRules
-
-Manifest = dict[str, Any]
-"""One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
+from nodegate.manifests.settings import Manifest
 
 GROUP, VERSION = API_VERSION.split("/")
 SINGULAR = "noderule"

@@ -19,10 +19,8 @@ from nodegate.core.decisions.fencing import (
     writer_condition,
 )
 from nodegate.core.objects.installation import fence_policy_name
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, Manifest, PolicyRule
 
-Manifest = dict[str, Any]
-PolicyRule = dict[str, Any]
 GROUP = "admissionregistration.k8s.io"
 
 

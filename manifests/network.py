@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.manifests.settings import DeploySettings
-
-Manifest = dict[str, Any]
+from nodegate.manifests.settings import DeploySettings, Manifest
 
 
 def network_policy(

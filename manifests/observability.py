@@ -18,12 +18,10 @@ from nodegate.core.reports.gate_census import (
     GATED_SHARE_WARNING,
 )
 from nodegate.core.rules.autoscalers import CA_MAX_TOTAL_UNREADY_PERCENTAGE, CA_STARTUP_WINDOW
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, Manifest
 from nodegate.manifests.webhook import WEBHOOK_NAME
 
 DASHBOARD_FILE = "grafana-dashboard.json"
-
-Manifest = dict[str, Any]
 
 
 def dashboard_json() -> str:

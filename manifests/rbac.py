@@ -41,8 +41,6 @@ No other Secrets, no wildcards, and no delete outside that one case: tests refus
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic.alias_generators import to_camel
 
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
@@ -58,11 +56,9 @@ from nodegate.core.rules.cluster_reads import (
     cluster_reads,
 )
 from nodegate.core.rules.model import API_VERSION, CRD_NAME, PLURAL, NodeRules
-from nodegate.manifests.settings import DeploySettings, SettingsError
+from nodegate.manifests.settings import DeploySettings, PolicyRule, SettingsError
 
 NODE_RULES_GROUP = API_VERSION.partition("/")[0]
-PolicyRule = dict[str, Any]
-"""A Kubernetes rbac.authorization.k8s.io/v1 PolicyRule as plain data."""
 
 
 def _rule(

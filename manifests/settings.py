@@ -28,6 +28,11 @@ from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue
 from nodegate.manifests.version import package_version
 
+Manifest = dict[str, Any]
+"""One Kubernetes object as plain data (apiVersion, kind, metadata, …)."""
+PolicyRule = dict[str, Any]
+"""A Kubernetes rbac.authorization.k8s.io/v1 PolicyRule as plain data."""
+
 # The image reference grammar of the OCI distribution spec (distribution/reference): a
 # registry host with an optional port, then lower-case path components.
 _HOST_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"

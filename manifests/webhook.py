@@ -18,10 +18,7 @@ from typing import Any
 
 from nodegate.core.rules.model import NodeRules
 from nodegate.manifests.rbac import keeps_label_records
-from nodegate.manifests.settings import DeploySettings, WebhookDeploy
-
-Manifest = dict[str, Any]
-PolicyRule = dict[str, Any]
+from nodegate.manifests.settings import DeploySettings, Manifest, PolicyRule, WebhookDeploy
 
 WEBHOOK_NAME = "nodes.nodegate.dev"
 """The webhook's name inside the configuration (a qualified name, as the API requires)."""

@@ -23,8 +23,8 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.nodes import wait_crd_established
-from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import DeploySettings, Manifest
 from tests.unit.manifests.support import EXAMPLE_RULES, NO_POD_GATES
 
 STRICT = [("dryRun", "All"), ("fieldValidation", "Strict")]

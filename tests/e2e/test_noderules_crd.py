@@ -23,7 +23,8 @@ from nodegate.core.rules.model import CRD_NAME
 from nodegate.localcluster.build import ensure_kubectl_built
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_crd_established
-from nodegate.manifests.build import Manifest, build_manifests
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import Manifest
 from tests.unit.manifests.support import EXAMPLE_RULES, example_document, settings
 
 VALID = """\

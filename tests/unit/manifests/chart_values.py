@@ -17,10 +17,10 @@ import yaml
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import API_VERSION, KIND
-from nodegate.manifests.build import Manifest, build_manifests, rules_object
+from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.observability import alert_rules, dashboard_json
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.settings import DeploySettings, Manifest
 from nodegate.manifests.tolerations import gate_tolerations
 
 CHART = Path(__file__).resolve().parents[3] / "charts" / "nodegate"

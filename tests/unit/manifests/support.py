@@ -10,8 +10,8 @@ import pytest
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.localcluster.gotool import GoError, find_go
-from nodegate.manifests.build import Manifest, build_manifests
-from nodegate.manifests.settings import DeploySettings
+from nodegate.manifests.build import build_manifests
+from nodegate.manifests.settings import DeploySettings, Manifest
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE_RULES = REPO / "examples" / "rules.yaml"

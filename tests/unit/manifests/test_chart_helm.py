@@ -28,9 +28,9 @@ from nodegate.localcluster.build import (
     ensure_helm_unittest_built,
 )
 from nodegate.localcluster.versions import HELM4_VERSION
-from nodegate.manifests.build import Manifest
 from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.observability import alert_rules, dashboard_json
+from nodegate.manifests.settings import Manifest
 from tests.unit.manifests.chart_values import (
     CHART,
     builder_files,
