@@ -5,11 +5,9 @@ of a quarantined copy's reason. Read alike by the reconciler's label store and b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from nodegate.core.decisions.persisted_labels import LabelRecord, RecordError, decode_record
-
-RawObject = dict[str, Any]
+from nodegate.core.views.raw import RawObject
 
 QUARANTINE_REASON_ANNOTATION = "nodegate.dev/quarantine-reason"
 

@@ -8,16 +8,11 @@ as read, so nothing of someone else's taint (timeAdded, fields we don't model) i
 
 from __future__ import annotations
 
-from typing import Any
-
-from nodegate.core.decisions.plan import (
-    NodePlan,
-)
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.k8s_names import in_nodegate_domain
+from nodegate.reconciler.kit.kube import RawObject
 from nodegate.reconciler.nodes.node_view import CachedNode
-
-RawObject = dict[str, Any]
 
 
 def merge_patch(node: CachedNode, node_plan: NodePlan) -> RawObject:
