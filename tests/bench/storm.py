@@ -14,13 +14,17 @@ For each size, in one control plane:
 2. the **flips alone**: the generator's storm with no operator running, `--rounds` times (its
    send time when nothing else competes for the cores);
 3. nodegate started (`--revisions A B`: each commit's nodegate in turn, read with `git archive`,
-   so a before and an after take turns on the same cluster under the same load; none: this
-   work tree's), and a storm run: a tainting phase (every node's condition turned False) and
-   an untainting phase (turned True), each from its first flip sent to the separate watcher
-   (`watcher.py`) seeing the last node in its taint state, with the generator's send time in
-   that phase, each node's latency (its flip sent → its taint seen), and nodegate's CPU
-   seconds from the phase's first flip until its process is idle again (so the Events a
-   phase defers are counted in it), per change; `--rounds` (3) times, floors included;
+   so a before and an after take turns on the same cluster under the same load; none: this work
+   tree's; `--nodegate-args '--workers 16' '--workers 32'`: each set of flags a variant taking
+   turns too, a sweep of a setting), and a storm run: a tainting phase (every node's condition
+   turned False) and an untainting phase (turned True), each from its first flip sent to the
+   separate watcher (`watcher.py`) seeing the last node in its taint state, with the generator's
+   send time in that phase, each node's latency twice: from its flip sent, and from its flip
+   answered (the condition written: what a node carries untainted, without the flip's own wait
+   at the API server) to its taint seen; nodegate's writes and 409 conflicts in the phase (its
+   metrics), and its CPU seconds from the phase's first flip until its process is idle again (so
+   the Events a phase defers are counted in it), per change; `--rounds` (3) times, floors
+   included;
 4. each nodegate's peak RSS (VmHWM).
 
 The figures are printed as a table (no timed assertions: a benchmark). `--profile DIR` records
@@ -86,8 +90,14 @@ class Phase:
     seconds: float
     send_seconds: float
     latency: Latency
+    """Each node's flip sent → its taint seen."""
+    written: Latency
+    """Each node's flip answered (its condition written) → its taint seen."""
     cpu_seconds: float
     """nodegate's CPU from the first flip until it was idle again."""
+    writes: float = 0.0
+    conflicts: float = 0.0
+    """nodegate's Node writes, and its 409s among them, in the phase."""
 
 
 @dataclass
@@ -97,6 +107,8 @@ class Variant:
 
     name: str
     tree: Path | None = None
+    extra_args: tuple[str, ...] = ()
+    """Flags added to `nodegate reconcile`'s (`--nodegate-args`: a sweep of a setting)."""
     phases: dict[str, list[Phase]] = field(default_factory=dict)
     peak_rss_mib: list[float] = field(default_factory=list)
 
@@ -154,10 +166,10 @@ def _condition(ready: bool) -> dict[str, Any]:
 
 def flip_all(
     core: k8s_client.CoreV1Api, names: list[str], ready: bool, threads: int
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
     """Every node's condition set at once from `threads` threads, as NRC's scale test's load
-    generator does; each flip's send time (CLOCK_MONOTONIC)."""
-    sent = [0.0] * len(names)
+    generator does; each flip's send time and its answer's (CLOCK_MONOTONIC)."""
+    sent, answered = [0.0] * len(names), [0.0] * len(names)
 
     def send(index: int) -> None:
         sent[index] = time.monotonic()
@@ -165,9 +177,10 @@ def flip_all(
         core.patch_node_status(
             names[index], body, _content_type=STRATEGIC_MERGE_PATCH, _preload_content=False
         )
+        answered[index] = time.monotonic()
 
     cluster_ops.parallel(send, range(len(names)), threads)
-    return sent
+    return sent, answered
 
 
 def _tainted(on: bool) -> Any:
@@ -193,9 +206,11 @@ def _phase(
     on: bool,
     threads: int,
     pid: int,
+    port: int,
 ) -> Phase:
     before = usage(pid).cpu_seconds
-    sent = flip_all(core, names, not on, threads)
+    writes_before = _writes(port)
+    sent, answered = flip_all(core, names, not on, threads)
     first = min(sent)
     send_seconds = time.monotonic() - first
     predicate = _tainted(on)
@@ -209,10 +224,25 @@ def _phase(
     )
     seen = [watch.first_at_or_after(n, t, predicate) for n, t in zip(names, sent, strict=True)]
     samples = tuple(s - t for s, t in zip(seen, sent, strict=True) if s is not None)
+    # An answer can come after the watcher saw the taint already (the flip's answer waits
+    # behind its watch fan-out): no wait at all, then.
+    written = tuple(max(0.0, s - a) for s, a in zip(seen, answered, strict=True) if s is not None)
     last = max(s for s in seen if s is not None)
     _wait_idle(pid)
     cpu = usage(pid).cpu_seconds - before
-    return Phase(last - first, send_seconds, Latency(samples), cpu)
+    writes, conflicts = (after - b for after, b in zip(_writes(port), writes_before, strict=True))
+    return Phase(
+        last - first, send_seconds, Latency(samples), Latency(written), cpu, writes, conflicts
+    )
+
+
+def _writes(port: int) -> tuple[float, float]:
+    """nodegate's Node writes and 409 conflicts so far, from its metrics."""
+    _status, text = http_get(port, "/metrics")
+    return (
+        metric_total(text, "nodegate_node_writes_total"),
+        metric_total(text, "nodegate_write_conflicts_total"),
+    )
 
 
 def _start_nodegate(
@@ -228,6 +258,7 @@ def _start_nodegate(
         "--rules-file", str(rules),
         "--no-leader-elect",
         "--http-port", str(port),
+        *variant.extra_args,
     ]  # fmt: skip
     env = os.environ.copy()
     if variant.tree is not None:
@@ -270,9 +301,14 @@ def measure(nodes: int, args: Any) -> StormRun:
     names = [node_name(i) for i in range(nodes)]
     with tempfile.TemporaryDirectory(prefix="nodegate-storm-") as tmp:
         workdir = Path(tmp)
+        trees: list[tuple[str, Path | None]] = [
+            (r, baseline_tree(r, workdir)) for r in args.revisions
+        ] or [("this tree", None)]
         variants = [
-            Variant(revision, baseline_tree(revision, workdir)) for revision in args.revisions
-        ] or [Variant("this tree")]
+            Variant(" ".join((name, *flags)), tree, tuple(flags))
+            for name, tree in trees
+            for flags in (extra.split() for extra in args.nodegate_args or [""])
+        ]
         run = StormRun(nodes, (load[0], load[1], load[2]), variants)
         run.commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -336,7 +372,7 @@ def _storm(
             run.floor[phase].append(seconds)
             print(f"floor: {phase} from {floor_threads} threads: {seconds:.2f} s", flush=True)
         for phase, on in PHASES:
-            sent = flip_all(generator, names, not on, threads)
+            sent, _answered = flip_all(generator, names, not on, threads)
             run.alone[phase].append(time.monotonic() - min(sent))
             print(f"flips alone: {phase} {run.alone[phase][-1]:.2f} s", flush=True)
         for variant in run.variants:
@@ -370,14 +406,15 @@ def _rounds_of(
         if profile is not None:
             profiler = _py_spy(process.pid, profile[0], gil=profile[1] == "gil")
         for phase, on in PHASES:
-            result = _phase(watch, generator, names, on, threads, process.pid)
+            result = _phase(watch, generator, names, on, threads, process.pid, port)
             if profile is None:
                 variant.phases[phase].append(result)
             print(
                 f"{variant.name}{' (profiled)' if profile else ''}: storm, {phase}: "
                 f"{result.seconds:.2f} s (sending {result.send_seconds:.2f} s); per node "
-                f"p50/p90/p99 ms {result.latency.cell(PERCENTILES)}; "
-                f"{result.cpu_seconds:.1f} CPU-s",
+                f"p50/p90/p99 ms {result.latency.cell(PERCENTILES)}, from the condition "
+                f"written {result.written.cell(PERCENTILES)}; {result.writes:.0f} writes, "
+                f"{result.conflicts:.0f} conflicts; {result.cpu_seconds:.1f} CPU-s",
                 flush=True,
             )
         if process.poll() is not None:
@@ -413,9 +450,9 @@ def table(run: StormRun, threads: int, floor_threads: int) -> str:
         "",
         f"| nodegate | phase | bare-client floor, {floor_threads} threads | flips alone, "
         f"{threads} threads | phase | generator's send time | phase / send time | "
-        "phase / floor | per node p50 / p90 / p99 ms, each round | CPU-s | CPU-ms per change "
-        "| peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "phase / floor | per node p50 / p90 / p99 ms, each round | the same from the condition "
+        "written | writes (409s) | CPU-s | CPU-ms per change | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant in run.variants:
         for phase, _on in PHASES:
@@ -431,6 +468,9 @@ def table(run: StormRun, threads: int, floor_threads: int) -> str:
                 f"{_spread([r.seconds / r.send_seconds for r in results])}x",
                 f"{_spread([r.seconds / floor for r in results])}x",
                 "; ".join(r.latency.cell(PERCENTILES) for r in results) or "-",
+                "; ".join(r.written.cell(PERCENTILES) for r in results) or "-",
+                _spread([r.writes for r in results], "{:.0f}")
+                + f" ({_spread([r.conflicts for r in results], '{:.0f}')})",
                 _spread([r.cpu_seconds for r in results], "{:.1f}"),
                 _spread([1000 * r.cpu_seconds / run.nodes for r in results], "{:.1f}"),
                 _spread(variant.peak_rss_mib, "{:.0f}"),
@@ -450,6 +490,13 @@ def main(argv: list[str] | None = None) -> None:
         nargs="*",
         default=[],
         help="commits whose nodegates take turns (each read with git archive); none: this tree's",
+    )
+    parser.add_argument(
+        "--nodegate-args",
+        nargs="*",
+        default=[],
+        help="sets of flags added to nodegate's, each set a variant taking turns with the others "
+        "(a sweep: '--workers 16' '--workers 32'); with --revisions, each commit with each set",
     )
     parser.add_argument("--max-load", type=float, default=2.0)
     parser.add_argument("--load-wait-minutes", type=float, default=40.0)
