@@ -108,7 +108,6 @@ class OkeNodeCycling(Frozen):
     """Nodes that may be unavailable while cycling: a count or a percentage."""
 
 
-OkeImageFamily = Literal["oracle-linux", "ubuntu"]
 OkeIgnorable = Literal["size", "kubernetesVersion", "image"]
 
 
@@ -168,7 +167,7 @@ class OkePoolFields(Frozen):
     """Path (relative to the project directory) of cloud-init to run before nodegate's."""
     node_cycling: OkeNodeCycling | None = None
     """Replace existing nodes when the pool's properties change; default: new nodes only."""
-    image_family: OkeImageFamily | None = None
+    image_family: ImageFamily | None = None
     """Family of `imageId`: 'oracle-linux' (default) or 'ubuntu' (OKE Ubuntu images join the
     cluster with `oke bootstrap`, not oke-init.sh)."""
     nsg_ids: tuple[NsgOcid, ...] | None = None
