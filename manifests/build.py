@@ -15,7 +15,7 @@ from typing import Any
 
 from nodegate.core.objects.installation import DEFAULT_NAME, RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
-from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
+from nodegate.core.rules.model import NO_RULES, NodeRules
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
@@ -98,11 +98,6 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
             "poll_seconds": settings.oci.poll_seconds,
         }
     return values
-
-
-NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
-"""The rules of an installation built without a rules file (rulesSource objects: the rules
-arrive later as NodeRules objects): nothing to tolerate beyond the settings."""
 
 
 def build_manifests(document: RulesDocument | None, settings: DeploySettings) -> list[Manifest]:

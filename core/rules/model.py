@@ -1400,6 +1400,11 @@ class NodeRules(Frozen):
         return frozenset(t.identity for r in self.taint_rules() for t in r.former_taints)
 
 
+NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
+"""Rules with nothing in them: what an installation built without a rules file tolerates, and
+what the webhook admits a node with before any rules arrive."""
+
+
 @cache
 def _rule_kinds_of(rules_class: type[NodeRules]) -> tuple[tuple[str, type[TaintRule]], ...]:
     found: list[tuple[str, type[TaintRule]]] = []

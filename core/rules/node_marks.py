@@ -36,10 +36,6 @@ STOPPED = "OCIInstanceStopped"
 """True while the instance is STOPPING or STOPPED (from the console or the API): its own type,
 since a stop is not a termination (the instance may start again with its volumes)."""
 
-NODEGATE_DOMAIN = "nodegate.dev"
-"""The domain of every annotation above: nodegate.dev/* and *.nodegate.dev/* annotations are
-always kept in the reconciler's node cache."""
-
 GATE_COMPLETED = "completed.gate.nodegate.dev/"
 """+ gate name: when the gate was lifted (RFC 3339), as nodetaintshandler's completedAt."""
 GATE_BOOT = "boot.gate.nodegate.dev/"

@@ -15,7 +15,7 @@ from typing import Any
 from nodegate.core.decisions.plan import annotations_read
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
-from nodegate.core.rules.node_marks import NODEGATE_DOMAIN
+from nodegate.core.text.k8s_names import NODEGATE_DOMAIN
 
 RawTaints = tuple[dict[str, Any], ...]
 

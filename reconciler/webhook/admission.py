@@ -30,7 +30,7 @@ from nodegate.core.decisions.persisted_labels import (
     record_name,
     restore_refusal,
 )
-from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
+from nodegate.core.rules.model import NO_RULES, NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.webhook.api import RecordReader
@@ -45,7 +45,6 @@ log = logging.getLogger("nodegate.webhook")
 
 
 Clock = Callable[[], datetime]
-NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
 RulesProvider = Callable[[], NodeRules | None]
 LOOKUP_THREADS = 4
 
