@@ -7,8 +7,9 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import urllib3
 from kubernetes import client, config
@@ -99,16 +100,31 @@ def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise kind(f"{type(err).__name__}: {err}") from err
 
 
+Query = Mapping[str, str | int | bool]
+"""A request's query parameters, spelled as the API server reads them (`labelSelector`,
+`resourceVersion`, `fieldManager`, ...); a bool is sent as `true`/`false`, as the client did."""
+
+
 class Direct:
-    """Requests on a change's path (a Node's patch, an Event) sent straight to urllib3, on the
-    official client's own pool (its connections, TLS, proxy, retries and keepalive), with its
-    headers (User-Agent) and its credentials as it would send them (`auth_settings`, which
-    re-reads a rotated service-account token), but none of its per-call work: the generated
-    methods validate every argument with pydantic and walk the body to sanitise it, about a
-    third of a write's CPU in a condition storm (docs/benchmarks.md, "The condition storm").
+    """Every request the reconciler makes, sent straight to urllib3 on the official client's own
+    pool (its connections, TLS, proxy, retries and keepalive), with its headers (User-Agent) and
+    its credentials as it would send them (`auth_settings`, which re-reads a rotated
+    service-account token): the official client stays the source of configuration (kubeconfig
+    or in-cluster, `load_api_client`), its generated API classes are not used at all. Two
+    measured costs:
+
+    * a start: kubernetes 37's generated API modules import, at their top, the pydantic model of
+      every object their calls name, so making `CoreV1Api` alone took 0.4-0.57 s of CPU: building
+      a reconciler's parts (its clients, the election, the controller) took 0.48-0.55 s of CPU
+      with the classes it made (core, coordination), 0.006 s without, on a 2-core machine
+      (issue 61; docs/benchmarks.md, "The reconciler's restart at 1,000 nodes");
+    * a call: the generated methods validate every argument with pydantic and walk the body to
+      sanitise it, about a third of a write's CPU in a condition storm (docs/benchmarks.md,
+      "The condition storm").
 
     An answer outside 2xx raises `ApiException` as the client's would (status, reason, body,
-    headers), so `call` and `classify` read it the same way."""
+    headers), so `call` and `classify` read it the same way; a 2xx that is not JSON is refused
+    (status 0: a transport fault)."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self._api_client = api_client
@@ -119,19 +135,31 @@ class Direct:
         self,
         method: str,
         path: str,
-        body: object,
-        content_type: str,
         timeout: tuple[float, float],
+        *,
+        query: Query | None = None,
+        body: object = None,
+        content_type: str = "application/json",
     ) -> Any:
-        """The urllib3 response to `method path` with `body` as JSON; its body not read yet."""
-        headers = {**self._headers, "Content-Type": content_type}
+        """The urllib3 response to `method path?query`, with `body` as JSON if there is one (a
+        GET sends none); its body not read yet. `timeout`: (connect, read) seconds."""
+        url = self._base + path
+        if query:
+            url += "?" + urlencode(
+                {key: _text(value) for key, value in query.items()}, quote_via=quote
+            )
+        headers = dict(self._headers)
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body, separators=(",", ":")).encode()
         for auth in self._api_client.configuration.auth_settings().values():
             if auth["in"] == "header" and auth["value"]:
                 headers[auth["key"]] = str(auth["value"])
         response = self._api_client.rest_client.pool_manager.request(
             method,
-            self._base + path,
-            body=json.dumps(body, separators=(",", ":")).encode(),
+            url,
+            body=data,
             headers=headers,
             timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
             preload_content=False,
@@ -146,6 +174,12 @@ class Direct:
             response.close()  # a proxy's login page is not the API server's answer
             raise ApiException(0, f"answer is not JSON ({response.headers.get('Content-Type')})")
         return response
+
+
+def _text(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 DRAIN_CHUNK = 64 * 1024

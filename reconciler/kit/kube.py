@@ -1,10 +1,13 @@
 """The thin layer over the Kubernetes API: raw JSON in and out, errors mapped to our kinds.
 
-Raw camelCase JSON (`_preload_content=False`) is used instead of the client's model classes:
-building a V1Node per watch event costs several times the node's size in heap and CPU, and the
-reconciler keeps only a slim view of each object anyway (see `informer.py`). Watch streams are
-read line by line here for the same reason: the client's `Watch.stream` deserialises every event
-into model classes (and its `deserialize=False` path cannot read ERROR events).
+Raw camelCase JSON is used instead of the client's model classes: building a V1Node per watch
+event costs several times the node's size in heap and CPU, and the reconciler keeps only a slim
+view of each object anyway (see `informer.py`). Watch streams are read line by line here for the
+same reason: the client's `Watch.stream` deserialises every event into model classes (and its
+`deserialize=False` path cannot read ERROR events). Every request is sent by `client.Direct` on
+the official client's configuration and pool, never through its generated API classes, whose
+making alone cost a start about half its CPU (why: `Direct`'s docstring); where each kind is
+served is said once, in `RESOURCES`.
 
 Every connection has a liveness bound, because a partition that neither closes nor refuses a
 connection (a stuck load balancer, a NAT that lost its state) is otherwise noticed only by the
@@ -38,7 +41,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, Self, cast
 from urllib.parse import quote
 
@@ -52,6 +55,7 @@ from nodegate.reconciler.kit.client import (
     TRANSPORT_ERRORS,
     WATCH_SILENCE_SLACK_SECONDS,
     Direct,
+    Query,
     call,
     classify,
     drain,
@@ -70,9 +74,60 @@ RawObject = dict[str, Any]
 """An object as the API server sends it: camelCase JSON, never the client's model classes."""
 
 Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet", "NodeRules"]
+"""The kinds an informer lists and watches (`Selection`)."""
 
-NODE_RULES = ("nodegate.dev", "v1", "noderules")
-"""The NodeRules custom resource: group, version, plural (cluster-scoped)."""
+RESOURCES: dict[str, tuple[str, str, bool]] = {
+    "Node": ("v1", "nodes", False),
+    "ConfigMap": ("v1", "configmaps", True),
+    "Pod": ("v1", "pods", True),
+    "Event": ("v1", "events", True),
+    "Secret": ("v1", "secrets", True),
+    "DaemonSet": ("apps/v1", "daemonsets", True),
+    "CSINode": ("storage.k8s.io/v1", "csinodes", False),
+    "NodeRules": ("nodegate.dev/v1", "noderules", False),
+    "Lease": ("coordination.k8s.io/v1", "leases", True),
+    "CustomResourceDefinition": ("apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+    "MutatingWebhookConfiguration": (
+        "admissionregistration.k8s.io/v1",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    "ValidatingAdmissionPolicy": (
+        "admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    "ValidatingAdmissionPolicyBinding": (
+        "admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
+    "SelfSubjectReview": ("authentication.k8s.io/v1", "selfsubjectreviews", False),
+}
+"""Every kind the reconciler reads or writes: its group/version, its resource (plural), and
+whether it is namespaced. The one place a kind's path is spelled (`path_of`)."""
+
+FIELD_MANAGER = "nodegate"
+MANAGED: Query = MappingProxyType({"fieldManager": FIELD_MANAGER})
+"""The query of a create, replace or patch: the field manager the API server records."""
+
+
+def path_of(
+    kind: str, namespace: str | None = None, name: str | None = None, subresource: str = ""
+) -> str:
+    """The path of `kind`'s objects: all of them (in `namespace`, or in every namespace when
+    None), or the one called `name`, or its `subresource`. A namespace given for a kind that
+    has none is ignored (a `Selection` of Nodes in a namespace lists every Node)."""
+    api_version, resource, namespaced = RESOURCES[kind]
+    parts = ["/api/v1" if api_version == "v1" else f"/apis/{api_version}"]
+    if namespaced and namespace:
+        parts += ["namespaces", quote(namespace, safe="")]
+    parts.append(resource)
+    if name is not None:
+        parts.append(quote(name, safe=""))
+    if subresource:
+        parts.append(subresource)
+    return "/".join(parts)
 
 
 @dataclass(frozen=True)
@@ -221,7 +276,7 @@ def watch_timeout(base_seconds: int) -> int:
 
 
 class KubeApi:
-    """`Api` on the official client."""
+    """`Api` on the official client's configuration and pool, every call sent by `Direct`."""
 
     def __init__(
         self, api_client: client.ApiClient, request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
@@ -229,7 +284,6 @@ class KubeApi:
         """`request_timeout_seconds` bounds each ordinary call (connect included); the Node
         admission webhook's client uses a short one to stay inside its own deadline."""
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
         connect = min(CONNECT_TIMEOUT_SECONDS, request_timeout_seconds)
         self._timeout = (connect, request_timeout_seconds)
         self._write_timeout = self._timeout
@@ -238,21 +292,6 @@ class KubeApi:
         """Open watches: their responses, and whether each was severed (below)."""
         self._watch_ids = itertools.count()
         self._watches_lock = threading.Lock()
-
-    # The official client's API classes load the models of every call they have when first
-    # touched (kubernetes.client's lazy imports): AppsV1Api and StorageV1Api cost 0.27 s of CPU
-    # at start, and are read only while rules name DaemonSets or CSI drivers. Made on first use.
-    @cached_property
-    def apps(self) -> client.AppsV1Api:
-        return client.AppsV1Api(self.api_client)
-
-    @cached_property
-    def storage(self) -> client.StorageV1Api:
-        return client.StorageV1Api(self.api_client)
-
-    @cached_property
-    def custom(self) -> client.CustomObjectsApi:
-        return client.CustomObjectsApi(self.api_client)
 
     def _path_dead(self, but: int | None = None) -> None:
         """A read timed out: the path to the API server is presumed dead. Its idle connections
@@ -267,46 +306,21 @@ class KubeApi:
             with contextlib.suppress(Exception):
                 response.shutdown()
 
-    def _list_call(self, selection: Selection) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        if selection.kind == "Node":
-            return self.core.list_node, ()
-        if selection.kind == "CSINode":
-            return self.storage.list_csi_node, ()
-        if selection.kind == "NodeRules":
-            return self.custom.list_cluster_custom_object, NODE_RULES
-        calls = {
-            "ConfigMap": (
-                self.core.list_namespaced_config_map,
-                self.core.list_config_map_for_all_namespaces,
-            ),
-            "Pod": (self.core.list_namespaced_pod, self.core.list_pod_for_all_namespaces),
-            "DaemonSet": (
-                self.apps.list_namespaced_daemon_set,
-                self.apps.list_daemon_set_for_all_namespaces,
-            ),
-        }
-        namespaced, cluster_wide = calls[selection.kind]
-        if selection.namespace:
-            return namespaced, (selection.namespace,)
-        return cluster_wide, ()
-
     @staticmethod
     def _selectors(selection: Selection) -> dict[str, str]:
         selectors = {}
         if selection.field_selector:
-            selectors["field_selector"] = selection.field_selector
+            selectors["fieldSelector"] = selection.field_selector
         if selection.label_selector:
-            selectors["label_selector"] = selection.label_selector
+            selectors["labelSelector"] = selection.label_selector
         return selectors
 
     def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
-        list_call, args = self._list_call(selection)
-        kwargs: dict[str, Any] = {"limit": limit, **self._selectors(selection)}
+        query: dict[str, str | int | bool] = {"limit": limit, **self._selectors(selection)}
         if continue_token:
-            kwargs["_continue"] = continue_token
-        data = self._json(
-            list_call, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
-        )
+            query["continue"] = continue_token
+        path = path_of(selection.kind, selection.namespace)
+        data = self._body(self._call("GET", path, self._timeout, query=query))
         metadata = data.get("metadata") or {}
         return Page(
             items=list(data.get("items") or []),
@@ -328,20 +342,17 @@ class KubeApi:
         cancelled. Silence past `timeout_seconds + WATCH_SILENCE_SLACK_SECONDS` raises
         `WatchStalledError`: the server would have sent a bookmark or ended the watch by then.
         """
-        list_call, args = self._list_call(selection)
         silence = timeout_seconds + WATCH_SILENCE_SLACK_SECONDS
+        query: dict[str, str | int | bool] = {
+            "watch": True,
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": True,
+            "timeoutSeconds": timeout_seconds,
+            **self._selectors(selection),
+        }
+        path = path_of(selection.kind, selection.namespace)
         try:
-            response = self._call(
-                list_call,
-                *args,
-                watch=True,
-                resource_version=resource_version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=timeout_seconds,
-                _preload_content=False,
-                _request_timeout=(CONNECT_TIMEOUT_SECONDS, silence),
-                **self._selectors(selection),
-            )
+            response = self._call("GET", path, (CONNECT_TIMEOUT_SECONDS, silence), query=query)
         except TimedOutError as err:
             raise WatchStalledError(f"watch not answered within {silence:.0f}s: {err}") from err
         if cancel is not None:
@@ -402,18 +413,19 @@ class KubeApi:
             yield kind, raw
 
     def get_node(self, name: str) -> RawObject | None:
-        return self._read_or_none(self.core.read_node, name)
+        return self._read_or_none(path_of("Node", name=name))
 
     def patch_node(self, name: str, merge_patch: RawObject) -> None:
         """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes.
-        The one write of every change: sent by `Direct`, its answer drained undecoded."""
+        The one write of every change: its answer drained undecoded."""
         response = call(
             self._direct.request,
             "PATCH",
-            f"/api/v1/nodes/{quote(name, safe='')}?fieldManager=nodegate",
-            merge_patch,
-            "application/merge-patch+json",
+            path_of("Node", name=name),
             self._write_timeout,
+            query=MANAGED,
+            body=merge_patch,
+            content_type="application/merge-patch+json",
         )
         drain(response, self._write_timeout)
 
@@ -421,110 +433,73 @@ class KubeApi:
         """Strategic merge patch of the status subresource: `conditions` merge by type, so the
         kubelet's and other agents' conditions are neither read nor replaced."""
         return self._write(
-            self.core.patch_node_status,
-            name,
+            "PATCH",
+            path_of("Node", name=name, subresource="status"),
             patch,
-            field_manager="nodegate",
-            _content_type="application/strategic-merge-patch+json",
+            "application/strategic-merge-patch+json",
         )
 
     def read_crd(self, name: str) -> RawObject | None:
         """One CustomResourceDefinition (the NodeRules CRD, for its confirmation annotation)."""
-        extensions = client.ApiextensionsV1Api(self.api_client)
-        return self._read_or_none(extensions.read_custom_resource_definition, name)
+        return self._read_or_none(path_of("CustomResourceDefinition", name=name))
 
     def patch_noderules_status(self, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch of a NodeRules object's status subresource (only the leader
         writes it; its spec is the users')."""
         return self._write(
-            self.custom.patch_cluster_custom_object_status,
-            *NODE_RULES,
-            name,
+            "PATCH",
+            path_of("NodeRules", name=name, subresource="status"),
             merge_patch,
-            field_manager="nodegate",
-            _content_type="application/merge-patch+json",
+            "application/merge-patch+json",
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        """An Event for every change: sent by `Direct`."""
-        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/events"
-        response = self._call(
-            self._direct.request, "POST", path, event, "application/json", self._timeout
-        )
-        return cast(RawObject, self._body(response))
+        """An Event for every change."""
+        return self._raw("POST", path_of("Event", namespace), body=event)
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
-        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/events/{quote(name, safe='')}"
-        response = self._call(
-            self._direct.request,
+        return self._raw(
             "PATCH",
-            path,
-            merge_patch,
-            "application/merge-patch+json",
-            self._timeout,
+            path_of("Event", namespace, name),
+            body=merge_patch,
+            content_type="application/merge-patch+json",
         )
-        return cast(RawObject, self._body(response))
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None:
-        return self._read_or_none(self.core.read_namespaced_config_map, name, namespace)
+        return self._read_or_none(path_of("ConfigMap", namespace, name))
 
     def create_configmap(self, namespace: str, body: RawObject) -> RawObject:
-        return self._write(
-            self.core.create_namespaced_config_map,
-            namespace,
-            cast(Any, body),
-            field_manager="nodegate",
-        )
+        return self._write("POST", path_of("ConfigMap", namespace), body)
 
     def replace_configmap(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's metadata.resourceVersion: a concurrent change answers 409."""
-        return self._write(
-            self.core.replace_namespaced_config_map,
-            name,
-            namespace,
-            cast(Any, body),
-            field_manager="nodegate",
-        )
+        return self._write("PUT", path_of("ConfigMap", namespace, name), body)
 
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion, if any, makes the server refuse a
         stale one."""
         return self._write(
-            self.core.patch_namespaced_config_map,
-            name,
-            namespace,
+            "PATCH",
+            path_of("ConfigMap", namespace, name),
             merge_patch,
-            field_manager="nodegate",
-            _content_type="application/merge-patch+json",
+            "application/merge-patch+json",
         )
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
         """Delete only the version that was read: a concurrent edit answers 409."""
         body = {"preconditions": {"resourceVersion": resource_version}}
-        self._write(self.core.delete_namespaced_config_map, name, namespace, body=body)
+        self._write("DELETE", path_of("ConfigMap", namespace, name), body, query=None)
 
     def server_time(self) -> datetime:
         """The `Date` the API server puts on its answer to GET /version (whole seconds): its
         clock, not this host's. TemporaryError when it sends none."""
-        response = self._call(
-            client.VersionApi(self.api_client).get_code,
-            _preload_content=False,
-            _request_timeout=self._timeout,
-        )
+        response = self._call("GET", "/version", self._timeout)
         header = response.headers.get("Date") if response.headers is not None else None
+        drain(response, self._timeout)  # the version itself is not needed
         try:
             return email.utils.parsedate_to_datetime(str(header)).astimezone(UTC)
         except (TypeError, ValueError) as err:
             raise TemporaryError(f"the API server sent no readable Date: {header!r}") from err
-
-    def _raw(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
-        """One call with our timeout, answered as raw JSON."""
-        return cast(
-            RawObject,
-            self._json(
-                function, *args, _preload_content=False, _request_timeout=self._timeout, **kwargs
-            ),
-        )
 
     def within(self, seconds: float) -> KubeApi:
         """A view of this API (same client, same watches) whose writes each end within
@@ -538,26 +513,52 @@ class KubeApi:
         )
         return bounded
 
-    def _write(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> RawObject:
+    def _write(
+        self,
+        method: str,
+        path: str,
+        body: object,
+        content_type: str = "application/json",
+        query: Query | None = MANAGED,
+    ) -> RawObject:
         """One write, within the write deadline, answered as raw JSON. A write past its
         deadline failed; it is no sign of a dead path (the deadline is short by design: the
         watches' own silence bound notices a dead one), so the watches are left alone."""
         response = call(
-            function, *args, _preload_content=False, _request_timeout=self._write_timeout, **kwargs
+            self._direct.request,
+            method,
+            path,
+            self._write_timeout,
+            query=query,
+            body=body,
+            content_type=content_type,
         )
         return cast(RawObject, json_body(response))
 
-    def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`call`; a timed-out read means the path is dead (`_path_dead`)."""
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Query | None = None,
+        body: object = None,
+        content_type: str = "application/json",
+    ) -> RawObject:
+        """One ordinary call, within the ordinary timeout, answered as raw JSON; a timed-out
+        read, in the head or the body, means the path is dead (`_path_dead`)."""
+        response = self._call(
+            method, path, self._timeout, query=query, body=body, content_type=content_type
+        )
+        return cast(RawObject, self._body(response))
+
+    def _call(self, method: str, path: str, timeout: tuple[float, float], **kwargs: Any) -> Any:
+        """`Direct.request` through `call`; a timed-out read means the path is dead
+        (`_path_dead`)."""
         try:
-            return call(function, *args, **kwargs)
+            return call(self._direct.request, method, path, timeout, **kwargs)
         except TimedOutError:
             self._path_dead()
             raise
-
-    def _json(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """`_call` and its body as JSON."""
-        return self._body(self._call(function, *args, **kwargs))
 
     def _body(self, response: Any) -> Any:
         """An answer's body as JSON: a body that stalls is a timed-out read like a head that
@@ -568,9 +569,9 @@ class KubeApi:
             self._path_dead()
             raise
 
-    def _read_or_none(self, read_call: Callable[..., Any], *args: Any) -> RawObject | None:
-        """The object as raw JSON, or None if it does not exist."""
+    def _read_or_none(self, path: str) -> RawObject | None:
+        """The object at `path` as raw JSON, or None if it does not exist."""
         try:
-            return self._raw(read_call, *args)
+            return self._raw("GET", path)
         except NotFoundError:
             return None

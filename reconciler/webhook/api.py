@@ -8,11 +8,9 @@ MutatingWebhookConfiguration, both by name) ride on the same client.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from kubernetes import client
-
-from nodegate.reconciler.kit.kube import KubeApi, RawObject
+from nodegate.reconciler.kit.kube import MANAGED, KubeApi, RawObject, path_of
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -36,33 +34,24 @@ class CertApi(Protocol):
 
 
 class WebhookKubeApi(KubeApi):
-    """`RecordReader` and `CertApi` on the official client (raw JSON, errors as `KubeError`s)."""
-
-    def __init__(self, api_client: client.ApiClient, request_timeout_seconds: float) -> None:
-        super().__init__(api_client, request_timeout_seconds)
-        self.admission = client.AdmissionregistrationV1Api(api_client)
+    """`RecordReader` and `CertApi` on the official client's configuration and pool, sent as
+    `KubeApi`'s calls are (raw JSON, errors as `KubeError`s)."""
 
     def read_secret(self, namespace: str, name: str) -> RawObject | None:
-        return self._read_or_none(self.core.read_namespaced_secret, name, namespace)
+        return self._read_or_none(path_of("Secret", namespace, name))
 
     def replace_secret(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's metadata.resourceVersion: a concurrent change answers 409."""
-        return self._raw(
-            self.core.replace_namespaced_secret,
-            name,
-            namespace,
-            cast(Any, body),
-            field_manager="nodegate",
-        )
+        return self._raw("PUT", path_of("Secret", namespace, name), query=MANAGED, body=body)
 
     def read_webhook_configuration(self, name: str) -> RawObject | None:
-        return self._read_or_none(self.admission.read_mutating_webhook_configuration, name)
+        return self._read_or_none(path_of("MutatingWebhookConfiguration", name=name))
 
     def patch_webhook_configuration(self, name: str, json_patch: list[Any]) -> RawObject:
         return self._raw(
-            self.admission.patch_mutating_webhook_configuration,
-            name,
-            json_patch,
-            field_manager="nodegate",
-            _content_type=JSON_PATCH,
+            "PATCH",
+            path_of("MutatingWebhookConfiguration", name=name),
+            query=MANAGED,
+            body=json_patch,
+            content_type=JSON_PATCH,
         )
