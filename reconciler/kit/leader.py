@@ -1,13 +1,14 @@
 """Leader election on a coordination.k8s.io Lease, and the fence that keeps a lost leader quiet.
 
 The decision is ours, modelled on client-go's `leaderelection.tryAcquireOrRenew`, on the
-official client's Lease read/create/replace calls. The official client's `LeaderElection` is not
-used: it decides takeover by comparing `time.time()` with the Lease's `renewTime`, so a standby
-whose wall clock steps forward (NTP, a VM resumed) takes over from a leader that is renewing in
-time, and both write (measured: both fences held for about 7 s with the standby's clock stepped
-60 s). Here, as in client-go, a standby records *when it observed* the Lease's record change, on
-its own monotonic clock, and takes over only once `lease_duration` has passed on that clock
-without a change. Wall time is only written into the record, for humans.
+Lease's read/create/replace calls (`lease.KubeLeaseApi`). The official client's
+`LeaderElection` is not used: it decides takeover by comparing `time.time()` with the Lease's
+`renewTime`, so a standby whose wall clock steps forward (NTP, a VM resumed) takes over from a
+leader that is renewing in time, and both write (measured: both fences held for about 7 s with
+the standby's clock stepped 60 s). Here, as in client-go, a standby records *when it observed*
+the Lease's record change, on its own monotonic clock, and takes over only once
+`lease_duration` has passed on that clock without a change. Wall time is only written into the
+record, for humans.
 
 The fence is what makes "never two writers" hold whatever goes wrong: a write may start only
 while the last successful renewal *started* less than `renew_deadline` ago. A standby observes a

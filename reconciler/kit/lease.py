@@ -15,6 +15,7 @@ from kubernetes import client
 
 from nodegate.reconciler.kit.client import (
     CONNECT_TIMEOUT_SECONDS,
+    Direct,
     call,
     drop_idle_connections,
     json_body,
@@ -25,7 +26,7 @@ from nodegate.reconciler.kit.errors import (
     TimedOutError,
 )
 from nodegate.reconciler.kit.fence import Clock, LeaderFence
-from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.kit.kube import RawObject, path_of
 
 log = logging.getLogger("nodegate.leader")
 
@@ -60,7 +61,8 @@ class LeaseApi(Protocol):
 
 
 class KubeLeaseApi:
-    """`LeaseApi` on the official client, each call cut at `timeout_seconds`.
+    """`LeaseApi` on the official client's configuration and pool (sent by `Direct`, not the
+    generated `CoordinationV1Api`: why in its docstring), each call cut at `timeout_seconds`.
 
     urllib3 tries a connect up to four times (`load_api_client`), so each attempt gets an
     eighth of the cut (at most the usual connect timeout): with the whole cut per attempt, a
@@ -70,27 +72,27 @@ class KubeLeaseApi:
 
     def __init__(self, api_client: client.ApiClient, timeout_seconds: float) -> None:
         self._api_client = api_client
-        self._api = client.CoordinationV1Api(api_client)
+        self._direct = Direct(api_client)
         self._timeout = (min(CONNECT_TIMEOUT_SECONDS, timeout_seconds / 8), timeout_seconds)
 
     def read_lease(self, namespace: str, name: str) -> RawObject | None:
         try:
-            return self._raw(self._api.read_namespaced_lease, name, namespace)
+            return self._raw("GET", path_of("Lease", namespace, name))
         except NotFoundError:
             return None
 
     def create_lease(self, namespace: str, body: RawObject) -> RawObject:
-        return self._raw(self._api.create_namespaced_lease, namespace, cast(Any, body))
+        return self._raw("POST", path_of("Lease", namespace), body)
 
     def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's resourceVersion: a concurrent change answers 409."""
-        return self._raw(self._api.replace_namespaced_lease, name, namespace, cast(Any, body))
+        return self._raw("PUT", path_of("Lease", namespace, name), body)
 
-    def _raw(self, function: Callable[..., Any], *args: Any) -> RawObject:
+    def _raw(self, method: str, path: str, body: RawObject | None = None) -> RawObject:
         """One Lease call as raw JSON; a read that timed out, in the head or the body
         (`json_body`), drops the pool's idle connections."""
         try:
-            response = call(function, *args, _preload_content=False, _request_timeout=self._timeout)
+            response = call(self._direct.request, method, path, self._timeout, body=body)
             return cast(RawObject, json_body(response))
         except TimedOutError:
             drop_idle_connections(self._api_client)

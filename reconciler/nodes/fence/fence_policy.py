@@ -4,36 +4,35 @@ they mean is decided by `core.decisions.fencing.server_fence`."""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client
 
 from nodegate.core.decisions.fencing import ServerFence, server_fence
-from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, call
+from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS, Direct, call, json_body
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
-from nodegate.reconciler.kit.kube import RawObject
+from nodegate.reconciler.kit.kube import RawObject, path_of
 from nodegate.reconciler.settings import LeaderElectionSettings
 
 log = logging.getLogger("nodegate.fence")
 TIMEOUT = (CONNECT_TIMEOUT_SECONDS, 10.0)
 
 
-def _read(function: Callable[..., Any], *args: Any) -> RawObject | None:
+def _read(direct: Direct, path: str, review: RawObject | None = None) -> RawObject | None:
+    """The object at `path` (None if there is none), or the answer to `review` POSTed there."""
     try:
-        response = call(function, *args, _preload_content=False, _request_timeout=TIMEOUT)
+        method = "GET" if review is None else "POST"
+        response = call(direct.request, method, path, TIMEOUT, body=review)
     except NotFoundError:
         return None
-    return dict(json.loads(response.data))
+    return dict(json_body(response))
 
 
-def _username(api_client: client.ApiClient) -> str | None:
+def _username(direct: Direct) -> str | None:
     """Who the API server takes this replica for (a SelfSubjectReview); None if it cannot say."""
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     try:
-        answer = _read(client.AuthenticationV1Api(api_client).create_self_subject_review, review)
+        answer = _read(direct, path_of("SelfSubjectReview"), review)
     except (KubeError, ValueError):
         return None
     user = ((answer or {}).get("status") or {}).get("userInfo") or {}
@@ -43,13 +42,15 @@ def _username(api_client: client.ApiClient) -> str | None:
 def _installed(api_client: client.ApiClient, lease: LeaderElectionSettings) -> ServerFence:
     if not lease.fence_policy:
         return ServerFence(False, "no fence policy is configured (--fence-policy is empty)")
-    api = client.AdmissionregistrationV1Api(api_client)
+    direct = Direct(api_client)  # not the generated classes (why: `Direct`)
     try:
-        policy = _read(api.read_validating_admission_policy, lease.fence_policy)
-        binding = _read(api.read_validating_admission_policy_binding, lease.fence_policy)
+        policy = _read(direct, path_of("ValidatingAdmissionPolicy", name=lease.fence_policy))
+        binding = _read(
+            direct, path_of("ValidatingAdmissionPolicyBinding", name=lease.fence_policy)
+        )
     except (KubeError, ValueError) as err:
         return ServerFence(False, f"the fence policy could not be read ({err})")
-    user = _username(api_client)
+    user = _username(direct)
     return server_fence(policy, binding, lease.lease_namespace, lease.lease_name, user)
 
 

@@ -3,7 +3,7 @@ client's generated API classes (their making cost a start about half its CPU): o
 each sends the request the generated client sent (method, path, query spelled as the API server
 reads it, body and content type, no body on a GET), and each answer and refusal reads as before.
 The Node's patch and the Events: test_direct_writes.py; the liveness bounds:
-test_kube_liveness.py."""
+test_kube_liveness.py and test_lease_api.py."""
 
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ from nodegate.reconciler.kit.errors import (
     ThrottledError,
 )
 from nodegate.reconciler.kit.kube import KubeApi, Selection
+from nodegate.reconciler.kit.lease import KubeLeaseApi
+from nodegate.reconciler.nodes.fence.fence_policy import check_server_fence
+from nodegate.reconciler.settings import LeaderElectionSettings
 from nodegate.reconciler.webhook.api import WebhookKubeApi
 
 Answer = tuple[int, dict[str, str], bytes]
@@ -350,6 +353,47 @@ def test_a_read_answered_with_something_other_than_json_is_a_temporary_error(
     server.answers.append((200, {"Content-Type": "text/html"}, b"<html>log in</html>"))
     with pytest.raises(TemporaryError, match="not JSON"):
         api.read_configmap("nodegate", "history")
+
+
+def test_the_lease_calls(server: Recording, api_client: client.ApiClient) -> None:
+    leases = KubeLeaseApi(api_client, 5.0)
+    lease = {"metadata": {"name": "nodegate", "resourceVersion": "9"}, "spec": {}}
+    server.answer({"kind": "Status", "code": 404}, status=404)
+    assert leases.read_lease("nodegate-system", "nodegate") is None
+    server.answer(lease, status=201)
+    assert leases.create_lease("nodegate-system", lease) == lease
+    server.answer(lease)
+    assert leases.replace_lease("nodegate-system", "nodegate", lease) == lease
+    path = "/apis/coordination.k8s.io/v1/namespaces/nodegate-system/leases"
+    sent = [(s["method"], s["path"], s["query"], s["body"]) for s in server.requests]
+    assert sent == [
+        ("GET", f"{path}/nodegate", {}, None),
+        ("POST", path, {}, lease),
+        ("PUT", f"{path}/nodegate", {}, lease),
+    ]
+    _no_body(server.requests[0])
+    for request in server.requests:
+        _sent_as_the_client_sent(request)
+
+
+def test_the_fence_policy_reads(server: Recording, api_client: client.ApiClient) -> None:
+    """Read once when a replica starts to lead: the policy, its binding, who this replica is."""
+    server.answer({"kind": "Status", "code": 404}, status=404)
+    server.answer({"kind": "Status", "code": 404}, status=404)
+    server.answer({"status": {"userInfo": {"username": "system:serviceaccount:ns:nodegate"}}})
+    lease = LeaderElectionSettings(fence_policy="nodegate-fence")
+    assert not check_server_fence(api_client, lease).enforced
+    sent = [(s["method"], s["path"], s["body"]) for s in server.requests]
+    admission = "/apis/admissionregistration.k8s.io/v1"
+    assert sent == [
+        ("GET", f"{admission}/validatingadmissionpolicies/nodegate-fence", None),
+        ("GET", f"{admission}/validatingadmissionpolicybindings/nodegate-fence", None),
+        (
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        ),
+    ]
 
 
 def test_the_webhooks_certificate_calls(server: Recording, api_client: client.ApiClient) -> None:
