@@ -207,7 +207,7 @@ class SightingsSaver:
         try:
             self._store.save(
                 changed if changed is not None else conditions.kept(),
-                departed if departed is not None else departures.all(),
+                departed if departed is not None else departures.kept(),
             )
         except KubeError as err:
             conditions.changed_again()

@@ -13,7 +13,6 @@ together (pure).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -32,7 +31,7 @@ from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings
+from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings, KeptTable
 from nodegate.reconciler.nodes.records.label_records import LabelWork
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
@@ -60,63 +59,32 @@ class BootSightings:
         self._by_node.pop(key, None)
 
 
-class Departures:
+class Departures(KeptTable[Departure]):
     """The Node objects this leader saw go while pods were Ready for them, by name
     (`re_registration`): kept in the sightings record, so a restart between a Node's delete and
     its name's next registration loses none; dropped once nothing they hold decides anything
     (`still_deciding`). Set by the node informer's thread, read by any."""
 
-    def __init__(self) -> None:
-        self._by_node: dict[str, Departure] = {}
-        self._changed = False
-        self._lock = threading.Lock()
-
     def get(self, key: str) -> Departure | None:
         with self._lock:
-            return self._by_node.get(key)
+            return self._kept.get(key)
 
     def went(self, key: str, gone: Departure | None) -> None:
         """The Node object of `key` went: what is kept of it (None: nothing) replaces what was
         kept of the one before it."""
         with self._lock:
-            self._set(key, gone)
+            self._keep(key, gone)
 
     def prune(self, kept: Callable[[str, Departure], Departure | None]) -> None:
         """Keep of each departure what `kept` says still decides something."""
         with self._lock:
-            for key, gone in list(self._by_node.items()):
-                self._set(key, kept(key, gone))
+            for key, gone in list(self._kept.items()):
+                self._keep(key, kept(key, gone))
 
     def restore(self, stored: Mapping[str, Departure]) -> None:
         """The record as read at start (a departure seen by this process since stays)."""
         with self._lock:
-            self._by_node = {**stored, **self._by_node}
-
-    def changes(self) -> dict[str, Departure] | None:
-        """What the record should now hold, if that changed since the last call."""
-        with self._lock:
-            if not self._changed:
-                return None
-            self._changed = False
-            return dict(self._by_node)
-
-    def all(self) -> dict[str, Departure]:
-        with self._lock:
-            return dict(self._by_node)
-
-    def changed_again(self) -> None:
-        """The last `changes` could not be written: offer them again."""
-        with self._lock:
-            self._changed = True
-
-    def _set(self, key: str, gone: Departure | None) -> None:
-        if self._by_node.get(key) == gone:
-            return
-        if gone is None:
-            del self._by_node[key]
-        else:
-            self._by_node[key] = gone
-        self._changed = True
+            self._kept = {**stored, **self._kept}
 
 
 class NodeFacts:

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from nodegate.core.decisions.node_agents import AGENT_EPISODE_PREFIX, continues
 from nodegate.core.decisions.sightings import (
@@ -30,20 +31,58 @@ from nodegate.core.rules.conditions import condition_types_read
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 
+V = TypeVar("V")
 
-class ConditionSightings:
+
+class KeptTable(Generic[V]):
+    """What the sightings record keeps of each node, by name, and whether it changed since the
+    record was last offered it (`changes`): read and written under `_lock`, by any thread."""
+
     def __init__(self) -> None:
+        self._kept: dict[str, V] = {}
+        self._changed = False
+        self._lock = threading.Lock()
+
+    def changes(self) -> dict[str, V] | None:
+        """What the record should now hold, if that changed since the last call."""
+        with self._lock:
+            if not self._changed:
+                return None
+            self._changed = False
+            return dict(self._kept)
+
+    def kept(self) -> dict[str, V]:
+        """What the record holds now (written with a change of the other table)."""
+        with self._lock:
+            return dict(self._kept)
+
+    def changed_again(self) -> None:
+        """The last `changes` could not be written: offer them again."""
+        with self._lock:
+            self._changed = True
+
+    def _keep(self, key: str, value: V | None) -> None:
+        """Under `_lock`: keep `value` for `key` (None: nothing)."""
+        if self._kept.get(key) == value:
+            return
+        if value is None:
+            del self._kept[key]
+        else:
+            self._kept[key] = value
+        self._changed = True
+
+
+class ConditionSightings(KeptTable[NodeSightings]):
+    def __init__(self) -> None:
+        super().__init__()
         self._rules: NodeRules | None = None
         self._read = condition_types_read(None)
         self._by_node: dict[str, dict[ConditionKey, Sighting]] = {}
         self._stored: dict[str, NodeSightings] = {}
         """What the record held when this process started, until each node's first look."""
-        self._kept: dict[str, NodeSightings] = {}
         self._unconfirmed: dict[str, set[ConditionKey]] = {}
         """Agent sightings carried through looks that did not see the agent (restored, or
         unknown at the time): their next sight must show the same episode to keep them."""
-        self._changed = False
-        self._lock = threading.Lock()
 
     def restore(self, stored: Mapping[str, NodeSightings]) -> None:
         """The record as read at start: each node's first look begins from it
@@ -144,30 +183,3 @@ class ConditionSightings:
                 self._unconfirmed.pop(key, None)
                 self._stored.pop(key, None)
                 self._keep(key, None)
-
-    def changes(self) -> dict[str, NodeSightings] | None:
-        """What the record should now hold, if that changed since the last call."""
-        with self._lock:
-            if not self._changed:
-                return None
-            self._changed = False
-            return dict(self._kept)
-
-    def kept(self) -> dict[str, NodeSightings]:
-        """What the record holds now (written with a change of the departures)."""
-        with self._lock:
-            return dict(self._kept)
-
-    def changed_again(self) -> None:
-        """The last `changes` could not be written: offer them again."""
-        with self._lock:
-            self._changed = True
-
-    def _keep(self, key: str, sighted: NodeSightings | None) -> None:
-        if self._kept.get(key) == sighted:
-            return
-        if sighted is None:
-            del self._kept[key]
-        else:
-            self._kept[key] = sighted
-        self._changed = True
