@@ -140,9 +140,9 @@ class EvictionBreaker:
             if budgeted and not (
                 self._loaded or (time.monotonic() >= self._next_load and self._load())
             ):
-                return self._unrecorded(node, budgeted, "the eviction ledger is not read yet")
+                return self._unrecorded(budgeted, "the eviction ledger is not read yet")
             if budgeted and time.monotonic() < self._next_save:
-                return self._unrecorded(node, budgeted, "the eviction ledger cannot be written")
+                return self._unrecorded(budgeted, "the eviction ledger cannot be written")
             now = self._clock.now() if self._clock.anchored else datetime.now(UTC)
             cached = list(self._nodes())
 
@@ -168,7 +168,7 @@ class EvictionBreaker:
                 # Every budgeted charge waits, the ones the budget held too: the node is
                 # planned again as it is, so nothing the budget forbids goes out with it.
                 return self._unrecorded(
-                    node, budgeted, f"the eviction ledger could not be written ({err})"
+                    budgeted, f"the eviction ledger could not be written ({err})"
                 )
         with self._lock:
             if to_store is not None:
@@ -185,7 +185,7 @@ class EvictionBreaker:
         retry = max(0.0, (min(due) - now).total_seconds()) if due else None
         return Hold(decided.waiting, retry)
 
-    def _unrecorded(self, node: NodeState, charged: list[Charge], why: str) -> Hold:
+    def _unrecorded(self, charged: list[Charge], why: str) -> Hold:
         """The charges wait, unrecorded and ungranted, and are looked at again shortly: the
         budget may be spent by a grant the ledger holds, so nothing is let through blind."""
         waiting = {c.rule: f"{WAITING}: {why}" for c in charged}
