@@ -392,7 +392,7 @@ class _Repeated:
 
 def _repeated_key(source: str, repeated: _Repeated, positions: Positions) -> Problem:
     """The problem of a repeated key, at the repetition, with the path of its first entry."""
-    part = _path_part(_plain_key(repeated.key))
+    part = _path_part(_plain_scalar(repeated.key))
     first = repeated.first
     at = (first[0] + 1, first[1] + 1) if first is not None else None
     path = next((p for p, where in positions.items() if p and p[-1] == part and where == at), ())
@@ -509,7 +509,7 @@ def _plain(node: Any, path: DocPath, positions: Positions, written: _Written) ->
     if isinstance(node, CommentedMap):
         result: dict[Any, Any] = {}
         for key, value in node.items():
-            plain_key = _plain_key(key)
+            plain_key = _plain_scalar(key)
             child = (*path, _path_part(plain_key))
             positions[child] = _mark(node, key)
             where = (node.lc.data or {}).get(key) or ()
@@ -524,23 +524,17 @@ def _plain(node: Any, path: DocPath, positions: Positions, written: _Written) ->
             _note(positions, (*path, index), written, (node.lc.data or {}).get(index, ())[0:2])
             items.append(_plain(value, (*path, index), positions, written))
         return items
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    return str(node)
+    return _plain_scalar(node)
 
 
-def _plain_key(key: Any) -> Any:
-    if isinstance(key, bool) or key is None:
-        return key
-    if isinstance(key, int):
-        return int(key)
-    if isinstance(key, float):
-        return float(key)
-    return str(key)
+def _plain_scalar(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)
 
 
 def _path_part(key: Any) -> str | int:
