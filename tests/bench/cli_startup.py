@@ -61,6 +61,8 @@ def cases(python: str, nodegate: str) -> tuple[Case, ...]:
         Case("nodegate <TAB>", (nodegate,), 0.25, completion("")),
         Case("nodegate validate --<TAB>", (nodegate,), 0.25, completion("validate", "--")),
         Case("nodegate render --<TAB>", (nodegate,), 0.25, completion("render", "--")),
+        Case("nodegate explain --<TAB>", (nodegate,), 0.25, completion("explain", "--")),
+        Case("nodegate plan --<TAB>", (nodegate,), 0.25, completion("plan", "--")),
         Case("nodegate status --<TAB>", (nodegate,), 0.25, completion("status", "--")),
         Case("nodegate --version", (nodegate, "--version")),
         Case("nodegate validate examples/rules.yaml", (nodegate, "validate", str(RULES)), 0.35),
