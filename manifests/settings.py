@@ -26,6 +26,7 @@ from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue
+from nodegate.core.text.k8s_names import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
 from nodegate.manifests.version import package_version
 
 Manifest = dict[str, Any]
@@ -41,14 +42,12 @@ _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
 REPOSITORY_RE = re.compile(rf"^(?:{_HOST}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$")
 TAG_RE = re.compile(r"^[\w][\w.-]{0,127}$")
 DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
-DNS_LABEL_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DNS_SUBDOMAIN_RE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 QUANTITY_RE = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$"
 
-DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=63)]
+DnsLabel = Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=63)]
 NAME_MAX = 63 - len("-metrics")
 """An installation's name leaves room for its longest suffixed Service name."""
-DnsSubdomain = Annotated[str, Field(pattern=DNS_SUBDOMAIN_RE, max_length=253)]
+DnsSubdomain = Annotated[str, Field(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)]
 Quantity = Annotated[str, Field(pattern=QUANTITY_RE)]
 
 
@@ -305,7 +304,7 @@ class DeploySettings(Documented):
     """Namespace of the reconciler, its rules ConfigMap, Lease and records."""
     create_namespace: bool = True
     """Create the Namespace; set false when it exists and is managed elsewhere."""
-    name: Annotated[str, Field(pattern=DNS_LABEL_RE, max_length=NAME_MAX)] = DEFAULT_NAME
+    name: Annotated[str, Field(pattern=DNS_LABEL_PATTERN, max_length=NAME_MAX)] = DEFAULT_NAME
     """Name of the Deployment, ServiceAccount, RBAC objects (at most 55 characters: the
     Services `<name>-metrics` and `<name>-webhook` must fit a DNS label); ClusterRole names are
     cluster-wide, so two installations in one cluster need different names (and the rules
