@@ -207,6 +207,14 @@ def _wrap(text: str, bullet: bool = False) -> list[str]:
     )
 
 
+def as_text(value: object) -> object:
+    """A scalar as the text a Go tool reads into a string field, or a label value as the API
+    holds it (YAML reads `true` or `1` as other types): numbers and booleans as written."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int | float) else value
+
+
 def rule_name(text: str, taken: Sequence[str]) -> str:
     """A rule name (DNS label) made from `text`, unique among `taken`."""
     base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:50].strip("-") or "rule"

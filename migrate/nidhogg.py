@@ -40,7 +40,7 @@ from nodegate.core.rules.model import TAINT_EFFECTS, DaemonSetRef
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import qualified_name_problem
 from nodegate.core.text.yaml_input import Positions, read_yaml
-from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
+from nodegate.migrate.conversion import Conversion, Place, as_text, rule_name, rules_document
 from nodegate.migrate.defaults import HOLD
 from nodegate.migrate.label_selector import Requirement, SelectorSyntaxError, parse_selector
 
@@ -299,7 +299,7 @@ def _daemon_sets(config: dict[str, Any], found: _Found, prefix: str) -> list[tup
                 unread = True
         if unread:
             continue
-        namespace, name = str(_text(entry["namespace"])), str(_text(entry["name"]))
+        namespace, name = str(as_text(entry["namespace"])), str(as_text(entry["name"]))
         if not _named_as_kubernetes_names(namespace, name, at, found):
             continue
         if (namespace, name) in seen:
@@ -488,7 +488,7 @@ def _ready_annotation(fork: str | None, prefix: str, found: _Found) -> str | Non
 
 def _labels(selector: dict[str, Any]) -> _Nodes:
     """The mapping of labels nidhogg read before uswitch#26 (2020): each label equal."""
-    labels = {str(k): _text(v) for k, v in selector.items()}
+    labels = {str(k): as_text(v) for k, v in selector.items()}
     places: dict[DocPath, DocPath] = {("match", "labels", k): ("nodeSelector", k) for k in labels}
     places[("match",)] = ("nodeSelector",)
     note = (
@@ -512,11 +512,11 @@ def _strings(strings: list[Any], found: _Found, *, scalar: bool) -> _Nodes:
             found.add(at, f"must be a label selector string, found {_kind(text)}")
             continue
         try:
-            requirements = parse_selector(str(_text(text)))
+            requirements = parse_selector(str(as_text(text)))
         except SelectorSyntaxError as err:
             found.add(
                 at,
-                f"{str(_text(text))!r} is not a label selector ({err}), so nidhogg refused to "
+                f"{str(as_text(text))!r} is not a label selector ({err}), so nidhogg refused to "
                 "start with it: write requirements such as 'key', '!key', 'key=value', "
                 "'key!=value', 'key in (a, b)', 'key notin (a, b)', separated by commas",
             )
@@ -598,13 +598,6 @@ def _places(
         (*at, "taint", "effect"): found.place("taintEffect"),
         (*at, "for"): ("--for",),
     }
-
-
-def _text(value: object) -> object:
-    """A scalar as the text yaml.v1 gives a string field (numbers and booleans as written)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value) if isinstance(value, int | float) else value
 
 
 def _kind(value: object) -> str:

@@ -30,7 +30,7 @@ from nodegate.core.rules.model import TAINT_EFFECTS
 from nodegate.core.text.errors import DocPath, Problem
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
 from nodegate.core.text.yaml_input import Positions
-from nodegate.migrate.conversion import Conversion, Place, rule_name, rules_document
+from nodegate.migrate.conversion import Conversion, Place, as_text, rule_name, rules_document
 
 COMMAND: Final = "nodegate migrate node-readiness-controller"
 API_VERSION: Final = "readiness.node.x-k8s.io/v1alpha1"
@@ -385,10 +385,10 @@ def _selector(spec: dict[str, Any]) -> dict[str, Any]:
     selector = spec["nodeSelector"]
     match: dict[str, Any] = {}
     if selector.get("matchLabels"):
-        match["labels"] = {str(k): _text(v) for k, v in selector["matchLabels"].items()}
+        match["labels"] = {str(k): as_text(v) for k, v in selector["matchLabels"].items()}
     if selector.get("matchExpressions"):
         match["expressions"] = [
-            {k: (list(map(_text, v)) if k == "values" else v) for k, v in e.items()}
+            {k: (list(map(as_text, v)) if k == "values" else v) for k, v in e.items()}
             if isinstance(e, dict)
             else e
             for e in selector["matchExpressions"]
@@ -396,18 +396,11 @@ def _selector(spec: dict[str, Any]) -> dict[str, Any]:
     return match
 
 
-def _text(value: object) -> object:
-    """Label values as the API holds them: text (YAML reads `true` or `1` as other types)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value) if isinstance(value, int | float) else value
-
-
 def _taint(spec: dict[str, Any]) -> dict[str, Any]:
     taint = spec["taint"]
     out = {"key": taint["key"]}
     if taint.get("value") not in (None, ""):
-        out["value"] = _text(taint["value"])
+        out["value"] = as_text(taint["value"])
     out["effect"] = taint["effect"]
     return out
 
