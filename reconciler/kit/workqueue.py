@@ -9,7 +9,10 @@ ahead of periodic resync work, so a new node is never stuck behind a 5,000-node 
 in eight still comes from the resync lane, so changing nodes cannot starve the resync either.
 
 Retry state lives here, not in the caller (client-go's `AddRateLimited`, `Forget`,
-`NumRequeues`): each failing key backs off on its own, and `forget` ends it.
+`NumRequeues`): each failing key backs off on its own, and `forget` ends it. How long each key
+waited, from its queueing (or its move up to the event lane) to a worker taking it, is told to
+`on_wait` by lane (client-go's `queue_duration_seconds`): in a storm, the share of a change's
+latency spent behind other nodes, against the reconcile's own time.
 """
 
 from __future__ import annotations
@@ -43,14 +46,21 @@ def retry_backoff() -> Backoff:
 
 
 class WorkQueue:
-    def __init__(self, backoff: Callable[[], Backoff] = retry_backoff) -> None:
+    def __init__(
+        self,
+        backoff: Callable[[], Backoff] = retry_backoff,
+        on_wait: Callable[[Lane, float], None] = lambda _lane, _seconds: None,
+    ) -> None:
         self._new_backoff = backoff
+        self._on_wait = on_wait
         self._retries: dict[str, tuple[int, Backoff]] = {}
         """Keys that failed since they last succeeded: how often, and their backoff."""
         self._cond = threading.Condition()
         self._lanes: dict[Lane, deque[str]] = {"event": deque(), "resync": deque()}
         self._dirty: dict[str, Lane] = {}
         """Keys waiting to be processed, and the lane they wait in."""
+        self._queued_at: dict[str, float] = {}
+        """When each key in `_dirty` entered its lane (monotonic)."""
         self._processing: set[str] = set()
         self._resync_waiting = 0
         """Keys waiting in the resync lane (`_dirty` entries whose lane is "resync")."""
@@ -79,6 +89,7 @@ class WorkQueue:
         if lane == "resync":
             self._resync_waiting += 1
         self._dirty[key] = lane
+        self._queued_at[key] = time.monotonic()
         if key not in self._processing:
             self._lanes[lane].append(key)
             self._cond.notify()
@@ -123,6 +134,7 @@ class WorkQueue:
                 if self._dirty.get(key) != lane or key in self._processing:
                     continue  # stale: moved to the event lane, or re-queued on `done`
                 del self._dirty[key]
+                self._on_wait(lane, time.monotonic() - self._queued_at.pop(key))
                 self._processing.add(key)
                 if lane == "resync":
                     self._resync_waiting -= 1

@@ -90,7 +90,8 @@ class Controller:
         )
         own.clock_correction_seconds.set_function(self._server_clock.correction)
         self._now: Clock = clock or self._server_clock.now_or_host
-        self.queue = WorkQueue()
+        waits = {lane: own.queue_wait_seconds.labels(lane) for lane in ("event", "resync")}
+        self.queue = WorkQueue(on_wait=lambda lane, seconds: waits[lane].observe(seconds))
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
         own.queue_depth.set_function(lambda: len(self.queue))
         self.informer: Informer[CachedNode] = Informer(

@@ -114,6 +114,7 @@ class ControllerMetrics:
     resync_seconds: Gauge
     resyncs: Counter
     queue_depth: Gauge
+    queue_wait_seconds: Histogram
     node_events: Counter
     cached_objects: Gauge
     on_informer_error: ErrorHook
@@ -375,6 +376,15 @@ class Metrics:
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
             registry=r,
         )
+        queue_wait_seconds = Histogram(
+            "nodegate_queue_wait_seconds",
+            "How long a node waited in the queue for a worker, by lane (event: it changed; "
+            "resync: the periodic pass), as client-go's workqueue_queue_duration_seconds: in a "
+            "burst of changes, the time spent behind other nodes.",
+            ["lane"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=r,
+        )
         node_events = Counter(
             "nodegate_node_watch_events",
             "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
@@ -413,6 +423,7 @@ class Metrics:
             resync_seconds,
             resyncs,
             queue_depth,
+            queue_wait_seconds,
             node_events,
             cached_objects,
             self.on_informer_error,

@@ -216,3 +216,27 @@ def test_a_node_changing_as_fast_as_it_can_waits_behind_every_other_changed_node
 
     assert queue.get() == "normal"
     assert queue.get() == "hot"
+
+
+def test_each_key_s_wait_for_a_worker_is_told_by_lane() -> None:
+    waits: list[tuple[str, float]] = []
+    queue = WorkQueue(on_wait=lambda lane, seconds: waits.append((lane, seconds)))
+    queue.add("changed")
+    queue.add("periodic", "resync")
+    time.sleep(0.05)
+
+    assert queue.get() == "changed"
+    assert queue.get() == "periodic"
+    assert [lane for lane, _ in waits] == ["event", "resync"]
+    assert all(seconds >= 0.05 for _, seconds in waits)
+
+
+def test_a_key_moved_up_to_the_event_lane_waits_from_its_move() -> None:
+    waits: list[float] = []
+    queue = WorkQueue(on_wait=lambda _lane, seconds: waits.append(seconds))
+    queue.add("node", "resync")
+    time.sleep(0.2)
+    queue.add("node")  # it changed: ahead of the resync now
+
+    assert queue.get() == "node"
+    assert waits[0] < 0.2
