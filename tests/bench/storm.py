@@ -19,12 +19,13 @@ For each size, in one control plane:
    turns too, a sweep of a setting), and a storm run: a tainting phase (every node's condition
    turned False) and an untainting phase (turned True), each from its first flip sent to the
    separate watcher (`watcher.py`) seeing the last node in its taint state, with the generator's
-   send time in that phase, each node's latency twice: from its flip sent, and from its flip
-   answered (the condition written: what a node carries untainted, without the flip's own wait
-   at the API server) to its taint seen; nodegate's writes and 409 conflicts in the phase (its
-   metrics), and its CPU seconds from the phase's first flip until its process is idle again (so
-   the Events a phase defers are counted in it), per change; `--rounds` (3) times, floors
-   included;
+   send time in that phase, each node's latency to its taint seen from its flip sent, and from
+   its condition seen by the same watcher (what a node carries untainted, to any client,
+   without the flip's own wait at the API server), and the watch's delivery (a flip's answer to
+   its condition seen); nodegate's writes and 409 conflicts in the phase, a
+   changed node's mean wait for a worker and a reconcile's mean time (its metrics), and its CPU
+   seconds from the phase's first flip until its process is idle again (so the Events a phase
+   defers are counted in it), per change; `--rounds` (3) times, floors included;
 4. each nodegate's peak RSS (VmHWM).
 
 The figures are printed as a table (no timed assertions: a benchmark). `--profile DIR` records
@@ -91,13 +92,20 @@ class Phase:
     send_seconds: float
     latency: Latency
     """Each node's flip sent → its taint seen."""
-    written: Latency
-    """Each node's flip answered (its condition written) → its taint seen."""
+    carried: Latency
+    """Each node's condition seen → its taint seen, by the watcher: how long the node carried
+    its condition untainted, to any client (the watcher's own lag is in both readings)."""
+    delivery: Latency
+    """Each flip's answer → its condition seen by the watcher: the watch's delivery lag."""
     cpu_seconds: float
     """nodegate's CPU from the first flip until it was idle again."""
     writes: float = 0.0
     conflicts: float = 0.0
     """nodegate's Node writes, and its 409s among them, in the phase."""
+    queue_wait: float = 0.0
+    reconcile: float = 0.0
+    """A changed node's mean wait for a worker, and a reconcile's mean time (its PATCH's
+    round trip among it), in the phase: where nodegate's share of a latency went."""
 
 
 @dataclass
@@ -209,7 +217,7 @@ def _phase(
     port: int,
 ) -> Phase:
     before = usage(pid).cpu_seconds
-    writes_before = _writes(port)
+    counters_before = _counters(port)
     sent, answered = flip_all(core, names, not on, threads)
     first = min(sent)
     send_seconds = time.monotonic() - first
@@ -224,24 +232,45 @@ def _phase(
     )
     seen = [watch.first_at_or_after(n, t, predicate) for n, t in zip(names, sent, strict=True)]
     samples = tuple(s - t for s, t in zip(seen, sent, strict=True) if s is not None)
-    # An answer can come after the watcher saw the taint already (the flip's answer waits
-    # behind its watch fan-out): no wait at all, then.
-    written = tuple(max(0.0, s - a) for s, a in zip(seen, answered, strict=True) if s is not None)
+    status = "False" if on else "True"
+    shown = [watch.condition_seen(n, t, status) for n, t in zip(names, sent, strict=True)]
+    carried = tuple(
+        s - c for s, c in zip(seen, shown, strict=True) if s is not None and c is not None
+    )
+    # An answer can come after the watcher saw the condition (the flip's answer waits behind
+    # its watch fan-out): no delay at all, then.
+    delivery = tuple(max(0.0, c - a) for c, a in zip(shown, answered, strict=True) if c is not None)
     last = max(s for s in seen if s is not None)
     _wait_idle(pid)
     cpu = usage(pid).cpu_seconds - before
-    writes, conflicts = (after - b for after, b in zip(_writes(port), writes_before, strict=True))
+    writes, conflicts, waited, waits, reconciling, reconciles = (
+        after - b for after, b in zip(_counters(port), counters_before, strict=True)
+    )
     return Phase(
-        last - first, send_seconds, Latency(samples), Latency(written), cpu, writes, conflicts
+        last - first,
+        send_seconds,
+        Latency(samples),
+        Latency(carried),
+        Latency(delivery),
+        cpu,
+        writes,
+        conflicts,
+        waited / max(waits, 1),
+        reconciling / max(reconciles, 1),
     )
 
 
-def _writes(port: int) -> tuple[float, float]:
-    """nodegate's Node writes and 409 conflicts so far, from its metrics."""
+def _counters(port: int) -> tuple[float, ...]:
+    """nodegate's Node writes and 409 conflicts so far, and the sums and counts of its
+    changed nodes' queue waits and of its reconciles, from its metrics."""
     _status, text = http_get(port, "/metrics")
     return (
         metric_total(text, "nodegate_node_writes_total"),
         metric_total(text, "nodegate_write_conflicts_total"),
+        metric_total(text, "nodegate_queue_wait_seconds_sum", lane="event"),
+        metric_total(text, "nodegate_queue_wait_seconds_count", lane="event"),
+        metric_total(text, "nodegate_reconcile_duration_seconds_sum"),
+        metric_total(text, "nodegate_reconcile_duration_seconds_count"),
     )
 
 
@@ -325,7 +354,7 @@ def measure(nodes: int, args: Any) -> StormRun:
             watch = WatchLog(workdir / "watch.jsonl")
             watcher = subprocess.Popen(
                 [sys.executable, "-m", "tests.bench.watcher", str(plane.kubeconfig_path),
-                 str(watch.path)],
+                 str(watch.path), CONDITION],
                 cwd=REPO_ROOT,
             )  # fmt: skip
             loads = LoadSampler()
@@ -413,8 +442,10 @@ def _rounds_of(
                 f"{variant.name}{' (profiled)' if profile else ''}: storm, {phase}: "
                 f"{result.seconds:.2f} s (sending {result.send_seconds:.2f} s); per node "
                 f"p50/p90/p99 ms {result.latency.cell(PERCENTILES)}, from the condition "
-                f"written {result.written.cell(PERCENTILES)}; {result.writes:.0f} writes, "
-                f"{result.conflicts:.0f} conflicts; {result.cpu_seconds:.1f} CPU-s",
+                f"seen {result.carried.cell(PERCENTILES)}, the watch's delivery "
+                f"{result.delivery.cell(PERCENTILES)}; {result.writes:.0f} writes, "
+                f"{result.conflicts:.0f} conflicts; mean queue wait {result.queue_wait * 1000:.0f}"
+                f" ms, reconcile {result.reconcile * 1000:.0f} ms; {result.cpu_seconds:.1f} CPU-s",
                 flush=True,
             )
         if process.poll() is not None:
@@ -451,8 +482,9 @@ def table(run: StormRun, threads: int, floor_threads: int) -> str:
         f"| nodegate | phase | bare-client floor, {floor_threads} threads | flips alone, "
         f"{threads} threads | phase | generator's send time | phase / send time | "
         "phase / floor | per node p50 / p90 / p99 ms, each round | the same from the condition "
-        "written | writes (409s) | CPU-s | CPU-ms per change | peak RSS MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "seen | the watch's delivery | writes (409s) | mean queue wait / reconcile ms | CPU-s | "
+        "CPU-ms per change | peak RSS MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant in run.variants:
         for phase, _on in PHASES:
@@ -468,9 +500,13 @@ def table(run: StormRun, threads: int, floor_threads: int) -> str:
                 f"{_spread([r.seconds / r.send_seconds for r in results])}x",
                 f"{_spread([r.seconds / floor for r in results])}x",
                 "; ".join(r.latency.cell(PERCENTILES) for r in results) or "-",
-                "; ".join(r.written.cell(PERCENTILES) for r in results) or "-",
+                "; ".join(r.carried.cell(PERCENTILES) for r in results) or "-",
+                "; ".join(r.delivery.cell(PERCENTILES) for r in results) or "-",
                 _spread([r.writes for r in results], "{:.0f}")
                 + f" ({_spread([r.conflicts for r in results], '{:.0f}')})",
+                _spread([1000 * r.queue_wait for r in results], "{:.0f}")
+                + " / "
+                + _spread([1000 * r.reconcile for r in results], "{:.0f}"),
                 _spread([r.cpu_seconds for r in results], "{:.1f}"),
                 _spread([1000 * r.cpu_seconds / run.nodes for r in results], "{:.1f}"),
                 _spread(variant.peak_rss_mib, "{:.0f}"),

@@ -1,10 +1,13 @@
 """The separate watcher: when did each node's taints change, when was each race pod bound.
 
-It runs as its own process (`python -m tests.bench.watcher KUBECONFIG OUT`), apart from the
-operator under test and from the load generator, so its clock readings are what any other
-client of the API server would see. Each line of OUT is JSON with `t` (CLOCK_MONOTONIC, shared
-by every process on the machine) and either a node's taint keys (`n`, `k`; `k` is null when the
-node is deleted), a pod binding (`pod`, `node`), or `synced` after the first LIST of a kind.
+It runs as its own process (`python -m tests.bench.watcher KUBECONFIG OUT [CONDITION]`), apart
+from the operator under test and from the load generator, so its clock readings are what any
+other client of the API server would see. Each line of OUT is JSON with `t` (CLOCK_MONOTONIC,
+shared by every process on the machine) and either a node's taint keys (`n`, `k`; `k` is null
+when the node is deleted), the status of the node condition CONDITION when it changes (`cn`,
+`c`; `c` is null when the node reports none), a pod binding (`pod`, `node`), or `synced` after
+the first LIST of a kind. A taint's latency from the condition both seen here is what a node
+carries untainted, to any client, whatever this watcher's own lag.
 Watch lines are decoded with `json.loads` only: the client's model classes would make the
 watcher the slowest process at 5,000 nodes.
 """
@@ -89,8 +92,14 @@ def follow(
                 break
 
 
-def watch_nodes(core: k8s_client.CoreV1Api, out: Output) -> None:
+def _status_of(node: dict[str, Any], condition: str) -> str | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c.get("status") for c in conditions if c.get("type") == condition), None)
+
+
+def watch_nodes(core: k8s_client.CoreV1Api, out: Output, condition: str | None = None) -> None:
     seen: dict[str, tuple[str, ...] | None] = {}
+    statuses: dict[str, str | None] = {}
 
     def on_node(kind: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
@@ -99,6 +108,11 @@ def watch_nodes(core: k8s_client.CoreV1Api, out: Output) -> None:
             if kind == "DELETED"
             else tuple(sorted(t["key"] for t in node["spec"].get("taints") or []))
         )
+        if condition is not None:
+            status = None if kind == "DELETED" else _status_of(node, condition)
+            if name not in statuses or statuses[name] != status:
+                statuses[name] = status
+                out.write({"cn": name, "c": status})
         if seen.get(name, ()) != keys or name not in seen:
             seen[name] = keys
             out.write({"n": name, "k": keys})
@@ -125,13 +139,13 @@ def watch_pods(core: k8s_client.CoreV1Api, out: Output) -> None:
 
 
 def main(argv: list[str]) -> None:
-    kubeconfig, out_path = argv
+    kubeconfig, out_path, *condition = argv
     api = k8s_config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]  # unannotated in the client
     core = k8s_client.CoreV1Api(api)
     with open(out_path, "a", encoding="utf-8") as stream:  # noqa: PTH123
         out = Output(stream)
         threading.Thread(target=watch_pods, args=(core, out), daemon=True).start()
-        watch_nodes(core, out)
+        watch_nodes(core, out, condition[0] if condition else None)
 
 
 if __name__ == "__main__":

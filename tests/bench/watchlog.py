@@ -20,6 +20,8 @@ class WatchLog:
     times: dict[str, list[float]] = field(default_factory=dict)
     keys: dict[str, list[Keys | None]] = field(default_factory=dict)
     bindings: dict[str, tuple[float, str]] = field(default_factory=dict)
+    conditions: dict[str, list[tuple[float, str | None]]] = field(default_factory=dict)
+    """Each node's watched condition status as it changed (the watcher's CONDITION)."""
     synced: set[str] = field(default_factory=set)
     _offset: int = 0
 
@@ -39,6 +41,8 @@ class WatchLog:
                 self.keys.setdefault(record["n"], []).append(
                     None if keys is None else frozenset(keys)
                 )
+            elif "cn" in record:
+                self.conditions.setdefault(record["cn"], []).append((record["t"], record["c"]))
             elif "pod" in record:
                 self.bindings[record["pod"]] = (record["t"], record["node"])
             elif "synced" in record:
@@ -65,6 +69,12 @@ class WatchLog:
             if k is not None and predicate(k):
                 return t
         return None
+
+    def condition_seen(self, node: str, since: float, status: str) -> float | None:
+        """When the watcher first saw the node's condition at `status` at or after `since`."""
+        return next(
+            (t for t, s in self.conditions.get(node, []) if t >= since and s == status), None
+        )
 
     def wait(self, done: Callable[[WatchLog], bool], timeout: float, what: str) -> float:
         """Refresh until `done` holds; the monotonic time it first held (polled every 50 ms)."""
