@@ -114,10 +114,11 @@ class Direct:
     measured costs:
 
     * a start: kubernetes 37's generated API modules import, at their top, the pydantic model of
-      every object their calls name, so making `CoreV1Api` alone took 0.4-0.57 s of CPU: building
-      a reconciler's parts (its clients, the election, the controller) took 0.48-0.55 s of CPU
-      with the classes it made (core, coordination), 0.006 s without, on a 2-core machine
-      (issue 61; docs/benchmarks.md, "The reconciler's restart at 1,000 nodes");
+      every object their calls name, so building a reconciler's parts (its clients, the
+      election, the controller) took 0.40-0.44 s of CPU with the classes it made (core,
+      coordination), 0.005-0.006 s without, on a quiet 2-core machine: about half a start
+      before it talks to the cluster (issue 61; docs/benchmarks.md, "The reconciler's restart
+      at 1,000 nodes");
     * a call: the generated methods validate every argument with pydantic and walk the body to
       sanitise it, about a third of a write's CPU in a condition storm (docs/benchmarks.md,
       "The condition storm").
