@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections import deque
@@ -28,6 +29,8 @@ from typing import Literal
 from nodegate.reconciler.kit.backoff import Backoff
 
 Lane = Literal["event", "resync"]
+
+log = logging.getLogger(__name__)
 
 MAX_DELAY_SECONDS = 24 * 3600.0
 """The longest a delayed re-add waits: a plan may name a moment centuries out (times a node
@@ -77,7 +80,9 @@ class WorkQueue:
         with self._cond:
             self._add_locked(key, lane)
 
-    def _add_locked(self, key: str, lane: Lane) -> None:
+    def _add_locked(self, key: str, lane: Lane, since: float | None = None) -> None:
+        """`since`: when the key became ready, if earlier than now (a delayed re-add's due
+        time: it waits for a worker from then, not from the next `get` that promotes it)."""
         if self._shutdown:
             return
         waiting = self._dirty.get(key)
@@ -89,7 +94,7 @@ class WorkQueue:
         if lane == "resync":
             self._resync_waiting += 1
         self._dirty[key] = lane
-        self._queued_at[key] = time.monotonic()
+        self._queued_at[key] = time.monotonic() if since is None else since
         if key not in self._processing:
             self._lanes[lane].append(key)
             self._cond.notify()
@@ -134,13 +139,22 @@ class WorkQueue:
                 if self._dirty.get(key) != lane or key in self._processing:
                     continue  # stale: moved to the event lane, or re-queued on `done`
                 del self._dirty[key]
-                self._on_wait(lane, time.monotonic() - self._queued_at.pop(key))
+                waited = time.monotonic() - self._queued_at.pop(key)
                 self._processing.add(key)
                 if lane == "resync":
                     self._resync_waiting -= 1
                     self._resyncing.add(key)
+                self._tell_wait(lane, waited)
                 return key
         return None
+
+    def _tell_wait(self, lane: Lane, seconds: float) -> None:
+        """`on_wait`, whose failure is only logged: raised here, under the lock, it would lose
+        the key just taken and kill the worker taking it."""
+        try:
+            self._on_wait(lane, seconds)
+        except Exception:
+            log.exception("the queue wait could not be told")
 
     def done(self, key: str) -> None:
         with self._cond:
@@ -191,7 +205,7 @@ class WorkQueue:
             if self._due.get(key) != due:
                 continue  # superseded by an earlier re-add, or forgotten
             del self._due[key]
-            self._add_locked(key, "event")
+            self._add_locked(key, "event", since=due)
 
     def __len__(self) -> int:
         """Keys waiting: ready to process now, or due later."""
