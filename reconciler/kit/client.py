@@ -266,8 +266,13 @@ def load_api_client(
     pool.connection_pool_kw["timeout"] = urllib3.Timeout(
         connect=CONNECT_TIMEOUT_SECONDS, read=REQUEST_TIMEOUT_SECONDS
     )
-    # A read that timed out is the caller's to retry (on a new connection), never urllib3's.
-    pool.connection_pool_kw["retries"] = urllib3.Retry(total=3, read=0, redirect=0)
+    # A read that timed out is the caller's to retry (on a new connection), never urllib3's; so
+    # is an answer saying when to come back (429, 503 with Retry-After): urllib3 would sleep it
+    # (up to 6 h) and send a GET, PUT or DELETE again, past every bound the caller set (a fenced
+    # write's, a Lease call's cut). The caller's error kind carries it (`retry_after`).
+    pool.connection_pool_kw["retries"] = urllib3.Retry(
+        total=3, read=0, redirect=0, respect_retry_after_header=False
+    )
     pool.connection_pool_kw["socket_options"] = tcp_keepalive_socket_options(
         KEEPALIVE_IDLE_SECONDS, KEEPALIVE_INTERVAL_SECONDS, KEEPALIVE_PROBES
     )

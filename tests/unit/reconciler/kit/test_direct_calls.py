@@ -328,8 +328,8 @@ def test_a_refused_read_or_write_is_the_same_error_kind_as_through_the_generated
     refusal = {"kind": "Status", "code": status, "message": "refused: why"}
     raised: list[BaseException] = []
     if "Retry-After" not in headers:
-        # (A GET answered 429 with Retry-After is retried by urllib3 itself, on the pool's
-        # retries, as it was under the generated client.)
+        # (This fixture's pool keeps urllib3's default retries, which retry a GET answered 429
+        # with Retry-After; `load_api_client`'s do not: test_retry_after_bounds.py.)
         server.answer(refusal, status, headers)
         with pytest.raises(kind) as read:
             api.list_page(Selection("Node"), 10, None)
