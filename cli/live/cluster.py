@@ -95,6 +95,8 @@ from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 
+ANSWER_TIMEOUT = (REQUEST_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS)
+"""A read's answer: its body read within the call's own read timeout, as a whole."""
 PAGE_SIZE = 500
 """Nodes per LIST page: 5,000 nodes are ten calls, and no page holds them all in memory twice."""
 EVENTS_SHOWN = 10
@@ -424,7 +426,7 @@ class Cluster:
             )
         except NotFoundError:
             return {}
-        return registered_drivers(slim_csinode(json_body(response)), node.uid)
+        return registered_drivers(slim_csinode(json_body(response, ANSWER_TIMEOUT)), node.uid)
 
     def agents(
         self,
@@ -524,7 +526,7 @@ class Cluster:
                     _preload_content=False,
                     _request_timeout=REQUEST_TIMEOUT_SECONDS,
                 )
-                body = json_body(response)
+                body = json_body(response, ANSWER_TIMEOUT)
                 found += [_event(raw) for raw in body.get("items") or ()]
                 found.sort(key=_recent_first)
                 del found[EVENTS_SHOWN:]

@@ -186,19 +186,35 @@ def _text(value: str | int | bool) -> str:
 DRAIN_CHUNK = 64 * 1024
 
 
+REFUSAL_BODY_LIMIT = 64 * 1024
+"""The most of a refusal's body kept: the API server's Status is well under it, and an answer
+that is not one (a proxy's page, a hostile peer's endless body) must not fill the memory."""
+
+
 def _read(response: Any, timeout: tuple[float, float]) -> str:
-    return _read_all(response, timeout, keep=True).decode("utf-8", "replace")
+    """A refusal's body, its first `REFUSAL_BODY_LIMIT` bytes (the rest is not read: the
+    connection is closed instead)."""
+    body = _read_all(response, timeout, keep=True, limit=REFUSAL_BODY_LIMIT)
+    return body.decode("utf-8", "replace")
 
 
-def _read_all(response: Any, timeout: tuple[float, float], keep: bool) -> bytes:
+def _read_all(
+    response: Any, timeout: tuple[float, float], keep: bool, limit: int | None = None
+) -> bytes:
     """The answer's body (`keep`; else read and dropped), read to its end within the read
     timeout as a whole: urllib3's is per read, and an answer trickling a byte at a time would
-    hold the caller past every deadline. Past it, the connection is closed."""
+    hold the caller past every deadline. Past it, the connection is closed; past `limit`
+    bytes kept, too, and what was read is the answer."""
     deadline = time.monotonic() + timeout[1]
     chunks: list[bytes] = []
+    kept = 0
     while chunk := response.read1(DRAIN_CHUNK):  # what has come, not a full chunk
         if keep:
             chunks.append(chunk)
+            kept += len(chunk)
+            if limit is not None and kept >= limit:
+                response.close()
+                return b"".join(chunks)[:limit]
         if time.monotonic() > deadline:
             response.close()
             raise TimedOutError(f"answer still arriving after its {timeout[1]:.0f} s read deadline")
@@ -222,23 +238,28 @@ def drop_idle_connections(api_client: client.ApiClient) -> None:
     api_client.rest_client.pool_manager.clear()
 
 
-def json_body(response: Any) -> Any:
-    """Body of a `_preload_content=False` call, as JSON. The body is read here, after `call`
-    has returned with the answer's head: a connection reset or stalled in the middle of the
-    body raises urllib3's `ProtocolError` or `ReadTimeoutError` here, not in `call`, so it is
-    mapped here too (`TimedOutError` for a stall), or it would leave as a bare urllib3 error
+def json_body(response: Any, timeout: tuple[float, float]) -> dict[str, Any]:
+    """Body of an answer whose head `call` returned, as the JSON object every API answer is.
+    The body is read here, within `timeout`'s read deadline as a whole (an answer trickling in
+    a byte at a time is a stall, `TimedOutError`, as a silent one is): a connection reset or
+    stalled in the middle of the body raises urllib3's `ProtocolError` or `ReadTimeoutError`
+    here, not in `call`, so it is mapped here too, or it would leave as a bare urllib3 error
     that loops catching `KubeError` do not expect (the controller's ended on one, at start,
-    with a 200 KiB taint history cut mid-answer). A body that is not JSON is a transport
-    fault."""
+    with a 200 KiB taint history cut mid-answer). A body that is not a JSON object (a proxy's
+    page, a list, a number) is a transport fault."""
     try:
-        data = response.data
+        data = _read_all(response, timeout, keep=True)
     except TRANSPORT_ERRORS as err:
+        response.close()
         kind = TimedOutError if timed_out(err) else TemporaryError
         raise kind(f"answer broke off: {type(err).__name__}: {err}") from err
     try:
-        return json.loads(data)
+        found = json.loads(data)
     except ValueError as err:
         raise TemporaryError(f"answer is not JSON: {err}") from err
+    if not isinstance(found, dict):
+        raise TemporaryError(f"answer is not a JSON object: {data[:200]!r}")
+    return found
 
 
 def load_api_client(

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, Self, cast
+from typing import Any, Literal, Protocol, Self
 from urllib.parse import quote
 
 from kubernetes import client
@@ -405,6 +405,8 @@ class KubeApi:
             try:
                 event = json.loads(line)
                 kind, raw = str(event["type"]), event["object"]
+                if not isinstance(raw, dict):
+                    raise TypeError("a watch event's object is a JSON object")
             except (ValueError, KeyError, TypeError) as err:
                 raise TemporaryError(f"unreadable watch event: {line[:200]!r}") from err
             if kind == "ERROR":
@@ -533,7 +535,7 @@ class KubeApi:
             body=body,
             content_type=content_type,
         )
-        return cast(RawObject, json_body(response))
+        return json_body(response, self._write_timeout)
 
     def _raw(
         self,
@@ -549,7 +551,7 @@ class KubeApi:
         response = self._call(
             method, path, self._timeout, query=query, body=body, content_type=content_type
         )
-        return cast(RawObject, self._body(response))
+        return self._body(response)
 
     def _call(self, method: str, path: str, timeout: tuple[float, float], **kwargs: Any) -> Any:
         """`Direct.request` through `call`; a timed-out read means the path is dead
@@ -560,11 +562,11 @@ class KubeApi:
             self._path_dead()
             raise
 
-    def _body(self, response: Any) -> Any:
-        """An answer's body as JSON: a body that stalls is a timed-out read like a head that
-        does (`_path_dead`)."""
+    def _body(self, response: Any) -> RawObject:
+        """An answer's body as JSON, within the ordinary timeout: a body that stalls is a
+        timed-out read like a head that does (`_path_dead`)."""
         try:
-            return json_body(response)
+            return json_body(response, self._timeout)
         except TimedOutError:
             self._path_dead()
             raise

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from kubernetes import client
 
@@ -93,7 +93,7 @@ class KubeLeaseApi:
         (`json_body`), drops the pool's idle connections."""
         try:
             response = call(self._direct.request, method, path, self._timeout, body=body)
-            return cast(RawObject, json_body(response))
+            return json_body(response, self._timeout)
         except TimedOutError:
             drop_idle_connections(self._api_client)
             raise

@@ -25,7 +25,7 @@ def _read(direct: Direct, path: str, review: RawObject | None = None) -> RawObje
         response = call(direct.request, method, path, TIMEOUT, body=review)
     except NotFoundError:
         return None
-    return dict(json_body(response))
+    return json_body(response, TIMEOUT)
 
 
 def _username(direct: Direct) -> str | None:

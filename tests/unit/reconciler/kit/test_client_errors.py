@@ -61,15 +61,17 @@ class _BrokenOff:
     def __init__(self, error: Exception) -> None:
         self._error = error
 
-    @property
-    def data(self) -> bytes:
+    def read1(self, _size: int) -> bytes:
         raise self._error
+
+    def close(self) -> None:
+        pass
 
 
 def test_a_body_reset_midway_is_temporary_not_a_bare_urllib3_error() -> None:
     reset = urllib3.exceptions.ProtocolError("Connection broken", ConnectionResetError(104))
     with pytest.raises(TemporaryError) as raised:
-        json_body(_BrokenOff(reset))
+        json_body(_BrokenOff(reset), (1.0, 1.0))
     assert not isinstance(raised.value, TimedOutError)
 
 
@@ -77,4 +79,4 @@ def test_a_body_that_stalls_midway_is_a_timed_out_read() -> None:
     pool = urllib3.HTTPSConnectionPool("127.0.0.1")
     stalled = urllib3.exceptions.ReadTimeoutError(pool, "/api/v1/nodes", "Read timed out.")
     with pytest.raises(TimedOutError):
-        json_body(_BrokenOff(stalled))
+        json_body(_BrokenOff(stalled), (1.0, 1.0))
