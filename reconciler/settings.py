@@ -180,8 +180,8 @@ class ReconcilerSettings(BaseModel):
     workers: int = Field(default=32, ge=1, le=64)
     """Nodes reconciled in parallel (one node is never handled by two workers at once). A
     worker mostly waits for the API server's answer, so in a condition storm the workers are
-    the writes in flight: at 16, changed nodes waited 0.55-1.8 s for one (docs/benchmarks.md,
-    "The condition storm"); at 32, 20-50 ms, for 0.3 CPU-ms more per change."""
+    the writes in flight: at 16, changed nodes waited 0.5-2.0 s for one (docs/benchmarks.md,
+    "The condition storm"); at 32, 14-93 ms, for 0.2-0.3 CPU-ms more per change."""
     max_conflict_retries: int = Field(default=5, ge=1)
     """Re-read and re-plan attempts after a 409 before the node is requeued with backoff."""
     http_port: int = Field(default=8080, ge=0, le=65535)
