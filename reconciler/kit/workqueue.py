@@ -180,23 +180,11 @@ class WorkQueue:
         with self._cond:
             self._retries.pop(key, None)
 
-    def num_requeues(self, key: str) -> int:
-        """Failures of the key since it was last forgotten."""
-        with self._cond:
-            entry = self._retries.get(key)
-            return entry[0] if entry is not None else 0
-
     def discard(self, key: str) -> None:
         """The key's object is gone: drop its retry state and any pending delayed re-add."""
         with self._cond:
             self._retries.pop(key, None)
             self._due.pop(key, None)
-
-    def due_in(self, key: str) -> float | None:
-        """Seconds until the key's pending delayed re-add (None if it has none)."""
-        with self._cond:
-            due = self._due.get(key)
-            return None if due is None else due - time.monotonic()
 
     def _promote_due_locked(self) -> None:
         now = time.monotonic()

@@ -17,6 +17,7 @@ from nodegate.reconciler.kit.worker import (
     Worker,
 )
 from nodegate.reconciler.kit.workqueue import WorkQueue
+from tests.unit.reconciler.kit.queue_state import due_in, num_requeues
 
 LOG = logging.getLogger("nodegate.test")
 
@@ -45,34 +46,34 @@ def worker_returning(outcome: Outcome | Exception) -> tuple[Worker, WorkQueue, R
 def test_done_forgets_the_key_s_failures_and_does_not_requeue() -> None:
     worker, queue, _ = worker_returning(Done())
     queue.add_rate_limited("n1")
-    assert queue.num_requeues("n1") == 1
+    assert num_requeues(queue, "n1") == 1
     worker.process("n1")
-    assert queue.num_requeues("n1") == 0
+    assert num_requeues(queue, "n1") == 0
 
 
 def test_requeue_after_looks_again_after_the_delay_and_forgets_failures() -> None:
     worker, queue, seen = worker_returning(RequeueAfter(42.0))
     queue.add_rate_limited("n1")
     worker.process("n1")
-    due = queue.due_in("n1")
+    due = due_in(queue, "n1")
     assert due is not None and due <= 42.0
-    assert queue.num_requeues("n1") == 0
+    assert num_requeues(queue, "n1") == 0
     assert seen.errors == []
 
 
 def test_retry_backs_off_per_key_and_counts_a_temporary_error() -> None:
     worker, queue, seen = worker_returning(Retry(TemporaryError("503"), "node write failed"))
     worker.process("n1")
-    first = queue.due_in("n1")
+    first = due_in(queue, "n1")
     assert first is not None and 0.9 < first <= 2.0
-    assert queue.num_requeues("n1") == 1
+    assert num_requeues(queue, "n1") == 1
     assert seen.errors == ["temporary"]
 
 
 def test_retry_waits_at_least_the_server_s_retry_after() -> None:
     worker, queue, _ = worker_returning(Retry(TemporaryError("429"), "throttled", at_least=7.0))
     worker.process("n1")
-    due = queue.due_in("n1")
+    due = due_in(queue, "n1")
     assert due is not None and due > 6.5
 
 
@@ -81,22 +82,22 @@ def test_refused_is_counted_as_permanent_and_not_requeued() -> None:
     queue.add_rate_limited("n1")
     worker.process("n1")
     assert seen.errors == ["permanent"]
-    assert queue.num_requeues("n1") == 0
+    assert num_requeues(queue, "n1") == 0
 
 
 def test_a_refused_key_comes_back_at_the_moment_its_plan_waits_for() -> None:
     worker, queue, _ = worker_returning(Refused(PermanentError("403", 403), "x", 120.0))
     worker.process("n1")
-    due = queue.due_in("n1")
+    due = due_in(queue, "n1")
     assert due is not None and 119 < due <= 120
-    assert queue.num_requeues("n1") == 0
+    assert num_requeues(queue, "n1") == 0
 
 
 def test_a_lost_race_is_retried_but_not_counted_as_an_error() -> None:
     worker, queue, seen = worker_returning(Retry(ConflictError("409"), "raced", kind=None))
     worker.process("n1")
     assert seen.errors == []
-    assert queue.num_requeues("n1") == 1
+    assert num_requeues(queue, "n1") == 1
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_an_exception_is_an_internal_error_retried_with_backoff(raised: Exceptio
     outcome = worker.process("n1")
     assert isinstance(outcome, Retry)
     assert seen.errors == ["internal"]
-    assert queue.due_in("n1") is not None
+    assert due_in(queue, "n1") is not None
 
 
 def test_the_key_is_marked_done_even_when_counting_fails() -> None:

@@ -6,6 +6,7 @@ import threading
 import time
 
 from nodegate.reconciler.kit.workqueue import WorkQueue
+from tests.unit.reconciler.kit.queue_state import due_in, num_requeues
 
 
 def test_a_key_added_many_times_is_processed_once() -> None:
@@ -121,9 +122,9 @@ def test_a_failing_key_backs_off_longer_each_time_until_forgotten() -> None:
     first = queue.add_rate_limited("n1")
     second = queue.add_rate_limited("n1")
     assert 1.0 <= first <= 2.0 and 2.0 <= second <= 4.0
-    assert queue.num_requeues("n1") == 2
+    assert num_requeues(queue, "n1") == 2
     queue.forget("n1")
-    assert queue.num_requeues("n1") == 0
+    assert num_requeues(queue, "n1") == 0
     assert queue.add_rate_limited("n1") <= 2.0
 
 
@@ -138,8 +139,8 @@ def test_a_discarded_key_loses_its_retry_state() -> None:
     queue = WorkQueue()
     queue.add_rate_limited("gone")
     queue.discard("gone")
-    assert queue.num_requeues("gone") == 0
-    assert queue.due_in("gone") is None
+    assert num_requeues(queue, "gone") == 0
+    assert due_in(queue, "gone") is None
 
 
 def test_the_queue_is_busy_while_a_key_is_ready_or_being_worked_on_but_not_for_later_keys() -> None:

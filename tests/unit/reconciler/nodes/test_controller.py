@@ -37,6 +37,7 @@ from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.settings import ReconcilerSettings
 from tests.unit.reconciler.kit.fakes import FakeApi, fake_node
+from tests.unit.reconciler.kit.queue_state import due_in, num_requeues
 
 HEADER = "apiVersion: nodegate.dev/v1\nkind: NodeRules\n"
 CI_RULES = HEADER + textwrap.dedent(
@@ -163,7 +164,7 @@ def conflict_then_failed_re_read() -> Controller:
 
 def test_a_conflict_whose_re_read_fails_is_requeued_with_backoff() -> None:
     controller = conflict_then_failed_re_read()
-    due = controller.queue.due_in("n1")
+    due = due_in(controller.queue, "n1")
     assert due is not None and 0.5 < due <= 2.0
 
 
@@ -179,7 +180,7 @@ def throttled_write() -> Controller:
 
 
 def test_throttling_is_retried_no_sooner_than_retry_after() -> None:
-    due = throttled_write().queue.due_in("n1")
+    due = due_in(throttled_write().queue, "n1")
     assert due is not None and due > 6.5
 
 
@@ -204,8 +205,8 @@ def test_a_permanent_refusal_is_reported_once_and_not_retried_hot() -> None:
     api, controller = refused_ci_write(PermanentError("403 Forbidden", 403))
     [refused] = events(api, "NodegateWriteRefused")
     assert refused["type"] == "Warning"
-    assert controller.queue.due_in("n1") is None  # not requeued: the next resync brings it back
-    assert controller.queue.num_requeues("n1") == 0
+    assert due_in(controller.queue, "n1") is None  # not requeued: the next resync brings it back
+    assert num_requeues(controller.queue, "n1") == 0
     assert metric(controller, "nodegate_errors_total", kind="permanent") == 1
 
 
@@ -435,7 +436,7 @@ def test_a_failed_label_record_write_is_not_counted_as_a_node_write_error() -> N
     assert metric(controller, "nodegate_label_restore_failures_total", reason="record_write") == 1
     assert metric(controller, "nodegate_node_writes_total", result="error") == 0
     assert metric(controller, "nodegate_errors_total", kind="temporary") == 1
-    assert controller.queue.due_in("n1") is not None
+    assert due_in(controller.queue, "n1") is not None
 
 
 def test_a_failed_re_read_after_a_conflict_is_not_counted_as_a_node_write_error() -> None:
@@ -479,7 +480,7 @@ def test_a_node_waiting_for_the_label_records_cache_is_timed_and_looked_at_again
     controller.offer_rules(update(PERSIST_RULES))
     controller.process("n1")
     assert metric(controller, "nodegate_reconcile_duration_seconds_count") == 1
-    due = controller.queue.due_in("n1")
+    due = due_in(controller.queue, "n1")
     assert due is not None and due <= 1.0
     assert api.count("patch_node") == 0
 
@@ -580,7 +581,7 @@ def test_a_record_that_changed_meanwhile_is_planned_again_without_counting_an_er
         metric(controller, "nodegate_label_restore_failures_total", reason="record_conflict") == 1
     )
     assert metric(controller, "nodegate_errors_total", kind="temporary") == 0
-    assert controller.queue.num_requeues("n1") == 1
+    assert num_requeues(controller.queue, "n1") == 1
 
 
 def test_a_refused_write_still_comes_back_when_a_gate_times_out() -> None:
@@ -593,9 +594,9 @@ def test_a_refused_write_still_comes_back_when_a_gate_times_out() -> None:
     controller.offer_rules(update(GATE_RULES + CI_RULES.removeprefix(HEADER)))
     api.fail("patch_node", PermanentError("403 Forbidden", 403))
     controller.process("g1")
-    due = controller.queue.due_in("g1")
+    due = due_in(controller.queue, "g1")
     assert due is not None and 500 < due < 600  # the gate's 10m timeout, 1m after creation
-    assert controller.queue.num_requeues("g1") == 0
+    assert num_requeues(controller.queue, "g1") == 0
 
 
 def test_a_gate_kept_past_its_timeout_is_logged_as_a_warning(
