@@ -245,7 +245,8 @@ def decide(
         )
         return LabelDecision({}, None, refusal, rivals)
     if record is None:
-        fresh = _fresh(record_key(node, config), node, current, now, names)
+        key = record_key(node, config)
+        fresh = LabelRecord(key, node.uid, current, now, names, None, **machine)
         return LabelDecision({}, fresh if current else None)
     stored = persisted_view(record.labels, config)
     if record.node_uid != node.uid:
@@ -271,32 +272,6 @@ def decide(
     if replace(followed, captured_at=record.captured_at) == record:
         return LabelDecision({}, None)
     return LabelDecision({}, followed)
-
-
-def _fresh(
-    key: str, node: NodeState, labels: Mapping[str, str], now: datetime, names: tuple[str, ...]
-) -> LabelRecord:
-    return LabelRecord(
-        key,
-        node.uid,
-        labels,
-        now,
-        names,
-        provider_id=node.provider_id,
-        system_uuid=node.system_uuid,
-    )
-
-
-def handed_over(record: LabelRecord, node: NodeState) -> LabelRecord:
-    """The record as an admin hands it to `node` (`nodegate labels hand-over`): the machine it
-    is kept for is now this one, so the node's next plan restores its labels and the record
-    follows it. Under the same key only: `hand_over` decides where it is kept."""
-    return replace(
-        record,
-        provider_id=node.provider_id,
-        system_uuid=node.system_uuid,
-        node_names=node_names(record, node.name),
-    )
 
 
 @dataclass(frozen=True)
@@ -338,7 +313,15 @@ def hand_over(
             f"record {record.key!r} already follows node {node.name} (this very Node object): "
             "it holds no label the node lacks; nothing to hand over"
         )
-    moved = replace(handed_over(record, node), key=key)
+    # The machine it is kept for is now this one, so the node's next plan restores its labels
+    # and the record follows it.
+    moved = replace(
+        record,
+        key=key,
+        provider_id=node.provider_id,
+        system_uuid=node.system_uuid,
+        node_names=node_names(record, node.name),
+    )
     if same_machine(moved, node, config) is not True:
         return _refused(
             f"node {node.name} shows neither a providerID nor a system UUID: nothing would tie "
