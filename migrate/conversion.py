@@ -150,7 +150,7 @@ def _webhook_problems(conversion: Conversion) -> list[Problem]:
     # Permanent: settings the webhook would refuse, named by the old tool's setting.
     except ValidationError as err:
         return [
-            Problem(0, 0, conversion.source, _setting(conversion, ("webhook", *e.path)), e.message)
+            _located(conversion, ("webhook", *e.path), e.message)
             for e in located_errors(err, WebhookDeploy)
         ]
     return []
@@ -165,16 +165,6 @@ def _located(conversion: Conversion, path: DocPath, message: str) -> Problem:
         if place is not None:
             return Problem(0, 0, conversion.source, place + path[end:], message)
     return Problem(0, 0, conversion.source, path, message)
-
-
-def _setting(conversion: Conversion, path: DocPath) -> DocPath:
-    for end in range(len(path), 0, -1):
-        place = conversion.places.get(path[:end])
-        if isinstance(place, Place):
-            return (*place.prefix, *place.path, *path[end:])
-        if place is not None:
-            return place + path[end:]
-    return path
 
 
 def _header(conversion: Conversion) -> str:
