@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.rules.loader import parse_rules
-from nodegate.core.rules.model import API_VERSION, KIND
+from nodegate.core.rules.model import KIND
 from nodegate.core.rules.rules_object import object_shape
 from nodegate.core.text.errors import Problem, RulesError
 from nodegate.core.text.yaml_input import Positions, read_yaml, read_yaml_documents
-from nodegate.migrate.conversion import Conversion
+from nodegate.migrate.conversion import Conversion, rules_document
 
 COMMAND = "nodegate migrate configmap"
 SWITCH = (
@@ -66,7 +66,8 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
     parse_rules(text, f"{source} key {chosen}")  # refused as the reconciler would
     tree, text_positions = read_yaml(text, f"{source} key {chosen}")
     shape = object_shape(tree, text_positions)
-    rules: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, **_spec(shape.rules)}
+    # Its own apiVersion and kind, if it has them, are those (the reconciler accepted them).
+    rules = {**rules_document(), **shape.rules}
     named = f" (from ConfigMap {name})" if name else ""
     return Conversion(
         command=COMMAND,
@@ -75,10 +76,6 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
         notes=(SWITCH,),
         name=shape.name or name or None,
     )
-
-
-def _spec(rules: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in rules.items() if k not in ("apiVersion", "kind")}
 
 
 def _configmaps(tree: Any, positions: Positions) -> list[tuple[dict[str, Any], Positions]]:
