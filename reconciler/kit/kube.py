@@ -139,10 +139,6 @@ class Selection:
     field_selector: str | None = None
     label_selector: str | None = None
 
-    def describe(self) -> str:
-        parts = [self.kind, self.namespace or "*", self.field_selector or "", self.label_selector]
-        return "/".join(p for p in parts if p)
-
 
 @dataclass(frozen=True)
 class Page:

@@ -99,7 +99,7 @@ class AccessApi(SilentWatches):
             items = [scenario.daemon_set_body(a) for a in scenario.AGENTS]
             return Page(json.loads(json.dumps(items)), "1", None)
         if selection.kind != "CSINode":
-            raise NotImplementedError(selection.describe())
+            raise NotImplementedError(f"not served: {selection}")
         end = min(start + limit, self.nodes)
         page = json.loads("[" + ",".join(csinode_text(i) for i in range(start, end)) + "]")
         return Page(page, "1", str(end) if end < self.nodes else None)

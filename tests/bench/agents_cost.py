@@ -143,7 +143,7 @@ class AgentsApi(SilentWatches):
             ]
             return Page(items, "1", None)
         if selection.kind != "Pod" or selection.namespace is not None:
-            raise NotImplementedError(f"not served: {selection.describe()}")
+            raise NotImplementedError(f"not served: {selection}")
         start = int(continue_token or 0)
         more = start + limit < len(self.pods)
         return Page(self._page(start, limit), "1", str(start + limit) if more else None)

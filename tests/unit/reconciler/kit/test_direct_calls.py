@@ -148,7 +148,7 @@ def _sent_as_the_client_sent(sent: dict[str, Any]) -> None:
         (Selection("CSINode"), "/apis/storage.k8s.io/v1/csinodes"),
         (Selection("NodeRules"), "/apis/nodegate.dev/v1/noderules"),
     ],
-    ids=lambda value: value if isinstance(value, str) else value.describe(),
+    ids=lambda value: value if isinstance(value, str) else f"{value.kind}/{value.namespace}",
 )
 def test_each_kind_is_listed_and_watched_where_the_api_server_serves_it(
     server: Recording, api: KubeApi, selection: Selection, path: str
