@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Literal
 
 # The default names are declared below core, with nothing imported, so a command's options can
-# show them without loading core (`nodegate.defaults`); read here with the rest.
+# show them without loading core (`nodegate.defaults`), and so is the confirmation annotation,
+# which core's rules floor names too; read here with the rest.
 from nodegate.defaults.names import (
+    CONFIRM_ANNOTATION,
     DEFAULT_LEASE,
     DEFAULT_NAME,
     DEFAULT_NAMESPACE,
@@ -57,7 +59,3 @@ def quarantine_name(record: str, stamp: str) -> str:
 def is_quarantine_of(name: str, record: str) -> bool:
     """Whether `name` is a quarantined copy of the record named `record`."""
     return name.startswith(f"{record}{QUARANTINE_INFIX}")
-
-
-CONFIRM_ANNOTATION = "nodegate.dev/confirm-rules"
-"""On the rules ConfigMap: the digest of a held rules text to apply anyway."""

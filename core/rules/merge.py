@@ -22,10 +22,8 @@ from nodegate.core.rules.model import API_VERSION, CRD_NAME, KIND, NodeRules
 from nodegate.core.text.errors import RulesError, format_path
 from nodegate.core.text.yaml_input import read_yaml
 from nodegate.core.text.yaml_output import dump_all
+from nodegate.defaults.names import CONFIRM_ANNOTATION
 
-CONFIRM = "nodegate.dev/confirm-rules"
-"""The confirmation annotation (`objects.installation.CONFIRM_ANNOTATION`, which this floor
-cannot import)."""
 OBJECTS_SOURCE = "NodeRules objects"
 """The rules source the reconciler names (status record, logs) when it reads the objects."""
 Claim = tuple[str, ...]
@@ -35,7 +33,7 @@ def confirm_on_crd(digest: str) -> str:
     """How a cluster admin confirms a held update of rules read from objects: an annotation on
     the NodeRules CRD, which only cluster admins may write (a team may annotate its own object,
     so an annotation there would let it approve its own change)."""
-    return f"kubectl annotate --overwrite crd {CRD_NAME} {CONFIRM}={digest}"
+    return f"kubectl annotate --overwrite crd {CRD_NAME} {CONFIRM_ANNOTATION}={digest}"
 
 
 TOGETHER = "the NodeRules objects together"
