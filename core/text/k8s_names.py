@@ -105,13 +105,9 @@ def label_value_problem(value: str) -> str | None:
     return None
 
 
-def key_namespace(key: str) -> str:
-    """The DNS prefix of a key ('' when it has none)."""
-    prefix, _, _ = key.rpartition("/")
-    return prefix
-
-
-def _in_namespace(namespace: str, domain: str) -> bool:
+def key_in_domain(key: str, domain: str) -> bool:
+    """Whether `key`'s namespace (its DNS prefix) is `domain` or one of its subdomains."""
+    namespace = key.rpartition("/")[0]
     return namespace == domain or namespace.endswith("." + domain)
 
 
@@ -154,11 +150,7 @@ def taint_key_owner(key: str) -> str | None:
     """Who owns a reserved taint key, or None if any nodegate rule may use it."""
     if key in RESERVED_TAINT_KEYS:
         return RESERVED_TAINT_KEYS[key]
-    namespace = key_namespace(key)
-    for domain, owner in RESERVED_TAINT_DOMAINS:
-        if _in_namespace(namespace, domain):
-            return owner
-    return None
+    return next((who for domain, who in RESERVED_TAINT_DOMAINS if key_in_domain(key, domain)), None)
 
 
 # kubelet `IsKubeletLabel`: the only kubernetes.io / k8s.io labels a kubelet may set on itself.
@@ -189,16 +181,9 @@ def kubelet_may_set_label(key: str) -> bool:
     """
     if key in _KUBELET_LABELS:
         return True
-    namespace = key_namespace(key)
-    if any(_in_namespace(namespace, allowed) for allowed in _KUBELET_LABEL_NAMESPACES):
+    if any(key_in_domain(key, allowed) for allowed in _KUBELET_LABEL_NAMESPACES):
         return True
-    return not any(_in_namespace(namespace, domain) for domain in _RESTRICTED_LABEL_DOMAINS)
-
-
-def key_in_domain(key: str, domain: str) -> bool:
-    """Whether `key`'s namespace is `domain` or one of its subdomains (how a cloud's reserved
-    label namespaces are matched)."""
-    return _in_namespace(key_namespace(key), domain)
+    return not any(key_in_domain(key, domain) for domain in _RESTRICTED_LABEL_DOMAINS)
 
 
 PLATFORM_LABEL_DOMAINS = (
@@ -219,12 +204,11 @@ NODEGATE_DOMAIN = "nodegate.dev"
 
 def in_nodegate_domain(key: str) -> bool:
     """Whether a label or annotation key lies in nodegate's own namespace (or a subdomain)."""
-    return _in_namespace(key_namespace(key), NODEGATE_DOMAIN)
+    return key_in_domain(key, NODEGATE_DOMAIN)
 
 
 def label_owned_by_platform(key: str) -> bool:
-    namespace = key_namespace(key)
-    return any(_in_namespace(namespace, domain) for domain in PLATFORM_LABEL_DOMAINS)
+    return any(key_in_domain(key, domain) for domain in PLATFORM_LABEL_DOMAINS)
 
 
 READINESS_TAINT_PREFIX = "readiness.k8s.io/"
