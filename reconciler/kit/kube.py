@@ -205,14 +205,6 @@ class NodeApi(Protocol):
         ...
 
 
-class NodeStatusApi(Protocol):
-    """Reading one Node fresh and patching its status (the OCI conditions' writer)."""
-
-    def get_node(self, name: str) -> RawObject | None: ...
-
-    def patch_node_status(self, name: str, patch: RawObject) -> RawObject: ...
-
-
 class RulesObjectStatusApi(Protocol):
     """Writing a NodeRules object's status (what the leader says of each rules object)."""
 
@@ -241,23 +233,14 @@ class ConfigMapApi(Protocol):
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None: ...
 
 
-class ServerClock(Protocol):
-    """The API server's own time: the one clock every replica reads alike."""
-
-    def server_time(self) -> datetime: ...
-
-
-class Api(
-    ListWatch,
-    NodeApi,
-    NodeStatusApi,
-    RulesObjectStatusApi,
-    EventApi,
-    ConfigMapApi,
-    ServerClock,
-    Protocol,
-):
+class Api(ListWatch, NodeApi, RulesObjectStatusApi, EventApi, ConfigMapApi, Protocol):
     """Every call the reconciler makes: the boundary that unit tests replace with a fake."""
+
+    def patch_node_status(self, name: str, patch: RawObject) -> RawObject: ...
+
+    def server_time(self) -> datetime:
+        """The API server's own time: the one clock every replica reads alike."""
+        ...
 
     def within(self, seconds: float) -> Self:
         """This API, whose writes each end within `seconds` (from the first connect attempt
