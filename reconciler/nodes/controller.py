@@ -102,7 +102,7 @@ class Controller:
             lambda key, old, new: self.intake.on_event(key, old, new),  # noqa: PLW0108
             page_size=settings.list_page_size,
             watch_timeout_seconds=settings.watch_timeout_seconds,
-            on_error=own.on_informer_error,
+            on_error=metrics.on_informer_error,
             on_synced=self._consider_rules,
         )
         self.status = StatusPublisher(

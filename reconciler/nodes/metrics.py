@@ -4,13 +4,14 @@ Every metric is created here, once, against that registry (`Metrics`), and hande
 groups, one per collaborator, each the metrics it records and nothing else: the node writer
 gets `WriterMetrics`, the eviction breaker `BreakerMetrics`, and so on. The one counter they
 share, `nodegate_errors_total{kind}`, is the same object in every group that counts into it,
-and every informer reports its failures to the one `WatchMetrics.on_informer_error`.
+and every informer reports its failures to the one `Metrics.on_informer_error`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import cast
 
 from prometheus_client import (
@@ -89,21 +90,6 @@ class GateCensusCollector(Collector):
 
 
 @dataclass(frozen=True)
-class WatchMetrics:
-    """Every informer's failures (nodes, rules, label records, init pods), through
-    `on_informer_error`, the `on_error` each of them is given."""
-
-    informer_errors: Counter
-    watch_stalls: Counter
-
-    def on_informer_error(self, informer: str, err: BaseException) -> None:
-        """The informers' `on_error`: every failure counted, a dead watch also as a stall."""
-        self.informer_errors.labels(informer).inc()
-        if isinstance(err, WatchStalledError):
-            self.watch_stalls.labels(informer).inc()
-
-
-@dataclass(frozen=True)
 class ControllerMetrics:
     """What the node controller records (`controller.Controller`): node events, the queue,
     resyncs and its cache; its worker's reconcile durations and error kinds; the gate census."""
@@ -117,7 +103,6 @@ class ControllerMetrics:
     queue_wait_seconds: Histogram
     node_events: Counter
     cached_objects: Gauge
-    on_informer_error: ErrorHook
     clock_disagreement_seconds: Gauge
     clock_disagreements: Counter
     clock_correction_seconds: Gauge
@@ -231,66 +216,60 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
+        counter = partial(Counter, registry=r)
+        gauge = partial(Gauge, registry=r)
+        histogram = partial(Histogram, registry=r)
         self.gate_census = GateCensusCollector()
         r.register(self.gate_census)
 
         # What the workers did to nodes, and how it went.
-        changes = Counter(
+        changes = counter(
             "nodegate_node_changes",
             "Changes made to nodes, by rule and kind of change.",
             ["rule", "change"],
-            registry=r,
         )
-        writes = Counter("nodegate_node_writes", "Node writes by result.", ["result"], registry=r)
-        writes_refused = Counter(
+        writes = counter("nodegate_node_writes", "Node writes by result.", ["result"])
+        writes_refused = counter(
             "nodegate_node_writes_split",
             "Node writes the API server refused whole, whose taint changes were then written "
             "alone (something on the node keeps its labels and annotations from landing).",
-            registry=r,
         )
-        conflicts = Counter(
+        conflicts = counter(
             "nodegate_write_conflicts",
             "409 conflicts on node writes (each one is re-read and re-planned).",
-            registry=r,
         )
-        errors = Counter(
+        errors = counter(
             "nodegate_errors",
             "Errors by kind (temporary, permanent, rules, history, status, ledger, sightings, "
             "internal).",
             ["kind"],
-            registry=r,
         )
-        reconcile_seconds = Histogram(
+        reconcile_seconds = histogram(
             "nodegate_reconcile_duration_seconds",
             "Time to reconcile one node (read, plan, write).",
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=r,
         )
-        taints_adopted = Counter(
+        taints_adopted = counter(
             "nodegate_taints_adopted",
             "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
             "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
             ["rule"],
-            registry=r,
         )
-        dry_run_changes = Counter(
+        dry_run_changes = counter(
             "nodegate_dry_run_changes",
             "Changes dry-run rules would have made (each counted once per node while it stays "
             "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
             "put_back_gate, restore_label).",
             ["rule", "action"],
-            registry=r,
         )
-        dry_run_nodes = Gauge(
+        dry_run_nodes = gauge(
             "nodegate_dry_run_nodes",
             "Nodes a dry-run rule would change now, by rule and action.",
             ["rule", "action"],
-            registry=r,
         )
-        write_wait_seconds = Counter(
+        write_wait_seconds = counter(
             "nodegate_write_throttle_seconds",
             "Seconds node writes waited for the client-side rate limit.",
-            registry=r,
         )
         self.writer = WriterMetrics(
             changes,
@@ -304,114 +283,92 @@ class Metrics:
         )
 
         # The rules: accepted, refused, held.
-        rules_generation = Gauge(
+        rules_generation = gauge(
             "nodegate_rules_generation",
             "Counts accepted rules versions since start (1 = the first rules loaded).",
-            registry=r,
         )
-        rules_valid = Gauge(
+        rules_valid = gauge(
             "nodegate_rules_last_update_valid",
             "1 if the most recent rules update was accepted, 0 if it was refused.",
-            registry=r,
         )
-        rules_rejected = Counter(
-            "nodegate_rules_rejected", "Rules updates refused as invalid.", registry=r
-        )
-        rules_held = Gauge(
+        rules_rejected = counter("nodegate_rules_rejected", "Rules updates refused as invalid.")
+        rules_held = gauge(
             "nodegate_rules_held",
             "1 while a valid rules update is held back by the blast-radius guard.",
-            registry=r,
         )
         self.rules_in_force = RulesInForceMetrics(rules_generation, rules_held)
         self.breaker = BreakerMetrics(
-            Gauge(
+            gauge(
                 "nodegate_evictions_waiting",
                 "Nodes whose evicting (NoExecute) taint of a rule waits for the eviction budget.",
                 ["rule"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_eviction_holds",
                 "Times a node started waiting for the eviction budget, by rule.",
                 ["rule"],
-                registry=r,
             ),
             errors,
         )
 
         # The process: leadership, queue, watches, loops.
-        is_leader = Gauge(
-            "nodegate_is_leader", "1 while this replica holds the leader Lease.", registry=r
-        )
-        fence_held = Gauge(
+        is_leader = gauge("nodegate_is_leader", "1 while this replica holds the leader Lease.")
+        fence_held = gauge(
             "nodegate_leader_fence_held",
             "1 while this replica may write to nodes: leader election is off, or its last "
             "Lease renewal started less than the renew deadline ago.",
-            registry=r,
         )
-        writes_fenced = Counter(
+        writes_fenced = counter(
             "nodegate_writes_fenced",
             "Writes the API server's fence policy refused: 'deposed' when the Lease had passed "
             "to another replica (this one then stops writing and exits), 'lagging' when the API "
             "server had not yet seen this replica's takeover (retried).",
             ["verdict"],
-            registry=r,
         )
-        server_fence = Gauge(
+        server_fence = gauge(
             "nodegate_server_fence",
             "1 when the API server fences this leader's writes (the fence policy is installed "
             "and bound to its Lease, checked when it starts to lead); 0: fenced on the client "
             "only.",
-            registry=r,
         )
-        resync_seconds = Gauge(
+        resync_seconds = gauge(
             "nodegate_resync_duration_seconds",
             "How long the last periodic resync took: every cached node queued, until each was "
             "reconciled (a pass near the resync period means nodes wait behind it).",
-            registry=r,
         )
-        resyncs = Counter("nodegate_resyncs", "Periodic resyncs completed.", registry=r)
-        queue_depth = Gauge(
+        resyncs = counter("nodegate_resyncs", "Periodic resyncs completed.")
+        queue_depth = gauge(
             "nodegate_queue_depth",
             "Nodes waiting to be reconciled, now or after a delay (retries, re-checks).",
-            registry=r,
         )
-        queue_wait_seconds = Histogram(
+        queue_wait_seconds = histogram(
             "nodegate_queue_wait_seconds",
             "How long a node waited in the queue for a worker, by lane (event: it changed; "
             "resync: the periodic pass), as client-go's workqueue_queue_duration_seconds: in a "
             "burst of changes, the time spent behind other nodes.",
             ["lane"],
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
-            registry=r,
         )
-        node_events = Counter(
+        node_events = counter(
             "nodegate_node_watch_events",
             "Node watch events by outcome: queued, unchanged (nothing the rules read changed: "
             "heartbeats), deleted, or no_rules.",
             ["outcome"],
-            registry=r,
         )
-        self.watches = WatchMetrics(
-            Counter(
-                "nodegate_informer_errors",
-                "List/watch failures by informer (each one backs off and retries).",
-                ["informer"],
-                registry=r,
-            ),
-            Counter(
-                "nodegate_watch_stalls",
-                "Watches presumed dead after a silence past their liveness bound (a partition "
-                "that neither closes nor refuses the connection); each is resumed on a new "
-                "connection.",
-                ["informer"],
-                registry=r,
-            ),
+        self._informer_errors = counter(
+            "nodegate_informer_errors",
+            "List/watch failures by informer (each one backs off and retries).",
+            ["informer"],
         )
-        self.on_informer_error: ErrorHook = self.watches.on_informer_error
-        """Every informer's `on_error` (gate pods are handed this alone)."""
-        cached_objects = Gauge(
-            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"], registry=r
+        self._watch_stalls = counter(
+            "nodegate_watch_stalls",
+            "Watches presumed dead after a silence past their liveness bound (a partition "
+            "that neither closes nor refuses the connection); each is resumed on a new "
+            "connection.",
+            ["informer"],
+        )
+        cached_objects = gauge(
+            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"]
         )
         self.rules_source = RulesSourceMetrics(
             rules_valid, rules_rejected, errors, self.on_informer_error
@@ -426,173 +383,152 @@ class Metrics:
             queue_wait_seconds,
             node_events,
             cached_objects,
-            self.on_informer_error,
-            Gauge(
+            gauge(
                 "nodegate_server_clock_disagreement_seconds",
                 "How far the API server's time, at its last reading, was ahead (+) or behind "
                 "(-) nodegate's clock (kit/server_clock.py): within about a second while they "
                 "agree; a disagreement is believed only when it lasts, and then followed slowly.",
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_server_clock_disagreements",
                 "Readings of the API server's time that disagreed with nodegate's clock beyond "
                 "its tolerance (each one; none of them moved the clock on its own).",
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_server_clock_correction_seconds",
                 "How far nodegate's clock has been moved, by lasting disagreements, off its first "
                 "reading of the API server's time advanced by the monotonic clock (moves at 1 % "
                 "of elapsed time at most).",
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_node_agents_cannot_run",
                 "Nodes on which a node-agent rule's listed DaemonSet will not be run by the "
                 "DaemonSet controller (its placement, another taint), by rule, DaemonSet and "
                 "action: skip (the node does not wait for it) or wait (cannotRun: wait: the node "
                 "keeps the taint until that changes).",
                 ["rule", "daemonset", "action"],
-                registry=r,
             ),
         )
-        loop_failed = Gauge(
+        loop_failed = gauge(
             "nodegate_loop_failed",
             "1 if a long-running loop ended unexpectedly (/healthz then fails).",
             ["loop"],
-            registry=r,
         )
 
         # The client library's own: memory and CPU (process_*) and the cycle collector's runs
         # by generation (python_gc_*), what the default registry would have exported.
         ProcessCollector(registry=r)
         GCCollector(registry=r)
-        gc_pauses = Histogram(
+        gc_pauses = histogram(
             "nodegate_gc_pause_seconds",
             "Pauses of the cycle collector by generation: a generation-2 (full) collection "
             "stops every thread of the reconciler while it walks the heap.",
             ["generation"],
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
-            registry=r,
         )
         self.process = ProcessMetrics(
             is_leader, fence_held, writes_fenced, server_fence, loop_failed, gc_pauses, errors
         )
 
         # Persisted-label records.
-        label_records = Gauge(
-            "nodegate_label_records", "Persisted-label records in the store.", registry=r
-        )
+        label_records = gauge("nodegate_label_records", "Persisted-label records in the store.")
         self.labels = LabelRecordMetrics(
-            Counter(
-                "nodegate_label_restores",
-                "Persisted labels put back on re-created nodes.",
-                registry=r,
-            ),
-            Counter(
+            counter("nodegate_label_restores", "Persisted labels put back on re-created nodes."),
+            counter(
                 "nodegate_label_restore_failures",
                 "Restores that failed, by reason (each is retried).",
                 ["reason"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_label_records_forgotten",
                 "Records of deleted nodes garbage-collected after forgetAfter.",
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_label_keys_contested",
                 "Persisted-label record keys (providerIDs, names) that more than one live node "
                 "claims: their records are neither restored nor taken over until one node is "
                 "left.",
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_label_records_withheld",
                 "Reconciles that left a record's labels off a node, by reason (contested: "
                 "another live node claims its key; unproven: nothing shows the node is the "
                 "recorded machine; other_machine: the record is another machine's and stays so).",
                 ["reason"],
-                registry=r,
             ),
         )
         self.label_store = LabelStoreMetrics(
             label_records,
-            Counter(
+            counter(
                 "nodegate_label_records_quarantined",
                 "Unreadable records copied aside (never overwritten, never dropped).",
-                registry=r,
             ),
             self.on_informer_error,
         )
 
         # OCI instance state as node conditions (only the leader's poller counts).
         self.oci = OciMetrics(
-            Counter(
+            counter(
                 "nodegate_oci_list_calls",
                 "ListInstances calls (one per page), by outcome (ok, or the error's kind).",
                 ["outcome"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_oci_errors",
                 "Failed compartment listings, by kind (auth, not_found, throttled, server, "
                 "timeout, other), failed client setups (setup) and refused condition writes "
                 "(write); each is retried.",
                 ["kind"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_oci_condition_writes",
                 "OCI conditions written on Nodes, by type and status.",
                 ["type", "status"],
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_oci_instances",
                 "Instances listed in the compartments that answered at the last poll.",
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_oci_nodes_unlisted",
                 "Nodes with an OCI providerID whose instance no compartment listed at the last "
                 "poll (their OCI conditions are left as they are).",
-                registry=r,
             ),
-            Gauge(
+            gauge(
                 "nodegate_oci_last_poll_timestamp_seconds",
                 "When the last poll in which every compartment answered ended (unix time).",
-                registry=r,
             ),
         )
 
         # Startup gates.
         self.gates = GateMetrics(
-            Histogram(
+            histogram(
                 "nodegate_time_to_ungate_seconds",
                 "From node creation to its startup gate being lifted.",
                 ["gate", "pool"],
                 buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_gate_timeouts",
                 "Startup gates that reached their timeout, by what was done (keep or lift).",
                 ["gate", "action"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_gates_put_back",
                 "Startup gates added back: after a reboot (regate) or onto an idle node "
                 "(backfill).",
                 ["gate"],
-                registry=r,
             ),
-            Counter(
+            counter(
                 "nodegate_backfill_skipped",
                 "Nodes not backfilled because they already run workload pods.",
                 ["gate"],
-                registry=r,
             ),
         )
+
+    def on_informer_error(self, informer: str, err: BaseException) -> None:
+        """Every informer's `on_error` (gate pods are handed this alone): every failure
+        counted, a dead watch also as a stall."""
+        self._informer_errors.labels(informer).inc()
+        if isinstance(err, WatchStalledError):
+            self._watch_stalls.labels(informer).inc()
