@@ -13,20 +13,10 @@ from typing import Any, Protocol
 
 from kubernetes import client
 
-from nodegate.reconciler.kit.client import (
-    CONNECT_TIMEOUT_SECONDS,
-    Direct,
-    call,
-    drop_idle_connections,
-    json_body,
-)
-from nodegate.reconciler.kit.errors import (
-    ConflictError,
-    NotFoundError,
-    TimedOutError,
-)
+from nodegate.reconciler.kit.client import CONNECT_TIMEOUT_SECONDS
+from nodegate.reconciler.kit.errors import ConflictError
 from nodegate.reconciler.kit.fence import Clock, LeaderFence
-from nodegate.reconciler.kit.kube import RawObject, path_of
+from nodegate.reconciler.kit.kube import KubeApi, RawObject, path_of
 
 log = logging.getLogger("nodegate.leader")
 
@@ -60,9 +50,10 @@ class LeaseApi(Protocol):
     def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject: ...
 
 
-class KubeLeaseApi:
-    """`LeaseApi` on the official client's configuration and pool (sent by `Direct`, not the
-    generated `CoordinationV1Api`: why in its docstring), each call cut at `timeout_seconds`.
+class KubeLeaseApi(KubeApi):
+    """`LeaseApi` on the official client's configuration and pool, sent as `KubeApi`'s calls
+    are, each cut at `timeout_seconds` (a read that timed out drops the pool's idle
+    connections).
 
     urllib3 tries a connect up to four times (`load_api_client`), so each attempt gets an
     eighth of the cut (at most the usual connect timeout): with the whole cut per attempt, a
@@ -71,32 +62,18 @@ class KubeLeaseApi:
     already stepped down."""
 
     def __init__(self, api_client: client.ApiClient, timeout_seconds: float) -> None:
-        self._api_client = api_client
-        self._direct = Direct(api_client)
+        super().__init__(api_client, timeout_seconds)
         self._timeout = (min(CONNECT_TIMEOUT_SECONDS, timeout_seconds / 8), timeout_seconds)
 
     def read_lease(self, namespace: str, name: str) -> RawObject | None:
-        try:
-            return self._raw("GET", path_of("Lease", namespace, name))
-        except NotFoundError:
-            return None
+        return self._read_or_none(path_of("Lease", namespace, name))
 
     def create_lease(self, namespace: str, body: RawObject) -> RawObject:
-        return self._raw("POST", path_of("Lease", namespace), body)
+        return self._raw("POST", path_of("Lease", namespace), body=body)
 
     def replace_lease(self, namespace: str, name: str, body: RawObject) -> RawObject:
         """PUT with the body's resourceVersion: a concurrent change answers 409."""
-        return self._raw("PUT", path_of("Lease", namespace, name), body)
-
-    def _raw(self, method: str, path: str, body: RawObject | None = None) -> RawObject:
-        """One Lease call as raw JSON; a read that timed out, in the head or the body
-        (`json_body`), drops the pool's idle connections."""
-        try:
-            response = call(self._direct.request, method, path, self._timeout, body=body)
-            return json_body(response, self._timeout)
-        except TimedOutError:
-            drop_idle_connections(self._api_client)
-            raise
+        return self._raw("PUT", path_of("Lease", namespace, name), body=body)
 
 
 @dataclass(frozen=True)
