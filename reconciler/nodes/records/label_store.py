@@ -71,18 +71,15 @@ class LabelStore:
         """Create, or replace the version that was read (ConflictError if it changed)."""
         data = encode_record(record)
         if stored is None:
-            body: RawObject = record_configmap(self.namespace, name, data)
-            created = self._api.create_configmap(self.namespace, body)
-            self._remember(created)
-            return
-        body = {**stored.raw, "data": data}
-        replaced = self._api.replace_configmap(self.namespace, name, body)
-        self._remember(replaced)
-
-    def _remember(self, raw: RawObject) -> None:
-        """Our own write is in the cache at once (the watch event may come later), so the next
-        reconcile of the node does not plan against the older record."""
-        self.informer.put(raw)
+            body = record_configmap(self.namespace, name, data)
+            written = self._api.create_configmap(self.namespace, body)
+        else:
+            written = self._api.replace_configmap(
+                self.namespace, name, {**stored.raw, "data": data}
+            )
+        # Our own write is in the cache at once (the watch event may come later), so the next
+        # reconcile of the node does not plan against the older record.
+        self.informer.put(written)
 
     def delete(self, stored: StoredRecord) -> None:
         with contextlib.suppress(NotFoundError):  # already gone: what we wanted

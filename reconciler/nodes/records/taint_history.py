@@ -32,7 +32,7 @@ class TaintHistory:
         self,
         api: FencedApi,
         namespace: str,
-        on_error: Callable[[str], None] | None = None,
+        on_error: Callable[[str], None] = lambda _kind: None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._api = api
@@ -78,8 +78,7 @@ class TaintHistory:
             write_data(self._api, self._namespace, HISTORY_CONFIGMAP, data_of)
         except KubeError as err:
             log.warning("could not store the taint history", extra={"error": str(err)})
-            if self._on_error is not None:
-                self._on_error("api")
+            self._on_error("api")
             return False
         with self._lock:
             self._persisted = True
@@ -95,6 +94,5 @@ class TaintHistory:
             return decode_history((raw or {}).get("data"))
         except HistoryError as err:
             log.error("taint history unreadable; treating it as empty", extra={"error": str(err)})
-            if self._on_error is not None:
-                self._on_error("history")
+            self._on_error("history")
             return {}
