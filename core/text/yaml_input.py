@@ -167,24 +167,15 @@ def _load(
     except MarkedYAMLError as err:
         raise _error(source, err.problem_mark or err.context_mark, _syntax_message(err)) from err
     except ReaderError as err:  # decode() refuses what the reader would; kept as a backstop
-        line, column = _line_col(text, err.position)
-        raise RulesError(
-            [Problem(line, column, source, (), f"YAML reader error: {err.reason}")]
-        ) from err
+        where = _line_col(text, err.position)
+        raise _refused(source, f"YAML reader error: {err.reason}", where) from err
     # A bug in the YAML library on input no test has tried: still a refusal, never a crash (the
     # fuzz tier fails on it, because this problem has no place).
     except Exception as err:
-        raise RulesError(
-            [
-                Problem(
-                    0,
-                    0,
-                    source,
-                    (),
-                    f"the YAML parser failed on this input ({type(err).__name__}: {err}); "
-                    "simplify the YAML (plain keys and values, no tags or anchors)",
-                )
-            ]
+        raise _refused(
+            source,
+            f"the YAML parser failed on this input ({type(err).__name__}: {err}); "
+            "simplify the YAML (plain keys and values, no tags or anchors)",
         ) from err
 
 
@@ -198,36 +189,22 @@ def decode(data: str | bytes, source: str) -> str:
         # A character is 1-4 bytes in UTF-8: only encode (to measure) when it could be over.
         size = len(data) if len(data) * 4 <= MAX_BYTES else len(_utf8(data))
     if size > MAX_BYTES:
-        raise RulesError(
-            [
-                Problem(
-                    0,
-                    0,
-                    source,
-                    (),
-                    f"larger than {MAX_BYTES:,} bytes (1 MiB, the most a ConfigMap holds), the "
-                    "most nodegate reads: a thousand rules take about 240 KB; remove what is "
-                    "not needed or split the input",
-                )
-            ]
+        raise _refused(
+            source,
+            f"larger than {MAX_BYTES:,} bytes (1 MiB, the most a ConfigMap holds), the most "
+            "nodegate reads: a thousand rules take about 240 KB; remove what is not needed or "
+            "split the input",
         )
     text = _text(data, source) if isinstance(data, bytes) else data
     text = text.removeprefix("\ufeff")
     bad = Reader.NON_PRINTABLE.search(text)
     if bad is not None:
-        line, column = _line_col(text, bad.start())
-        raise RulesError(
-            [
-                Problem(
-                    line,
-                    column,
-                    source,
-                    (),
-                    f"character U+{ord(bad.group()):04X} is not allowed in YAML (a control "
-                    "character, often invisible in an editor): delete it, or inside a "
-                    f'double-quoted string write it as the escape "\\u{ord(bad.group()):04x}"',
-                )
-            ]
+        raise _refused(
+            source,
+            f"character U+{ord(bad.group()):04X} is not allowed in YAML (a control character, "
+            "often invisible in an editor): delete it, or inside a double-quoted string write "
+            f'it as the escape "\\u{ord(bad.group()):04x}"',
+            _line_col(text, bad.start()),
         )
     return text
 
@@ -241,9 +218,9 @@ def check_limits(data: Any, source: str) -> None:
         value, path = stack.pop()
         count += 1
         if len(path) >= MAX_DEPTH:
-            raise RulesError([Problem(0, 0, source, path, _too_deep())])
+            raise _refused(source, _too_deep(), path=path)
         if count > MAX_NODES:
-            raise RulesError([Problem(0, 0, source, path, _too_many())])
+            raise _refused(source, _too_many(), path=path)
         if isinstance(value, dict):
             count += len(value)  # the keys
             stack.extend((v, (*path, str(k))) for k, v in value.items())
@@ -262,37 +239,23 @@ def _utf8(text: str) -> bytes:
 def _text(data: bytes, source: str) -> str:
     for bom, encoding in _UTF16_32_BOMS:
         if data.startswith(bom):
-            raise RulesError(
-                [
-                    Problem(
-                        1,
-                        1,
-                        source,
-                        (),
-                        f"the text is {encoding} (it starts with a {encoding} byte-order mark); "
-                        "nodegate reads UTF-8 only: save it as UTF-8 (e.g. iconv -f "
-                        f"{encoding} -t UTF-8)",
-                    )
-                ]
+            raise _refused(
+                source,
+                f"the text is {encoding} (it starts with a {encoding} byte-order mark); nodegate "
+                f"reads UTF-8 only: save it as UTF-8 (e.g. iconv -f {encoding} -t UTF-8)",
+                (1, 1),
             )
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return data[skip:].decode("utf-8")
     except UnicodeDecodeError as err:
         before = data[skip : skip + err.start].decode("utf-8")  # valid up to the first bad byte
-        line, column = _line_col(before, len(before))
-        raise RulesError(
-            [
-                Problem(
-                    line,
-                    column,
-                    source,
-                    (),
-                    f"byte 0x{data[skip + err.start]:02X} (byte offset {skip + err.start}) is "
-                    "not UTF-8; nodegate reads UTF-8 only: save the file as UTF-8 (e.g. iconv "
-                    "-f latin1 -t UTF-8 if it was written as Latin-1)",
-                )
-            ]
+        raise _refused(
+            source,
+            f"byte 0x{data[skip + err.start]:02X} (byte offset {skip + err.start}) is not "
+            "UTF-8; nodegate reads UTF-8 only: save the file as UTF-8 (e.g. iconv -f latin1 -t "
+            "UTF-8 if it was written as Latin-1)",
+            _line_col(before, len(before)),
         ) from err
 
 
@@ -489,8 +452,16 @@ def _syntax_message(err: MarkedYAMLError) -> str:
 
 
 def _error(source: str, mark: Any, message: str) -> RulesError:
-    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
-    return RulesError([Problem(line, column, source, (), message)])
+    where = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    return _refused(source, message, where)
+
+
+def _refused(
+    source: str, message: str, where: tuple[int, int] = (0, 0), path: DocPath = ()
+) -> RulesError:
+    """The one problem that stops the reading, at `where` (1-based line and column; (0, 0):
+    no place known)."""
+    return RulesError([Problem(*where, source, path, message)])
 
 
 # --- plain data ----------------------------------------------------------------------------
