@@ -39,7 +39,6 @@ class _Recorded:
     namespace: str
     name: str
     count: int
-    first_timestamp: str
     at: float
 
 
@@ -114,12 +113,8 @@ class EventRecorder:
                 "count": 1,
             }
             created = self._api.create_event(namespace, event)
-            self._remember(
-                key,
-                _Recorded(
-                    namespace, created["metadata"]["name"], 1, format_time(now), self._clock()
-                ),
-            )
+            recorded = _Recorded(namespace, created["metadata"]["name"], 1, self._clock())
+            self._remember(key, recorded)
         except KubeError as err:
             # An Event is a report, not the change itself: losing one must not undo the work.
             log.warning("could not record event", extra={"reason": reason, "error": str(err)})

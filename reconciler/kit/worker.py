@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from nodegate.reconciler.kit.errors import KubeError, TemporaryError, ThrottledError
+from nodegate.reconciler.kit.errors import KubeError, ThrottledError
 from nodegate.reconciler.kit.workqueue import WorkQueue
 
 ErrorKind = Literal["temporary", "throttled", "internal"]
@@ -59,16 +59,12 @@ class Refused:
 Outcome = Done | RequeueAfter | Retry | Refused
 
 
-def retry_after(err: KubeError) -> float:
-    """A server's Retry-After (429, 503) as the least delay of the retry."""
-    return (err.retry_after or 0.0) if isinstance(err, TemporaryError) else 0.0
-
-
 def retry(err: KubeError, what: str) -> Retry:
-    """A failed call retried with the key's backoff, no sooner than the server asked; a 429
-    (the API server's flow control at work) counts as `throttled`, not as a failure."""
+    """A failed call retried with the key's backoff, no sooner than the server asked (its
+    Retry-After, on a 429 or 503); a 429 (the API server's flow control at work) counts as
+    `throttled`, not as a failure."""
     kind: ErrorKind = "throttled" if isinstance(err, ThrottledError) else "temporary"
-    return Retry(err, what, retry_after(err), kind)
+    return Retry(err, what, getattr(err, "retry_after", None) or 0.0, kind)
 
 
 class Worker:
