@@ -126,12 +126,21 @@ RuleName = Annotated[
 ]
 
 
-class Taint(Frozen):
-    """A node taint. Its identity for ownership is (key, effect), as for the API server."""
+class TaintRef(Frozen):
+    """A taint another tool declares (e.g. a Karpenter NodePool nodegate does not render):
+    described, not owned, so no ownership checks."""
 
     key: LabelKey
     value: LabelValue = ""
     effect: Effect
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.key, self.effect)
+
+
+class Taint(TaintRef):
+    """A node taint. Its identity for ownership is (key, effect), as for the API server."""
 
     # Keys other controllers own are refused here, except the few open to condition rules
     # (node.kubernetes.io/out-of-service): every other rule kind refuses those itself
@@ -146,10 +155,6 @@ class Taint(Frozen):
             )
         _refuse_reserved(self.key)
         return self
-
-    @property
-    def identity(self) -> tuple[str, str]:
-        return (self.key, self.effect)
 
     # A taint is its key, value and effect, whichever rule it came from: a gate's GateTaint
     # equals the Taint kubelet reads back from the flags (pydantic compares classes too).
@@ -205,19 +210,6 @@ def _check_gate_key(key: str) -> str:
     if not is_ca_gate_key(key):
         _refuse_reserved(key)
     return key
-
-
-class TaintRef(Frozen):
-    """A taint another tool declares (e.g. a Karpenter NodePool nodegate does not render):
-    described, not owned, so no ownership checks."""
-
-    key: LabelKey
-    value: LabelValue = ""
-    effect: Effect
-
-    @property
-    def identity(self) -> tuple[str, str]:
-        return (self.key, self.effect)
 
 
 class MatchExpression(Frozen):
