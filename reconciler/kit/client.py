@@ -146,9 +146,8 @@ class Direct:
         GET sends none); its body not read yet. `timeout`: (connect, read) seconds."""
         url = self._base + path
         if query:
-            url += "?" + urlencode(
-                {key: _text(value) for key, value in query.items()}, quote_via=quote
-            )
+            text = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in query.items()}
+            url += "?" + urlencode(text, quote_via=quote)
         headers = dict(self._headers)
         data = None
         if body is not None:
@@ -167,8 +166,12 @@ class Direct:
         )
         if not 200 <= response.status <= 299:
             # The body is read here, where a stall or a reset is a transport error `call` maps
-            # (ApiException's own read would swallow it, and a fence refusal's words with it).
-            refusal = ApiException(response.status, response.reason, body=_read(response, timeout))
+            # (ApiException's own read would swallow it, and a fence refusal's words with it);
+            # past its first `REFUSAL_BODY_LIMIT` bytes the connection is closed instead.
+            said = _read_all(response, timeout, keep=True, limit=REFUSAL_BODY_LIMIT)
+            refusal = ApiException(
+                response.status, response.reason, body=said.decode(errors="replace")
+            )
             refusal.headers = response.headers
             raise refusal
         if not str(response.headers.get("Content-Type", "")).startswith("application/json"):
@@ -177,25 +180,12 @@ class Direct:
         return response
 
 
-def _text(value: str | int | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 DRAIN_CHUNK = 64 * 1024
 
 
 REFUSAL_BODY_LIMIT = 64 * 1024
 """The most of a refusal's body kept: the API server's Status is well under it, and an answer
 that is not one (a proxy's page, a hostile peer's endless body) must not fill the memory."""
-
-
-def _read(response: Any, timeout: tuple[float, float]) -> str:
-    """A refusal's body, its first `REFUSAL_BODY_LIMIT` bytes (the rest is not read: the
-    connection is closed instead)."""
-    body = _read_all(response, timeout, keep=True, limit=REFUSAL_BODY_LIMIT)
-    return body.decode("utf-8", "replace")
 
 
 def _read_all(
