@@ -20,8 +20,8 @@ reconciler is ready), and it is applied beside them.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import pulumi
@@ -35,41 +35,28 @@ from nodegate.manifests.settings import DeploySettings, Manifest
 
 TYPE_TOKEN = "nodegate:index:Reconciler"
 
-_Factory = Callable[..., pulumi.CustomResource]
-
-_RESOURCES: dict[tuple[str, str], _Factory] = {
-    (
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-    ): k8s.apiextensions.v1.CustomResourceDefinition,
-    ("v1", "Namespace"): k8s.core.v1.Namespace,
-    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("v1", "Secret"): k8s.core.v1.Secret,
-    (
-        "admissionregistration.k8s.io/v1",
-        "MutatingWebhookConfiguration",
-    ): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
-    (
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicy",
-    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
-    (
-        "admissionregistration.k8s.io/v1",
-        "ValidatingAdmissionPolicyBinding",
-    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
-    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
-    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
-    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
+_RESOURCES: dict[str, tuple[ModuleType, tuple[str, ...]]] = {
+    "apiextensions.k8s.io/v1": (k8s.apiextensions.v1, ("CustomResourceDefinition",)),
+    "v1": (k8s.core.v1, ("Namespace", "ServiceAccount", "ConfigMap", "Service", "Secret")),
+    "admissionregistration.k8s.io/v1": (
+        k8s.admissionregistration.v1,
+        (
+            "MutatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+        ),
+    ),
+    "rbac.authorization.k8s.io/v1": (
+        k8s.rbac.v1,
+        ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
+    ),
+    "apps/v1": (k8s.apps.v1, ("Deployment",)),
+    "policy/v1": (k8s.policy.v1, ("PodDisruptionBudget",)),
+    "networking.k8s.io/v1": (k8s.networking.v1, ("NetworkPolicy",)),
 }
-"""The Pulumi resource class of each kind the builder makes; custom resources (the
-PrometheusRule, ServiceMonitor, PodMonitor, cert-manager's Certificate, nodegate's own
-NodeRules) go through `apiextensions.CustomResource`."""
+"""By apiVersion: the Pulumi module and the kinds the builder makes of it (each module's class
+of a kind is named after it); custom resources (the PrometheusRule, ServiceMonitor, PodMonitor,
+cert-manager's Certificate, nodegate's own NodeRules) go through `apiextensions.CustomResource`."""
 
 _CUSTOM = {
     ("nodegate.dev/v1", "NodeRules"),
@@ -117,8 +104,8 @@ def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.C
             spec=obj["spec"],
             opts=opts,
         )
-    factory = _RESOURCES.get(key)
-    if factory is None:
+    module, kinds = _RESOURCES.get(obj["apiVersion"], (None, ()))
+    if obj["kind"] not in kinds:
         raise ValueError(f"no Pulumi resource for {key[0]} {key[1]}: add it to _RESOURCES")
     fields = {
         _ARGUMENT.get(field, field): value
@@ -126,7 +113,8 @@ def _declare(name: str, obj: Manifest, opts: pulumi.ResourceOptions) -> pulumi.C
         if field not in ("apiVersion", "kind", "metadata")
     }
     fields["metadata"] = stack_owned(obj["metadata"])
-    return factory(name, opts=opts, **fields)
+    resource: pulumi.CustomResource = getattr(module, obj["kind"])(name, opts=opts, **fields)
+    return resource
 
 
 class Reconciler(pulumi.ComponentResource):
