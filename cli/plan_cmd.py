@@ -5,8 +5,8 @@ Exit codes for CI (docs/infra.md, "Before `pulumi up` or a GitOps merge"): 0 no 
 3 the reconciler's blast-radius guard would hold the new rules, 1 an error (bad rules, no
 cluster, an unreadable input file). Nothing is written to the cluster, whatever happens.
 
-The plan reads what it plans with from a source (`cli.plan_sources`): the live cluster, or files
-offline; `planned` decides from either with one sequence, and the offline source says what it
+The plan reads what it plans with (`cli.plan_sources.PlanInputs`) from the live cluster, or from
+files offline; `planned` decides from either with one sequence, and offline it says what it
 assumed where files cannot say what the cluster would (the rules in force, the taint history,
 the guard's limit, the clock).
 """
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from nodegate.cli.live.cluster import Cluster
-    from nodegate.cli.plan_sources import InForce, PlanSource
+    from nodegate.cli.plan_sources import PlanInputs
     from nodegate.core.decisions.verdicts import PlanFacts
     from nodegate.core.reports.rules_change import RulesChange
     from nodegate.core.rules.model import NodeRules
@@ -138,7 +138,6 @@ def plan_rules(
     from rich.console import Console  # noqa: PLC0415  (see the imports)
     from rich.text import Text  # noqa: PLC0415
 
-    from nodegate.cli.plan_sources import FileSource  # noqa: PLC0415
     from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
 
     new = _load(rules_file)
@@ -156,20 +155,12 @@ def plan_rules(
             _fail(f"{', '.join(given)}: for a plan offline, with --nodes FILE")
         cluster = connect(kubeconfig, context, namespace, rules_configmap)
         new = _with_the_other_objects(cluster, rules_file, new)
-        result = _planned_live(cluster, new, max_untaint_share, progress)
+        read = _read_live(cluster, new, progress)
     else:
-        _check_objects_given(new, daemon_sets, pods, csi_nodes)
-        source = FileSource(
-            tuple(_read_nodes(nodes_file)),
-            _in_force_file(in_force_file),
-            _clock(now),
-            _objects(daemon_sets, "DaemonSet"),
-            _objects(pods, "Pod"),
-            _objects(csi_nodes, "CSINode"),
-            limit_given=max_untaint_share is not None,
-            clock_given=now is not None,
+        read = _read_files(
+            new, nodes_file, in_force_file, now, daemon_sets, pods, csi_nodes, max_untaint_share
         )
-        result = planned(source, new, max_untaint_share, progress)
+    result = planned(read, new, max_untaint_share, progress)
     seconds = time.monotonic() - started
     if output is Output.json:
         typer.echo(json.dumps(result.to_data(), indent=2))
@@ -198,63 +189,73 @@ class Planned:
 
 
 def planned(
-    source: PlanSource,
+    read: PlanInputs,
     new: NodeRules,
     max_untaint_share: float | None,
     progress: Console | None = None,
 ) -> Planned:
     """Plan every node under the rules in force and under `new`, with the facts the
     reconciler's blast-radius guard judges an update with (the clock, the taint history, and
-    the node agents of the rules judged), whatever the source. May raise what the source does."""
-    from nodegate.cli.plan_sources import node_agents  # noqa: PLC0415  (see the imports)
-    from nodegate.core.decisions.node_agents import lifted_taints  # noqa: PLC0415
+    the node agents of the rules judged), wherever they were read."""
+    from nodegate.core.decisions.node_agents import lifted_taints  # noqa: PLC0415  (see the imports)
     from nodegate.core.decisions.node_decision import plan_facts  # noqa: PLC0415
     from nodegate.core.reports.rules_change import rules_change  # noqa: PLC0415
+    from nodegate.core.views.csi_nodes import registered_drivers  # noqa: PLC0415
 
-    in_force = source.in_force()
-    owned = source.previously_owned(in_force.rules)
-    at = source.now()
-    nodes = _listed(source, progress)
-    objects = source.agent_objects(new) if new.node_agents else None
+    objects = read.agents
     lifted = lifted_taints(new)
 
     def facts(node: NodeState) -> PlanFacts:
         if objects is None:
-            return plan_facts(at, owned)
-        agents = node_agents(new, node, objects, lifted)
-        return plan_facts(at, owned, agents=agents, departed=objects.departures.get(node.name))
+            return plan_facts(read.at, read.owned)
+        drivers = registered_drivers(objects.csi_nodes.get(node.name), node.uid)
+        departed = objects.departures.get(node.name)
+        agents = objects.readiness(new, node, drivers, departed, lifted)
+        return plan_facts(read.at, read.owned, agents=agents, departed=departed)
 
-    published = in_force.max_untaint_share
-    limit = max_untaint_share if max_untaint_share is not None else published
+    limit = max_untaint_share if max_untaint_share is not None else read.published_limit
     limit = default_share() if limit is None else limit
-    pairs = [(n, facts(n)) for n in nodes]
+    pairs = [(n, facts(n)) for n in read.nodes]
     if progress is not None and progress.is_terminal:
-        with progress.status(f"planning {len(nodes)} nodes"):
-            change = rules_change(pairs, new, in_force.rules, limit)
+        with progress.status(f"planning {len(read.nodes)} nodes"):
+            change = rules_change(pairs, new, read.in_force, limit)
     else:
-        change = rules_change(pairs, new, in_force.rules, limit)
-    return Planned(change, in_force.which, limit, source.assumed(new))
+        change = rules_change(pairs, new, read.in_force, limit)
+    return Planned(change, read.which, limit, read.assumed)
 
 
-def _listed(source: PlanSource, progress: Console | None) -> list[NodeState]:
-    if progress is not None and progress.is_terminal:
-        with progress.status("listing nodes") as spinner:
-            return source.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
-    return source.nodes(lambda _n: None)
-
-
-def _planned_live(
-    cluster: Cluster, new: NodeRules, max_untaint_share: float | None, progress: Console
-) -> Planned:
-    """`planned` from the live cluster, or its error on stderr and exit 1: it cannot be
-    reached, or its status record cannot say which rules are in force."""
+def _read_live(cluster: Cluster, new: NodeRules, progress: Console) -> PlanInputs:
+    """What the live cluster says, or its error on stderr and exit 1: it cannot be reached, or
+    its status record cannot say which rules are in force (never guessed). Compared with: the
+    reconciler's rules in force (its status record; none at generation 0), else, with no record
+    at all, the rules ConfigMap's, else none (every change is new)."""
     # The Kubernetes client is loaded for a live plan only: an offline one never needs it.
     from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415
-    from nodegate.cli.live.plan_source import LiveSource  # noqa: PLC0415
+    from nodegate.cli.plan_sources import AgentObjects, PlanInputs, agents_read  # noqa: PLC0415
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
     try:
-        return planned(LiveSource(cluster), new, max_untaint_share, progress)
+        published = cluster.rules_in_force()
+        rules, which, limit = None, "no rules (none are in force)", None
+        if published is not None:
+            rules, which = published.rules, published.which
+            limit = published.status.max_untaint_share
+            if rules is not None:
+                which = f"the rules in force (generation {published.status.generation})"
+        elif (configmap := cluster.rules_source()).rules is not None:
+            rules, which = configmap.rules, f"the rules ConfigMap {configmap.view.reference}"
+        owned = cluster.previously_owned()
+        at = cluster.now()
+        if progress.is_terminal:
+            with progress.status("listing nodes") as spinner:
+                nodes = cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
+        else:
+            nodes = cluster.nodes()
+        objects = None
+        if new.node_agents:
+            reads = (agents_read(new, "node-agents"), agents_read(new, "csi-nodes"))
+            listed = cluster.agent_objects(new, *reads)
+            objects = AgentObjects.of(new, *listed, cluster.departures())
     except KubeError as err:
         _fail(str(err))
     except RulesInForceUnknownError as err:
@@ -262,6 +263,62 @@ def _planned_live(
             f"the rules in force are unknown, so nothing was compared: {err} (the reconciler "
             "rewrites its status record when rules next take effect)"
         )
+    return PlanInputs(rules, which, at, owned, nodes, objects, limit)
+
+
+def _read_files(
+    new: NodeRules,
+    nodes_file: Path,
+    in_force_file: Path | None,
+    now: str | None,
+    daemon_sets: Sequence[Path] | None,
+    pods: Sequence[Path] | None,
+    csi_nodes: Sequence[Path] | None,
+    max_untaint_share: float | None,
+) -> PlanInputs:
+    """The plan's inputs read from files (the shell reads them), or every problem with its place
+    and exit 1. What files cannot say is assumed, and said."""
+    from nodegate.cli.plan_sources import AgentObjects, PlanInputs  # noqa: PLC0415  (see the imports)
+    from nodegate.core.decisions.dry_run import live_owned_taints  # noqa: PLC0415
+
+    _check_objects_given(new, daemon_sets, pods, csi_nodes)
+    nodes = _read_nodes(nodes_file)
+    if in_force_file is None:
+        in_force, which = None, "no rules (offline, no --in-force FILE: every change counts)"
+    else:
+        in_force, which = _load(in_force_file), f"the rules in {in_force_file} (--in-force)"
+    at = _clock(now)
+    listed = (
+        _objects(daemon_sets, "DaemonSet"),
+        _objects(pods, "Pod"),
+        _objects(csi_nodes, "CSINode"),
+    )
+    history = "the taints of the rules in force only" if in_force else "none"
+    assumed = [
+        f"the taint history holds {history}: a taint that only an earlier rules generation "
+        "owned stays in this plan, where the reconciler would remove it"
+    ]
+    if max_untaint_share is None:
+        assumed.append(
+            "the guard's limit is the reconciler's default (the running reconciler's is in "
+            "its status record; --max-untaint-share sets it)"
+        )
+    if now is None:
+        assumed.append("now is this host's clock, not the API server's (--now sets it)")
+    if new.node_agents:
+        assumed.append(
+            "no Node object was seen go (the reconciler's sightings record): a pod Ready "
+            "for a deleted Node of the same name does not count for its successor"
+        )
+    return PlanInputs(
+        in_force,
+        which,
+        at,
+        live_owned_taints(in_force) if in_force is not None else frozenset(),
+        nodes,
+        AgentObjects.of(new, *listed) if new.node_agents else None,
+        assumed=tuple(assumed),
+    )
 
 
 def _with_the_other_objects(cluster: Cluster, rules_file: Path, new: NodeRules) -> NodeRules:
@@ -321,14 +378,6 @@ def _clock(now: str | None) -> datetime:
     if at is None:
         _fail(f"--now {now!r} is not an RFC 3339 time: write e.g. {EXAMPLE_TIME}")
     return at
-
-
-def _in_force_file(path: Path | None) -> InForce:
-    from nodegate.cli.plan_sources import InForce  # noqa: PLC0415  (see the imports)
-
-    if path is None:
-        return InForce(None, "no rules (offline, no --in-force FILE: every change counts)")
-    return InForce(_load(path), f"the rules in {path} (--in-force)")
 
 
 def _check_objects_given(

@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes import client
 
+from nodegate.cli.plan_sources import AgentObjects
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.eviction_budget import Grant
 from nodegate.core.decisions.init_pods import (
@@ -27,11 +28,7 @@ from nodegate.core.decisions.init_pods import (
     slim_pod,
     spec_signals,
 )
-from nodegate.core.decisions.node_agents import (
-    AgentReadiness,
-    agent_readiness,
-    lifted_taints,
-)
+from nodegate.core.decisions.node_agents import AgentReadiness, lifted_taints
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     RECORD_LABEL,
@@ -83,11 +80,7 @@ from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.text.errors import RulesError
 from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
-from nodegate.core.views.daemon_sets import (
-    DAEMON_SET_POD_LABEL,
-    slim_agent_pod,
-    slim_daemon_set,
-)
+from nodegate.core.views.daemon_sets import DAEMON_SET_POD_LABEL
 from nodegate.core.views.pods import is_workload_pod
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
@@ -441,13 +434,8 @@ class Cluster:
         if not rules.node_agents:
             return {}
         listed, on_node, _ = self.agent_objects(rules, True, False, node.name)
-        daemon_sets = [slim_daemon_set(raw) for raw in listed]
-        pods = [slim_agent_pod(raw) for raw in on_node]
-        lifted = lifted_taints(rules)
-        return {
-            rule.name: agent_readiness(rule, node, daemon_sets, pods, csi_drivers, lifted, departed)
-            for rule in rules.node_agents
-        }
+        objects = AgentObjects.of(rules, listed, on_node)
+        return objects.readiness(rules, node, csi_drivers, departed, lifted_taints(rules))
 
     def workload_pods(self, node: str) -> int:
         """The workload pods bound to `node`, as the reconciler's backfill check counts them."""

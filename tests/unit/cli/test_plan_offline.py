@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 from nodegate.cli.main import app
 from nodegate.cli.plan_cmd import planned
-from nodegate.cli.plan_sources import FileSource, InForce
+from nodegate.cli.plan_sources import PlanInputs
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.rules_change import rules_change
 from nodegate.core.rules.loader import parse_rules
@@ -176,7 +176,7 @@ def test_offline_plan_decides_as_the_planner_does_with_the_facts_it_reads() -> N
     at = parse_time(NOW)
     assert at is not None
 
-    result = planned(FileSource(nodes, InForce(None, "none"), at), new, None)
+    result = planned(PlanInputs(None, "none", at, frozenset(), list(nodes)), new, None)
 
     assert result.change == rules_change([(n, PlanFacts(now=at)) for n in nodes], new, None, 0.5)
 
