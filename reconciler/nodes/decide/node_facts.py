@@ -166,20 +166,12 @@ class NodeFacts:
         """The node's facts as the blast-radius guard plans it: nothing asked of its init pods
         or of the API server; its agents looked up for the rules `judged` (an offered update)
         when given, so a rule renamed or retargeted is judged by its own agents."""
-        now, sightings, agents = self._sighted(key)
         cached = self._cached(key)
+        agents = None
         if judged is not None and judged.node_agents and cached is not None:
             drivers = self._csi_nodes.drivers(key, cached.state.uid)
-            departed = self.departures.get(key)
-            agents = self._agents.readiness(judged, cached.state, drivers, departed)
-        return plan_facts(
-            now,
-            self._previously_owned(),
-            sightings,
-            self.boots.get(key),
-            agents,
-            departed=self.departures.get(key),
-        )
+            agents = self._agents.readiness(judged, cached.state, drivers, self.departures.get(key))
+        return self._plan_facts(key, agents)
 
     def for_plan(
         self,
@@ -190,29 +182,31 @@ class NodeFacts:
     ) -> PlanFacts:
         """The node's facts for its reconcile: the guard's, and its gates' init pods, its
         workload pods if a gate would backfill it and the labels its record restores (`work`)."""
-        now, sightings, agents = self._sighted(key)
-        self._on_agents(key, node.state, rules, agents)
-        facts = plan_facts(
+        facts = self._plan_facts(key, restored=work.decision.restore if work is not None else None)
+        self._on_agents(key, node.state, rules, facts.agents)
+        return self._sources.facts(node.state, rules, facts)
+
+    def _plan_facts(
+        self,
+        key: str,
+        agents: Mapping[str, AgentReadiness] | None = None,
+        restored: Mapping[str, str] | None = None,
+    ) -> PlanFacts:
+        """Now, the cached node's conditions sighted once more (a node that sent no event
+        since the rules began reading a condition type is sighted then), its agents (`agents`
+        instead, when given) and what this leader saw of it."""
+        now = self._now()
+        cached = self._cached(key)
+        sightings, found = self._look(key, cached.state, now) if cached is not None else ({}, {})
+        return plan_facts(
             now,
             self._previously_owned(),
             sightings,
             self.boots.get(key),
-            agents,
-            restored_labels=work.decision.restore if work is not None else None,
+            found if agents is None else agents,
+            restored_labels=restored,
             departed=self.departures.get(key),
         )
-        return self._sources.facts(node.state, rules, facts)
-
-    def _sighted(
-        self, key: str
-    ) -> tuple[datetime, Mapping[ConditionKey, Sighting], Mapping[str, AgentReadiness]]:
-        """Now, the cached node's conditions sighted once more (a node that sent no event
-        since the rules began reading a condition type is sighted then), and its agents."""
-        now = self._now()
-        cached = self._cached(key)
-        if cached is None:
-            return now, {}, {}
-        return now, *self._look(key, cached.state, now)
 
     def _look(
         self, key: str, node: NodeState, now: datetime, agents: bool = True
