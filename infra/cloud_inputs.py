@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodegate.bootstrap.user_data import metadata_payload
-
 AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 """AKS agent pool names: lowercase letter first, lowercase letters and digits, at most 12."""
 
@@ -36,23 +34,9 @@ def stack_owned(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {**metadata, "annotations": annotations}
 
 
-def encode_user_data(pool: str, cloud_init: str, limit: int | None = None) -> str:
-    """OCI expects `user_data` in instance metadata base64-encoded (gzipped when only that fits
-    the budget, `limit` bytes or OKE_USER_DATA_BUDGET; rendering has already refused user_data
-    that fits neither way)."""
-    if limit is None:
-        return metadata_payload(pool, cloud_init).value
-    return metadata_payload(pool, cloud_init, limit).value
-
-
 def sha256_hex(text: str) -> str:
     """Digest of what a node boots with, exported so a rollout can be traced to one rendering."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def initial_node_labels(labels: Mapping[str, str]) -> list[dict[str, str]]:
-    """OKE's `initialNodeLabels` list, sorted by key so the input never reorders."""
-    return [{"key": key, "value": labels[key]} for key in sorted(labels)]
 
 
 def sorted_labels(labels: Mapping[str, str]) -> dict[str, str]:

@@ -31,10 +31,11 @@ from nodegate.bootstrap.oke import (
     user_data_budget,
 )
 from nodegate.bootstrap.registration import registration_labels, registration_taints
+from nodegate.bootstrap.user_data import metadata_payload
 from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.core.rules.providers import OKE
 from nodegate.core.text.frozen import Frozen
-from nodegate.infra.cloud_inputs import encode_user_data, initial_node_labels, sha256_hex
+from nodegate.infra.cloud_inputs import sha256_hex
 from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import (
@@ -452,15 +453,14 @@ class OkeNodePool(pulumi.ComponentResource):
                 ssh_public_key=args.ssh_public_key,
                 node_metadata={
                     **oke_node_metadata(rules, pool),
+                    # Rendering has already refused user_data that fits the budget neither way.
                     "user_data": cloud_init.apply(
-                        lambda text: encode_user_data(pool.name, text, budget)
+                        lambda text: metadata_payload(pool.name, text, budget).value
                     ),
                 },
-                initial_node_labels=[
-                    oci.containerengine.NodePoolInitialNodeLabelArgs(
-                        key=label["key"], value=label["value"]
-                    )
-                    for label in initial_node_labels(labels)
+                initial_node_labels=[  # sorted, so the input never reorders
+                    oci.containerengine.NodePoolInitialNodeLabelArgs(key=key, value=labels[key])
+                    for key in sorted(labels)
                 ],
                 node_pool_cycling_details=cycling,
             ),
