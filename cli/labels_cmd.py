@@ -27,9 +27,15 @@ app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_hel
 def _records(
     kubeconfig: Path | None, context: str | None, namespace: str
 ) -> tuple[LabelRecords, list[StoredRecord]]:
-    """The records, from the cluster kubectl would talk to (as `status` and `explain`)."""
+    """The records, from the cluster kubectl would talk to (as `status` and `explain`); exit 1
+    if they cannot be read."""
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
+
     records = label_records(kubeconfig, context, namespace)
-    return records, records.all()
+    try:
+        return records, records.all()
+    except KubeError as err:
+        raise _fail(err) from err
 
 
 def _matching(records: list[StoredRecord], node: str) -> list[StoredRecord]:
@@ -60,12 +66,7 @@ def list_records(
     from rich.console import Console  # noqa: PLC0415  (see the imports)
     from rich.table import Table  # noqa: PLC0415
 
-    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
-
-    try:
-        _, records = _records(kubeconfig, context, namespace)
-    except KubeError as err:
-        raise _fail(err) from err
+    _, records = _records(kubeconfig, context, namespace)
     table = Table()
     for column in ("record", "key", "nodes", "labels", "captured", "gone since"):
         table.add_column(column, no_wrap=True)
@@ -93,12 +94,7 @@ def show(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """The labels nodegate would restore onto NODE if it were re-created."""
-    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
-
-    try:
-        _, records = _records(kubeconfig, context, namespace)
-    except KubeError as err:
-        raise _fail(err) from err
+    _, records = _records(kubeconfig, context, namespace)
     matching = _matching(records, node)
     if not matching:
         typer.echo(f"no record for {node} in namespace {namespace}", err=True)
