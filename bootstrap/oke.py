@@ -14,12 +14,11 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from nodegate.bootstrap.errors import BootstrapError
-from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags, proven_kubelet_flags
+from nodegate.bootstrap.kubelet_flags import proven_kubelet_flags
 from nodegate.bootstrap.registration import registration_labels, registration_taints
 from nodegate.bootstrap.templating import render_template
 from nodegate.bootstrap.user_data import (
     NODEGATE_SCRIPT_FILENAME,
-    OCI_METADATA_LIMIT,
     OKE_USER_DATA_BUDGET,
     metadata_payload,
     mime_part,
@@ -28,21 +27,6 @@ from nodegate.bootstrap.user_data import (
 )
 from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.core.rules.providers import OKE
-
-__all__ = [
-    "IMAGE_FAMILIES",
-    "OCI_METADATA_LIMIT",
-    "OKE_INIT_PATH",
-    "OKE_INIT_URL",
-    "OKE_USER_DATA_BUDGET",
-    "ImageFamily",
-    "kubelet_extra_args",
-    "oke_node_metadata",
-    "parse_kubelet_flags",
-    "render_oke_bootstrap_script",
-    "render_oke_cloud_init",
-    "user_data_budget",
-]
 
 OKE_INIT_URL: Final = "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script"
 """Where OKE publishes its node init script (base64), per OKE's custom cloud-init docs."""

@@ -181,7 +181,7 @@ def decode_user_data(declared: Declared) -> str:
 
 def kubelet_registration(cloud_init: str) -> tuple[set[str], dict[str, str]]:
     """The taints and labels kubelet registers with, read from the `--kubelet-extra-args`."""
-    from nodegate.bootstrap.oke import parse_kubelet_flags
+    from nodegate.bootstrap.kubelet_flags import parse_kubelet_flags
 
     found = re.findall(r"--kubelet-extra-args '([^']*)'", cloud_init)
     assert len(found) == 1, f"expected one --kubelet-extra-args in the cloud-init, got {found}"

@@ -14,8 +14,6 @@ import yaml
 
 from nodegate.bootstrap.errors import BootstrapError, UserDataTooLargeError
 from nodegate.bootstrap.oke import (
-    OCI_METADATA_LIMIT,
-    OKE_USER_DATA_BUDGET,
     kubelet_extra_args,
     oke_node_metadata,
     render_oke_bootstrap_script,
@@ -24,6 +22,8 @@ from nodegate.bootstrap.oke import (
 )
 from nodegate.bootstrap.user_data import (
     NODEGATE_SCRIPT_FILENAME,
+    OCI_METADATA_LIMIT,
+    OKE_USER_DATA_BUDGET,
     USER_CLOUD_CONFIG_FILENAME,
     USER_SCRIPT_FILENAME,
     MetadataPayload,
