@@ -24,9 +24,8 @@ from nodegate.manifests.fencing import reconcile_settings as fence_settings
 from nodegate.manifests.network import network_policy
 from nodegate.manifests.observability import (
     dashboard_configmap,
-    pod_monitor,
+    monitors,
     prometheus_rule,
-    service_monitor,
 )
 from nodegate.manifests.rbac import (
     cluster_rules,
@@ -137,8 +136,7 @@ def build_manifests(document: RulesDocument | None, settings: DeploySettings) ->
         objects.append(dashboard_configmap(settings, labels(settings)))
     if settings.prometheus_rule is not None:
         objects.append(prometheus_rule(settings, labels(settings)))
-    objects += service_monitor(settings, labels(settings), selector(settings))
-    objects += pod_monitor(settings, labels(settings), selector(settings))
+    objects += monitors(settings, labels(settings), selector(settings))
     objects += network_policy(settings, labels(settings), selector(settings))
     objects += webhook_objects(settings, labels(settings), selector(settings))
     objects += fence_objects(settings, labels(settings))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from importlib.resources import files
-from typing import Any, Literal
+from typing import Any
 
 from nodegate.core.reports.gate_census import (
     GATE_AGE_WARNING,
@@ -374,33 +374,16 @@ def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> 
     }
 
 
-def service_monitor(
+def monitors(
     settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
 ) -> list[Manifest]:
-    """A monitoring.coreos.com/v1 ServiceMonitor for the metrics Service (none when off)."""
-    return _monitor(settings, common_labels, selector, "ServiceMonitor", "http-metrics")
-
-
-def pod_monitor(
-    settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
-) -> list[Manifest]:
-    """A monitoring.coreos.com/v1 PodMonitor for the pods' http port (none when off)."""
-    return _monitor(settings, common_labels, selector, "PodMonitor", "http")
-
-
-def _monitor(
-    settings: DeploySettings,
-    common_labels: dict[str, str],
-    selector: dict[str, str],
-    kind: Literal["ServiceMonitor", "PodMonitor"],
-    port: str,
-) -> list[Manifest]:
-    """The Prometheus Operator's two ways of scraping the same /metrics: they differ in kind,
-    the port they name and what their endpoints list is called."""
-    monitor = settings.service_monitor if kind == "ServiceMonitor" else settings.pod_monitor
-    if monitor is None:
-        return []
-    endpoints = "endpoints" if kind == "ServiceMonitor" else "podMetricsEndpoints"
+    """The Prometheus Operator's two ways of scraping the same /metrics, each when it is on: a
+    monitoring.coreos.com/v1 ServiceMonitor for the metrics Service, a PodMonitor for the pods'
+    http port. They differ in kind, the port they name and what their endpoints list is called."""
+    kinds = (
+        ("ServiceMonitor", settings.service_monitor, "http-metrics", "endpoints"),
+        ("PodMonitor", settings.pod_monitor, "http", "podMetricsEndpoints"),
+    )
     return [
         {
             "apiVersion": "monitoring.coreos.com/v1",
@@ -416,4 +399,6 @@ def _monitor(
                 endpoints: [{"port": port, "path": "/metrics", "interval": monitor.interval}],
             },
         }
+        for kind, monitor, port, endpoints in kinds
+        if monitor is not None
     ]
