@@ -126,8 +126,6 @@ class OciInstanceConditions:
         self._wake = threading.Event()
         self._write_failing: set[str] = set()
         """Nodes (uid) whose failing write was said."""
-        self.polls = 0
-        """Rounds completed (tests wait on it)."""
 
     def run(self, stop: threading.Event) -> None:
         """Poll until `stop`; between polls, re-decide the nodes whose OCI conditions someone
@@ -166,11 +164,7 @@ class OciInstanceConditions:
     def _listed(self, ocid: str) -> InstanceRecord | None:
         """The instance as its compartment's latest listing gave it (the caller holds the
         lock)."""
-        for listing in self._listings.values():
-            found = listing.get(ocid)
-            if found is not None:
-                return found
-        return None
+        return next((listing[ocid] for listing in self._listings.values() if ocid in listing), None)
 
     def recheck_changed(self) -> None:
         """Decide again the nodes `node_changed` saw, with the last listing (no OCI call). A
@@ -243,7 +237,6 @@ class OciInstanceConditions:
             for name in [name for name in self._corrected if name not in names]:
                 del self._corrected[name]
         self._write_failing &= alive
-        self.polls += 1
 
     def _list(self, compartment: _Compartment) -> list[InstanceRecord] | None:
         try:

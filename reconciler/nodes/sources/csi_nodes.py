@@ -27,19 +27,15 @@ class CsiNodes:
 
     def follow(self, rules: NodeRules) -> None:
         """Watch CSINodes while the rules read a CSI driver; stop when they no longer do."""
-        wanted = bool(rules.reads().csi_drivers)
+        if not rules.reads().csi_drivers:
+            self.stop()
+            return
         with self._lock:
-            if wanted and self._running is None:
-                self._start()
-            elif not wanted and self._running is not None:
-                self._running[1].set()
-                self._running = None
-
-    def _start(self) -> None:
-        # Runs until the rules stop reading CSI drivers or the controller stops (`stop`).
-        self._running = self._watching.start(
-            "csinodes", Selection("CSINode"), slim_csinode, self._on_csinode
-        )
+            if self._running is None:
+                # Runs until the rules stop reading CSI drivers or the controller stops.
+                self._running = self._watching.start(
+                    "csinodes", Selection("CSINode"), slim_csinode, self._on_csinode
+                )
 
     def _on_csinode(self, key: str, old: CsiNodeView | None, new: CsiNodeView | None) -> None:
         self._watching.on_node(key)  # a CSINode is named after its Node
