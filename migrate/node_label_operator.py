@@ -22,8 +22,6 @@ from nodegate.migrate.conversion import (
 )
 from nodegate.migrate.defaults import OperatorSettings
 
-__all__ = ["COMMAND", "SOURCE", "OperatorSettings", "convert_node_label_operator"]
-
 COMMAND = "nodegate migrate node-label-operator"
 SOURCE = "the operator's settings"
 _LOG_LEVELS: dict[str, tuple[LogLevel, str]] = {

@@ -26,19 +26,6 @@ from nodegate.core.text.errors import DocPath, Problem
 from nodegate.migrate.conversion import Conversion, rules_document
 from nodegate.migrate.defaults import HandlerSettings
 
-__all__ = [
-    "AUTOSCALERS",
-    "COMMAND",
-    "COMPLETED_AT",
-    "GATE",
-    "READY_ANNOTATION",
-    "SOURCE",
-    "SYSTEM_MODE",
-    "SYSTEM_MODE_LABEL",
-    "HandlerSettings",
-    "convert_nodetaintshandler",
-]
-
 COMMAND = "nodegate migrate nodetaintshandler"
 SOURCE = "nodetaintshandler's settings"
 GATE = "startup"

@@ -14,7 +14,8 @@ from kubernetes import client as k8s_client
 
 from nodegate.localcluster.nodes import SimNode, create_node, delete_node, wait_until
 from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from nodegate.migrate.defaults import OperatorSettings
+from nodegate.migrate.node_label_operator import convert_node_label_operator
 from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,
     Start,

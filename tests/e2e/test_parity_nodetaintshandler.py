@@ -32,7 +32,8 @@ from kubernetes import client as k8s_client
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import SimNode, mark_pod_ready, wait_until
 from nodegate.migrate.conversion import Conversion, to_yaml
-from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
+from nodegate.migrate.defaults import HandlerSettings
+from nodegate.migrate.nodetaintshandler import convert_nodetaintshandler
 from tests.e2e.support.reconciler_fixtures import (
     TIMEOUT,
     configmap_putter,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from nodegate.cli.main import app
 from nodegate.core.rules.loader import load_rules, parse_rules
 from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.node_label_operator import OperatorSettings, convert_node_label_operator
+from nodegate.migrate.defaults import OperatorSettings
+from nodegate.migrate.node_label_operator import convert_node_label_operator
 from tests.unit.migrate.support import EXAMPLES, env_file, problems_of, runner
 
 SOURCE = "the operator's settings"

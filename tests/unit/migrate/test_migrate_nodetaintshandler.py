@@ -16,7 +16,8 @@ from nodegate.core.rules.node import NodeTaint
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
+from nodegate.migrate.defaults import HandlerSettings
+from nodegate.migrate.nodetaintshandler import convert_nodetaintshandler
 from tests.unit.core.builders import NOW, node, ready_pods
 from tests.unit.migrate.support import EXAMPLES, env_file, problems_of, runner
 

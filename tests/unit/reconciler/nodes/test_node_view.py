@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from nodegate.core.rules.loader import parse_rules
 from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.nodetaintshandler import HandlerSettings, convert_nodetaintshandler
+from nodegate.migrate.defaults import HandlerSettings
+from nodegate.migrate.nodetaintshandler import convert_nodetaintshandler
 from nodegate.reconciler.nodes.node_view import annotation_filter, slim_node
 from tests.unit.reconciler.kit.fakes import fake_node
 
