@@ -130,10 +130,7 @@ def bundle_from_secret_data(data: Mapping[str, object] | None) -> ServingBundle:
 
 def _pairs(cert: x509.Certificate, key_pem: bytes) -> bool:
     """Whether the private key in `key_pem` is the one of `cert`."""
-    spki = serialization.PublicFormat.SubjectPublicKeyInfo
-    der = serialization.Encoding.DER
-    mine = _load_key(key_pem).public_key().public_bytes(der, spki)
-    return mine == cert.public_key().public_bytes(der, spki)
+    return _load_key(key_pem).public_key() == cert.public_key()
 
 
 Renewal = Literal["none", "serving", "ca"]
