@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import typer
@@ -132,12 +132,21 @@ class Group(TyperGroup):
         coerce_when_given(params)
         return params
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
+    def command_help(self, ctx: click.Context, name: str) -> str | None:
+        """A command's whole first sentence (None: no such visible command)."""
+        command = self.get_command(ctx, name)
+        if command is None or command.hidden:
+            return None
+        return command.get_short_help_str(limit=10_000)
+
+    def command_helps(self, ctx: click.Context, prefix: str = "") -> Iterator[tuple[str, str]]:
+        """(name, `command_help`) of each visible command whose name starts with `prefix`."""
         for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=10_000)))
+            if name.startswith(prefix) and (line := self.command_help(ctx, name)) is not None:
+                yield name, line
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = list(self.command_helps(ctx))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -100,31 +100,16 @@ class LazyGroup(Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
 
-    def _short_helps(self, ctx: click.Context, prefix: str = "") -> Iterator[tuple[str, str]]:
-        """(name, one-line help) of each visible command whose name starts with `prefix`, from
-        the table where the command is not imported yet."""
+    def command_help(self, ctx: click.Context, name: str) -> str | None:
+        """From the table, where the command is not imported yet."""
         assert isinstance(self.commands, LazyCommands)
-        for name in self.list_commands(ctx):
-            if not name.startswith(prefix):
-                continue
-            line = self.commands.short_help(name)
-            if line is not None:
-                yield name, line
-                continue
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                yield name, command.get_short_help_str(limit=10_000)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = list(self._short_helps(ctx))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        line = self.commands.short_help(name)
+        return line if line is not None else super().command_help(ctx, name)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         # TyperGroup's own would import every command to read its help; the group's options
         # are completed as click completes any command's.
         commands = [
-            CompletionItem(name, help=line) for name, line in self._short_helps(ctx, incomplete)
+            CompletionItem(name, help=line) for name, line in self.command_helps(ctx, incomplete)
         ]
         return commands + super(TyperGroup, self).shell_complete(ctx, incomplete)
