@@ -97,28 +97,18 @@ class StatusPublisher:
         recorded = rules_of_record(raw.get("data"))
         with self._lock:
             mine = self._status
-            self._status = replace(
+            ours = replace(
                 recorded.status,
                 writer=mine.writer,
                 version=mine.version,
                 max_untaint_share=mine.max_untaint_share,
                 writer_process=mine.writer_process,
-                updated_at=self._now(),
             )
+            self._status = replace(ours, updated_at=self._now())
             self._rules_text = recorded.text
             # Who writes it and with which limit (`nodegate plan` uses the recorded one) is
             # this process's to say, as soon as it differs; the rest is written when it changes.
-            self._pending = (
-                mine.writer,
-                mine.writer_process,
-                mine.version,
-                mine.max_untaint_share,
-            ) != (
-                recorded.status.writer,
-                recorded.status.writer_process,
-                recorded.status.version,
-                recorded.status.max_untaint_share,
-            )
+            self._pending = ours != recorded.status
         self.retry()
         return recorded
 
