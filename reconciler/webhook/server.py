@@ -97,11 +97,6 @@ class WebhookServer:
         port: int = self._socket.getsockname()[1]
         return port
 
-    @property
-    def open_connections(self) -> int:
-        """Connections held right now (for tests and the curious)."""
-        return self._open
-
     def use_certificate(self, cert_pem: bytes, key_pem: bytes) -> None:
         """Serve this certificate from the next connection on."""
         self._context = server_context(cert_pem, key_pem)

@@ -80,13 +80,11 @@ class SecretCertificates:
         self._now = clock
         self._interval = interval_seconds
         self._served: bytes | None = None
-        self.bundle: ServingBundle | None = None
 
     def sync(self) -> None:
         """One round: the Secret's bundle (renewed if due), served, and trusted by the
         configuration. Raises CertificateError or KubeError; the next round retries."""
         bundle = self._settled_bundle()
-        self.bundle = bundle
         if bundle.cert_pem != self._served:
             self._on_certificate(bundle.cert_pem, bundle.key_pem)
             self._served = bundle.cert_pem

@@ -12,8 +12,6 @@ import io
 import resource
 from dataclasses import dataclass, replace
 
-SOCKET_TIMEOUT_SECONDS = 10.0
-"""A kept-alive connection idle this long between requests is closed."""
 REQUEST_DEADLINE_SECONDS = 0.5
 """The whole-request deadline: reading a request (its TLS handshake too, on a new connection)
 and getting a review thread. The API server sends a review at once and waits `timeoutSeconds`
@@ -42,7 +40,7 @@ class ServerLimits:
     """From a request's first byte (from the accept, TLS handshake included, for a connection's
     first request) to the end of its body and a free review worker; past it the connection is
     closed, however steadily the client trickles bytes."""
-    idle_seconds: float = SOCKET_TIMEOUT_SECONDS
+    idle_seconds: float = 10.0
     """How long a kept-alive connection may wait for its next request."""
     max_header_bytes: int = 16 * 1024
     """Request line and headers together; more is answered 431 and the connection closed."""

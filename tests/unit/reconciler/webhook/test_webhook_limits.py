@@ -233,7 +233,7 @@ def _most_held_at_once(server: WebhookServer, wanted: int, attack: Attack) -> in
     most = 0
     deadline = time.monotonic() + PATIENCE_SECONDS
     while most < wanted and time.monotonic() < deadline and attack.process.poll() is None:
-        most = max(most, server.open_connections)
+        most = max(most, server._open)
         time.sleep(0.02)
     return most
 
@@ -263,7 +263,7 @@ def test_300_slow_clients_hold_no_threads_and_a_review_is_still_answered_in_time
             if not (math.isinf(seconds) and starved[-1] >= STARVED_SECONDS):
                 judged.append(seconds - starved[-1])
             threads = max(threads, threading.active_count() - baseline)
-            open_ = max(open_, server.open_connections)
+            open_ = max(open_, server._open)
             time.sleep(0.2)
         every_client_cut = attack.said("every client cut", PATIENCE_SECONDS)
     finally:
@@ -353,7 +353,7 @@ def test_past_the_connection_cap_a_client_is_refused_at_once(
             conn.close()
     try:
         wait = time.monotonic() + 5
-        while served.open_connections and time.monotonic() < wait:
+        while served._open and time.monotonic() < wait:
             time.sleep(0.01)
         assert post(served, pki[2], "/mutate-nodes", body())[0] == 200
     finally:
