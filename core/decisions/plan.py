@@ -122,21 +122,6 @@ class NodePlan:
         kept = tuple(t for t in node.taints if t.identity not in removed)
         return kept + tuple(c.taint for c in self.add_taints)
 
-    def apply(self, node: NodeState) -> NodeState:
-        """The node as it will be once the plan is written (used by tests and dry runs)."""
-        labels = {**node.labels, **{c.key: c.value for c in self.set_labels}}
-        annotations = dict(node.annotations)
-        for key, value in self.set_annotations:
-            if value is None:
-                annotations.pop(key, None)
-            else:
-                annotations[key] = value
-        if self.owned_annotation == "":
-            annotations.pop(OWNED_TAINTS_ANNOTATION, None)
-        elif self.owned_annotation is not None:
-            annotations[OWNED_TAINTS_ANNOTATION] = self.owned_annotation
-        return replace(node, labels=labels, annotations=annotations, taints=self.taints_after(node))
-
 
 def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed.

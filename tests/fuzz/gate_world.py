@@ -36,6 +36,7 @@ from nodegate.core.rules.registration import gates_for
 from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 from nodegate.reconciler.nodes.rules.served_rules import ServedRules
+from tests.unit.core.builders import applied
 
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 POOL = {"pool": "gpu"}
@@ -327,7 +328,7 @@ class World:
             self.life_began = self.rebooted_at
         for change in result.remove_taints:
             self._check_lift(rules, change.taint)
-        self.node = result.apply(node)
+        self.node = applied(result, node)
         return True
 
     def _check_lift(self, rules: NodeRules, taint: NodeTaint) -> None:

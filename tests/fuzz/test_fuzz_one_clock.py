@@ -27,6 +27,7 @@ from nodegate.core.rules.node import NodeCondition, NodeState
 from tests.fuzz.gate_world import T0, GateConfig, World
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.test_fuzz_gate_invariant import CONFIGS, HISTORIES, STUCK_DOWN, STUCK_THROTTLED
+from tests.unit.core.builders import applied
 
 SKEWS = st.integers(-86_400, 86_400).map(lambda s: timedelta(seconds=s))
 
@@ -140,7 +141,7 @@ class ConditionWorld:
                 f"t={self.t}: NoExecute before `for` had passed in this process's sight "
                 f"(watched since {self.watched_since})"
             )
-        self.node = result.apply(self.node)
+        self.node = applied(result, self.node)
 
     def _tainted(self) -> bool:
         return any(t.key == "example.com/nic" for t in self.node.taints)

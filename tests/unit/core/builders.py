@@ -7,11 +7,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.decisions.sightings import Sighting, condition_key, condition_token
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
+from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -55,3 +57,19 @@ def ready_pods(since: Mapping[str, datetime]) -> dict[str, tuple[Sighting, ...]]
     """Gate name -> its init pod's Ready episode, seen to begin at the given time, its status
     written then."""
     return {gate: (Sighting(f"pod-of-{gate}@{at}", at, True, at),) for gate, at in since.items()}
+
+
+def applied(result: NodePlan, node: NodeState) -> NodeState:
+    """The node as it will be once the plan is written."""
+    labels = {**node.labels, **{c.key: c.value for c in result.set_labels}}
+    annotations = dict(node.annotations)
+    for key, value in result.set_annotations:
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
+    if result.owned_annotation == "":
+        annotations.pop(OWNED_TAINTS_ANNOTATION, None)
+    elif result.owned_annotation is not None:
+        annotations[OWNED_TAINTS_ANNOTATION] = result.owned_annotation
+    return replace(node, labels=labels, annotations=annotations, taints=result.taints_after(node))

@@ -14,7 +14,7 @@ from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.node_waits import NodeContext, waits
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
-from tests.unit.core.builders import NOW, node, ready_pods, rules
+from tests.unit.core.builders import NOW, applied, node, ready_pods, rules
 
 GATE = NodeTaint("startup.example.com/init", "NoSchedule", "wait")
 COMPLETED = "completed.gate.nodegate.dev/warmup"
@@ -52,7 +52,7 @@ def lifted_then_rebooted(created_ago: timedelta = timedelta(days=3)) -> NodeStat
 def regate(state: NodeState, facts: PlanFacts) -> NodeState:
     result = plan(state, REGATE, facts)
     assert result.gates_put_back == ("warmup",)
-    return result.apply(state)
+    return applied(result, state)
 
 
 def test_readiness_after_the_reboot_lifts_a_re_gate_written_later() -> None:
@@ -102,7 +102,7 @@ def test_readiness_from_before_the_lift_never_lifts_a_re_gate() -> None:
 def test_a_re_gates_timeout_counts_from_the_reboot_not_the_nodes_creation() -> None:
     rules_ = gate_rules("timeout: 10m\nonTimeout: lift")
     facts = PlanFacts(now=NOW, boot_first_seen=NOW - timedelta(minutes=2))
-    regated = plan(lifted_then_rebooted(), rules_, facts).apply(lifted_then_rebooted())
+    regated = applied(plan(lifted_then_rebooted(), rules_, facts), lifted_then_rebooted())
     assert GATE in regated.taints
     soon = plan(regated, rules_, PlanFacts(now=NOW + timedelta(seconds=1)))
     assert soon.remove_taints == ()
@@ -149,7 +149,9 @@ def test_a_completion_record_forged_at_the_first_instant_in_a_far_zone_is_planne
 
 def test_a_re_gates_min_hold_counts_from_the_reboot() -> None:
     rules_ = gate_rules("minHold: 5m")
-    regated = plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)).apply(lifted_then_rebooted())
+    regated = applied(
+        plan(lifted_then_rebooted(), rules_, PlanFacts(now=NOW)), lifted_then_rebooted()
+    )
     fresh = {"warmup": NOW + timedelta(seconds=10)}
     early = PlanFacts(now=NOW + timedelta(seconds=20), gate_pod_signals=ready_pods(fresh))
     assert plan(regated, rules_, early).remove_taints == ()
@@ -201,7 +203,7 @@ def test_a_re_gate_clears_the_nodes_ready_annotation_of_the_previous_boot() -> N
     )
     before = lifted_then_rebooted()
     rebooted = replace(before, annotations={**before.annotations, "example.com/ready": "true"})
-    regated = plan(rebooted, rules_, PlanFacts(now=NOW)).apply(rebooted)
+    regated = applied(plan(rebooted, rules_, PlanFacts(now=NOW)), rebooted)
     assert GATE in regated.taints
     assert "example.com/ready" not in regated.annotations
     assert plan(regated, rules_, PlanFacts(now=NOW)).remove_taints == ()

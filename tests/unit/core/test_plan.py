@@ -21,7 +21,7 @@ from nodegate.core.decisions.sightings import (
 from nodegate.core.rules.model import TRUSTED_POOL_LABEL
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.node_marks import GATE_BUSY, GATE_SIGNALS, OWNED_TAINTS_ANNOTATION
-from tests.unit.core.builders import NOW, node, ready_pods, rules
+from tests.unit.core.builders import NOW, applied, node, ready_pods, rules
 
 CI_RULES = rules(
     """\
@@ -345,7 +345,7 @@ def test_a_registration_seal_becomes_the_trusted_label_and_goes_in_one_write() -
         (c.key, c.value) for c in result.set_labels
     ]
     assert [c.taint for c in result.remove_taints] == [seal_taint("payments")]
-    after = result.apply(sealed)
+    after = applied(result, sealed)
     assert plan(after, rules(POOLED_RULES_TEXT), FACTS).is_empty
 
 
@@ -371,7 +371,7 @@ def test_restored_persistent_label_never_overwrites_a_present_one() -> None:
 def test_applying_the_plan_keeps_foreign_taints_in_place() -> None:
     foreign = NodeTaint("node.kubernetes.io/not-ready", "NoSchedule")
     before = node({"example.com/dedicated": "ci"}, taints=(foreign,))
-    after = plan(before, CI_RULES, FACTS).apply(before)
+    after = applied(plan(before, CI_RULES, FACTS), before)
     assert after.taints == (foreign, CI_TAINT)
 
 
@@ -477,7 +477,7 @@ def test_a_busy_node_is_recorded_as_such_and_never_backfilled_even_once_idle() -
     assert busy.add_taints == ()
     assert dict(busy.set_annotations) == {GATE_BUSY + "warmup": "2026-11-21T12:00:00Z"}
 
-    idle_later = busy.apply(node({"pool": "gpu"}))
+    idle_later = applied(busy, node({"pool": "gpu"}))
     result = plan(idle_later, LIFECYCLE_RULES, PlanFacts(now=NOW, workload_pods=0))
     assert result.is_empty
 

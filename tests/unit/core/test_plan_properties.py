@@ -20,7 +20,7 @@ from nodegate.core.rules.model import (
 )
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
-from tests.unit.core.builders import NOW
+from tests.unit.core.builders import NOW, applied
 
 KEYS = ["example.com/a", "example.com/b", "c", "d.io/e", "readiness.k8s.io/r"]
 VALUES = ["", "x", "y"]
@@ -110,7 +110,7 @@ FACTS = PlanFacts(now=NOW)
 @settings(max_examples=300)
 @given(rule_sets(), nodes())
 def test_plan_of_the_planned_node_is_empty(rules: NodeRules, node: NodeState) -> None:
-    planned = plan(node, rules, FACTS).apply(node)
+    planned = applied(plan(node, rules, FACTS), node)
     assert plan(planned, rules, FACTS).is_empty
 
 
@@ -133,7 +133,7 @@ def test_only_taints_that_rules_owned_are_ever_removed(
     claimed = {tuple(i.rsplit(":", 1)) for i in recorded.split(",") if i}
     may_remove = rules.owned_taints() | (claimed & history)
     facts = PlanFacts(now=NOW, previously_owned=history)
-    planned = plan(node, rules, facts).apply(node)
+    planned = applied(plan(node, rules, facts), node)
     survivors = [t for t in node.taints if t.identity not in may_remove]
     assert all(t in planned.taints for t in survivors)
     assert all(t in planned.taints for t in node.taints if t.key in RESERVED_KEYS)
@@ -147,7 +147,7 @@ def test_taints_only_dry_run_rules_name_are_never_written(
     """A dry-run rule's taint, named by no live rule, is neither added nor removed, whatever
     the node claims and earlier generations owned."""
     facts = PlanFacts(now=NOW, previously_owned=history)
-    planned = plan(node, rules, facts).apply(node)
+    planned = applied(plan(node, rules, facts), node)
     for identity in hands_off(rules):
         assert planned.taint(identity) == node.taint(identity)
 
@@ -174,7 +174,7 @@ def test_a_readiness_taint_no_live_rule_names_is_never_removed(
     # A key some rule names under another effect is nodegate's: its claimed old effect may go.
     named_keys = {key for key, _ in rules.owned_taints() | rules.former_gate_taints()}
     facts = PlanFacts(now=NOW, previously_owned=history)
-    planned = plan(node, rules, facts).apply(node)
+    planned = applied(plan(node, rules, facts), node)
     for taint in node.taints:
         if (
             taint.key.startswith("readiness.k8s.io/")
@@ -198,7 +198,7 @@ def test_order_of_rules_does_not_change_the_result(
     )
     original = plan(node, rules, FACTS)
     reordered = plan(node, shuffled, FACTS)
-    assert original.apply(node) == reordered.apply(node)
+    assert applied(original, node) == applied(reordered, node)
     assert (original.add_taints, original.remove_taints) == (
         reordered.add_taints,
         reordered.remove_taints,

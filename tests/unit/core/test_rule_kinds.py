@@ -38,6 +38,7 @@ from nodegate.core.rules.node import NodeState
 from nodegate.core.rules.registration import label_taints_for
 from nodegate.core.rules.rule_kinds import NodeReads, RuleKind
 from nodegate.core.text.frozen import Frozen
+from tests.unit.core.builders import applied
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 QUARANTINE = "example.com/quarantine"
@@ -160,7 +161,7 @@ def test_the_planner_adds_and_releases_a_new_kinds_taint() -> None:
     rules = dummy_rules()
     added = plan(node({QUARANTINE: "yes"}), rules, PlanFacts(now=NOW))
     assert [c.taint.identity for c in added.add_taints] == [QUARANTINED]
-    tainted = added.apply(node({QUARANTINE: "yes"}))
+    tainted = applied(added, node({QUARANTINE: "yes"}))
     cleared = replace(tainted, annotations={**tainted.annotations, QUARANTINE: ""})
     lifted = plan(cleared, rules, PlanFacts(now=NOW))
     assert [c.taint.identity for c in lifted.remove_taints] == [QUARANTINED]
