@@ -121,18 +121,7 @@ def multipart(pool: str, parts: tuple[MimePart, ...]) -> str:
     return render_template("user_data.mime.j2", boundary=MIME_BOUNDARY, parts=parts)
 
 
-@dataclass(frozen=True)
-class MetadataPayload:
-    """user_data as the instance metadata stores it."""
-
-    value: str
-    """base64 of the user_data, or of its gzip when only that fits."""
-    gzipped: bool
-
-
-def metadata_payload(
-    pool: str, user_data: str, limit: int = OKE_USER_DATA_BUDGET
-) -> MetadataPayload:
+def metadata_payload(pool: str, user_data: str, limit: int = OKE_USER_DATA_BUDGET) -> str:
     """user_data base64-encoded for the instance metadata, within `limit` bytes.
 
     Plain when it fits, so what a node boots with stays readable in the console and in diffs;
@@ -144,10 +133,10 @@ def metadata_payload(
     raw = user_data.encode("utf-8")
     plain = base64.b64encode(raw).decode("ascii")
     if len(plain) <= limit:
-        return MetadataPayload(plain, gzipped=False)
+        return plain
     packed = base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
     if len(packed) <= limit:
-        return MetadataPayload(packed, gzipped=True)
+        return packed
     raise UserDataTooLargeError(
         pool, size=len(plain), limit=limit, raw_size=len(raw), gzipped_size=len(packed)
     )

@@ -455,7 +455,7 @@ class OkeNodePool(pulumi.ComponentResource):
                     **oke_node_metadata(rules, pool),
                     # Rendering has already refused user_data that fits the budget neither way.
                     "user_data": cloud_init.apply(
-                        lambda text: metadata_payload(pool.name, text, budget).value
+                        lambda text: metadata_payload(pool.name, text, budget)
                     ),
                 },
                 initial_node_labels=[  # sorted, so the input never reorders

@@ -26,7 +26,6 @@ from nodegate.bootstrap.user_data import (
     OKE_USER_DATA_BUDGET,
     USER_CLOUD_CONFIG_FILENAME,
     USER_SCRIPT_FILENAME,
-    MetadataPayload,
     metadata_payload,
 )
 from nodegate.core.rules.loader import parse_rules
@@ -257,7 +256,7 @@ def test_user_data_that_fits_is_stored_plain_base64() -> None:
 
     payload = metadata_payload("ci", user_data, limit=len(plain))
 
-    assert payload == MetadataPayload(plain, gzipped=False)
+    assert payload == plain
 
 
 def test_user_data_one_byte_over_is_gzipped_and_reads_back_identical() -> None:
@@ -267,9 +266,8 @@ def test_user_data_one_byte_over_is_gzipped_and_reads_back_identical() -> None:
 
     payload = metadata_payload("ci", user_data, limit=len(plain) - 1)
 
-    assert payload.gzipped
-    assert base64.b64decode(payload.value)[:2] == b"\x1f\x8b"  # what cloud-init detects
-    assert decode_payload(payload.value) == user_data
+    assert base64.b64decode(payload)[:2] == b"\x1f\x8b"  # what cloud-init detects
+    assert decode_payload(payload) == user_data
 
 
 def test_gzip_makes_a_large_ordinary_cloud_config_fit_and_is_deterministic() -> None:
@@ -282,12 +280,12 @@ def test_gzip_makes_a_large_ordinary_cloud_config_fit_and_is_deterministic() -> 
 
     print(
         f"user cloud-config {len(user.encode()):,} B; user_data {len(user_data.encode()):,} B raw, "
-        f"{plain_size:,} B base64, {len(payload.value):,} B base64 gzip"
+        f"{plain_size:,} B base64, {len(payload):,} B base64 gzip"
     )
     assert plain_size > OKE_USER_DATA_BUDGET
-    assert payload.gzipped
-    assert len(payload.value) <= OKE_USER_DATA_BUDGET
-    assert decode_payload(payload.value) == user_data
+    assert base64.b64decode(payload)[:2] == b"\x1f\x8b"
+    assert len(payload) <= OKE_USER_DATA_BUDGET
+    assert decode_payload(payload) == user_data
     assert metadata_payload("gpu", user_data) == payload
 
 
