@@ -88,9 +88,6 @@ def parse_version(text: str) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-parse_ca_version = parse_version
-
-
 def karpenter_knows_nrc_prefix(version: KarpenterVersion | None) -> bool:
     """Whether this Karpenter treats `readiness.k8s.io/` keys as startup taints unlisted; an
     unknown version does not (a provider may be built on an old Karpenter, as Oracle's is)."""

@@ -35,7 +35,7 @@ from nodegate.core.rules.autoscalers import (
     KarpenterVersion,
     format_version,
     is_ca_gate_key,
-    parse_ca_version,
+    parse_version,
 )
 from nodegate.core.rules.node_marks import gate_annotation_keys
 from nodegate.core.rules.providers import Provider
@@ -1202,13 +1202,18 @@ class Autoscaler(Frozen):
             raise ValueError(
                 "'version' applies to types cluster-autoscaler and karpenter only; remove it"
             )
+        if self.version is not None and self.ca_version is None:
+            what = "cluster-autoscaler" if ca else "Karpenter"
+            form = (
+                "'1.31' or '1.31.2'"
+                if ca
+                else "'v1.13.0' (the sigs.k8s.io/karpenter version your provider is built on)"
+            )
+            raise ValueError(
+                f"version '{self.version}' is not a {what} version; write it as {form}"
+            )
         if ca:
             self._check_cluster_autoscaler()
-        elif self.version is not None and parse_ca_version(self.version) is None:
-            raise ValueError(
-                f"version '{self.version}' is not a Karpenter version; write it as 'v1.13.0' "
-                "(the sigs.k8s.io/karpenter version your provider is built on)"
-            )
         if self.external_startup_taints is not None and (
             self.node_class_ref is not None or self.requirements is not None
         ):
@@ -1219,11 +1224,6 @@ class Autoscaler(Frozen):
         return self
 
     def _check_cluster_autoscaler(self) -> None:
-        if self.version is not None and parse_ca_version(self.version) is None:
-            raise ValueError(
-                f"version '{self.version}' is not a cluster-autoscaler version; write it as "
-                "'1.31' or '1.31.2'"
-            )
         if self.is_managed and self.flags is not None:
             raise ValueError(
                 "a managed cluster-autoscaler (OKE add-on, AKS) exposes no startup-taint flags "
@@ -1248,7 +1248,7 @@ class Autoscaler(Frozen):
 
     @property
     def ca_version(self) -> CaVersion | None:
-        return None if self.version is None else parse_ca_version(self.version)
+        return None if self.version is None else parse_version(self.version)
 
     @property
     def karpenter_version(self) -> KarpenterVersion | None:
@@ -1337,10 +1337,17 @@ class NodeRules(Frozen):
         return next((p for p in self.node_pools if p.name == name), None)
 
     @classmethod
+    @cache
     def rule_kinds(cls) -> tuple[tuple[str, type[TaintRule]], ...]:
         """(attribute, class) of each list of taint-making rules, in the file's order: every
         field whose items are a rule kind (`rule_kinds.TaintRule`)."""
-        return _rule_kinds_of(cls)
+        found: list[tuple[str, type[TaintRule]]] = []
+        for attribute, info in cls.model_fields.items():
+            items = get_args(info.annotation)
+            is_list = get_origin(info.annotation) is tuple and items
+            if is_list and isinstance(getattr(items[0], "kind", None), RuleKind):
+                found.append((attribute, items[0]))
+        return tuple(found)
 
     def taint_rules(self) -> tuple[TaintRule, ...]:
         """Every taint-making rule, of every kind, in the file's order: what consumers iterate
@@ -1395,17 +1402,6 @@ class NodeRules(Frozen):
 NO_RULES = NodeRules.model_validate({"apiVersion": API_VERSION, "kind": KIND})
 """Rules with nothing in them: what an installation built without a rules file tolerates, and
 what the webhook admits a node with before any rules arrive."""
-
-
-@cache
-def _rule_kinds_of(rules_class: type[NodeRules]) -> tuple[tuple[str, type[TaintRule]], ...]:
-    found: list[tuple[str, type[TaintRule]]] = []
-    for attribute, info in rules_class.model_fields.items():
-        items = get_args(info.annotation)
-        is_list = get_origin(info.annotation) is tuple and items
-        if is_list and isinstance(getattr(items[0], "kind", None), RuleKind):
-            found.append((attribute, items[0]))
-    return tuple(found)
 
 
 def rules_json_schema() -> dict[str, Any]:
