@@ -88,14 +88,8 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     webhook = webhook_settings(settings)
     if webhook is not None:
         values["webhook"] = webhook
-    if settings.oci is not None:
-        region = {"region": settings.oci.region} if settings.oci.region else {}
-        values["oci"] = {
-            "compartments": settings.oci.compartments,
-            **region,
-            "auth": settings.oci.auth,
-            "poll_seconds": settings.oci.poll_seconds,
-        }
+    if settings.oci is not None:  # the same fields; an empty region is the auth's own
+        values["oci"] = settings.oci.model_dump(exclude=None if settings.oci.region else {"region"})
     return values
 
 

@@ -19,13 +19,10 @@ from nodegate.core.decisions.fencing import (
     writer_condition,
 )
 from nodegate.core.objects.installation import fence_policy_name
+from nodegate.manifests.rbac import policy_rule
 from nodegate.manifests.settings import DeploySettings, Manifest, PolicyRule
 
 GROUP = "admissionregistration.k8s.io"
-
-
-def policy_name(settings: DeploySettings) -> str:
-    return fence_policy_name(settings.name)
 
 
 def _resources(operations: list[str], resource: str) -> dict[str, Any]:
@@ -41,7 +38,7 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
     """The policy and its binding (none when the server fence is off)."""
     if not settings.leader_election.server_fence:
         return []
-    name, lease = policy_name(settings), settings.leader_election.lease_name
+    name, lease = fence_policy_name(settings.name), settings.leader_election.lease_name
     api_version, kind = LEASE_KIND
     user = service_account_user(settings.namespace, settings.name)
     policy: Manifest = {
@@ -89,13 +86,14 @@ def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     """Read the policy and its binding, by name (whether the API server fences the writes)."""
     if not settings.leader_election.server_fence:
         return []
-    names = [policy_name(settings)]
+    names = [fence_policy_name(settings.name)]
     return [
-        {"apiGroups": [GROUP], "resources": [resource], "verbs": ["get"], "resourceNames": names}
+        policy_rule(GROUP, resource, ["get"], names)
         for resource in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
     ]
 
 
 def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     """What the reconciler is told: the policy's name (empty: none is shipped)."""
-    return {"fence_policy": policy_name(settings) if settings.leader_election.server_fence else ""}
+    fenced = settings.leader_election.server_fence
+    return {"fence_policy": fence_policy_name(settings.name) if fenced else ""}

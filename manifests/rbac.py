@@ -61,7 +61,7 @@ from nodegate.manifests.settings import DeploySettings, PolicyRule, SettingsErro
 NODE_RULES_GROUP = API_VERSION.partition("/")[0]
 
 
-def _rule(
+def policy_rule(
     group: str, resource: str, verbs: list[str], names: list[str] | None = None
 ) -> PolicyRule:
     rule: PolicyRule = {"apiGroups": [group], "resources": [resource], "verbs": verbs}
@@ -115,11 +115,11 @@ def cluster_rules(rules: NodeRules, settings: DeploySettings) -> list[PolicyRule
     """The ClusterRole: Nodes, Events, and list/watch on what the rules may read from the
     cluster (`cluster_reads_granted`)."""
     granted = [
-        _rule("", "nodes", ["get", "list", "watch", "patch"]),
-        _rule("", "events", ["create", "patch"]),
+        policy_rule("", "nodes", ["get", "list", "watch", "patch"]),
+        policy_rule("", "events", ["create", "patch"]),
     ]
     for resource in cluster_reads_granted(rules, settings):
-        granted.append(_rule(resource.group, resource.plural, ["list", "watch"]))
+        granted.append(policy_rule(resource.group, resource.plural, ["list", "watch"]))
     return granted
 
 
@@ -128,42 +128,42 @@ def rules_objects_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     if settings.rules_source != "objects":
         return []
     return [
-        _rule(NODE_RULES_GROUP, PLURAL, ["get", "list", "watch"]),
-        _rule(NODE_RULES_GROUP, f"{PLURAL}/status", ["patch"]),
+        policy_rule(NODE_RULES_GROUP, PLURAL, ["get", "list", "watch"]),
+        policy_rule(NODE_RULES_GROUP, f"{PLURAL}/status", ["patch"]),
         # A held update is confirmed by an annotation on the CRD: cluster admins' to write.
-        _rule("apiextensions.k8s.io", "customresourcedefinitions", ["get"], [CRD_NAME]),
+        policy_rule("apiextensions.k8s.io", "customresourcedefinitions", ["get"], [CRD_NAME]),
     ]
 
 
 def oci_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     """`nodes/status` patch, for the OCI conditions, only when they are on."""
-    return [_rule("", "nodes/status", ["patch"])] if settings.oci is not None else []
+    return [policy_rule("", "nodes/status", ["patch"])] if settings.oci is not None else []
 
 
 def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
     """The Role in the reconciler's namespace: its rules, its records, its Lease, its Events."""
     lease = settings.leader_election.lease_name
     records = (
-        [_rule("", "configmaps", ["list", "watch", "update", "patch", "delete"])]
+        [policy_rule("", "configmaps", ["list", "watch", "update", "patch", "delete"])]
         if keeps_label_records(rules, settings)
         else []
     )
     rules_configmap = (
-        [_rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map])]
+        [policy_rule("", "configmaps", ["get", "list", "watch"], [settings.rules_config_map])]
         if settings.rules_source == "configmap"
         else []
     )
     return [
         *records,
         *rules_configmap,
-        _rule("", "configmaps", ["create"]),
-        _rule(
+        policy_rule("", "configmaps", ["create"]),
+        policy_rule(
             "",
             "configmaps",
             ["get", "update", "patch"],
             [HISTORY_CONFIGMAP, STATUS_CONFIGMAP, LEDGER_CONFIGMAP, SIGHTINGS_CONFIGMAP],
         ),
-        _rule("coordination.k8s.io", "leases", ["create"]),
-        _rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),
-        _rule("", "events", ["create", "patch"]),
+        policy_rule("coordination.k8s.io", "leases", ["create"]),
+        policy_rule("coordination.k8s.io", "leases", ["get", "update"], [lease]),
+        policy_rule("", "events", ["create", "patch"]),
     ]

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from nodegate.core.rules.model import NodeRules
-from nodegate.manifests.rbac import keeps_label_records
-from nodegate.manifests.settings import DeploySettings, Manifest, PolicyRule, WebhookDeploy
+from nodegate.manifests.rbac import keeps_label_records, policy_rule
+from nodegate.manifests.settings import DeploySettings, Manifest, PolicyRule
 
 WEBHOOK_NAME = "nodes.nodegate.dev"
 """The webhook's name inside the configuration (a qualified name, as the API requires)."""
@@ -42,11 +42,6 @@ def configuration_name(settings: DeploySettings) -> str:
     return settings.name
 
 
-def _webhook(settings: DeploySettings) -> WebhookDeploy:
-    assert settings.webhook is not None
-    return settings.webhook
-
-
 def self_signed(settings: DeploySettings) -> bool:
     return settings.webhook is not None and settings.webhook.cert_manager is None
 
@@ -65,14 +60,8 @@ def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     """Self-signed only: read and patch the caBundle of our one configuration."""
     if not self_signed(settings):
         return []
-    return [
-        {
-            "apiGroups": ["admissionregistration.k8s.io"],
-            "resources": ["mutatingwebhookconfigurations"],
-            "verbs": ["get", "patch"],
-            "resourceNames": [configuration_name(settings)],
-        }
-    ]
+    group, names = "admissionregistration.k8s.io", [configuration_name(settings)]
+    return [policy_rule(group, "mutatingwebhookconfigurations", ["get", "patch"], names)]
 
 
 def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
@@ -84,16 +73,9 @@ def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRu
         return []
     granted: list[PolicyRule] = []
     if keeps_label_records(rules, settings):
-        granted.append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})
+        granted.append(policy_rule("", "configmaps", ["get"]))
     if self_signed(settings):
-        granted.append(
-            {
-                "apiGroups": [""],
-                "resources": ["secrets"],
-                "verbs": ["get", "update"],
-                "resourceNames": [tls_secret_name(settings)],
-            }
-        )
+        granted.append(policy_rule("", "secrets", ["get", "update"], [tls_secret_name(settings)]))
     return granted
 
 
@@ -135,7 +117,8 @@ def mutating_webhook_configuration(
     client_config: dict[str, Any] | None = None,
 ) -> Manifest:
     """The configuration; `client_config` replaces the Service reference (tests call a URL)."""
-    webhook = _webhook(settings)
+    webhook = settings.webhook
+    assert webhook is not None
     metadata: dict[str, Any] = {"name": configuration_name(settings), "labels": labels}
     if webhook.cert_manager is not None:
         certificate = f"{settings.namespace}/{service_name(settings)}"
