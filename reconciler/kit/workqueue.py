@@ -43,18 +43,10 @@ RESYNC_SHARE = 8
 """One key in this many is taken from the resync lane ahead of changed nodes, if it has any."""
 
 
-def retry_backoff() -> Backoff:
-    """A failing key waits 1 s, doubling to 30 s, each wait stretched by up to 100 % jitter."""
-    return Backoff(initial_seconds=1.0)
-
-
 class WorkQueue:
     def __init__(
-        self,
-        backoff: Callable[[], Backoff] = retry_backoff,
-        on_wait: Callable[[Lane, float], None] = lambda _lane, _seconds: None,
+        self, on_wait: Callable[[Lane, float], None] = lambda _lane, _seconds: None
     ) -> None:
-        self._new_backoff = backoff
         self._on_wait = on_wait
         self._retries: dict[str, tuple[int, Backoff]] = {}
         """Keys that failed since they last succeeded: how often, and their backoff."""
@@ -169,7 +161,8 @@ class WorkQueue:
         """Re-add a key that failed, after its own backoff (and not before `at_least` seconds,
         a server's Retry-After); returns the delay chosen."""
         with self._cond:
-            count, backoff = self._retries.get(key) or (0, self._new_backoff())
+            # A failing key waits 1 s, doubling to 30 s, each wait stretched by up to 100 % jitter.
+            count, backoff = self._retries.get(key) or (0, Backoff(initial_seconds=1.0))
             self._retries[key] = (count + 1, backoff)
             delay = max(backoff.next_delay(), at_least)
         self.add_after(key, delay)
