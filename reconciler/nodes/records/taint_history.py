@@ -33,12 +33,10 @@ class TaintHistory:
         api: FencedApi,
         namespace: str,
         on_error: Callable[[str], None] = lambda _kind: None,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._api = api
         self._namespace = namespace
         self._on_error = on_error
-        self._now = now
         self._entries: dict[Identity, str] = {}
         self._persisted = True
         self._lock = threading.Lock()
@@ -59,7 +57,7 @@ class TaintHistory:
         """Add `owned` (in memory at once, on the API with optimistic concurrency)."""
         with self._lock:
             before = dict(self._entries)
-            self._entries = merged(self._entries, owned, self._now())
+            self._entries = merged(self._entries, owned, datetime.now(UTC))
             if set(before) == set(self._entries) and self._persisted:
                 return
             self._persisted = False

@@ -53,7 +53,7 @@ class RulesInForce:
         metrics: RulesInForceMetrics,
         max_untaint_share: float,
         on_applied: Callable[[RulesUpdate], None],
-        status: StatusPublisher | None = None,
+        status: StatusPublisher,
         on_standing: Callable[[], None] = lambda: None,
     ) -> None:
         """`on_standing`: told (after `on_applied`) whenever the versions in force of the rules
@@ -122,7 +122,7 @@ class RulesInForce:
                 superseded, self._held = self._held, None
                 if superseded is not None:
                     self._superseded(superseded, update)
-                elif self._status is not None:  # a hold recorded before a restart, reverted since
+                else:  # a hold recorded before a restart, reverted since
                     self._status.released()
                 return
             radius = blast_radius(
@@ -145,8 +145,7 @@ class RulesInForce:
             self._held = None
         self._metrics.rules_held.set(0)
         self._metrics.rules_generation.set(self.generation)
-        if self._status is not None:
-            self._status.applied(update, self.generation)
+        self._status.applied(update, self.generation)
         log.info(
             "rules in force",
             extra={
@@ -202,16 +201,14 @@ class RulesInForce:
         )
         log.warning("held rules update superseded", extra={"held": held.digest, "by": by.digest})
         report_on_source(self._recorder, by.ref, "RulesHoldCleared", message)
-        if self._status is not None:
-            self._status.released()
+        self._status.released()
 
     def _hold(self, update: RulesUpdate, reason: str) -> None:
         self._metrics.rules_held.set(1)
         if self._held == update:
             return
         self._held, self._held_reason = update, reason
-        if self._status is not None:
-            self._status.held(update, reason)
+        self._status.held(update, reason)
         in_force = (
             f"generation {self.generation} stays in force"
             if self.applied
