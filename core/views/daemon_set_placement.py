@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
+from nodegate.core.rules.node import NodeTaint
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
 from nodegate.core.views.raw import RawObject
 
@@ -100,17 +100,6 @@ class Placement:
     """The template's `nodeName`: its pods go to that node only ('' for any)."""
 
 
-class TaintLike(Protocol):
-    """A taint on a node (`nodegate.core.rules.node.NodeTaint` is one)."""
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def value(self) -> str: ...
-    @property
-    def effect(self) -> str: ...
-
-
 def placement_of(template_spec: RawObject) -> Placement:
     """The placement of a DaemonSet's `spec.template.spec`, as the API returns it."""
     affinity = (template_spec.get("affinity") or {}).get("nodeAffinity") or {}
@@ -140,7 +129,7 @@ def refusal(
     placement: Placement,
     node_name: str,
     labels: Mapping[str, str],
-    taints: Iterable[TaintLike],
+    taints: Iterable[NodeTaint],
     ignoring: frozenset[tuple[str, str]] = frozenset(),
     *,
     comparison_operators: bool = False,
@@ -172,7 +161,7 @@ def refusal(
             taint.effect,
             comparison_operators=comparison_operators,
         ):
-            return f"it does not tolerate taint {_taint_text(taint)}"
+            return f"it does not tolerate taint {taint}"
     return None
 
 
@@ -368,11 +357,3 @@ def _tolerates(
             return False
         return have < limit if toleration.operator == "Lt" else have > limit
     return False
-
-
-def _taint_text(taint: TaintLike) -> str:
-    return (
-        f"{taint.key}={taint.value}:{taint.effect}"
-        if taint.value
-        else f"{taint.key}:{taint.effect}"
-    )
