@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from nodegate.cli.problems import exit_on_problems
+
 HARNESS = "nodegate.demo"
 """The harness package `nodegate demo` plays (harness/demo in the repository)."""
 
@@ -39,7 +41,6 @@ def demo(
     from rich.console import Console  # noqa: PLC0415
 
     from nodegate.core.rules.loader import parse_rules  # noqa: PLC0415
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
 
     text = (
         rules.read_text(encoding="utf-8")
@@ -47,12 +48,8 @@ def demo(
         else files("nodegate.examples").joinpath("rules.yaml").read_text("utf-8")
     )
     source = str(rules or "examples/rules.yaml")
-    try:
+    with exit_on_problems():
         parse_rules(text, source)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(1) from err
     try:
         # Lazy on purpose: the harness is not shipped with the product (see the module doc).
         from nodegate.demo.play import play  # noqa: PLC0415

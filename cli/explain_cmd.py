@@ -16,6 +16,7 @@ from nodegate.cli.live.options import (
     RulesConfigMap,
     connect,
 )
+from nodegate.cli.problems import exit_on_problems, rules_or_exit
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the rules, the decisions, rich) is imported when it runs, in each
@@ -97,7 +98,7 @@ def explain(
     if rules_file is None or node_name is not None:
         typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
         raise typer.Exit(2)
-    rules = _load(rules_file)
+    rules = rules_or_exit(rules_file)
     ready = {gate: (Sighting(f"--ready-gate {gate}", at, True, at),) for gate in ready_gate or ()}
     facts = plan_facts(at, gate_pod_signals=ready)
     console = Console()
@@ -107,18 +108,6 @@ def explain(
     budget = recorded_budget(rules, nodes, at)
     for node in nodes:
         print_explanation(console, node, rules, decide(node, rules, facts, budget))
-
-
-def _load(rules_file: Path) -> NodeRules:
-    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
-
-    try:
-        return load_rules(rules_file)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(1) from err
 
 
 def explain_live(
@@ -190,7 +179,7 @@ def _rules_to_explain_with(
     """--rules FILE; else the rules in force as the reconciler published them; else (no
     reconciler has applied any rules yet) the rules ConfigMap's."""
     if rules_file is not None:
-        return _load(rules_file), f"{rules_file} (what if: not the rules in force)", None
+        return rules_or_exit(rules_file), f"{rules_file} (what if: not the rules in force)", None
     from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415
 
     try:
@@ -222,19 +211,15 @@ def _rules_to_explain_with(
 def _read_nodes(path: Path) -> list[NodeState]:
     """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it; exit 2 if not."""
     from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
     from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
 
-    try:
-        return parse_nodes(read_limited(path), str(path))
     # Not the file asked for: the usage error code, every problem with its place.
-    except OSError as err:
-        typer.echo(f"{path}: cannot read node file: {err.strerror}", err=True)
-        raise typer.Exit(2) from err
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(2) from err
+    with exit_on_problems(2):
+        try:
+            return parse_nodes(read_limited(path), str(path))
+        except OSError as err:
+            typer.echo(f"{path}: cannot read node file: {err.strerror}", err=True)
+            raise typer.Exit(2) from err
 
 
 def print_explanation(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nodegate.cli.problems import exit_on_problems
 from nodegate.manifests.version import package_version
 
 # What the command runs on is imported when it runs (in each function below): a TAB on its
@@ -161,22 +162,16 @@ def required_rules(path: Path | None, command: str) -> Path:
 
 def load_rules(path: Path) -> RulesDocument:
     from nodegate.core.rules.loader import RulesDocument  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
     from nodegate.core.text.yaml_input import decode, read_limited  # noqa: PLC0415
 
     try:
-        try:
-            data = read_limited(path)
-        # An unreadable file is reported as `nodegate validate` reports it.
-        except OSError as err:
-            typer.echo(f"{path}: cannot read file: {err.strerror}", err=True)
-            raise typer.Exit(_INVALID) from err
-        return RulesDocument.parse(decode(data, str(path)), str(path))
-    # Same lines as `nodegate validate`: every problem, each with its file:line:column.
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
+        data = read_limited(path)
+    # An unreadable file is reported as `nodegate validate` reports it.
+    except OSError as err:
+        typer.echo(f"{path}: cannot read file: {err.strerror}", err=True)
         raise typer.Exit(_INVALID) from err
+    with exit_on_problems(_INVALID):
+        return RulesDocument.parse(decode(data, str(path)), str(path))
 
 
 def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
@@ -219,20 +214,16 @@ def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
 
 
 def _settings_data(path: Path) -> dict[str, Any]:
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_limited, read_yaml  # noqa: PLC0415
 
-    try:
-        data, _ = read_yaml(read_limited(path), str(path))
-    # Unreadable file: say which and why, as for rules files.
-    except OSError as err:
-        typer.echo(f"{path}: cannot read settings: {err.strerror}", err=True)
-        raise typer.Exit(_INVALID) from err
     # Broken YAML (or not UTF-8, too large, an alias bomb): every problem with its place.
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(_INVALID) from err
+    with exit_on_problems(_INVALID):
+        try:
+            data, _ = read_yaml(read_limited(path), str(path))
+        # Unreadable file: say which and why, as for rules files.
+        except OSError as err:
+            typer.echo(f"{path}: cannot read settings: {err.strerror}", err=True)
+            raise typer.Exit(_INVALID) from err
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
+from nodegate.cli.problems import exit_on_problems
 from nodegate.migrate.defaults import (
     HOLD,
     LABEL_KEY,
@@ -41,15 +42,10 @@ HANDLER = HandlerSettings()
 
 
 def _print(convert: Callable[[], Conversion]) -> None:
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
-    from nodegate.migrate.conversion import to_yaml  # noqa: PLC0415
+    from nodegate.migrate.conversion import to_yaml  # noqa: PLC0415  (see the imports)
 
-    try:
+    with exit_on_problems():
         typer.echo(to_yaml(convert()), nl=False)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(1) from err
 
 
 @app.command("tainter", cls=Command)

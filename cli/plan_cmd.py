@@ -33,6 +33,7 @@ from nodegate.cli.live.options import (
     connect,
     stderr_console,
 )
+from nodegate.cli.problems import exit_on_problems, rules_or_exit
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the sources, the rules, the decisions, the reconciler's settings,
@@ -140,7 +141,7 @@ def plan_rules(
 
     from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
 
-    new = _load(rules_file)
+    new = rules_or_exit(rules_file)
     progress = stderr_console()
     started = time.monotonic()
     if nodes_file is None:
@@ -286,7 +287,7 @@ def _read_files(
     if in_force_file is None:
         in_force, which = None, "no rules (offline, no --in-force FILE: every change counts)"
     else:
-        in_force, which = _load(in_force_file), f"the rules in {in_force_file} (--in-force)"
+        in_force, which = rules_or_exit(in_force_file), f"the rules in {in_force_file} (--in-force)"
     at = _clock(now)
     listed = (
         _objects(daemon_sets, "DaemonSet"),
@@ -351,18 +352,6 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(ERROR)
 
 
-def _load(rules_file: Path) -> NodeRules:
-    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
-
-    try:
-        return load_rules(rules_file)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(ERROR) from err
-
-
 def _clock(now: str | None) -> datetime:
     """--now (a time without a zone is UTC's), else this host's clock; exit 1 saying how to
     write it."""
@@ -407,35 +396,27 @@ def _check_objects_given(
 def _read_nodes(path: Path) -> list[NodeState]:
     """The Nodes of a node file, or every problem with its place and exit 1."""
     from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
     from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
 
-    try:
-        return parse_nodes(read_limited(path), str(path))
-    except OSError as err:
-        _fail(f"{path}: cannot read node file: {err.strerror}")
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(ERROR) from err
+    with exit_on_problems(ERROR):
+        try:
+            return parse_nodes(read_limited(path), str(path))
+        except OSError as err:
+            _fail(f"{path}: cannot read node file: {err.strerror}")
 
 
 def _objects(paths: Sequence[Path] | None, kind: str) -> tuple[RawObject, ...]:
     """The objects of `kind` in these YAML streams (a List's items too), as kubectl prints
     them; an unreadable file: every problem with its place, exit 1."""
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
 
     found: list[RawObject] = []
     for path in paths or ():
-        try:
-            documents = read_yaml_documents(read_limited(path), str(path))
-        except OSError as err:
-            _fail(f"{path}: cannot read file: {err.strerror}")
-        except RulesError as err:
-            for problem in err.problems:
-                typer.echo(str(problem), err=True)
-            raise typer.Exit(ERROR) from err
+        with exit_on_problems(ERROR):
+            try:
+                documents = read_yaml_documents(read_limited(path), str(path))
+            except OSError as err:
+                _fail(f"{path}: cannot read file: {err.strerror}")
         for document, _ in documents:
             items = document.get("items") if isinstance(document, dict) else None
             for item in items if isinstance(items, list) else [document]:

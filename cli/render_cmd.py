@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nodegate.cli.problems import rules_or_exit
+
 if TYPE_CHECKING:
     from nodegate.bootstrap.oke import ImageFamily
     from nodegate.core.rules.model import NodePool, NodeRules
 
 # The rules, the renderers and their templates are imported when the command runs (PLC0415
-# below): a TAB on render's options loads this module to read them, and only this module.
+# below): a TAB on render's options loads this module to read them, and none of those.
 
 
 class RenderFormat(StrEnum):
@@ -89,15 +91,8 @@ def render(
 ) -> None:
     """Print what a pool's nodes will be born with (user_data, kubelet flags or AKS lists)."""
     from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
-    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
 
-    try:
-        loaded = load_rules(rules)
-    except RulesError as err:
-        for problem in err.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(1) from err
+    loaded = rules_or_exit(rules)
     chosen = _pool(loaded, pool)
     fmt = format or _formats(chosen)[0]
     _check_fits(chosen, fmt, user_data)
