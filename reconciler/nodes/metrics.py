@@ -82,11 +82,7 @@ class GateCensusCollector(Collector):
             buckets = [*by_age, ("+Inf", census.gated_nodes)]
             ages.add_metric([], buckets, census.gated_age_sum)
             nodes.add_metric([], census.all_nodes)
-        yield gated
-        yield oldest
-        yield share
-        yield ages
-        yield nodes
+        yield from (gated, oldest, share, ages, nodes)
 
 
 @dataclass(frozen=True)

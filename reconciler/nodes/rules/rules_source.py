@@ -118,7 +118,7 @@ class RulesWatcher:
             watch_timeout_seconds=self._settings.watch_timeout_seconds,
             on_error=self._metrics.on_informer_error,
         )
-        informer.on_synced = lambda: None if len(informer) else self._missing(namespace, name)
+        informer.on_synced = lambda: None if len(informer) else self._missing()
         informer.run(stop)
 
     def _poll_file(self, path: Path, stop: threading.Event) -> None:
@@ -150,8 +150,7 @@ class RulesWatcher:
 
     def _on_configmap(self, _key: str, _old: RawObject | None, new: RawObject | None) -> None:
         if new is None:
-            namespace, name = (self._settings.rules_configmap or "/").split("/")
-            self._missing(namespace, name)
+            self._missing()
             return
         meta = new.get("metadata") or {}
         key = self._settings.rules_key
@@ -168,11 +167,11 @@ class RulesWatcher:
         confirmation = (meta.get("annotations") or {}).get(CONFIRM_ANNOTATION)
         self._offer(str(text), source, ref, confirmation)
 
-    def _missing(self, namespace: str, name: str) -> None:
+    def _missing(self) -> None:
         self._last_offer = None
         log.error(
             "rules ConfigMap not found; keeping the last good rules",
-            extra={"configmap": f"{namespace}/{name}", "accepted": self._accepted},
+            extra={"configmap": self._settings.rules_configmap, "accepted": self._accepted},
         )
         self._metrics.errors.labels("rules").inc()
 
