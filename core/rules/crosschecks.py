@@ -116,32 +116,33 @@ def _former_keys(doc: dict[str, Any]) -> Iterator[RawProblem]:
             claimed.setdefault(key, here)
 
 
-def _completion_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
-    first: dict[str, DocPath] = {}
+def _completion_keys(doc: dict[str, Any]) -> Iterator[tuple[int, str]]:
+    """(index, key) of each startup gate's completionAnnotation."""
     for index, gate in _items(doc, "startupGates"):
         annotation = gate.get("completionAnnotation")
         key = annotation.get("key") if isinstance(annotation, dict) else None
-        if not isinstance(key, str):
-            continue
-        here: DocPath = ("startupGates", index, "completionAnnotation", "key")
+        if isinstance(key, str):
+            yield index, key
+
+
+def _completion_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    first: dict[str, DocPath] = {}
+    for index, key in _completion_keys(doc):
         if key in first:
             yield (
-                here,
-                f"'{key}' is also the completionAnnotation of {_at(first[key][:2])}; each gate "
+                ("startupGates", index, "completionAnnotation", "key"),
+                f"'{key}' is also the completionAnnotation of {_at(first[key])}; each gate "
                 "would overwrite the other's time: give each gate its own key",
             )
-        first.setdefault(key, here)
+        first.setdefault(key, ("startupGates", index))
 
 
 def _first_ready_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
     """The node-agent rules naming one firstReadyAnnotation share it (written once, when the
     node is without all their taints); a startup gate writing the same key would overwrite it."""
     gates: dict[str, DocPath] = {}
-    for index, gate in _items(doc, "startupGates"):
-        annotation = gate.get("completionAnnotation")
-        key = annotation.get("key") if isinstance(annotation, dict) else None
-        if isinstance(key, str):
-            gates.setdefault(key, ("startupGates", index))
+    for index, gate_key in _completion_keys(doc):
+        gates.setdefault(gate_key, ("startupGates", index))
     for index, rule in _items(doc, "nodeAgents"):
         key = rule.get("firstReadyAnnotation")
         if isinstance(key, str) and key in gates:
@@ -167,46 +168,33 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
         profile = PROFILES.get(str(pool.get("provider")))
         labels = _mapping(pool.get("labels"))
         extra = _mapping(pool.get("reconcilerLabels"))
-        for key in [*labels, *extra]:
-            if key == TRUSTED_POOL_LABEL:
-                section = "labels" if key in labels else "reconcilerLabels"
-                yield (
-                    ("nodePools", index, section, str(key)),
-                    f"'{TRUSTED_POOL_LABEL}' is set when the node registers, from "
-                    f"'{POOL_LABEL}' (by nodegate's Node admission webhook); remove it",
-                )
-        for key in labels:
-            path: DocPath = ("nodePools", index, "labels", str(key))
-            if key == TRUSTED_POOL_LABEL:
-                continue
-            if key == POOL_LABEL:
-                yield (
-                    path,
-                    f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
-                )
-            elif not kubelet_may_set_label(str(key)):
-                yield (
-                    path,
-                    f"a kubelet may not set '{key}' on its own Node (NodeRestriction; kubelet "
-                    "refuses kubernetes.io/k8s.io labels outside its allowed set); move it to "
-                    f"nodePools[{index}].reconcilerLabels and the reconciler applies it right "
-                    "after the node registers",
-                )
-            elif refused := _reserved(profile, str(key)):
-                yield path, refused
-            if key in extra:
-                yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
-        for key in extra:
-            path = ("nodePools", index, "reconcilerLabels", str(key))
-            if key == TRUSTED_POOL_LABEL:
-                continue
-            if key == POOL_LABEL:
-                yield (
-                    path,
-                    f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
-                )
-            elif refused := _reserved(profile, str(key)):
-                yield path, refused
+        for section, keys in (("labels", labels), ("reconcilerLabels", extra)):
+            for key in keys:
+                path: DocPath = ("nodePools", index, section, str(key))
+                if key == TRUSTED_POOL_LABEL:
+                    yield (
+                        path,
+                        f"'{TRUSTED_POOL_LABEL}' is set when the node registers, from "
+                        f"'{POOL_LABEL}' (by nodegate's Node admission webhook); remove it",
+                    )
+                    continue
+                if key == POOL_LABEL:
+                    yield (
+                        path,
+                        f"'{POOL_LABEL}' is set by nodegate itself to the pool's name; remove it",
+                    )
+                elif section == "labels" and not kubelet_may_set_label(str(key)):
+                    yield (
+                        path,
+                        f"a kubelet may not set '{key}' on its own Node (NodeRestriction; "
+                        "kubelet refuses kubernetes.io/k8s.io labels outside its allowed set); "
+                        f"move it to nodePools[{index}].reconcilerLabels and the reconciler "
+                        "applies it right after the node registers",
+                    )
+                elif refused := _reserved(profile, str(key)):
+                    yield path, refused
+                if section == "labels" and key in extra:
+                    yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
 
 
 def _reserved(profile: ProviderProfile | None, key: str) -> str | None:
