@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from nodegate.core.rules.node_marks import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
@@ -38,21 +38,10 @@ STOPPED_STATES = frozenset({"STOPPING", "STOPPED"})
 
 PROVIDER_PREFIX = "oci://"
 """What OKE's cloud-controller-manager puts before the instance OCID (`oci://ocid1.instance...`)."""
-_OCID = re.compile(
-    r"^ocid1\.instance\.(?P<realm>[a-z0-9]+)\.(?P<region>[a-z0-9-]*)(?:\.[^.]*)?\.[a-z0-9]+$"
-)
-"""An instance OCID: `ocid1.instance.<realm>.<region>[.<future use>].<unique id>`."""
-
-
-@dataclass(frozen=True)
-class InstanceRef:
-    """What a providerID says about its instance. The compartment is not in an OCID: it is
-    known only once the instance is listed in one."""
-
-    ocid: str
-    realm: str
-    region: str
-    """The region's key or name as the OCID spells it (`phx`, `eu-frankfurt-1`); may be empty."""
+_OCID = re.compile(r"^ocid1\.instance\.[a-z0-9]+\.[a-z0-9-]*(?:\.[^.]*)?\.[a-z0-9]+$")
+"""An instance OCID: `ocid1.instance.<realm>.<region>[.<future use>].<unique id>` (the region's
+key or name as the OCID spells it, `phx` or `eu-frankfurt-1`, may be empty). The compartment is
+not in an OCID: it is known only once the instance is listed in one."""
 
 
 @dataclass(frozen=True)
@@ -90,16 +79,13 @@ class ConditionWrite:
         return f"{self.type}={self.status} ({self.reason})"
 
 
-def parse_provider_id(provider_id: str) -> InstanceRef | None:
-    """The instance a Node's providerID names: `oci://<instance OCID>` as OKE's CCM writes it
+def parse_provider_id(provider_id: str) -> str | None:
+    """The instance OCID a Node's providerID names: `oci://<instance OCID>` as OKE's CCM writes it
     (the bare OCID too, which the CCM also accepts); None for any other provider or shape."""
     ocid = provider_id.strip()
     if ocid.startswith(PROVIDER_PREFIX):
         ocid = ocid[len(PROVIDER_PREFIX) :]
-    match = _OCID.match(ocid)
-    if match is None:
-        return None
-    return InstanceRef(ocid, match["realm"], match["region"])
+    return ocid if _OCID.match(ocid) else None
 
 
 def utc_iso(when: datetime) -> str:
@@ -166,12 +152,8 @@ def condition_writes(
         have = owned.get(want.type)
         if have is None:
             if want.status == "True":
-                writes.append(_with_transition(want, True))
+                writes.append(replace(want, transition=True))
             continue
         if (have.status, have.reason, have.message) != (want.status, want.reason, want.message):
-            writes.append(_with_transition(want, have.status != want.status))
+            writes.append(replace(want, transition=have.status != want.status))
     return tuple(writes)
-
-
-def _with_transition(write: ConditionWrite, transition: bool) -> ConditionWrite:
-    return ConditionWrite(write.type, write.status, write.reason, write.message, transition)

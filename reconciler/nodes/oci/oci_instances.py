@@ -152,11 +152,11 @@ class OciInstanceConditions:
         before = _owned(old) if old is not None else None
         if before == _owned(new):
             return
-        ref = parse_provider_id(new.provider_id)
-        if ref is None:
+        ocid = parse_provider_id(new.provider_id)
+        if ocid is None:
             return
         with self._lock:
-            if self._listed(ref.ocid) is None:
+            if self._listed(ocid) is None:
                 return
             self._changed.add(new.name)
         self._wake.set()
@@ -179,9 +179,9 @@ class OciInstanceConditions:
             return
         for node in nodes:
             if node.name in names:
-                ref = parse_provider_id(node.provider_id)
+                ocid = parse_provider_id(node.provider_id)
                 with self._lock:
-                    found = self._listed(ref.ocid) if ref is not None else None
+                    found = self._listed(ocid) if ocid is not None else None
                 if found is not None and self._node(node, found):
                     with self._lock:
                         self._corrected[node.name] = now
@@ -220,10 +220,10 @@ class OciInstanceConditions:
             self._metrics.last_poll.set(time.time())
         unlisted = 0
         for node in nodes:
-            ref = parse_provider_id(node.provider_id)
-            if ref is None:
+            ocid = parse_provider_id(node.provider_id)
+            if ocid is None:
                 continue
-            found = listed.get(ref.ocid)
+            found = listed.get(ocid)
             if found is None:
                 unlisted += 1
                 continue
