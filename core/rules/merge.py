@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -60,10 +60,7 @@ class RulesObject:
         }
 
     def same_version(self, other: RulesObject | None) -> bool:
-        return other is not None and (other.generation, other.spec) == (
-            self.generation,
-            self.spec,
-        )
+        return other is not None and (other.generation, other.spec) == (self.generation, self.spec)
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ def merge(objects: Iterable[RulesObject], standing: Mapping[str, RulesObject]) -
     while changed:  # a claim released by an object merged in this pass goes to a waiting one
         changed = False
         for obj in sorted(current.values(), key=lambda o: (o.created, o.name)):
-            problems = _problems(obj)
+            problems = _problems_of(obj.name, json.dumps(obj.spec, sort_keys=True, default=str))
             if problems:
                 verdicts[obj.name] = Verdict(obj.generation, problems)
                 continue
@@ -155,10 +152,7 @@ def merge(objects: Iterable[RulesObject], standing: Mapping[str, RulesObject]) -
     for obj in current.values():
         part = merged.get(obj.name)
         verdict = verdicts.get(obj.name, Verdict(obj.generation))
-        in_force = part.generation if part is not None else None
-        verdicts[obj.name] = Verdict(
-            verdict.generation, verdict.problems, verdict.conflict, in_force
-        )
+        verdicts[obj.name] = replace(verdict, in_force=part.generation if part else None)
     parts = tuple(sorted(merged.values(), key=lambda p: p.name))
     return Merged(parts, merged_rules(parts), verdicts)
 
@@ -166,10 +160,6 @@ def merge(objects: Iterable[RulesObject], standing: Mapping[str, RulesObject]) -
 def merged_rules(parts: Iterable[RulesObject]) -> NodeRules:
     """The rules of parts that merge (RulesError naming what does not)."""
     return check_rules_data(_together(parts), TOGETHER).rules
-
-
-def _problems(obj: RulesObject) -> tuple[str, ...]:
-    return _problems_of(obj.name, json.dumps(obj.spec, sort_keys=True, default=str))
 
 
 @lru_cache(maxsize=1024)
