@@ -82,9 +82,7 @@ class ConditionWrite:
 def parse_provider_id(provider_id: str) -> str | None:
     """The instance OCID a Node's providerID names: `oci://<instance OCID>` as OKE's CCM writes it
     (the bare OCID too, which the CCM also accepts); None for any other provider or shape."""
-    ocid = provider_id.strip()
-    if ocid.startswith(PROVIDER_PREFIX):
-        ocid = ocid[len(PROVIDER_PREFIX) :]
+    ocid = provider_id.strip().removeprefix(PROVIDER_PREFIX)
     return ocid if _OCID.match(ocid) else None
 
 
