@@ -13,9 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from nodegate.reconciler.kit.errors import (
-    TemporaryError,
-)
+from nodegate.reconciler.kit.errors import TemporaryError
 
 Clock = Callable[[], float]
 LeaseTerm = tuple[str, int]

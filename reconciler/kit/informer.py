@@ -30,13 +30,7 @@ from typing import Generic, TypeVar
 
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import GoneError, PermanentError, WatchStalledError
-from nodegate.reconciler.kit.kube import (
-    ListWatch,
-    RawObject,
-    Selection,
-    WatchCancel,
-    watch_timeout,
-)
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection, WatchCancel, watch_timeout
 
 log = logging.getLogger("nodegate.informer")
 

@@ -32,9 +32,7 @@ from collections.abc import Callable
 
 from kubernetes import client
 
-from nodegate.reconciler.kit.errors import (
-    KubeError,
-)
+from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.kit.fence import Clock, LeaderFence, LeaseTerm
 from nodegate.reconciler.kit.lease import Election, KubeLeaseApi, LeaseApi, LeaseSettings
 
@@ -64,8 +62,7 @@ class LeaderElector:
             if api_client is None:
                 raise ValueError("give an api_client or a lease_api")
             lease_api = KubeLeaseApi(api_client, timeout)
-        api = lease_api
-        self._election = Election(api, settings, self.fence, clock, note=note)
+        self._election = Election(lease_api, settings, self.fence, clock, note=note)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.leading = False

@@ -34,12 +34,7 @@ from nodegate.core.rules.model import NO_RULES, NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
 from nodegate.reconciler.webhook.api import RecordReader
-from nodegate.reconciler.webhook.review import (
-    Refusal,
-    decode_review,
-    error_body,
-    review_response,
-)
+from nodegate.reconciler.webhook.review import Refusal, decode_review, error_body, review_response
 
 log = logging.getLogger("nodegate.webhook")
 

@@ -33,10 +33,7 @@ from nodegate.reconciler.webhook.admission import (
     WebhookMetrics,
 )
 from nodegate.reconciler.webhook.api import WebhookKubeApi
-from nodegate.reconciler.webhook.review import (
-    MAX_BODY_BYTES,
-    error_body,
-)
+from nodegate.reconciler.webhook.review import MAX_BODY_BYTES, error_body
 from nodegate.reconciler.webhook.tls import FileCertificates, SecretCertificates, server_context
 from nodegate.reconciler.webhook.wire import (
     Refusal,
