@@ -251,19 +251,11 @@ class Cluster:
         return self._merged(text, proposed)
 
     def _merged(self, in_force_text: str, proposed: RulesObject | None = None) -> Merged | None:
-        objects: dict[str, RulesObject] = {}
-        token: str | None = None
         try:
-            while True:
-                page = self._api.list_page(Selection("NodeRules"), PAGE_SIZE, token)
-                for raw in page.items:
-                    found = object_of_document(raw)
-                    objects[found.name] = found
-                token = page.continue_token
-                if token is None:
-                    break
+            listed = self._all(Selection("NodeRules"))
         except NotFoundError:
             return None
+        objects = {found.name: found for found in map(object_of_document, listed)}
         if proposed is not None:
             before = objects.get(proposed.name)
             # A new generation of it (the API server would number it so), created as it was.
