@@ -7,11 +7,6 @@ API, so a startup gate placed there could never be lifted: only permanent, label
 go there. The AgentPool API of pulumi-azure-native 3.x (Azure API 2025-09-01) has no
 `nodeInitializationTaints`, so startup gates are added by nodegate's Node admission webhook at
 registration; the component says so in its `startupGatesVia` output.
-
-The pool's settings (`defaults` merged with its `pools.<name>` entry) become the component's
-Args field by field under the same names (`SETTINGS_ARGS`): a field added to `AksPoolFields`
-reaches the component with no copy in the planning (the provider registry test fails until the
-Args have it).
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from nodegate.bootstrap.aks import AksPoolSpec, render_aks_pool
 from nodegate.bootstrap.registration import registration_taints
 from nodegate.core.rules.autoscaler_checks import MANAGED_CA
-from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.core.rules.providers import AKS
 from nodegate.core.text.frozen import Frozen
 from nodegate.infra.cloud_inputs import (
@@ -192,19 +187,8 @@ class AksNodePoolArgs:
 
 
 def _checked(args: AksNodePoolArgs) -> tuple[NodePool, str, AksPoolSpec]:
-    """The rules pool, agent pool name and rendered taints and labels, checked: what the
-    component declares from, or the error it would raise."""
-    pool, agent_pool_name = _checked_pool(args)
-    spec = _checked_spec(
-        render_aks_pool(
-            args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
-        )
-    )
-    return pool, agent_pool_name, spec
-
-
-def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
-    """The rules pool and agent pool name, refusing args AKS or nodegate would reject."""
+    """The rules pool, agent pool name and rendered taints and labels, refusing args AKS or
+    nodegate would reject: what the component declares from, or the error it would raise."""
     pool = rules_pool(args.rules, args.pool_name, AKS.name)
     agent_pool_name = args.agent_pool_name or pool.name
     windows_sku = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
@@ -219,7 +203,12 @@ def _checked_pool(args: AksNodePoolArgs) -> tuple[NodePool, str]:
         raise ValueError(f"pool '{pool.name}': {problem}")
     if isinstance(args.count, int) and not 0 <= args.count <= 1000:
         raise ValueError(f"pool '{pool.name}': count {args.count} is outside 0..1000")
-    return pool, agent_pool_name
+    spec = _checked_spec(
+        render_aks_pool(
+            args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
+        )
+    )
+    return pool, agent_pool_name, spec
 
 
 def _checked_spec(spec: AksPoolSpec) -> AksPoolSpec:
@@ -411,38 +400,13 @@ def plan_aks_pool(
 def check_aks_plans(rules: NodeRules, plans: Sequence[AksNodePoolArgs]) -> PlansCheck:
     """Agent pool names unique in the cluster; and the pools the stack autoscales: AKS's
     managed cluster-autoscaler unless the rules name one, and where rules and stack disagree."""
-    autoscalers, problems = _stack_autoscalers(rules, plans)
-    return PlansCheck((*_duplicate_agent_pool_names(plans), *problems), autoscalers)
-
-
-def _duplicate_agent_pool_names(plans: Sequence[AksNodePoolArgs]) -> list[ConfigProblem]:
-    seen: dict[str, str] = {}
-    problems = []
-    for plan in plans:
-        agent_pool = plan.agent_pool_name or plan.pool_name
-        other = seen.setdefault(agent_pool, plan.pool_name)
-        if other != plan.pool_name:
-            problems.append(
-                ConfigProblem(
-                    f"{pool_key(AKS.name, plan.pool_name)}.agentPoolName",
-                    f"'{agent_pool}' is already the agent pool of pool '{other}'",
-                )
-            )
-    return problems
-
-
-def _stack_autoscalers(
-    rules: NodeRules, plans: Sequence[AksNodePoolArgs]
-) -> tuple[dict[str, StackAutoscaler], list[ConfigProblem]]:
-    """AKS pools the stack autoscales: AKS's managed cluster-autoscaler unless the rules name
-    one; and where rules and stack disagree about it."""
     autoscalers: dict[str, StackAutoscaler] = {}
-    problems: list[ConfigProblem] = []
+    problems = _duplicate_agent_pool_names(plans)
     for plan in plans:
         pool = rules.pool(plan.pool_name)
         assert pool is not None  # planning made Args only for the rules' own pools
         key = f"{pool_key(AKS.name, pool.name)}.autoscaling"
-        said: Autoscaler | None = pool.autoscaler
+        said = pool.autoscaler
         if plan.autoscaling is not None and said is None:
             autoscalers[pool.name] = StackAutoscaler(
                 MANAGED_CA,
@@ -462,7 +426,7 @@ def _stack_autoscalers(
             plan.autoscaling is None
             and said is not None
             and said.is_managed
-            and (said.type == "cluster-autoscaler")
+            and said.type == "cluster-autoscaler"
         ):
             problems.append(
                 ConfigProblem(
@@ -472,7 +436,23 @@ def _stack_autoscalers(
                     "it to {minCount, maxCount}",
                 )
             )
-    return autoscalers, problems
+    return PlansCheck(tuple(problems), autoscalers)
+
+
+def _duplicate_agent_pool_names(plans: Sequence[AksNodePoolArgs]) -> list[ConfigProblem]:
+    seen: dict[str, str] = {}
+    problems = []
+    for plan in plans:
+        agent_pool = plan.agent_pool_name or plan.pool_name
+        other = seen.setdefault(agent_pool, plan.pool_name)
+        if other != plan.pool_name:
+            problems.append(
+                ConfigProblem(
+                    f"{pool_key(AKS.name, plan.pool_name)}.agentPoolName",
+                    f"'{agent_pool}' is already the agent pool of pool '{other}'",
+                )
+            )
+    return problems
 
 
 PROVIDER: InfraProvider[AksConfig, AksNodePoolArgs] = InfraProvider(

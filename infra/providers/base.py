@@ -136,12 +136,6 @@ class PlansCheck:
     """By rules pool name: the autoscalers the stack config makes."""
 
 
-Planner = Callable[
-    [NodeRules, NodePool, SectionT, Callable[[str], str]], ArgsT | list[ConfigProblem]
-]
-"""(rules, pool, the provider's section, read_text) -> the pool's component Args, or problems."""
-
-
 def nothing_across_pools(rules: NodeRules, plans: Sequence[PlannedPool]) -> PlansCheck:
     """For a provider whose pools are checked one by one only."""
     return PlansCheck()
@@ -157,8 +151,11 @@ class InfraProvider(Generic[SectionT, ArgsT]):
     """The model of `nodegate:<name>`."""
     settings_args: SettingsArgs
     """How a pool's merged settings become its component's Args."""
-    plan: Planner[SectionT, ArgsT]
-    """A rules pool of this provider, configured in the section, as its component's Args."""
+    plan: Callable[
+        [NodeRules, NodePool, SectionT, Callable[[str], str]], ArgsT | list[ConfigProblem]
+    ]
+    """(rules, a rules pool of this provider configured in the section, the section, read_text)
+    -> the pool's component Args, or what is wrong with its settings."""
     check_plans: Callable[[NodeRules, Sequence[ArgsT]], PlansCheck] = nothing_across_pools
     """Checks across the provider's planned pools (names that must be unique in the cloud,
     autoscalers the stack config makes)."""

@@ -53,18 +53,14 @@ class KarpenterNodePoolArgs:
         }
 
 
-def _checked_pool(args: KarpenterNodePoolArgs) -> NodePool:
+def _checked(args: KarpenterNodePoolArgs) -> tuple[NodePool, dict[str, Any]]:
+    """The checked pool and its NodePool rendered (pure: raises before declaring)."""
     pool = rules_pool(args.rules, args.pool_name)
     if pool.autoscaler_type != "karpenter":
         raise ValueError(
             f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"
         )
-    return pool
-
-
-def _checked(args: KarpenterNodePoolArgs) -> dict[str, Any]:
-    """The NodePool rendered from the checked pool (pure: raises before declaring)."""
-    return render_karpenter_nodepool(args.rules, _checked_pool(args))
+    return pool, render_karpenter_nodepool(args.rules, pool)
 
 
 class KarpenterNodePool(pulumi.ComponentResource):
@@ -80,7 +76,7 @@ class KarpenterNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        rendered = _checked(args)
+        pool, rendered = _checked(args)
         super().__init__(TYPE_TOKEN, name, None, opts)
         provider = args.provider or k8s.Provider(
             f"{name}-provider",
@@ -106,7 +102,6 @@ class KarpenterNodePool(pulumi.ComponentResource):
                 for t in spec.get(key, [])
             ]
 
-        pool = _checked_pool(args)
         for note in nodepool_notes(args.rules, pool):
             pulumi.log.info(note, resource=self)
         self.node_pool_name = pulumi.Output.from_input(rendered["metadata"]["name"])

@@ -7,11 +7,6 @@ from the rules; the same flags sit in the node metadata `kubelet-extra-args`, wh
 cluster-autoscaler reads the taints of a pool it scales up from zero. OKE applies node metadata
 to nodes it creates *after* an update; existing nodes keep theirs until they are cycled (see
 docs/infra.md).
-
-The pool's settings (`defaults` merged with its `pools.<name>` entry) become the component's
-Args field by field under the same names (`SETTINGS_ARGS`): a field added to `OkePoolFields`
-reaches the component with no copy in the planning (the provider registry test fails until the
-Args have it).
 """
 
 from __future__ import annotations
