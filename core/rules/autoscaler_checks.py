@@ -36,8 +36,6 @@ from nodegate.core.text.durations import format_duration
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX, is_readiness_taint
 
-Severity = Literal["error", "warning"]
-
 MANAGED_CA = Autoscaler(type="cluster-autoscaler", managed=True)
 """What an AKS pool with `autoscaling` in the stack config runs when the rules say nothing."""
 
@@ -48,14 +46,9 @@ class Finding:
 
     pool: str
     """The pool whose autoscaler the finding is about."""
-    severity: Severity
+    severity: Literal["error", "warning"]
     path: DocPath
     message: str
-
-
-def autoscaler_of(pool: NodePool, overrides: Mapping[str, Autoscaler]) -> Autoscaler | None:
-    """The pool's autoscaler: the rules' own, else the one the stack config implies."""
-    return pool.autoscaler or overrides.get(pool.name)
 
 
 def autoscaler_findings(
@@ -65,7 +58,7 @@ def autoscaler_findings(
     in the rules the one their stack config implies (by pool name)."""
     findings: list[Finding] = []
     for index, pool in enumerate(rules.node_pools):
-        autoscaler = autoscaler_of(pool, overrides or {})
+        autoscaler = pool.autoscaler or (overrides or {}).get(pool.name)
         if autoscaler is None or autoscaler.type == "none":
             continue
         findings += _pool_findings(index, pool, autoscaler)
@@ -217,15 +210,12 @@ def _what_to_list(key: str) -> str:
 
 
 def _flag_covers(ca: Autoscaler, key: str) -> bool:
+    # (The model refuses a prefix flag on a cluster-autoscaler older than the flag.)
     flags = ca.flags
-    if flags is None:
-        return False
-    version = ca.ca_version
-    prefix_flag = version is None or version >= STARTUP_TAINT_PREFIX_FLAG_SINCE
-    return (
+    return flags is not None and (
         key in flags.startup_taint
         or key in flags.ignore_taint
-        or (prefix_flag and any(key.startswith(p) for p in flags.startup_taint_prefix))
+        or any(key.startswith(p) for p in flags.startup_taint_prefix)
     )
 
 

@@ -118,7 +118,7 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     """`rules_from_data`, keeping the warnings."""
     if positions is None:  # not from read_yaml: hold it to the same depth and size bounds
         check_limits(data, source)
-    positions = positions if positions is not None else Positions()
+        positions = Positions()
     if not isinstance(data, dict):
         found = "an empty document" if data is None else f"a {type(data).__name__}"
         raise RulesError(
@@ -139,7 +139,7 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
         raise RulesError([*problems, Problem(*position(positions, ("kind",)), source, *foreign)])
     shape = object_shape(data, positions)
     try:
-        checked = _check_spec(shape.rules, source, shape.positions, [])
+        checked = _check_spec(shape.rules, source, shape.positions)
     except RulesError as err:
         located = (shape.located(p) for p in err.problems)
         raise RulesError([*problems, *located, *shape.problems(source)]) from err
@@ -191,12 +191,10 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
     return Checked(merged.rules, (), source, positions)
 
 
-def _check_spec(
-    data: dict[Any, Any], source: str, positions: Positions, problems: list[Problem]
-) -> Checked:
+def _check_spec(data: dict[Any, Any], source: str, positions: Positions) -> Checked:
     """The rules themselves (the object's spec beside its apiVersion and kind), every problem
     located by `positions`."""
-    problems += [
+    problems = [
         Problem(*position(positions, path), source, path, message)
         for path, message in cross_rule_problems(data)
     ]
