@@ -245,37 +245,33 @@ class Metrics:
             "Time to reconcile one node (read, plan, write).",
             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
-        taints_adopted = counter(
-            "nodegate_taints_adopted",
-            "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
-            "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
-            ["rule"],
-        )
-        dry_run_changes = counter(
-            "nodegate_dry_run_changes",
-            "Changes dry-run rules would have made (each counted once per node while it stays "
-            "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
-            "put_back_gate, restore_label).",
-            ["rule", "action"],
-        )
-        dry_run_nodes = gauge(
-            "nodegate_dry_run_nodes",
-            "Nodes a dry-run rule would change now, by rule and action.",
-            ["rule", "action"],
-        )
-        write_wait_seconds = counter(
-            "nodegate_write_throttle_seconds",
-            "Seconds node writes waited for the client-side rate limit.",
-        )
         self.writer = WriterMetrics(
             changes,
             writes,
             writes_refused,
             conflicts,
-            taints_adopted,
-            dry_run_changes,
-            dry_run_nodes,
-            write_wait_seconds,
+            counter(
+                "nodegate_taints_adopted",
+                "Taints found on a node, unclaimed, that a rule wants there and nodegate recorded "
+                "as its own (another tool's, e.g. node-readiness-controller's), by rule.",
+                ["rule"],
+            ),
+            counter(
+                "nodegate_dry_run_changes",
+                "Changes dry-run rules would have made (each counted once per node while it stays "
+                "pending), by rule and action (add_taint, remove_taint, adopt_taint, lift_gate, "
+                "put_back_gate, restore_label).",
+                ["rule", "action"],
+            ),
+            gauge(
+                "nodegate_dry_run_nodes",
+                "Nodes a dry-run rule would change now, by rule and action.",
+                ["rule", "action"],
+            ),
+            counter(
+                "nodegate_write_throttle_seconds",
+                "Seconds node writes waited for the client-side rate limit.",
+            ),
         )
 
         # The rules: accepted, refused, held.
@@ -363,9 +359,6 @@ class Metrics:
             "connection.",
             ["informer"],
         )
-        cached_objects = gauge(
-            "nodegate_cached_objects", "Objects in each informer's cache.", ["informer"]
-        )
         self.rules_source = RulesSourceMetrics(
             rules_valid, rules_rejected, errors, self.on_informer_error
         )
@@ -378,7 +371,7 @@ class Metrics:
             queue_depth,
             queue_wait_seconds,
             node_events,
-            cached_objects,
+            gauge("nodegate_cached_objects", "Objects in each informer's cache.", ["informer"]),
             gauge(
                 "nodegate_server_clock_disagreement_seconds",
                 "How far the API server's time, at its last reading, was ahead (+) or behind "
