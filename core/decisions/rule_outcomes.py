@@ -48,22 +48,15 @@ def condition_outcome(
     node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
 ) -> RuleOutcome:
     """Taint while the conditions match (for `for`), released (or kept) when they stop."""
-    decision, recheck = _condition_decision(node, labels, rule, facts)
-    return RuleOutcome(decision, recheck=recheck)
-
-
-def _condition_decision(
-    node: NodeState, labels: Mapping[str, str], rule: ConditionTaintRule, facts: PlanFacts
-) -> tuple[RuleDecision, timedelta | None]:
-    now = facts.now
     not_matching: Verdict = "release" if rule.on_recovery == "remove" else "keep"
     if rule.match is not None and not rule.match.matches(dict(labels)):
-        return RuleDecision(rule.name, rule.taint, "release", "node labels do not match"), None
+        why = "node labels do not match"
+        return RuleOutcome(RuleDecision(rule.name, rule.taint, "release", why))
     found = [matching_condition(node.conditions, m, node.created) for m in rule.conditions]
     matched = conditions_hold(found, rule.condition_policy)
     if matched is None:
         why = "conditions do not match" + (" (onRecovery: keep)" if not_matching == "keep" else "")
-        return RuleDecision(rule.name, rule.taint, not_matching, why), None
+        return RuleOutcome(RuleDecision(rule.name, rule.taint, not_matching, why))
     assumed = sorted({c.type for c in matched if is_assumed(c, node.conditions)})
     said = "conditions match" if rule.condition_policy == "allOf" else "a condition matches"
     if assumed:
@@ -72,14 +65,14 @@ def _condition_decision(
         # allOf: the list holds since its last condition matched; anyOf: since its first.
         times = [_condition_since(c, node, facts) for c in matched]
         held_since = max(times) if rule.condition_policy == "allOf" else min(times)
-        remaining = held_since + rule.hold - now
+        remaining = held_since + rule.hold - facts.now
         if remaining > timedelta(0):
             why = (
                 f"{said}, waiting {int(remaining.total_seconds())}s more of `for` (holding "
                 f"since {format_time(held_since)})"
             )
-            return RuleDecision(rule.name, rule.taint, "keep", why), remaining
-    return RuleDecision(rule.name, rule.taint, "want", said), None
+            return RuleOutcome(RuleDecision(rule.name, rule.taint, "keep", why), remaining)
+    return RuleOutcome(RuleDecision(rule.name, rule.taint, "want", said))
 
 
 def _condition_since(condition: NodeCondition, node: NodeState, facts: PlanFacts) -> datetime:
