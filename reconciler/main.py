@@ -48,14 +48,6 @@ EXIT_LOST_LEADERSHIP = 3
 FENCE_CHECK_SECONDS = 0.25
 
 
-def _node_api(settings: ReconcilerSettings) -> KubeApi:
-    """The client of the workers, the event sender and the watches (nodes, rules, label
-    records, init pods): its pool holds a connection for each."""
-    connections = settings.workers + 8
-    kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
-    return KubeApi(load_api_client(kubeconfig, connections))
-
-
 def run(
     settings: ReconcilerSettings,
     stop: threading.Event | None = None,
@@ -142,7 +134,10 @@ class _Parts:
 
 
 def _build(settings: ReconcilerSettings) -> _Parts:
-    api = _node_api(settings)
+    kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
+    # The client of the workers, the event sender and the watches (nodes, rules, label
+    # records, init pods): its pool holds a connection for each.
+    api = KubeApi(load_api_client(kubeconfig, settings.workers + 8))
     metrics = Metrics()
     process = metrics.process
     health = Health(lambda loop: process.loop_failed.labels(loop).set(1))
@@ -163,9 +158,8 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     # A dry run takes no part in the installation's election: it would lead writing nothing.
     if settings.leader_election.enabled and not settings.dry_run:
         # Its own client: lease renewals never queue behind node traffic.
-        election_client = load_api_client(str(settings.kubeconfig) if settings.kubeconfig else None)
         elector = LeaderElector(
-            election_client,
+            load_api_client(kubeconfig),
             settings.leader_election,
             lambda on: process.is_leader.set(int(on)),
             note=served.digest_in_force,
@@ -182,7 +176,11 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     controller = Controller(settings, writes, recorder, metrics, history, health, fence)
     watcher: RulesSource
     leading = threading.Event()
-    offer = fan_out(served.offer, controller.offer_rules)
+
+    def offer(update: RulesUpdate) -> None:  # to the webhook, then to the controller
+        served.offer(update)
+        controller.offer_rules(update)
+
     source = (settings, api, recorder, metrics.rules_source, offer)
     if settings.rules_objects:
         objects = RulesObjects(
@@ -333,16 +331,6 @@ def crd_confirmation(api: KubeApi) -> str | None:
     annotations = (crd.get("metadata") or {}).get("annotations") or {}
     found = annotations.get(CONFIRM_ANNOTATION)
     return found if isinstance(found, str) else None
-
-
-def fan_out(*receivers: Callable[[RulesUpdate], None]) -> Callable[[RulesUpdate], None]:
-    """One rules update to several receivers (the controller, the webhook), in order."""
-
-    def offer(update: RulesUpdate) -> None:
-        for receive in receivers:
-            receive(update)
-
-    return offer
 
 
 def stop_on_signals(stop: threading.Event) -> None:
