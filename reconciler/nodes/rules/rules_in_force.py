@@ -22,10 +22,7 @@ from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.metrics import RulesInForceMetrics
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
-from nodegate.reconciler.nodes.rules.rules_source import (
-    RulesUpdate,
-    report_on_source,
-)
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, report_on_source
 from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
 
 log = logging.getLogger("nodegate.controller")

@@ -29,9 +29,7 @@ from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
-from nodegate.core.views.pods import (
-    is_workload_pod,
-)
+from nodegate.core.views.pods import is_workload_pod
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
 from nodegate.reconciler.nodes.sources.watched import Watching
