@@ -170,11 +170,7 @@ class NodeFacts:
         return self._plan_facts(key, agents)
 
     def for_plan(
-        self,
-        key: str,
-        node: CachedNode,
-        rules: NodeRules,
-        work: LabelWork | None,
+        self, key: str, node: CachedNode, rules: NodeRules, work: LabelWork | None
     ) -> PlanFacts:
         """The node's facts for its reconcile: the guard's, and its gates' init pods, its
         workload pods if a gate would backfill it and the labels its record restores (`work`)."""

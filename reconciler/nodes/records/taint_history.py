@@ -29,10 +29,7 @@ class TaintHistory:
     written through the leader's fenced client only (the type it takes)."""
 
     def __init__(
-        self,
-        api: FencedApi,
-        namespace: str,
-        on_error: Callable[[str], None] = lambda _kind: None,
+        self, api: FencedApi, namespace: str, on_error: Callable[[str], None] = lambda _kind: None
     ) -> None:
         self._api = api
         self._namespace = namespace
