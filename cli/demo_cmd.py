@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from nodegate.cli.problems import exit_on_problems
+from nodegate.cli.inputs import exit_on_problems
 
 HARNESS = "nodegate.demo"
 """The harness package `nodegate demo` plays (harness/demo in the repository)."""

@@ -16,7 +16,7 @@ from nodegate.cli.live.options import (
     RulesConfigMap,
     connect,
 )
-from nodegate.cli.problems import exit_on_problems, rules_or_exit
+from nodegate.cli.inputs import exit_on_problems, rules_or_exit
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the rules, the decisions, rich) is imported when it runs, in each

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nodegate.cli.problems import exit_on_problems
+from nodegate.cli.inputs import exit_on_problems
 from nodegate.manifests.version import package_version
 
 # What the command runs on is imported when it runs (in each function below): a TAB on its

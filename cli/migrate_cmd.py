@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.cli.problems import exit_on_problems
+from nodegate.cli.inputs import exit_on_problems
 from nodegate.migrate.defaults import (
     HOLD,
     LABEL_KEY,

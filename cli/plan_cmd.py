@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from nodegate.cli.inputs import exit_on_problems, objects_in, rules_or_exit
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -33,7 +34,6 @@ from nodegate.cli.live.options import (
     connect,
     stderr_console,
 )
-from nodegate.cli.problems import exit_on_problems, rules_or_exit
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the sources, the rules, the decisions, the reconciler's settings,
@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from nodegate.core.reports.rules_change import RulesChange
     from nodegate.core.rules.model import NodeRules
     from nodegate.core.rules.node import NodeState
-    from nodegate.core.views.raw import RawObject
 
 ERROR = 1
+FAILED = "nodegate plan: "
 EXAMPLE_TIME = "2026-11-21T12:00:00Z"
 
 
@@ -290,9 +290,9 @@ def _read_files(
         in_force, which = rules_or_exit(in_force_file), f"the rules in {in_force_file} (--in-force)"
     at = _clock(now)
     listed = (
-        _objects(daemon_sets, "DaemonSet"),
-        _objects(pods, "Pod"),
-        _objects(csi_nodes, "CSINode"),
+        objects_in(daemon_sets or (), "DaemonSet", FAILED),
+        objects_in(pods or (), "Pod", FAILED),
+        objects_in(csi_nodes or (), "CSINode", FAILED),
     )
     history = "the taints of the rules in force only" if in_force else "none"
     assumed = [
@@ -348,7 +348,7 @@ def _with_the_other_objects(cluster: Cluster, rules_file: Path, new: NodeRules) 
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"nodegate plan: {message}", err=True)
+    typer.echo(f"{FAILED}{message}", err=True)
     raise typer.Exit(ERROR)
 
 
@@ -403,26 +403,6 @@ def _read_nodes(path: Path) -> list[NodeState]:
             return parse_nodes(read_limited(path), str(path))
         except OSError as err:
             _fail(f"{path}: cannot read node file: {err.strerror}")
-
-
-def _objects(paths: Sequence[Path] | None, kind: str) -> tuple[RawObject, ...]:
-    """The objects of `kind` in these YAML streams (a List's items too), as kubectl prints
-    them; an unreadable file: every problem with its place, exit 1."""
-    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
-
-    found: list[RawObject] = []
-    for path in paths or ():
-        with exit_on_problems(ERROR):
-            try:
-                documents = read_yaml_documents(read_limited(path), str(path))
-            except OSError as err:
-                _fail(f"{path}: cannot read file: {err.strerror}")
-        for document, _ in documents:
-            items = document.get("items") if isinstance(document, dict) else None
-            for item in items if isinstance(items, list) else [document]:
-                if isinstance(item, dict) and item.get("kind") == kind:
-                    found.append(item)
-    return tuple(found)
 
 
 def print_plan(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nodegate.cli.problems import rules_or_exit
+from nodegate.cli.inputs import rules_or_exit
 
 if TYPE_CHECKING:
     from nodegate.bootstrap.oke import ImageFamily

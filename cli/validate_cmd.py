@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nodegate.cli.inputs import objects_in
+
 if TYPE_CHECKING:
     from nodegate.core.rules.loader import Checked
     from nodegate.core.rules.model import NodeRules
@@ -148,26 +150,10 @@ def _daemon_sets(paths: list[Path]) -> list[DaemonSetView]:
     """The DaemonSets in these YAML streams (a `List`'s items too); unreadable: exit 1."""
     if not paths:
         return []
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415
-    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
     from nodegate.core.views.daemon_sets import slim_daemon_set  # noqa: PLC0415
 
     found: list[DaemonSetView] = []
-    for path in paths:
-        try:
-            documents = read_yaml_documents(read_limited(path), str(path))
-        except OSError as err:
-            typer.echo(f"{path}: cannot read file: {err.strerror}", err=True)
-            raise typer.Exit(1) from err
-        except RulesError as err:
-            for problem in err.problems:
-                typer.echo(str(problem), err=True)
-            raise typer.Exit(1) from err
-        for document, _ in documents:
-            items = document.get("items") if isinstance(document, dict) else None
-            for item in items if isinstance(items, list) else [document]:
-                if isinstance(item, dict) and item.get("kind") == "DaemonSet":
-                    meta = item.setdefault("metadata", {})
-                    meta.setdefault("namespace", "default")
-                    found.append(slim_daemon_set(item))
+    for item in objects_in(paths, "DaemonSet"):
+        item.setdefault("metadata", {}).setdefault("namespace", "default")
+        found.append(slim_daemon_set(item))
     return found

@@ -1,0 +1,61 @@
+"""What the commands read from files, and how they stop on input they cannot use: every problem
+of the `RulesError`, each with its place (FILE:LINE:COL, as `nodegate validate` prints them),
+then their exit code.
+
+core is imported when a command runs, not with this module: a TAB or `--help` loads neither core
+nor pydantic (tests/unit/cli/test_lazy_commands.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from nodegate.core.rules.model import NodeRules
+
+
+@contextmanager
+def exit_on_problems(code: int = 1) -> Iterator[None]:
+    """A `RulesError` raised inside: its problems on stderr, and exit `code`."""
+    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the module docstring)
+
+    try:
+        yield
+    except RulesError as err:
+        for problem in err.problems:
+            typer.echo(str(problem), err=True)
+        raise typer.Exit(code) from err
+
+
+def rules_or_exit(path: Path) -> NodeRules:
+    """The rules of a rules file, or its problems and exit 1."""
+    from nodegate.core.rules.loader import load_rules  # noqa: PLC0415  (see the module docstring)
+
+    with exit_on_problems():
+        return load_rules(path)
+
+
+def objects_in(paths: Iterable[Path], kind: str, prefix: str = "") -> list[dict[str, Any]]:
+    """The objects of `kind` in these YAML streams (a List's items too), as kubectl prints
+    them; an unreadable file: `prefix`, why, or every problem with its place, and exit 1."""
+    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+
+    found: list[dict[str, Any]] = []
+    for path in paths:
+        with exit_on_problems():
+            try:
+                documents = read_yaml_documents(read_limited(path), str(path))
+            except OSError as err:
+                typer.echo(f"{prefix}{path}: cannot read file: {err.strerror}", err=True)
+                raise typer.Exit(1) from err
+        for document, _ in documents:
+            items = document.get("items") if isinstance(document, dict) else None
+            for item in items if isinstance(items, list) else [document]:
+                if isinstance(item, dict) and item.get("kind") == kind:
+                    found.append(item)
+    return found
