@@ -17,10 +17,9 @@ EC P-256 keys: generated in milliseconds, accepted by every API server.
 from __future__ import annotations
 
 import base64
-import binascii
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -34,6 +33,8 @@ CA_FILE, CA_KEY_FILE = "ca.crt", "ca.key"
 CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
 PREVIOUS_CA_FILE = "previous-ca.crt"
 """Keys of the Secret's data (tls.crt/tls.key as in a kubernetes.io/tls Secret)."""
+FILES = (CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, PREVIOUS_CA_FILE)
+"""The Secret's keys in the order of `ServingBundle`'s fields."""
 
 BACKDATE = timedelta(minutes=5)
 """Certificates start a little in the past, so a peer with a skewed clock accepts them."""
@@ -82,15 +83,9 @@ class ServingBundle:
         return bundle
 
     def to_secret_data(self) -> dict[str, str]:
-        files = {
-            CA_FILE: self.ca_pem,
-            CA_KEY_FILE: self.ca_key_pem,
-            CERT_FILE: self.cert_pem,
-            KEY_FILE: self.key_pem,
-        }
-        if self.previous_ca_pem:
-            files[PREVIOUS_CA_FILE] = self.previous_ca_pem
-        return {k: base64.b64encode(v).decode("ascii") for k, v in files.items()}
+        """Every part, base64-encoded, under its key (no previous CA: no key for it)."""
+        pems = zip(FILES, astuple(self), strict=True)
+        return {key: base64.b64encode(pem).decode("ascii") for key, pem in pems if pem}
 
 
 class BundleError(ValueError):
@@ -100,7 +95,7 @@ class BundleError(ValueError):
 def bundle_from_secret_data(data: Mapping[str, object] | None) -> ServingBundle:
     """The bundle a Secret's data holds; BundleError if any part is missing or unreadable."""
     pems: dict[str, bytes] = {}
-    for key in (CA_FILE, CA_KEY_FILE, CERT_FILE, KEY_FILE, PREVIOUS_CA_FILE):
+    for key in FILES:
         value = (data or {}).get(key)
         if value is None and key == PREVIOUS_CA_FILE:
             pems[key] = b""
@@ -109,11 +104,9 @@ def bundle_from_secret_data(data: Mapping[str, object] | None) -> ServingBundle:
             raise BundleError(f"no '{key}'")
         try:
             pems[key] = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError) as err:
+        except ValueError as err:  # binascii.Error among them
             raise BundleError(f"'{key}' is not base64: {err}") from err
-    bundle = ServingBundle(
-        pems[CA_FILE], pems[CA_KEY_FILE], pems[CERT_FILE], pems[KEY_FILE], pems[PREVIOUS_CA_FILE]
-    )
+    bundle = ServingBundle(*(pems[key] for key in FILES))
     try:
         ca, cert = bundle.ca, bundle.cert
         if bundle.previous_ca_pem:
