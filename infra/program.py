@@ -49,8 +49,6 @@ class BootstrapRenderError(pulumi.RunError):
 class Prepared:
     """Everything the program declares, checked: nothing here can fail at declaration time."""
 
-    config: StackConfig
-    rules: RulesDocument
     plans: PoolPlans
     reconciler: ReconcilerArgs | None
     """None: the stack has no `nodegate:reconciler` section."""
@@ -67,8 +65,11 @@ def main(project_dir: Path | None = None) -> None:
         )
     for warning in prepared.plans.warnings:
         pulumi.log.warn(warning)
-    pools = declare_pools(prepared)
-    if prepared.reconciler is None:
+    reconciler_args = prepared.reconciler
+    webhook = reconciler_args is not None and reconciler_args.settings.webhook is not None
+    context = DeclareContext(deploys_webhook=webhook)
+    pools = {planned.pool_name: planned.declare(context) for planned in prepared.plans.pools}
+    if reconciler_args is None:
         pulumi.log.warn(
             f"no {NAMESPACE}:reconciler section: this stack does not deploy nodegate's "
             "reconciler, so nothing keeps taints and labels true after registration and "
@@ -76,7 +77,7 @@ def main(project_dir: Path | None = None) -> None:
             "deploys it); see docs/infra.md"
         )
     else:
-        reconciler = Reconciler("reconciler", prepared.reconciler)
+        reconciler = Reconciler("reconciler", reconciler_args)
         pulumi.export(
             "reconciler",
             {
@@ -167,16 +168,7 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
             raise InvalidStackConfigError(
                 f"Pulumi.{stack}.yaml ({NAMESPACE}:reconciler): {err}"
             ) from err
-    return Prepared(config=config, rules=document, plans=plans, reconciler=reconciler)
-
-
-def declare_pools(prepared: Prepared) -> dict[str, dict[str, Any]]:
-    """Declare one component per planned pool; return the per-pool outputs to export."""
-    reconciler = prepared.reconciler
-    context = DeclareContext(
-        deploys_webhook=reconciler is not None and reconciler.settings.webhook is not None
-    )
-    return {planned.pool_name: planned.declare(context) for planned in prepared.plans.pools}
+    return Prepared(plans=plans, reconciler=reconciler)
 
 
 def _resolve(project_dir: Path, configured: str) -> Path:
