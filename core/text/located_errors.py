@@ -13,12 +13,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from nodegate.core.text.errors import DocPath
-from nodegate.core.text.hints import allowed_keys
 from nodegate.core.text.k8s_names import name_form_problem
 
 
@@ -73,7 +73,7 @@ def _message(
     kind = err["type"]
     given = err.get("input")
     if kind == "extra_forbidden":
-        allowed = allowed_keys(model, path[:-1])
+        allowed = _allowed_keys(model, path[:-1])
         close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         return f"unknown field '{path[-1]}'{hint} (allowed here: {', '.join(allowed)})"
@@ -110,3 +110,29 @@ def _message(
     if given is not None and kind != "dict_type":
         return f"{err['msg']} (got {given!r})"
     return err["msg"]
+
+
+def _allowed_keys(model: type[BaseModel], path: DocPath) -> list[str]:
+    """The (alias) keys accepted at `path` in `model`, for did-you-mean hints; indexes and dict
+    keys are stepped over."""
+    current: type[BaseModel] | None = model
+    for part in path:
+        if current is None:
+            return []
+        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            continue  # a list index or a free-form dict key: the value type stays the same
+        current = _model_in(field.annotation)
+    if current is None:
+        return []
+    return [f.alias or n for n, f in current.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
