@@ -113,7 +113,7 @@ class Controller:
             settings.max_untaint_share,
             self._count_error,
         )
-        self._in_force = RulesInForce(
+        self.rules_in_force = RulesInForce(
             history,
             recorder,
             metrics.rules_in_force,
@@ -244,7 +244,7 @@ class Controller:
             sightings,
             self._node_facts,
             self.status,
-            self._in_force,
+            self.rules_in_force,
             self._count_error,
             self.rules_recovered,
         )
@@ -269,22 +269,18 @@ class Controller:
 
     @property
     def applied(self) -> Applied | None:
-        return self._in_force.applied
+        return self.rules_in_force.applied
 
     @property
     def rules(self) -> NodeRules | None:
-        return self._in_force.rules
-
-    @property
-    def rules_in_force(self) -> RulesInForce:
-        return self._in_force
+        return self.rules_in_force.rules
 
     def report_rules_objects(self, objects: RulesObjects) -> None:
         """Have the leader write each NodeRules object's status (`object_status`)."""
         writer = ObjectStatusWriter(
             self._rules_objects_api,
             objects,
-            self._in_force,
+            self.rules_in_force,
             self._facts,
             self._now,
             self._count_error,
@@ -294,7 +290,7 @@ class Controller:
 
     def offer_rules(self, update: RulesUpdate) -> None:
         """A valid rules update (any thread); it takes effect once the guard lets it."""
-        self._in_force.offer(update)
+        self.rules_in_force.offer(update)
         if self.informer.synced.is_set():
             self._consider_rules()
 
@@ -355,7 +351,7 @@ class Controller:
     def _consider_rules(self) -> None:
         """Judge the offered rules with facts gathered for them: their node agents' readiness
         (where their namespaces are watched), not the rules in force's."""
-        self._in_force.consider(self._facts)
+        self.rules_in_force.consider(self._facts)
 
     def _facts(self, rules: NodeRules) -> Iterator[tuple[NodeState, PlanFacts]]:
         """Every cached node with its facts gathered for `rules`."""
@@ -376,7 +372,7 @@ class Controller:
 
     def _rules_source(self) -> SourceRef | None:
         """The rules source in force (its ConfigMap or object), where rules-wide Warnings go."""
-        update = self._in_force.update
+        update = self.rules_in_force.update
         return update.ref if update is not None else None
 
     def _follow_records(self) -> None:
