@@ -136,12 +136,13 @@ def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> 
     """The gate's conditions, as the node reports them (a gate has no defaultStatus), if they
     hold under its conditionPolicy; after a reboot, only conditions that took their status
     after the previous boot's last sight count (a status carried over says nothing of this
-    boot)."""
+    boot). Unlike a pod's readiness, a condition is not set against the Node's creation (it is
+    on the Node itself); only a re-gate's reboot is a line it must have crossed."""
     ready_when = gate.ready_when
     if not ready_when.conditions:
         return None
     found = [
-        c if c is not None and _condition_of_this_boot(c, node, gate, facts) else None
+        c if c is not None and _of_this_boot(condition_sighting(c, facts), node, gate) else None
         for c in (matching_condition(node.conditions, m) for m in ready_when.conditions)
     ]
     matched = conditions_hold(found, ready_when.condition_policy)
@@ -149,14 +150,6 @@ def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> 
         return None
     shown = ", ".join(f"{c.type}={c.status}" for c in matched)
     return f"condition{'s' if len(matched) > 1 else ''} {shown}"
-
-
-def _condition_of_this_boot(
-    condition: NodeCondition, node: NodeState, gate: StartupGate, facts: PlanFacts
-) -> bool:
-    """Unlike a pod's readiness, a condition is not set against the Node's creation (it is on
-    the Node itself); only a re-gate's reboot is a line it must have crossed."""
-    return _of_this_boot(condition_sighting(condition, facts), node, gate)
 
 
 def condition_sighting(condition: NodeCondition, facts: PlanFacts) -> Sighting:
@@ -227,12 +220,6 @@ def _shown_signals(node: NodeState, gate: StartupGate, facts: PlanFacts) -> list
     return shown
 
 
-def _signal_digests(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str:
-    """The digests of the gate's readiness episodes shown now (`GATE_SIGNALS`)."""
-    shown = _shown_signals(node, gate, facts)
-    return ",".join(sorted({episode_digest(s.token) for s in shown}))
-
-
 def _stale_signals(
     node: NodeState,
     gate: StartupGate,
@@ -267,8 +254,10 @@ def _lifted(
 ) -> RuleOutcome:
     completed, boot, regated, after, signals, _ = gate_annotation_keys(gate)
     annotations: list[tuple[str, str | None]] = [(completed, format_time(facts.now))]
-    # Written even when nothing is shown: a record, empty or not, says this nodegate lifted it.
-    annotations.append((signals, _signal_digests(node, gate, facts)))
+    # The digests of the readiness episodes shown now, written even when nothing is shown: a
+    # record, empty or not, says this nodegate lifted it.
+    shown = {episode_digest(s.token) for s in _shown_signals(node, gate, facts)}
+    annotations.append((signals, ",".join(sorted(shown))))
     extra = gate.completion_annotation
     if extra is not None:
         when = str(int(facts.now.timestamp())) if extra.format == "unix" else format_time(facts.now)
