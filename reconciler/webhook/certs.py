@@ -42,16 +42,10 @@ BACKDATE = timedelta(minutes=5)
 
 @dataclass(frozen=True)
 class CertPolicy:
-    """Lifetimes and renewal points (defaults: a 5-year CA, 90-day serving certificates)."""
+    """Lifetimes (defaults: a 5-year CA, 90-day serving certificates)."""
 
     ca_lifetime: timedelta = timedelta(days=5 * 365)
     serving_lifetime: timedelta = timedelta(days=90)
-
-    def ca_renew_at(self, ca: x509.Certificate) -> datetime:
-        return ca.not_valid_after_utc - self.ca_lifetime / 5
-
-    def serving_renew_at(self, cert: x509.Certificate) -> datetime:
-        return cert.not_valid_after_utc - self.serving_lifetime / 3
 
 
 @dataclass(frozen=True)
@@ -132,12 +126,14 @@ Renewal = Literal["none", "serving", "ca"]
 def renewal_due(
     bundle: ServingBundle, hosts: Sequence[str], now: datetime, policy: CertPolicy
 ) -> Renewal:
-    """What must be renewed now: nothing, the serving certificate, or the CA (and with it the
-    serving certificate)."""
-    if now >= policy.ca_renew_at(bundle.ca):
+    """What must be renewed now: nothing, the serving certificate (a third of its life left,
+    or other names), or the CA (a fifth of its life left; and with it the serving
+    certificate)."""
+    if now >= bundle.ca.not_valid_after_utc - policy.ca_lifetime / 5:
         return "ca"
     cert = bundle.cert
-    if now >= policy.serving_renew_at(cert) or sorted(names_of(cert)) != sorted(set(hosts)):
+    expiring = now >= cert.not_valid_after_utc - policy.serving_lifetime / 3
+    if expiring or sorted(names_of(cert)) != sorted(set(hosts)):
         return "serving"
     return "none"
 
