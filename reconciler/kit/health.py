@@ -14,9 +14,7 @@ log = logging.getLogger("nodegate.health")
 
 
 class Health:
-    """Liveness: every long-running loop must keep running; one that ends fails /healthz,
-    so the kubelet restarts the pod instead of leaving a quietly half-dead reconciler.
-
+    """Liveness: a loop that ended fails /healthz, so the kubelet restarts the pod.
     `on_failed(loop)` is told each loop that ended (for a gauge)."""
 
     def __init__(self, on_failed: Callable[[str], None] = lambda _loop: None) -> None:

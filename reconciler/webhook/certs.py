@@ -3,7 +3,7 @@
 Pure apart from key generation: the time is an argument, so renewal is unit-tested with a
 clock. The same scheme as open-policy-agent/cert-controller (Gatekeeper's): one CA and one
 serving certificate kept in a Secret that every replica reads, the CA written into the
-MutatingWebhookConfiguration's caBundle (`webhook_tls.py` does the API side).
+MutatingWebhookConfiguration's caBundle (`tls.py` does the API side).
 
 * The serving certificate is renewed under the same CA when a third of its life is left, or
   when the names it must carry change: the caBundle does not change, nothing can fail.

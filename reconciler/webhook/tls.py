@@ -6,7 +6,7 @@ Two sources, one interface (`sync` once, `run` until stopped, `on_certificate` c
 * `SecretCertificates` (default, self-signed): the CA and serving certificate live in one
   Secret of the reconciler's namespace that every replica reads, so all replicas serve
   certificates of one CA and the caBundle names it. The first replica to find the Secret empty
-  (or due for renewal, see `webhook_certs.py`) writes a new bundle with the resourceVersion it
+  (or due for renewal, see `certs.py`) writes a new bundle with the resourceVersion it
   read; a concurrent replica gets 409 and adopts the winner's. Every replica then makes the
   MutatingWebhookConfiguration's caBundle what the bundle says (a JSON Patch guarded by a
   `test` of the webhook's name), so a hand-edited or re-applied configuration heals within a
