@@ -17,13 +17,11 @@ from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.text.k8s_names import NODEGATE_DOMAIN
 
-RawTaints = tuple[dict[str, Any], ...]
-
 
 @dataclass(frozen=True)
 class CachedNode:
     state: NodeState
-    raw_taints: RawTaints
+    raw_taints: tuple[dict[str, Any], ...]
     kept_under: int = field(default=0, compare=False)
     """Which annotation filter slimmed it (the controller's count of filters): an entry slimmed
     before the rules read more annotations lacks them until the relist replaces it."""

@@ -33,9 +33,6 @@ from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 
-Owned = frozenset[tuple[str, str]]
-"""(key, effect) of the taints rules of earlier generations owned (`TaintHistory.known`)."""
-
 
 class BootSightings:
     """When this leader saw each node's boots (`boot_sight`), by node name: set from the watch
@@ -92,7 +89,7 @@ class NodeFacts:
         clock: Callable[[], datetime],
         rules: Callable[[], NodeRules | None],
         cached: Callable[[str], CachedNode | None],
-        previously_owned: Callable[[], Owned],
+        previously_owned: Callable[[], frozenset[tuple[str, str]]],
         sources: Sources,
         gate_pods: GatePods,
         csi_nodes: CsiNodes,

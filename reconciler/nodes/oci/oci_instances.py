@@ -45,7 +45,6 @@ from nodegate.reconciler.nodes.metrics import OciMetrics
 
 log = logging.getLogger("nodegate.oci")
 
-Clock = Callable[[], datetime]
 EVENT_REASON = "OCIInstanceConditions"
 ErrorKind = Literal["auth", "not_found", "throttled", "server", "timeout", "other"]
 
@@ -96,7 +95,7 @@ class OciInstanceConditions:
         recorder: Recorder,
         metrics: OciMetrics,
         nodes: Callable[[], list[NodeState] | None],
-        clock: Clock,
+        clock: Callable[[], datetime],
         dry_run: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -20,9 +20,6 @@ from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import PermanentError
 from nodegate.reconciler.kit.kube import ConfigMapApi, RawObject
 
-Window = Callable[[str], timedelta]
-"""A ledger's window under the rules in force."""
-
 
 class LedgerStore:
     def __init__(self, api: ConfigMapApi, namespace: str) -> None:
@@ -35,7 +32,7 @@ class LedgerStore:
         and until then no evicting taint is granted (nodegate never guesses what was spent)."""
         return self._decode(self._api.read_configmap(self._namespace, LEDGER_CONFIGMAP))
 
-    def save(self, grants: list[Grant], now: datetime, window: Window) -> None:
+    def save(self, grants: list[Grant], now: datetime, window: Callable[[str], timedelta]) -> None:
         """Store `grants` together with what is stored, compacted to what still counts
         (KubeError when it cannot be written)."""
 

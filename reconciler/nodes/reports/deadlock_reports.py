@@ -21,15 +21,13 @@ from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_so
 
 log = logging.getLogger(__name__)
 
-DeadlockKey = tuple[object, ...]
-
 
 class DeadlockReports:
     def __init__(self, recorder: Recorder, source: Callable[[], SourceRef | None]) -> None:
         self._recorder = recorder
         self._source = source
         self._lock = threading.Lock()
-        self._shown: ShownOnNodes[DeadlockKey] = ShownOnNodes()
+        self._shown: ShownOnNodes[tuple[object, ...]] = ShownOnNodes()
 
     def saw(self, node: str, found: Iterable[Deadlock]) -> None:
         """One reconcile's look at the node (`NodeAgents.deadlocks`)."""

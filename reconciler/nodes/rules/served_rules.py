@@ -24,9 +24,6 @@ from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
 
 log = logging.getLogger("nodegate.webhook")
 
-Recorded = Callable[[], tuple[str, NodeRules] | None]
-"""The status record's rules in force and their digest (None: no record, or none in force)."""
-
 ASK_AGAIN_SECONDS = 1.0
 """How soon the status record is read again for a digest it did not hold yet."""
 REMEMBERED = 16
@@ -40,7 +37,7 @@ class ServedRules:
         self,
         in_force: Callable[[], RulesUpdate | None],
         leader_note: Callable[[], str | None] = lambda: None,
-        recorded: Recorded = lambda: None,
+        recorded: Callable[[], tuple[str, NodeRules] | None] = lambda: None,
     ) -> None:
         self._in_force = in_force
         self._leader_note = leader_note
