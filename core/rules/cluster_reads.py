@@ -52,25 +52,13 @@ class SourceKind:
 
 
 SOURCES: list[SourceKind] = [
+    SourceKind("init-pods", (PODS,), lambda reads: frozenset(p.namespace for p in reads.pods)),
     SourceKind(
-        "init-pods",
-        (PODS,),
-        lambda reads: frozenset(p.namespace for p in reads.pods),
+        "workload-pods", (PODS,), lambda reads: EVERYWHERE if reads.workload_pods else frozenset()
     ),
+    SourceKind("node-agents", (PODS, DAEMON_SETS), lambda reads: reads.agent_namespaces),
     SourceKind(
-        "workload-pods",
-        (PODS,),
-        lambda reads: EVERYWHERE if reads.workload_pods else frozenset(),
-    ),
-    SourceKind(
-        "node-agents",
-        (PODS, DAEMON_SETS),
-        lambda reads: reads.agent_namespaces,
-    ),
-    SourceKind(
-        "csi-nodes",
-        (CSI_NODES,),
-        lambda reads: EVERYWHERE if reads.csi_drivers else frozenset(),
+        "csi-nodes", (CSI_NODES,), lambda reads: EVERYWHERE if reads.csi_drivers else frozenset()
     ),
 ]
 """Every source, in the order their reads are granted and followed."""

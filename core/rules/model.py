@@ -963,10 +963,7 @@ class DaemonSetRef(Frozen):
     """A DaemonSet by namespace and name: its pod on the node (owned by this DaemonSet's uid)."""
 
     namespace: str = Field(pattern=DNS_LABEL_PATTERN, max_length=63)
-    name: str = Field(
-        pattern=DNS_SUBDOMAIN_PATTERN,
-        max_length=253,
-    )
+    name: str = Field(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)
 
     @property
     def ref(self) -> str:
