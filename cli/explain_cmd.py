@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nodegate.cli.inputs import nodes_in, rules_or_exit
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -16,7 +17,6 @@ from nodegate.cli.live.options import (
     RulesConfigMap,
     connect,
 )
-from nodegate.cli.inputs import exit_on_problems, rules_or_exit
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the rules, the decisions, rich) is imported when it runs, in each
@@ -104,7 +104,8 @@ def explain(
     console = Console()
     # A NodeList is decided as the reconciler would, node after node: evicting taints over the
     # eviction budget (what the nodes' timeAdded says was spent counts) are shown waiting.
-    nodes = _read_nodes(node_file)
+    # Not the file asked for: the usage error code, every problem with its place.
+    nodes = nodes_in(node_file, 2)
     budget = recorded_budget(rules, nodes, at)
     for node in nodes:
         print_explanation(console, node, rules, decide(node, rules, facts, budget))
@@ -206,20 +207,6 @@ def _rules_to_explain_with(
         raise typer.Exit(1)
     which = f"the rules ConfigMap {configmap.view.reference} (no reconciler status record yet)"
     return configmap.rules, which, None
-
-
-def _read_nodes(path: Path) -> list[NodeState]:
-    """One Node, or a List/NodeList as `kubectl get nodes -o yaml` prints it; exit 2 if not."""
-    from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
-
-    # Not the file asked for: the usage error code, every problem with its place.
-    with exit_on_problems(2):
-        try:
-            return parse_nodes(read_limited(path), str(path))
-        except OSError as err:
-            typer.echo(f"{path}: cannot read node file: {err.strerror}", err=True)
-            raise typer.Exit(2) from err
 
 
 def print_explanation(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nodegate.cli.inputs import exit_on_problems
+from nodegate.cli.inputs import exit_on_problems, read_or_exit
 from nodegate.manifests.version import package_version
 
 # What the command runs on is imported when it runs (in each function below): a TAB on its
@@ -162,14 +162,10 @@ def required_rules(path: Path | None, command: str) -> Path:
 
 def load_rules(path: Path) -> RulesDocument:
     from nodegate.core.rules.loader import RulesDocument  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.yaml_input import decode, read_limited  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import decode  # noqa: PLC0415
 
-    try:
-        data = read_limited(path)
     # An unreadable file is reported as `nodegate validate` reports it.
-    except OSError as err:
-        typer.echo(f"{path}: cannot read file: {err.strerror}", err=True)
-        raise typer.Exit(_INVALID) from err
+    data = read_or_exit(path, _INVALID)
     with exit_on_problems(_INVALID):
         return RulesDocument.parse(decode(data, str(path)), str(path))
 
@@ -214,16 +210,13 @@ def _settings(path: Path | None, options: dict[str, Any]) -> DeploySettings:
 
 
 def _settings_data(path: Path) -> dict[str, Any]:
-    from nodegate.core.text.yaml_input import read_limited, read_yaml  # noqa: PLC0415
+    from nodegate.core.text.yaml_input import read_yaml  # noqa: PLC0415
 
+    # Unreadable file: say which and why, as for rules files.
+    raw = read_or_exit(path, _INVALID, what="settings")
     # Broken YAML (or not UTF-8, too large, an alias bomb): every problem with its place.
     with exit_on_problems(_INVALID):
-        try:
-            data, _ = read_yaml(read_limited(path), str(path))
-        # Unreadable file: say which and why, as for rules files.
-        except OSError as err:
-            typer.echo(f"{path}: cannot read settings: {err.strerror}", err=True)
-            raise typer.Exit(_INVALID) from err
+        data, _ = read_yaml(raw, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

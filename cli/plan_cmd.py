@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from nodegate.cli.inputs import exit_on_problems, objects_in, rules_or_exit
+from nodegate.cli.inputs import nodes_in, objects_in, rules_or_exit
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -198,7 +198,7 @@ def planned(
     """Plan every node under the rules in force and under `new`, with the facts the
     reconciler's blast-radius guard judges an update with (the clock, the taint history, and
     the node agents of the rules judged), wherever they were read."""
-    from nodegate.core.decisions.node_agents import lifted_taints  # noqa: PLC0415  (see the imports)
+    from nodegate.core.decisions.node_agents import lifted_taints  # noqa: PLC0415
     from nodegate.core.decisions.node_decision import plan_facts  # noqa: PLC0415
     from nodegate.core.reports.rules_change import rules_change  # noqa: PLC0415
     from nodegate.core.views.csi_nodes import registered_drivers  # noqa: PLC0415
@@ -279,11 +279,11 @@ def _read_files(
 ) -> PlanInputs:
     """The plan's inputs read from files (the shell reads them), or every problem with its place
     and exit 1. What files cannot say is assumed, and said."""
-    from nodegate.cli.plan_sources import AgentObjects, PlanInputs  # noqa: PLC0415  (see the imports)
+    from nodegate.cli.plan_sources import AgentObjects, PlanInputs  # noqa: PLC0415
     from nodegate.core.decisions.dry_run import live_owned_taints  # noqa: PLC0415
 
     _check_objects_given(new, daemon_sets, pods, csi_nodes)
-    nodes = _read_nodes(nodes_file)
+    nodes = nodes_in(nodes_file, ERROR, FAILED)
     if in_force_file is None:
         in_force, which = None, "no rules (offline, no --in-force FILE: every change counts)"
     else:
@@ -391,18 +391,6 @@ def _check_objects_given(
             f"nodeAgents rules ({names}) wait for CSI drivers: offline, give --csi-nodes FILE "
             "(`kubectl get csinodes -o yaml`)"
         )
-
-
-def _read_nodes(path: Path) -> list[NodeState]:
-    """The Nodes of a node file, or every problem with its place and exit 1."""
-    from nodegate.core.rules.node_file import parse_nodes  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
-
-    with exit_on_problems(ERROR):
-        try:
-            return parse_nodes(read_limited(path), str(path))
-        except OSError as err:
-            _fail(f"{path}: cannot read node file: {err.strerror}")
 
 
 def print_plan(
