@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from nodegate.core.decisions.eviction_budget import (
     SHARED,
     Charge,
@@ -144,17 +146,12 @@ class StatusReport:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
-        return {_camel(k): _plain(v) for k, v in value.items()}
+        return {to_camel(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, datetime):
         return format_time(value)
     return value
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def status_report(
