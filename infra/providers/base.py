@@ -90,29 +90,24 @@ class SettingsArgs:
         fields it names (a path read into the file's text, a default from the rules). A field
         left unset (None) is left out, so the Args' own default applies, as does an empty list
         (Pulumi then receives no property, not an empty one)."""
-        fields = type(settings).model_fields
-        unknown = sorted(set(derived) - set(fields))
+        unknown = sorted(set(derived) - set(type(settings).model_fields))
         if unknown:
             raise TypeError(f"{', '.join(unknown)}: not fields of {type(settings).__name__}")
-        inputs = {}
-        for name in fields:
-            value = derived[name] if name in derived else self._input(name, getattr(settings, name))
-            if value is not None:
-                inputs[self.renamed.get(name, name)] = value
-        return inputs
+        values = self._values(settings, derived)
+        return {self.renamed.get(name, name): value for name, value in values.items()}
+
+    def _values(self, group: BaseModel, derived: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The group's fields as keywords (those in `derived` replaced), None left out."""
+        values = {name: self._input(name, value) for name, value in group}
+        values.update(derived or {})
+        return {name: value for name, value in values.items() if value is not None}
 
     def _input(self, name: str, value: object) -> Any:
         if isinstance(value, BaseModel):
-            return self.nested[name](**self._group_inputs(value))
+            return self.nested[name](**self._values(value))
         if isinstance(value, tuple):
             return [self._input(name, item) for item in value] or None
         return value
-
-    def _group_inputs(self, group: BaseModel) -> dict[str, Any]:
-        values = {
-            name: self._input(name, getattr(group, name)) for name in type(group).model_fields
-        }
-        return {name: value for name, value in values.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -136,11 +131,6 @@ class PlansCheck:
     """By rules pool name: the autoscalers the stack config makes."""
 
 
-def nothing_across_pools(rules: NodeRules, plans: Sequence[PlannedPool]) -> PlansCheck:
-    """For a provider whose pools are checked one by one only."""
-    return PlansCheck()
-
-
 @dataclass(frozen=True)
 class InfraProvider(Generic[SectionT, ArgsT]):
     """One cloud provider as the Pulumi program sees it."""
@@ -156,9 +146,9 @@ class InfraProvider(Generic[SectionT, ArgsT]):
     ]
     """(rules, a rules pool of this provider configured in the section, the section, read_text)
     -> the pool's component Args, or what is wrong with its settings."""
-    check_plans: Callable[[NodeRules, Sequence[ArgsT]], PlansCheck] = nothing_across_pools
+    check_plans: Callable[[NodeRules, Sequence[ArgsT]], PlansCheck] = lambda *_: PlansCheck()
     """Checks across the provider's planned pools (names that must be unique in the cloud,
-    autoscalers the stack config makes)."""
+    autoscalers the stack config makes); by default none: its pools are checked one by one."""
 
     @property
     def name(self) -> str:
