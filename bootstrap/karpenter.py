@@ -98,15 +98,6 @@ PREEMPTIBLE_TAINT: Final = {
 }
 
 
-def _default_node_class(pool: NodePool) -> NodeClassRef | None:
-    """The node class of the pool's provider (AKS node auto-provisioning's AKSNodeClass), if
-    it has one."""
-    default = provider_profile(pool.provider).karpenter_node_class
-    if default is None:
-        return None
-    return NodeClassRef(group=default.group, kind=default.kind, name=default.name)
-
-
 def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any]:
     """The pool's Karpenter NodePool, as plain data (stable key order for golden files)."""
     autoscaler = pool.autoscaler
@@ -120,7 +111,10 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
             f"pool '{pool.name}' uses Karpenter NodePool '{pool.karpenter_node_pool}' that "
             "nodegate does not render (autoscaler.externalStartupTaints); edit that NodePool"
         )
-    node_class = autoscaler.node_class_ref or _default_node_class(pool)
+    node_class = autoscaler.node_class_ref
+    default = provider_profile(pool.provider).karpenter_node_class  # AKS's AKSNodeClass
+    if node_class is None and default is not None:
+        node_class = NodeClassRef(group=default.group, kind=default.kind, name=default.name)
     if node_class is None:
         raise BootstrapError(
             f"pool '{pool.name}' ({pool.provider}) needs autoscaler.nodeClassRef: only "

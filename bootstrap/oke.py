@@ -49,21 +49,17 @@ IMAGE_FAMILIES: Final = ("oracle-linux", "ubuntu")
 """OKE worker image families, which join the cluster differently (see the module doc)."""
 
 
-def _require_oke(pool: NodePool) -> None:
-    if pool.provider != OKE.name:
-        raise BootstrapError(
-            f"pool '{pool.name}' is an {pool.provider} pool; OKE user_data and kubelet flags "
-            f"apply to {OKE.name} pools only"
-        )
-
-
 def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
     """`--register-with-taints=... --node-labels=...` for the pool, proven to read back as meant.
 
     The flags are parsed back the way kubelet parses them; anything kubelet would refuse, drop
     or read differently is refused here, before a node fails to join.
     """
-    _require_oke(pool)
+    if pool.provider != OKE.name:
+        raise BootstrapError(
+            f"pool '{pool.name}' is an {pool.provider} pool; OKE user_data and kubelet flags "
+            f"apply to {OKE.name} pools only"
+        )
     taints = registration_taints(rules, pool)
     labels = registration_labels(pool)
     return " ".join(proven_kubelet_flags(taints, labels, f"pool '{pool.name}'"))
@@ -77,14 +73,11 @@ def oke_node_metadata(rules: NodeRules, pool: NodePool) -> dict[str, str]:
     return {KUBELET_EXTRA_ARGS_KEY: kubelet_extra_args(rules, pool)}
 
 
-def metadata_size(metadata: dict[str, str]) -> int:
-    """Bytes the keys and values take in the instance metadata (OCI counts them together)."""
-    return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in metadata.items())
-
-
 def user_data_budget(rules: NodeRules, pool: NodePool) -> int:
-    """Bytes the pool's user_data may take (base64) next to its other node metadata."""
-    return OKE_USER_DATA_BUDGET - metadata_size(oke_node_metadata(rules, pool))
+    """Bytes the pool's user_data may take (base64) next to its other node metadata (OCI counts
+    the keys and the values together)."""
+    metadata = oke_node_metadata(rules, pool).items()
+    return OKE_USER_DATA_BUDGET - sum(len(k.encode()) + len(v.encode()) for k, v in metadata)
 
 
 def render_oke_bootstrap_script(
