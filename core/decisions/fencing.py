@@ -177,10 +177,7 @@ def server_fence(
     spec, bound = policy.get("spec") or {}, binding.get("spec") or {}
     param_kind = spec.get("paramKind") or {}
     param = bound.get("paramRef") or {}
-    if (param_kind.get("apiVersion"), param_kind.get("kind")) != (
-        "coordination.k8s.io/v1",
-        "Lease",
-    ):
+    if (param_kind.get("apiVersion"), param_kind.get("kind")) != LEASE_KIND:
         return ServerFence(False, "the fence policy's param is not a Lease")
     if (param.get("namespace"), param.get("name")) != (lease_namespace, lease_name):
         return ServerFence(
