@@ -4,7 +4,7 @@ node's reconcile (`for_plan`).
 
 The facts come from the clock, the taints earlier rules owned (the taint history), what this
 leader has seen of the node over time (its conditions' episodes, `condition_sightings`, and its
-boots, `BootSightings`: both tables are kept here, sighted on every watch event by `saw`; and
+boots, `boot_sight`: both tables are kept here, sighted on every watch event by `saw`; and
 the Node object of its name before it, seen go, `Departures`) and,
 for a reconcile only, its gates' init pods, its workload pods (the backfill check) and the
 labels its record restores; `core.decisions.node_decision.plan_facts` puts what was gathered
@@ -32,24 +32,6 @@ from nodegate.reconciler.nodes.records.label_records import LabelWork
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
-
-
-class BootSightings:
-    """When this leader saw each node's boots (`boot_sight`), by node name: set from the watch
-    events only, read by any thread."""
-
-    def __init__(self) -> None:
-        self._by_node: dict[str, BootSight] = {}
-
-    def see(self, key: str, boot_id: str, now: datetime) -> None:
-        if (boot := track_boot(self._by_node.get(key), boot_id, now)) is not None:
-            self._by_node[key] = boot
-
-    def get(self, key: str) -> BootSight | None:
-        return self._by_node.get(key)
-
-    def forget(self, key: str) -> None:
-        self._by_node.pop(key, None)
 
 
 class Departures(KeptTable[Departure]):
@@ -115,14 +97,16 @@ class NodeFacts:
         self._csi_nodes = csi_nodes
         self._agents = node_agents
         self.conditions = ConditionSightings()
-        self.boots = BootSightings()
+        self.boots: dict[str, BootSight] = {}
+        """When this leader saw each node's boots, by node name: set from the watch events
+        only, read by any thread."""
         self.departures = Departures()
 
     def forget(self, name: str, uid: str | None = None) -> None:
         """The node is gone (`NodeMemory`): its sightings and boots go (what decides for the
         next Node of its name was kept by `went`)."""
         self.conditions.forget(name)
-        self.boots.forget(name)
+        self.boots.pop(name, None)
 
     def went(self, key: str, node: NodeState) -> None:
         """The Node object `node` went (deleted, or replaced under its name while the watch was
@@ -153,7 +137,8 @@ class NodeFacts:
         """A watch event: sight the node's conditions and its boot (its agents are looked at
         when it is planned: a heartbeat says nothing of them)."""
         self._look(key, node, self._now(), agents=False)
-        self.boots.see(key, node.boot_id, self._now())
+        if (boot := track_boot(self.boots.get(key), node.boot_id, self._now())) is not None:
+            self.boots[key] = boot
 
     def of(self, key: str, judged: NodeRules | None = None) -> PlanFacts:
         """The node's facts as the blast-radius guard plans it: nothing asked of its init pods
