@@ -25,22 +25,11 @@ from nodegate.core.text.k8s_names import label_value_problem, qualified_name_pro
 Operator = Literal["exists", "!", "=", "==", "!=", "in", "notin", ">", "<"]
 """As written: `exists` for a bare key, `!` for `!key`."""
 
-_Kind = Literal["id", "in", "notin", "!", "=", "==", "!=", ">", "<", "(", ")", ",", "end"]
-_SYMBOLS: Final[dict[str, _Kind]] = {
-    "!": "!",
-    "=": "=",
-    "==": "==",
-    "!=": "!=",
-    ">": ">",
-    "<": "<",
-    "(": "(",
-    ")": ")",
-    ",": ",",
-}
-_WORDS: Final[dict[str, _Kind]] = {"in": "in", "notin": "notin"}
+_SYMBOLS: Final = frozenset({"!", "=", "==", "!=", ">", "<", "(", ")", ","})
+_WORDS: Final = frozenset({"in", "notin"})
 _SPECIAL: Final = frozenset("=!(),><")
 _BLANK: Final = frozenset(" \t\r\n")
-_BINARY: Final[dict[_Kind, Operator]] = {
+_BINARY: Final[dict[str, Operator]] = {
     "in": "in",
     "notin": "notin",
     "=": "=",
@@ -66,7 +55,8 @@ class SelectorSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class _Token:
-    kind: _Kind
+    kind: str
+    """The symbol or word itself; `id` for any other word, `end` after the last."""
     text: str
 
 
@@ -87,14 +77,14 @@ def _tokens(text: str) -> list[_Token]:
         if text[at] in _SPECIAL:
             # The longest symbol (`!=`, `==`) wins, as apimachinery's scanSpecialSymbol.
             symbol = text[at : at + 2] if text[at : at + 2] in _SYMBOLS else text[at]
-            tokens.append(_Token(_SYMBOLS[symbol], symbol))
+            tokens.append(_Token(symbol, symbol))
             at += len(symbol)
             continue
         start = at
         while at < len(text) and text[at] not in _SPECIAL and text[at] not in _BLANK:
             at += 1
         word = text[start:at]
-        tokens.append(_Token(_WORDS.get(word, "id"), word))
+        tokens.append(_Token(word if word in _WORDS else "id", word))
 
 
 class _Parser:
@@ -115,7 +105,7 @@ class _Parser:
 
     @staticmethod
     def _as(token: _Token, values: bool) -> _Token:
-        return _Token("id", token.text) if values and token.kind in _WORDS.values() else token
+        return _Token("id", token.text) if values and token.kind in _WORDS else token
 
     def selector(self) -> tuple[Requirement, ...]:
         found: list[Requirement] = []
@@ -144,7 +134,9 @@ class _Parser:
         key = self.take()
         if key.kind != "id":
             raise SelectorSyntaxError(f"found '{_shown(key)}', expected: identifier")
-        _check_key(key.text)
+        key_problem = qualified_name_problem(key.text)
+        if key_problem is not None:
+            raise SelectorSyntaxError(f"invalid label key '{key.text}': {key_problem}")
         if self.peek().kind in ("end", ","):
             return Requirement(key.text, "!" if negated else "exists")
         if negated:
@@ -217,12 +209,6 @@ class _Parser:
         if token.kind != "id":
             raise SelectorSyntaxError(f"found '{_shown(token)}', expected: value")
         return (token.text,)
-
-
-def _check_key(key: str) -> None:
-    problem = qualified_name_problem(key)
-    if problem is not None:
-        raise SelectorSyntaxError(f"invalid label key '{key}': {problem}")
 
 
 def _integer(text: str) -> bool:
