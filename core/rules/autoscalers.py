@@ -32,25 +32,24 @@ GATE_PREFIXES: Final = (STARTUP_TAINT_PREFIX, IGNORE_TAINT_PREFIX)
 """Key prefixes cluster-autoscaler reads as startup taints with no flag: the only way on
 managed autoscalers (OKE add-on, AKS), which expose no `--startup-taint`."""
 
-CaVersion = tuple[int, int]
+Version = tuple[int, int]
+"""A cluster-autoscaler's or Karpenter's (major, minor): every boundary nodegate knows is a
+minor release (x.y.0)."""
 
-STARTUP_PREFIX_SINCE: Final[CaVersion] = (1, 29)
+STARTUP_PREFIX_SINCE: Final[Version] = (1, 29)
 """kubernetes/autoscaler#6132 added `startup-taint.` (and `--startup-taint`); CA 1.29."""
-IGNORE_PREFIX_SINCE: Final[CaVersion] = (1, 18)
+IGNORE_PREFIX_SINCE: Final[Version] = (1, 18)
 """kubernetes/autoscaler#2733 added the `ignore-taint.` prefix; CA 1.18."""
-STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[CaVersion] = (1, 36)
+STARTUP_TAINT_PREFIX_FLAG_SINCE: Final[Version] = (1, 36)
 """kubernetes/autoscaler#9296 added `--startup-taint-prefix`; CA 1.36."""
 
-
-KarpenterVersion = tuple[int, int]
-
-KARPENTER_NRC_PREFIX_SINCE: Final[KarpenterVersion] = (1, 13)
+KARPENTER_NRC_PREFIX_SINCE: Final[Version] = (1, 13)
 """kubernetes-sigs/karpenter#3025 (in v1.13.0, not in v1.12.1): `KnownEphemeralTaintKeyPrefixes =
 ["readiness.k8s.io/"]` in pkg/scheduling/taints.go. `IsKnownEphemeralTaint` is read by
 `KnownEphemeralTaintsRemoved` (nodeclaim/lifecycle/initialization.go: the node is not
 initialized while such a taint is on it) and `StateNode.Taints` (state/statenode.go: ignored
 for scheduling while the node is uninitialized), as a `startupTaints` entry is."""
-KPO_KARPENTER_VERSION: Final[KarpenterVersion] = (1, 6)
+KPO_KARPENTER_VERSION: Final[Version] = (1, 6)
 """oracle/karpenter-provider-oci v1.0.0 (its only release; go.mod: sigs.k8s.io/karpenter v1.6.2)."""
 
 OCI_NODE_CLASS_GROUP: Final = "oci.oraclecloud.com"
@@ -81,14 +80,13 @@ CA_MAX_TOTAL_UNREADY_PERCENTAGE: Final = 45
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
 
 
-def parse_version(text: str) -> tuple[int, int] | None:
-    """'1.31', '1.31.2' or 'v1.31.2' as (1, 31); None if it is not such a version. Minor
-    versions are enough: every boundary nodegate knows is a minor release (x.y.0)."""
+def parse_version(text: str) -> Version | None:
+    """'1.31', '1.31.2' or 'v1.31.2' as (1, 31); None if it is not such a version."""
     found = _VERSION.match(text)
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def karpenter_knows_nrc_prefix(version: KarpenterVersion | None) -> bool:
+def karpenter_knows_nrc_prefix(version: Version | None) -> bool:
     """Whether this Karpenter treats `readiness.k8s.io/` keys as startup taints unlisted; an
     unknown version does not (a provider may be built on an old Karpenter, as Oracle's is)."""
     return version is not None and version >= KARPENTER_NRC_PREFIX_SINCE
@@ -100,19 +98,14 @@ def is_ca_gate_key(key: str) -> bool:
     return key.startswith(GATE_PREFIXES)
 
 
-def prefix_for(version: CaVersion | None) -> str:
-    """The startup-taint prefix a cluster-autoscaler of this version knows (None: current)."""
-    if version is not None and version < STARTUP_PREFIX_SINCE:
-        return IGNORE_TAINT_PREFIX
-    return STARTUP_TAINT_PREFIX
+def renamed_key(key: str, version: Version | None) -> str:
+    """The gate key with the startup prefix a cluster-autoscaler of this version knows (None:
+    current) in place of its own domain."""
+    old = version is not None and version < STARTUP_PREFIX_SINCE
+    return (IGNORE_TAINT_PREFIX if old else STARTUP_TAINT_PREFIX) + key.rpartition("/")[2]
 
 
-def renamed_key(key: str, version: CaVersion | None) -> str:
-    """The gate key with cluster-autoscaler's startup prefix in place of its own domain."""
-    return prefix_for(version) + key.rpartition("/")[2]
-
-
-def prefix_known(key: str, version: CaVersion | None) -> bool:
+def prefix_known(key: str, version: Version | None) -> bool:
     """Whether a cluster-autoscaler of this version reads the key's prefix as a startup taint."""
     if key.startswith(STARTUP_TAINT_PREFIX):
         return version is None or version >= STARTUP_PREFIX_SINCE
@@ -121,5 +114,5 @@ def prefix_known(key: str, version: CaVersion | None) -> bool:
     return False
 
 
-def format_version(version: CaVersion) -> str:
+def format_version(version: Version) -> str:
     return f"{version[0]}.{version[1]}"

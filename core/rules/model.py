@@ -31,8 +31,7 @@ from nodegate.core.rules.autoscalers import (
     STARTUP_TAINT_PREFIX,
     STARTUP_TAINT_PREFIX_FLAG_SINCE,
     STATUS_TAINT_PREFIX,
-    CaVersion,
-    KarpenterVersion,
+    Version,
     format_version,
     is_ca_gate_key,
     parse_version,
@@ -1244,11 +1243,11 @@ class Autoscaler(Frozen):
         return self.managed is not False
 
     @property
-    def ca_version(self) -> CaVersion | None:
+    def ca_version(self) -> Version | None:
         return None if self.version is None else parse_version(self.version)
 
     @property
-    def karpenter_version(self) -> KarpenterVersion | None:
+    def karpenter_version(self) -> Version | None:
         """karpenter: the Karpenter version given; None when not given (unknown)."""
         return self.ca_version if self.type == "karpenter" else None
 
