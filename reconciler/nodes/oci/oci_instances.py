@@ -229,12 +229,10 @@ class OciInstanceConditions:
             self._node(node, found, verify=True)
         self._metrics.nodes_unlisted.set(unlisted)
         alive = {node.uid for node in nodes}
-        for uid in [uid for uid in self._messages if uid not in alive]:
-            del self._messages[uid]
+        self._messages = {uid: known for uid, known in self._messages.items() if uid in alive}
         names = {node.name for node in nodes}
         with self._lock:
-            for name in [name for name in self._corrected if name not in names]:
-                del self._corrected[name]
+            self._corrected = {name: at for name, at in self._corrected.items() if name in names}
         self._write_failing &= alive
 
     def _list(self, compartment: _Compartment) -> list[InstanceRecord] | None:
