@@ -111,12 +111,7 @@ def volumes(settings: DeploySettings) -> tuple[list[dict[str, Any]], list[dict[s
     )
 
 
-def mutating_webhook_configuration(
-    settings: DeploySettings,
-    labels: dict[str, str],
-    client_config: dict[str, Any] | None = None,
-) -> Manifest:
-    """The configuration; `client_config` replaces the Service reference (tests call a URL)."""
+def mutating_webhook_configuration(settings: DeploySettings, labels: dict[str, str]) -> Manifest:
     webhook = settings.webhook
     assert webhook is not None
     metadata: dict[str, Any] = {"name": configuration_name(settings), "labels": labels}
@@ -136,7 +131,7 @@ def mutating_webhook_configuration(
         "webhooks": [
             {
                 "name": WEBHOOK_NAME,
-                "clientConfig": client_config or {"service": service},
+                "clientConfig": {"service": service},
                 "rules": [
                     {
                         "operations": ["CREATE"],

@@ -111,10 +111,10 @@ def registered_webhook(
             "webhook": dict(webhook_settings or {}),
         }
     )
-    configuration = mutating_webhook_configuration(
-        settings, {}, client_config={"url": f"https://127.0.0.1:{port}{PATH}"}
-    )
-    configuration["webhooks"][0]["objectSelector"] = {"matchLabels": {SELECTED: "yes"}}
+    configuration = mutating_webhook_configuration(settings, {})
+    webhook = configuration["webhooks"][0]
+    webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{PATH}"}
+    webhook["objectSelector"] = {"matchLabels": {SELECTED: "yes"}}
     admission.create_mutating_webhook_configuration(cast(Any, configuration))
     with ExitStack() as stack:
 
