@@ -69,7 +69,7 @@ def plan_pools(
     config: StackConfig,
     stack: str,
     read_text: Callable[[str], str],
-    project_dir: Path | None = None,
+    project_dir: Path,
 ) -> PoolPlans:
     """Match every rules pool to its stack settings and produce its component's Args;
     StackConfigError lists every mismatch. `read_text` reads a configured file (userCloudInit)
@@ -77,7 +77,7 @@ def plan_pools(
     problems: list[ConfigProblem] = []
     pools: list[PlannedPool] = []
     skipped: list[str] = []
-    kubeconfig, context = _kubeconfig(config, project_dir or Path.cwd())
+    kubeconfig, context = _kubeconfig(config, project_dir)
     names = [p.name for p in rules.node_pools]
     for name in config.skip_pools:
         if name not in names:
