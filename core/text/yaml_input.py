@@ -183,11 +183,11 @@ def decode(data: str | bytes, source: str) -> str:
     """The text of `data` (a UTF-8 byte-order mark dropped), or RulesError: too large, not
     UTF-8, or a control character. For callers that keep the text itself (the rules ConfigMap
     the Pulumi program and `nodegate manifests` write); `read_yaml` calls it first."""
-    if isinstance(data, bytes):
-        size = len(data)
-    else:
-        # A character is 1-4 bytes in UTF-8: only encode (to measure) when it could be over.
-        size = len(data) if len(data) * 4 <= MAX_BYTES else len(_utf8(data))
+    # A character is 1-4 bytes in UTF-8: only encode (to measure) when it could be over;
+    # surrogatepass: a lone surrogate is measured here and refused as a character below.
+    size = len(data)
+    if isinstance(data, str) and size * 4 > MAX_BYTES:
+        size = len(data.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
         raise _refused(
             source,
@@ -229,11 +229,6 @@ def check_limits(data: Any, source: str) -> None:
 
 
 # --- decoding ------------------------------------------------------------------------------
-
-
-def _utf8(text: str) -> bytes:
-    # surrogatepass: a lone surrogate is measured here and refused as a character later.
-    return text.encode("utf-8", "surrogatepass")
 
 
 def _text(data: bytes, source: str) -> str:
