@@ -25,9 +25,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PauseObserver = Callable[[int, float], None]
-"""observe(generation, seconds) after each collection."""
-
 
 def freeze_startup_objects() -> int:
     """Collect once, then freeze what is left (the process's code and its wiring); returns the
@@ -37,9 +34,10 @@ def freeze_startup_objects() -> int:
     return gc.get_freeze_count()
 
 
-def observe_pauses(observe: PauseObserver) -> Callable[[], None]:
-    """Time every collection from now on; returns the call that stops it. Collections run one
-    at a time (each holds the GIL), so one start time is enough."""
+def observe_pauses(observe: Callable[[int, float], None]) -> Callable[[], None]:
+    """Time every collection from now on, `observe(generation, seconds)` after each; returns
+    the call that stops it. Collections run one at a time (each holds the GIL), so one start
+    time is enough."""
     started = [0.0]
 
     def on_collection(phase: str, info: dict[str, Any]) -> None:

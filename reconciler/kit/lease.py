@@ -20,8 +20,6 @@ from nodegate.reconciler.kit.kube import KubeApi, RawObject, path_of
 
 log = logging.getLogger("nodegate.leader")
 
-WallClock = Callable[[], datetime]
-
 
 class LeaseSettings(Protocol):
     """What the elector reads of its settings (the reconciler's LeaderElectionSettings)."""
@@ -171,7 +169,7 @@ class Election:
         settings: LeaseSettings,
         fence: LeaderFence,
         clock: Clock = time.monotonic,
-        wall: WallClock = lambda: datetime.now(UTC),
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         note: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._api = api
