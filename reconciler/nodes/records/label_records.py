@@ -65,10 +65,9 @@ class LabelRecords:
         clock: Callable[[], datetime],
         dry_run: bool,
         alive: Callable[[str], bool] = lambda _name: True,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
-        self._monotonic = monotonic
+        self._monotonic = time.monotonic
         self._written: dict[str, float] = {}
         """record name -> when (monotonic) this process last wrote it: a node's own label
         changes are written at most every `COALESCE_SECONDS`, the last value winning."""
@@ -130,11 +129,11 @@ class LabelRecords:
     def after_write(self, node: CachedNode, work: LabelWork) -> Retry | RequeueAfter | None:
         """After the node write: report restored labels, then bring the record up to date.
         A failed record write is an outcome (retry the node), never a node-write error."""
-        dry_run = self._dry_run or work.dry_run
-        if not dry_run:
-            self._report_withheld(node, work)
+        if self._dry_run or work.dry_run:
+            return None
+        self._report_withheld(node, work)
         restored = work.decision.restore
-        if restored and not dry_run:
+        if restored:
             self._metrics.label_restores.inc(len(restored))
             listed = ", ".join(f"{k}={v}" for k, v in sorted(restored.items()))
             log.info(
@@ -147,7 +146,7 @@ class LabelRecords:
                 "NodegateLabelsRestored",
                 f"restored label(s) {listed} from record {work.name}",
             )
-        if work.decision.record is None or dry_run:
+        if work.decision.record is None:
             return None
         if (wait := self._coalesce(work)) is not None:
             with self._lock:
@@ -216,7 +215,7 @@ class LabelRecords:
     def _report_withheld(self, node: CachedNode, work: LabelWork) -> None:
         """A record not restored onto this node: a Warning Event (aggregated) and a count."""
         decision = work.decision
-        if decision.refusal is None or self._dry_run:
+        if decision.refusal is None:
             return
         if decision.rivals:
             reason = "contested"
