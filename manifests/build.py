@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.objects.installation import DEFAULT_NAME, RULES_KEY
+from nodegate.core.objects.installation import RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import NO_RULES, NodeRules
+from nodegate.defaults.names import DEFAULT_NAME
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.crd import noderules_crd
 from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
@@ -205,18 +206,6 @@ def rules_object(document: RulesDocument, settings: DeploySettings) -> Manifest:
     return found
 
 
-def _security_context() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "runAsUser": RUN_AS,
-        "runAsGroup": RUN_AS,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
 def _container(settings: DeploySettings) -> dict[str, Any]:
     image = settings.image
     field = {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
@@ -249,7 +238,15 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
             "requests": dict(sorted(settings.resources.requests.items())),
             "limits": dict(sorted(settings.resources.limits.items())),
         },
-        "securityContext": _security_context(),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "terminationMessagePolicy": "FallbackToLogsOnError",
         **({"volumeMounts": mounts} if (mounts := webhook_volumes(settings)[1]) else {}),
     }

@@ -41,6 +41,7 @@ _DROPPED = ("title", "default", "$schema", "$defs", "examples")
 """Dropped: `default` above all, or the API server would write the model's defaults into every
 stored object (the model applies them when it reads the object)."""
 _SHAPE = ("type", "properties", "items", "additionalProperties", "anyOf", "const", "$ref")
+_COUNT = {"type": "integer", "format": "int64", "minimum": 0}
 _UNCHECKED = "nodegate checks it when it reads the rules; the API server keeps it as written"
 
 
@@ -218,13 +219,12 @@ def _kind(node: dict[str, Any]) -> str | None:
 
 def status_schema() -> dict[str, Any]:
     """What the reconciler writes through the status subresource."""
-    count = {"type": "integer", "format": "int64", "minimum": 0}
     return {
         "type": "object",
         "description": "What the reconciler makes of these rules (written by the reconciler).",
         "properties": {
             "observedGeneration": {
-                **count,
+                **_COUNT,
                 "description": "The generation of this object the reconciler last read.",
             },
             "conditions": {
@@ -236,13 +236,13 @@ def status_schema() -> dict[str, Any]:
                 "x-kubernetes-list-map-keys": ["type"],
             },
             "inForceGeneration": {
-                **count,
+                **_COUNT,
                 "description": "The generation of this object in force (absent: none is).",
             },
-            "ruleCount": {**count, "description": "Rules of every kind."},
-            "nodesTainted": {**count, "description": "Nodes with a taint of these rules."},
+            "ruleCount": {**_COUNT, "description": "Rules of every kind."},
+            "nodesTainted": {**_COUNT, "description": "Nodes with a taint of these rules."},
             "nodesWaiting": {
-                **count,
+                **_COUNT,
                 "description": "Nodes that should get a taint and do not yet (held by the "
                 "eviction budget, a rule's `for`, dry run).",
             },
@@ -257,17 +257,16 @@ def status_schema() -> dict[str, Any]:
 
 
 def _rule_status() -> dict[str, Any]:
-    count = {"type": "integer", "format": "int64", "minimum": 0}
     return {
         "type": "object",
         "required": ["name"],
         "properties": {
             "name": {"type": "string", "description": "The rule's name."},
             "kind": {"type": "string", "description": "labelTaint, conditionTaint, ..."},
-            "matched": {**count, "description": "Nodes the rule selects."},
-            "tainted": {**count, "description": "Nodes carrying its taint."},
-            "waiting": {**count, "description": "Nodes that should and do not yet."},
-            "gated": {**count, "description": "Nodes held by its gate."},
+            "matched": {**_COUNT, "description": "Nodes the rule selects."},
+            "tainted": {**_COUNT, "description": "Nodes carrying its taint."},
+            "waiting": {**_COUNT, "description": "Nodes that should and do not yet."},
+            "gated": {**_COUNT, "description": "Nodes held by its gate."},
             "lastChange": {
                 "type": "string",
                 "format": "date-time",
