@@ -120,11 +120,6 @@ def rules_object(conversion: Conversion) -> dict[str, Any]:
     }
 
 
-def _in_spec(path: DocPath) -> DocPath:
-    """A path of the object as the path of `Conversion.rules` (the rules, not the object)."""
-    return path[1:] if path[:1] == ("spec",) else path
-
-
 def to_yaml(conversion: Conversion) -> str:
     """The rules as YAML, the notes as a comment header; RulesError naming the old settings if
     nodegate would refuse them."""
@@ -135,7 +130,7 @@ def to_yaml(conversion: Conversion) -> str:
     except RulesError as err:
         # A setting the converter could not read already has its own message.
         unread = {p.path for p in conversion.problems}
-        located = [_located(conversion, _in_spec(p.path), p.message) for p in err.problems]
+        located = [_located(conversion, p.path, p.message) for p in err.problems]
         problems += [p for p in located if p.path not in unread]
     if problems:
         raise RulesError(problems)
@@ -157,7 +152,9 @@ def _webhook_problems(conversion: Conversion) -> list[Problem]:
 
 
 def _located(conversion: Conversion, path: DocPath, message: str) -> Problem:
-    """A refusal of the generated rules, at the old tool's setting it came from."""
+    """A refusal of the generated rules, at the old tool's setting it came from. A path in
+    the object's spec is taken as a path in `Conversion.rules`."""
+    path = path[1:] if path[:1] == ("spec",) else path
     for end in range(len(path), 0, -1):
         place = conversion.places.get(path[:end])
         if isinstance(place, Place):

@@ -96,16 +96,13 @@ class _Parser:
         self.at = 0
 
     def peek(self, values: bool = True) -> _Token:
-        return self._as(self.tokens[self.at], values)
+        token = self.tokens[self.at]
+        return _Token("id", token.text) if values and token.kind in _WORDS else token
 
     def take(self, values: bool = True) -> _Token:
         token = self.peek(values)
         self.at += 1
         return token
-
-    @staticmethod
-    def _as(token: _Token, values: bool) -> _Token:
-        return _Token("id", token.text) if values and token.kind in _WORDS else token
 
     def selector(self) -> tuple[Requirement, ...]:
         found: list[Requirement] = []
