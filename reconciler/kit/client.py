@@ -258,10 +258,11 @@ def load_api_client(
     """An ApiClient from a kubeconfig file, or the in-cluster service account.
 
     Its connection pool carries a default timeout, so calls made by library code that passes
-    none (the leader-election lock) cannot hang on a dead connection either. `connections`:
-    how many requests may be in flight at once (the client's default is 5 per core, 10 on 2
-    cores; a request beyond the pool opens a connection, with its TLS handshake, and drops it
-    afterwards), so the pool is sized to the workers and open watches that share it.
+    none (the generated API classes the CLI calls) cannot hang on a dead connection either.
+    `connections`: how many requests may be in flight at once (the client's default is 5 per
+    core, 10 on 2 cores; a request beyond the pool opens a connection, with its TLS handshake,
+    and drops it afterwards), so the pool is sized to the workers and open watches that share
+    it.
     `context`: a kubeconfig context other than the current one (the day-2 commands' --context).
     """
     if kubeconfig or context:
