@@ -72,26 +72,24 @@ def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str
     The gates come first and are not part of the settings, so no `tolerations` setting can
     drop them; first, because the taint manager evicts by the first toleration that matches a
     `NoExecute` taint, so a setting with `tolerationSeconds` cannot time the pods out of a
-    gated node either.
+    gated node either. The NoExecute taints are for the gates the manifests cannot know (of
+    objects applied later; `DeploySettings.unknown_gate_seconds`), last, so that toleration
+    decides only for taints nothing before it tolerates.
     """
+    from nodegate.manifests.settings import Toleration  # noqa: PLC0415  (see the docstring)
+
+    seconds = settings.unknown_gate_seconds
+    unknown = (
+        (Toleration(operator="Exists", effect="NoExecute", toleration_seconds=seconds),)
+        if settings.rules_source == "objects" and seconds is not None
+        else ()
+    )
     listed: list[dict[str, Any]] = []
-    for toleration in (*gate_tolerations(rules), *settings.tolerations, *_unknown_gates(settings)):
+    for toleration in (*gate_tolerations(rules), *settings.tolerations, *unknown):
         entry = toleration.model_dump(by_alias=True, exclude_none=True)
         if entry not in listed:
             listed.append(entry)
     return listed
-
-
-def _unknown_gates(settings: DeploySettings) -> tuple[Toleration, ...]:
-    """With rules from objects, gates the manifests cannot know: every NoExecute taint for a
-    while (`DeploySettings.unknown_gate_seconds`), last, so it decides only for taints nothing
-    before it tolerates."""
-    from nodegate.manifests.settings import Toleration  # noqa: PLC0415  (see the docstring)
-
-    seconds = settings.unknown_gate_seconds
-    if settings.rules_source != "objects" or seconds is None:
-        return ()
-    return (Toleration(operator="Exists", effect="NoExecute", toleration_seconds=seconds),)
 
 
 def describe_gate_tolerations(rules: NodeRules) -> str | None:
