@@ -206,7 +206,7 @@ class OciMetrics:
 class Metrics:
     """The one registry: every metric created once, in the order /metrics lists them, and
     handed out by group (the controller, which composes the node collaborators, hands each
-    one its own; `main` takes `process` and `rules_source`)."""
+    one its own; `main` takes `process`, `rules_source` and `oci`)."""
 
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
