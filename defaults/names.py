@@ -1,7 +1,7 @@
 """The names the shipped manifests give the reconciler's own objects by default: one declaration
-each, for the manifest builder, the reconciler's settings and the day-2 CLI's options
-(`nodegate.core.objects.installation` holds them with the rest of what it says about those
-objects); and the annotation that confirms held rules, which core's rules floor names too."""
+each, for the manifest builder, the reconciler's settings and the day-2 CLI's options (the
+rest of what nodegate says about those objects is `nodegate.core.objects.installation`); and
+the annotation that confirms held rules, which core's rules floor names too."""
 
 from __future__ import annotations
 

@@ -14,19 +14,18 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP
-from nodegate.core.objects.installation import (
-    DEFAULT_LEASE,
-    DEFAULT_NAME,
-    DEFAULT_NAMESPACE,
-    DEFAULT_RULES_CONFIGMAP,
-    LogFormat,
-    LogLevel,
-)
+from nodegate.core.objects.installation import LogFormat, LogLevel
 from nodegate.core.objects.sightings_record import SIGHTINGS_CONFIGMAP
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP
 from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue
 from nodegate.core.text.k8s_names import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN
+from nodegate.defaults.names import (
+    DEFAULT_LEASE,
+    DEFAULT_NAME,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RULES_CONFIGMAP,
+)
 from nodegate.manifests.version import package_version
 
 Manifest = dict[str, Any]

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.model import CRD_NAME
 from nodegate.core.rules.node import NodeState
+from nodegate.defaults.names import CONFIRM_ANNOTATION
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents

@@ -17,15 +17,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nodegate.core.objects.installation import (
-    DEFAULT_LEASE,
-    DEFAULT_NAME,
-    RULES_KEY,
-    LogFormat,
-    LogLevel,
-    fence_policy_name,
-)
+from nodegate.core.objects.installation import RULES_KEY, LogFormat, LogLevel, fence_policy_name
 from nodegate.core.text.flags import Flag, FlagGroup
+from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAME
 
 _SETTINGS = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 """Unknown settings refused, frozen, and each field's docstring kept as its flag's help."""

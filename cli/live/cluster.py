@@ -37,14 +37,7 @@ from nodegate.core.decisions.persisted_labels import (
 from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
-from nodegate.core.objects.installation import (
-    CONFIRM_ANNOTATION,
-    DEFAULT_LEASE,
-    DEFAULT_NAMESPACE,
-    DEFAULT_RULES_CONFIGMAP,
-    RULES_KEY,
-    is_quarantine_of,
-)
+from nodegate.core.objects.installation import RULES_KEY, is_quarantine_of
 from nodegate.core.objects.label_records import (
     QUARANTINE_REASON_ANNOTATION,
     StoredRecord,
@@ -82,6 +75,12 @@ from nodegate.core.text.errors import RulesError
 from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.views.daemon_sets import DAEMON_SET_POD_LABEL
 from nodegate.core.views.pods import is_workload_pod
+from nodegate.defaults.names import (
+    CONFIRM_ANNOTATION,
+    DEFAULT_LEASE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_RULES_CONFIGMAP,
+)
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection

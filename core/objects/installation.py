@@ -1,37 +1,12 @@
-"""The names of the reconciler's own objects, as the shipped manifests make them by default,
-and the annotations people put on them: one declaration each, for the manifest builder, the
-reconciler's settings and the day-2 CLI. The records' formats are this package's other
-modules. Pure."""
+"""The names of the reconciler's own objects and records, and its log settings: one declaration
+each, for the manifest builder, the reconciler's settings and the day-2 CLI. The default names,
+and the annotation that confirms held rules, are declared below core, with nothing imported, so
+a command's options can show them without loading core (`nodegate.defaults.names`). The
+records' formats are this package's other modules. Pure."""
 
 from __future__ import annotations
 
 from typing import Literal
-
-# The default names are declared below core, with nothing imported, so a command's options can
-# show them without loading core (`nodegate.defaults`), and so is the confirmation annotation,
-# which core's rules floor names too; read here with the rest.
-from nodegate.defaults.names import (
-    CONFIRM_ANNOTATION,
-    DEFAULT_LEASE,
-    DEFAULT_NAME,
-    DEFAULT_NAMESPACE,
-    DEFAULT_RULES_CONFIGMAP,
-)
-
-__all__ = [
-    "CONFIRM_ANNOTATION",
-    "DEFAULT_LEASE",
-    "DEFAULT_NAME",
-    "DEFAULT_NAMESPACE",
-    "DEFAULT_RULES_CONFIGMAP",
-    "QUARANTINE_INFIX",
-    "RULES_KEY",
-    "LogFormat",
-    "LogLevel",
-    "fence_policy_name",
-    "is_quarantine_of",
-    "quarantine_name",
-]
 
 RULES_KEY = "rules.yaml"
 """Key of the rules text in the rules ConfigMap (and in the status record)."""

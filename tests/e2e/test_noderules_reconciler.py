@@ -25,9 +25,9 @@ import yaml
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, HeldUpdate, decode_status
 from nodegate.core.rules.model import CRD_NAME
+from nodegate.defaults.names import CONFIRM_ANNOTATION
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import wait_crd_established, wait_until
 from nodegate.manifests.crd import noderules_crd

@@ -27,8 +27,8 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.objects.installation import DEFAULT_LEASE
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, ReconcilerStatus, decode_status
+from nodegate.defaults.names import DEFAULT_LEASE
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.nodes import mark_pod_ready, set_node_condition, wait_until
 from tests.e2e.support.reconciler_fixtures import (

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.verdicts import PlanFacts
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.merge import OBJECTS_SOURCE, RulesObject, confirm_on_crd
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
+from nodegate.defaults.names import CONFIRM_ANNOTATION
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.metrics import RulesInForceMetrics
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory

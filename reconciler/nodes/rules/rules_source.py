@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Protocol
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.objects.installation import CONFIRM_ANNOTATION
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.merge import RulesObject
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.errors import Problem, RulesError
 from nodegate.core.text.yaml_input import read_limited
+from nodegate.defaults.names import CONFIRM_ANNOTATION
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.informer import Informer
