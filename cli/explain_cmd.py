@@ -212,7 +212,7 @@ def _rules_to_explain_with(
 def print_explanation(
     console: Console, node: NodeState, rules: NodeRules, result: NodePlan
 ) -> None:
-    """Rule verdicts as a table, then the change (shared with the demo)."""
+    """Rule verdicts as a table, then the change."""
     from rich.text import Text  # noqa: PLC0415  (see the imports)
 
     from nodegate.cli.live.render import Column, print_table  # noqa: PLC0415

@@ -55,14 +55,6 @@ FAILED = "nodegate plan: "
 EXAMPLE_TIME = "2026-11-21T12:00:00Z"
 
 
-def default_share() -> float:
-    """The reconciler's own default, when its status record does not say its setting."""
-    from nodegate.reconciler.settings import ReconcilerSettings  # noqa: PLC0415  (see the imports)
-
-    share: float = ReconcilerSettings.model_fields["max_untaint_share"].default
-    return share
-
-
 def plan_rules(
     rules_file: Annotated[Path, typer.Option("--rules", help="The new rules file to preview.")],
     output: OutputOption = Output.table,
@@ -202,6 +194,7 @@ def planned(
     from nodegate.core.decisions.node_decision import plan_facts  # noqa: PLC0415
     from nodegate.core.reports.rules_change import rules_change  # noqa: PLC0415
     from nodegate.core.views.csi_nodes import registered_drivers  # noqa: PLC0415
+    from nodegate.reconciler.settings import ReconcilerSettings  # noqa: PLC0415
 
     objects = read.agents
     lifted = lifted_taints(new)
@@ -215,7 +208,8 @@ def planned(
         return plan_facts(read.at, read.owned, agents=agents, departed=departed)
 
     limit = max_untaint_share if max_untaint_share is not None else read.published_limit
-    limit = default_share() if limit is None else limit
+    if limit is None:  # the reconciler's own default, when its status record does not say
+        limit = ReconcilerSettings.model_fields["max_untaint_share"].default
     pairs = [(n, facts(n)) for n in read.nodes]
     if progress is not None and progress.is_terminal:
         with progress.status(f"planning {len(read.nodes)} nodes"):
