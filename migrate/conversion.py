@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +40,10 @@ class Place:
     positions: Positions = field(default_factory=Positions, compare=False, repr=False)
     prefix: DocPath = ()
     """Path elements shown before `path` but not part of the document (its index)."""
+
+    def at(self, *rest: str | int) -> Place:
+        """The place of `rest` under this one."""
+        return replace(self, path=(*self.path, *rest))
 
     def problem(self, rest: DocPath, message: str) -> Problem:
         """A problem at `path` + `rest`, at the line of its longest known prefix."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -86,9 +86,6 @@ class _Found:
 
     def add(self, path: DocPath, message: str) -> None:
         self.problems.append(self.top.problem(path, message))
-
-    def place(self, *path: str | int) -> Place:
-        return Place(self.top.source, path, self.top.positions)
 
 
 @dataclass(frozen=True)
@@ -184,7 +181,7 @@ def convert_nidhogg_config(
         agents.append(rule)
         places.update(_places(at, found, index, config))
         places.update(
-            {(*at, *path): found.place(*setting) for path, setting in nodes.places.items()}
+            {(*at, *path): found.top.at(*setting) for path, setting in nodes.places.items()}
         )
     return Conversion(
         command=_command(hold, every_node, daemon_sets, ready_annotation),
@@ -467,7 +464,7 @@ def _own_places(
     """The rule's match -> the DaemonSet's nodeSelector, label by label."""
     places: dict[DocPath, DocPath | Place] = {(*at, "match"): place}
     for key in labels:
-        places[(*at, "match", "labels", key)] = replace(place, path=(*place.path, key))
+        places[(*at, "match", "labels", key)] = place.at(key)
     return places
 
 
@@ -587,15 +584,15 @@ def _places(
     entry = ("daemonsets", index)
     taint = ("taintNamePrefix",) if config.get("taintNamePrefix") else entry
     return {
-        at: found.place(*entry),
-        (*at, "name"): found.place(*entry),
-        (*at, "daemonSets"): found.place(*entry),
-        (*at, "daemonSets", 0): found.place(*entry),
-        (*at, "daemonSets", 0, "name"): found.place(*entry, "name"),
-        (*at, "daemonSets", 0, "namespace"): found.place(*entry, "namespace"),
-        (*at, "taint"): found.place(*taint),
-        (*at, "taint", "key"): found.place(*taint),
-        (*at, "taint", "effect"): found.place("taintEffect"),
+        at: found.top.at(*entry),
+        (*at, "name"): found.top.at(*entry),
+        (*at, "daemonSets"): found.top.at(*entry),
+        (*at, "daemonSets", 0): found.top.at(*entry),
+        (*at, "daemonSets", 0, "name"): found.top.at(*entry, "name"),
+        (*at, "daemonSets", 0, "namespace"): found.top.at(*entry, "namespace"),
+        (*at, "taint"): found.top.at(*taint),
+        (*at, "taint", "key"): found.top.at(*taint),
+        (*at, "taint", "effect"): found.top.at("taintEffect"),
         (*at, "for"): ("--for",),
     }
 

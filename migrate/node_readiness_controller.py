@@ -460,11 +460,7 @@ def _gate(name: str, spec: dict[str, Any]) -> dict[str, Any]:
 def _places(at: DocPath, rule: _Rule) -> dict[DocPath, DocPath | Place]:
     """Each generated field -> the rule's setting it came from."""
 
-    def place(*path: str | int) -> Place:
-        return Place(
-            rule.place.source, (*rule.place.path, *path), rule.place.positions, rule.place.prefix
-        )
-
+    place = rule.place.at
     spec = ("spec",)
     conditions = (
         (*at, "readyWhen", "conditions") if at[0] == "startupGates" else (*at, "conditions")
