@@ -21,6 +21,7 @@ from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import OUT_OF_SERVICE_TAINT
 from nodegate.migrate.conversion import (
     Conversion,
+    as_text,
     log_level_flags,
     log_level_note,
     rule_name,
@@ -170,17 +171,13 @@ def _text(value: Any) -> Any:
     """A TOML scalar as text, as Tainter's config library (the `config` crate, `into_string`)
     reads numbers and booleans into a string field; times as ISO text. Arrays and tables stay,
     for validation to refuse."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
     if isinstance(value, datetime.date | datetime.time):  # datetime.datetime is a date
         return value.isoformat()
     if isinstance(value, dict):
         return {key: _text(item) for key, item in value.items()}
     if isinstance(value, list):
         return [_text(item) for item in value]
-    return value
+    return as_text(value)
 
 
 class _Found:
