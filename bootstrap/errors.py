@@ -14,18 +14,16 @@ class BootstrapError(ValueError):
 class UserDataTooLargeError(BootstrapError):
     """The rendered user_data would not fit in the cloud's instance metadata."""
 
-    def __init__(
-        self, pool: str, size: int, limit: int, raw_size: int, gzipped_size: int | None = None
-    ) -> None:
+    def __init__(self, pool: str, size: int, limit: int, raw_size: int, gzipped_size: int) -> None:
         self.pool = pool
         self.size = size
         self.limit = limit
         self.raw_size = raw_size
         self.gzipped_size = gzipped_size
-        packed = f", {gzipped_size:,} gzipped" if gzipped_size is not None else ""
         super().__init__(
             f"pool '{pool}': user_data is {size:,} bytes once base64-encoded ({raw_size:,} bytes "
-            f"raw{packed}), over the {limit:,} bytes nodegate allows it in the instance metadata "
+            f"raw, {gzipped_size:,} gzipped), over the {limit:,} bytes nodegate allows it in the "
+            "instance metadata "
             "(OCI caps all of a node's metadata at 32,000 bytes, base64 included; OKE adds "
             "its own keys and nodegate the pool's kubelet-extra-args); shrink the user "
             "cloud-init given with the pool (move large files to Object Storage and fetch them "
