@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nodegate.core.decisions.eviction_budget import charges
-from nodegate.core.decisions.plan import NodePlan, PlanFacts, plan
+from nodegate.core.decisions.plan import NodePlan, plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 

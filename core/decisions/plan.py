@@ -36,21 +36,6 @@ from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.registration import TaintConflictError, registration_taints
 from nodegate.core.text.k8s_names import is_readiness_taint, taint_key_owner
 
-__all__ = [
-    "OWNED_TAINTS_ANNOTATION",
-    "OWNERSHIP_ANNOTATION_LIMIT",
-    "DryRunChange",
-    "LabelChange",
-    "NodePlan",
-    "PlanFacts",
-    "RuleDecision",
-    "TaintChange",
-    "parse_ownership",
-    "plan",
-    "relevant_view",
-    "removable_taints",
-]
-
 
 @dataclass(frozen=True)
 class TaintChange:

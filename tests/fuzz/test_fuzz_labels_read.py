@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from nodegate.core.decisions.plan import NodePlan, PlanFacts, labels_read, plan, relevant_view
+from nodegate.core.decisions.plan import NodePlan, labels_read, plan, relevant_view
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import load_rules, parse_rules
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, ZONE_LABEL, NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint

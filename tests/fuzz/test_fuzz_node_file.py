@@ -9,7 +9,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.node_file import parse_nodes
 from nodegate.core.text.errors import RulesError

@@ -9,11 +9,8 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    parse_ownership,
-    plan,
-)
+from nodegate.core.decisions.plan import parse_ownership, plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import load_rules
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION

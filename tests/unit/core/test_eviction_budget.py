@@ -22,7 +22,8 @@ from nodegate.core.decisions.eviction_budget import (
     limit,
 )
 from nodegate.core.decisions.node_decision import decide
-from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import EvictionLimit, NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint, format_time
 from nodegate.core.text.errors import RulesError

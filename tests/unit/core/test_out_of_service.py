@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-)
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import NodeCondition, NodeTaint
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION

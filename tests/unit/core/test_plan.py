@@ -8,16 +8,14 @@ from datetime import timedelta
 import pytest
 
 from nodegate.core.decisions.node_trust import seal_taint
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-)
+from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.sightings import (
     Sighting,
     condition_key,
     condition_token,
     episode_digest,
 )
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import TRUSTED_POOL_LABEL
 from nodegate.core.rules.node import NodeCondition, NodeState, NodeTaint
 from nodegate.core.rules.node_marks import GATE_BUSY, GATE_SIGNALS, OWNED_TAINTS_ANNOTATION

@@ -4,10 +4,8 @@ node-readiness-controller can run beside nodegate."""
 
 from __future__ import annotations
 
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-)
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.node import NodeTaint
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from tests.unit.core.builders import NOW, node, rules

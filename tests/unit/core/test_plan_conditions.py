@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from nodegate.core.decisions.plan import PlanFacts, plan, relevant_view
+from nodegate.core.decisions.plan import plan, relevant_view
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeTaint, format_time
 from nodegate.core.rules.node_marks import GATE_COMPLETED, GATE_REBOOTED_AFTER

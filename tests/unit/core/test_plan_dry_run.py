@@ -6,10 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodegate.core.decisions.dry_run import DryRunChange, live_owned_taints
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-)
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeTaint
 from nodegate.core.rules.node_marks import GATE_COMPLETED, OWNED_TAINTS_ANNOTATION

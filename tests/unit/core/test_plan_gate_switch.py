@@ -11,11 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodegate.core.decisions.gate_plan import needs_backfill
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-    relevant_view,
-)
+from nodegate.core.decisions.plan import plan, relevant_view
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION

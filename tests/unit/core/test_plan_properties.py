@@ -6,10 +6,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nodegate.core.decisions.dry_run import hands_off
-from nodegate.core.decisions.plan import (
-    PlanFacts,
-    plan,
-)
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import (
     ConditionMatch,
     ConditionTaintRule,

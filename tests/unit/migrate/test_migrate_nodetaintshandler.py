@@ -10,7 +10,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from nodegate.cli.main import app
-from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import RulesDocument, load_rules, parse_rules
 from nodegate.core.rules.node import NodeTaint
 from nodegate.manifests.build import build_manifests

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from nodegate.core.decisions.eviction_budget import Charge, Grant, charges
-from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.eviction_ledger import compact, merged
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeState

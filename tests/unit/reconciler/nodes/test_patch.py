@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegate.core.decisions.plan import PlanFacts, plan
+from nodegate.core.decisions.plan import plan
+from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.decide.patch import describe, merge_patch
 from nodegate.reconciler.nodes.node_view import slim_node
