@@ -122,21 +122,15 @@ class RulesInForce:
                 else:  # a hold recorded before a restart, reverted since
                     self._status.released()
                 return
-            radius = blast_radius(
-                nodes(update.rules), update.rules, applied.rules if applied else None
-            )
-            reason = hold_reason(
-                radius,
-                update.rules,
-                self._max_untaint_share,
-                applied.rules if applied else None,
-            )
+            before = applied.rules if applied else None
+            radius = blast_radius(nodes(update.rules), update.rules, before)
+            reason = hold_reason(radius, update.rules, self._max_untaint_share, before)
             if reason is not None and not update.confirmed:
                 self._hold(update, reason)
                 return
             self._history.record(
                 live_owned_taints(update.rules)
-                | (live_owned_taints(applied.rules) if applied else frozenset())
+                | (live_owned_taints(before) if before is not None else frozenset())
             )
             self.applied = Applied(update, self.generation + 1)
             self._held = None
