@@ -95,12 +95,6 @@ def compact(
     return [g for g in latest.values() if now - min(g.at, now) < window(g.ledger)]
 
 
-def counted(grants: Iterable[Grant], now: datetime) -> list[Grant]:
-    """Grants as the budget counts them now: one dated after `now` (by a leader whose clock ran
-    ahead of this one's) counts as made now, never as not made yet."""
-    return [g if g.at <= now else replace(g, at=now) for g in grants]
-
-
 def _optional(value: object) -> str | None:
     return None if value is None else str(value)
 
@@ -108,11 +102,13 @@ def _optional(value: object) -> str | None:
 def spent(
     nodes: Iterable[NodeState], rules: NodeRules, recorded: Iterable[Grant], now: datetime
 ) -> list[Grant]:
-    """What counts as spent now: the ledger's grants still in their window (as `counted`),
-    and the evicting taints on the nodes (one an admin or another tool added, that no grant
-    records). The breaker admits on it, and `nodegate explain` and `status` show it."""
+    """What counts as spent now: the ledger's grants still in their window (one dated after
+    `now`, by a leader whose clock ran ahead of this one's, counts as made now, never as not
+    made yet), and the evicting taints on the nodes (one an admin or another tool added, that
+    no grant records). The breaker admits on it, and `nodegate explain` and `status` show it."""
 
     def window(ledger: str) -> timedelta:
         return budget_of(rules, ledger).window
 
-    return [*grants_on_nodes(nodes, rules, now), *counted(compact(recorded, window, now), now)]
+    counted = [g if g.at <= now else replace(g, at=now) for g in compact(recorded, window, now)]
+    return [*grants_on_nodes(nodes, rules, now), *counted]
