@@ -76,7 +76,6 @@ from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.views.daemon_sets import DAEMON_SET_POD_LABEL
 from nodegate.core.views.pods import is_workload_pod
 from nodegate.defaults.names import (
-    CONFIRM_ANNOTATION,
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
     DEFAULT_RULES_CONFIGMAP,
@@ -194,8 +193,6 @@ class Cluster:
             view = RulesSourceView(reference, None, ("the rules ConfigMap does not exist",))
             return ConfigMapRules(view, None, "")
         text = (raw.get("data") or {}).get(self.where.rules_key)
-        annotations = (raw.get("metadata") or {}).get("annotations") or {}
-        confirmation = annotations.get(CONFIRM_ANNOTATION)
         if not isinstance(text, str):
             problem = f"the ConfigMap has no key '{self.where.rules_key}'"
             return ConfigMapRules(RulesSourceView(reference, None, (problem,)), None, "")
@@ -205,7 +202,7 @@ class Cluster:
             problems: tuple[str, ...] = ()
         except RulesError as err:
             rules, problems = None, tuple(str(p) for p in err.problems)
-        view = RulesSourceView(reference, rules_digest(text), problems, confirmation)
+        view = RulesSourceView(reference, rules_digest(text), problems)
         return ConfigMapRules(view, rules, text)
 
     def rules_source(self) -> ConfigMapRules:

@@ -58,7 +58,6 @@ class RulesSourceView:
     """Digest of its rules text (None: the ConfigMap or its key is missing)."""
     problems: tuple[str, ...] = ()
     """Why its text is not valid rules (the reconciler refuses it and keeps the rules in force)."""
-    confirmation: str | None = None
 
 
 @dataclass(frozen=True)
