@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -149,10 +149,8 @@ def _load(
     yaml.Constructor = _LocatingConstructor
     try:
         loaded = load(yaml)
-        constructor = yaml.constructor
-        if isinstance(constructor, _LocatingConstructor):
-            return loaded, constructor.written, constructor.repeated
-        return loaded, {}, []
+        constructor = cast(_LocatingConstructor, yaml.constructor)  # yaml.Constructor, above
+        return loaded, constructor.written, constructor.repeated
     except _InputError as err:
         raise _error(source, err.mark, err.message) from err
     except DuplicateKeyError as err:  # a !!set's (a mapping's are collected: `repeated`)
