@@ -29,8 +29,7 @@ from nodegate.migrate.defaults import (
 # (tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from nodegate.core.text.errors import Problem
-    from nodegate.migrate.conversion import Conversion
-    from nodegate.migrate.nidhogg import DaemonSetFile
+    from nodegate.migrate.conversion import Conversion, YamlFile
 
 app = typer_app(
     help="Print the rules that replace another tool's settings (validated; notes on what "
@@ -202,18 +201,19 @@ def node_readiness_controller(
     startupGates (bootstrap-only)."""
     from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
+    from nodegate.migrate.conversion import YamlFile  # noqa: PLC0415
     from nodegate.migrate.node_readiness_controller import (  # noqa: PLC0415
-        NrcFile,
         convert_node_readiness_controller,
     )
 
     def convert() -> Conversion:
-        read: list[NrcFile] = []
+        read: list[YamlFile] = []
         problems: list[Problem] = []
         for path in files:
             source = str(path)
             try:
-                read.append(NrcFile(source, tuple(read_yaml_documents(read_limited(path), source))))
+                documents = read_yaml_documents(read_limited(path), source)
+                read.append(YamlFile(source, tuple(documents)))
             except OSError as err:
                 problems.append(_unreadable(source, err))
             except RulesError as err:
@@ -278,13 +278,13 @@ def nidhogg(
     _print(convert)
 
 
-def _daemon_set_files(paths: list[Path]) -> list[DaemonSetFile]:
+def _daemon_set_files(paths: list[Path]) -> list[YamlFile]:
     """Every `--daemon-sets` file read, or a RulesError naming each one that cannot be."""
     from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_yaml_documents  # noqa: PLC0415
-    from nodegate.migrate.nidhogg import DaemonSetFile  # noqa: PLC0415
+    from nodegate.migrate.conversion import YamlFile  # noqa: PLC0415
 
-    read: list[DaemonSetFile] = []
+    read: list[YamlFile] = []
     problems: list[Problem] = []
     for path in paths:
         try:
@@ -292,7 +292,7 @@ def _daemon_set_files(paths: list[Path]) -> list[DaemonSetFile]:
         except RulesError as err:
             problems += err.problems
             continue
-        read.append(DaemonSetFile(str(path), tuple(documents)))
+        read.append(YamlFile(str(path), tuple(documents)))
     if problems:
         raise RulesError(problems)
     return read

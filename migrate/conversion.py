@@ -56,6 +56,14 @@ class Place:
 
 
 @dataclass(frozen=True)
+class YamlFile:
+    """One input file: its name and every YAML document in it, with positions."""
+
+    source: str
+    documents: tuple[tuple[Any, Positions], ...]
+
+
+@dataclass(frozen=True)
 class Conversion:
     """Another tool's settings as nodegate rules."""
 

@@ -39,8 +39,15 @@ from pydantic import ValidationError
 from nodegate.core.rules.model import TAINT_EFFECTS, DaemonSetRef
 from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import qualified_name_problem
-from nodegate.core.text.yaml_input import Positions, read_yaml
-from nodegate.migrate.conversion import Conversion, Place, as_text, rule_name, rules_document
+from nodegate.core.text.yaml_input import read_yaml
+from nodegate.migrate.conversion import (
+    Conversion,
+    Place,
+    YamlFile,
+    as_text,
+    rule_name,
+    rules_document,
+)
 from nodegate.migrate.defaults import HOLD
 from nodegate.migrate.label_selector import Requirement, SelectorSyntaxError, parse_selector
 
@@ -66,15 +73,6 @@ READY_ANNOTATIONS: Final = {
 """`--ready-annotation`: nidhogg's annotation of a node's first time without its taints, by
 fork (pelotech's under its taintNamePrefix; uswitch's key was fixed)."""
 _DAEMON_SETS_FLAG: Final = "--daemon-sets <(kubectl get ds -A -o yaml)"
-
-
-@dataclass(frozen=True)
-class DaemonSetFile:
-    """A `--daemon-sets` file: its name and every YAML document in it (DaemonSets, or a List of
-    them as `kubectl get ds -A -o yaml` prints it), with positions."""
-
-    source: str
-    documents: tuple[tuple[Any, Positions], ...]
 
 
 @dataclass
@@ -114,7 +112,7 @@ def convert_nidhogg(
     source: str,
     hold: str = HOLD,
     every_node: bool = False,
-    daemon_sets: Sequence[DaemonSetFile] | None = None,
+    daemon_sets: Sequence[YamlFile] | None = None,
     ready_annotation: str | None = None,
 ) -> Conversion:
     """nidhogg's config file as rules; RulesError naming the file's line if it is not YAML or
@@ -132,7 +130,7 @@ def convert_nidhogg_config(
     top: Place,
     hold: str = HOLD,
     every_node: bool = False,
-    daemon_sets: Sequence[DaemonSetFile] | None = None,
+    daemon_sets: Sequence[YamlFile] | None = None,
     ready_annotation: str | None = None,
 ) -> Conversion:
     """nidhogg's config, already read, as rules: problems at `top`'s file and lines."""
@@ -197,7 +195,7 @@ def convert_nidhogg_config(
 def _command(
     hold: str,
     every_node: bool,
-    daemon_sets: Sequence[DaemonSetFile] | None,
+    daemon_sets: Sequence[YamlFile] | None,
     ready_annotation: str | None,
 ) -> str:
     flags = [f"--for {hold}"] if hold != HOLD else []
@@ -386,9 +384,7 @@ def _nodes(config: dict[str, Any], found: _Found, every_node: bool, own: bool) -
     return _Nodes()
 
 
-def _node_selectors(
-    files: Sequence[DaemonSetFile], found: _Found
-) -> dict[tuple[str, str], _Selector]:
+def _node_selectors(files: Sequence[YamlFile], found: _Found) -> dict[tuple[str, str], _Selector]:
     """(namespace, name) -> the nodeSelector of each DaemonSet in the files (a List's items
     too; no namespace: `default`, as `kubectl apply` reads a manifest). A DaemonSet given twice
     must say the same both times."""
@@ -449,7 +445,7 @@ def _selector_labels(selector: object, place: Place, found: _Found) -> dict[str,
     return None
 
 
-def _not_in_files(namespace: str, name: str, files: Sequence[DaemonSetFile] | None) -> str:
+def _not_in_files(namespace: str, name: str, files: Sequence[YamlFile] | None) -> str:
     given = ", ".join(f.source for f in files or ()) or "none"
     return (
         f"{namespace}/{name} is not in the --daemon-sets files ({given}): pelotech's nidhogg "

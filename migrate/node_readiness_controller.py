@@ -29,8 +29,14 @@ from typing import Any, Final
 from nodegate.core.rules.model import TAINT_EFFECTS
 from nodegate.core.text.errors import DocPath, Problem
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
-from nodegate.core.text.yaml_input import Positions
-from nodegate.migrate.conversion import Conversion, Place, as_text, rule_name, rules_document
+from nodegate.migrate.conversion import (
+    Conversion,
+    Place,
+    YamlFile,
+    as_text,
+    rule_name,
+    rules_document,
+)
 
 COMMAND: Final = "nodegate migrate node-readiness-controller"
 API_VERSION: Final = "readiness.node.x-k8s.io/v1alpha1"
@@ -60,14 +66,6 @@ _TAINT_KEYS: Final = ("key", "value", "effect", "timeAdded")
 _SELECTOR_KEYS: Final = ("matchLabels", "matchExpressions")
 
 
-@dataclass(frozen=True)
-class NrcFile:
-    """One input file: its name and every YAML document in it, with positions."""
-
-    source: str
-    documents: tuple[tuple[Any, Positions], ...]
-
-
 @dataclass
 class _Rule:
     """One NodeReadinessRule as read, and where it stood."""
@@ -87,7 +85,7 @@ class _Found:
 
 
 def convert_node_readiness_controller(
-    files: Sequence[NrcFile], keep_completion_annotation: bool = False
+    files: Sequence[YamlFile], keep_completion_annotation: bool = False
 ) -> Conversion:
     """Every NodeReadinessRule in `files` (one document, several, or a List as `kubectl get
     nrr -o yaml` prints it) as nodegate rules; problems at their file, line and path."""
@@ -156,7 +154,7 @@ def convert_node_readiness_controller(
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _rules_in(nrc_file: NrcFile, found: _Found) -> list[_Rule]:
+def _rules_in(nrc_file: YamlFile, found: _Found) -> list[_Rule]:
     several = len(nrc_file.documents) > 1
     rules: list[_Rule] = []
     for index, (document, positions) in enumerate(nrc_file.documents):

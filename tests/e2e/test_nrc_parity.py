@@ -29,8 +29,8 @@ from kubernetes import client as k8s_client
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.text.yaml_input import read_yaml_documents
 from nodegate.localcluster.nodes import set_node_condition, wait_until
-from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
+from nodegate.migrate.conversion import YamlFile, to_yaml
+from nodegate.migrate.node_readiness_controller import convert_node_readiness_controller
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     TIMEOUT,
@@ -57,7 +57,7 @@ reads."""
 def converted(name: str, keep_completion_annotation: bool = False) -> str:
     """NRC's rule file `name` as `nodegate migrate node-readiness-controller` converts it."""
     path = NRC_E2E / name
-    nrc_file = NrcFile(str(path), tuple(read_yaml_documents(path.read_text(), str(path))))
+    nrc_file = YamlFile(str(path), tuple(read_yaml_documents(path.read_text(), str(path))))
     conversion = convert_node_readiness_controller([nrc_file], keep_completion_annotation)
     assert conversion.problems == ()
     return to_yaml(conversion)
@@ -283,7 +283,7 @@ def test_deleting_the_rule_releases_its_readiness_taint_instead_of_removing_it(
 
 def converted_text(text: str, keep_completion_annotation: bool = False) -> str:
     """NodeReadinessRule documents as `nodegate migrate node-readiness-controller` converts them."""
-    nrc_file = NrcFile("nrr.yaml", tuple(read_yaml_documents(textwrap.dedent(text), "nrr.yaml")))
+    nrc_file = YamlFile("nrr.yaml", tuple(read_yaml_documents(textwrap.dedent(text), "nrr.yaml")))
     conversion = convert_node_readiness_controller([nrc_file], keep_completion_annotation)
     assert conversion.problems == ()
     return to_yaml(conversion)

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
 from nodegate.core.text.yaml_input import read_yaml_documents
-from nodegate.migrate.conversion import Place
+from nodegate.migrate.conversion import Place, YamlFile
 from nodegate.migrate.label_selector import SelectorSyntaxError, parse_selector
-from nodegate.migrate.nidhogg import DaemonSetFile, convert_nidhogg, convert_nidhogg_config
+from nodegate.migrate.nidhogg import convert_nidhogg, convert_nidhogg_config
 from tests.fuzz.located import rules_or_refusal
 from tests.fuzz.profiles import fuzz
 from tests.fuzz.strategies import ROOT, mutated, paths_of, plain_data, replaced
@@ -62,7 +62,7 @@ def test_a_mutated_nidhogg_file_converts_or_is_refused(data: bytes) -> None:
 def test_a_mutated_daemon_sets_file_converts_the_chart_default_or_is_refused(data: bytes) -> None:
     """`--daemon-sets` files are outside input too (`kubectl` output, hand-written manifests)."""
     try:
-        files = [DaemonSetFile("ds.yaml", tuple(read_yaml_documents(data, "ds.yaml")))]
+        files = [YamlFile("ds.yaml", tuple(read_yaml_documents(data, "ds.yaml")))]
     except RulesError as err:
         assert err.problems
         return

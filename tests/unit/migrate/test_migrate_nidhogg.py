@@ -26,8 +26,8 @@ from nodegate.core.views.daemon_sets import (
     slim_agent_pod,
     slim_daemon_set,
 )
-from nodegate.migrate.conversion import Conversion, to_yaml
-from nodegate.migrate.nidhogg import DaemonSetFile, convert_nidhogg
+from nodegate.migrate.conversion import Conversion, YamlFile, to_yaml
+from nodegate.migrate.nidhogg import convert_nidhogg
 from tests.unit.core.builders import NOW, node
 from tests.unit.migrate.support import EXAMPLES, ROOT, runner
 
@@ -251,11 +251,11 @@ items:
 """
 
 
-def daemon_set_file(text: str = DAEMON_SETS, source: str = "ds.yaml") -> DaemonSetFile:
-    return DaemonSetFile(source, tuple(read_yaml_documents(text, source)))
+def daemon_set_file(text: str = DAEMON_SETS, source: str = "ds.yaml") -> YamlFile:
+    return YamlFile(source, tuple(read_yaml_documents(text, source)))
 
 
-def from_cluster(*files: DaemonSetFile, text: str = CHART_DEFAULT, **options: Any) -> Conversion:
+def from_cluster(*files: YamlFile, text: str = CHART_DEFAULT, **options: Any) -> Conversion:
     return converted(text, daemon_sets=list(files) or [daemon_set_file()], **options)
 
 

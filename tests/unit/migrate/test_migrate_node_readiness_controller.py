@@ -15,8 +15,8 @@ from nodegate.cli.main import app
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.text.yaml_input import read_yaml_documents
-from nodegate.migrate.conversion import Conversion, to_yaml
-from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
+from nodegate.migrate.conversion import Conversion, YamlFile, to_yaml
+from nodegate.migrate.node_readiness_controller import convert_node_readiness_controller
 from tests.unit.migrate.support import EXAMPLES, ROOT, problems_of, runner
 
 NRC = Path(__file__).parent / "nrc"
@@ -29,7 +29,7 @@ COPIED = sorted(
 def convert(*texts: str, keep: bool = False) -> Conversion:
     """Each text as one input file, named in.yaml, in2.yaml, ..."""
     files = [
-        NrcFile(name, tuple(read_yaml_documents(text, name)))
+        YamlFile(name, tuple(read_yaml_documents(text, name)))
         for name, text in zip(["in.yaml", "in2.yaml", "in3.yaml"], texts, strict=False)
     ]
     return convert_node_readiness_controller(files, keep_completion_annotation=keep)

@@ -17,8 +17,8 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeCondition, NodeTaint
 from nodegate.core.text.yaml_input import read_yaml_documents
-from nodegate.migrate.conversion import to_yaml
-from nodegate.migrate.node_readiness_controller import NrcFile, convert_node_readiness_controller
+from nodegate.migrate.conversion import YamlFile, to_yaml
+from nodegate.migrate.node_readiness_controller import convert_node_readiness_controller
 from tests.unit.core.builders import NOW, node
 
 STATUSES = ("True", "False", "Unknown")
@@ -60,7 +60,7 @@ def converted(
         "  taint: {key: readiness.k8s.io/t, effect: NoSchedule, value: pending}\n"
         "  nodeSelector: {matchLabels: {e2e-test: x}}\n"
     )
-    files = [NrcFile("in.yaml", tuple(read_yaml_documents(text, "in.yaml")))]
+    files = [YamlFile("in.yaml", tuple(read_yaml_documents(text, "in.yaml")))]
     return parse_rules(to_yaml(convert_node_readiness_controller(files)), "<converted>")
 
 
