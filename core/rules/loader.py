@@ -194,26 +194,18 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
 def _check_spec(data: dict[Any, Any], source: str, positions: Positions) -> Checked:
     """The rules themselves (the object's spec beside its apiVersion and kind), every problem
     located by `positions`."""
-    problems = [
-        Problem(*position(positions, path), source, path, message)
-        for path, message in cross_rule_problems(data)
-    ]
+
+    def at(path: DocPath, message: str, severity: Literal["error", "warning"] = "error") -> Problem:
+        return Problem(*position(positions, path), source, path, message, severity)
+
+    problems = [at(path, message) for path, message in cross_rule_problems(data)]
     try:
         rules = NodeRules.model_validate(data)
     except ValidationError as err:
-        problems += [
-            Problem(*position(positions, e.path), source, e.path, e.message)
-            for e in located_errors(err, NodeRules, positions.written)
-        ]
-        raise RulesError(problems) from err
-    problems += [
-        Problem(*position(positions, path), source, path, message)
-        for path, message in pool_problems(rules)
-    ]
-    findings = [
-        Problem(*position(positions, f.path), source, f.path, f.message, f.severity)
-        for f in autoscaler_findings(rules)
-    ]
+        located = located_errors(err, NodeRules, positions.written)
+        raise RulesError([*problems, *(at(e.path, e.message) for e in located)]) from err
+    problems += [at(path, message) for path, message in pool_problems(rules)]
+    findings = [at(f.path, f.message, f.severity) for f in autoscaler_findings(rules)]
     problems += [p for p in findings if p.severity == "error"]
     if problems:
         raise RulesError(problems)
