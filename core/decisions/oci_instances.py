@@ -50,7 +50,6 @@ class InstanceRecord:
 
     id: str
     lifecycle_state: str
-    compartment_id: str = ""
     time_maintenance_reboot_due: datetime | None = None
 
 

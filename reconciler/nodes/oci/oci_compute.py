@@ -65,7 +65,6 @@ def _record(instance: Any) -> InstanceRecord:
     return InstanceRecord(
         id=str(instance.id),
         lifecycle_state=str(instance.lifecycle_state or ""),
-        compartment_id=str(instance.compartment_id or ""),
         time_maintenance_reboot_due=instance.time_maintenance_reboot_due,
     )
 

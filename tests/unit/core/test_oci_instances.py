@@ -158,7 +158,6 @@ INSTANCES = st.one_of(
         InstanceRecord,
         st.just(OCID),
         STATES,
-        st.just("ocid1.compartment.oc1..x"),
         st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
     ),
 )
@@ -186,7 +185,7 @@ def test_only_owned_types_are_ever_written_and_a_second_look_writes_nothing(
 
 def test_a_type_listed_twice_is_read_as_its_first_as_the_planner_reads_it() -> None:
     faked = ObservedCondition(TERMINATING, "True", "InstanceTerminating", "faked by the node")
-    running = InstanceRecord(OCID, "RUNNING", "ocid1.compartment.oc1..x", None)
+    running = InstanceRecord(OCID, "RUNNING")
     [want] = [w for w in desired_conditions(running) if w.type == TERMINATING]
     ours = ObservedCondition(TERMINATING, want.status, want.reason, want.message)
     [write] = condition_writes([faked, ours], running)
