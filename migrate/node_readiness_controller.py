@@ -216,9 +216,7 @@ def _valid_spec(rule: _Rule, found: _Found) -> bool:
     """What node-readiness-controller's CRD and webhook would refuse, refused here too."""
     before = len(found.problems)
     spec, at = rule.spec, ("spec",)
-    for key in spec:
-        if key not in _SPEC_KEYS:
-            found.add(rule.place, (*at, str(key)), _unknown(str(key), _SPEC_KEYS, "spec"))
+    _unknown_keys(found, rule.place, at, spec, _SPEC_KEYS, "spec")
     mode = spec.get("enforcementMode")
     if mode not in MODES:
         found.add(rule.place, (*at, "enforcementMode"), _choice("enforcementMode", mode, MODES))
@@ -264,13 +262,7 @@ def _check_conditions(rule: _Rule, mode: object, found: _Found) -> None:
         if not isinstance(condition, dict):
             found.add(rule.place, here, "a condition is a mapping {type, requiredStatus}")
             continue
-        for key in condition:
-            if key not in _CONDITION_KEYS:
-                found.add(
-                    rule.place,
-                    (*here, str(key)),
-                    _unknown(str(key), _CONDITION_KEYS, "a condition"),
-                )
+        _unknown_keys(found, rule.place, here, condition, _CONDITION_KEYS, "a condition")
         kind = condition.get("type")
         if not isinstance(kind, str) or not kind:
             found.add(rule.place, (*here, "type"), "every condition needs its type, e.g. Ready")
@@ -315,9 +307,7 @@ def _check_taint(rule: _Rule, found: _Found) -> None:
             f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}",
         )
         return
-    for key in taint:
-        if key not in _TAINT_KEYS:
-            found.add(rule.place, (*at, str(key)), _unknown(str(key), _TAINT_KEYS, "taint"))
+    _unknown_keys(found, rule.place, at, taint, _TAINT_KEYS, "taint")
     key = taint.get("key")
     if not isinstance(key, str) or not key.startswith(READINESS_TAINT_PREFIX):
         found.add(
@@ -344,11 +334,7 @@ def _check_selector(rule: _Rule, found: _Found) -> None:
     if not isinstance(selector, dict):
         found.add(rule.place, at, empty)
         return
-    for key in selector:
-        if key not in _SELECTOR_KEYS:
-            found.add(
-                rule.place, (*at, str(key)), _unknown(str(key), _SELECTOR_KEYS, "nodeSelector")
-            )
+    _unknown_keys(found, rule.place, at, selector, _SELECTOR_KEYS, "nodeSelector")
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
     if labels is not None and not isinstance(labels, dict):
         found.add(rule.place, (*at, "matchLabels"), "matchLabels is a mapping of label: value")
@@ -370,10 +356,20 @@ def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
     return f"{value!r} is not a valid {what}: use {', '.join(allowed)}{hint}"
 
 
-def _unknown(key: str, known: Sequence[str], where: str) -> str:
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    return f"'{key}' is not a field of {where} ({', '.join(known)}): {hint}remove it"
+def _unknown_keys(
+    found: _Found,
+    place: Place,
+    at: DocPath,
+    mapping: dict[Any, Any],
+    known: Sequence[str],
+    where: str,
+) -> None:
+    for key in map(str, mapping):
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            message = f"'{key}' is not a field of {where} ({', '.join(known)}): {hint}remove it"
+            found.add(place, (*at, key), message)
 
 
 # --- writing ---------------------------------------------------------------------------------
