@@ -258,9 +258,8 @@ def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
     ]
 
 
-def pool_problems(rules: NodeRules) -> list[RawProblem]:
+def pool_problems(rules: NodeRules) -> Iterator[RawProblem]:
     """Checks that need the typed rules: what each pool's nodes would be born with."""
-    problems: list[RawProblem] = []
     for pool in rules.node_pools:
         profile = provider_profile(pool.provider)
         field = profile.taints_need_values_in
@@ -269,13 +268,9 @@ def pool_problems(rules: NodeRules) -> list[RawProblem]:
         labels = pool.eventual_labels()
         for index, rule in enumerate(rules.label_taints):
             if rule.match.matches(labels) and not rule.taint.value:
-                problems.append(
-                    (
-                        ("labelTaints", index, "taint"),
-                        f"taint {rule.taint.key}:{rule.taint.effect} has no value but goes into "
-                        f"the {field} of {profile.title} pool '{pool.name}', which "
-                        f"{profile.title} takes only as key=value:Effect; give the taint a "
-                        'value, e.g. value: "present"',
-                    )
+                yield (
+                    ("labelTaints", index, "taint"),
+                    f"taint {rule.taint.key}:{rule.taint.effect} has no value but goes into the "
+                    f"{field} of {profile.title} pool '{pool.name}', which {profile.title} takes "
+                    'only as key=value:Effect; give the taint a value, e.g. value: "present"',
                 )
-    return problems
