@@ -167,7 +167,8 @@ def convert_nidhogg_config(
                 continue
             if own.labels:  # none: `labels.SelectorFromSet` of nothing selects every node
                 rule["match"] = {"labels": dict(own.labels)}
-                places.update(_own_places(at, own.labels, own.place))
+                places[(*at, "match")] = own.place  # the DaemonSet's nodeSelector, label by label
+                places.update({(*at, "match", "labels", k): own.place.at(k) for k in own.labels})
         elif nodes.match is not None:
             rule["match"] = copy.deepcopy(nodes.match)
         rule["daemonSets"] = [{"namespace": namespace, "name": name}]
@@ -452,16 +453,6 @@ def _not_in_files(namespace: str, name: str, files: Sequence[YamlFile] | None) -
         "reads its nodeSelector from the cluster, and tainted no node for it while it could "
         f"not: give the file that holds it ({_DAEMON_SETS_FLAG}), or drop it from daemonsets"
     )
-
-
-def _own_places(
-    at: DocPath, labels: Mapping[str, str], place: Place
-) -> dict[DocPath, DocPath | Place]:
-    """The rule's match -> the DaemonSet's nodeSelector, label by label."""
-    places: dict[DocPath, DocPath | Place] = {(*at, "match"): place}
-    for key in labels:
-        places[(*at, "match", "labels", key)] = place.at(key)
-    return places
 
 
 def _ready_annotation(fork: str | None, prefix: str, found: _Found) -> str | None:
