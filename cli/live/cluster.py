@@ -303,10 +303,7 @@ class Cluster:
             return None
         record = LeaseRecord.of(raw)
         return LeaseView(
-            record.holder,
-            parse_time(record.renew_time),
-            record.lease_duration_seconds,
-            record.transitions,
+            record.holder, parse_time(record.renew_time), record.lease_duration_seconds
         )
 
     def previously_owned(self) -> frozenset[tuple[str, str]]:

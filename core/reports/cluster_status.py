@@ -46,7 +46,6 @@ class LeaseView:
     holder: str
     renewed: datetime | None
     duration_seconds: int
-    transitions: int
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def a_status_report() -> object:
         NOW,
         [gated],
         gate_rules,
-        LeaseView("nodegate-7d9f-abcde", NOW, 15, 2),
+        LeaseView("nodegate-7d9f-abcde", NOW, 15),
         status,
         RulesSourceView("nodegate-system/nodegate-rules", "0123456789abcdef"),
         RecordsView(records=3),

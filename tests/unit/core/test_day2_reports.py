@@ -219,7 +219,7 @@ def gated(name: str, minutes: int) -> NodeState:
 def report_of(
     nodes: list[NodeState], text: str, status: ReconcilerStatus | None = None
 ) -> StatusReport:
-    lease = LeaseView("replica-1", NOW - timedelta(seconds=3), 15, 0)
+    lease = LeaseView("replica-1", NOW - timedelta(seconds=3), 15)
     source = RulesSourceView("ns/nodegate-rules", "abcd")
     return status_report(
         NOW,
