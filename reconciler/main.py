@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -128,9 +128,9 @@ class _Parts:
     elector: LeaderElector | None
     check_fence: Callable[[], None] | None
     """Says (log, gauge) whether the API server fences this leader's writes."""
-    oci: Callable[[threading.Event], None] | None = None
+    oci: Callable[[threading.Event], None] | None
     """The OCI instance poller's loop (None: not configured); run on the leader only."""
-    leading: threading.Event = field(default_factory=threading.Event)
+    leading: threading.Event
 
 
 def _build(settings: ReconcilerSettings) -> _Parts:
@@ -201,20 +201,12 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
-    parts = _Parts(
-        metrics,
-        health,
-        recorder,
-        controller,
-        watcher,
-        served,
-        elector,
-        check_fence,
-        leading=leading,
-    )
+    oci = None
     if settings.oci is not None:
-        parts.oci = _oci_poller(settings, writes, recorder, metrics, controller)
-    return parts
+        oci = _oci_poller(settings, writes, recorder, metrics, controller)
+    return _Parts(
+        metrics, health, recorder, controller, watcher, served, elector, check_fence, oci, leading
+    )
 
 
 def _oci_poller(
