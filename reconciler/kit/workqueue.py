@@ -8,11 +8,11 @@ delayed re-add (the earliest). Keys that something happened to (a node appeared 
 ahead of periodic resync work, so a new node is never stuck behind a 5,000-node resync; one key
 in eight still comes from the resync lane, so changing nodes cannot starve the resync either.
 
-Retry state lives here, not in the caller (client-go's `AddRateLimited`, `Forget`,
-`NumRequeues`): each failing key backs off on its own, and `forget` ends it. How long each key
-waited, from its queueing (or its move up to the event lane) to a worker taking it, is told to
-`on_wait` by lane (client-go's `queue_duration_seconds`): in a storm, the share of a change's
-latency spent behind other nodes, against the reconcile's own time.
+Retry state lives here, not in the caller (client-go's `AddRateLimited`, `Forget`): each
+failing key backs off on its own, and `forget` ends it. How long each key waited, from its
+queueing (or its move up to the event lane) to a worker taking it, is told to `on_wait` by lane
+(client-go's `queue_duration_seconds`): in a storm, the share of a change's latency spent
+behind other nodes, against the reconcile's own time.
 """
 
 from __future__ import annotations
