@@ -59,19 +59,15 @@ def parse_kubelet_flags(args: str) -> tuple[tuple[Taint, ...], dict[str, str]]:
     """
     taints: tuple[Taint, ...] = ()
     labels: dict[str, str] = {}
-    words = args.split()
-    index = 0
-    while index < len(words):
-        word = words[index]
-        index += 1
+    words = iter(args.split())
+    for word in words:
         name, eq, value = word.partition("=")
         if name not in (REGISTER_WITH_TAINTS, NODE_LABELS):
             continue
         if not eq:
-            if index >= len(words):
+            value = next(words, "")
+            if not value:
                 raise BootstrapError(f"{name} has no value")
-            value = words[index]
-            index += 1
         if name == REGISTER_WITH_TAINTS:
             taints = _parse_taints(value)
         else:
