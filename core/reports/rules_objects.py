@@ -67,7 +67,6 @@ def rule_counts(
 class ObjectFacts:
     """What the reconciler knows of one object."""
 
-    name: str
     generation: int
     verdict: Verdict | None
     """The merge's verdict on its current generation (None: not merged yet)."""

@@ -65,7 +65,7 @@ def measure(count: int, rules: int) -> tuple[int, float, int]:
     started = time.process_time()
     counts = rule_counts(merged.rules, ((n, PlanFacts(NOW)) for n in states))
     cpu = time.process_time() - started
-    facts = ObjectFacts("team", 1, merged.verdicts["team"], document, 1)
+    facts = ObjectFacts(1, merged.verdicts["team"], document, 1)
     status = object_status(facts, counts, None, NOW)
     return len(json.dumps(status)), cpu, status["nodesTainted"]
 

@@ -108,7 +108,6 @@ class ObjectStatusWriter:
                         f"a cluster admin runs: {confirm_on_crd(update.digest)}"
                     )
             facts = ObjectFacts(
-                name,
                 int(raw["metadata"].get("generation") or 0),
                 merged.verdicts.get(name),
                 part.spec if part is not None else None,

@@ -75,7 +75,7 @@ def test_each_rules_counts_are_right_at_1000_nodes() -> None:
 def test_the_status_sums_its_rules_and_stays_small_at_1000_nodes() -> None:
     merged = merge([RulesObject("team", 1, SPEC)], {})
     counts = rule_counts(merged.rules, ((n, PlanFacts(NOW)) for n in _nodes()))
-    facts = ObjectFacts("team", 1, merged.verdicts["team"], SPEC, 1)
+    facts = ObjectFacts(1, merged.verdicts["team"], SPEC, 1)
     status = object_status(facts, counts, None, NOW)
     # Nodes, not taints: a node carrying both rules' taints is one node.
     tainted = {n.name for n in _nodes() if n.taints}
@@ -87,11 +87,11 @@ def test_the_status_sums_its_rules_and_stays_small_at_1000_nodes() -> None:
 
 
 def test_a_condition_keeps_its_transition_time_while_its_status_does_not_change() -> None:
-    facts = ObjectFacts("team", 2, Verdict(2, in_force=2), SPEC, 2)
+    facts = ObjectFacts(2, Verdict(2, in_force=2), SPEC, 2)
     first = object_status(facts, {}, None, NOW)
     later = object_status(facts, {}, first, NOW + timedelta(hours=1))
     assert later["conditions"] == first["conditions"]
-    refused = ObjectFacts("team", 3, Verdict(3, ("spec.x: bad",), in_force=2), SPEC, 2)
+    refused = ObjectFacts(3, Verdict(3, ("spec.x: bad",), in_force=2), SPEC, 2)
     moved = object_status(refused, {}, later, NOW + timedelta(hours=2))
     accepted = next(c for c in moved["conditions"] if c["type"] == "Accepted")
     assert (accepted["status"], accepted["lastTransitionTime"]) == ("False", "2026-12-06T14:00:00Z")
@@ -116,8 +116,8 @@ def test_a_rule_whose_reads_rbac_refuses_makes_its_object_degraded_with_the_gran
     cannot_read = unreadable_rules(merged.rules, FORBIDDEN)
     assert set(cannot_read) == {"gpu-init"}
 
-    gated = ObjectFacts("team", 1, merged.verdicts["team"], GATED_SPEC, 1, None, cannot_read)
-    other = ObjectFacts("other", 1, merged.verdicts["other"], SPEC, 1, None, cannot_read)
+    gated = ObjectFacts(1, merged.verdicts["team"], GATED_SPEC, 1, None, cannot_read)
+    other = ObjectFacts(1, merged.verdicts["other"], SPEC, 1, None, cannot_read)
     [degraded] = [
         c for c in object_status(gated, {}, None, NOW)["conditions"] if c["type"] == "Degraded"
     ]
