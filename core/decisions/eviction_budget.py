@@ -14,6 +14,7 @@ The breaker (`reconciler/nodes/decide/eviction_breaker.py`) and `nodegate explai
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -60,17 +61,10 @@ class Census:
 
 
 def census(nodes: Iterable[NodeState]) -> Census:
-    total = 0
-    pools: dict[str, int] = {}
-    zones: dict[str, int] = {}
-    for node in nodes:
-        total += 1
-        where = place_of(node)
-        if where.pool is not None:
-            pools[where.pool] = pools.get(where.pool, 0) + 1
-        if where.zone is not None:
-            zones[where.zone] = zones.get(where.zone, 0) + 1
-    return Census(total, pools, zones)
+    places = [place_of(node) for node in nodes]
+    pools = Counter(p.pool for p in places if p.pool is not None)
+    zones = Counter(p.zone for p in places if p.zone is not None)
+    return Census(len(places), pools, zones)
 
 
 @dataclass(frozen=True)
