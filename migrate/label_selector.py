@@ -17,6 +17,7 @@ KEY is a qualified name, VALUE a label value (possibly empty); blanks separate t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -25,10 +26,10 @@ from nodegate.core.text.k8s_names import label_value_problem, qualified_name_pro
 Operator = Literal["exists", "!", "=", "==", "!=", "in", "notin", ">", "<"]
 """As written: `exists` for a bare key, `!` for `!key`."""
 
-_SYMBOLS: Final = frozenset({"!", "=", "==", "!=", ">", "<", "(", ")", ","})
+_TOKEN: Final = re.compile(r"[ \t\r\n]*(?:(!=|==|[=!(),><])|([^=!(),>< \t\r\n]+))")
+"""After blanks, a symbol (the longest: `!=`, `==`, as apimachinery's scanSpecialSymbol) or a
+word (up to a symbol or a blank)."""
 _WORDS: Final = frozenset({"in", "notin"})
-_SPECIAL: Final = frozenset("=!(),><")
-_BLANK: Final = frozenset(" \t\r\n")
 _BINARY: Final[dict[str, Operator]] = {
     "in": "in",
     "notin": "notin",
@@ -66,25 +67,11 @@ def parse_selector(text: str) -> tuple[Requirement, ...]:
 
 
 def _tokens(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    at = 0
-    while True:
-        while at < len(text) and text[at] in _BLANK:
-            at += 1
-        if at == len(text):
-            tokens.append(_Token("end", ""))
-            return tokens
-        if text[at] in _SPECIAL:
-            # The longest symbol (`!=`, `==`) wins, as apimachinery's scanSpecialSymbol.
-            symbol = text[at : at + 2] if text[at : at + 2] in _SYMBOLS else text[at]
-            tokens.append(_Token(symbol, symbol))
-            at += len(symbol)
-            continue
-        start = at
-        while at < len(text) and text[at] not in _SPECIAL and text[at] not in _BLANK:
-            at += 1
-        word = text[start:at]
-        tokens.append(_Token(word if word in _WORDS else "id", word))
+    tokens = [
+        _Token(symbol or (word if word in _WORDS else "id"), symbol or word)
+        for symbol, word in _TOKEN.findall(text)
+    ]
+    return [*tokens, _Token("end", "")]
 
 
 class _Parser:
