@@ -107,8 +107,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
 """Every kind the reconciler reads or writes: its group/version, its resource (plural), and
 whether it is namespaced. The one place a kind's path is spelled (`path_of`)."""
 
-FIELD_MANAGER = "nodegate"
-MANAGED: Query = MappingProxyType({"fieldManager": FIELD_MANAGER})
+MANAGED: Query = MappingProxyType({"fieldManager": "nodegate"})
 """The query of a create, replace or patch: the field manager the API server records."""
 
 

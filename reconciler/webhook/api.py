@@ -12,8 +12,6 @@ from typing import Any, Protocol
 
 from nodegate.reconciler.kit.kube import MANAGED, KubeApi, RawObject, path_of
 
-JSON_PATCH = "application/json-patch+json"
-
 
 class RecordReader(Protocol):
     """The one call an admission review may make (fakes in unit tests)."""
@@ -53,5 +51,5 @@ class WebhookKubeApi(KubeApi):
             path_of("MutatingWebhookConfiguration", name=name),
             query=MANAGED,
             body=json_patch,
-            content_type=JSON_PATCH,
+            content_type="application/json-patch+json",
         )
