@@ -9,6 +9,7 @@ so "would be held" here means the reconciler would hold it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -175,11 +176,7 @@ def _owners(rules: NodeRules) -> dict[tuple[str, str], str]:
 
 
 def summarize(changed: Iterable[NodeChange]) -> tuple[SummaryRow, ...]:
-    counts: dict[tuple[str, str, str], int] = {}
-    for node in changed:
-        for change in node.changes:
-            key = (change.rule, node.pool, str(change))
-            counts[key] = counts.get(key, 0) + 1
+    counts = Counter((c.rule, node.pool, str(c)) for node in changed for c in node.changes)
     return tuple(
         SummaryRow(rule, pool, text, n) for (rule, pool, text), n in sorted(counts.items())
     )
