@@ -141,13 +141,6 @@ class Toleration(Documented):
     toleration_seconds: int | None = Field(default=None, ge=0)
 
 
-def _default_tolerations() -> tuple[Toleration, ...]:
-    return (
-        Toleration(operator="Exists", effect="NoSchedule"),
-        Toleration(operator="Exists", effect="PreferNoSchedule"),
-    )
-
-
 class LeaderElectionDeploy(Documented):
     """The coordination.k8s.io Lease the replicas compete for, in the reconciler's namespace
     (deploy side: what the manifests name; the reconciler's own Lease timing is
@@ -333,7 +326,12 @@ class DeploySettings(Documented):
         default_factory=lambda: {"kubernetes.io/os": "linux"}
     )
     """Where the pods may run (the image is Linux-only)."""
-    tolerations: tuple[Toleration, ...] = Field(default_factory=_default_tolerations)
+    tolerations: tuple[Toleration, ...] = Field(
+        default_factory=lambda: (
+            Toleration(operator="Exists", effect="NoSchedule"),
+            Toleration(operator="Exists", effect="PreferNoSchedule"),
+        )
+    )
     """Default: tolerate every NoSchedule/PreferNoSchedule taint, so the reconciler runs on
     dedicated nodes too, but not NoExecute: a failing node evicts it to a healthy one. The
     rules' own gates are tolerated whatever this says and whatever their effect (the
