@@ -55,6 +55,18 @@ class Place:
         return Problem(0, 0, self.source, (*self.prefix, *path), message)
 
 
+@dataclass
+class Found:
+    """Problems with an input, gathered so that all are reported at once."""
+
+    top: Place
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, path: DocPath, message: str, place: Place | None = None) -> None:
+        """A problem at `path` under `place` (by default the input's top)."""
+        self.problems.append((place or self.top).problem(path, message))
+
+
 @dataclass(frozen=True)
 class YamlFile:
     """One input file: its name and every YAML document in it, with positions."""

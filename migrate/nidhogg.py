@@ -42,6 +42,7 @@ from nodegate.core.text.k8s_names import qualified_name_problem
 from nodegate.core.text.yaml_input import read_yaml
 from nodegate.migrate.conversion import (
     Conversion,
+    Found,
     Place,
     YamlFile,
     as_text,
@@ -73,17 +74,6 @@ READY_ANNOTATIONS: Final = {
 """`--ready-annotation`: nidhogg's annotation of a node's first time without its taints, by
 fork (pelotech's under its taintNamePrefix; uswitch's key was fixed)."""
 _DAEMON_SETS_FLAG: Final = "--daemon-sets <(kubectl get ds -A -o yaml)"
-
-
-@dataclass
-class _Found:
-    """What was read, and every problem with it, gathered so that all are reported at once."""
-
-    top: Place
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, path: DocPath, message: str) -> None:
-        self.problems.append(self.top.problem(path, message))
 
 
 @dataclass(frozen=True)
@@ -134,7 +124,7 @@ def convert_nidhogg_config(
     ready_annotation: str | None = None,
 ) -> Conversion:
     """nidhogg's config, already read, as rules: problems at `top`'s file and lines."""
-    found = _Found(top)
+    found = Found(top)
     if not isinstance(config, dict):
         found.add(
             (),
@@ -209,7 +199,7 @@ def _command(
 # --- reading -----------------------------------------------------------------------------------
 
 
-def _prefix(config: dict[str, Any], found: _Found) -> str:
+def _prefix(config: dict[str, Any], found: Found) -> str:
     prefix = config.get("taintNamePrefix")
     if prefix in (None, ""):  # pelotech: empty means its default
         return TAINT_PREFIX
@@ -232,7 +222,7 @@ def _prefix_problem(prefix: str) -> str | None:
     return qualified_name_problem(f"{prefix}/name")
 
 
-def _effect(config: dict[str, Any], found: _Found) -> str:
+def _effect(config: dict[str, Any], found: Found) -> str:
     effect = config.get("taintEffect")
     if effect in (None, ""):
         return DEFAULT_EFFECT
@@ -248,7 +238,7 @@ def _effect(config: dict[str, Any], found: _Found) -> str:
     return str(effect)
 
 
-def _delay(config: dict[str, Any], found: _Found) -> int:
+def _delay(config: dict[str, Any], found: Found) -> int:
     delay = config.get("taintRemovalDelayInSeconds", 0)
     if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
         found.add(
@@ -260,7 +250,7 @@ def _delay(config: dict[str, Any], found: _Found) -> int:
     return delay
 
 
-def _daemon_sets(config: dict[str, Any], found: _Found, prefix: str) -> list[tuple[int, str, str]]:
+def _daemon_sets(config: dict[str, Any], found: Found, prefix: str) -> list[tuple[int, str, str]]:
     """(index, namespace, name) of each DaemonSet nidhogg watched, each once, with a valid
     taint key; a problem for every other entry."""
     entries = config.get("daemonsets")
@@ -323,7 +313,7 @@ _NAME_RULES: Final = {
 }
 
 
-def _named_as_kubernetes_names(namespace: str, name: str, at: DocPath, found: _Found) -> bool:
+def _named_as_kubernetes_names(namespace: str, name: str, at: DocPath, found: Found) -> bool:
     """Whether a DaemonSet could have this namespace and name (checked by the rules model's own
     DaemonSetRef); a problem for each that it could not."""
     try:
@@ -342,7 +332,7 @@ def _named_as_kubernetes_names(namespace: str, name: str, at: DocPath, found: _F
     return True
 
 
-def _nodes(config: dict[str, Any], found: _Found, every_node: bool, own: bool) -> _Nodes:
+def _nodes(config: dict[str, Any], found: Found, every_node: bool, own: bool) -> _Nodes:
     selector = config.get("nodeSelector")
     # yaml.v1 leaves a list field nil for `[]`, and for a mapping (dropped): as if absent.
     absent = selector is None or selector in ([], {})
@@ -385,7 +375,7 @@ def _nodes(config: dict[str, Any], found: _Found, every_node: bool, own: bool) -
     return _Nodes()
 
 
-def _node_selectors(files: Sequence[YamlFile], found: _Found) -> dict[tuple[str, str], _Selector]:
+def _node_selectors(files: Sequence[YamlFile], found: Found) -> dict[tuple[str, str], _Selector]:
     """(namespace, name) -> the nodeSelector of each DaemonSet in the files (a List's items
     too; no namespace: `default`, as `kubectl apply` reads a manifest). A DaemonSet given twice
     must say the same both times."""
@@ -410,13 +400,11 @@ def _node_selectors(files: Sequence[YamlFile], found: _Found) -> dict[tuple[str,
                 labels = _selector_labels(_template_node_selector(item), place, found)
                 first = selectors.setdefault((namespace, name), _Selector(labels, place))
                 if first.labels != labels:
-                    found.problems.append(
-                        place.problem(
-                            (),
-                            f"{namespace}/{name} is given again with another nodeSelector "
-                            f"than in {first.place.source}: give each DaemonSet once, as the "
-                            "cluster has it",
-                        )
+                    found.add(
+                        (),
+                        f"{namespace}/{name} is given again with another nodeSelector than in "
+                        f"{first.place.source}: give each DaemonSet once, as the cluster has it",
+                        place,
                     )
     return selectors
 
@@ -428,7 +416,7 @@ def _template_node_selector(daemon_set: dict[str, Any]) -> object:
     return spec
 
 
-def _selector_labels(selector: object, place: Place, found: _Found) -> dict[str, str] | None:
+def _selector_labels(selector: object, place: Place, found: Found) -> dict[str, str] | None:
     """A DaemonSet's nodeSelector as labels (none: {}), or None after a problem at `place`."""
     if selector is None:
         return {}
@@ -436,12 +424,11 @@ def _selector_labels(selector: object, place: Place, found: _Found) -> dict[str,
         isinstance(k, str) and isinstance(v, str) for k, v in selector.items()
     ):
         return dict(selector)
-    found.problems.append(
-        place.problem(
-            (),
-            "must be a mapping of node labels to their values, all strings (the API server "
-            "refuses a DaemonSet with any other): quote a value such as 'true'",
-        )
+    found.add(
+        (),
+        "must be a mapping of node labels to their values, all strings (the API server refuses "
+        "a DaemonSet with any other): quote a value such as 'true'",
+        place,
     )
     return None
 
@@ -455,7 +442,7 @@ def _not_in_files(namespace: str, name: str, files: Sequence[YamlFile] | None) -
     )
 
 
-def _ready_annotation(fork: str | None, prefix: str, found: _Found) -> str | None:
+def _ready_annotation(fork: str | None, prefix: str, found: Found) -> str | None:
     """The key of nidhogg's first-ready annotation, for `--ready-annotation FORK`."""
     if fork is None:
         return None
@@ -485,7 +472,7 @@ def _labels(selector: dict[str, Any]) -> _Nodes:
     return _Nodes({"labels": labels}, places, (note,))
 
 
-def _strings(strings: list[Any], found: _Found, *, scalar: bool) -> _Nodes:
+def _strings(strings: list[Any], found: Found, *, scalar: bool) -> _Nodes:
     """The selector strings, ANDed: every requirement of every string."""
     labels: dict[str, Any] = {}
     expressions: list[dict[str, Any]] = []
@@ -565,7 +552,7 @@ def _taint_key(prefix: str, namespace: str, name: str) -> str:
 
 
 def _places(
-    at: DocPath, found: _Found, index: int, config: dict[str, Any]
+    at: DocPath, found: Found, index: int, config: dict[str, Any]
 ) -> dict[DocPath, DocPath | Place]:
     """Each generated field -> the config setting it came from."""
     entry = ("daemonsets", index)

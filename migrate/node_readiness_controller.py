@@ -23,14 +23,15 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from nodegate.core.rules.model import TAINT_EFFECTS
-from nodegate.core.text.errors import DocPath, Problem
+from nodegate.core.text.errors import DocPath
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
 from nodegate.migrate.conversion import (
     Conversion,
+    Found,
     Place,
     YamlFile,
     as_text,
@@ -76,26 +77,16 @@ class _Rule:
     spec: dict[str, Any]
 
 
-@dataclass
-class _Found:
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, place: Place, rest: DocPath, message: str) -> None:
-        self.problems.append(place.problem(rest, message))
-
-
 def convert_node_readiness_controller(
     files: Sequence[YamlFile], keep_completion_annotation: bool = False
 ) -> Conversion:
     """Every NodeReadinessRule in `files` (one document, several, or a List as `kubectl get
     nrr -o yaml` prints it) as nodegate rules; problems at their file, line and path."""
-    found = _Found()
+    sources = ", ".join(f.source for f in files)
+    found = Found(Place(sources or "the input", ()))
     rules = [rule for nrc_file in files for rule in _rules_in(nrc_file, found)]
     if not rules and not found.problems:
-        where = ", ".join(f.source for f in files) or "the input"
-        found.problems.append(
-            Problem(0, 0, where, (), f"no {KIND} found: give files holding {KIND} objects")
-        )
+        found.add((), f"no {KIND} found: give files holding {KIND} objects")
     conditions: list[dict[str, Any]] = []
     gates: list[dict[str, Any]] = []
     places: dict[DocPath, DocPath | Place] = {}
@@ -142,7 +133,7 @@ def convert_node_readiness_controller(
     )
     return Conversion(
         command=command,
-        source=", ".join(f.source for f in files),
+        source=sources,
         rules=rules_document(**sections),
         notes=notes,
         places=places,
@@ -154,7 +145,7 @@ def convert_node_readiness_controller(
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _rules_in(nrc_file: YamlFile, found: _Found) -> list[_Rule]:
+def _rules_in(nrc_file: YamlFile, found: Found) -> list[_Rule]:
     several = len(nrc_file.documents) > 1
     rules: list[_Rule] = []
     for index, (document, positions) in enumerate(nrc_file.documents):
@@ -162,15 +153,15 @@ def _rules_in(nrc_file: YamlFile, found: _Found) -> list[_Rule]:
         top = Place(nrc_file.source, (), positions, prefix)
         if not isinstance(document, dict):
             found.add(
-                top,
                 (),
                 f"expected a {KIND} mapping (or a List of them), found {type(document).__name__}",
+                top,
             )
             continue
         if document.get("kind") in LIST_KINDS:
             items = document.get("items")
             if not isinstance(items, list):
-                found.add(top, ("items",), f"a {document['kind']} needs 'items': a list of {KIND}")
+                found.add(("items",), f"a {document['kind']} needs 'items': a list of {KIND}", top)
                 continue
             for n, item in enumerate(items):
                 rule = _rule(Place(nrc_file.source, ("items", n), positions, prefix), item, found)
@@ -181,150 +172,150 @@ def _rules_in(nrc_file: YamlFile, found: _Found) -> list[_Rule]:
     return rules
 
 
-def _rule(place: Place, item: object, found: _Found) -> _Rule | None:
+def _rule(place: Place, item: object, found: Found) -> _Rule | None:
     if not isinstance(item, dict):
-        found.add(place, (), f"expected a {KIND} mapping, found {type(item).__name__}")
+        found.add((), f"expected a {KIND} mapping, found {type(item).__name__}", place)
         return None
     api_version, kind = item.get("apiVersion"), item.get("kind")
     if (api_version, kind) != (API_VERSION, KIND):
         found.add(
-            place,
             ("kind",) if api_version == API_VERSION else ("apiVersion",),
             f"{api_version}/{kind} is not node-readiness-controller's: expected apiVersion "
             f"{API_VERSION}, kind {KIND} (or a List of them, as `kubectl get nrr -o yaml` "
             "prints)",
+            place,
         )
         return None
     metadata = item.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     if not isinstance(name, str) or not name:
-        found.add(place, ("metadata", "name"), "every rule needs its metadata.name")
+        found.add(("metadata", "name"), "every rule needs its metadata.name", place)
         return None
     uid = metadata.get("uid") if isinstance(metadata, dict) else None
     spec = item.get("spec")
     if not isinstance(spec, dict):
         found.add(
-            place,
             ("spec",),
             "needs a spec mapping (conditions, taint, enforcementMode, nodeSelector)",
+            place,
         )
         return None
     return _Rule(place, name, uid if isinstance(uid, str) and uid else None, spec)
 
 
-def _valid_spec(rule: _Rule, found: _Found) -> bool:
+def _valid_spec(rule: _Rule, found: Found) -> bool:
     """What node-readiness-controller's CRD and webhook would refuse, refused here too."""
     before = len(found.problems)
     spec, at = rule.spec, ("spec",)
     _unknown_keys(found, rule.place, at, spec, _SPEC_KEYS, "spec")
     mode = spec.get("enforcementMode")
     if mode not in MODES:
-        found.add(rule.place, (*at, "enforcementMode"), _choice("enforcementMode", mode, MODES))
+        found.add((*at, "enforcementMode"), _choice("enforcementMode", mode, MODES), rule.place)
     policy = spec.get("conditionPolicy", "allOf")
     if policy not in POLICIES:
         found.add(
-            rule.place, (*at, "conditionPolicy"), _choice("conditionPolicy", policy, POLICIES)
+            (*at, "conditionPolicy"), _choice("conditionPolicy", policy, POLICIES), rule.place
         )
     elif policy == "anyOf" and mode == "bootstrap-only":
         found.add(
-            rule.place,
             (*at, "conditionPolicy"),
             "anyOf is not allowed with enforcementMode bootstrap-only (node-readiness-"
             "controller's webhook refuses it: the node would count as bootstrapped when one "
             "component is ready); remove conditionPolicy, or use enforcementMode continuous",
+            rule.place,
         )
     _check_conditions(rule, mode, found)
     _check_taint(rule, found)
     _check_selector(rule, found)
     if not isinstance(spec.get("dryRun", False), bool):
-        found.add(rule.place, (*at, "dryRun"), "dryRun must be true or false")
+        found.add((*at, "dryRun"), "dryRun must be true or false", rule.place)
     return len(found.problems) == before
 
 
-def _check_conditions(rule: _Rule, mode: object, found: _Found) -> None:
+def _check_conditions(rule: _Rule, mode: object, found: Found) -> None:
     at: DocPath = ("spec", "conditions")
     conditions = rule.spec.get("conditions")
     if not isinstance(conditions, list) or not conditions:
         found.add(
-            rule.place, at, 'needs 1 to 32 conditions, e.g. [{type: Ready, requiredStatus: "True"}]'
+            at, 'needs 1 to 32 conditions, e.g. [{type: Ready, requiredStatus: "True"}]', rule.place
         )
         return
     if len(conditions) > MAX_CONDITIONS:
         found.add(
-            rule.place,
             at,
             f"{len(conditions)} conditions: node-readiness-controller "
             f"allows {MAX_CONDITIONS} at most; split the rule",
+            rule.place,
         )
     seen: set[str] = set()
     for n, condition in enumerate(conditions):
         here: DocPath = (*at, n)
         if not isinstance(condition, dict):
-            found.add(rule.place, here, "a condition is a mapping {type, requiredStatus}")
+            found.add(here, "a condition is a mapping {type, requiredStatus}", rule.place)
             continue
         _unknown_keys(found, rule.place, here, condition, _CONDITION_KEYS, "a condition")
         kind = condition.get("type")
         if not isinstance(kind, str) or not kind:
-            found.add(rule.place, (*here, "type"), "every condition needs its type, e.g. Ready")
+            found.add((*here, "type"), "every condition needs its type, e.g. Ready", rule.place)
         elif kind in seen:
             found.add(
-                rule.place,
                 (*here, "type"),
                 f"condition type '{kind}' is listed twice "
                 "(node-readiness-controller keys conditions by type); list it once",
+                rule.place,
             )
         else:
             seen.add(kind)
         required = condition.get("requiredStatus")
         if required not in STATUSES:
             found.add(
-                rule.place, (*here, "requiredStatus"), _choice("requiredStatus", required, STATUSES)
+                (*here, "requiredStatus"), _choice("requiredStatus", required, STATUSES), rule.place
             )
         if "defaultStatus" not in condition:
             continue
         default = condition["defaultStatus"]
         if default not in STATUSES:
             found.add(
-                rule.place, (*here, "defaultStatus"), _choice("defaultStatus", default, STATUSES)
+                (*here, "defaultStatus"), _choice("defaultStatus", default, STATUSES), rule.place
             )
         elif mode == "bootstrap-only":
             found.add(
-                rule.place,
                 (*here, "defaultStatus"),
                 "defaultStatus is not allowed with enforcementMode bootstrap-only "
                 "(node-readiness-controller's webhook refuses it: a node must not pass its "
                 "bootstrap on a condition it has not reported); remove it",
+                rule.place,
             )
 
 
-def _check_taint(rule: _Rule, found: _Found) -> None:
+def _check_taint(rule: _Rule, found: Found) -> None:
     at: DocPath = ("spec", "taint")
     taint = rule.spec.get("taint")
     if not isinstance(taint, dict):
         found.add(
-            rule.place,
             at,
             f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}",
+            rule.place,
         )
         return
     _unknown_keys(found, rule.place, at, taint, _TAINT_KEYS, "taint")
     key = taint.get("key")
     if not isinstance(key, str) or not key.startswith(READINESS_TAINT_PREFIX):
         found.add(
-            rule.place,
             (*at, "key"),
             f"taint key {key!r} does not start with '{READINESS_TAINT_PREFIX}': node-readiness-"
             "controller's CRD refuses it, so this is not a rule it ran. nodegate itself "
             "accepts other keys (any key no other controller owns, e.g. startup-taint."
             "cluster-autoscaler.kubernetes.io/<name> for a managed cluster-autoscaler): fix "
             "the key here, or write that rule for nodegate directly",
+            rule.place,
         )
     effect = taint.get("effect")
     if effect not in TAINT_EFFECTS:
-        found.add(rule.place, (*at, "effect"), _choice("taint effect", effect, TAINT_EFFECTS))
+        found.add((*at, "effect"), _choice("taint effect", effect, TAINT_EFFECTS), rule.place)
 
 
-def _check_selector(rule: _Rule, found: _Found) -> None:
+def _check_selector(rule: _Rule, found: Found) -> None:
     at: DocPath = ("spec", "nodeSelector")
     selector = rule.spec.get("nodeSelector")
     empty = (
@@ -332,20 +323,20 @@ def _check_selector(rule: _Rule, found: _Found) -> None:
         "empty one, which would select every node): give matchLabels or matchExpressions"
     )
     if not isinstance(selector, dict):
-        found.add(rule.place, at, empty)
+        found.add(at, empty, rule.place)
         return
     _unknown_keys(found, rule.place, at, selector, _SELECTOR_KEYS, "nodeSelector")
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
     if labels is not None and not isinstance(labels, dict):
-        found.add(rule.place, (*at, "matchLabels"), "matchLabels is a mapping of label: value")
+        found.add((*at, "matchLabels"), "matchLabels is a mapping of label: value", rule.place)
     if expressions is not None and not isinstance(expressions, list):
         found.add(
-            rule.place,
             (*at, "matchExpressions"),
             "matchExpressions is a list of {key, operator, values}",
+            rule.place,
         )
     if not labels and not expressions:
-        found.add(rule.place, at, empty)
+        found.add(at, empty, rule.place)
 
 
 def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
@@ -357,7 +348,7 @@ def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
 
 
 def _unknown_keys(
-    found: _Found,
+    found: Found,
     place: Place,
     at: DocPath,
     mapping: dict[Any, Any],
@@ -369,7 +360,7 @@ def _unknown_keys(
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'? " if close else ""
             message = f"'{key}' is not a field of {where} ({', '.join(known)}): {hint}remove it"
-            found.add(place, (*at, key), message)
+            found.add((*at, key), message, place)
 
 
 # --- writing ---------------------------------------------------------------------------------

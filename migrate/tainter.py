@@ -21,6 +21,8 @@ from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.k8s_names import OUT_OF_SERVICE_TAINT
 from nodegate.migrate.conversion import (
     Conversion,
+    Found,
+    Place,
     as_text,
     log_level_flags,
     log_level_note,
@@ -79,7 +81,7 @@ def convert_tainter(text: str, source: str) -> Conversion:
 
 def convert_tainter_config(config: dict[str, Any], source: str) -> Conversion:
     """Tainter's configuration, already read from TOML, as rules."""
-    found = _Found(source)
+    found = _Found(Place(source, ()))
     matchers = found.tables(config.get("reconciler", {}), "matchers", ("reconciler",))
     if not matchers and not found.problems:
         found.add(("reconciler", "matchers"), "no [[reconciler.matchers]]: nothing to convert")
@@ -180,15 +182,8 @@ def _text(value: Any) -> Any:
     return as_text(value)
 
 
-class _Found:
-    """Problems with the shape of the TOML, gathered so that all are reported at once."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.problems: list[Problem] = []
-
-    def add(self, path: DocPath, message: str) -> None:
-        self.problems.append(Problem(0, 0, self.source, path, message))
+class _Found(Found):
+    """Problems with the shape of the TOML."""
 
     def tables(self, table: object, key: str, at: DocPath) -> list[dict[str, Any]]:
         """`[[at.key]]` as a list of tables; a problem if it is something else."""
