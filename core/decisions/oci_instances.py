@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from nodegate.core.rules.node import format_time
 from nodegate.core.rules.node_marks import MAINTENANCE_REBOOT_DUE, STOPPED, TERMINATING
 
 OWNED_TYPES = (TERMINATING, MAINTENANCE_REBOOT_DUE, STOPPED)
@@ -87,9 +88,7 @@ def parse_provider_id(provider_id: str) -> str | None:
 
 def utc_iso(when: datetime) -> str:
     """ISO 8601 in UTC, to the second (`2026-12-01T03:00:00Z`); a time without a zone is UTC."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(when if when.tzinfo is not None else when.replace(tzinfo=UTC))
 
 
 def desired_conditions(instance: InstanceRecord) -> tuple[ConditionWrite, ...]:
