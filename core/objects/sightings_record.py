@@ -89,13 +89,7 @@ def encode_sightings(nodes: Mapping[str, NodeSightings]) -> dict[str, str]:
     """The ConfigMap's data, within `SIGHTINGS_LIMIT`: the earliest sightings first (a hold
     about to fire is worth more than one just begun), and only those a new process would take
     back (`restored`): one it would drop must not push out one it would keep."""
-    nodes = {
-        name: NodeSightings(
-            sighted.uid,
-            {k: s for k, s in sighted.conditions.items() if tells_episodes_apart(s.token)},
-        )
-        for name, sighted in nodes.items()
-    }
+    nodes = {name: restored(sighted) for name, sighted in nodes.items()}
     entries = sorted(
         (
             (min(s.first_seen for s in sighted.conditions.values()), name, sighted)
