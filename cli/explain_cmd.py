@@ -138,7 +138,7 @@ def explain_live(
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
         sources, init_pods = node_sources(cluster, node, at)
         sources.follow(rules)
-        departed = cluster.departure(node)
+        departed = cluster.departures().get(node.name)
         quarantined: tuple[str, ...] = ()
         restore = None
         persistent = rules.persistent_labels

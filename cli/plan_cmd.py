@@ -32,6 +32,7 @@ from nodegate.cli.live.options import (
     OutputOption,
     RulesConfigMap,
     connect,
+    listed_nodes,
     stderr_console,
 )
 from nodegate.defaults.names import DEFAULT_NAMESPACE
@@ -241,11 +242,7 @@ def _read_live(cluster: Cluster, new: NodeRules, progress: Console) -> PlanInput
             rules, which = configmap.rules, f"the rules ConfigMap {configmap.view.reference}"
         owned = cluster.previously_owned()
         at = cluster.now()
-        if progress.is_terminal:
-            with progress.status("listing nodes") as spinner:
-                nodes = cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
-        else:
-            nodes = cluster.nodes()
+        nodes = listed_nodes(cluster, progress)
         objects = None
         if new.node_agents:
             reads = (agents_read(new, "node-agents"), agents_read(new, "csi-nodes"))

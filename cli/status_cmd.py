@@ -17,6 +17,7 @@ from nodegate.cli.live.options import (
     OutputOption,
     RulesConfigMap,
     connect,
+    listed_nodes,
     stderr_console,
 )
 from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAMESPACE
@@ -88,14 +89,9 @@ def gather(cluster: Cluster, now: datetime, progress: Console) -> StatusReport:
     if rules is None and configmap.rules is not None:
         rules = configmap.rules
         notes.append("rules counted below: the ConfigMap's (the rules in force are not published)")
-    if progress.is_terminal:
-        with progress.status("listing nodes") as spinner:
-            nodes = cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))
-    else:
-        nodes = cluster.nodes()
     return status_report(
         now,
-        nodes,
+        listed_nodes(cluster, progress),
         rules,
         lease,
         status,

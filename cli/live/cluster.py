@@ -345,14 +345,10 @@ class Cluster:
             return {}
         return stored.conditions if stored is not None and stored.uid == node.uid else {}
 
-    def departure(self, node: NodeState) -> Departure | None:
-        """What the leader kept of the Node object of the node's name before it, seen go
-        (`re_registration`), so explain counts a pod Ready before this Node was created as it
-        does; None when the record has none or cannot say."""
-        return self.departures().get(node.name)
-
     def departures(self) -> dict[str, Departure]:
-        """Every departure the leader keeps, by node name (none when it cannot say)."""
+        """What the leader kept of the Node objects it saw go, by name (`re_registration`), so
+        a pod Ready before a Node was created counts as the leader counts it; none when the
+        record cannot say."""
         raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
         try:
             return decode_departures((raw or {}).get("data"))

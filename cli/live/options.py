@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from nodegate.cli.live.cluster import ApiClient, Cluster
     from nodegate.cli.live.label_records import LabelRecords
+    from nodegate.core.rules.node import NodeState
 
 Kubeconfig = Annotated[
     Path | None,
@@ -97,3 +98,11 @@ def stderr_console() -> Console:
     from rich.console import Console  # noqa: PLC0415  (see the docstring)
 
     return Console(stderr=True)
+
+
+def listed_nodes(cluster: Cluster, progress: Console) -> list[NodeState]:
+    """Every Node (`Cluster.nodes`), with a progress line when `progress` is a terminal."""
+    if not progress.is_terminal:
+        return cluster.nodes()
+    with progress.status("listing nodes") as spinner:
+        return cluster.nodes(lambda n: spinner.update(f"listing nodes: {n}"))

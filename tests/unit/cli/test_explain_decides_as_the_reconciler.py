@@ -79,8 +79,8 @@ class FakeCluster:
     def csi_drivers(self, *_: object) -> dict[str, bool]:
         return {}
 
-    def departure(self, node: NodeState) -> None:
-        return None
+    def departures(self) -> dict[str, object]:
+        return {}
 
     def agents(self, *_: object) -> dict[str, object]:
         return {}
