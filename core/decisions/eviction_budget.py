@@ -103,12 +103,6 @@ def charged_rules(rules: NodeRules) -> tuple[TaintRule, ...]:
     return tuple(r for r in rules.taint_rules() if r.charged)
 
 
-def budgeted_effects(rules: NodeRules) -> frozenset[str]:
-    return frozenset(
-        {"NoExecute", "NoSchedule"} if rules.eviction_budget.no_schedule else {"NoExecute"}
-    )
-
-
 def ledger_of(rules: NodeRules, rule: str) -> str | None:
     """Which budget a rule's additions count against (None: the rule is unlimited)."""
     for each in charged_rules(rules):
@@ -128,7 +122,7 @@ def charges(node: NodeState, node_plan: NodePlan, rules: NodeRules) -> tuple[Cha
     """The evicting taints the plan puts on the node anew (a value change is not new: the
     taint's key and effect were there already). Startup gates are not charged: a gate goes on
     a node being born, rebooted or idle, where it evicts nothing a workload would miss."""
-    effects = budgeted_effects(rules)
+    effects = {"NoExecute", "NoSchedule"} if rules.eviction_budget.no_schedule else {"NoExecute"}
     uncharged = {r.name for r in rules.taint_rules() if not r.charged}
     found = []
     for change in node_plan.add_taints:
