@@ -182,13 +182,9 @@ def status_report(
         taints=_taint_rows(nodes, rules),
         budgets=_budget_rows(nodes, rules, now, previously_owned, recorded),
         records=records,
-        events=tuple(sorted(events, key=_event_order, reverse=True)),
+        events=tuple(sorted(events, key=lambda e: (e.last_seen or _NEVER, e.reason), reverse=True)),
         notes=tuple(said),
     )
-
-
-def _event_order(event: EventView) -> tuple[datetime, str]:
-    return (event.last_seen or _NEVER, event.reason)
 
 
 def _leader(
