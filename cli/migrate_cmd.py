@@ -199,30 +199,13 @@ def node_readiness_controller(
 ) -> None:
     """node-readiness-controller's NodeReadinessRules as conditionTaints (continuous) and
     startupGates (bootstrap-only)."""
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
-    from nodegate.core.text.yaml_input import read_limited, read_yaml_documents  # noqa: PLC0415
-    from nodegate.migrate.conversion import YamlFile  # noqa: PLC0415
-    from nodegate.migrate.node_readiness_controller import (  # noqa: PLC0415
+    from nodegate.migrate.node_readiness_controller import (  # noqa: PLC0415  (see the imports)
         convert_node_readiness_controller,
     )
 
-    def convert() -> Conversion:
-        read: list[YamlFile] = []
-        problems: list[Problem] = []
-        for path in files:
-            source = str(path)
-            try:
-                documents = read_yaml_documents(read_limited(path), source)
-                read.append(YamlFile(source, tuple(documents)))
-            except OSError as err:
-                problems.append(_unreadable(source, err))
-            except RulesError as err:
-                problems += err.problems
-        if problems:
-            raise RulesError(problems)
-        return convert_node_readiness_controller(read, keep_completion_annotation)
-
-    _print(convert)
+    _print(
+        lambda: convert_node_readiness_controller(_yaml_files(files), keep_completion_annotation)
+    )
 
 
 @app.command("nidhogg", cls=Command)
@@ -270,7 +253,7 @@ def nidhogg(
     from nodegate.migrate.nidhogg import convert_nidhogg  # noqa: PLC0415  (see the imports)
 
     def convert() -> Conversion:
-        files = None if daemon_sets is None else _daemon_set_files(daemon_sets)
+        files = None if daemon_sets is None else _yaml_files(daemon_sets)
         return convert_nidhogg(
             _read(config), str(config), hold, every_node, files, ready_annotation
         )
@@ -278,8 +261,8 @@ def nidhogg(
     _print(convert)
 
 
-def _daemon_set_files(paths: list[Path]) -> list[YamlFile]:
-    """Every `--daemon-sets` file read, or a RulesError naming each one that cannot be."""
+def _yaml_files(paths: list[Path]) -> list[YamlFile]:
+    """Every YAML file read, or a RulesError naming each one that cannot be."""
     from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_yaml_documents  # noqa: PLC0415
     from nodegate.migrate.conversion import YamlFile  # noqa: PLC0415
