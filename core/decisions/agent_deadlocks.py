@@ -138,11 +138,9 @@ def deadlocks(
         return ()
     by_name: dict[str, TaintRule] = {r.name: r for r in rules.taint_rules()}
     edges: dict[str, set[str]] = {}
-    seen_edges: set[tuple[str, str]] = set()
     for wait in waits:
         edges.setdefault(wait.waiter, set()).add(wait.blocker)
-        if wait.certain:
-            seen_edges.add((wait.waiter, wait.blocker))
+    seen_edges = {(w.waiter, w.blocker) for w in waits if w.certain}
     found = []
     for cycle in islice(_cycles(list(by_name), edges), MAX_WALKED):
         steps = []
