@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from nodegate.cli.live.label_records import LabelRecords
     from nodegate.core.objects.label_records import StoredRecord
     from nodegate.core.rules.model import PersistentLabels
-    from nodegate.reconciler.kit.errors import KubeError
 
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
@@ -53,8 +52,9 @@ def _found_any(matching: list[StoredRecord], node: str, namespace: str) -> None:
         raise typer.Exit(1)
 
 
-def _fail(err: KubeError) -> typer.Exit:
-    typer.echo(f"nodegate labels: {err}", err=True)
+def _fail(message: object) -> typer.Exit:
+    """`message` said on stderr; raise what this returns (exit 1)."""
+    typer.echo(f"nodegate labels: {message}", err=True)
     return typer.Exit(1)
 
 
@@ -135,12 +135,10 @@ def _to_hand_over(records: list[StoredRecord], node: str, namespace: str) -> Sto
     _found_any(found, node, namespace)
     if len(found) > 1:
         keys = ", ".join(sorted(r.record.key for r in found if r.record is not None))
-        typer.echo(
-            f"nodegate labels: {node} names {len(found)} records (keys {keys}); hand one over "
-            "by its key: nodegate labels hand-over KEY --to NODE",
-            err=True,
+        raise _fail(
+            f"{node} names {len(found)} records (keys {keys}); hand one over by its key: "
+            "nodegate labels hand-over KEY --to NODE"
         )
-        raise typer.Exit(1)
     return found[0]
 
 
@@ -154,28 +152,23 @@ def _key_by(kubeconfig: Path | None, context: str | None, namespace: str) -> Per
     try:
         in_force = cluster.rules_in_force()
     except RulesInForceUnknownError as err:
-        typer.echo(f"nodegate labels: cannot tell how records are keyed: {err}", err=True)
-        raise typer.Exit(1) from err
+        raise _fail(f"cannot tell how records are keyed: {err}") from err
     if in_force is None or in_force.rules is None:
         why = (
             f"no reconciler has published rules in force in namespace {namespace}"
             if in_force is None
             else in_force.which
         )
-        typer.echo(
-            f"nodegate labels: {why}: nothing says how records are keyed (keyBy) and nothing "
-            "would restore the labels; nothing is handed over",
-            err=True,
+        raise _fail(
+            f"{why}: nothing says how records are keyed (keyBy) and nothing would restore the "
+            "labels; nothing is handed over"
         )
-        raise typer.Exit(1)
     config = in_force.rules.persistent_labels
     if config is None:
-        typer.echo(
-            f"nodegate labels: {in_force.which} persist no labels: nothing would restore them; "
-            "nothing is handed over",
-            err=True,
+        raise _fail(
+            f"{in_force.which} persist no labels: nothing would restore them; nothing is handed "
+            "over"
         )
-        raise typer.Exit(1)
     return config
 
 
@@ -209,21 +202,17 @@ def hand_over(
         has_own = any(r.name == own and r.name != stored.name for r in records)
         handed = decide_hand_over(stored.record, target, config, has_own)
         if handed.record is None:
-            typer.echo(f"nodegate labels: {handed.refusal}", err=True)
-            raise typer.Exit(1)
+            raise _fail(handed.refusal)
         name, kept = store.hand_over(stored, handed)
     except NoSuchNodeError as err:
-        typer.echo(f"nodegate labels: no node {to}", err=True)
-        raise typer.Exit(1) from err
+        raise _fail(f"no node {to}") from err
     # The reconciler wrote the record, or gave the node a record of its own, meanwhile: this
     # hand-over was decided on what is no longer there.
     except ConflictError as err:
-        typer.echo(
-            f"nodegate labels: a record changed, or node {to} got one of its own, since they "
-            "were read; nothing changed: run this again",
-            err=True,
-        )
-        raise typer.Exit(1) from err
+        raise _fail(
+            f"a record changed, or node {to} got one of its own, since they were read; nothing "
+            "changed: run this again"
+        ) from err
     except KubeError as err:
         raise _fail(err) from err
     restored = f"its labels are restored at {to}'s next plan"
