@@ -75,8 +75,8 @@ webhook runs after NodeRestriction, so the kubelet's registration is the provisi
 bootstrap speaking); Karpenter NodePools and admins may set it too. `reconcilerLabels` are applied
 on this label's evidence only (docs/reconciler.md, "Security")."""
 
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
 
 
 def _check_effect(value: object) -> object:
