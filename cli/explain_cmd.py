@@ -79,25 +79,18 @@ def explain(
         at = parse_time(now)
     # Not a time fromisoformat reads: say how to write one, as `plan` does.
     except ValueError:
-        typer.echo(
-            f"nodegate explain: --now {now!r} is not an RFC 3339 time: write e.g. "
-            "2026-11-21T12:00:00Z",
-            err=True,
-        )
-        raise typer.Exit(1) from None
+        raise _fail(
+            f"--now {now!r} is not an RFC 3339 time: write e.g. 2026-11-21T12:00:00Z"
+        ) from None
     if node_file is None:
         if node_name is None:
-            typer.echo(
-                "nodegate explain: give NODE (a node in the cluster) or --node FILE", err=True
-            )
-            raise typer.Exit(2)
+            raise _fail("give NODE (a node in the cluster) or --node FILE", 2)
         cluster = connect(kubeconfig, context, namespace, rules_configmap)
         explain_live(Console(), cluster, node_name, rules_file, at or cluster.now())
         return
     at = at or datetime.now(UTC)
     if rules_file is None or node_name is not None:
-        typer.echo("nodegate explain: --node FILE needs --rules FILE (and no NODE)", err=True)
-        raise typer.Exit(2)
+        raise _fail("--node FILE needs --rules FILE (and no NODE)", 2)
     rules = rules_or_exit(rules_file)
     ready = {gate: (Sighting(f"--ready-gate {gate}", at, True, at),) for gate in ready_gate or ()}
     facts = plan_facts(at, gate_pod_signals=ready)
@@ -133,8 +126,7 @@ def explain_live(
     try:
         node = cluster.node(name)
         if node is None:
-            typer.echo(f"nodegate explain: node {name} not found", err=True)
-            raise typer.Exit(1)
+            raise _fail(f"node {name} not found")
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
         sources, init_pods = node_sources(cluster, node, at)
         sources.follow(rules)
@@ -164,8 +156,7 @@ def explain_live(
 
         result = decide(node, rules, facts, budget)
     except KubeError as err:
-        typer.echo(f"nodegate explain: {err}", err=True)
-        raise typer.Exit(1) from err
+        raise _fail(err) from err
     console.print(Text(f"explained with {which}", style="dim"))
     print_explanation(console, node, rules, result)
     lines = waits(node, rules, result, NodeContext(init_pods.shown, held, quarantined), at)
@@ -186,27 +177,27 @@ def _rules_to_explain_with(
     try:
         published = cluster.rules_in_force()
     except RulesInForceUnknownError as err:
-        typer.echo(
-            f"nodegate explain: the rules in force are unknown: {err}; give --rules FILE", err=True
-        )
-        raise typer.Exit(1) from err
+        raise _fail(f"the rules in force are unknown: {err}; give --rules FILE") from err
     if published is not None:
         if published.rules is None:
-            typer.echo(f"nodegate explain: {published.which}; give --rules FILE", err=True)
-            raise typer.Exit(1)
+            raise _fail(f"{published.which}; give --rules FILE")
         return published.rules, published.which, published.status.held
     configmap = cluster.rules_source()
     if configmap.rules is None:
         for problem in configmap.view.problems:
             typer.echo(problem, err=True)
-        typer.echo(
-            f"nodegate explain: no rules in force published and no valid rules in "
-            f"{configmap.view.reference}; give --rules FILE",
-            err=True,
+        raise _fail(
+            f"no rules in force published and no valid rules in {configmap.view.reference}; "
+            "give --rules FILE"
         )
-        raise typer.Exit(1)
     which = f"the rules ConfigMap {configmap.view.reference} (no reconciler status record yet)"
     return configmap.rules, which, None
+
+
+def _fail(message: object, code: int = 1) -> typer.Exit:
+    """`message` said on stderr; raise what this returns (exit `code`)."""
+    typer.echo(f"nodegate explain: {message}", err=True)
+    return typer.Exit(code)
 
 
 def print_explanation(
