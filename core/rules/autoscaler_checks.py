@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
 from nodegate.core.rules.autoscalers import (
     CA_MAX_TOTAL_UNREADY_PERCENTAGE,
@@ -33,7 +32,7 @@ from nodegate.core.rules.model import Autoscaler, NodePool, NodeRules, StartupGa
 from nodegate.core.rules.providers import default_node_classes, provider_profile
 from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.core.text.durations import format_duration
-from nodegate.core.text.errors import DocPath
+from nodegate.core.text.errors import DocPath, Severity
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX, is_readiness_taint
 
 MANAGED_CA = Autoscaler(type="cluster-autoscaler", managed=True)
@@ -46,7 +45,7 @@ class Finding:
 
     pool: str
     """The pool whose autoscaler the finding is about."""
-    severity: Literal["error", "warning"]
+    severity: Severity
     path: DocPath
     message: str
 

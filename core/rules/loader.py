@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from io import StringIO
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 from ruamel.yaml import YAML
@@ -20,7 +20,7 @@ from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
 from nodegate.core.rules.rules_object import object_shape, position
-from nodegate.core.text.errors import DocPath, Problem, RulesError
+from nodegate.core.text.errors import DocPath, Problem, RulesError, Severity
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
 
@@ -42,7 +42,7 @@ class Checked:
     def problem(self, path: DocPath, message: str, warning: bool = False) -> Problem:
         """A problem found in these rules by a check that needs more than the file (the
         DaemonSets `nodegate validate` is given), located as the file's own are."""
-        severity: Literal["error", "warning"] = "warning" if warning else "error"
+        severity: Severity = "warning" if warning else "error"
         return Problem(
             *position(self.positions, path), self.source, self.prefix + path, message, severity
         )
@@ -195,7 +195,7 @@ def _check_spec(data: dict[Any, Any], source: str, positions: Positions) -> Chec
     """The rules themselves (the object's spec beside its apiVersion and kind), every problem
     located by `positions`."""
 
-    def at(path: DocPath, message: str, severity: Literal["error", "warning"] = "error") -> Problem:
+    def at(path: DocPath, message: str, severity: Severity = "error") -> Problem:
         return Problem(*position(positions, path), source, path, message, severity)
 
     problems = [at(path, message) for path, message in cross_rule_problems(data)]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 DocPath = tuple[str | int, ...]
+Severity = Literal["error", "warning"]
 
 
 def format_path(path: DocPath) -> str:
@@ -31,7 +32,7 @@ class Problem:
     source: str
     path: DocPath
     message: str
-    severity: Literal["error", "warning"] = "error"
+    severity: Severity = "error"
     """A warning is printed (`FILE:LINE:COL: warning: path: message`) but does not refuse the
     rules; every other problem does."""
 
