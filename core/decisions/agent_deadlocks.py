@@ -387,30 +387,21 @@ def _gate_waits(
     init = [] if seen is None else [d for d in seen if _makes(d, spec)]
     if not init:
         pods = f"{spec.namespace}, {spec.label_selector}"
-        return [
-            Wait(
-                gate.name,
-                blocker.name,
-                False,
-                f"{label} waits for its pods ({pods}), whose DaemonSet must tolerate {taint} "
-                f"(the taint of {_label(blocker)})",
-                f"give the DaemonSet of the pods of {label} the toleration {_toleration(taint)}",
-            )
-            for taint, blocker in others
-        ]
+        said = f"{label} waits for its pods ({pods}), whose DaemonSet must tolerate"
+        whom = f"the DaemonSet of the pods of {label}"
+        return [_wait(gate, blocker, taint, said, whom=whom) for taint, blocker in others]
     if any(d.uid in running for d in init):
         return []
     kept = {d.ref: [(t, r) for t, r in others if not _tolerated(d, t)] for d in init}
     if not all(kept.values()):
         return []  # one of them runs: the gate has its pod
     return [
-        Wait(
-            gate.name,
-            blocker.name,
-            True,
-            f"{label} waits for its pods, and their DaemonSet {ref} does not tolerate {taint} "
-            f"(the taint of {_label(blocker)})",
-            f"add to {ref}'s spec.template.spec.tolerations {_toleration(taint)}",
+        _wait(
+            gate,
+            blocker,
+            taint,
+            f"{label} waits for its pods, and their DaemonSet {ref} does not tolerate",
+            ref,
         )
         for ref, pairs in kept.items()
         for taint, blocker in pairs
@@ -441,14 +432,7 @@ def _agent_waits(
         known = list(seen) if rule.discovers else [by_ref[r] for r in listed if r in by_ref]
     waits_on_agents = not rule.discovers and rule.cannot_run == "wait"
     waits = [
-        Wait(
-            rule.name,
-            blocker.name,
-            False,
-            f"{label} waits for {what}, which must tolerate {taint} (the taint of "
-            f"{_label(blocker)})",
-            f"give {whom} the toleration {_toleration(taint)}",
-        )
+        _wait(rule, blocker, taint, f"{label} waits for {what}, which must tolerate", whom=whom)
         for what, whom in unknown
         for taint, blocker in others
         if isinstance(blocker, StartupGate) or waits_on_agents
@@ -457,18 +441,28 @@ def _agent_waits(
         if ds.uid in running or not waits_for(rule, ds, node, lifted):
             continue
         waits += [
-            Wait(
-                rule.name,
-                blocker.name,
-                True,
-                f"{label} waits for {ds.ref}, which does not tolerate {taint} (the taint of "
-                f"{_label(blocker)})",
-                f"add to {ds.ref}'s spec.template.spec.tolerations {_toleration(taint)}",
+            _wait(
+                rule, blocker, taint, f"{label} waits for {ds.ref}, which does not tolerate", ds.ref
             )
             for taint, blocker in others
             if not _tolerated(ds, taint)
         ]
     return waits
+
+
+def _wait(
+    rule: Waiter, blocker: Waiter, taint: NodeTaint, said: str, ds: str = "", whom: str = ""
+) -> Wait:
+    """`rule` waits on `blocker`'s taint, as `said` (up to the taint): seen, when `ds` names the
+    DaemonSet that does not tolerate it; else possible, `whom` to give the toleration."""
+    fix = (
+        f"add to {ds}'s spec.template.spec.tolerations {_toleration(taint)}"
+        if ds
+        else f"give {whom} the toleration {_toleration(taint)}"
+    )
+    return Wait(
+        rule.name, blocker.name, bool(ds), f"{said} {taint} (the taint of {_label(blocker)})", fix
+    )
 
 
 def _escapes(rule: TaintRule) -> Iterator[str]:
