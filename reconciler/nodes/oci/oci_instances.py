@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
@@ -75,8 +75,8 @@ class _Compartment:
     """One compartment's schedule: when it is listed next, and how its failures back off."""
 
     id: str
+    backoff: Backoff
     due: float = 0.0
-    backoff: Backoff = field(default_factory=lambda: Backoff(cap_seconds=30.0))
     failing: str | None = None
     """The kind of error said for it (None: it answered last time)."""
 
@@ -102,7 +102,7 @@ class OciInstanceConditions:
         self._lister = lister
         self._poll = poll_seconds
         self._compartments = [
-            _Compartment(c, backoff=Backoff(cap_seconds=poll_seconds)) for c in compartments
+            _Compartment(c, Backoff(cap_seconds=poll_seconds)) for c in compartments
         ]
         self._api = api
         self._recorder = recorder
