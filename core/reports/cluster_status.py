@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -279,7 +279,3 @@ def age(seconds: float | None) -> str:
     if whole < 86400:
         return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def duration(delta: timedelta) -> str:
-    return age(delta.total_seconds())

@@ -19,7 +19,7 @@ from nodegate.core.decisions.node_decision import Budget
 from nodegate.core.decisions.plan import NodePlan
 from nodegate.core.objects.eviction_ledger import spent
 from nodegate.core.objects.status_record import HeldUpdate
-from nodegate.core.reports.cluster_status import duration
+from nodegate.core.reports.cluster_status import age
 from nodegate.core.rules.model import NodeRules, StartupGate
 from nodegate.core.rules.node import NodeState, format_time
 
@@ -116,9 +116,9 @@ def _gate_wait(
     began = life_began(node, gate, now)
     if gate.timeout is not None and began is not None:
         left = began + gate.timeout - now
-        text += f"; times out in {duration(left)} (onTimeout: {gate.on_timeout})"
+        text += f"; times out in {age(left.total_seconds())} (onTimeout: {gate.on_timeout})"
     if began is not None:
-        text += f"; gated for {duration(now - began)}"
+        text += f"; gated for {age((now - began).total_seconds())}"
     return text
 
 
