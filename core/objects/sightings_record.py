@@ -149,7 +149,8 @@ def encode_departures(departed: Mapping[str, Departure]) -> dict[str, str]:
         return {}
     document: dict[str, Any] = {"version": DEPARTED_VERSION, "nodes": {}}
     size = len(json.dumps(document))
-    latest_first = sorted(departed.items(), key=lambda item: (_left(item[1]), item[0]))
+    never = datetime.min.replace(tzinfo=UTC)
+    latest_first = sorted(departed.items(), key=lambda item: (item[1].left or never, item[0]))
     for name, gone in reversed(latest_first):
         entry = {
             "uid": gone.uid,
@@ -166,10 +167,6 @@ def encode_departures(departed: Mapping[str, Departure]) -> dict[str, str]:
             break
         document["nodes"][name] = entry
     return {DEPARTED_KEY: json.dumps(document, separators=(",", ":"), sort_keys=True)}
-
-
-def _left(gone: Departure) -> datetime:
-    return gone.left or datetime.min.replace(tzinfo=UTC)
 
 
 def decode_departures(data: Mapping[str, Any] | None) -> dict[str, Departure]:
