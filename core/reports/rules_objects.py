@@ -127,11 +127,21 @@ def object_status(
             else "it claims nothing another object holds",
         ),
     ]
-    names = _rule_names(facts.in_force)
+    names = [claim[1] for claim in claims(facts.in_force) if claim[0] == "rule"]
     blocked = {n: facts.cannot_read[n] for n in names if n in facts.cannot_read}
     conditions.append(_cannot_read(blocked) if blocked else _degraded(facts))
     mine = [(name, counts[name]) for name in names if name in counts]
-    rows = [_row(name, count) for name, count in mine]
+    rows = [
+        {
+            "name": name,
+            "kind": count.kind,
+            "matched": count.matched,
+            "tainted": count.tainted,
+            "waiting": count.waiting,
+            "waitingExamples": list(count.waiting_examples),
+        }
+        for name, count in mine
+    ]
     tainted = set().union(*(count.tainted_nodes for _, count in mine))
     waiting = set().union(*(count.waiting_nodes for _, count in mine))
     status: dict[str, Any] = {
@@ -193,18 +203,3 @@ def _keep_transitions(
         at = format_time(now) if moved else old["lastTransitionTime"]
         kept.append({**condition, "lastTransitionTime": at, "observedGeneration": generation})
     return kept
-
-
-def _rule_names(spec: Mapping[str, Any] | None) -> list[str]:
-    return [claim[1] for claim in claims(spec) if claim[0] == "rule"]
-
-
-def _row(name: str, count: RuleCount) -> dict[str, Any]:
-    return {
-        "name": name,
-        "kind": count.kind,
-        "matched": count.matched,
-        "tainted": count.tainted,
-        "waiting": count.waiting,
-        "waitingExamples": list(count.waiting_examples),
-    }
