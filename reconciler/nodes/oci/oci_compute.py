@@ -69,33 +69,22 @@ def _record(instance: Any) -> InstanceRecord:
     )
 
 
-def _kind(err: Exception) -> ErrorKind:
-    import oci  # noqa: PLC0415
-
-    if isinstance(err, oci.exceptions.ServiceError):
-        status = int(err.status or 0)
-        if status == 401:
-            return "auth"
-        if status == 404:
-            return "not_found"
-        if status == 429:
-            return "throttled"
-        if status >= 500:
-            return "server"
-        return "other"
-    if isinstance(err, oci.exceptions.RequestException | TimeoutError):
-        text = f"{type(err).__name__} {err}".lower()
-        return "timeout" if "timeout" in text or "timed out" in text else "other"
-    return "other"
+SERVICE_KINDS: dict[int, ErrorKind] = {401: "auth", 404: "not_found", 429: "throttled"}
+"""A refusal's kind by its HTTP status (any other 5xx: server; the rest: other)."""
 
 
 def _error(err: Exception) -> OciError:
     import oci  # noqa: PLC0415
 
-    kind = _kind(err)
     if isinstance(err, oci.exceptions.ServiceError):
+        status = int(err.status or 0)
+        kind = SERVICE_KINDS.get(status, "server" if status >= 500 else "other")
         return OciError(kind, f"{err.status} {err.code}: {err.message}", str(err.request_id or ""))
-    return OciError(kind, f"{type(err).__name__}: {err}"[:500])
+    text = f"{type(err).__name__} {err}".lower()
+    timed_out = isinstance(err, oci.exceptions.RequestException | TimeoutError) and (
+        "timeout" in text or "timed out" in text
+    )
+    return OciError("timeout" if timed_out else "other", f"{type(err).__name__}: {err}"[:500])
 
 
 def compute_client(settings: OciSettings) -> Any:
