@@ -12,7 +12,7 @@ from typing import Any
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import KIND
 from nodegate.core.rules.rules_object import object_shape
-from nodegate.core.text.errors import Problem, RulesError
+from nodegate.core.text.errors import DocPath, Problem, RulesError
 from nodegate.core.text.yaml_input import Positions, read_yaml, read_yaml_documents
 from nodegate.migrate.conversion import Conversion, rules_document
 
@@ -85,5 +85,17 @@ def _configmaps(tree: Any, positions: Positions) -> list[tuple[dict[str, Any], P
         return [(tree, positions)]
     items = tree.get("items")
     if tree.get("kind") == "List" and isinstance(items, list):
-        return [(item, Positions()) for item in items if isinstance(item, dict)]
+        return [
+            (item, _under(positions, ("items", index)))
+            for index, item in enumerate(items)
+            if isinstance(item, dict)
+        ]
     return []
+
+
+def _under(positions: Positions, prefix: DocPath) -> Positions:
+    """The positions below `prefix`, as paths of that part: a List item's problem is reported
+    at its own line."""
+    return Positions(
+        {path[len(prefix) :]: at for path, at in positions.items() if path[: len(prefix)] == prefix}
+    )

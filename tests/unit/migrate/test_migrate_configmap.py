@@ -75,3 +75,21 @@ def test_a_configmap_without_rules_says_to_give_the_key(tmp_path: Path) -> None:
     result = runner.invoke(app, ["migrate", "configmap", str(path)])
     assert result.exit_code == 1
     assert "holds rules under 0 keys (none): give --key" in result.stderr
+
+
+def test_a_configmap_in_a_list_is_refused_at_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text(
+        "apiVersion: v1\n"
+        "kind: List\n"
+        "items:\n"
+        "  - apiVersion: v1\n"
+        "    kind: ConfigMap\n"
+        "    metadata: {name: nodegate-rules}\n"
+        "    data:\n"
+        "      other: x\n"
+    )
+    result = runner.invoke(app, ["migrate", "configmap", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:7:5: data:" in result.stderr
+    assert "holds rules under 0 keys (none): give --key" in result.stderr
