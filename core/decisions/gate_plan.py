@@ -51,8 +51,6 @@ def gate_outcome(
     if not carried:
         return _absent_gate(node, labels, gate, facts)
     outcome = _carried_gate(node, gate, facts)
-    if carried == {gate.taint.identity}:
-        return replace(outcome, carried=carried)
     former = tuple(
         replace(outcome.decision, taint=taint)
         for taint in gate.former_taints
