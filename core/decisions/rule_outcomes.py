@@ -31,9 +31,6 @@ from nodegate.core.rules.model import (
 from nodegate.core.rules.node import NodeCondition, NodeState, format_time
 from nodegate.core.rules.rule_kinds import TaintRule
 
-Decide = Callable[[NodeState, Mapping[str, str], Any, PlanFacts], RuleOutcome]
-"""(node, its labels after this plan's label changes, the rule, the facts) -> the outcome."""
-
 
 def label_outcome(
     node: NodeState, labels: Mapping[str, str], rule: LabelTaintRule, facts: PlanFacts
@@ -108,7 +105,8 @@ def _none_kept(node: NodeState, rule: Any) -> Kept:
 class KindDecisions:
     """What one kind of rule decides about a node."""
 
-    outcome: Decide
+    outcome: Callable[[NodeState, Mapping[str, str], Any, PlanFacts], RuleOutcome]
+    """(node, its labels after this plan's label changes, the rule, the facts) -> the outcome."""
     sightings_kept: Callable[[NodeState, Any], Kept] = _none_kept
     """Which of the node's condition sightings this rule still decides with, so they outlive a
     restart (`core.objects.sightings_record`)."""
