@@ -10,6 +10,7 @@ reconciler is about to write).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -22,7 +23,6 @@ from nodegate.core.decisions.eviction_budget import (
     Charge,
     Grant,
     budget_of,
-    census,
     charged_rules,
     ledger_of,
     limit,
@@ -240,18 +240,15 @@ def _budget_rows(
     spent: dict[str, set[str]] = {}
     for grant in spent_now(nodes, rules, recorded, now):
         spent.setdefault(grant.ledger, set()).add(grant.node)
-    waiting: dict[str, int] = {}
+    waiting: Counter[str] = Counter()
 
     def count(_node: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
-        for charge in wanted:
-            if charge.ledger is not None:
-                waiting[charge.ledger] = waiting.get(charge.ledger, 0) + 1
+        waiting.update(charge.ledger for charge in wanted if charge.ledger is not None)
         return {}
 
     facts = plan_facts(now, previously_owned)
     for node in nodes:
         decide(node, rules, facts, count)
-    total = census(nodes).nodes
     rows = []
     for ledger in sorted(ledgers):
         budget = budget_of(rules, ledger)
@@ -260,8 +257,8 @@ def _budget_rows(
                 SHARED_BUDGET if ledger == SHARED else ledger,
                 budget.window.total_seconds(),
                 len(spent.get(ledger, ())),
-                limit(budget.cluster, max(total, 1)),
-                waiting.get(ledger, 0),
+                limit(budget.cluster, max(len(nodes), 1)),
+                waiting[ledger],
             )
         )
     return tuple(rows)
