@@ -120,6 +120,7 @@ class Controller:
             settings.max_untaint_share,
             self._on_rules_applied,
             self.status,
+            self._now,
             lambda: self.on_standing_changed(),  # noqa: PLW0108 (set after construction)
         )
         self._rules_objects_api = api

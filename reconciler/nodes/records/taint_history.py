@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from nodegate.core.objects.taint_history import (
     HISTORY_CONFIGMAP,
@@ -50,11 +50,13 @@ class TaintHistory:
         with self._lock:
             self._entries = {**entries, **self._entries}
 
-    def record(self, owned: frozenset[Identity]) -> None:
-        """Add `owned` (in memory at once, on the API with optimistic concurrency)."""
+    def record(self, owned: frozenset[Identity], now: datetime) -> None:
+        """Add `owned` as owned at `now`, the controller's clock (the API server's, so the
+        oldest entries dropped are the oldest whichever replica wrote them): in memory at once,
+        on the API with optimistic concurrency."""
         with self._lock:
             before = dict(self._entries)
-            self._entries = merged(self._entries, owned, datetime.now(UTC))
+            self._entries = merged(self._entries, owned, now)
             if set(before) == set(self._entries) and self._persisted:
                 return
             self._persisted = False

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
@@ -51,6 +52,7 @@ class RulesInForce:
         max_untaint_share: float,
         on_applied: Callable[[RulesUpdate], None],
         status: StatusPublisher,
+        clock: Callable[[], datetime],
         on_standing: Callable[[], None] = lambda: None,
     ) -> None:
         """`on_standing`: told (after `on_applied`) whenever the versions in force of the rules
@@ -61,6 +63,7 @@ class RulesInForce:
         self._max_untaint_share = max_untaint_share
         self._on_applied = on_applied
         self._status = status
+        self._clock = clock
         self._lock = threading.Lock()
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
@@ -130,7 +133,8 @@ class RulesInForce:
                 return
             self._history.record(
                 live_owned_taints(update.rules)
-                | (live_owned_taints(before) if before is not None else frozenset())
+                | (live_owned_taints(before) if before is not None else frozenset()),
+                self._clock(),
             )
             self.applied = Applied(update, self.generation + 1)
             self._held = None
@@ -168,7 +172,7 @@ class RulesInForce:
             recovered, self._recovered = self._recovered, None
             if recovered is None or self.applied is not None:
                 return
-            self._history.record(live_owned_taints(recovered.rules))
+            self._history.record(live_owned_taints(recovered.rules), self._clock())
             self.applied = recovered
         self._metrics.rules_generation.set(recovered.generation)
         log.info(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP
+from nodegate.core.objects.taint_history import HISTORY_CONFIGMAP, decode_history
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.node import format_time
 from nodegate.core.rules.node_marks import FENCE_ANNOTATION, OWNED_TAINTS_ANNOTATION
@@ -292,6 +292,30 @@ def test_applied_rules_are_recorded_in_the_taint_history_before_they_act() -> No
     controller.offer_rules(update(CI_RULES))
     stored = api.configmaps[("nodegate-system", HISTORY_CONFIGMAP)]["data"]["taints.json"]
     assert "example.com/dedicated" in stored and "example.com/gpu" in stored
+
+
+def test_the_taint_history_is_dated_on_the_controllers_clock_not_the_hosts() -> None:
+    """Which entries are oldest (dropped first past the bound) must not depend on which
+    replica's host clock wrote them: they are dated on the one clock, the API server's."""
+    api = FakeApi()
+    writes = fenced(api)
+    server_time = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
+    controller = sync(
+        Controller(
+            ReconcilerSettings(
+                rules_configmap="nodegate-system/rules", state_namespace="nodegate-system"
+            ),
+            writes,
+            EventRecorder(api, "default", "test"),
+            Metrics(),
+            TaintHistory(writes, "nodegate-system"),
+            Health(),
+            clock=lambda: server_time,
+        )
+    )
+    controller.offer_rules(update(CI_RULES))
+    stored = api.configmaps[("nodegate-system", HISTORY_CONFIGMAP)]["data"]
+    assert set(decode_history(stored).values()) == {"2031-05-06T07:08:09Z"}
 
 
 def test_dry_run_records_the_same_would_be_change_once() -> None:
