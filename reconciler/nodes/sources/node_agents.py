@@ -112,9 +112,11 @@ class NodeAgents:
             for namespace in set(self._watched) - wanted:
                 self._watched.pop(namespace).stop()
                 del self._live[namespace]
-                for pods in self._by_node.nodes.values():
-                    for key in [k for k in pods if _in(namespace, k)]:
-                        del pods[key]
+                self._by_node.nodes = {
+                    node: kept
+                    for node, pods in self._by_node.nodes.items()
+                    if (kept := {k: p for k, p in pods.items() if not _in(namespace, k)})
+                }
             for namespace in wanted - set(self._watched):
                 self._watched[namespace] = self._start(namespace)
 

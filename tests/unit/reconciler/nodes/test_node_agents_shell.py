@@ -80,6 +80,14 @@ def test_a_node_without_agent_pods_left_holds_no_index_entry() -> None:
     assert agents._by_node.nodes == {}
 
 
+def test_a_namespace_no_longer_read_leaves_no_index_entry_behind() -> None:
+    agents = agents_watching()
+    agents.follow(LISTED)
+    agents._on_pod("kube-system/p", None, pod())
+    agents.follow(CSI_ONLY)
+    assert agents._by_node.nodes == {}
+
+
 def test_a_pod_no_daemon_set_controls_is_never_indexed() -> None:
     agents = agents_watching()
     agents._on_pod("kube-system/mirror", None, NOT_AN_AGENT)
