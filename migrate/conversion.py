@@ -62,9 +62,13 @@ class Found:
     top: Place
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, path: DocPath, message: str, place: Place | None = None) -> None:
-        """A problem at `path` under `place` (by default the input's top)."""
-        self.problems.append((place or self.top).problem(path, message))
+    def add(self, path: DocPath, message: str) -> None:
+        """A problem at `path` under `top`."""
+        self.problems.append(self.top.problem(path, message))
+
+    def under(self, top: Place) -> Found:
+        """This collector, with paths under `top` (another file, document or item)."""
+        return Found(top, self.problems)
 
 
 @dataclass(frozen=True)

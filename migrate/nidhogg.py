@@ -397,14 +397,13 @@ def _node_selectors(files: Sequence[YamlFile], found: Found) -> dict[tuple[str, 
                 at: DocPath = ("items", index) if listed else ()
                 path: DocPath = (*at, "spec", "template", "spec", "nodeSelector")
                 place = Place(daemon_set_file.source, path, positions, prefix)
-                labels = _selector_labels(_template_node_selector(item), place, found)
+                labels = _selector_labels(_template_node_selector(item), found.under(place))
                 first = selectors.setdefault((namespace, name), _Selector(labels, place))
                 if first.labels != labels:
-                    found.add(
+                    found.under(place).add(
                         (),
                         f"{namespace}/{name} is given again with another nodeSelector than in "
                         f"{first.place.source}: give each DaemonSet once, as the cluster has it",
-                        place,
                     )
     return selectors
 
@@ -416,8 +415,9 @@ def _template_node_selector(daemon_set: dict[str, Any]) -> object:
     return spec
 
 
-def _selector_labels(selector: object, place: Place, found: Found) -> dict[str, str] | None:
-    """A DaemonSet's nodeSelector as labels (none: {}), or None after a problem at `place`."""
+def _selector_labels(selector: object, found: Found) -> dict[str, str] | None:
+    """A DaemonSet's nodeSelector as labels (none: {}), or None after a problem at `found`'s
+    top."""
     if selector is None:
         return {}
     if isinstance(selector, dict) and all(
@@ -428,7 +428,6 @@ def _selector_labels(selector: object, place: Place, found: Found) -> dict[str, 
         (),
         "must be a mapping of node labels to their values, all strings (the API server refuses "
         "a DaemonSet with any other): quote a value such as 'true'",
-        place,
     )
     return None
 

@@ -152,16 +152,16 @@ def _rules_in(nrc_file: YamlFile, found: Found) -> list[_Rule]:
         prefix: DocPath = ("document", index) if several else ()
         top = Place(nrc_file.source, (), positions, prefix)
         if not isinstance(document, dict):
-            found.add(
+            found.under(top).add(
                 (),
                 f"expected a {KIND} mapping (or a List of them), found {type(document).__name__}",
-                top,
             )
             continue
         if document.get("kind") in LIST_KINDS:
             items = document.get("items")
             if not isinstance(items, list):
-                found.add(("items",), f"a {document['kind']} needs 'items': a list of {KIND}", top)
+                message = f"a {document['kind']} needs 'items': a list of {KIND}"
+                found.under(top).add(("items",), message)
                 continue
             for n, item in enumerate(items):
                 rule = _rule(Place(nrc_file.source, ("items", n), positions, prefix), item, found)
@@ -173,8 +173,9 @@ def _rules_in(nrc_file: YamlFile, found: Found) -> list[_Rule]:
 
 
 def _rule(place: Place, item: object, found: Found) -> _Rule | None:
+    found = found.under(place)
     if not isinstance(item, dict):
-        found.add((), f"expected a {KIND} mapping, found {type(item).__name__}", place)
+        found.add((), f"expected a {KIND} mapping, found {type(item).__name__}")
         return None
     api_version, kind = item.get("apiVersion"), item.get("kind")
     if (api_version, kind) != (API_VERSION, KIND):
@@ -183,13 +184,12 @@ def _rule(place: Place, item: object, found: Found) -> _Rule | None:
             f"{api_version}/{kind} is not node-readiness-controller's: expected apiVersion "
             f"{API_VERSION}, kind {KIND} (or a List of them, as `kubectl get nrr -o yaml` "
             "prints)",
-            place,
         )
         return None
     metadata = item.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     if not isinstance(name, str) or not name:
-        found.add(("metadata", "name"), "every rule needs its metadata.name", place)
+        found.add(("metadata", "name"), "every rule needs its metadata.name")
         return None
     uid = metadata.get("uid") if isinstance(metadata, dict) else None
     spec = item.get("spec")
@@ -197,7 +197,6 @@ def _rule(place: Place, item: object, found: Found) -> _Rule | None:
         found.add(
             ("spec",),
             "needs a spec mapping (conditions, taint, enforcementMode, nodeSelector)",
-            place,
         )
         return None
     return _Rule(place, name, uid if isinstance(uid, str) and uid else None, spec)
@@ -206,99 +205,86 @@ def _rule(place: Place, item: object, found: Found) -> _Rule | None:
 def _valid_spec(rule: _Rule, found: Found) -> bool:
     """What node-readiness-controller's CRD and webhook would refuse, refused here too."""
     before = len(found.problems)
-    spec, at = rule.spec, ("spec",)
-    _unknown_keys(found, rule.place, at, spec, _SPEC_KEYS, "spec")
+    found, spec, at = found.under(rule.place), rule.spec, ("spec",)
+    _unknown_keys(found, at, spec, _SPEC_KEYS, "spec")
     mode = spec.get("enforcementMode")
     if mode not in MODES:
-        found.add((*at, "enforcementMode"), _choice("enforcementMode", mode, MODES), rule.place)
+        found.add((*at, "enforcementMode"), _choice("enforcementMode", mode, MODES))
     policy = spec.get("conditionPolicy", "allOf")
     if policy not in POLICIES:
-        found.add(
-            (*at, "conditionPolicy"), _choice("conditionPolicy", policy, POLICIES), rule.place
-        )
+        found.add((*at, "conditionPolicy"), _choice("conditionPolicy", policy, POLICIES))
     elif policy == "anyOf" and mode == "bootstrap-only":
         found.add(
             (*at, "conditionPolicy"),
             "anyOf is not allowed with enforcementMode bootstrap-only (node-readiness-"
             "controller's webhook refuses it: the node would count as bootstrapped when one "
             "component is ready); remove conditionPolicy, or use enforcementMode continuous",
-            rule.place,
         )
-    _check_conditions(rule, mode, found)
-    _check_taint(rule, found)
-    _check_selector(rule, found)
+    _check_conditions(spec, mode, found)
+    _check_taint(spec, found)
+    _check_selector(spec, found)
     if not isinstance(spec.get("dryRun", False), bool):
-        found.add((*at, "dryRun"), "dryRun must be true or false", rule.place)
+        found.add((*at, "dryRun"), "dryRun must be true or false")
     return len(found.problems) == before
 
 
-def _check_conditions(rule: _Rule, mode: object, found: Found) -> None:
+def _check_conditions(spec: dict[str, Any], mode: object, found: Found) -> None:
     at: DocPath = ("spec", "conditions")
-    conditions = rule.spec.get("conditions")
+    conditions = spec.get("conditions")
     if not isinstance(conditions, list) or not conditions:
-        found.add(
-            at, 'needs 1 to 32 conditions, e.g. [{type: Ready, requiredStatus: "True"}]', rule.place
-        )
+        found.add(at, 'needs 1 to 32 conditions, e.g. [{type: Ready, requiredStatus: "True"}]')
         return
     if len(conditions) > MAX_CONDITIONS:
         found.add(
             at,
             f"{len(conditions)} conditions: node-readiness-controller "
             f"allows {MAX_CONDITIONS} at most; split the rule",
-            rule.place,
         )
     seen: set[str] = set()
     for n, condition in enumerate(conditions):
         here: DocPath = (*at, n)
         if not isinstance(condition, dict):
-            found.add(here, "a condition is a mapping {type, requiredStatus}", rule.place)
+            found.add(here, "a condition is a mapping {type, requiredStatus}")
             continue
-        _unknown_keys(found, rule.place, here, condition, _CONDITION_KEYS, "a condition")
+        _unknown_keys(found, here, condition, _CONDITION_KEYS, "a condition")
         kind = condition.get("type")
         if not isinstance(kind, str) or not kind:
-            found.add((*here, "type"), "every condition needs its type, e.g. Ready", rule.place)
+            found.add((*here, "type"), "every condition needs its type, e.g. Ready")
         elif kind in seen:
             found.add(
                 (*here, "type"),
                 f"condition type '{kind}' is listed twice "
                 "(node-readiness-controller keys conditions by type); list it once",
-                rule.place,
             )
         else:
             seen.add(kind)
         required = condition.get("requiredStatus")
         if required not in STATUSES:
-            found.add(
-                (*here, "requiredStatus"), _choice("requiredStatus", required, STATUSES), rule.place
-            )
+            found.add((*here, "requiredStatus"), _choice("requiredStatus", required, STATUSES))
         if "defaultStatus" not in condition:
             continue
         default = condition["defaultStatus"]
         if default not in STATUSES:
-            found.add(
-                (*here, "defaultStatus"), _choice("defaultStatus", default, STATUSES), rule.place
-            )
+            found.add((*here, "defaultStatus"), _choice("defaultStatus", default, STATUSES))
         elif mode == "bootstrap-only":
             found.add(
                 (*here, "defaultStatus"),
                 "defaultStatus is not allowed with enforcementMode bootstrap-only "
                 "(node-readiness-controller's webhook refuses it: a node must not pass its "
                 "bootstrap on a condition it has not reported); remove it",
-                rule.place,
             )
 
 
-def _check_taint(rule: _Rule, found: Found) -> None:
+def _check_taint(spec: dict[str, Any], found: Found) -> None:
     at: DocPath = ("spec", "taint")
-    taint = rule.spec.get("taint")
+    taint = spec.get("taint")
     if not isinstance(taint, dict):
         found.add(
             at,
             f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}",
-            rule.place,
         )
         return
-    _unknown_keys(found, rule.place, at, taint, _TAINT_KEYS, "taint")
+    _unknown_keys(found, at, taint, _TAINT_KEYS, "taint")
     key = taint.get("key")
     if not isinstance(key, str) or not key.startswith(READINESS_TAINT_PREFIX):
         found.add(
@@ -308,35 +294,33 @@ def _check_taint(rule: _Rule, found: Found) -> None:
             "accepts other keys (any key no other controller owns, e.g. startup-taint."
             "cluster-autoscaler.kubernetes.io/<name> for a managed cluster-autoscaler): fix "
             "the key here, or write that rule for nodegate directly",
-            rule.place,
         )
     effect = taint.get("effect")
     if effect not in TAINT_EFFECTS:
-        found.add((*at, "effect"), _choice("taint effect", effect, TAINT_EFFECTS), rule.place)
+        found.add((*at, "effect"), _choice("taint effect", effect, TAINT_EFFECTS))
 
 
-def _check_selector(rule: _Rule, found: Found) -> None:
+def _check_selector(spec: dict[str, Any], found: Found) -> None:
     at: DocPath = ("spec", "nodeSelector")
-    selector = rule.spec.get("nodeSelector")
+    selector = spec.get("nodeSelector")
     empty = (
         "needs a non-empty nodeSelector (node-readiness-controller's webhook refuses an "
         "empty one, which would select every node): give matchLabels or matchExpressions"
     )
     if not isinstance(selector, dict):
-        found.add(at, empty, rule.place)
+        found.add(at, empty)
         return
-    _unknown_keys(found, rule.place, at, selector, _SELECTOR_KEYS, "nodeSelector")
+    _unknown_keys(found, at, selector, _SELECTOR_KEYS, "nodeSelector")
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
     if labels is not None and not isinstance(labels, dict):
-        found.add((*at, "matchLabels"), "matchLabels is a mapping of label: value", rule.place)
+        found.add((*at, "matchLabels"), "matchLabels is a mapping of label: value")
     if expressions is not None and not isinstance(expressions, list):
         found.add(
             (*at, "matchExpressions"),
             "matchExpressions is a list of {key, operator, values}",
-            rule.place,
         )
     if not labels and not expressions:
-        found.add(at, empty, rule.place)
+        found.add(at, empty)
 
 
 def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
@@ -348,19 +332,14 @@ def _choice(what: str, value: object, allowed: Sequence[str]) -> str:
 
 
 def _unknown_keys(
-    found: Found,
-    place: Place,
-    at: DocPath,
-    mapping: dict[Any, Any],
-    known: Sequence[str],
-    where: str,
+    found: Found, at: DocPath, mapping: dict[Any, Any], known: Sequence[str], where: str
 ) -> None:
     for key in map(str, mapping):
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             hint = f"did you mean '{close[0]}'? " if close else ""
             message = f"'{key}' is not a field of {where} ({', '.join(known)}): {hint}remove it"
-            found.add((*at, key), message, place)
+            found.add((*at, key), message)
 
 
 # --- writing ---------------------------------------------------------------------------------
