@@ -206,7 +206,7 @@ def _prefix(config: dict[str, Any], found: Found) -> str:
     if not isinstance(prefix, str):
         found.add(("taintNamePrefix",), f"must be a string such as '{TAINT_PREFIX}'")
         return TAINT_PREFIX
-    problem = _prefix_problem(prefix)
+    problem = qualified_name_problem(f"{prefix}/name")  # whatever the DaemonSet
     if problem is not None:
         found.add(
             ("taintNamePrefix",),
@@ -215,11 +215,6 @@ def _prefix(config: dict[str, Any], found: Found) -> str:
             f"subdomain such as '{TAINT_PREFIX}'",
         )
     return prefix
-
-
-def _prefix_problem(prefix: str) -> str | None:
-    """Why `<prefix>/<namespace>.<name>` cannot be a taint key whatever the DaemonSet."""
-    return qualified_name_problem(f"{prefix}/name")
 
 
 def _effect(config: dict[str, Any], found: Found) -> str:
@@ -295,7 +290,7 @@ def _daemon_sets(config: dict[str, Any], found: Found, prefix: str) -> list[tupl
         key = _taint_key(prefix, namespace, name)
         problem = qualified_name_problem(key)
         if problem is not None:
-            if _prefix_problem(prefix) is None:  # else said once, at taintNamePrefix
+            if qualified_name_problem(f"{prefix}/name") is None:  # else said at the prefix
                 found.add(
                     at,
                     f"nidhogg's taint for it, '{key}', is not a valid taint key ({problem}): the "

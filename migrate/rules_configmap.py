@@ -36,18 +36,8 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
         for document, positions in _configmaps(tree, tree_positions)
     ]
     if len(found) != 1:
-        raise RulesError(
-            [
-                Problem(
-                    0,
-                    0,
-                    source,
-                    (),
-                    f"expected one ConfigMap (kubectl get configmap NAME -o yaml), found "
-                    f"{len(found)}",
-                )
-            ]
-        )
+        message = f"expected one ConfigMap (kubectl get configmap NAME -o yaml), found {len(found)}"
+        raise RulesError([Problem(0, 0, source, (), message)])
     configmap, positions = found[0]
     found_data = configmap.get("data")
     values: dict[str, Any] = found_data if isinstance(found_data, dict) else {}
