@@ -62,26 +62,20 @@ class DaemonSetProblems:
             report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", problem)
 
 
-class CannotRunReports:
+class CannotRunReports(ShownOnNodes[CannotRunKey]):
     def __init__(
         self, recorder: Recorder, gauge: Gauge, source: Callable[[], SourceRef | None]
     ) -> None:
+        super().__init__()
         self._recorder = recorder
         self._gauge = gauge
         self._source = source
-        self._lock = threading.Lock()
-        self._shown: ShownOnNodes[CannotRunKey] = ShownOnNodes()
-        self._nodes: Counter[Pair] = Counter()
+        self._series: Counter[Pair] = Counter()
         """Nodes per gauge series, kept as nodes change (a count never walks every node)."""
 
     def saw(self, node: str, rules: NodeRules, agents: Mapping[str, AgentReadiness]) -> None:
         """One reconcile's look at the node's agents (`PlanFacts.agents`)."""
-        with self._lock:
-            changed = self._shown.show(node, cannot_run(agents))
-            if changed is None:
-                return
-            before, new = changed
-            self._count(_pairs(before), _pairs(self._shown.by_node.get(node, frozenset())))
+        new = self.show(node, cannot_run(agents))
         by_name = {r.name: r for r in rules.node_agents}
         for rule_name, daemon_set, refused, action in sorted(new):
             rule = by_name.get(rule_name)
@@ -91,26 +85,19 @@ class CannotRunReports:
             log.warning(message, extra={"rule": rule_name, "daemon_set": daemon_set})
             report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", message)
 
-    def forget(self, name: str, uid: str | None = None) -> None:
-        """The node is gone (`NodeMemory`): it counts no more."""
-        with self._lock:
-            self._count(_pairs(self._shown.forget(name)), set())
-
-    def keep_only(self, live: set[str]) -> None:
-        """Forget every node not in `live` (names): one a worker saw just after its delete."""
-        with self._lock:
-            for node in [n for n in self._shown.by_node if n not in live]:
-                self._count(_pairs(self._shown.forget(node)), set())
-
-    def _count(self, before: set[Pair], after: set[Pair]) -> None:
-        """Move one node's series and set the changed ones (under the lock: a count is never
-        overwritten by an older one)."""
-        self._nodes.subtract(before)
-        self._nodes.update(after)
-        for pair in before ^ after:
-            self._gauge.labels(*pair).set(max(self._nodes[pair], 0))
-            if self._nodes[pair] <= 0:
-                del self._nodes[pair]
+    def _move(
+        self, node: str, before: frozenset[CannotRunKey], after: frozenset[CannotRunKey]
+    ) -> None:
+        """Also move the node's gauge series and set the changed ones (under the lock: a count
+        is never overwritten by an older one)."""
+        super()._move(node, before, after)
+        old, new = _pairs(before), _pairs(after)
+        self._series.subtract(old)
+        self._series.update(new)
+        for pair in old ^ new:
+            self._gauge.labels(*pair).set(max(self._series[pair], 0))
+            if self._series[pair] <= 0:
+                del self._series[pair]
 
 
 class AgentReports:

@@ -11,7 +11,6 @@ decision the rules and the DaemonSets made, not left for someone to find in `nod
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock
@@ -22,30 +21,16 @@ from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_so
 log = logging.getLogger(__name__)
 
 
-class DeadlockReports:
+class DeadlockReports(ShownOnNodes[tuple[object, ...]]):
     def __init__(self, recorder: Recorder, source: Callable[[], SourceRef | None]) -> None:
+        super().__init__()
         self._recorder = recorder
         self._source = source
-        self._lock = threading.Lock()
-        self._shown: ShownOnNodes[tuple[object, ...]] = ShownOnNodes()
 
     def saw(self, node: str, found: Iterable[Deadlock]) -> None:
         """One reconcile's look at the node (`NodeAgents.deadlocks`)."""
         by_key = {d.key: d for d in found}
-        with self._lock:
-            changed = self._shown.show(node, frozenset(by_key))
-        for key in changed[1] if changed is not None else []:
+        for key in self.show(node, frozenset(by_key)):
             message = by_key[key].message()
             log.warning(message, extra={"rules": ",".join(by_key[key].rules)})
             report_on_source(self._recorder, self._source(), "NodeAgentDeadlock", message)
-
-    def forget(self, name: str, uid: str | None = None) -> None:
-        """The node is gone (`NodeMemory`): it shows nothing more."""
-        with self._lock:
-            self._shown.forget(name)
-
-    def keep_only(self, live: set[str]) -> None:
-        """Forget every node not in `live` (names): one a worker saw just after its delete."""
-        with self._lock:
-            for node in [n for n in self._shown.by_node if n not in live]:
-                self._shown.forget(node)
