@@ -298,7 +298,7 @@ class KubeApi:
         if continue_token:
             query["continue"] = continue_token
         path = path_of(selection.kind, selection.namespace)
-        data = self._body(self._call("GET", path, self._timeout, query=query))
+        data = self._raw("GET", path, query=query)
         metadata = data.get("metadata") or {}
         return Page(
             items=list(data.get("items") or []),
@@ -529,22 +529,17 @@ class KubeApi:
         response = self._call(
             method, path, self._timeout, query=query, body=body, content_type=content_type
         )
-        return self._body(response)
+        try:
+            return json_body(response, self._timeout)
+        except TimedOutError:
+            self._path_dead()
+            raise
 
     def _call(self, method: str, path: str, timeout: tuple[float, float], **kwargs: Any) -> Any:
         """`Direct.request` through `call`; a timed-out read means the path is dead
         (`_path_dead`)."""
         try:
             return call(self._direct.request, method, path, timeout, **kwargs)
-        except TimedOutError:
-            self._path_dead()
-            raise
-
-    def _body(self, response: Any) -> RawObject:
-        """An answer's body as JSON, within the ordinary timeout: a body that stalls is a
-        timed-out read like a head that does (`_path_dead`)."""
-        try:
-            return json_body(response, self._timeout)
         except TimedOutError:
             self._path_dead()
             raise
