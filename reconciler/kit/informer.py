@@ -67,7 +67,7 @@ class Informer(Generic[V]):
         page_size: int = 200,
         watch_timeout_seconds: int = 20,
         backoff: Backoff | None = None,
-        on_error: ErrorHook | None = None,
+        on_error: ErrorHook = lambda _name, _err: None,
         on_synced: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
@@ -183,8 +183,7 @@ class Informer(Generic[V]):
             )
         else:
             log.debug("list/watch failed again", extra={"informer": self.name, "error": str(err)})
-        if self._on_error is not None:
-            self._on_error(self.name, err)
+        self._on_error(self.name, err)
         stop.wait(delay)
 
     def _succeeded(self) -> None:
@@ -278,8 +277,7 @@ class Informer(Generic[V]):
         except Exception as err:
             # One malformed object must not stop the others; it stays out of the cache.
             log.error("could not read object", extra={"informer": self.name, "key": key})
-            if self._on_error is not None:
-                self._on_error(self.name, err)
+            self._on_error(self.name, err)
             return
         with self._lock:
             old = self._cache.get(key)
@@ -292,5 +290,4 @@ class Informer(Generic[V]):
         except Exception as err:
             # A handler bug for one object must not end the watch for all of them.
             log.exception("event handler failed", extra={"informer": self.name, "key": key})
-            if self._on_error is not None:
-                self._on_error(self.name, err)
+            self._on_error(self.name, err)
