@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import typer
@@ -113,7 +113,9 @@ class Context(click.Context):
     formatter_class = HelpFormatter
 
 
-class Command(TyperCommand):
+class _Coerced(click.Command):
+    """A command (or group) that builds no pydantic adapter for options left out."""
+
     context_class = Context
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
@@ -122,31 +124,19 @@ class Command(TyperCommand):
         return params
 
 
-class Group(TyperGroup):
+class Command(_Coerced, TyperCommand):
+    pass
+
+
+class Group(_Coerced, TyperGroup):
     """A command group whose command list shows each command's whole first sentence."""
 
-    context_class = Context
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
-        coerce_when_given(params)
-        return params
-
-    def command_help(self, ctx: click.Context, name: str) -> str | None:
-        """A command's whole first sentence (None: no such visible command)."""
-        command = self.get_command(ctx, name)
-        if command is None or command.hidden:
-            return None
-        return command.get_short_help_str(limit=10_000)
-
-    def command_helps(self, ctx: click.Context, prefix: str = "") -> Iterator[tuple[str, str]]:
-        """(name, `command_help`) of each visible command whose name starts with `prefix`."""
-        for name in self.list_commands(ctx):
-            if name.startswith(prefix) and (line := self.command_help(ctx, name)) is not None:
-                yield name, line
-
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = list(self.command_helps(ctx))
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -13,6 +13,7 @@ from typer.core import TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from nodegate.cli import reconcile_cmd
+from nodegate.cli.lazy_group import LazyCommand
 from nodegate.cli.main import app
 from nodegate.core.text.flags import flags
 from nodegate.reconciler.settings import ReconcilerSettings
@@ -37,7 +38,9 @@ def _cli_options() -> dict[str, TyperOption]:
     """The reconcile command's options as its parser sees them, by name (`--no-x` included)."""
     command = typer.main.get_command(app)
     assert isinstance(command, TyperGroup)
-    reconcile = command.commands["reconcile"]
+    listed = command.commands["reconcile"]
+    assert isinstance(listed, LazyCommand)  # imported when it runs: load it as running it would
+    reconcile = listed.load()
     return {
         opt.lstrip("-"): param
         for param in reconcile.params
