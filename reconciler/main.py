@@ -22,7 +22,7 @@ from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.heap import freeze_startup_objects, observe_pauses
-from nodegate.reconciler.kit.kube import Api, KubeApi
+from nodegate.reconciler.kit.kube import KubeApi
 from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
 from nodegate.reconciler.kit.probes import serve
@@ -30,7 +30,7 @@ from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.fence.fence_policy import check_server_fence
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.fence.preview_api import installation_api, preview_reads
-from nodegate.reconciler.nodes.metrics import Metrics, ProcessMetrics
+from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.oci.oci_compute import ComputeLister, compute_client
 from nodegate.reconciler.nodes.oci.oci_instances import OciInstanceConditions
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
@@ -167,8 +167,15 @@ def _build(settings: ReconcilerSettings) -> _Parts:
     fence = elector.fence if elector is not None else LeaderFence(None)
     process.fence_held.set_function(lambda: int(fence.holds()))
     # In a dry run the one write client sends nothing (`preview_api`): every part is built on it.
-    writes = _fenced_writes(
-        settings, installation_api(api, settings.dry_run), fence, elector, process
+    # Its writes go through the fence; with leader election, the fence policy's refusals are
+    # read, each confirmed against the Lease.
+    lease = settings.leader_election
+    writes = FencedApi(
+        installation_api(api, settings.dry_run),
+        fence,
+        lambda verdict: process.writes_fenced.labels(verdict).inc(),
+        (lease.fence_policy or None) if elector is not None else None,
+        elector.holds_term if elector is not None else None,
     )
     history = TaintHistory(
         writes, settings.records_namespace, lambda kind: process.errors.labels(kind).inc()
@@ -197,7 +204,6 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         watcher = RulesWatcher(*source, lambda: controller.rules_in_force.generation)
     check_fence = None
     if elector is not None:
-        lease = settings.leader_election
         check_fence = lambda: process.server_fence.set(  # noqa: E731
             int(check_server_fence(api.api_client, lease).enforced)
         )
@@ -273,22 +279,6 @@ def _oci_poller(
             unwatch()
 
     return run
-
-
-def _fenced_writes(
-    settings: ReconcilerSettings,
-    api: Api,
-    fence: LeaderFence,
-    elector: LeaderElector | None,
-    metrics: ProcessMetrics,
-) -> FencedApi:
-    """The controller's API: its writes through the fence (and, with leader election, read
-    back from the fence policy's refusals, each confirmed against the Lease)."""
-    refused = lambda verdict: metrics.writes_fenced.labels(verdict).inc()  # noqa: E731
-    if elector is None:
-        return FencedApi(api, fence, refused)
-    policy = settings.leader_election.fence_policy or None
-    return FencedApi(api, fence, refused, policy, elector.holds_term)
 
 
 def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
