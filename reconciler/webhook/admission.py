@@ -13,7 +13,6 @@ right after (their gates only with `backfill`).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -164,11 +163,8 @@ class NodeAdmission:
         self._now = clock
 
     def review(self, body: bytes) -> tuple[int, bytes]:
-        started = time.monotonic()
-        try:
+        with self._metrics.review_seconds.time():
             return self._review(body)
-        finally:
-            self._metrics.review_seconds.observe(time.monotonic() - started)
 
     def _review(self, body: bytes) -> tuple[int, bytes]:
         request = decode_review(body)
