@@ -35,14 +35,13 @@ from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
 from nodegate.reconciler.nodes.decide.reconcile import NodeReconciler, NodeSource
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.intake import NodeIntake
-from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync, SightingsSaver
+from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync, SightingsRecord
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.records.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.records.label_records import LabelRecords
 from nodegate.reconciler.nodes.records.label_store import LabelStore
-from nodegate.reconciler.nodes.records.sightings_store import SightingsStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.reports.agent_reports import AgentReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
@@ -237,19 +236,19 @@ class Controller:
             log,
             key_field="node",
         )
-        sightings = SightingsStore(api, settings.records_namespace)
+        self.sightings = SightingsRecord(
+            api, settings.records_namespace, self._node_facts, self._count_error
+        )
         self.read_backs = ReadBacks(
             self._history,
             self.breaker,
             self._server_clock,
-            sightings,
-            self._node_facts,
+            self.sightings,
             self.status,
             self.rules_in_force,
             self._count_error,
             self.rules_recovered,
         )
-        self.sightings = SightingsSaver(sightings, self._node_facts, self._count_error)
         resync = Resync(
             self.queue,
             self._own_metrics,

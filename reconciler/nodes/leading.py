@@ -10,16 +10,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from nodegate.core.objects.sightings_record import (
+    SIGHTINGS_CONFIGMAP,
+    SightingsRecordError,
+    decode_departures,
+    decode_sightings,
+    encode_departures,
+    encode_sightings,
+)
 from nodegate.core.objects.status_record import RECORD_SOURCE, StatusRecordError
 from nodegate.core.rules.merge import parts_of
 from nodegate.reconciler.kit.backoff import read_back
+from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError, PermanentError
+from nodegate.reconciler.kit.kube import ConfigMapApi
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.workqueue import WorkQueue
 from nodegate.reconciler.nodes.decide.eviction_breaker import EvictionBreaker
 from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
 from nodegate.reconciler.nodes.metrics import ControllerMetrics
-from nodegate.reconciler.nodes.records.sightings_store import SAVE_INTERVAL_SECONDS, SightingsStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.rules.rules_in_force import RulesInForce
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
@@ -29,6 +38,8 @@ log = logging.getLogger("nodegate.controller")
 
 RESYNC_POLL_SECONDS = 0.02
 """How often the chores look whether a resync under way is done (its timing's resolution)."""
+SAVE_INTERVAL_SECONDS = 5.0
+"""How often the sightings record may be written: a node flapping its condition sets no pace."""
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,7 @@ class ReadBacks:
     history: TaintHistory
     breaker: EvictionBreaker
     clock: AnchoredClock
-    sightings_store: SightingsStore
-    facts: NodeFacts
+    sightings: SightingsRecord
     status: StatusPublisher
     in_force: RulesInForce
     errors: Callable[[str], None]
@@ -84,7 +94,7 @@ class ReadBacks:
             forever=True,
             on_retry=time_not_read,
         )
-        read_back(stop, self._read_sightings, self._sightings_not_read)
+        read_back(stop, self.sightings.load, self._sightings_not_read)
         self.rules(stop)
 
     def rules(self, stop: threading.Event) -> None:
@@ -113,11 +123,6 @@ class ReadBacks:
             self.errors("permanent")
         else:
             log.error("taint history not loaded; going on without it", extra={"error": str(err)})
-
-    def _read_sightings(self) -> None:
-        found, departed = self.sightings_store.load()
-        self.facts.conditions.restore(found)
-        self.facts.departures.restore(departed)
 
     def _sightings_not_read(self, err: Exception | None) -> None:
         self.errors("sightings")
@@ -184,19 +189,39 @@ class Resync:
         self._metrics.resyncs.inc()
 
 
-class SightingsSaver:
-    """Write what the sightings record should hold, if it changed (every few seconds at most);
-    a write that fails is tried again then."""
+class SightingsRecord:
+    """The sightings record's ConfigMap (`nodegate.core.objects.sightings_record`) in the
+    reconciler's namespace, where nodes cannot write: read once by a new leader (`load`), written
+    by the leader when what it keeps changes (`save`, every `SAVE_INTERVAL_SECONDS` at most; a
+    write that fails is tried again then). It holds the conditions' sightings and, under a key of
+    their own, the Node objects seen go (`re_registration`)."""
 
     def __init__(
-        self, store: SightingsStore, facts: NodeFacts, errors: Callable[[str], None]
+        self, api: ConfigMapApi, namespace: str, facts: NodeFacts, errors: Callable[[str], None]
     ) -> None:
-        self._store = store
+        self._api = api
+        self._namespace = namespace
         self._facts = facts
         self._errors = errors
         self._next = 0.0
 
+    def load(self) -> None:
+        """Put back the stored sightings and departures (none when there is no record).
+        KubeError when it cannot be read; PermanentError when it cannot be decoded (then nothing
+        is restored: every hold starts again, which is late, never early, and a name registered
+        again waits for its pods to be written for it)."""
+        raw = self._api.read_configmap(self._namespace, SIGHTINGS_CONFIGMAP)
+        data = (raw or {}).get("data")
+        try:
+            found, departed = decode_sightings(data), decode_departures(data)
+        except SightingsRecordError as err:
+            raise PermanentError(str(err), 422) from err
+        self._facts.conditions.restore(found)
+        self._facts.departures.restore(departed)
+
     def save(self) -> None:
+        """Store exactly what the facts keep (the leader's view replaces any other; a dry run's
+        client sends nothing, `preview_api`), if it changed."""
         if time.monotonic() < self._next:
             return
         self._next = time.monotonic() + SAVE_INTERVAL_SECONDS
@@ -204,11 +229,12 @@ class SightingsSaver:
         changed, departed = conditions.changes(), departures.changes()
         if changed is None and departed is None:
             return
+        data = {
+            **encode_sightings(changed if changed is not None else conditions.kept()),
+            **encode_departures(departed if departed is not None else departures.kept()),
+        }
         try:
-            self._store.save(
-                changed if changed is not None else conditions.kept(),
-                departed if departed is not None else departures.kept(),
-            )
+            write_data(self._api, self._namespace, SIGHTINGS_CONFIGMAP, lambda _raw: data)
         except KubeError as err:
             conditions.changed_again()
             departures.changed_again()
