@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal, Protocol
 
 from nodegate.core.decisions.fencing import UNFENCED
@@ -34,7 +34,7 @@ from nodegate.core.decisions.oci_instances import (
     condition_writes,
     parse_provider_id,
 )
-from nodegate.core.rules.node import NodeState
+from nodegate.core.rules.node import NodeState, format_time
 from nodegate.core.rules.node_marks import TERMINATING
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError, annotations_too_long
@@ -374,7 +374,7 @@ class OciInstanceConditions:
     def _patch(self, node: NodeState, writes: tuple[ConditionWrite, ...]) -> RawObject:
         """A strategic merge patch of the written conditions alone (merged by type); a
         condition whose status does not change keeps its lastTransitionTime."""
-        now = _rfc3339(self._clock())
+        now = format_time(self._clock())
         cached = {c.type: c for c in node.conditions}
         conditions = []
         for write in writes:
@@ -387,17 +387,11 @@ class OciInstanceConditions:
                     "message": write.message,
                     "lastHeartbeatTime": now,
                     "lastTransitionTime": (
-                        now if write.transition or since is None else _rfc3339(since)
+                        now if write.transition or since is None else format_time(since)
                     ),
                 }
             )
         return {"status": {"conditions": conditions}}
-
-
-def _rfc3339(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _owned(node: NodeState) -> tuple[tuple[str, str, str], ...]:
