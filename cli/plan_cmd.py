@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -154,32 +153,19 @@ def plan_rules(
         read = _read_files(
             new, nodes_file, in_force_file, now, daemon_sets, pods, csi_nodes, max_untaint_share
         )
-    result = planned(read, new, max_untaint_share, progress)
+    change = planned(read, new, max_untaint_share, progress)
     seconds = time.monotonic() - started
-    if output is Output.json:
-        typer.echo(json.dumps(result.to_data(), indent=2))
-    elif output is Output.yaml:
-        typer.echo(dump_all([result.to_data()]), nl=False)
-    else:
-        change = result.change
-        print_plan(Console(), change, result.which, result.limit, summary_only, result.assumed)
+    if output is Output.table:
+        print_plan(Console(), change, read.which, summary_only, read.assumed)
         if progress.is_terminal:
             progress.print(Text(f"{change.nodes} nodes planned in {seconds:.1f}s", style="dim"))
-    raise typer.Exit(result.change.exit_code)
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A plan's result, with what it was compared with and what its source assumed."""
-
-    change: RulesChange
-    which: str
-    limit: float
-    assumed: tuple[str, ...]
-
-    def to_data(self) -> dict[str, Any]:
-        """`-o json|yaml`: the change, what it was compared with, and what was assumed."""
-        return {**self.change.to_data(), "comparedWith": self.which, "assumed": list(self.assumed)}
+    else:  # the change, what it was compared with, and what was assumed
+        data = {**change.to_data(), "comparedWith": read.which, "assumed": list(read.assumed)}
+        if output is Output.json:
+            typer.echo(json.dumps(data, indent=2))
+        else:
+            typer.echo(dump_all([data]), nl=False)
+    raise typer.Exit(change.exit_code)
 
 
 def planned(
@@ -187,7 +173,7 @@ def planned(
     new: NodeRules,
     max_untaint_share: float | None,
     progress: Console | None = None,
-) -> Planned:
+) -> RulesChange:
     """Plan every node under the rules in force and under `new`, with the facts the
     reconciler's blast-radius guard judges an update with (the clock, the taint history, and
     the node agents of the rules judged), wherever they were read."""
@@ -214,10 +200,8 @@ def planned(
     pairs = [(n, facts(n)) for n in read.nodes]
     if progress is not None and progress.is_terminal:
         with progress.status(f"planning {len(read.nodes)} nodes"):
-            change = rules_change(pairs, new, read.in_force, limit)
-    else:
-        change = rules_change(pairs, new, read.in_force, limit)
-    return Planned(change, read.which, limit, read.assumed)
+            return rules_change(pairs, new, read.in_force, limit)
+    return rules_change(pairs, new, read.in_force, limit)
 
 
 def _read_live(cluster: Cluster, new: NodeRules, progress: Console) -> PlanInputs:
@@ -388,7 +372,6 @@ def print_plan(
     console: Console,
     change: RulesChange,
     which: str,
-    limit: float,
     summary_only: bool,
     assumed: Sequence[str] = (),
 ) -> None:
@@ -419,7 +402,8 @@ def print_plan(
     else:
         console.print(
             Text(
-                f"the blast-radius guard would let them through (limit {limit:.0%} of nodes)",
+                "the blast-radius guard would let them through "
+                f"(limit {change.max_share:.0%} of nodes)",
                 style="green",
             )
         )

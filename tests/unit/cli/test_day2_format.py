@@ -196,7 +196,7 @@ def test_plan_reads_at_each_width(width: int) -> None:
     )
     nodes = [(node({"example.com/team": "a", "nodegate.dev/pool": "ci"}), PlanFacts(now=NOW))]
     target, out = console(width)
-    print_plan(target, rules_change(nodes, new, old, 0.5), "the rules in force", 0.5, False)
+    print_plan(target, rules_change(nodes, new, old, 0.5), "the rules in force", False)
     text = out.getvalue()
     assert fits(text, width), text
     assert "+ taint example.com/a-rather-long-taint-key-for-a-team=a:NoSchedule" in text

@@ -178,7 +178,7 @@ def test_offline_plan_decides_as_the_planner_does_with_the_facts_it_reads() -> N
 
     result = planned(PlanInputs(None, "none", at, frozenset(), list(nodes)), new, None)
 
-    assert result.change == rules_change([(n, PlanFacts(now=at)) for n in nodes], new, None, 0.5)
+    assert result == rules_change([(n, PlanFacts(now=at)) for n in nodes], new, None, 0.5)
 
 
 @pytest.mark.parametrize(("ready", "code"), [(False, 2), (True, 0)], ids=["not-ready", "ready"])
