@@ -222,12 +222,6 @@ def drain(response: Any, timeout: tuple[float, float]) -> None:
         response.close()
 
 
-def drop_idle_connections(api_client: client.ApiClient) -> None:
-    """Close the pool's idle connections: after one timed out, the others (same path, same
-    partition) are presumed dead too. Connections in use are closed when they come back."""
-    api_client.rest_client.pool_manager.clear()
-
-
 def json_body(response: Any, timeout: tuple[float, float]) -> dict[str, Any]:
     """Body of an answer whose head `call` returned, as the JSON object every API answer is.
     The body is read here, within `timeout`'s read deadline as a whole (an answer trickling in

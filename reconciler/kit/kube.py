@@ -59,7 +59,6 @@ from nodegate.reconciler.kit.client import (
     call,
     classify,
     drain,
-    drop_idle_connections,
     json_body,
     timed_out,
 )
@@ -276,7 +275,7 @@ class KubeApi:
         are dropped and every other open watch is severed (its read cut, a `WatchStalledError`
         raised), so all of them are re-established now, not each after its own silence: one
         dead HTTP/2 connection takes all its streams with it in client-go too."""
-        drop_idle_connections(self.api_client)
+        self.api_client.rest_client.pool_manager.clear()  # in use: closed when they come back
         with self._watches_lock:
             others = [watch for key, watch in self._watches.items() if key != but]
         for response, severed in others:
