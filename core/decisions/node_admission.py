@@ -113,7 +113,9 @@ def _node_taints(taints: object) -> list[NodeTaint]:
     return [
         NodeTaint.from_k8s(t)
         for t in taints
-        if isinstance(t, Mapping) and isinstance(t.get("key"), str)
+        if isinstance(t, Mapping)
+        and isinstance(t.get("key"), str)
+        and isinstance(t.get("effect"), str)
     ]
 
 

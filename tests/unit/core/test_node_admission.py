@@ -83,6 +83,14 @@ def test_existing_taints_are_kept_in_place_and_the_gate_appended() -> None:
     assert admitted(node)["spec"]["taints"] == [*foreign, GATE]
 
 
+def test_a_taint_without_an_effect_is_the_api_servers_to_refuse_not_an_error() -> None:
+    """A kubelet may register with a malformed taint: the patch is still made (the API server
+    refuses the object afterwards), never an exception that would skip the gates."""
+    malformed = {"key": "example.com/x"}
+    node = gpu_node(spec={"taints": [malformed]})
+    assert admitted(node)["spec"]["taints"] == [malformed, GATE]
+
+
 def test_a_node_already_carrying_the_gate_key_and_effect_is_left_alone() -> None:
     mine = {"key": "startup.example.com/init", "value": "other", "effect": "NoSchedule"}
     patch = admission_patch(gpu_node(spec={"taints": [mine]}), RULES, {}, NOW)
