@@ -283,16 +283,11 @@ def _yaml_files(paths: list[Path]) -> list[YamlFile]:
 
 def _read(path: Path) -> bytes:
     """The file's bytes (bounded), or a RulesError naming it."""
-    from nodegate.core.text.errors import RulesError  # noqa: PLC0415  (see the imports)
+    from nodegate.core.text.errors import Problem, RulesError  # noqa: PLC0415  (see the imports)
     from nodegate.core.text.yaml_input import read_limited  # noqa: PLC0415
 
     try:
         return read_limited(path)
     except OSError as err:
-        raise RulesError([_unreadable(str(path), err)]) from err
-
-
-def _unreadable(source: str, err: OSError) -> Problem:
-    from nodegate.core.text.errors import Problem  # noqa: PLC0415  (see the imports)
-
-    return Problem(0, 0, source, (), f"cannot read file: {err.strerror}")
+        unreadable = Problem(0, 0, str(path), (), f"cannot read file: {err.strerror}")
+        raise RulesError([unreadable]) from err
