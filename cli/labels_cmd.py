@@ -96,9 +96,7 @@ def show(
     """The labels nodegate would restore onto NODE if it were re-created."""
     _, records = _records(kubeconfig, context, namespace)
     matching = _matching(records, node)
-    if not matching:
-        typer.echo(f"no record for {node} in namespace {namespace}", err=True)
-        raise typer.Exit(1)
+    _found_any(matching, node, namespace)
     for stored in matching:
         record = stored.record
         assert record is not None
