@@ -80,6 +80,8 @@ class WebhookServer:
         self._socket = socket.create_server((address, port), backlog=self._limits.max_connections)
         self._workers = ThreadPoolExecutor(self._limits.workers, "webhook-review")
         self._open = 0
+        if metrics is not None:
+            metrics.open_connections.set_function(lambda: self._open)
         self._body_bytes = 0
         self._review_slots = asyncio.Semaphore(self._limits.workers)  # bound to the loop on use
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -144,7 +146,6 @@ class WebhookServer:
                 self._refused("connections")
             return
         self._open += 1
-        self._count_open()
         peer = writer.get_extra_info("peername")
         try:
             sock = writer.get_extra_info("socket")
@@ -168,7 +169,6 @@ class WebhookServer:
             log.exception("webhook connection failed", extra={"client": str(peer)})
         finally:
             self._open -= 1
-            self._count_open()
             writer.transport.abort()
 
     async def _requests(
@@ -254,10 +254,6 @@ class WebhookServer:
     def _refused(self, limit: str) -> None:
         if self._metrics is not None:
             self._metrics.refused.labels(limit).inc()
-
-    def _count_open(self) -> None:
-        if self._metrics is not None:
-            self._metrics.open_connections.set(self._open)
 
     async def _reply(
         self,
