@@ -114,7 +114,17 @@ def manifests(
     }
     settings = _settings(settings_file, options)
     objects = settings.rules_source == "objects"
-    document = None if objects and rules is None else load_rules(required_rules(rules, "manifests"))
+    if rules is None and not objects:
+        # Nothing a user deploys takes rules they did not name (the example's would taint
+        # their nodes): say what to give.
+        typer.echo(
+            "nodegate manifests: give --rules FILE, the NodeRules the reconciler enforces "
+            f"(there are no default rules; for nodegate's example: --rules {EXAMPLE_RULES}, "
+            "after reading what it taints)",
+            err=True,
+        )
+        raise typer.Exit(_USAGE)
+    document = None if rules is None else load_rules(rules)
     then = (
         "\nThen the rules, NodeRules objects (the rules file is one), once the CRD is "
         f"Established: kubectl apply -f {rules or 'rules.yaml'}"
@@ -144,20 +154,6 @@ def manifests(
             err=True,
         )
     typer.echo(dump_all(built, header), nl=False)
-
-
-def required_rules(path: Path | None, command: str) -> Path:
-    """The `--rules` file, or exit 2 saying what to give: nothing a user deploys takes rules
-    they did not name (the example's would taint their nodes)."""
-    if path is None:
-        typer.echo(
-            f"nodegate {command}: give --rules FILE, the NodeRules the reconciler enforces "
-            f"(there are no default rules; for nodegate's example: --rules {EXAMPLE_RULES}, "
-            "after reading what it taints)",
-            err=True,
-        )
-        raise typer.Exit(_USAGE)
-    return path
 
 
 def load_rules(path: Path) -> RulesDocument:
