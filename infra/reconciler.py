@@ -19,7 +19,6 @@ reconciler is ready), and it is applied beside them.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -29,7 +28,7 @@ import pulumi_kubernetes as k8s
 
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import CRD_NAME
-from nodegate.infra.cloud_inputs import stack_owned
+from nodegate.infra.cloud_inputs import sha256_hex, stack_owned
 from nodegate.manifests.build import build_manifests, rules_object
 from nodegate.manifests.settings import DeploySettings, Manifest
 
@@ -185,9 +184,7 @@ class Reconciler(pulumi.ComponentResource):
         role = next(o for o in objects if o["kind"] == "ClusterRole")
         self.namespace = pulumi.Output.from_input(args.settings.namespace)
         self.image = pulumi.Output.from_input(args.settings.image.reference)
-        self.rules_sha256 = pulumi.Output.from_input(
-            hashlib.sha256(args.rules.text.encode("utf-8")).hexdigest()
-        )
+        self.rules_sha256 = pulumi.Output.from_input(sha256_hex(args.rules.text))
         self.cluster_rules = pulumi.Output.from_input(role["rules"])
         self.register_outputs(
             {
