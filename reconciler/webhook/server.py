@@ -17,6 +17,7 @@ import ssl
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -34,7 +35,12 @@ from nodegate.reconciler.webhook.admission import (
 )
 from nodegate.reconciler.webhook.api import WebhookKubeApi
 from nodegate.reconciler.webhook.review import MAX_BODY_BYTES, error_body
-from nodegate.reconciler.webhook.tls import FileCertificates, SecretCertificates, server_context
+from nodegate.reconciler.webhook.tls import (
+    FileCertificates,
+    SecretCertificates,
+    keep_syncing,
+    server_context,
+)
 from nodegate.reconciler.webhook.wire import (
     Refusal,
     Request,
@@ -308,9 +314,7 @@ def serve_webhook(
     )
     source: SecretCertificates | FileCertificates
     if webhook.cert_dir is not None:
-        source = FileCertificates(
-            webhook.cert_dir, server.use_certificate, interval_seconds=webhook.cert_check_seconds
-        )
+        source = FileCertificates(webhook.cert_dir, server.use_certificate)
     else:
         source = SecretCertificates(
             api,
@@ -319,11 +323,11 @@ def serve_webhook(
             webhook.configuration,
             webhook.certificate_hosts(namespace),
             server.use_certificate,
-            interval_seconds=webhook.cert_check_seconds,
         )
     server.start(health)
     supervised("webhook-clock", clock.follow, stop, health)
-    supervised("webhook-certificates", source.run, stop, health)
+    certificates = partial(keep_syncing, source.sync, webhook.cert_check_seconds)
+    supervised("webhook-certificates", certificates, stop, health)
     log.info(
         "webhook starting",
         extra={"port": server.port, "path": webhook.path, "certificates": type(source).__name__},

@@ -1,7 +1,7 @@
 """Where the webhook's serving certificate comes from, and keeping the API server's trust in it.
 
-Two sources, one interface (`sync` once, `run` until stopped, `on_certificate` called with
-(cert PEM, key PEM) whenever what must be served changes):
+Two sources, one interface (`sync` once, kept syncing by `keep_syncing`, `on_certificate`
+called with (cert PEM, key PEM) whenever what must be served changes):
 
 * `SecretCertificates` (default, self-signed): the CA and serving certificate live in one
   Secret of the reconciler's namespace that every replica reads, so all replicas serve
@@ -68,7 +68,6 @@ class SecretCertificates:
         *,
         policy: CertPolicy | None = None,
         clock: Clock = lambda: datetime.now(UTC),
-        interval_seconds: float = 300.0,
     ) -> None:
         self._api = api
         self._namespace = namespace
@@ -78,7 +77,6 @@ class SecretCertificates:
         self._on_certificate = on_certificate
         self._policy = policy or CertPolicy()
         self._now = clock
-        self._interval = interval_seconds
         self._served: bytes | None = None
 
     def sync(self) -> None:
@@ -154,19 +152,13 @@ class SecretCertificates:
             self._api.patch_webhook_configuration(self._configuration, patch)
             log.info("webhook caBundle written", extra={"configuration": self._configuration})
 
-    def run(self, stop: threading.Event) -> None:
-        _keep_syncing(self.sync, self._interval, stop)
-
 
 class FileCertificates:
     """tls.crt/tls.key from a directory (a mounted Secret, e.g. cert-manager's)."""
 
-    def __init__(
-        self, directory: Path, on_certificate: OnCertificate, *, interval_seconds: float = 300.0
-    ) -> None:
+    def __init__(self, directory: Path, on_certificate: OnCertificate) -> None:
         self._directory = directory
         self._on_certificate = on_certificate
-        self._interval = interval_seconds
         self._served: tuple[bytes, bytes] | None = None
 
     def sync(self) -> None:
@@ -182,11 +174,8 @@ class FileCertificates:
             self._served = pair
             log.info("webhook serving certificate loaded", extra={"dir": str(self._directory)})
 
-    def run(self, stop: threading.Event) -> None:
-        _keep_syncing(self.sync, self._interval, stop)
 
-
-def _keep_syncing(sync: Callable[[], None], interval: float, stop: threading.Event) -> None:
+def keep_syncing(sync: Callable[[], None], interval: float, stop: threading.Event) -> None:
     """Call `sync` every `interval` until `stop`; failures back off and never end the loop."""
     backoff = Backoff(initial_seconds=1.0, cap_seconds=min(60.0, interval))
     while not stop.is_set():
