@@ -41,7 +41,6 @@ from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.records.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.records.label_records import LabelRecords
-from nodegate.reconciler.nodes.records.label_store import LabelStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.reports.agent_reports import AgentReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
@@ -142,9 +141,9 @@ class Controller:
         """The collaborators of one node's reconcile, the sources, the worker that runs it, the
         read-backs and the chores."""
         settings, metrics, memory = self._settings, self._metrics, self._memory
-        store = LabelStore(api, settings.records_namespace, metrics.label_store)
         self.labels = LabelRecords(
-            store,
+            api,
+            settings.records_namespace,
             recorder,
             metrics.labels,
             clock,

@@ -148,19 +148,13 @@ class BreakerMetrics:
 
 @dataclass(frozen=True)
 class LabelRecordMetrics:
-    """What persisted-label records record around a reconcile (`label_records.LabelRecords`)."""
+    """What persisted-label records record (`label_records.LabelRecords`)."""
 
     label_restores: Counter
     label_restore_failures: Counter
     label_records_forgotten: Counter
     label_keys_contested: Gauge
     label_records_withheld: Counter
-
-
-@dataclass(frozen=True)
-class LabelStoreMetrics:
-    """What the store of persisted-label records records (`label_store.LabelStore`)."""
-
     label_records: Gauge
     label_records_quarantined: Counter
     on_informer_error: ErrorHook
@@ -445,8 +439,6 @@ class Metrics:
                 "recorded machine; other_machine: the record is another machine's and stays so).",
                 ["reason"],
             ),
-        )
-        self.label_store = LabelStoreMetrics(
             label_records,
             counter(
                 "nodegate_label_records_quarantined",

@@ -3,41 +3,68 @@ the record brought up to date (after the write), unreadable records quarantined,
 deleted nodes marked gone and, after `forgetAfter`, forgotten.
 
 Every decision is `nodegate.core.decisions.persisted_labels`; this reads and writes the records
-through the `LabelStore` and says what it did.
+and says what it did.
+
+The records are ConfigMaps in the reconciler's namespace, one per node key. ConfigMaps rather
+than a CRD (the node-label-operator's choice, kept): nothing to install before the reconciler
+runs, the same RBAC and tooling as the rules ConfigMap, and a record is a few hundred bytes.
+Records are watched through the one informer type, so a re-created node is matched against a
+cache, not a LIST. Every write carries the resourceVersion that was read (a concurrent edit by
+another reconciler or a human answers 409 and is retried on fresh state); an unreadable record
+is quarantined (copied aside, then removed with a precondition), never overwritten and never
+silently dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Protocol
 
 from nodegate.core.decisions.persisted_labels import (
+    QUARANTINE_LABEL,
+    RECORD_LABEL,
+    RECORD_LABEL_VALUE,
     LabelDecision,
+    LabelRecord,
     decide,
+    encode_record,
     forget_due,
     mark_gone,
     persisted_view,
+    record_configmap,
     record_key,
     record_name,
 )
-from nodegate.core.objects.label_records import StoredRecord
+from nodegate.core.objects.installation import quarantine_name
+from nodegate.core.objects.label_records import (
+    QUARANTINE_REASON_ANNOTATION,
+    StoredRecord,
+    stored_record,
+)
 from nodegate.core.rules.model import NodeRules, PersistentLabels
-from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.kit.errors import ConflictError, KubeError
+from nodegate.core.rules.node import NodeState, format_time
+from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
 from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.health import Health, supervised
 from nodegate.reconciler.kit.informer import Informer
+from nodegate.reconciler.kit.kube import ConfigMapApi, ListWatch, RawObject, Selection
 from nodegate.reconciler.kit.worker import RequeueAfter, Retry, retry
 from nodegate.reconciler.nodes.metrics import LabelRecordMetrics
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.records.label_store import LabelStore
 from nodegate.reconciler.nodes.records.record_keys import RecordKeys
 
 log = logging.getLogger("nodegate.controller")
+quarantine_log = logging.getLogger("nodegate.labels")
+
+
+class RecordApi(ListWatch, ConfigMapApi, Protocol):
+    """Watching the records and writing them."""
 
 
 @dataclass(frozen=True)
@@ -59,14 +86,26 @@ COALESCE_SECONDS = 2.0
 class LabelRecords:
     def __init__(
         self,
-        store: LabelStore,
+        api: RecordApi,
+        namespace: str,
         recorder: Recorder,
         metrics: LabelRecordMetrics,
         clock: Callable[[], datetime],
         dry_run: bool,
         alive: Callable[[str], bool] = lambda _name: True,
     ) -> None:
-        self._store = store
+        self._api = api
+        self._namespace = namespace
+        self.informer: Informer[StoredRecord] = Informer(
+            "label-records",
+            api,
+            Selection(
+                "ConfigMap", namespace, label_selector=f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
+            ),
+            stored_record,
+            lambda *_: metrics.label_records.set(len(self.informer)),
+            on_error=metrics.on_informer_error,
+        )
         self._monotonic = time.monotonic
         self._written: dict[str, float] = {}
         """record name -> when (monotonic) this process last wrote it: a node's own label
@@ -86,10 +125,6 @@ class LabelRecords:
         self.keys = RecordKeys(alive)
         metrics.label_keys_contested.set_function(self.keys.contested)
 
-    @property
-    def informer(self) -> Informer[StoredRecord]:
-        return self._store.informer
-
     def follow(self, rules: NodeRules | None, health: Health) -> None:
         """Watch the records while `rules` persist labels, and only then: on the rules
         ConfigMap the shipped RBAC lets the reconciler list them only for such rules (least
@@ -98,14 +133,14 @@ class LabelRecords:
         with self._lock:
             if wanted and self._watching is None:
                 self._watching = threading.Event()
-                supervised("label-records", self._store.informer.run, self._watching, health)
+                supervised("label-records", self.informer.run, self._watching, health)
             elif not wanted and self._watching is not None:
                 self._watching.set()
                 self._watching = None
 
     def synced(self) -> bool:
         """Whether the records are cached: before that, no node's labels can be decided."""
-        return self._store.informer.synced.is_set()
+        return self.informer.synced.is_set()
 
     # --- one node's reconcile -------------------------------------------------------------------
 
@@ -116,7 +151,7 @@ class LabelRecords:
         if not key:
             return None
         name = record_name(key)
-        stored = self._store.get(name)
+        stored = self.informer.get(f"{self._namespace}/{name}")
         if stored is not None and stored.record is None:
             if not (config.dry_run or self._dry_run):
                 self._quarantine(node, stored)
@@ -153,7 +188,7 @@ class LabelRecords:
                 self._deferred.add(node.state.name)
             return RequeueAfter(wait)
         try:
-            self._store.save(work.name, work.stored, work.decision.record)
+            self._save(work.name, work.stored, work.decision.record)
             self._wrote(work.name)
             with self._lock:
                 self._deferred.discard(node.state.name)
@@ -257,7 +292,7 @@ class LabelRecords:
         if not key:
             return
         name = record_name(key)
-        stored = self._store.get(name)
+        stored = self.informer.get(f"{self._namespace}/{name}")
         if stored is None or stored.record is None:
             return
         record = stored.record
@@ -269,7 +304,7 @@ class LabelRecords:
         if marked is None:
             return
         try:
-            self._store.save(name, stored, marked)
+            self._save(name, stored, marked)
         except KubeError as err:
             log.warning(
                 "could not mark a record gone; the GC loop will",
@@ -293,7 +328,7 @@ class LabelRecords:
             uids = live() if writes and self.synced() else None
             if config is None or uids is None:
                 continue
-            for stored in self._store.all():
+            for _, stored in self.informer.items():
                 try:
                     self._collect(stored, config, uids)
                 except KubeError as err:
@@ -310,16 +345,16 @@ class LabelRecords:
         if record.node_gone_at is None and record.node_uid not in live:
             marked = mark_gone(record, record.node_uid, now)
             if marked is not None:
-                self._store.save(stored.name, stored, marked)
+                self._save(stored.name, stored, marked)
             return
         if not forget_due(record, config, now):
             return
-        self._store.delete(stored)
+        self._delete(stored)
         self._metrics.label_records_forgotten.inc()
         log.info("label record forgotten", extra={"record": stored.name, "key": record.key})
         self._recorder.on_namespaced(
             "ConfigMap",
-            self._store.namespace,
+            self._namespace,
             stored.name,
             str((stored.raw.get("metadata") or {}).get("uid", "")),
             "LabelRecordForgotten",
@@ -327,14 +362,56 @@ class LabelRecords:
             f"(key {record.key}): gone since {record.node_gone_at}, forgetAfter passed",
         )
 
+    def _save(self, name: str, stored: StoredRecord | None, record: LabelRecord) -> None:
+        """Create, or replace the version that was read (ConflictError if it changed)."""
+        data = encode_record(record)
+        if stored is None:
+            body = record_configmap(self._namespace, name, data)
+            written = self._api.create_configmap(self._namespace, body)
+        else:
+            written = self._api.replace_configmap(
+                self._namespace, name, {**stored.raw, "data": data}
+            )
+        # Our own write is in the cache at once (the watch event may come later), so the next
+        # reconcile of the node does not plan against the older record.
+        self.informer.put(written)
+
+    def _delete(self, stored: StoredRecord) -> None:
+        with contextlib.suppress(NotFoundError):  # already gone: what we wanted
+            self._api.delete_configmap(self._namespace, stored.name, stored.resource_version)
+        self.informer.discard(f"{self._namespace}/{stored.name}")
+
     def _quarantine(self, node: CachedNode, stored: StoredRecord) -> None:
+        """Copy an unreadable record aside (not watched, never written again), then remove the
+        original, only if unchanged since read."""
+        stamp = format_time(datetime.now(UTC)).replace(":", "").replace("-", "").lower()
+        copy = quarantine_name(stored.name, stamp)
+        meta = stored.raw.get("metadata") or {}
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != RECORD_LABEL}
+        body: RawObject = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": copy,
+                "namespace": self._namespace,
+                "labels": {**labels, QUARANTINE_LABEL: "true"},
+                "annotations": {QUARANTINE_REASON_ANNOTATION: (stored.error or "")[:1000]},
+            },
+            "data": stored.raw.get("data") or {},
+        }
         try:
-            copy = self._store.quarantine(stored)
+            self._api.create_configmap(self._namespace, body)
+            self._delete(stored)
         except KubeError as err:
             log.warning(
                 "could not quarantine a record", extra={"record": stored.name, "error": str(err)}
             )
             return
+        self._metrics.label_records_quarantined.inc()
+        quarantine_log.error(
+            "label record quarantined",
+            extra={"record": stored.name, "copy": copy, "error": stored.error},
+        )
         self._recorder.on_node(
             node.state.name,
             node.state.uid,
