@@ -8,7 +8,7 @@ keys, which is what lets each error name its line); this module turns the plain 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
-from nodegate.core.rules.rules_object import object_shape, position
+from nodegate.core.rules.rules_object import ObjectShape, object_shape, position
 from nodegate.core.text.errors import DocPath, Problem, RulesError, Severity
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
@@ -138,22 +138,9 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     if (foreign := foreign_document(data)) is not None:  # its fields would only be noise
         raise RulesError([*problems, Problem(*position(positions, ("kind",)), source, *foreign)])
     shape = object_shape(data, positions)
-    try:
-        checked = _check_spec(shape.rules, source, shape.positions)
-    except RulesError as err:
-        located = (shape.located(p) for p in err.problems)
-        raise RulesError([*problems, *located, *shape.problems(source)]) from err
-    refused = [*problems, *shape.problems(source)]
-    if refused:
-        raise RulesError(refused)
-    return replace(
-        checked,
-        warnings=tuple(
-            sorted({*(shape.located(p) for p in checked.warnings), *shape.warned(source)})
-        ),
-        prefix=shape.prefix,
-        hints=shape.hints,
-    )
+    problems += [Problem(*position(positions, p), source, p, m) for p, m in shape.found]
+    warned = [Problem(*position(positions, p), source, p, m, "warning") for p, m in shape.warnings]
+    return _check_spec(shape, source, problems, warned)
 
 
 def is_rules_list(data: dict[Any, Any]) -> bool:
@@ -191,26 +178,31 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
     return Checked(merged.rules, (), source, positions)
 
 
-def _check_spec(data: dict[Any, Any], source: str, positions: Positions) -> Checked:
+def _check_spec(
+    shape: ObjectShape, source: str, problems: list[Problem], warnings: list[Problem]
+) -> Checked:
     """The rules themselves (the object's spec beside its apiVersion and kind), every problem
-    located by `positions`."""
+    at its place in the document, with those found before (`problems`, `warnings`)."""
 
     def at(path: DocPath, message: str, severity: Severity = "error") -> Problem:
-        return Problem(*position(positions, path), source, path, message, severity)
+        where = position(shape.positions, path)
+        return Problem(*where, source, shape.document_path(path), message, severity)
 
-    problems = [at(path, message) for path, message in cross_rule_problems(data)]
+    problems += [at(path, message) for path, message in cross_rule_problems(shape.rules)]
     try:
-        rules = NodeRules.model_validate(data)
+        rules = NodeRules.model_validate(shape.rules)
     except ValidationError as err:
-        located = located_errors(err, NodeRules, positions.written)
+        located = located_errors(err, NodeRules, shape.positions.written)
         raise RulesError([*problems, *(at(e.path, e.message) for e in located)]) from err
     problems += [at(path, message) for path, message in pool_problems(rules)]
     findings = [at(f.path, f.message, f.severity) for f in autoscaler_findings(rules)]
     problems += [p for p in findings if p.severity == "error"]
     if problems:
         raise RulesError(problems)
-    warnings = tuple(sorted({p for p in findings if p.severity == "warning"}))
-    return Checked(rules, warnings, source, positions)
+    warnings += [p for p in findings if p.severity == "warning"]
+    return Checked(
+        rules, tuple(sorted(set(warnings))), source, shape.positions, shape.prefix, shape.hints
+    )
 
 
 MIGRATED_KINDS = {"NodeReadinessRule": "node-readiness-controller"}

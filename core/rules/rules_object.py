@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from nodegate.core.rules.model import NodeRules, rules_json_schema
-from nodegate.core.text.errors import DocPath, Problem
+from nodegate.core.text.errors import DocPath
 from nodegate.core.text.k8s_names import DNS_SUBDOMAIN_PATTERN, PREFIX_MAX
 from nodegate.core.text.yaml_input import Positions
 
@@ -55,32 +55,15 @@ class ObjectShape:
     prefix: DocPath
     """`("spec",)` for an object; `()` for a file of the old shape."""
     name: str | None
-    found: tuple[tuple[DocPath, str], ...]
-    document_positions: Positions
+    found: tuple[tuple[DocPath, str], ...] = ()
+    """What is wrong with the object itself (its name, a field outside spec), by document path."""
     hints: tuple[str, ...] = ()
     warnings: tuple[tuple[DocPath, str], ...] = ()
     """What the object says that would not survive the way in (a null kubectl drops)."""
 
-    def located(self, problem: Problem) -> Problem:
-        """A problem found in `rules`, with its path in the document."""
-        if not self.prefix or problem.path[:1] in _TYPE_PATHS:
-            return problem
-        if problem.path == () and problem.line == 0:
-            return problem
-        return replace(problem, path=self.prefix + problem.path)
-
-    def problems(self, source: str) -> list[Problem]:
-        """What is wrong with the object itself (its name, a field outside spec)."""
-        return [
-            Problem(*position(self.document_positions, path), source, path, message)
-            for path, message in self.found
-        ]
-
-    def warned(self, source: str) -> list[Problem]:
-        return [
-            Problem(*position(self.document_positions, path), source, path, message, "warning")
-            for path, message in self.warnings
-        ]
+    def document_path(self, path: DocPath) -> DocPath:
+        """A path of `rules` as a path of the document."""
+        return path if path[:1] in _TYPE_PATHS else self.prefix + path
 
 
 def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
@@ -88,7 +71,7 @@ def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
     another kind was turned away before)."""
     if "spec" not in data and "metadata" not in data:
         hints = (FLAT_SHAPE,) if rule_fields() & data.keys() else ()
-        return ObjectShape(data, positions, (), None, (), positions, hints)
+        return ObjectShape(data, positions, (), None, hints=hints)
     found: list[tuple[DocPath, str]] = []
     name = _name(data.get("metadata"), found)
     spec = data.get("spec")
@@ -108,7 +91,7 @@ def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
         found.append(((str(key),), message))
     rules = {k: data[k] for k in _TYPE_FIELDS if k in data} | spec
     warnings = tuple(_dropped_nulls(spec, SPEC))
-    return ObjectShape(rules, _within(positions), SPEC, name, tuple(found), positions, (), warnings)
+    return ObjectShape(rules, _within(positions), SPEC, name, tuple(found), warnings=warnings)
 
 
 def _dropped_nulls(value: Any, path: DocPath) -> Iterator[tuple[DocPath, str]]:
