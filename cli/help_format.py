@@ -95,16 +95,15 @@ class HelpFormatter(click.HelpFormatter):
         rows = [plain_term(term, text, arguments) for term, text in rows]
         first_col = min(max((len(term) for term, _ in rows), default=0), col_max) + col_spacing
         indent = " " * self.current_indent
+        pad = " " * (first_col + self.current_indent)
         text_width = max(self.width - first_col - self.current_indent, 20)
         for term, text in rows:
-            lines = wrap(text, text_width) if text else []
-            if len(term) <= first_col - col_spacing:
-                head = f"{indent}{term:<{first_col}}"
-            else:
+            head = f"{indent}{term:<{first_col}}"
+            if len(term) > first_col - col_spacing:  # a line of its own, the text below it
                 self.write(f"{indent}{term}\n")
-                head = " " * (first_col + self.current_indent)
-            pad = " " * (first_col + self.current_indent)
-            self.write(f"{head}{lines[0] if lines else ''}".rstrip() + "\n")
+                head = pad
+            lines = wrap(text, text_width) or [""]
+            self.write(f"{head}{lines[0]}".rstrip() + "\n")
             for line in lines[1:]:
                 self.write(f"{pad}{line}".rstrip() + "\n")
 
