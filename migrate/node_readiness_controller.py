@@ -157,18 +157,15 @@ def _rules_in(nrc_file: YamlFile, found: Found) -> list[_Rule]:
                 f"expected a {KIND} mapping (or a List of them), found {type(document).__name__}",
             )
             continue
+        placed: list[tuple[Place, object]] = [(top, document)]
         if document.get("kind") in LIST_KINDS:
             items = document.get("items")
             if not isinstance(items, list):
                 message = f"a {document['kind']} needs 'items': a list of {KIND}"
                 found.under(top).add(("items",), message)
                 continue
-            for n, item in enumerate(items):
-                rule = _rule(Place(nrc_file.source, ("items", n), positions, prefix), item, found)
-                rules += [rule] if rule else []
-        else:
-            rule = _rule(top, document, found)
-            rules += [rule] if rule else []
+            placed = [(top.at("items", n), item) for n, item in enumerate(items)]
+        rules += filter(None, (_rule(place, item, found) for place, item in placed))
     return rules
 
 
