@@ -104,13 +104,11 @@ class LeaderElector:
             self._lost(on_stopped)
             return
 
-    def watch_fence(self, on_stopped: Callable[[], None]) -> bool:
+    def watch_fence(self, on_stopped: Callable[[], None]) -> None:
         """Called periodically by the main loop: a leader whose fence expired has lost, even
-        if the election thread is stuck in a call. True if leadership was lost."""
+        if the election thread is stuck in a call."""
         if self.leading and not self.fence.holds() and not self._stop.is_set():
             self._lost(on_stopped)
-            return True
-        return False
 
     def _lost(self, on_stopped: Callable[[], None]) -> None:
         if not self.leading:
