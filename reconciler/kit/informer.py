@@ -8,7 +8,7 @@ difference, so no event is lost across reconnects. Every failure backs off with 
 only ends when `stop` is set. The cap is half client-go's so that, after an outage of any
 length, the next attempt comes at most 30 s after the network is back.
 
-A watch that stays silent past its liveness bound (`kube.WatchStalledError`) is one more
+A watch that stays silent past its liveness bound (`errors.WatchStalledError`) is one more
 failure: resumed from the last resourceVersion on a new connection. A run of failures (a
 partition, an outage) is logged once when it starts and once when it ends, not once per retry;
 `on_error` is told every failure, for metrics.

@@ -25,8 +25,8 @@ client-go does (ReadIdleTimeout 30 s + PingTimeout 15 s):
   instead of each after its own silence or on the next dead pooled connection;
 * TCP keepalive is on, so the kernel closes an idle pooled connection whose peer vanished.
 
-Every failure leaves this module as one of the `KubeError` kinds below, whatever the transport
-raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
+Every failure leaves this module as one of the `KubeError` kinds of `errors.py`, whatever the
+transport raised (urllib3's `MaxRetryError` and `ProtocolError` are not `OSError`s).
 """
 
 from __future__ import annotations
