@@ -47,7 +47,7 @@ from nodegate.reconciler.nodes.reports.gate_reports import GateReports
 from nodegate.reconciler.nodes.rules.object_status import ObjectStatusWriter
 from nodegate.reconciler.nodes.rules.rules_in_force import Applied, RulesInForce
 from nodegate.reconciler.nodes.rules.rules_objects import RulesObjects
-from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, SourceRef
+from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, report_on_source
 from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
@@ -141,6 +141,13 @@ class Controller:
         """The collaborators of one node's reconcile, the sources, the worker that runs it, the
         read-backs and the chores."""
         settings, metrics, memory = self._settings, self._metrics, self._memory
+
+        def warn(reason: str, message: str) -> None:
+            """A Warning Event on the rules source in force (its ConfigMap or object), where
+            rules-wide Warnings go."""
+            update = self.rules_in_force.update
+            report_on_source(recorder, update.ref if update is not None else None, reason, message)
+
         self.labels = LabelRecords(
             api,
             settings.records_namespace,
@@ -176,19 +183,17 @@ class Controller:
         )
         self.breaker = memory.add(
             EvictionBreaker(
-                recorder,
+                warn,
                 metrics.breaker,
                 lambda: [cached.state for _, cached in self.informer.items()],
-                self._rules_source,
                 self._server_clock,
                 LedgerStore(api, settings.records_namespace),
             )
         )
         self._agent_reports: AgentReports = memory.add(
             AgentReports(
-                recorder,
+                warn,
                 metrics.controller.agents_cannot_run,
-                self._rules_source,
                 lambda: self.node_agents,
                 lambda: self.rules,
                 lambda: self._enqueue_all("resync"),
@@ -368,11 +373,6 @@ class Controller:
         if self.intake.rules_applied(update.rules):
             self.informer.request_relist()
         self._enqueue_all("resync")
-
-    def _rules_source(self) -> SourceRef | None:
-        """The rules source in force (its ConfigMap or object), where rules-wide Warnings go."""
-        update = self.rules_in_force.update
-        return update.ref if update is not None else None
 
     def _follow_records(self) -> None:
         """Watch the label records while the rules in force persist labels (once running)."""

@@ -32,10 +32,8 @@ from nodegate.core.objects.eviction_ledger import compact, merged, spent
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import KubeError
-from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.nodes.metrics import BreakerMetrics
-from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger("nodegate.controller")
 
@@ -84,17 +82,16 @@ class LedgerStore(Protocol):
 class EvictionBreaker:
     def __init__(
         self,
-        recorder: Recorder,
+        warn: Callable[[str, str], None],
         metrics: BreakerMetrics,
         nodes: Callable[[], Iterable[NodeState]],
-        source: Callable[[], SourceRef | None],
         clock: AnchoredClock,
         store: LedgerStore,
     ) -> None:
-        self._recorder = recorder
+        """`warn(reason, message)`: a Warning Event on the rules' source."""
+        self._warn = warn
         self._metrics = metrics
         self._nodes = nodes
-        self._source = source
         self._clock = clock
         self._store = store
         self._lock = threading.Lock()
@@ -198,7 +195,7 @@ class EvictionBreaker:
                 f"{LEDGER_RETRY_SECONDS:.0f} s. Check the reconciler's access to its ConfigMap "
                 "nodegate-eviction-ledger; an unreadable one must be repaired or deleted."
             )
-            report_on_source(self._recorder, self._source(), "EvictionLedgerUnavailable", message)
+            self._warn("EvictionLedgerUnavailable", message)
         return Hold(waiting, LEDGER_RETRY_SECONDS)
 
     def settle(self, name: str) -> None:
@@ -267,4 +264,4 @@ class EvictionBreaker:
             "eviction budget spent; nodes wait",
             extra={"rule": rule, "waiting": len(waiting), "share": share},
         )
-        report_on_source(self._recorder, self._source(), "EvictionBudgetSpent", message)
+        self._warn("EvictionBudgetSpent", message)

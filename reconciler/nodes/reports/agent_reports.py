@@ -25,10 +25,8 @@ from nodegate.core.decisions.node_agents import (
 )
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
-from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
 from nodegate.reconciler.nodes.reports.shown_on_nodes import ShownOnNodes
-from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
 
 log = logging.getLogger(__name__)
@@ -47,9 +45,8 @@ class DaemonSetProblems:
     tolerating it: `daemon_set_problems`), each said once while it lasts, with the fix (the
     informers' threads and the rules' thread report)."""
 
-    def __init__(self, recorder: Recorder, source: Callable[[], SourceRef | None]) -> None:
-        self._recorder = recorder
-        self._source = source
+    def __init__(self, warn: Callable[[str, str], None]) -> None:
+        self._warn = warn
         self._said: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
@@ -59,17 +56,14 @@ class DaemonSetProblems:
             self._said = problems
         for problem in new:
             logging.getLogger("nodegate.controller").warning("node agent cannot run: %s", problem)
-            report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", problem)
+            self._warn("NodeAgentCannotRun", problem)
 
 
 class CannotRunReports(ShownOnNodes[CannotRunKey]):
-    def __init__(
-        self, recorder: Recorder, gauge: Gauge, source: Callable[[], SourceRef | None]
-    ) -> None:
+    def __init__(self, warn: Callable[[str, str], None], gauge: Gauge) -> None:
         super().__init__()
-        self._recorder = recorder
+        self._warn = warn
         self._gauge = gauge
-        self._source = source
         self._series: Counter[Pair] = Counter()
         """Nodes per gauge series, kept as nodes change (a count never walks every node)."""
 
@@ -83,7 +77,7 @@ class CannotRunReports(ShownOnNodes[CannotRunKey]):
                 continue
             message = cannot_run_message(rule, daemon_set, refused, node, action)
             log.warning(message, extra={"rule": rule_name, "daemon_set": daemon_set})
-            report_on_source(self._recorder, self._source(), "NodeAgentCannotRun", message)
+            self._warn("NodeAgentCannotRun", message)
 
     def _move(
         self, node: str, before: frozenset[CannotRunKey], after: frozenset[CannotRunKey]
@@ -107,18 +101,18 @@ class AgentReports:
 
     def __init__(
         self,
-        recorder: Recorder,
+        warn: Callable[[str, str], None],
         gauge: Gauge,
-        source: Callable[[], SourceRef | None],
         agents: Callable[[], NodeAgents],
         rules: Callable[[], NodeRules | None],
         look_again: Callable[[], None],
     ) -> None:
-        """`agents`: the node-agent rules' source, asked at each look; `rules` those in force;
-        `look_again` queues every node for a reconcile behind the events."""
-        self.daemon_sets = DaemonSetProblems(recorder, source)
-        self.cannot_run = CannotRunReports(recorder, gauge, source)
-        self.deadlocks = DeadlockReports(recorder, source)
+        """`warn(reason, message)`: a Warning Event on the rules' source; `agents`: the
+        node-agent rules' source, asked at each look; `rules` those in force; `look_again` queues
+        every node for a reconcile behind the events."""
+        self.daemon_sets = DaemonSetProblems(warn)
+        self.cannot_run = CannotRunReports(warn, gauge)
+        self.deadlocks = DeadlockReports(warn)
         self._agents = agents
         self._rules = rules
         self._look_again = look_again

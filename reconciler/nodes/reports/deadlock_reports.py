@@ -14,18 +14,16 @@ import logging
 from collections.abc import Callable, Iterable
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock
-from nodegate.reconciler.kit.events import Recorder
 from nodegate.reconciler.nodes.reports.shown_on_nodes import ShownOnNodes
-from nodegate.reconciler.nodes.rules.rules_source import SourceRef, report_on_source
 
 log = logging.getLogger(__name__)
 
 
 class DeadlockReports(ShownOnNodes[tuple[object, ...]]):
-    def __init__(self, recorder: Recorder, source: Callable[[], SourceRef | None]) -> None:
+    def __init__(self, warn: Callable[[str, str], None]) -> None:
+        """`warn(reason, message)`: a Warning Event on the rules' source."""
         super().__init__()
-        self._recorder = recorder
-        self._source = source
+        self._warn = warn
 
     def saw(self, node: str, found: Iterable[Deadlock]) -> None:
         """One reconcile's look at the node (`NodeAgents.deadlocks`)."""
@@ -33,4 +31,4 @@ class DeadlockReports(ShownOnNodes[tuple[object, ...]]):
         for key in self.show(node, frozenset(by_key)):
             message = by_key[key].message()
             log.warning(message, extra={"rules": ",".join(by_key[key].rules)})
-            report_on_source(self._recorder, self._source(), "NodeAgentDeadlock", message)
+            self._warn("NodeAgentDeadlock", message)

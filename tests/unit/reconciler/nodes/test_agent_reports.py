@@ -9,7 +9,7 @@ from nodegate.core.decisions.node_agents import AgentReadiness, AgentState
 from nodegate.core.rules.model import NodeRules
 from nodegate.reconciler.nodes.reports.agent_reports import CannotRunReports
 from tests.unit.core.builders import rules
-from tests.unit.reconciler.nodes.test_eviction_breaker import SOURCE, FakeRecorder
+from tests.unit.reconciler.nodes.test_eviction_breaker import FakeRecorder
 
 RULES = """\
 nodeAgents:
@@ -42,7 +42,7 @@ class _Scene:
         registry = CollectorRegistry()
         self.gauge = Gauge("cannot_run", "", ["rule", "daemonset", "action"], registry=registry)
         self.registry = registry
-        self.reports = CannotRunReports(self.recorder, self.gauge, lambda: SOURCE)
+        self.reports = CannotRunReports(self.recorder.warn, self.gauge)
 
     def nodes(self, action: str = "skip") -> float:
         value = self.registry.get_sample_value(

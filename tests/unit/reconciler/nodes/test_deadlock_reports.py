@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodegate.core.decisions.agent_deadlocks import Deadlock, Wait
 from nodegate.reconciler.nodes.reports.deadlock_reports import DeadlockReports
-from tests.unit.reconciler.nodes.test_eviction_breaker import SOURCE, FakeRecorder
+from tests.unit.reconciler.nodes.test_eviction_breaker import FakeRecorder
 
 
 def deadlock(where: str) -> Deadlock:
@@ -19,7 +19,7 @@ def deadlock(where: str) -> Deadlock:
 
 def reports() -> tuple[DeadlockReports, FakeRecorder]:
     recorder = FakeRecorder()
-    return DeadlockReports(recorder, lambda: SOURCE), recorder
+    return DeadlockReports(recorder.warn), recorder
 
 
 def test_one_report_for_many_nodes_and_reconciles() -> None:

@@ -36,7 +36,6 @@ STORM = rules(
     """
 )
 BROKEN = (NodeCondition("NetworkProblem", "True"),)
-SOURCE = ("ns", "rules", "uid")
 
 
 @dataclass
@@ -53,6 +52,10 @@ class FakeRecorder:
     def on_namespaced(
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
     ) -> None:
+        self.events.append((reason, message))
+
+    def warn(self, reason: str, message: str) -> None:
+        """A Warning on the rules' source (the breaker's and the reports' `warn`)."""
         self.events.append((reason, message))
 
     def on_rules_object(
@@ -106,9 +109,7 @@ def breaker(
     clock = clock or Clock()
     anchored = AnchoredClock(clock.server_time, clock.monotonic)
     store = ledger if ledger is not None else MemoryLedger()
-    made = EvictionBreaker(
-        recorder, metrics.breaker, lambda: nodes, lambda: SOURCE, anchored, store
-    )
+    made = EvictionBreaker(recorder.warn, metrics.breaker, lambda: nodes, anchored, store)
     return made, recorder, metrics
 
 
