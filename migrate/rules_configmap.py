@@ -13,7 +13,7 @@ from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import KIND
 from nodegate.core.rules.rules_object import object_shape
 from nodegate.core.text.errors import DocPath, Problem, RulesError
-from nodegate.core.text.yaml_input import Positions, read_yaml, read_yaml_documents
+from nodegate.core.text.yaml_input import read_yaml, read_yaml_documents
 from nodegate.migrate.conversion import Conversion, rules_document
 
 COMMAND = "nodegate migrate configmap"
@@ -31,20 +31,20 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
     RulesError naming what is wrong."""
     documents = read_yaml_documents(data, source)
     found = [
-        (document, positions)
-        for tree, tree_positions in documents
-        for document, positions in _configmaps(tree, tree_positions)
+        (document, positions, at)
+        for tree, positions in documents
+        for document, at in _configmaps(tree)
     ]
     if len(found) != 1:
         message = f"expected one ConfigMap (kubectl get configmap NAME -o yaml), found {len(found)}"
         raise RulesError([Problem(0, 0, source, (), message)])
-    configmap, positions = found[0]
+    configmap, positions, at = found[0]
     found_data = configmap.get("data")
     values: dict[str, Any] = found_data if isinstance(found_data, dict) else {}
     held = sorted(k for k, v in values.items() if isinstance(v, str) and f"kind: {KIND}" in v)
     chosen = key if key is not None else (held[0] if len(held) == 1 else None)
     if chosen is None or not isinstance(values.get(chosen), str):
-        where = positions.get(("data",), (0, 0))
+        where = positions.get((*at, "data"), (0, 0))  # a List item's at its own line
         why = (
             f"has no key '{key}'"
             if key is not None
@@ -68,24 +68,13 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
     )
 
 
-def _configmaps(tree: Any, positions: Positions) -> list[tuple[dict[str, Any], Positions]]:
+def _configmaps(tree: Any) -> list[tuple[dict[str, Any], DocPath]]:
+    """A ConfigMap document, or the items of a List, each with its path in the document."""
     if not isinstance(tree, dict):
         return []
     if tree.get("kind") == "ConfigMap":
-        return [(tree, positions)]
+        return [(tree, ())]
     items = tree.get("items")
     if tree.get("kind") == "List" and isinstance(items, list):
-        return [
-            (item, _under(positions, ("items", index)))
-            for index, item in enumerate(items)
-            if isinstance(item, dict)
-        ]
+        return [(item, ("items", n)) for n, item in enumerate(items) if isinstance(item, dict)]
     return []
-
-
-def _under(positions: Positions, prefix: DocPath) -> Positions:
-    """The positions below `prefix`, as paths of that part: a List item's problem is reported
-    at its own line."""
-    return Positions(
-        {path[len(prefix) :]: at for path, at in positions.items() if path[: len(prefix)] == prefix}
-    )
