@@ -9,7 +9,6 @@ outputs exported. Rules errors read exactly as `nodegate validate` prints them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,30 +44,21 @@ class BootstrapRenderError(pulumi.RunError):
     """A pool's bootstrap cannot be rendered (e.g. user_data over OCI's limit)."""
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """Everything the program declares, checked: nothing here can fail at declaration time."""
-
-    plans: PoolPlans
-    reconciler: ReconcilerArgs | None
-    """None: the stack has no `nodegate:reconciler` section."""
-
-
 def main(project_dir: Path | None = None) -> None:
     """Entry point of `infra/__main__.py`; `project_dir` defaults to where Pulumi.yaml is."""
     stack = pulumi.get_stack()
-    prepared = prepare(read_raw_config(stack), stack, project_dir or find_project_dir())
-    if prepared.plans.skipped:
+    plans, reconciler_args = prepare(
+        read_raw_config(stack), stack, project_dir or find_project_dir()
+    )
+    if plans.skipped:
         pulumi.log.info(
-            f"pools left to other stacks ({NAMESPACE}:skipPools): "
-            + ", ".join(prepared.plans.skipped)
+            f"pools left to other stacks ({NAMESPACE}:skipPools): " + ", ".join(plans.skipped)
         )
-    for warning in prepared.plans.warnings:
+    for warning in plans.warnings:
         pulumi.log.warn(warning)
-    reconciler_args = prepared.reconciler
     webhook = reconciler_args is not None and reconciler_args.settings.webhook is not None
     context = DeclareContext(deploys_webhook=webhook)
-    pools = {planned.pool_name: planned.declare(context) for planned in prepared.plans.pools}
+    pools = {planned.pool_name: planned.declare(context) for planned in plans.pools}
     if reconciler_args is None:
         pulumi.log.warn(
             f"no {NAMESPACE}:reconciler section: this stack does not deploy nodegate's "
@@ -87,7 +77,7 @@ def main(project_dir: Path | None = None) -> None:
             },
         )
     pulumi.export("pools", pools)
-    pulumi.export("skippedPools", list(prepared.plans.skipped))
+    pulumi.export("skippedPools", list(plans.skipped))
 
 
 def find_project_dir() -> Path:
@@ -125,8 +115,12 @@ def read_raw_config(stack: str) -> dict[str, Any]:
     return raw
 
 
-def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
-    """Parse and check everything; raise one RunError listing every problem, or return."""
+def prepare(
+    raw: Mapping[str, Any], stack: str, project_dir: Path
+) -> tuple[PoolPlans, ReconcilerArgs | None]:
+    """Parse and check everything; raise one RunError listing every problem, or return what
+    the program declares (no reconciler: the stack has no `nodegate:reconciler` section), of
+    which nothing can fail at declaration time."""
     try:
         config = parse_stack_config(raw, stack)
     # RunError: Pulumi prints the message alone, without a Python traceback.
@@ -168,7 +162,7 @@ def prepare(raw: Mapping[str, Any], stack: str, project_dir: Path) -> Prepared:
             raise InvalidStackConfigError(
                 f"Pulumi.{stack}.yaml ({NAMESPACE}:reconciler): {err}"
             ) from err
-    return Prepared(plans=plans, reconciler=reconciler)
+    return plans, reconciler
 
 
 def _resolve(project_dir: Path, configured: str) -> Path:
