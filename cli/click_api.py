@@ -1,9 +1,8 @@
 """The parts of click the CLI builds on, each reached through a name typer makes public.
 
 typer (0.29) runs on a copy of click it carries as a private module, `typer._click`, and exports
-few of its names. The CLI subclasses click's help formatter and context (help_format.py),
-offers command completions (lazy_group.py) and annotates with click's Command, Context and
-Parameter; here each is taken from typer's public API at run time, so no module of the CLI
+few of its names. The CLI subclasses click's help formatter, context and command
+(help_format.py) and annotates with click's Command, Context and Parameter; here each is taken from typer's public API at run time, so no module of the CLI
 imports the private one, and a typer that reshapes it fails here, in one place
 (tests/unit/cli/test_click_api.py), not in every command. Type checkers read the same classes
 from typer's copy of click, which has no public stub: that import is for them alone.
@@ -13,15 +12,13 @@ typer stays bounded (<0.30, pyproject.toml): cli/lazy_coercion.py builds on type
 
 from __future__ import annotations
 
-import typing
 from typing import TYPE_CHECKING
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand
 
 if TYPE_CHECKING:
     from typer._click import Command, Context, HelpFormatter, Parameter
-    from typer._click.shell_completion import CompletionItem
 else:
     Context = typer.Context
     """typer's documented Context, click's with nothing added."""
@@ -31,7 +28,5 @@ else:
     """The click Command typer's public TyperCommand is."""
     Parameter = typer.CallbackParam.__base__
     """The click Parameter typer's public CallbackParam is."""
-    CompletionItem = typing.get_args(typing.get_type_hints(TyperGroup.shell_complete)["return"])[0]
-    """What typer's public TyperGroup.shell_complete is declared to return a list of."""
 
-__all__ = ["Command", "CompletionItem", "Context", "HelpFormatter", "Parameter"]
+__all__ = ["Command", "Context", "HelpFormatter", "Parameter"]
