@@ -2,10 +2,11 @@
 
 typer (0.29) runs on a copy of click it carries as a private module, `typer._click`, and exports
 few of its names. The CLI subclasses click's help formatter, context and command
-(help_format.py) and annotates with click's Command, Context and Parameter; here each is taken from typer's public API at run time, so no module of the CLI
-imports the private one, and a typer that reshapes it fails here, in one place
-(tests/unit/cli/test_click_api.py), not in every command. Type checkers read the same classes
-from typer's copy of click, which has no public stub: that import is for them alone.
+(help_format.py) and annotates with click's Command, Context and Parameter; here each is taken
+from typer's public API at run time, so no module of the CLI imports the private one, and a
+typer that reshapes it fails here, in one place (tests/unit/cli/test_click_api.py), not in
+every command. Type checkers read the same classes from typer's copy of click, which has no
+public stub: that import is for them alone.
 
 typer stays bounded (<0.30, pyproject.toml): cli/lazy_coercion.py builds on typer's internals.
 """
