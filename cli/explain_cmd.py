@@ -10,13 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nodegate.cli.inputs import nodes_in, rules_or_exit
-from nodegate.cli.live.options import (
-    Context,
-    Kubeconfig,
-    Namespace,
-    RulesConfigMap,
-    connect,
-)
+from nodegate.cli.live.options import Context, Kubeconfig, Namespace, RulesConfigMap, connect
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the command runs on (the rules, the decisions, rich) is imported when it runs, in each

@@ -13,9 +13,7 @@ if TYPE_CHECKING:
     from nodegate.core.rules.loader import Checked
     from nodegate.core.rules.model import NodeRules
     from nodegate.core.text.errors import DocPath, Problem
-    from nodegate.core.views.daemon_sets import (
-        DaemonSetView,
-    )
+    from nodegate.core.views.daemon_sets import DaemonSetView
 
 # What the check needs is imported when it runs (PLC0415 below): a TAB on validate's options
 # loads this module to read them and stays out of the rules model, pydantic and the decisions

@@ -21,13 +21,7 @@ from kubernetes import client
 from nodegate.cli.plan_sources import AgentObjects
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.eviction_budget import Grant
-from nodegate.core.decisions.init_pods import (
-    pod_source,
-    pods_read,
-    sighted,
-    slim_pod,
-    spec_signals,
-)
+from nodegate.core.decisions.init_pods import pod_source, pods_read, sighted, slim_pod, spec_signals
 from nodegate.core.decisions.node_agents import AgentReadiness, lifted_taints
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
@@ -75,11 +69,7 @@ from nodegate.core.text.errors import RulesError
 from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.views.daemon_sets import DAEMON_SET_POD_LABEL
 from nodegate.core.views.pods import is_workload_pod
-from nodegate.defaults.names import (
-    DEFAULT_LEASE,
-    DEFAULT_NAMESPACE,
-    DEFAULT_RULES_CONFIGMAP,
-)
+from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAMESPACE, DEFAULT_RULES_CONFIGMAP
 from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
