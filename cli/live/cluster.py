@@ -356,9 +356,7 @@ class Cluster:
         shown: dict[str, tuple[InitPod, ...]] = {}
         for name, spec in pods_read(rules):
             namespace, selector = pod_source(spec)
-            raws = self._all(
-                Selection("Pod", namespace, f"spec.nodeName={node}", selector),
-            )
+            raws = self._all(Selection("Pod", namespace, f"spec.nodeName={node}", selector))
             pair = spec.ready_annotation_pair
             read = frozenset({pair[0]} if pair is not None else ())
             # Seen now, as a reconciler that just started sees them (one that saw an episode
