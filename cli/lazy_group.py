@@ -7,11 +7,11 @@ module and its one-line help: the list in `--help` and the candidates of a TAB c
 table, and the module is imported when the command's own context is made (it runs, or its
 `--help` or a TAB on its options reads its options).
 
-This is click's own pattern ("Lazily Loading Subcommands" in click's documentation); typer has
-no lazy registration of its own, so each table entry stands in the group's `commands` for its
-command until then, and the loaded command is built by typer's public `typer.main.get_command` /
-`get_group`, exactly as an eagerly registered one would be (click's and typer's own code keep
-reading `group.commands`: a typo's did-you-mean lists its keys).
+click documents the pattern ("Lazily Loading Subcommands": a group's get_command imports); typer
+has no lazy registration of its own, so here each table entry stands in the group's `commands`
+for its command until then, and the loaded command is built by typer's public
+`typer.main.get_command` / `get_group`, exactly as an eagerly registered one would be (click's
+and typer's own code keep reading `group.commands`: a typo's did-you-mean lists its keys).
 `tests/unit/cli/test_lazy_commands.py` loads every entry, so a moved module or a help line that
 no longer matches its command's docstring fails there, not in a user's shell.
 """
