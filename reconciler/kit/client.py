@@ -57,12 +57,9 @@ def classify(err: ApiException) -> KubeError:
     """Our kind for an HTTP error answer (also used for ERROR events inside a watch)."""
     status = int(err.status or 0)
     text = f"{status} {err.reason}: {str(err.body or '')[:500]}"
-    if status == 409:
-        return ConflictError(text)
-    if status == 404:
-        return NotFoundError(text)
-    if status == 410:
-        return GoneError(text)
+    known = {404: NotFoundError, 409: ConflictError, 410: GoneError}.get(status)
+    if known is not None:
+        return known(text)
     if status == 429:
         return ThrottledError(text, _retry_after(err))
     # 401: a rotated token is picked up on the next call; 0: no HTTP answer at all.
