@@ -7,7 +7,7 @@ are seen anew, unwitnessed. Both are safe, but a restart should change nothing, 
 sightings that still decide something: of conditions a `for` hold is counting (the rule's taint
 not on the node yet) and of the conditions of a re-gated gate the node carries. That is a few
 nodes at a time, not the cluster; the record is written when it changes, at most every few
-seconds (`reconciler.nodes.leading`), and a restart inside that interval only makes
+seconds (`reconciler.nodes.records.sightings_store`), and a restart inside that interval only makes
 a sighting later.
 
 Format (`data["sightings.json"]`): {"version": 1, "nodes": {name: {"uid", "conditions":

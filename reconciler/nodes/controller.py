@@ -35,12 +35,13 @@ from nodegate.reconciler.nodes.decide.node_writer import NodeWriter
 from nodegate.reconciler.nodes.decide.reconcile import NodeReconciler, NodeSource
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
 from nodegate.reconciler.nodes.intake import NodeIntake
-from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync, SightingsRecord
+from nodegate.reconciler.nodes.leading import Chores, ReadBacks, Resync
 from nodegate.reconciler.nodes.metrics import Metrics
 from nodegate.reconciler.nodes.node_memory import NodeMemories
 from nodegate.reconciler.nodes.node_view import CachedNode
 from nodegate.reconciler.nodes.records.eviction_ledger_store import LedgerStore
 from nodegate.reconciler.nodes.records.label_records import LabelRecords
+from nodegate.reconciler.nodes.records.sightings_store import SightingsStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.reports.agent_reports import AgentReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
@@ -240,8 +241,9 @@ class Controller:
             log,
             key_field="node",
         )
-        self.sightings = SightingsRecord(
-            api, settings.records_namespace, self._node_facts, self._count_error
+        facts = self._node_facts
+        self.sightings = SightingsStore(
+            api, settings.records_namespace, facts.conditions, facts.departures, self._count_error
         )
         self.read_backs = ReadBacks(
             self._history,

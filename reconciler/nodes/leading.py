@@ -10,25 +10,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nodegate.core.objects.sightings_record import (
-    SIGHTINGS_CONFIGMAP,
-    SightingsRecordError,
-    decode_departures,
-    decode_sightings,
-    encode_departures,
-    encode_sightings,
-)
 from nodegate.core.objects.status_record import RECORD_SOURCE, StatusRecordError
 from nodegate.core.rules.merge import parts_of
 from nodegate.reconciler.kit.backoff import read_back
-from nodegate.reconciler.kit.configmap_data import write_data
 from nodegate.reconciler.kit.errors import KubeError, PermanentError
-from nodegate.reconciler.kit.kube import ConfigMapApi
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 from nodegate.reconciler.kit.workqueue import WorkQueue
 from nodegate.reconciler.nodes.decide.eviction_breaker import EvictionBreaker
-from nodegate.reconciler.nodes.decide.node_facts import NodeFacts
 from nodegate.reconciler.nodes.metrics import ControllerMetrics
+from nodegate.reconciler.nodes.records.sightings_store import SightingsStore
 from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.rules.rules_in_force import RulesInForce
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate
@@ -38,8 +28,6 @@ log = logging.getLogger("nodegate.controller")
 
 RESYNC_POLL_SECONDS = 0.02
 """How often the chores look whether a resync under way is done (its timing's resolution)."""
-SAVE_INTERVAL_SECONDS = 5.0
-"""How often the sightings record may be written: a node flapping its condition sets no pace."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +37,7 @@ class ReadBacks:
     history: TaintHistory
     breaker: EvictionBreaker
     clock: AnchoredClock
-    sightings: SightingsRecord
+    sightings: SightingsStore
     status: StatusPublisher
     in_force: RulesInForce
     errors: Callable[[str], None]
@@ -187,59 +175,6 @@ class Resync:
         self._started = None
         self._metrics.resync_seconds.set(time.monotonic() - started)
         self._metrics.resyncs.inc()
-
-
-class SightingsRecord:
-    """The sightings record's ConfigMap (`nodegate.core.objects.sightings_record`) in the
-    reconciler's namespace, where nodes cannot write: read once by a new leader (`load`), written
-    by the leader when what it keeps changes (`save`, every `SAVE_INTERVAL_SECONDS` at most; a
-    write that fails is tried again then). It holds the conditions' sightings and, under a key of
-    their own, the Node objects seen go (`re_registration`)."""
-
-    def __init__(
-        self, api: ConfigMapApi, namespace: str, facts: NodeFacts, errors: Callable[[str], None]
-    ) -> None:
-        self._api = api
-        self._namespace = namespace
-        self._facts = facts
-        self._errors = errors
-        self._next = 0.0
-
-    def load(self) -> None:
-        """Put back the stored sightings and departures (none when there is no record).
-        KubeError when it cannot be read; PermanentError when it cannot be decoded (then nothing
-        is restored: every hold starts again, which is late, never early, and a name registered
-        again waits for its pods to be written for it)."""
-        raw = self._api.read_configmap(self._namespace, SIGHTINGS_CONFIGMAP)
-        data = (raw or {}).get("data")
-        try:
-            found, departed = decode_sightings(data), decode_departures(data)
-        except SightingsRecordError as err:
-            raise PermanentError(str(err), 422) from err
-        self._facts.conditions.restore(found)
-        self._facts.departures.restore(departed)
-
-    def save(self) -> None:
-        """Store exactly what the facts keep (the leader's view replaces any other; a dry run's
-        client sends nothing, `preview_api`), if it changed."""
-        if time.monotonic() < self._next:
-            return
-        self._next = time.monotonic() + SAVE_INTERVAL_SECONDS
-        conditions, departures = self._facts.conditions, self._facts.departures
-        changed, departed = conditions.changes(), departures.changes()
-        if changed is None and departed is None:
-            return
-        data = {
-            **encode_sightings(changed if changed is not None else conditions.kept()),
-            **encode_departures(departed if departed is not None else departures.kept()),
-        }
-        try:
-            write_data(self._api, self._namespace, SIGHTINGS_CONFIGMAP, lambda _raw: data)
-        except KubeError as err:
-            conditions.changed_again()
-            departures.changed_again()
-            self._errors("sightings")
-            log.warning("sightings record not written", extra={"error": str(err)})
 
 
 @dataclass(frozen=True)

@@ -27,39 +27,11 @@ from nodegate.core.objects.sightings_record import worth_keeping
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.nodes.node_view import CachedNode
-from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings, KeptTable
+from nodegate.reconciler.nodes.records.condition_sightings import ConditionSightings, Departures
 from nodegate.reconciler.nodes.records.label_records import LabelWork
 from nodegate.reconciler.nodes.sources.csi_nodes import CsiNodes
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.node_agents import NodeAgents
-
-
-class Departures(KeptTable[Departure]):
-    """The Node objects this leader saw go while pods were Ready for them, by name
-    (`re_registration`): kept in the sightings record, so a restart between a Node's delete and
-    its name's next registration loses none; dropped once nothing they hold decides anything
-    (`still_deciding`). Set by the node informer's thread, read by any."""
-
-    def get(self, key: str) -> Departure | None:
-        with self._lock:
-            return self._kept.get(key)
-
-    def went(self, key: str, gone: Departure | None) -> None:
-        """The Node object of `key` went: what is kept of it (None: nothing) replaces what was
-        kept of the one before it."""
-        with self._lock:
-            self._keep(key, gone)
-
-    def prune(self, kept: Callable[[str, Departure], Departure | None]) -> None:
-        """Keep of each departure what `kept` says still decides something."""
-        with self._lock:
-            for key, gone in list(self._kept.items()):
-                self._keep(key, kept(key, gone))
-
-    def restore(self, stored: Mapping[str, Departure]) -> None:
-        """The record as read at start (a departure seen by this process since stays)."""
-        with self._lock:
-            self._kept = {**stored, **self._kept}
 
 
 class NodeFacts:

@@ -6,18 +6,20 @@ Looked at on every watch event and again when a node is planned (a node that sen
 since the rules began reading a condition type is sighted then), from several threads. Only
 conditions of types some rule reads are kept, so 5,000 nodes cost a few entries each at most.
 After a restart, a node's first look starts from what the record kept of it (same Node object,
-same episode); anything else is first seen then, unwitnessed: later, never earlier.
+same episode); anything else is first seen then, unwitnessed: later, never earlier. Beside
+them, the record keeps the Node objects seen go (`Departures`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Generic, TypeVar
 
 from nodegate.core.decisions.node_agents import AGENT_EPISODE_PREFIX, continues
+from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Kept,
@@ -183,3 +185,31 @@ class ConditionSightings(KeptTable[NodeSightings]):
                 self._unconfirmed.pop(key, None)
                 self._stored.pop(key, None)
                 self._keep(key, None)
+
+
+class Departures(KeptTable[Departure]):
+    """The Node objects this leader saw go while pods were Ready for them, by name
+    (`re_registration`): kept in the sightings record, so a restart between a Node's delete and
+    its name's next registration loses none; dropped once nothing they hold decides anything
+    (`still_deciding`). Set by the node informer's thread, read by any."""
+
+    def get(self, key: str) -> Departure | None:
+        with self._lock:
+            return self._kept.get(key)
+
+    def went(self, key: str, gone: Departure | None) -> None:
+        """The Node object of `key` went: what is kept of it (None: nothing) replaces what was
+        kept of the one before it."""
+        with self._lock:
+            self._keep(key, gone)
+
+    def prune(self, kept: Callable[[str, Departure], Departure | None]) -> None:
+        """Keep of each departure what `kept` says still decides something."""
+        with self._lock:
+            for key, gone in list(self._kept.items()):
+                self._keep(key, kept(key, gone))
+
+    def restore(self, stored: Mapping[str, Departure]) -> None:
+        """The record as read at start (a departure seen by this process since stays)."""
+        with self._lock:
+            self._kept = {**stored, **self._kept}
