@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, label_records
+from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, kube_client
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the commands run on (the cluster's shell, the records, rich) is imported when they run,
@@ -28,9 +28,10 @@ def _records(
 ) -> tuple[LabelRecords, list[StoredRecord]]:
     """The records, from the cluster kubectl would talk to (as `status` and `explain`); exit 1
     if they cannot be read."""
-    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
+    from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415  (see the imports)
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
-    records = label_records(kubeconfig, context, namespace)
+    records = LabelRecords(kube_client(kubeconfig, context), namespace)
     try:
         return records, records.all()
     except KubeError as err:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from nodegate.cli.live.cluster import ApiClient, Cluster
-    from nodegate.cli.live.label_records import LabelRecords
     from nodegate.core.rules.node import NodeState
 
 Kubeconfig = Annotated[
@@ -72,16 +71,10 @@ def connect(
     from nodegate.cli.live.cluster import Cluster, Where  # noqa: PLC0415  (see the docstring)
 
     where = Where(namespace=namespace, rules_configmap=rules_configmap, lease=lease)
-    return Cluster(_kube_client(kubeconfig, context), where)
+    return Cluster(kube_client(kubeconfig, context), where)
 
 
-def label_records(kubeconfig: Path | None, context: str | None, namespace: str) -> LabelRecords:
-    from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415
-
-    return LabelRecords(_kube_client(kubeconfig, context), namespace)
-
-
-def _kube_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
+def kube_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
     """The cluster kubectl would talk to (`api_client`), or a one-line error and exit 1."""
     from nodegate.cli.live.cluster import api_client  # noqa: PLC0415
 
