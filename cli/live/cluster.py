@@ -417,7 +417,8 @@ class Cluster:
         """What the rules' node agents read, as the reconciler's informers list it: the
         DaemonSets and the DaemonSet pods (on `node`, or every node) of the namespaces the rules
         read (`daemon_sets`), and the CSINodes (`csi_nodes`); each a paginated LIST."""
-        scopes = _scopes(rules, "node-agents") if daemon_sets else []
+        read = cluster_reads(rules).of("node-agents") if daemon_sets else None
+        scopes = read.scopes() if read is not None else []  # LIST scopes; None: every namespace
         on_node = f"spec.nodeName={node}" if node is not None else None
         return (
             [raw for scope in scopes for raw in self._all(Selection("DaemonSet", scope))],
@@ -485,7 +486,7 @@ class Cluster:
                 )
                 body = json_body(response, ANSWER_TIMEOUT)
                 found += [_event(raw) for raw in body.get("items") or ()]
-                found.sort(key=_recent_first)
+                found.sort(key=lambda e: -(e.last_seen.timestamp() if e.last_seen else 0.0))
                 del found[EVENTS_SHOWN:]
                 token = (body.get("metadata") or {}).get("continue") or None
                 if token is None:
@@ -501,16 +502,6 @@ class Cluster:
             token = page.continue_token
             if token is None:
                 return found
-
-
-def _scopes(rules: NodeRules, source: str) -> list[str | None]:
-    """Where the rules read a source's objects, as LIST scopes (None: every namespace)."""
-    read = cluster_reads(rules).of(source)
-    return read.scopes() if read is not None else []
-
-
-def _recent_first(event: EventView) -> float:
-    return -(event.last_seen.timestamp() if event.last_seen else 0.0)
 
 
 def _event(raw: Mapping[str, Any]) -> EventView:
