@@ -42,8 +42,6 @@ class OkeImageFamily(StrEnum):
     UBUNTU = "ubuntu"
 
 
-_KARPENTER_FORMATS = (RenderFormat.KARPENTER_NODEPOOL,)
-
 _USAGE_ERROR = 2
 
 
@@ -119,7 +117,7 @@ def _formats(pool: NodePool) -> tuple[RenderFormat, ...]:
     from nodegate.core.rules.providers import provider_profile  # noqa: PLC0415
 
     if pool.autoscaler_type == "karpenter":
-        return _KARPENTER_FORMATS
+        return (RenderFormat.KARPENTER_NODEPOOL,)
     return tuple(RenderFormat(f) for f in provider_profile(pool.provider).render_formats)
 
 
@@ -148,7 +146,7 @@ def _rendered(
     fmt: RenderFormat,
     user_data: Path | None,
     aks_initialization_taints: bool,
-    image_family: OkeImageFamily = OkeImageFamily.ORACLE_LINUX,
+    image_family: OkeImageFamily,
 ) -> str:
     from nodegate.bootstrap.oke import (  # noqa: PLC0415
         kubelet_extra_args,
