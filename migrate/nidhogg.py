@@ -269,16 +269,14 @@ def _daemon_sets(config: dict[str, Any], found: Found, prefix: str) -> list[tupl
         for key in entry:
             if key not in _DAEMON_SET_KEYS:
                 found.add((*at, str(key)), _unknown(str(key), _DAEMON_SET_KEYS, "a daemonset"))
-        unread = False
+        before = len(found.problems)
         for key in ("namespace", "name"):
             value = entry.get(key)
             if value is None or value == "":
                 found.add((*at, key), f"every daemonset needs its {key}, e.g. {_ENTRY}")
-                unread = True
             elif isinstance(value, dict | list):
                 found.add((*at, key), f"must be a string, found {_kind(value)}")
-                unread = True
-        if unread:
+        if len(found.problems) > before:
             continue
         namespace, name = str(as_text(entry["namespace"])), str(as_text(entry["name"]))
         if not _named_as_kubernetes_names(namespace, name, at, found):
