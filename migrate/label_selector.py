@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypeGuard
 
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
 
@@ -30,15 +30,7 @@ _TOKEN: Final = re.compile(r"[ \t\r\n]*(?:(!=|==|[=!(),><])|([^=!(),>< \t\r\n]+)
 """After blanks, a symbol (the longest: `!=`, `==`, as apimachinery's scanSpecialSymbol) or a
 word (up to a symbol or a blank)."""
 _WORDS: Final = frozenset({"in", "notin"})
-_BINARY: Final[dict[str, Operator]] = {
-    "in": "in",
-    "notin": "notin",
-    "=": "=",
-    "==": "==",
-    "!=": "!=",
-    ">": ">",
-    "<": "<",
-}
+_BINARY: Final = frozenset({"in", "notin", "=", "==", "!=", ">", "<"})
 
 
 @dataclass(frozen=True)
@@ -129,8 +121,8 @@ class _Parser:
                 f"found '{self.peek().text}', expected: ',' or end of string ('!{key.text}' "
                 "takes no operator or value)"
             )
-        operator = _BINARY.get(self.take(values=False).kind)
-        if operator is None:
+        operator = self.take(values=False).kind
+        if not _is_binary(operator):
             raise SelectorSyntaxError(
                 f"found '{self.tokens[self.at - 1].text}', expected: one of "
                 "=, ==, !=, in, notin, >, < (or ',' after a bare key)"
@@ -193,6 +185,10 @@ class _Parser:
         if token.kind != "id":
             raise SelectorSyntaxError(f"found '{_shown(token)}', expected: value")
         return (token.text,)
+
+
+def _is_binary(kind: str) -> TypeGuard[Operator]:
+    return kind in _BINARY
 
 
 def _integer(text: str) -> bool:
