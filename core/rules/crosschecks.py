@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodeRules
-from nodegate.core.rules.providers import PROFILES, ProviderProfile, provider_profile
+from nodegate.core.rules.providers import PROFILES, provider_profile
 from nodegate.core.text.errors import DocPath
 from nodegate.core.text.errors import format_path as _at
 from nodegate.core.text.k8s_names import kubelet_may_set_label
@@ -191,20 +191,14 @@ def _pool_labels(doc: dict[str, Any]) -> Iterator[RawProblem]:
                         f"move it to nodePools[{index}].reconcilerLabels and the reconciler "
                         "applies it right after the node registers",
                     )
-                elif refused := _reserved(profile, str(key)):
-                    yield path, refused
+                elif profile and (domain := profile.reserved_label_domain(str(key))):
+                    yield (
+                        path,
+                        f"{profile.title} reserves the '{domain}' label namespace; '{key}' would "
+                        "be refused",
+                    )
                 if section == "labels" and key in extra:
                     yield path, f"'{key}' is also in reconcilerLabels; set it in one place only"
-
-
-def _reserved(profile: ProviderProfile | None, key: str) -> str | None:
-    """Why the pool's cloud refuses the label `key`, or None if it takes it."""
-    if profile is None:
-        return None
-    domain = profile.reserved_label_domain(key)
-    if domain is None:
-        return None
-    return f"{profile.title} reserves the '{domain}' label namespace; '{key}' would be refused"
 
 
 def _mapping(value: object) -> dict[Any, Any]:
