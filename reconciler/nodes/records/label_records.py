@@ -111,7 +111,7 @@ class LabelRecords:
         """record name -> when (monotonic) this process last wrote it: a node's own label
         changes are written at most every `COALESCE_SECONDS`, the last value winning."""
         self._deferred: set[str] = set()
-        """Nodes whose record write waits for its interval (`flush_deferred` at a stop)."""
+        """Nodes whose record write waits for its interval (`flush` at a stop)."""
         self._flushing = False
         self._recorder = recorder
         self._metrics = metrics
