@@ -116,33 +116,24 @@ def _former_keys(doc: dict[str, Any]) -> Iterator[RawProblem]:
             claimed.setdefault(key, here)
 
 
-def _completion_keys(doc: dict[str, Any]) -> Iterator[tuple[int, str]]:
-    """(index, key) of each startup gate's completionAnnotation."""
+def _annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
+    """Each startup gate's completionAnnotation is its own (each gate would overwrite the
+    other's time). The node-agent rules naming one firstReadyAnnotation share it (written once,
+    when the node is without all their taints); a startup gate writing the same key would
+    overwrite it."""
+    gates: dict[str, DocPath] = {}
     for index, gate in _items(doc, "startupGates"):
         annotation = gate.get("completionAnnotation")
         key = annotation.get("key") if isinstance(annotation, dict) else None
-        if isinstance(key, str):
-            yield index, key
-
-
-def _completion_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
-    first: dict[str, DocPath] = {}
-    for index, key in _completion_keys(doc):
-        if key in first:
+        if not isinstance(key, str):
+            continue
+        if key in gates:
             yield (
                 ("startupGates", index, "completionAnnotation", "key"),
-                f"'{key}' is also the completionAnnotation of {_at(first[key])}; each gate "
+                f"'{key}' is also the completionAnnotation of {_at(gates[key])}; each gate "
                 "would overwrite the other's time: give each gate its own key",
             )
-        first.setdefault(key, ("startupGates", index))
-
-
-def _first_ready_annotations(doc: dict[str, Any]) -> Iterator[RawProblem]:
-    """The node-agent rules naming one firstReadyAnnotation share it (written once, when the
-    node is without all their taints); a startup gate writing the same key would overwrite it."""
-    gates: dict[str, DocPath] = {}
-    for index, gate_key in _completion_keys(doc):
-        gates.setdefault(gate_key, ("startupGates", index))
+        gates.setdefault(key, ("startupGates", index))
     for index, rule in _items(doc, "nodeAgents"):
         key = rule.get("firstReadyAnnotation")
         if isinstance(key, str) and key in gates:
@@ -245,8 +236,7 @@ def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
         *_duplicate_names(doc),
         *_conflicting_taints(doc),
         *_former_keys(doc),
-        *_completion_annotations(doc),
-        *_first_ready_annotations(doc),
+        *_annotations(doc),
         *_pool_labels(doc),
         *_node_liftable_label_rules(doc),
     ]
