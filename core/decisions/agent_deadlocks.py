@@ -22,26 +22,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations, islice
 
-from nodegate.core.decisions.node_agents import (
-    LiftedTaints,
-    lifted_taints,
-    waits_for,
-)
-from nodegate.core.rules.model import (
-    InitPods,
-    LabelSelector,
-    NodeAgentRule,
-    NodeRules,
-    StartupGate,
-)
+from nodegate.core.decisions.node_agents import LiftedTaints, lifted_taints, waits_for
+from nodegate.core.rules.model import InitPods, LabelSelector, NodeAgentRule, NodeRules, StartupGate
 from nodegate.core.rules.node import NodeState, NodeTaint
 from nodegate.core.rules.registration import gates_for, label_taints_for
 from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.core.text.durations import format_duration
 from nodegate.core.views.daemon_set_placement import KEEPS_PODS_AWAY, refusal, tolerates
-from nodegate.core.views.daemon_sets import (
-    DaemonSetView,
-)
+from nodegate.core.views.daemon_sets import DaemonSetView
 
 Waiter = StartupGate | NodeAgentRule
 """The rules that wait for pods on the node."""

@@ -6,11 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
-from nodegate.core.decisions.node_agents import (
-    agent_episode_key,
-    agent_episode_type,
-    agents_matter,
-)
+from nodegate.core.decisions.node_agents import agent_episode_key, agent_episode_type, agents_matter
 from nodegate.core.decisions.sightings import Kept, first_sight
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
 from nodegate.core.rules.model import NodeAgentRule, NodeRules

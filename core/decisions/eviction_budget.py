@@ -21,12 +21,7 @@ from datetime import datetime, timedelta
 
 from nodegate.core.decisions.node_trust import registered_pool
 from nodegate.core.decisions.plan import NodePlan
-from nodegate.core.rules.model import (
-    ZONE_LABEL,
-    EvictionLimit,
-    NodeRules,
-    RuleEvictionBudget,
-)
+from nodegate.core.rules.model import ZONE_LABEL, EvictionLimit, NodeRules, RuleEvictionBudget
 from nodegate.core.rules.node import NodeState, parse_time
 from nodegate.core.rules.rule_kinds import TaintRule
 

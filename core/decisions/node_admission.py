@@ -36,9 +36,7 @@ from typing import Any
 
 from nodegate.core.decisions.node_trust import seal_for_registration
 from nodegate.core.decisions.persisted_labels import persisted_view
-from nodegate.core.decisions.plan import (
-    parse_ownership,
-)
+from nodegate.core.decisions.plan import parse_ownership
 from nodegate.core.rules.model import NodeRules, Taint
 from nodegate.core.rules.node import NodeTaint, format_time
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION

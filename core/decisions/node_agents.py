@@ -22,10 +22,7 @@ from nodegate.core.rules.autoscalers import GATE_PREFIXES
 from nodegate.core.rules.model import NodeAgentRule, NodeRules
 from nodegate.core.rules.node import NodeState
 from nodegate.core.text.k8s_names import READINESS_TAINT_PREFIX
-from nodegate.core.views.daemon_set_placement import (
-    refusal,
-    tolerates,
-)
+from nodegate.core.views.daemon_set_placement import refusal, tolerates
 from nodegate.core.views.daemon_sets import AgentPod, DaemonSetView
 
 AGENT_EPISODE_PREFIX = "agents.nodegate.dev/"

@@ -23,14 +23,8 @@ from nodegate.core.decisions.dry_run import (
 from nodegate.core.decisions.node_trust import pool_membership, registration_seal, seal_taint
 from nodegate.core.decisions.rule_outcomes import rule_outcome
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome
-from nodegate.core.rules.conditions import (
-    condition_types_read,
-)
-from nodegate.core.rules.model import (
-    POOL_LABEL,
-    TRUSTED_POOL_LABEL,
-    NodeRules,
-)
+from nodegate.core.rules.conditions import condition_types_read
+from nodegate.core.rules.model import POOL_LABEL, TRUSTED_POOL_LABEL, NodeRules
 from nodegate.core.rules.node import NodeState, NodeTaint, format_time
 from nodegate.core.rules.node_marks import OWNED_TAINTS_ANNOTATION
 from nodegate.core.rules.registration import TaintConflictError, registration_taints

@@ -22,12 +22,7 @@ from nodegate.core.decisions.sightings import (
 )
 from nodegate.core.decisions.verdicts import PlanFacts, RuleDecision, RuleOutcome, Verdict
 from nodegate.core.rules.conditions import conditions_hold, is_assumed, matching_condition
-from nodegate.core.rules.model import (
-    ConditionTaintRule,
-    LabelTaintRule,
-    NodeAgentRule,
-    StartupGate,
-)
+from nodegate.core.rules.model import ConditionTaintRule, LabelTaintRule, NodeAgentRule, StartupGate
 from nodegate.core.rules.node import NodeCondition, NodeState, format_time
 from nodegate.core.rules.rule_kinds import TaintRule
 

@@ -32,12 +32,7 @@ from typing import Any
 
 from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.rule_outcomes import sightings_kept
-from nodegate.core.decisions.sightings import (
-    ConditionKey,
-    Kept,
-    Sighting,
-    tells_episodes_apart,
-)
+from nodegate.core.decisions.sightings import ConditionKey, Kept, Sighting, tells_episodes_apart
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState, format_precise_time, parse_time
 from nodegate.core.text.stored_document import read_document
