@@ -65,6 +65,9 @@ _CUSTOM = {
     ("cert-manager.io/v1", "Certificate"),
 }
 
+_ACCESS = ("ClusterRoleBinding", "RoleBinding", "ConfigMap", "ServiceAccount", "Secret")
+"""The kinds the Deployment depends on: its pods start with their permissions and rules."""
+
 _ARGUMENT = {"roleRef": "role_ref", "imagePullSecrets": "image_pull_secrets"}
 """Top-level fields whose Python keyword differs from the field name."""
 
@@ -152,7 +155,7 @@ class Reconciler(pulumi.ComponentResource):
             if namespace is not None and "namespace" in obj["metadata"]:
                 depends.append(namespace)
             if kind == "Deployment":
-                depends += access  # its pods start with their permissions and rules in place
+                depends += access
             resource = _declare(
                 _resource_name(name, obj),
                 obj,
@@ -161,13 +164,7 @@ class Reconciler(pulumi.ComponentResource):
             self.resources[f"{kind}/{obj['metadata']['name']}"] = resource
             if kind == "Namespace":
                 namespace = resource
-            elif kind in (
-                "ClusterRoleBinding",
-                "RoleBinding",
-                "ConfigMap",
-                "ServiceAccount",
-                "Secret",
-            ):
+            elif kind in _ACCESS:
                 access.append(resource)
 
         if args.settings.rules_source == "objects":
