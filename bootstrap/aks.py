@@ -83,19 +83,14 @@ def render_aks_pool(
         )
     permanent = tuple(t.flag() for t in permanent_taints(rules, pool))
     gates = tuple(t.flag() for t in startup_gate_taints(rules, pool))
-    via: StartupGatesVia
-    initialization: tuple[str, ...]
-    if not gates:
-        via, initialization = "none", ()
-    elif initialization_taints_supported:
-        via, initialization = "nodeInitializationTaints", gates
-    else:
-        via, initialization = "webhook", ()
+    via: StartupGatesVia = "none"
+    if gates:
+        via = "nodeInitializationTaints" if initialization_taints_supported else "webhook"
     return AksPoolSpec(
         pool=pool.name,
         node_taints=permanent,
         node_labels=registration_labels(pool),
-        node_initialization_taints=initialization,
+        node_initialization_taints=gates if via == "nodeInitializationTaints" else (),
         startup_gate_taints=gates,
         startup_gates_via=via,
         note=_note(via, gates),
