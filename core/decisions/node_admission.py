@@ -123,63 +123,56 @@ def _raw_taint(taint: Taint, now: datetime) -> dict[str, Any]:
     return dict(NodeTaint(taint.key, taint.effect, taint.value, time_added).to_k8s())
 
 
+def _add_ops(
+    node: Mapping[str, Any], path: str, shape: type, whole: Any, each: list[JsonPatchOp]
+) -> list[JsonPatchOp] | None:
+    """Operations adding to the member two levels down `path` (`/metadata/labels`): `whole` as
+    that member where it or its parent is absent or null, else `each` into it; None if either is
+    not the API's shape (the member a `shape`), so cannot take them safely."""
+    _, parent_name, member = path.split("/")
+    parent = node.get(parent_name)
+    if parent is None:
+        return [{"op": "add", "path": f"/{parent_name}", "value": {member: whole}}]
+    if not isinstance(parent, Mapping):
+        return None
+    existing = parent.get(member)
+    if existing is None:
+        return [{"op": "add", "path": path, "value": whole}]
+    return each if isinstance(existing, shape) else None
+
+
 def _label_ops(node: Mapping[str, Any], labels: Mapping[str, str]) -> list[JsonPatchOp] | None:
-    """Operations adding `labels`; None if the object's metadata cannot take them safely."""
     if not labels:
         return []
-    metadata = node.get("metadata")
-    if metadata is None:
-        return [{"op": "add", "path": "/metadata", "value": {"labels": dict(labels)}}]
-    if not isinstance(metadata, Mapping):
-        return None
-    existing = metadata.get("labels")
-    if existing is None:
-        return [{"op": "add", "path": "/metadata/labels", "value": dict(labels)}]
-    if not isinstance(existing, Mapping):
-        return None
-    return [
+    each = [
         {"op": "add", "path": f"/metadata/labels/{pointer_token(k)}", "value": v}
         for k, v in labels.items()
     ]
+    return _add_ops(node, "/metadata/labels", Mapping, dict(labels), each)
 
 
-def _taint_ops(spec: Any, taints: list[dict[str, Any]]) -> list[JsonPatchOp] | None:
-    """Operations adding `taints`; None if the object's spec cannot take them safely."""
+def _taint_ops(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> list[JsonPatchOp] | None:
     if not taints:
         return []
-    if spec is None:
-        return [{"op": "add", "path": "/spec", "value": {"taints": taints}}]
-    if not isinstance(spec, Mapping):
-        return None
-    if spec.get("taints") is None:
-        return [{"op": "add", "path": "/spec/taints", "value": taints}]
-    if not isinstance(spec.get("taints"), list):
-        return None
-    return [{"op": "add", "path": "/spec/taints/-", "value": t} for t in taints]
+    each = [{"op": "add", "path": "/spec/taints/-", "value": t} for t in taints]
+    return _add_ops(node, "/spec/taints", list, taints, each)
 
 
-def _claim_ops(metadata: object, gates: set[tuple[str, str]]) -> list[JsonPatchOp]:
+def _claim_ops(node: Mapping[str, Any], gates: set[tuple[str, str]]) -> list[JsonPatchOp]:
     """Claim the gates added in the node's ownership annotation, as the reconciler's writes do:
     should the rules drop a gate before the reconciler first writes the node, the claim and the
     taint history still let it lift the gate (a claim alone never does: `removable_taints`)."""
+    metadata = node.get("metadata")
     if not gates or not isinstance(metadata, Mapping):
         return []
     existing = metadata.get("annotations")
-    if existing is not None and not isinstance(existing, Mapping):
-        return []
-    held = (existing or {}).get(OWNED_TAINTS_ANNOTATION)
+    held = existing.get(OWNED_TAINTS_ANNOTATION) if isinstance(existing, Mapping) else None
     claims = gates | (parse_ownership(held) if isinstance(held, str) else frozenset())
     value = ",".join(f"{key}:{effect}" for key, effect in sorted(claims))
-    if existing is None:
-        return [
-            {
-                "op": "add",
-                "path": "/metadata/annotations",
-                "value": {OWNED_TAINTS_ANNOTATION: value},
-            }
-        ]
     path = f"/metadata/annotations/{pointer_token(OWNED_TAINTS_ANNOTATION)}"
-    return [{"op": "add", "path": path, "value": value}]
+    each = [{"op": "add", "path": path, "value": value}]
+    whole = {OWNED_TAINTS_ANNOTATION: value}
+    return _add_ops(node, "/metadata/annotations", Mapping, whole, each) or []
 
 
 def admission_patch(
@@ -212,12 +205,12 @@ def admission_patch(
         carried.add(gate.taint.identity)
         gates.append(gate.name)
         taints.append(_raw_taint(gate.taint, now))
-    taint_ops = _taint_ops(spec, taints)
+    taint_ops = _taint_ops(node, taints)
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
         gates, taint_ops, seal = [], [], None
     claimed = {r.taint.identity for r in rules.taint_rules() if r.name in gates}
-    claim_ops = _claim_ops(metadata, claimed)
+    claim_ops = _claim_ops(node, claimed)
     return AdmissionPatch(
         tuple(label_ops + taint_ops + claim_ops),
         tuple(gates),
