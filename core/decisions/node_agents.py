@@ -62,9 +62,13 @@ class AgentReadiness:
     def not_ready(self) -> tuple[AgentState, ...]:
         return tuple(a for a in self.agents if not a.ready)
 
+    @property
+    def not_awaited(self) -> tuple[AgentState, ...]:
+        return tuple(a for a in self.agents if not a.awaited)
+
     def summary(self) -> str:
         awaited = [a for a in self.agents if a.awaited]
-        skipped = "; ".join(f"{a.agent} ({a.why})" for a in self.agents if not a.awaited)
+        skipped = "; ".join(f"{a.agent} ({a.why})" for a in self.not_awaited)
         if not awaited:
             said = "no agent runs on the node"
         elif self.ready:
