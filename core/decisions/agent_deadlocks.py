@@ -383,14 +383,9 @@ def _gate_waits(
     kept = {d.ref: [(t, r) for t, r in others if not _tolerated(d, t)] for d in init}
     if not all(kept.values()):
         return []  # one of them runs: the gate has its pod
+    said = f"{label} waits for its pods, and their DaemonSet"
     return [
-        _wait(
-            gate,
-            blocker,
-            taint,
-            f"{label} waits for its pods, and their DaemonSet {ref} does not tolerate",
-            ref,
-        )
+        _wait(gate, blocker, taint, f"{said} {ref} does not tolerate", ref)
         for ref, pairs in kept.items()
         for taint, blocker in pairs
     ]
