@@ -46,5 +46,12 @@ class RulesError(ValueError):
     """A rules file that must not reach the cluster. Carries every problem found, not just one."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(sorted(set(problems)))
+        self.problems = tuple(sorted(set(problems), key=_order))
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def _order(problem: Problem) -> tuple[object, ...]:
+    """The dataclass's order, except that a key read as a number (a label `1:` from Ansible's
+    or another reader's data) sorts before the words beside it instead of failing to compare."""
+    path = tuple((0, part, "") if isinstance(part, int) else (1, 0, part) for part in problem.path)
+    return (problem.line, problem.column, problem.source, path, problem.message, problem.severity)

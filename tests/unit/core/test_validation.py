@@ -615,6 +615,28 @@ def test_unreadable_file_names_the_file(tmp_path: Path) -> None:
     )
 
 
+def test_a_label_key_another_reader_gave_as_a_number_is_refused_not_a_crash() -> None:
+    """Ansible's YAML reads `1:` as an int key; with no positions every problem is at line 0,
+    so the int and the word keys beside it are compared when the problems are sorted."""
+    with pytest.raises(RulesError) as caught:
+        rules_from_data(
+            {
+                "apiVersion": "nodegate.dev/v1",
+                "kind": "NodeRules",
+                "nodePools": [
+                    {
+                        "name": "batch",
+                        "provider": "aks",
+                        "size": 1,
+                        "labels": {1: "b", "kubernetes.azure.com/x": "a"},
+                    }
+                ],
+            },
+            "inventory (nodegate_rules)",
+        )
+    assert len(caught.value.problems) >= 2
+
+
 def test_inline_data_is_validated_with_the_same_messages() -> None:
     with pytest.raises(RulesError) as caught:
         rules_from_data(
