@@ -17,7 +17,7 @@ from nodegate.defaults.names import DEFAULT_NAMESPACE
 # and loads neither the Kubernetes client nor core (tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from nodegate.cli.live.label_records import LabelRecords
-    from nodegate.core.objects.label_records import StoredRecord
+    from nodegate.core.decisions.persisted_labels import StoredRecord
     from nodegate.core.rules.model import PersistentLabels
 
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)

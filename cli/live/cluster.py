@@ -25,18 +25,16 @@ from nodegate.core.decisions.init_pods import pod_source, pods_read, sighted, sl
 from nodegate.core.decisions.node_agents import AgentReadiness, lifted_taints
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
+    QUARANTINE_REASON_ANNOTATION,
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
+    StoredRecord,
+    stored_record,
 )
 from nodegate.core.decisions.re_registration import Departure
 from nodegate.core.decisions.sightings import ConditionKey, Sighting
 from nodegate.core.objects.eviction_ledger import LEDGER_CONFIGMAP, LedgerError, decode_ledger
 from nodegate.core.objects.installation import RULES_KEY, is_quarantine_of
-from nodegate.core.objects.label_records import (
-    QUARANTINE_REASON_ANNOTATION,
-    StoredRecord,
-    stored_record,
-)
 from nodegate.core.objects.sightings_record import (
     SIGHTINGS_CONFIGMAP,
     SightingsRecordError,

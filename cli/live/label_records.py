@@ -13,11 +13,12 @@ from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
     HandOver,
+    StoredRecord,
     encode_record,
     record_configmap,
     record_name,
+    stored_record,
 )
-from nodegate.core.objects.label_records import StoredRecord, stored_record
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection

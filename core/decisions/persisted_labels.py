@@ -41,10 +41,12 @@ from nodegate.core.text.k8s_names import (
     label_value_problem,
     qualified_name_problem,
 )
+from nodegate.core.views.raw import RawObject
 
 RECORD_LABEL = "nodegate.dev/record"
 RECORD_LABEL_VALUE = "persisted-labels"
 QUARANTINE_LABEL = "nodegate.dev/quarantined"
+QUARANTINE_REASON_ANNOTATION = "nodegate.dev/quarantine-reason"
 RECORD_NAME_PREFIX = "nodegate-labels-"
 DATA_KEY = "record.json"
 RECORD_VERSION = 1
@@ -162,6 +164,29 @@ def decode_record(data: Mapping[str, Any] | None) -> LabelRecord:
         raise RecordError("'providerID' and 'systemUUID' must be strings")
     return LabelRecord(
         key, uid, dict(labels), captured, tuple(names), gone, provider_id, system_uuid
+    )
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A record ConfigMap as cached (by the reconciler's label store, and read by `nodegate
+    status|explain|labels` alike): decoded, or the reason it cannot be."""
+
+    name: str
+    resource_version: str
+    record: LabelRecord | None
+    error: str | None
+    raw: RawObject
+
+
+def stored_record(raw: RawObject) -> StoredRecord:
+    meta = raw.get("metadata") or {}
+    try:
+        record, error = decode_record(raw.get("data")), None
+    except RecordError as err:
+        record, error = None, str(err)
+    return StoredRecord(
+        str(meta.get("name")), str(meta.get("resourceVersion") or ""), record, error, raw
     )
 
 

@@ -28,10 +28,12 @@ from typing import Protocol
 
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
+    QUARANTINE_REASON_ANNOTATION,
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
     LabelDecision,
     LabelRecord,
+    StoredRecord,
     decide,
     encode_record,
     forget_due,
@@ -40,13 +42,9 @@ from nodegate.core.decisions.persisted_labels import (
     record_configmap,
     record_key,
     record_name,
-)
-from nodegate.core.objects.installation import quarantine_name
-from nodegate.core.objects.label_records import (
-    QUARANTINE_REASON_ANNOTATION,
-    StoredRecord,
     stored_record,
 )
+from nodegate.core.objects.installation import quarantine_name
 from nodegate.core.rules.model import NodeRules, PersistentLabels
 from nodegate.core.rules.node import NodeState, format_time
 from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
