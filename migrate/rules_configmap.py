@@ -69,12 +69,17 @@ def convert_rules_configmap(data: bytes, source: str, key: str | None = None) ->
 
 
 def _configmaps(tree: Any) -> list[tuple[dict[str, Any], DocPath]]:
-    """A ConfigMap document, or the items of a List, each with its path in the document."""
+    """A ConfigMap document, or the ConfigMaps among a List's items, each with its path in the
+    document (a List kubectl printed may hold other kinds too)."""
     if not isinstance(tree, dict):
         return []
     if tree.get("kind") == "ConfigMap":
         return [(tree, ())]
     items = tree.get("items")
     if tree.get("kind") == "List" and isinstance(items, list):
-        return [(item, ("items", n)) for n, item in enumerate(items) if isinstance(item, dict)]
+        return [
+            (item, ("items", n))
+            for n, item in enumerate(items)
+            if isinstance(item, dict) and item.get("kind") == "ConfigMap"
+        ]
     return []

@@ -93,3 +93,15 @@ def test_a_configmap_in_a_list_is_refused_at_its_own_line(tmp_path: Path) -> Non
     assert result.exit_code == 1
     assert f"{path}:7:5: data:" in result.stderr
     assert "holds rules under 0 keys (none): give --key" in result.stderr
+
+
+def test_other_kinds_in_a_list_are_passed_over(tmp_path: Path) -> None:
+    configmap = yaml.safe_load(_configmap(tmp_path, {"rules.yaml": RULES}).read_text())
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}}
+    path = tmp_path / "list.yaml"
+    path.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [secret, configmap]})
+    )
+    result = runner.invoke(app, ["migrate", "configmap", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert parse_rules(result.stdout) == parse_rules(RULES)
