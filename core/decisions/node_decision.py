@@ -13,12 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 
-from nodegate.core.decisions.boot_sight import BootSight
 from nodegate.core.decisions.eviction_budget import Charge, charges
 from nodegate.core.decisions.node_agents import AgentReadiness
 from nodegate.core.decisions.plan import NodePlan, plan
 from nodegate.core.decisions.re_registration import Departure
-from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.decisions.sightings import BootSight, ConditionKey, Sighting
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState

@@ -24,10 +24,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from nodegate.core.decisions.blast_radius import rules_digest
-from nodegate.core.decisions.boot_sight import BootSight, track_boot
 from nodegate.core.decisions.init_pods import PodView, sighted, spec_signals
 from nodegate.core.decisions.plan import plan
-from nodegate.core.decisions.sightings import ConditionKey, Sighting, condition_episodes, track
+from nodegate.core.decisions.sightings import (
+    BootSight,
+    ConditionKey,
+    Sighting,
+    condition_episodes,
+    track,
+    track_boot,
+)
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.loader import parse_rules
 from nodegate.core.rules.model import NodeRules

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from nodegate.core.decisions.boot_sight import BootSight, track_boot
 from nodegate.core.decisions.node_agents import AgentReadiness, agent_episodes, agent_types_unknown
 from nodegate.core.decisions.node_decision import plan_facts
 from nodegate.core.decisions.re_registration import Departure, departure, still_deciding
-from nodegate.core.decisions.sightings import ConditionKey, Sighting
+from nodegate.core.decisions.sightings import BootSight, ConditionKey, Sighting, track_boot
 from nodegate.core.decisions.sources import Sources
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.objects.sightings_record import worth_keeping

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodegate.core.decisions.boot_sight import BootSight, track_boot
 from nodegate.core.decisions.plan import plan
-from nodegate.core.decisions.sightings import Sighting
+from nodegate.core.decisions.sightings import BootSight, Sighting, track_boot
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.reports.node_waits import NodeContext, waits
 from nodegate.core.rules.model import NodeRules
