@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from nodegate.core.decisions.blast_radius import BlastRadius, blast_radius, hold_reason
@@ -100,10 +100,7 @@ class RulesChange:
                 "removedTaints": radius.removed_taints,
                 "evictedNodes": radius.evicted_nodes,
             },
-            "summary": [
-                {"rule": r.rule, "pool": r.pool, "change": r.change, "nodes": r.nodes}
-                for r in self.summary
-            ],
+            "summary": [asdict(row) for row in self.summary],
             "changes": [
                 {"node": c.node, "pool": c.pool, "changes": [str(x) for x in c.changes]}
                 for c in self.changed
