@@ -266,13 +266,6 @@ def _rule_status() -> dict[str, Any]:
             "matched": {**_COUNT, "description": "Nodes the rule selects."},
             "tainted": {**_COUNT, "description": "Nodes carrying its taint."},
             "waiting": {**_COUNT, "description": "Nodes that should and do not yet."},
-            "gated": {**_COUNT, "description": "Nodes held by its gate."},
-            "lastChange": {
-                "type": "string",
-                "format": "date-time",
-                "nullable": True,
-                "description": "When the rule last added or removed a taint.",
-            },
             "waitingExamples": {
                 "type": "array",
                 "maxItems": 3,

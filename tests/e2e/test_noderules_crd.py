@@ -250,8 +250,6 @@ def test_a_status_written_through_the_subresource_shows_in_kubectl_get(
                 "matched": 4,
                 "tainted": 2,
                 "waiting": 1,
-                "gated": 0,
-                "lastChange": None,
                 "waitingExamples": ["node-a"],
             }
         ],
