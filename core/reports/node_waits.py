@@ -60,13 +60,11 @@ def waits(
                 lines.append(_gate_wait(node, gate, decision.why, context, now))
         elif decision.why.startswith(WAITING):
             lines.append(f"{decision.rule}: taint {decision.taint.flag()} {decision.why}")
-        elif decision.verdict == "keep" and "of `for`" in decision.why:
-            lines.append(f"{decision.rule}: {decision.why}")
-        elif (
+        elif (decision.verdict == "keep" and "of `for`" in decision.why) or (
             decision.rule in agents
             and decision.verdict != "release"
             and node.taint(decision.taint.identity) is not None
-        ):  # its agents: "waiting for <agent> (<state>)"
+        ):  # a `for` under way, or its agents: "waiting for <agent> (<state>)"
             lines.append(f"{decision.rule}: {decision.why}")
     held = context.held
     if held is not None:
