@@ -127,8 +127,8 @@ def _add_ops(
     node: Mapping[str, Any], path: str, shape: type, whole: Any, each: list[JsonPatchOp]
 ) -> list[JsonPatchOp] | None:
     """Operations adding to the member two levels down `path` (`/metadata/labels`): `whole` as
-    that member where it or its parent is absent or null, else `each` into it; None if either is
-    not the API's shape (the member a `shape`), so cannot take them safely."""
+    that member where it or its parent is absent or null, else `each` into it; None where either
+    is not the shape the API defines (the member a `shape`): it cannot take them safely."""
     _, parent_name, member = path.split("/")
     parent = node.get(parent_name)
     if parent is None:
