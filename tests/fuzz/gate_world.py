@@ -4,7 +4,7 @@ update the blast-radius guard holds), the webhook and the reconciler, driven ste
 The world keeps the ground truth nodegate cannot see (when the node really rebooted, which boot
 the pod's status is from; for a gate lifting on a node condition, the agent that reports it),
 runs the real planner (`core.decisions.plan`), the real boot tracking
-(`core.decisions.boot_sight`) and the real choice of what the webhook serves
+(`core.decisions.sightings.track_boot`) and the real choice of what the webhook serves
 (`nodes.served_rules`), and checks the invariant on every write:
 
 * no gate is lifted without readiness of this life of the gate, a timeout that says lift (from

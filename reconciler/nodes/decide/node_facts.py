@@ -4,7 +4,7 @@ node's reconcile (`for_plan`).
 
 The facts come from the clock, the taints earlier rules owned (the taint history), what this
 leader has seen of the node over time (its conditions' episodes, `condition_sightings`, and its
-boots, `boot_sight`: both tables are kept here, sighted on every watch event by `saw`; and
+boots, `track_boot`: both tables are kept here, sighted on every watch event by `saw`; and
 the Node object of its name before it, seen go, `Departures`) and,
 for a reconcile only, its gates' init pods, its workload pods (the backfill check) and the
 labels its record restores; `core.decisions.node_decision.plan_facts` puts what was gathered
