@@ -93,19 +93,9 @@ def utc_iso(when: datetime) -> str:
 
 def desired_conditions(instance: InstanceRecord) -> tuple[ConditionWrite, ...]:
     """Every owned condition as `instance` says it should be (transition left False)."""
-    state = instance.lifecycle_state.upper()
-    words = state.title().replace("_", "")
-    terminating = state in TERMINATING_STATES
-    stopped = state in STOPPED_STATES
     due = instance.time_maintenance_reboot_due
     return (
-        ConditionWrite(
-            TERMINATING,
-            "True" if terminating else "False",
-            f"Instance{words}",
-            f"OCI instance {instance.id} is {state}",
-            False,
-        ),
+        _in_state(TERMINATING, TERMINATING_STATES, instance),
         ConditionWrite(
             MAINTENANCE_REBOOT_DUE,
             "True" if due is not None else "False",
@@ -117,14 +107,16 @@ def desired_conditions(instance: InstanceRecord) -> tuple[ConditionWrite, ...]:
             ),
             False,
         ),
-        ConditionWrite(
-            STOPPED,
-            "True" if stopped else "False",
-            f"Instance{words}",
-            f"OCI instance {instance.id} is {state}",
-            False,
-        ),
+        _in_state(STOPPED, STOPPED_STATES, instance),
     )
+
+
+def _in_state(kind: str, states: frozenset[str], instance: InstanceRecord) -> ConditionWrite:
+    """The condition `kind`, True while the instance's lifecycle state is one of `states`."""
+    state = instance.lifecycle_state.upper()
+    status = "True" if state in states else "False"
+    reason = "Instance" + state.title().replace("_", "")
+    return ConditionWrite(kind, status, reason, f"OCI instance {instance.id} is {state}", False)
 
 
 def condition_writes(
