@@ -74,9 +74,7 @@ def record_key(node: NodeState, config: PersistentLabels) -> str:
 def key_for(name: str, provider_id: str, config: PersistentLabels) -> str:
     """`record_key` from a node's name and providerID alone: the Node admission webhook's
     lookup, before the node has a uid or a `NodeState`."""
-    if config.key_by == "providerID":
-        return provider_id
-    return name
+    return provider_id if config.key_by == "providerID" else name
 
 
 def record_name(key: str) -> str:
