@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from nodegate.core.decisions.eviction_budget import (
@@ -65,8 +65,8 @@ class _Episode:
 
     started: datetime
     taint: str
+    verdict: Verdict
     reported: bool = False
-    verdict: Verdict | None = None
 
 
 class LedgerStore(Protocol):
@@ -140,7 +140,7 @@ class EvictionBreaker:
                 return self._unrecorded(budgeted, "the eviction ledger is not read yet")
             if budgeted and time.monotonic() < self._next_save:
                 return self._unrecorded(budgeted, "the eviction ledger cannot be written")
-            now = self._clock.now() if self._clock.anchored else datetime.now(UTC)
+            now = self._clock.now_or_host()
             cached = list(self._nodes())
 
             def window(ledger: str) -> timedelta:
@@ -215,7 +215,7 @@ class EvictionBreaker:
             self._metrics.eviction_holds.labels(rule).inc()
         nodes[name] = why
         self._metrics.evictions_waiting.labels(rule).set(len(nodes))
-        episode = self._episodes.setdefault(rule, _Episode(now, taint))
+        episode = self._episodes.setdefault(rule, _Episode(now, taint, verdict))
         episode.verdict = verdict
 
     def _settle(self, name: str, keep: set[str]) -> None:
@@ -249,8 +249,6 @@ class EvictionBreaker:
         share = (
             f"{verdict.spent} of {verdict.scope_nodes} nodes of {verdict.scope} "
             f"({verdict.spent / max(verdict.scope_nodes, 1):.0%}; limit {verdict.limit})"
-            if verdict is not None
-            else "the budget"
         )
         names = ", ".join(waiting[:EXAMPLES]) + (
             f" and {len(waiting) - EXAMPLES} more" if len(waiting) > EXAMPLES else ""
