@@ -43,10 +43,8 @@ REFUSED = 403
 
 def installation_api(api: Api, dry_run: bool) -> Api:
     """The client the reconciler's writing parts are built on: `api` itself, or in a dry run
-    a `PreviewApi` over it (never two: a PreviewApi is returned as it is)."""
-    if not dry_run or isinstance(api, PreviewApi):
-        return api
-    return PreviewApi(api)
+    a `PreviewApi` over it."""
+    return PreviewApi(api) if dry_run else api
 
 
 class PreviewApi(ReadsThrough):
