@@ -228,7 +228,7 @@ def never_runs(rules: NodeRules, daemon_sets: Sequence[DaemonSetView]) -> tuple[
                 why = refusal(seen.placement, node.name, node.labels, permanent)
                 if why is None:
                     continue
-                untolerated = [t for t in permanent if not _tolerated(seen, t)]
+                untolerated = [t for t in permanent if not tolerates(seen.placement, t)]
                 fix = (
                     f"add to its spec.template.spec.tolerations {_toleration(untolerated[0])}"
                     if untolerated
@@ -380,7 +380,7 @@ def _gate_waits(
         return [_wait(gate, blocker, taint, said, whom=whom) for taint, blocker in others]
     if any(d.uid in running for d in init):
         return []
-    kept = {d.ref: [(t, r) for t, r in others if not _tolerated(d, t)] for d in init}
+    kept = {d.ref: [(t, r) for t, r in others if not tolerates(d.placement, t)] for d in init}
     if not all(kept.values()):
         return []  # one of them runs: the gate has its pod
     said = f"{label} waits for its pods, and their DaemonSet"
@@ -428,7 +428,7 @@ def _agent_waits(
                 rule, blocker, taint, f"{label} waits for {ds.ref}, which does not tolerate", ds.ref
             )
             for taint, blocker in others
-            if not _tolerated(ds, taint)
+            if not tolerates(ds.placement, taint)
         ]
     return waits
 
@@ -513,10 +513,6 @@ def _makes(ds: DaemonSetView, spec: InitPods) -> bool:
     return ds.namespace == spec.namespace and all(
         labels.get(k) == v for k, v in spec.selector.items()
     )
-
-
-def _tolerated(ds: DaemonSetView, taint: NodeTaint) -> bool:
-    return tolerates(ds.placement, taint.key, taint.value, taint.effect)
 
 
 def _toleration(taint: NodeTaint) -> str:

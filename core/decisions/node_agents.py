@@ -257,10 +257,7 @@ def waits_for(
 
 def _tolerates_own(rule: NodeAgentRule, ds: DaemonSetView) -> bool:
     """PreferNoSchedule keeps no daemon pod away: tolerated whatever the tolerations say."""
-    taint = rule.taint
-    return taint.effect == "PreferNoSchedule" or tolerates(
-        ds.placement, taint.key, taint.value, taint.effect
-    )
+    return rule.taint.effect == "PreferNoSchedule" or tolerates(ds.placement, rule.taint)
 
 
 def _refused(

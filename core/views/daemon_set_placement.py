@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from nodegate.core.rules.model import Taint
 from nodegate.core.rules.node import NodeTaint
 from nodegate.core.text.k8s_names import label_value_problem, qualified_name_problem
 from nodegate.core.views.raw import RawObject
@@ -154,28 +155,17 @@ def refusal(
     for taint in taints:
         if taint.effect not in KEEPS_PODS_AWAY or (taint.key, taint.effect) in ignoring:
             continue
-        if not tolerates(
-            placement,
-            taint.key,
-            taint.value,
-            taint.effect,
-            comparison_operators=comparison_operators,
-        ):
+        if not tolerates(placement, taint, comparison_operators=comparison_operators):
             return f"it does not tolerate taint {taint}"
     return None
 
 
 def tolerates(
-    placement: Placement,
-    key: str,
-    value: str,
-    effect: str,
-    *,
-    comparison_operators: bool = False,
+    placement: Placement, taint: NodeTaint | Taint, *, comparison_operators: bool = False
 ) -> bool:
     """Whether one of the placement's tolerations tolerates this taint (`ToleratesTaint`)."""
     return any(
-        _tolerates(toleration, key, value, effect, comparison_operators)
+        _tolerates(toleration, taint.key, taint.value, taint.effect, comparison_operators)
         for toleration in placement.tolerations
     )
 

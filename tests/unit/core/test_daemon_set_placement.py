@@ -400,8 +400,8 @@ def test_lt_and_gt_tolerations_tolerate_nothing_without_the_feature_gate() -> No
 
 def test_tolerates_answers_for_one_taint() -> None:
     placement = placement_of(tolerating({"key": "example.com/gpu", "operator": "Exists"}))
-    assert tolerates(placement, "example.com/gpu", "present", "NoSchedule")
-    assert not tolerates(placement, "example.com/other", "", "NoSchedule")
+    assert tolerates(placement, NodeTaint("example.com/gpu", "NoSchedule", "present"))
+    assert not tolerates(placement, NodeTaint("example.com/other", "NoSchedule"))
 
 
 # --- reading the template -----------------------------------------------------------------------
@@ -723,7 +723,7 @@ def test_a_lone_taint_refuses_exactly_when_it_is_not_tolerated(
     for taint in taints:
         answer = refusal(placement, name, labels, [taint])
         blocking = taint.effect in ("NoSchedule", "NoExecute")
-        tolerated = tolerates(placement, taint.key, taint.value, taint.effect)
+        tolerated = tolerates(placement, taint)
         assert (answer is None) is (not blocking or tolerated)
 
 
