@@ -23,14 +23,13 @@ class Backoff:
 
     initial_seconds: float = 0.8
     cap_seconds: float = 30.0
-    factor: float = 2.0
     jitter: float = 1.0
     rng: random.Random = field(default_factory=random.Random)
     _current: float = 0.0
 
     def next_delay(self) -> float:
         """The wait before the next attempt; each call waits longer, up to the cap."""
-        base = self.initial_seconds if self._current == 0 else self._current * self.factor
+        base = self.initial_seconds if self._current == 0 else self._current * 2
         self._current = min(base, self.cap_seconds)
         return self._current * (1 + self.jitter * self.rng.random())
 

@@ -63,10 +63,6 @@ def _text_value(value: object) -> str:
     return json.dumps(text) if any(c.isspace() for c in text) else text
 
 
-FORMATTERS: dict[str, type[logging.Formatter]] = {"json": JsonFormatter, "text": TextFormatter}
-"""The formatter of each `--log-format`."""
-
-
 def configure_logging(
     level: str = "info", fmt: str = "json", stream: TextIO | None = None, root: bool = True
 ) -> None:
@@ -74,7 +70,7 @@ def configure_logging(
     `stream` (stderr). `root=False` configures only nodegate's loggers, for a reconciler running
     inside another program (the demo) that keeps its own logging."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(FORMATTERS[fmt]())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     logger = logging.getLogger() if root else logging.getLogger("nodegate")
     logger.handlers[:] = [handler]
     logger.setLevel(level.upper())
