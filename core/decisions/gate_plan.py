@@ -122,12 +122,8 @@ def _csi_signal(gate: StartupGate, facts: PlanFacts) -> str | None:
         d.name in registered and (registered[d.name] or not d.require_allocatable) for d in drivers
     ):
         return None
-    return (
-        "CSI driver"
-        + ("s " if len(drivers) > 1 else " ")
-        + ", ".join(d.name for d in drivers)
-        + " registered"
-    )
+    names = ", ".join(d.name for d in drivers)
+    return f"CSI driver{'s' if len(drivers) > 1 else ''} {names} registered"
 
 
 def _conditions_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:

@@ -255,14 +255,12 @@ def _adopted(
     if not found:
         return ()
     born = _born_with(node, rules)
-    adopted = []
-    for identity in found:
-        taint = node.taint(identity)
-        if taint is None or identity in born:
-            continue
-        names = tuple(sorted({d.rule for d in deciding.get(identity, ())}))
-        adopted.append(TaintChange(taint, names, "already on the node, not claimed: adopted"))
-    return tuple(adopted)
+    why = "already on the node, not claimed: adopted"
+    return tuple(
+        TaintChange(taint, tuple(sorted({d.rule for d in deciding.get(i, ())})), why)
+        for i in found
+        if i not in born and (taint := node.taint(i)) is not None
+    )
 
 
 def _born_with(node: NodeState, rules: NodeRules) -> frozenset[tuple[str, str]]:
