@@ -65,18 +65,14 @@ def alert_rules(namespace: str, webhook: bool = False) -> list[dict[str, Any]]:
     """The alerts, for the reconciler running in `namespace` (and serving the Node admission
     webhook, when `webhook`)."""
     ns = f'namespace="{namespace}"'
-    return _reconciler_alerts(namespace, ns) + (_api_server_webhook_alerts() if webhook else [])
-
-
-def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
     late = GATE_AGE_WARNING.total_seconds()
-    window = _minutes(CA_STARTUP_WINDOW)
+    late_minutes, window = _minutes(GATE_AGE_WARNING), _minutes(CA_STARTUP_WINDOW)
     # Gated nodes older than the warning age: those cluster-autoscaler counts as unready within
     # 5 minutes (all of them minus the bucket at the warning age; `le` spelled as
     # client_python spells it, checked by a unit test).
     age = "nodegate_gated_node_age_seconds_bucket"
     late_nodes = f'(max({age}{{{ns},le="+Inf"}}) - max({age}{{{ns},le="{late!r}"}}))'
-    return [
+    reconciler = [
         _alert(
             "NodegateNoLeader",
             f"sum(nodegate_is_leader{{{ns}}}) < 1 or absent(nodegate_is_leader{{{ns}}})",
@@ -236,7 +232,7 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "1m",
             "warning",
             "A node has carried startup gate {{ $labels.gate }} (pool {{ $labels.pool }}) for "
-            f"over {_minutes(GATE_AGE_WARNING)} minutes; at {window} minutes "
+            f"over {late_minutes} minutes; at {window} minutes "
             "cluster-autoscaler counts it as unready, and a scale-up waiting for it times out "
             "and backs the pool off.",
             "Find it with `kubectl get nodes -l nodegate.dev/pool={{ $labels.pool }}` and check "
@@ -251,7 +247,7 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "critical",
             f"More than {GATED_COUNT_WARNING} nodes, and more than "
             f"{GATED_SHARE_WARNING * 100:.0f} % of all nodes, have carried a startup gate for "
-            f"over {_minutes(GATE_AGE_WARNING)} minutes: at {window} minutes they turn "
+            f"over {late_minutes} minutes: at {window} minutes they turn "
             "unready, and "
             f"cluster-autoscaler stops scaling the whole cluster when more than "
             f"{GATED_COUNT_WARNING} unready nodes are over {CA_MAX_TOTAL_UNREADY_PERCENTAGE} % "
@@ -324,6 +320,7 @@ def _reconciler_alerts(namespace: str, ns: str) -> list[dict[str, Any]]:
             "Read the logs of the failing pod (the loop is in the 'loop' label).",
         ),
     ]
+    return reconciler + (_api_server_webhook_alerts() if webhook else [])
 
 
 def _api_server_webhook_alerts() -> list[dict[str, Any]]:
