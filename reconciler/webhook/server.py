@@ -70,9 +70,9 @@ class WebhookServer:
         port: int,
         path: str,
         review: Callable[[bytes], tuple[int, bytes]],
+        metrics: WebhookMetrics,
         max_body_bytes: int = MAX_BODY_BYTES,
         limits: ServerLimits | None = None,
-        metrics: WebhookMetrics | None = None,
     ) -> None:
         self.serving = threading.Event()
         """Set once a certificate is loaded: before, connections are closed at once."""
@@ -86,8 +86,7 @@ class WebhookServer:
         self._socket = socket.create_server((address, port), backlog=self._limits.max_connections)
         self._workers = ThreadPoolExecutor(self._limits.workers, "webhook-review")
         self._open = 0
-        if metrics is not None:
-            metrics.open_connections.set_function(lambda: self._open)
+        metrics.open_connections.set_function(lambda: self._open)
         self._body_bytes = 0
         self._review_slots = asyncio.Semaphore(self._limits.workers)  # bound to the loop on use
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -258,8 +257,7 @@ class WebhookServer:
         return await self._send(writer, status, answer, request.keep_alive)
 
     def _refused(self, limit: str) -> None:
-        if self._metrics is not None:
-            self._metrics.refused.labels(limit).inc()
+        self._metrics.refused.labels(limit).inc()
 
     async def _reply(
         self,
@@ -309,9 +307,7 @@ def serve_webhook(
     lookup = RecordLookup(api, namespace, webhook.lookup_timeout_seconds, metrics)
     clock = AnchoredClock(api.server_time)  # NoExecute taints' timeAdded, as the reconciler's
     admission = NodeAdmission(rules, lookup, metrics, clock.now_or_host)
-    server = WebhookServer(
-        webhook.address, webhook.port, webhook.path, admission.review, metrics=metrics
-    )
+    server = WebhookServer(webhook.address, webhook.port, webhook.path, admission.review, metrics)
     source: SecretCertificates | FileCertificates
     if webhook.cert_dir is not None:
         source = FileCertificates(webhook.cert_dir, server.use_certificate)

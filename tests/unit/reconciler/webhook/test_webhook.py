@@ -228,8 +228,10 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes, Path]:
 
 @pytest.fixture
 def server(pki: tuple[bytes, bytes, Path]) -> Iterator[WebhookServer]:
-    review_of, _ = admission(FakeReader(record()))
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, max_body_bytes=4096)
+    review_of, metrics = admission(FakeReader(record()))
+    served = WebhookServer(
+        "127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics, max_body_bytes=4096
+    )
     served.use_certificate(pki[0], pki[1])
     served.start()
     yield served
@@ -290,8 +292,8 @@ def test_a_new_certificate_is_served_from_the_next_connection(
 
 
 def test_before_a_certificate_connections_are_closed() -> None:
-    review_of, _ = admission(FakeReader())
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+    review_of, metrics = admission(FakeReader())
+    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics)
     served.start()
     try:
         with socket.create_connection(("127.0.0.1", served.port), timeout=5) as raw:
@@ -321,8 +323,8 @@ def test_a_replica_serving_the_webhook_is_not_ready_before_it_has_a_certificate(
     watcher = SimpleNamespace(loaded=threading.Event())
     watcher.loaded.set()
     controller = SimpleNamespace(applied=None)
-    review_of, _ = admission(FakeReader())
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+    review_of, metrics = admission(FakeReader())
+    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics)
     try:
         ready = readiness(cast(Any, watcher), cast(Any, controller), threading.Event(), served)
         assert ready() == (False, "webhook has no serving certificate yet")
@@ -335,8 +337,8 @@ def test_a_replica_serving_the_webhook_is_not_ready_before_it_has_a_certificate(
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_server_loop_that_ends_before_shutdown_fails_health() -> None:
-    review_of, _ = admission(FakeReader(record()))
-    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review)
+    review_of, metrics = admission(FakeReader(record()))
+    served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics)
 
     async def broken() -> None:
         raise RuntimeError("a bug in the server loop")
@@ -356,7 +358,8 @@ def test_a_server_loop_that_ends_before_shutdown_fails_health() -> None:
 
 def test_a_server_shut_down_leaves_health_alone() -> None:
     health = Health()
-    other = WebhookServer("127.0.0.1", 0, "/mutate-nodes", lambda body: (200, b""))
+    metrics = WebhookMetrics(CollectorRegistry())
+    other = WebhookServer("127.0.0.1", 0, "/mutate-nodes", lambda body: (200, b""), metrics)
     other.start(health)
     other.shutdown()
     assert health.check() == (True, "ok")

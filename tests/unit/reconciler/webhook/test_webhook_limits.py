@@ -104,7 +104,7 @@ asyncio.run(main())
 def _serve(pki: tuple[bytes, bytes, Path], limits: ServerLimits | None = None) -> WebhookServer:
     review_of, metrics = admission(FakeReader(record()))
     served = WebhookServer(
-        "127.0.0.1", 0, "/mutate-nodes", review_of.review, limits=limits, metrics=metrics
+        "127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics, limits=limits
     )
     served.use_certificate(pki[0], pki[1])
     served.start()
@@ -112,9 +112,7 @@ def _serve(pki: tuple[bytes, bytes, Path], limits: ServerLimits | None = None) -
 
 
 def _refused(server: WebhookServer, limit: str) -> float:
-    metrics = server._metrics
-    assert metrics is not None
-    value: float = metrics.refused.labels(limit)._value.get()
+    value: float = server._metrics.refused.labels(limit)._value.get()
     return value
 
 
