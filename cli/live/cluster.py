@@ -119,12 +119,12 @@ def api_client(kubeconfig: Path | None, context: str | None) -> ApiClient:
     Pod without any of them, its service account."""
     if kubeconfig is not None:
         return load_api_client(str(kubeconfig), context=context)
-    configured = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
-    found = any(Path(p).expanduser().is_file() for p in configured.split(os.pathsep) if p)
+    configured = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = [Path(p).expanduser() for p in configured.split(os.pathsep) if p]
+    found = any(path.is_file() for path in paths)
     if not found and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         return load_api_client(None)
-    paths = os.pathsep.join(str(Path(p).expanduser()) for p in configured.split(os.pathsep) if p)
-    return load_api_client(paths, context=context)
+    return load_api_client(os.pathsep.join(map(str, paths)), context=context)
 
 
 class RecordUnreadableError(Exception):
@@ -211,20 +211,17 @@ class Cluster:
         """Every NodeRules object merged as the reconciler merges them, against the versions
         of them in force (`in_force_text`, the status record's); problems: each object's
         refused or conflicting generation."""
-        reference = OBJECTS_SOURCE
         merged = self._merged(in_force_text)
         if merged is None:
-            return ConfigMapRules(
-                RulesSourceView(reference, None, ("the NodeRules API is not installed",)), None, ""
-            )
+            problem = "the NodeRules API is not installed"
+            return ConfigMapRules(RulesSourceView(OBJECTS_SOURCE, None, (problem,)), None, "")
         problems = tuple(
             f"NodeRules {name} generation {verdict.generation}: {why}"
             for name, verdict in sorted(merged.verdicts.items())
             for why in (*verdict.problems, *([verdict.conflict] if verdict.conflict else ()))
         )
-        text = merged.text
-        view = RulesSourceView(reference, rules_digest(text), problems)
-        return ConfigMapRules(view, merged.rules, text)
+        view = RulesSourceView(OBJECTS_SOURCE, rules_digest(merged.text), problems)
+        return ConfigMapRules(view, merged.rules, merged.text)
 
     def merged_with(self, proposed: RulesObject) -> Merged | None:
         """The NodeRules objects merged with `proposed` in place of its namesake, as the
