@@ -63,13 +63,11 @@ class EventRecorder:
         involved = {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
         self._emit(self._node_namespace, involved, reason, message, warning)
 
-    def on_rules_object(
-        self, name: str, uid: str, reason: str, message: str, warning: bool = True
-    ) -> None:
+    def on_rules_object(self, name: str, uid: str, reason: str, message: str) -> None:
         """An Event on a NodeRules object (cluster-scoped: its Events live where Nodes' do,
         and `kubectl describe noderules NAME` shows them)."""
         involved = {"apiVersion": "nodegate.dev/v1", "kind": "NodeRules", "name": name, "uid": uid}
-        self._emit(self._node_namespace, involved, reason, message, warning)
+        self._emit(self._node_namespace, involved, reason, message, warning=True)
 
     def on_namespaced(
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
@@ -157,9 +155,7 @@ class Recorder(Protocol):
         self, kind: str, namespace: str, name: str, uid: str, reason: str, message: str
     ) -> None: ...
 
-    def on_rules_object(
-        self, name: str, uid: str, reason: str, message: str, warning: bool = True
-    ) -> None: ...
+    def on_rules_object(self, name: str, uid: str, reason: str, message: str) -> None: ...
 
 
 QUEUE_CAPACITY = 10_000
@@ -212,10 +208,8 @@ class QueuedEvents:
     ) -> None:
         self._put(lambda: self._recorder.on_namespaced(kind, namespace, name, uid, reason, message))
 
-    def on_rules_object(
-        self, name: str, uid: str, reason: str, message: str, warning: bool = True
-    ) -> None:
-        self._put(lambda: self._recorder.on_rules_object(name, uid, reason, message, warning))
+    def on_rules_object(self, name: str, uid: str, reason: str, message: str) -> None:
+        self._put(lambda: self._recorder.on_rules_object(name, uid, reason, message))
 
     def _put(self, send: Callable[[], None]) -> None:
         try:
