@@ -3,7 +3,7 @@
 `plan.plan` plans every node twice when the rules hold a dry-run rule: with every rule live
 (what would happen), and with the dry-run rules' verdicts left out and their taints hands-off
 (what is written). The difference, as `DryRunChange`s, is what the reconciler reports on the
-node (an Event per change, reason from `DRY_RUN_REASONS`) and counts
+node (an Event per change, reason from `DRY_RUN_ACTIONS`) and counts
 (`nodegate_dry_run_changes_total`, `nodegate_dry_run_nodes`). Pure.
 """
 
@@ -18,15 +18,16 @@ DryRunAction = Literal[
     "add_taint", "remove_taint", "adopt_taint", "lift_gate", "put_back_gate", "restore_label"
 ]
 
-DRY_RUN_REASONS: dict[DryRunAction, str] = {
-    "add_taint": "DryRunTaintWouldAdd",
-    "remove_taint": "DryRunTaintWouldRemove",
-    "adopt_taint": "DryRunTaintWouldAdopt",
-    "lift_gate": "DryRunGateWouldLift",
-    "put_back_gate": "DryRunGateWouldPutBack",
-    "restore_label": "DryRunLabelWouldRestore",
+DRY_RUN_ACTIONS: dict[DryRunAction, tuple[str, str]] = {
+    "add_taint": ("DryRunTaintWouldAdd", "add taint"),
+    "remove_taint": ("DryRunTaintWouldRemove", "remove taint"),
+    "adopt_taint": ("DryRunTaintWouldAdopt", "adopt taint"),
+    "lift_gate": ("DryRunGateWouldLift", "lift startup gate"),
+    "put_back_gate": ("DryRunGateWouldPutBack", "put back startup gate"),
+    "restore_label": ("DryRunLabelWouldRestore", "restore label"),
 }
-"""The Event reason of each kind of would-be change (docs/reconciler.md, Events)."""
+"""The Event reason of each kind of would-be change (docs/reconciler.md, Events), and what its
+message says the rule would do."""
 
 PERSISTENT_LABELS_RULE = "persistentLabels"
 """The `rule` of a would-be label restore (persistentLabels has no name)."""
@@ -44,17 +45,10 @@ class DryRunChange:
 
     @property
     def reason(self) -> str:
-        return DRY_RUN_REASONS[self.action]
+        return DRY_RUN_ACTIONS[self.action][0]
 
     def message(self) -> str:
-        verb = {
-            "add_taint": "add taint",
-            "remove_taint": "remove taint",
-            "adopt_taint": "adopt taint",
-            "lift_gate": "lift startup gate",
-            "put_back_gate": "put back startup gate",
-            "restore_label": "restore label",
-        }[self.action]
+        verb = DRY_RUN_ACTIONS[self.action][1]
         return f"dry run: rule {self.rule} would {verb} {self.subject} ({self.why}); not written"
 
 
