@@ -43,17 +43,10 @@ class _Recorded:
 
 
 class EventRecorder:
-    def __init__(
-        self,
-        api: EventApi,
-        node_event_namespace: str,
-        instance: str,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, api: EventApi, node_event_namespace: str, instance: str) -> None:
         self._api = api
         self._node_namespace = node_event_namespace
         self._instance = instance
-        self._clock = clock
         self._recent: OrderedDict[tuple[str, ...], _Recorded] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -111,7 +104,7 @@ class EventRecorder:
                 "count": 1,
             }
             created = self._api.create_event(namespace, event)
-            recorded = _Recorded(namespace, created["metadata"]["name"], 1, self._clock())
+            recorded = _Recorded(namespace, created["metadata"]["name"], 1, time.monotonic())
             self._remember(key, recorded)
         except KubeError as err:
             # An Event is a report, not the change itself: losing one must not undo the work.
@@ -121,10 +114,10 @@ class EventRecorder:
         """Patch the count of an identical recent Event; False if there is none to patch."""
         with self._lock:
             recorded = self._recent.get(key)
-            if recorded is None or self._clock() - recorded.at > AGGREGATION_WINDOW_SECONDS:
+            if recorded is None or time.monotonic() - recorded.at > AGGREGATION_WINDOW_SECONDS:
                 return False
             recorded.count += 1
-            recorded.at = self._clock()
+            recorded.at = time.monotonic()
             self._recent.move_to_end(key)
             count = recorded.count
         patch = {"count": count, "lastTimestamp": format_time(now)}
