@@ -7,7 +7,6 @@ help), turned into a typer option by `_option`; this module only parses, validat
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -56,7 +55,7 @@ def _problem(loc: tuple[int | str, ...], message: str) -> str:
 def _option(spec: FlagSpec) -> inspect.Parameter:
     """The typer option of one flag: its type, default and help come from the field."""
     decl = f"--{spec.name}/--no-{spec.name}" if spec.switch else f"--{spec.name}"
-    kind: Any = Path if spec.kind is Path else spec.kind
+    kind: Any = spec.kind
     if spec.choices:  # typer offers a Literal's values as the flag's choices
         kind = Literal.__getitem__(spec.choices)
     if spec.repeatable:
