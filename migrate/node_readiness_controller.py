@@ -118,24 +118,11 @@ def convert_node_readiness_controller(
     if gates:
         sections["startupGates"] = gates
     command = COMMAND + (" --keep-completion-annotation" if keep_completion_annotation else "")
-    notes = _notes(
-        continuous=bool(conditions),
-        gates=bool(gates),
-        keep=keep_completion_annotation,
-        legacy_keys=legacy_keys,
-        dry_run=any(r.get("dryRun") for r in (*conditions, *gates)),
-        renamed=renamed,
-        unknown_gates=[
-            g["name"]
-            for g in gates
-            if any(c["status"] == "Unknown" for c in g["readyWhen"]["conditions"])
-        ],
-    )
     return Conversion(
         command=command,
         source=sources,
         rules=rules_document(**sections),
-        notes=notes,
+        notes=_notes(conditions, gates, keep_completion_annotation, legacy_keys, renamed),
         places=places,
         problems=tuple(found.problems),
         webhook={"failurePolicy": "Ignore"} if gates else None,
@@ -448,17 +435,19 @@ def _places(at: DocPath, rule: _Rule) -> dict[DocPath, DocPath | Place]:
 
 
 def _notes(
-    *,
-    continuous: bool,
-    gates: bool,
+    conditions: Sequence[dict[str, Any]],
+    gates: Sequence[dict[str, Any]],
     keep: bool,
     legacy_keys: Sequence[str],
-    dry_run: bool,
     renamed: Sequence[str],
-    unknown_gates: Sequence[str] = (),
 ) -> tuple[str, ...]:
+    unknown_gates = [
+        g["name"]
+        for g in gates
+        if any(c["status"] == "Unknown" for c in g["readyWhen"]["conditions"])
+    ]
     notes: list[str] = []
-    if continuous:
+    if conditions:
         notes.append(
             "continuous rules are conditionTaints that taint while their conditions do not "
             "hold: each condition matches every status but its requiredStatus, NRC's "
@@ -503,7 +492,7 @@ def _notes(
         "no other controller owns, e.g. startup-taint.cluster-autoscaler.kubernetes.io/<name> "
         "for a gate a managed cluster-autoscaler must read as a startup taint (NRC's #279)."
     )
-    if dry_run:
+    if any(rule.get("dryRun") for rule in (*conditions, *gates)):
         notes.append(
             "dryRun: NRC evaluated no node for such a rule and summed what it would do in "
             "status.dryRunResults; nodegate plans the rule as if live and reports each change "
