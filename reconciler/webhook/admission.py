@@ -86,11 +86,7 @@ class RecordLookup:
     a budget. Anything but a readable record of this node's key is no labels (and a log line)."""
 
     def __init__(
-        self,
-        reader: RecordReader,
-        namespace: str,
-        budget_seconds: float,
-        metrics: WebhookMetrics,
+        self, reader: RecordReader, namespace: str, budget_seconds: float, metrics: WebhookMetrics
     ) -> None:
         self._reader = reader
         self._namespace = namespace

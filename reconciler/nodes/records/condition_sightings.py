@@ -131,10 +131,7 @@ class ConditionSightings(KeptTable[NodeSightings]):
                 self._read_for(rules)
             if rules is None:
                 return {}
-            episodes = {
-                **condition_episodes(node.conditions, self._read_by_node),
-                **(others or {}),
-            }
+            episodes = {**condition_episodes(node.conditions, self._read_by_node), **(others or {})}
             previous = self._by_node.get(key)
             unconfirmed = self._unconfirmed.pop(key, set())
             if previous is None:
