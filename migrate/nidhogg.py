@@ -172,8 +172,12 @@ def convert_nidhogg_config(
         places.update(
             {(*at, *path): found.top.at(*setting) for path, setting in nodes.places.items()}
         )
+    flags = [f"--for {hold}"] if hold != HOLD else []
+    flags += ["--every-node"] if every_node else []
+    flags += [f"--daemon-sets {f.source}" for f in daemon_sets or ()]
+    flags += [f"--ready-annotation {ready_annotation}"] if ready_annotation else []
     return Conversion(
-        command=_command(hold, every_node, daemon_sets, ready_annotation),
+        command=" ".join([COMMAND, *flags]),
         source=top.source,
         rules=rules_document(nodeAgents=agents),
         notes=_notes(agents, prefix, effect, delay, hold, nodes, annotation),
@@ -181,19 +185,6 @@ def convert_nidhogg_config(
         problems=tuple(found.problems),
         webhook={"failurePolicy": "Ignore"},
     )
-
-
-def _command(
-    hold: str,
-    every_node: bool,
-    daemon_sets: Sequence[YamlFile] | None,
-    ready_annotation: str | None,
-) -> str:
-    flags = [f"--for {hold}"] if hold != HOLD else []
-    flags += ["--every-node"] if every_node else []
-    flags += [f"--daemon-sets {f.source}" for f in daemon_sets or ()]
-    flags += [f"--ready-annotation {ready_annotation}"] if ready_annotation else []
-    return " ".join([COMMAND, *flags])
 
 
 # --- reading -----------------------------------------------------------------------------------
