@@ -129,7 +129,7 @@ def _cluster_autoscaler_key(
     at: DocPath, gate: TaintRule, pool: NodePool, ca: Autoscaler
 ) -> Iterator[Finding]:
     key = gate.taint.key
-    version = ca.ca_version
+    version = ca.parsed_version
     if prefix_known(key, version) or (not ca.is_managed and _flag_covers(ca, key)):
         return
     who = (
@@ -169,12 +169,17 @@ def _cluster_autoscaler_key(
         yield Finding(pool.name, "error", path, f"{problem}; {fix}{nrc}")
         return
     flag = "--ignore-taint" if old else "--startup-taint"
+    listed = (
+        f"the key (startupTaint) or the prefix (startupTaintPrefix: [{READINESS_TAINT_PREFIX}])"
+        if is_readiness_taint(key)
+        else "the key"
+    )
     yield Finding(
         pool.name,
         "warning",
         path,
         f"{problem}, unless the autoscaler runs with {flag}={key}{_prefix_flag(key, ca)}: if "
-        f"it does, list {_what_to_list(key)} in the pool's autoscaler.flags; otherwise {fix}",
+        f"it does, list {listed} in the pool's autoscaler.flags; otherwise {fix}",
     )
 
 
@@ -191,21 +196,13 @@ def _prefix_flag(key: str, ca: Autoscaler) -> str:
     if not is_readiness_taint(key):
         return ""
     since = STARTUP_TAINT_PREFIX_FLAG_SINCE
-    version = ca.ca_version
+    version = ca.parsed_version
     if version is not None and version < since:
         return (
             f" (--startup-taint-prefix={READINESS_TAINT_PREFIX}, which covers every "
             f"{READINESS_TAINT_PREFIX} gate, needs cluster-autoscaler {format_version(since)})"
         )
     return f" or --startup-taint-prefix={READINESS_TAINT_PREFIX}"
-
-
-def _what_to_list(key: str) -> str:
-    if is_readiness_taint(key):
-        return (
-            f"the key (startupTaint) or the prefix (startupTaintPrefix: [{READINESS_TAINT_PREFIX}])"
-        )
-    return "the key"
 
 
 def _flag_covers(ca: Autoscaler, key: str) -> bool:
@@ -255,7 +252,7 @@ def _karpenter(
         return
     if gate.taint.identity in {t.identity for t in declared}:
         return
-    version = karpenter.karpenter_version
+    version = karpenter.parsed_version
     key = gate.taint.key
     if is_readiness_taint(key) and karpenter_knows_nrc_prefix(version):
         return  # an ephemeral taint to this Karpenter, listed or not (karpenter#3025)

@@ -1198,7 +1198,7 @@ class Autoscaler(Frozen):
             raise ValueError(
                 "'version' applies to types cluster-autoscaler and karpenter only; remove it"
             )
-        if self.version is not None and self.ca_version is None:
+        if self.version is not None and self.parsed_version is None:
             what = "cluster-autoscaler" if ca else "Karpenter"
             form = (
                 "'1.31' or '1.31.2'"
@@ -1231,7 +1231,7 @@ class Autoscaler(Frozen):
                 "startup-taint prefixes and flags it knows depends on it"
             )
         since = STARTUP_TAINT_PREFIX_FLAG_SINCE
-        version = self.ca_version
+        version = self.parsed_version
         if self.flags and self.flags.startup_taint_prefix and version and version < since:
             raise ValueError(
                 f"--startup-taint-prefix exists from cluster-autoscaler {format_version(since)}; "
@@ -1243,13 +1243,9 @@ class Autoscaler(Frozen):
         return self.managed is not False
 
     @property
-    def ca_version(self) -> Version | None:
+    def parsed_version(self) -> Version | None:
+        """The cluster-autoscaler or Karpenter version given; None when not given (unknown)."""
         return None if self.version is None else parse_version(self.version)
-
-    @property
-    def karpenter_version(self) -> Version | None:
-        """karpenter: the Karpenter version given; None when not given (unknown)."""
-        return self.ca_version if self.type == "karpenter" else None
 
 
 def _autoscaler_shorthand(value: object) -> object:
