@@ -254,10 +254,23 @@ def _read_files(
 ) -> PlanInputs:
     """The plan's inputs read from files (the shell reads them), or every problem with its place
     and exit 1. What files cannot say is assumed, and said."""
-    from nodegate.cli.plan_sources import AgentObjects, PlanInputs  # noqa: PLC0415
+    from nodegate.cli.plan_sources import AgentObjects, PlanInputs, agents_read  # noqa: PLC0415
     from nodegate.core.decisions.dry_run import live_owned_taints  # noqa: PLC0415
 
-    _check_objects_given(new, daemon_sets, pods, csi_nodes)
+    # The objects node-agent rules wait for must be given: without them every such rule would
+    # keep its taint as it is, and the plan would say nothing of what it does.
+    names = ", ".join(r.name for r in new.node_agents)
+    if agents_read(new, "node-agents") and not (daemon_sets and pods):
+        _fail(
+            f"nodeAgents rules ({names}) wait for DaemonSets' pods: offline, give --daemon-sets "
+            "FILE and --pods FILE (e.g. `kubectl get ds,pods -A -o yaml > objects.yaml`, "
+            "given to both)"
+        )
+    if agents_read(new, "csi-nodes") and not csi_nodes:
+        _fail(
+            f"nodeAgents rules ({names}) wait for CSI drivers: offline, give --csi-nodes FILE "
+            "(`kubectl get csinodes -o yaml`)"
+        )
     nodes = nodes_in(nodes_file, ERROR, FAILED)
     if in_force_file is None:
         in_force, which = None, "no rules (offline, no --in-force FILE: every change counts)"
@@ -342,30 +355,6 @@ def _clock(now: str | None) -> datetime:
     if at is None:
         _fail(f"--now {now!r} is not an RFC 3339 time: write e.g. {EXAMPLE_TIME}")
     return at
-
-
-def _check_objects_given(
-    new: NodeRules,
-    daemon_sets: Sequence[Path] | None,
-    pods: Sequence[Path] | None,
-    csi_nodes: Sequence[Path] | None,
-) -> None:
-    """Offline, the objects node-agent rules wait for must be given: without them every such
-    rule would keep its taint as it is, and the plan would say nothing of what it does."""
-    from nodegate.cli.plan_sources import agents_read  # noqa: PLC0415  (see the imports)
-
-    names = ", ".join(r.name for r in new.node_agents)
-    if agents_read(new, "node-agents") and not (daemon_sets and pods):
-        _fail(
-            f"nodeAgents rules ({names}) wait for DaemonSets' pods: offline, give --daemon-sets "
-            "FILE and --pods FILE (e.g. `kubectl get ds,pods -A -o yaml > objects.yaml`, "
-            "given to both)"
-        )
-    if agents_read(new, "csi-nodes") and not csi_nodes:
-        _fail(
-            f"nodeAgents rules ({names}) wait for CSI drivers: offline, give --csi-nodes FILE "
-            "(`kubectl get csinodes -o yaml`)"
-        )
 
 
 def print_plan(
