@@ -152,7 +152,7 @@ def _load(
         constructor = cast(_LocatingConstructor, yaml.constructor)  # yaml.Constructor, above
         return loaded, constructor.written, constructor.repeated
     except _InputError as err:
-        raise _error(source, err.mark, err.message) from err
+        raise _error(source, err.mark, str(err)) from err
     except DuplicateKeyError as err:  # a !!set's (a mapping's are collected: `repeated`)
         key = str(err.problem).split('"')[1] if '"' in str(err.problem) else "?"
         first = err.context_mark.line + 1 if err.context_mark else 0
@@ -269,7 +269,6 @@ class _InputError(Exception):
     def __init__(self, mark: Any, message: str) -> None:
         super().__init__(message)
         self.mark = mark
-        self.message = message
 
 
 class _BoundedComposer(Composer):

@@ -25,10 +25,7 @@ def ready_transition(status: RawObject) -> str:
 
 
 def ready_condition(status: RawObject) -> RawObject:
-    found: RawObject = next(
-        (c for c in status.get("conditions") or () if c.get("type") == "Ready"), {}
-    )
-    return found
+    return next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), {})
 
 
 def status_written(meta: RawObject) -> datetime | None:
