@@ -32,6 +32,7 @@ from nodegate.core.rules.node import NodeState
 from nodegate.core.views.pods import is_workload_pod
 from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
+from nodegate.reconciler.nodes.sources.node_agents import PodsByNode
 from nodegate.reconciler.nodes.sources.watched import Watching
 
 log = logging.getLogger("nodegate.gates")
@@ -46,7 +47,7 @@ class GatePods:
         self._watching = watching
         self._now = clock
         self._informers: dict[PodSource, tuple[Informer[PodView], threading.Event]] = {}
-        self._by_node: dict[PodSource, dict[str, dict[str, PodView]]] = {}
+        self._by_node: dict[PodSource, PodsByNode[PodView]] = {}
         self._keep: Callable[[str], bool] = lambda _key: False
         self._read: frozenset[str] = frozenset()
         self._lock = threading.Lock()
@@ -78,7 +79,7 @@ class GatePods:
 
     def _start(self, source: PodSource) -> None:
         namespace, selector = source
-        self._by_node[source] = {}
+        self._by_node[source] = PodsByNode()
         # Runs until the rules drop this source or the controller stops (`stop`).
         self._informers[source] = self._watching.start(
             f"pods {namespace}/{selector}",
@@ -91,10 +92,9 @@ class GatePods:
         self, source: PodSource, key: str, old: PodView | None, new: PodView | None
     ) -> None:
         with self._lock:
-            index = self._by_node.setdefault(source, {})
-            previous = index.get(old.node, {}).pop(key, None) if old is not None else None
-            if new is not None and new.node:
-                index.setdefault(new.node, {})[key] = sighted(new, previous, self._now())
+            index = self._by_node.setdefault(source, PodsByNode())
+            previous = index.nodes.get(old.node, {}).get(key) if old is not None else None
+            index.move(key, old, sighted(new, previous, self._now()) if new is not None else None)
         for node in {v.node for v in (old, new) if v is not None and v.node}:
             self._watching.on_node(node)
 
@@ -111,7 +111,7 @@ class GatePods:
         result: dict[str, tuple[Sighting, ...]] = {}
         with self._lock:
             for name, spec in pods_read(rules):
-                pods = list(self._by_node.get(pod_source(spec), {}).get(node, {}).values())
+                pods = self._by_node.get(pod_source(spec), PodsByNode()).on(node)
                 if signals := spec_signals(spec, pods):
                     result[name] = result.get(name, ()) + signals
         return result
@@ -130,8 +130,8 @@ class GatePods:
                 return None
             return {
                 view.uid: view.status_written
-                for pods in self._by_node.values()
-                for view in pods.get(node, {}).values()
+                for index in self._by_node.values()
+                for view in index.on(node)
             }
 
 

@@ -1,15 +1,19 @@
 """Which init pods on a node signal that its startup gate may be lifted (pure part of
-core/decisions/init_pods.py: the slim pod view and the readiness signal)."""
+core/decisions/init_pods.py: the slim pod view and the readiness signal), and what the gate
+pods' index holds (reconciler/nodes/sources/gate_pods.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from nodegate.core.decisions.init_pods import PodView, sighted, slim_pod, spec_signals
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.rules.model import StartupGate
 from nodegate.core.rules.rule_kinds import TaintRule
+from nodegate.reconciler.nodes.sources.gate_pods import GatePods
+from nodegate.reconciler.nodes.sources.watched import Watching
 from tests.unit.core.builders import NOW, rules
 
 GATES = rules(
@@ -128,3 +132,11 @@ def test_the_status_write_time_is_the_api_servers_stamp_on_the_kubelets_write() 
 def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
     """The ready signals of a rule's pods on the node (`pods`: those of its one pod source)."""
     return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))
+
+
+def test_a_node_without_init_pods_left_holds_no_index_entry() -> None:
+    gate_pods = GatePods(cast(Watching, SimpleNamespace(on_node=lambda _node: None)), lambda: NOW)
+    source = ("kube-system", "app=init")
+    gate_pods._on_pod(source, "kube-system/init-abcde", None, view())
+    gate_pods._on_pod(source, "kube-system/init-abcde", view(), None)
+    assert gate_pods._by_node[source].nodes == {}
