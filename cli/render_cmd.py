@@ -92,8 +92,22 @@ def render(
 
     loaded = rules_or_exit(rules)
     chosen = _pool(loaded, pool)
-    fmt = format or _formats(chosen)[0]
-    _check_fits(chosen, fmt, user_data)
+    allowed = _formats(chosen)
+    fmt = format or allowed[0]
+    if fmt not in allowed:
+        run_by = " run by Karpenter" if chosen.autoscaler_type == "karpenter" else ""
+        typer.echo(
+            f"--format {fmt} does not apply to pool '{chosen.name}' (provider {chosen.provider}"
+            f"{run_by}); use {' or '.join(f'--format {a}' for a in allowed)}",
+            err=True,
+        )
+        raise typer.Exit(_USAGE_ERROR)
+    if user_data is not None and fmt != RenderFormat.CLOUD_INIT:
+        typer.echo(
+            f"--user-data is merged into OKE user_data only; it has no effect on --format {fmt}",
+            err=True,
+        )
+        raise typer.Exit(_USAGE_ERROR)
     try:
         text = _rendered(loaded, chosen, fmt, user_data, aks_initialization_taints, image_family)
         typer.echo(text, nl=False)
@@ -119,25 +133,6 @@ def _formats(pool: NodePool) -> tuple[RenderFormat, ...]:
     if pool.autoscaler_type == "karpenter":
         return (RenderFormat.KARPENTER_NODEPOOL,)
     return tuple(RenderFormat(f) for f in provider_profile(pool.provider).render_formats)
-
-
-def _check_fits(pool: NodePool, fmt: RenderFormat, user_data: Path | None) -> None:
-    allowed = _formats(pool)
-    if fmt not in allowed:
-        run_by = " run by Karpenter" if pool.autoscaler_type == "karpenter" else ""
-        typer.echo(
-            f"--format {fmt} does not apply to pool '{pool.name}' (provider {pool.provider}"
-            f"{run_by}); "
-            f"use {' or '.join(f'--format {a}' for a in allowed)}",
-            err=True,
-        )
-        raise typer.Exit(_USAGE_ERROR)
-    if user_data is not None and fmt != RenderFormat.CLOUD_INIT:
-        typer.echo(
-            f"--user-data is merged into OKE user_data only; it has no effect on --format {fmt}",
-            err=True,
-        )
-        raise typer.Exit(_USAGE_ERROR)
 
 
 def _rendered(
