@@ -87,17 +87,15 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> RuleO
             why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
             return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
         return _lifted(node, gate, facts, signal)
-    if gate.timeout is not None and began is not None:
-        remaining = began + gate.timeout - facts.now
-        if remaining <= timedelta(0):
-            if gate.on_timeout == "lift":
-                return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
-            warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
-            decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
-            return RuleOutcome(decision, warning=warning, timed_out=True)
-        decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
-        return RuleOutcome(decision, recheck=remaining)
-    return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness"))
+    left = None if gate.timeout is None or began is None else began + gate.timeout - facts.now
+    if left is not None and left <= timedelta(0):
+        if gate.on_timeout == "lift":
+            return _lifted(node, gate, facts, "timed out (onTimeout: lift)", timed_out=True)
+        warning = f"startup gate '{gate.name}' timed out; keeping its taint (onTimeout: keep)"
+        decision = RuleDecision(gate.name, gate.taint, "keep", "timed out (onTimeout: keep)")
+        return RuleOutcome(decision, warning=warning, timed_out=True)
+    decision = RuleDecision(gate.name, gate.taint, "keep", "waiting for readiness")
+    return RuleOutcome(decision, recheck=left)
 
 
 def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | None:
