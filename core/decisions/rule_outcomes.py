@@ -92,17 +92,13 @@ def condition_sightings_kept(node: NodeState, rule: ConditionTaintRule) -> froze
     return frozenset(condition_key(c) for c in matched if c.type in reported)
 
 
-def _none_kept(node: NodeState, rule: Any) -> Kept:
-    return frozenset()
-
-
 @dataclass(frozen=True)
 class KindDecisions:
     """What one kind of rule decides about a node."""
 
     outcome: Callable[[NodeState, Mapping[str, str], Any, PlanFacts], RuleOutcome]
     """(node, its labels after this plan's label changes, the rule, the facts) -> the outcome."""
-    sightings_kept: Callable[[NodeState, Any], Kept] = _none_kept
+    sightings_kept: Callable[[NodeState, Any], Kept] = lambda _node, _rule: frozenset()
     """Which of the node's condition sightings this rule still decides with, so they outlive a
     restart (`core.objects.sightings_record`)."""
 
