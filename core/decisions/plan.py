@@ -373,8 +373,10 @@ def _seal_removal(node: NodeState) -> list[TaintChange]:
     seal = registration_seal(node.taints)
     if seal is None:
         return []
-    why = f"registration seal of pool '{seal}' lifted (recorded as {TRUSTED_POOL_LABEL} if "
-    "the rules have that pool)"
+    why = (
+        f"registration seal of pool '{seal}' lifted (recorded as {TRUSTED_POOL_LABEL} if "
+        "the rules have that pool)"
+    )
     return [TaintChange(seal_taint(seal), (), why)]
 
 

@@ -352,6 +352,7 @@ def test_a_seal_of_a_pool_the_rules_do_not_have_is_lifted_and_not_recorded() -> 
     result = plan(sealed, rules(POOLED_RULES_TEXT), FACTS)
     assert result.set_labels == ()
     assert [c.taint for c in result.remove_taints] == [seal_taint("later")]
+    assert result.remove_taints[0].why.endswith("if the rules have that pool)")
 
 
 def test_a_claim_of_another_pool_than_the_registered_one_is_ignored() -> None:
