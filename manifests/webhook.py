@@ -37,30 +37,16 @@ def tls_secret_name(settings: DeploySettings) -> str:
     return f"{settings.name}-webhook-tls"
 
 
-def configuration_name(settings: DeploySettings) -> str:
-    """Cluster-scoped, so named after the installation like its ClusterRole."""
-    return settings.name
-
-
 def self_signed(settings: DeploySettings) -> bool:
     return settings.webhook is not None and settings.webhook.cert_manager is None
-
-
-def dns_names(settings: DeploySettings) -> list[str]:
-    service, namespace = service_name(settings), settings.namespace
-    return [
-        service,
-        f"{service}.{namespace}",
-        f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.cluster.local",
-    ]
 
 
 def cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
     """Self-signed only: read and patch the caBundle of our one configuration."""
     if not self_signed(settings):
         return []
-    group, names = "admissionregistration.k8s.io", [configuration_name(settings)]
+    # The configuration is cluster-scoped, so named after the installation like its ClusterRole.
+    group, names = "admissionregistration.k8s.io", [settings.name]
     return [policy_rule(group, "mutatingwebhookconfigurations", ["get", "patch"], names)]
 
 
@@ -86,7 +72,7 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any] | None:
         return None
     chosen: dict[str, Any] = {"port": settings.webhook.port, "service": service_name(settings)}
     if self_signed(settings):
-        chosen["configuration"] = configuration_name(settings)
+        chosen["configuration"] = settings.name
         chosen["tls_secret"] = tls_secret_name(settings)
     else:
         chosen["cert_dir"] = CERT_DIR
@@ -114,7 +100,7 @@ def volumes(settings: DeploySettings) -> tuple[list[dict[str, Any]], list[dict[s
 def mutating_webhook_configuration(settings: DeploySettings, labels: dict[str, str]) -> Manifest:
     webhook = settings.webhook
     assert webhook is not None
-    metadata: dict[str, Any] = {"name": configuration_name(settings), "labels": labels}
+    metadata: dict[str, Any] = {"name": settings.name, "labels": labels}
     if webhook.cert_manager is not None:
         certificate = f"{settings.namespace}/{service_name(settings)}"
         metadata["annotations"] = {"cert-manager.io/inject-ca-from": certificate}
@@ -180,13 +166,19 @@ def objects(
             "type": "Opaque",
         }
     else:
+        service_dns = f"{service_name(settings)}.{settings.namespace}"
         certificate = {
             "apiVersion": "cert-manager.io/v1",
             "kind": "Certificate",
             "metadata": {"name": service_name(settings), **meta},
             "spec": {
                 "secretName": tls_secret_name(settings),
-                "dnsNames": dns_names(settings),
+                "dnsNames": [
+                    service_name(settings),
+                    service_dns,
+                    f"{service_dns}.svc",
+                    f"{service_dns}.svc.cluster.local",
+                ],
                 "issuerRef": {"name": issuer.name, "kind": issuer.kind, "group": "cert-manager.io"},
                 "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             },
