@@ -127,20 +127,6 @@ def forget(
     _found_any(matching, node, namespace)
 
 
-def _to_hand_over(records: list[StoredRecord], node: str, namespace: str) -> StoredRecord:
-    """The one record NODE names (`_matching`); refused (exit 1) when there is none, or
-    several."""
-    found = _matching(records, node)
-    _found_any(found, node, namespace)
-    if len(found) > 1:
-        keys = ", ".join(sorted(r.record.key for r in found if r.record is not None))
-        raise _fail(
-            f"{node} names {len(found)} records (keys {keys}); hand one over by its key: "
-            "nodegate labels hand-over KEY --to NODE"
-        )
-    return found[0]
-
-
 def _key_by(kubeconfig: Path | None, context: str | None, namespace: str) -> PersistentLabels:
     """How the reconciler keys records now: the rules in force, as its status record publishes
     them (never the rules ConfigMap, which may hold a held update). Refused (exit 1) when no
@@ -194,7 +180,15 @@ def hand_over(
     try:
         config = _key_by(kubeconfig, context, namespace)
         store, records = _records(kubeconfig, context, namespace)
-        stored = _to_hand_over(records, node, namespace)
+        found = _matching(records, node)  # the one record NODE names
+        _found_any(found, node, namespace)
+        if len(found) > 1:
+            keys = ", ".join(sorted(r.record.key for r in found if r.record is not None))
+            raise _fail(
+                f"{node} names {len(found)} records (keys {keys}); hand one over by its key: "
+                "nodegate labels hand-over KEY --to NODE"
+            )
+        stored = found[0]
         target = store.node(to)
         assert stored.record is not None
         own = record_name(record_key(target, config))
