@@ -107,9 +107,8 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     if met is not None:
         return met
     pods = facts.gate_pod_signals.get(gate.name, ())
-    if not any(_of_this_life(signal, node, gate, facts.departed) for signal in pods):
-        return None
-    return "init pod is Ready"
+    ready = any(_of_this_life(signal, node, gate, facts.departed) for signal in pods)
+    return "init pod is Ready" if ready else None
 
 
 def _csi_signal(gate: StartupGate, facts: PlanFacts) -> str | None:

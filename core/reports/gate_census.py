@@ -75,8 +75,7 @@ class GateCensus:
 
 
 def gate_census(nodes: Iterable[NodeState], rules: NodeRules, now: datetime) -> GateCensus:
-    counts: dict[tuple[str, str], int] = {}
-    oldest: dict[tuple[str, str], float] = {}
+    by_group: dict[tuple[str, str], list[float]] = {}
     ages: list[float] = []
     total = 0
     for node in nodes:
@@ -87,14 +86,12 @@ def gate_census(nodes: Iterable[NodeState], rules: NodeRules, now: datetime) -> 
             if gate.dry_run or not carried_gate_taints(node, gate):
                 continue
             held = True
-            group = (gate.name, node.labels.get(POOL_LABEL, ""))
-            counts[group] = counts.get(group, 0) + 1
-            oldest[group] = max(oldest.get(group, 0.0), age)
+            by_group.setdefault((gate.name, node.labels.get(POOL_LABEL, "")), []).append(age)
         if held:
             ages.append(age)
     groups = tuple(
-        GatedGroup(gate, pool, counts[(gate, pool)], oldest[(gate, pool)])
-        for gate, pool in sorted(counts)
+        GatedGroup(gate, pool, len(group), max(group))
+        for (gate, pool), group in sorted(by_group.items())
     )
     return GateCensus(groups, len(ages), total, _cumulative(ages), sum(ages))
 
