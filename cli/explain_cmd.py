@@ -124,7 +124,6 @@ def explain_live(
         rules, which, held = _rules_to_explain_with(cluster, rules_file)
         sources, init_pods = node_sources(cluster, node, at)
         sources.follow(rules)
-        departed = cluster.departures().get(node.name)
         quarantined: tuple[str, ...] = ()
         restore = None
         persistent = rules.persistent_labels
@@ -137,7 +136,7 @@ def explain_live(
             cluster.previously_owned(),
             cluster.condition_sightings(node),
             restored_labels=restore,
-            departed=departed,
+            departed=cluster.departures().get(node.name),
         )
         facts = sources.facts(node, rules, facts)
 
