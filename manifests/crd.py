@@ -55,6 +55,17 @@ def noderules_crd() -> Manifest:
         ("Waiting", "integer", ".status.nodesWaiting"),
         ("Age", "date", ".metadata.creationTimestamp"),
     ]
+    schema = {
+        "type": "object",
+        "description": "Which taints and labels nodes must carry (docs/rules.md).",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec_schema(),
+            "status": status_schema(),
+        },
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -79,23 +90,9 @@ def noderules_crd() -> Manifest:
                         {"name": name, "type": kind, "jsonPath": path}
                         for name, kind, path in columns
                     ],
-                    "schema": {"openAPIV3Schema": _object_schema()},
+                    "schema": {"openAPIV3Schema": schema},
                 }
             ],
-        },
-    }
-
-
-def _object_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "description": "Which taints and labels nodes must carry (docs/rules.md).",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": spec_schema(),
-            "status": status_schema(),
         },
     }
 
