@@ -107,16 +107,15 @@ def render_oke_cloud_init(
     user_cloud_init: str | None = None,
     *,
     image_family: ImageFamily = "oracle-linux",
-    limit: int | None = None,
 ) -> str:
     """The pool's complete user_data.
 
     Without `user_cloud_init` (or with a blank one) it is the boot script itself. With one (a
     `#cloud-config` document or a `#!` script) it is a multipart MIME archive: the user's part,
-    then nodegate's script, which cloud-init runs last. `limit` is the budget in bytes for the
-    user_data as stored in the instance metadata (base64, gzipped if that is what makes it fit;
-    see `metadata_payload`); by default OKE_USER_DATA_BUDGET less the pool's other metadata
-    (`oke_node_metadata`), which shares OCI's limit.
+    then nodegate's script, which cloud-init runs last. As stored in the instance metadata
+    (base64, gzipped if that is what makes it fit; see `metadata_payload`) it must fit
+    OKE_USER_DATA_BUDGET less the pool's other metadata (`oke_node_metadata`), which shares
+    OCI's limit.
     """
     script = render_oke_bootstrap_script(rules, pool, image_family)
     if user_cloud_init is None or not user_cloud_init.strip():
@@ -124,7 +123,5 @@ def render_oke_cloud_init(
     else:
         ours = mime_part("text/x-shellscript", NODEGATE_SCRIPT_FILENAME, script)
         user_data = multipart(pool.name, (user_part(pool.name, user_cloud_init), ours))
-    if limit is None:
-        limit = user_data_budget(rules, pool)
-    metadata_payload(pool.name, user_data, limit)  # raises if it cannot fit
+    metadata_payload(pool.name, user_data, user_data_budget(rules, pool))  # raises if it cannot fit
     return user_data
