@@ -89,9 +89,7 @@ class Where:
     namespace: str = DEFAULT_NAMESPACE
     rules_configmap: str | None = None
     """namespace/name of the rules ConfigMap; default `<namespace>/nodegate-rules`."""
-    rules_key: str = RULES_KEY
     lease: str = DEFAULT_LEASE
-    event_namespace: str = "default"
 
     @property
     def rules_ref(self) -> tuple[str, str]:
@@ -180,11 +178,11 @@ class Cluster:
         if raw is None:
             view = RulesSourceView(reference, None, ("the rules ConfigMap does not exist",))
             return ConfigMapRules(view, None, "")
-        text = (raw.get("data") or {}).get(self.where.rules_key)
+        text = (raw.get("data") or {}).get(RULES_KEY)
         if not isinstance(text, str):
-            problem = f"the ConfigMap has no key '{self.where.rules_key}'"
+            problem = f"the ConfigMap has no key '{RULES_KEY}'"
             return ConfigMapRules(RulesSourceView(reference, None, (problem,)), None, "")
-        source = f"configmap {reference} key {self.where.rules_key}"
+        source = f"configmap {reference} key {RULES_KEY}"
         try:
             rules: NodeRules | None = parse_rules(text, source)
             problems: tuple[str, ...] = ()
@@ -465,7 +463,8 @@ class Cluster:
         Every page is read: a LIST returns Events by name, not by time, so the first page alone
         (a busy cluster's, or one a node filled with Events named to sort first: a kubelet may
         create Events) need not hold the recent ones."""
-        namespaces = sorted({self.where.event_namespace, self.where.rules_ref[0]})
+        # `default`: where the reconciler writes its Events unless --event-namespace says.
+        namespaces = sorted({"default", self.where.rules_ref[0]})
         found: list[EventView] = []
         for namespace in namespaces:
             token: str | None = None
