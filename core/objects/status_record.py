@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -83,14 +83,7 @@ def encode_status(status: ReconcilerStatus, rules_text: str) -> dict[str, str]:
         "digest": status.digest,
         "source": status.source,
         "appliedAt": format_time(status.applied_at) if status.applied_at else None,
-        "held": None
-        if held is None
-        else {
-            "digest": held.digest,
-            "reason": held.reason,
-            "source": held.source,
-            "since": format_time(held.since),
-        },
+        "held": None if held is None else {**asdict(held), "since": format_time(held.since)},
         "updatedAt": format_time(status.updated_at),
         "maxUntaintShare": status.max_untaint_share,
         "writerProcess": status.writer_process,
