@@ -133,15 +133,13 @@ class Controller:
         self.rules_recovered = threading.Event()
         """Set once the rules in force were put back from the status record (or it had none,
         or cannot say); until then this leader is not ready."""
-        self._compose(api, recorder, fence or LeaderFence(None), self._now)
+        self._compose(api, recorder, fence or LeaderFence(None))
         own.gate_census.source = self._gate_census
 
-    def _compose(
-        self, api: FencedApi, recorder: Recorder, fence: LeaderFence, clock: Clock
-    ) -> None:
+    def _compose(self, api: FencedApi, recorder: Recorder, fence: LeaderFence) -> None:
         """The collaborators of one node's reconcile, the sources, the worker that runs it, the
         read-backs and the chores."""
-        settings, metrics, memory = self._settings, self._metrics, self._memory
+        settings, metrics, memory, clock = self._settings, self._metrics, self._memory, self._now
 
         def warn(reason: str, message: str) -> None:
             """A Warning Event on the rules source in force (its ConfigMap or object), where
