@@ -143,6 +143,7 @@ def _rendered(
     aks_initialization_taints: bool,
     image_family: OkeImageFamily,
 ) -> str:
+    from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
     from nodegate.bootstrap.oke import (  # noqa: PLC0415
         kubelet_extra_args,
         oke_node_metadata,
@@ -181,15 +182,9 @@ def _rendered(
         )
         return spec.to_json() + "\n"
     family: ImageFamily = "ubuntu" if image_family == OkeImageFamily.UBUNTU else "oracle-linux"
-    return render_oke_cloud_init(rules, pool, _read_user_data(user_data), image_family=family)
-
-
-def _read_user_data(path: Path | None) -> str | None:
-    from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
-
-    if path is None:
-        return None
     try:
-        return path.read_text(encoding="utf-8")
+        user_text = None if user_data is None else user_data.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise BootstrapError(f"--user-data {path}: cannot read it as UTF-8 text: {err}") from err
+        why = f"--user-data {user_data}: cannot read it as UTF-8 text: {err}"
+        raise BootstrapError(why) from err
+    return render_oke_cloud_init(rules, pool, user_text, image_family=family)
