@@ -10,7 +10,7 @@ client layer (`reconciler.kit`) and parsers (`NodeState.from_k8s`, `slim_pod`,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,14 +156,10 @@ class Cluster:
     def nodes(self, on_page: Callable[[int], None] = lambda _n: None) -> list[NodeState]:
         """Every Node, in pages of PAGE_SIZE (one paginated LIST); `on_page(count so far)`."""
         found: list[NodeState] = []
-        token: str | None = None
-        while True:
-            page = self._api.list_page(Selection("Node"), PAGE_SIZE, token)
-            found += [NodeState.from_k8s(raw) for raw in page.items]
+        for items in self._pages(Selection("Node")):
+            found += [NodeState.from_k8s(raw) for raw in items]
             on_page(len(found))
-            token = page.continue_token
-            if token is None:
-                return found
+        return found
 
     def node(self, name: str) -> NodeState | None:
         raw = self._api.get_node(name)
@@ -487,15 +483,17 @@ class Cluster:
                     break
         return found
 
-    def _all(self, selection: Selection) -> list[RawObject]:
-        found: list[RawObject] = []
+    def _pages(self, selection: Selection) -> Iterator[list[RawObject]]:
         token: str | None = None
         while True:
             page = self._api.list_page(selection, PAGE_SIZE, token)
-            found += page.items
+            yield page.items
             token = page.continue_token
             if token is None:
-                return found
+                return
+
+    def _all(self, selection: Selection) -> list[RawObject]:
+        return [raw for items in self._pages(selection) for raw in items]
 
 
 def _event(raw: Mapping[str, Any]) -> EventView:
