@@ -14,10 +14,8 @@ Format (`data["sightings.json"]`): {"version": 1, "nodes": {name: {"uid", "condi
 [{"type", "status", "token", "firstSeen", "witnessed"}]}}}.
 
 Beside it, under its own key, the Node objects nodegate saw go while pods were Ready for them
-(`re_registration.Departure`): a kubelet restarted inside the pod GC's grace registers a new
-Node of the name, and whether those pods count for it depends on the machine the old one
-reported, which no other object keeps once it is deleted. A few names at a time (each is
-dropped once its pods are gone or written again). Format (`data["departed.json"]`):
+(`re_registration` says why they are kept). A few names at a time (each is dropped once its
+pods are gone or written again). Format (`data["departed.json"]`):
 {"version": 1, "nodes": {name: {"uid", "bootID", "systemUUID", "left", "pods": {uid:
 written or null}}}}.
 """
