@@ -38,7 +38,6 @@ from nodegate.reconciler.webhook.review import Refusal, decode_review, error_bod
 log = logging.getLogger("nodegate.webhook")
 
 
-Clock = Callable[[], datetime]
 RulesProvider = Callable[[], NodeRules | None]
 LOOKUP_THREADS = 4
 
@@ -151,7 +150,7 @@ class NodeAdmission:
         rules: RulesProvider,
         lookup: RecordLookup,
         metrics: WebhookMetrics,
-        clock: Clock = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._rules = rules
         self._lookup = lookup

@@ -294,11 +294,10 @@ def serve_webhook(
     registry: CollectorRegistry,
     stop: threading.Event,
     health: Health,
-) -> WebhookServer | None:
-    """Start the webhook and the loop that keeps its certificate (None: not configured)."""
+) -> WebhookServer:
+    """Start the webhook and the loop that keeps its certificate."""
     webhook = settings.webhook
-    if webhook is None:
-        return None
+    assert webhook is not None
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
     # Its own client: reviews never queue behind node traffic, and calls time out in budget.
     api = WebhookKubeApi(load_api_client(kubeconfig), webhook.lookup_timeout_seconds)

@@ -46,7 +46,6 @@ from nodegate.reconciler.webhook.certs import (
 log = logging.getLogger("nodegate.webhook")
 
 OnCertificate = Callable[[bytes, bytes], None]
-Clock = Callable[[], datetime]
 MAX_CONFLICTS = 3
 
 
@@ -67,7 +66,7 @@ class SecretCertificates:
         on_certificate: OnCertificate,
         *,
         policy: CertPolicy | None = None,
-        clock: Clock = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._api = api
         self._namespace = namespace
