@@ -13,9 +13,8 @@ from nodegate.cli.inputs import nodes_in, rules_or_exit
 from nodegate.cli.live.options import Context, Kubeconfig, Namespace, RulesConfigMap, connect
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
-# What the command runs on (the rules, the decisions, rich) is imported when it runs, in each
-# function below: a TAB on its options or its --help reads them from this module and loads
-# neither core nor pydantic (tests/unit/cli/test_lazy_commands.py).
+# What the command runs on is imported when it runs (cli/lazy_group.py,
+# tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -12,9 +12,8 @@ from nodegate.cli.help_format import Command, typer_app
 from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, kube_client
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
-# What the commands run on (the cluster's shell, the records, rich) is imported when they run,
-# in each function below: a TAB on their options or their --help reads them from this module
-# and loads neither the Kubernetes client nor core (tests/unit/cli/test_lazy_commands.py).
+# What the commands run on is imported when they run (cli/lazy_group.py,
+# tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from nodegate.cli.live.label_records import LabelRecords
     from nodegate.core.decisions.persisted_labels import StoredRecord

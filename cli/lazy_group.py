@@ -5,7 +5,8 @@ webhook's cryptography, jinja2, the chart generator); imported all at once, ever
 process paid about a second before it did anything. Here a command is named in a table with its
 module and its one-line help: the list in `--help` and the candidates of a TAB come from the
 table, and the module is imported when the command's own context is made (it runs, or its
-`--help` or a TAB on its options reads its options).
+`--help` or a TAB on its options reads its options). So a command module imports what its
+command runs on (core, pydantic, the Kubernetes client, rich) in its functions, when it runs.
 
 click documents the pattern ("Lazily Loading Subcommands": a group's get_command imports); typer
 has no lazy registration of its own, so here each table entry stands in the group's `commands`

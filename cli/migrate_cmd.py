@@ -23,10 +23,8 @@ from nodegate.migrate.defaults import (
     OperatorSettings,
 )
 
-# The conversions (and the rules model and YAML reader they check with) are imported when a
-# command runs, in each function below: a TAB on the options or --help reads their defaults
-# (nodegate.migrate.defaults) and loads neither core nor pydantic
-# (tests/unit/cli/test_lazy_commands.py).
+# The conversions are imported when a command runs (cli/lazy_group.py); the options' defaults
+# come from nodegate.migrate.defaults (tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from nodegate.core.text.errors import Problem
     from nodegate.migrate.conversion import Conversion, YamlFile

@@ -36,10 +36,8 @@ from nodegate.cli.live.options import (
 )
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
-# What the command runs on (the sources, the rules, the decisions, the reconciler's settings,
-# rich) is imported when it runs, in each function below: a TAB on its options or its --help
-# reads them from this module and loads neither core nor pydantic
-# (tests/unit/cli/test_lazy_commands.py).
+# What the command runs on is imported when it runs (cli/lazy_group.py,
+# tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -22,9 +22,8 @@ from nodegate.cli.live.options import (
 )
 from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAMESPACE
 
-# What the command runs on (the cluster's shell, the report, rich) is imported when it runs, in
-# each function below: a TAB on its options or its --help reads them from this module and loads
-# neither the Kubernetes client nor core (tests/unit/cli/test_lazy_commands.py).
+# What the command runs on is imported when it runs (cli/lazy_group.py,
+# tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
     from rich.console import Console
 
