@@ -53,7 +53,6 @@ class DryRunChange:
 
 
 def dry_run_rules(rules: NodeRules) -> frozenset[str]:
-    """Names of the taint rules and gates in dry run."""
     return frozenset(r.name for r in rules.taint_rules() if r.dry_run)
 
 

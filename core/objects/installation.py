@@ -32,5 +32,4 @@ def quarantine_name(record: str, stamp: str) -> str:
 
 
 def is_quarantine_of(name: str, record: str) -> bool:
-    """Whether `name` is a quarantined copy of the record named `record`."""
     return name.startswith(f"{record}{QUARANTINE_INFIX}")
