@@ -358,7 +358,6 @@ class Controller:
         self.rules_in_force.consider(self._facts)
 
     def _facts(self, rules: NodeRules) -> Iterator[tuple[NodeState, PlanFacts]]:
-        """Every cached node with its facts gathered for `rules`."""
         return (
             (node.state, self._node_facts.of(key, rules)) for key, node in self.informer.items()
         )

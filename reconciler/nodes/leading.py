@@ -43,7 +43,6 @@ class ReadBacks:
     errors: Callable[[str], None]
     """Count an error of this kind."""
     recovered: threading.Event
-    """Set once the rules in force were read back (or given up)."""
 
     def run(self, stop: threading.Event) -> None:
         """Before anything is planned, in this order, each retried for

@@ -218,7 +218,6 @@ class LabelRecords:
         return wait if wait > 0 else None
 
     def deferred(self) -> list[str]:
-        """The nodes whose record write waits for its interval."""
         with self._lock:
             return sorted(self._deferred)
 

@@ -119,9 +119,8 @@ class AgentReports:
 
     def daemon_sets_changed(self) -> None:
         """A DaemonSet made, retargeted or deleted (rare), or its informer synced: every node
-        is looked at again, and a listed DaemonSet that can never run where its rule's taint is
-        (missing, or not tolerating the taint) is reported once, with the fix. Not when rules
-        are applied: their nodes are queued last, once the cache follows them (`Controller`)."""
+        is looked at again, and the `DaemonSetProblems` reported. Not when rules are applied:
+        their nodes are queued last, once the cache follows them (`Controller`)."""
         if (rules := self._rules()) is not None:
             self._look_again()
             self.daemon_sets.report(self._agents().problems(rules))

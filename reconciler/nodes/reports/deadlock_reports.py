@@ -1,7 +1,6 @@
-"""Rules seen waiting for each other on nodes (`agent_deadlocks`): each deadlock said once while
-any node shows it, however many nodes and reconciles do (a log line and a `NodeAgentDeadlock`
-Warning Event on the rules' source, naming both rules and the tolerations that end it), and
-again if it comes back after every node was rid of it.
+"""Rules seen waiting for each other on nodes (`agent_deadlocks`): each deadlock said as a
+`ShownOnNodes` report is (a log line and a `NodeAgentDeadlock` Warning Event on the rules'
+source, naming both rules and the tolerations that end it).
 
 No reconcile can end such a wait: a gate's init pod kept away by an agent taint, the agent rule
 waiting for a DaemonSet the gate keeps away. So it is reported as `NodeAgentCannotRun` is, as a
