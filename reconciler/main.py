@@ -117,8 +117,6 @@ def run(
 
 @dataclass
 class _Parts:
-    """The reconciler's parts, wired."""
-
     metrics: Metrics
     health: Health
     recorder: QueuedEvents

@@ -482,8 +482,7 @@ class KubeApi:
 
     def within(self, seconds: float) -> KubeApi:
         """A view of this API (same client, same watches) whose writes each end within
-        `seconds`: urllib3 tries a connect up to four times (`load_api_client`), so each
-        attempt gets an eighth (at most the usual connect timeout) and the answer half."""
+        `seconds`: each connect attempt an eighth (why: `KubeLeaseApi`), the answer half."""
         bounded = copy.copy(self)
         seconds = max(seconds, 0.001)
         bounded._write_timeout = (

@@ -14,10 +14,8 @@ The fence is what makes "never two writers" hold whatever goes wrong: a write ma
 while the last successful renewal *started* less than `renew_deadline` ago. A standby observes a
 renewal only after it was sent and waits `lease_duration` (> renew_deadline) past that, so the
 old leader's fence has lapsed before the new leader's opens, even if the old one's election
-thread hangs or dies, its Lease reads are slow, or anyone's wall clock steps. The fence also
-counts writes in flight: on a clean hand-back it is revoked first (no write starts), then the
-writes in flight are waited for, and only then is the Lease released, since a release lets the
-standby lead within one retry period.
+thread hangs or dies, its Lease reads are slow, or anyone's wall clock steps (a clean
+hand-back: `LeaderElector.stop_and_release`).
 
 Every Lease call has its own deadline (half the renew deadline), so a silent connection costs one
 attempt, not the leadership; failures are logged once per run, not once per retry.

@@ -49,9 +49,7 @@ class LeaseApi(Protocol):
 
 
 class KubeLeaseApi(KubeApi):
-    """`LeaseApi` on the official client's configuration and pool, sent as `KubeApi`'s calls
-    are, each cut at `timeout_seconds` (a read that timed out drops the pool's idle
-    connections).
+    """`LeaseApi` sent as `KubeApi`'s calls are, each cut at `timeout_seconds`.
 
     urllib3 tries a connect up to four times (`load_api_client`), so each attempt gets an
     eighth of the cut (at most the usual connect timeout): with the whole cut per attempt, a

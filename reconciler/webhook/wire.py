@@ -1,8 +1,8 @@
 """The HTTP below the AdmissionReview: what any client may hold of the webhook server, and the
 request head read within those bounds.
 
-Hand-written over the standard library's header parser rather than a server library: one POST
-route does not justify an ASGI stack in the image (docs/reconciler.md, "Node admission webhook").
+Hand-written over the standard library's header parser (why no server library: `WebhookServer`,
+and docs/reconciler.md, "Node admission webhook").
 """
 
 from __future__ import annotations
