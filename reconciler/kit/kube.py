@@ -353,7 +353,6 @@ class KubeApi:
         silence: float,
         cancel: WatchCancel | None,
     ) -> Iterator[tuple[str, RawObject]]:
-        """The events of one open watch stream, read line by line, until it ends."""
         lines = iter_resp_lines(response)
         while True:
             try:
@@ -433,7 +432,6 @@ class KubeApi:
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
-        """An Event for every change."""
         return self._raw("POST", path_of("Event", namespace), body=event)
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
@@ -543,7 +541,6 @@ class KubeApi:
             raise
 
     def _read_or_none(self, path: str) -> RawObject | None:
-        """The object at `path` as raw JSON, or None if it does not exist."""
         try:
             return self._raw("GET", path)
         except NotFoundError:

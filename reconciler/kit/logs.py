@@ -21,7 +21,6 @@ def _time(record: logging.LogRecord) -> str:
 
 
 def _extra(record: logging.LogRecord) -> dict[str, object]:
-    """The `extra={...}` fields of the record."""
     return {k: v for k, v in vars(record).items() if k not in _STANDARD}
 
 

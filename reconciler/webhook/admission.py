@@ -43,8 +43,6 @@ LOOKUP_THREADS = 4
 
 
 class WebhookMetrics:
-    """The webhook's metrics, on the reconciler's registry."""
-
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reviews = Counter(
             "nodegate_webhook_reviews",

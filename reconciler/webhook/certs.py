@@ -116,7 +116,6 @@ def bundle_from_secret_data(data: Mapping[str, object] | None) -> ServingBundle:
 
 
 def _pairs(cert: x509.Certificate, key_pem: bytes) -> bool:
-    """Whether the private key in `key_pem` is the one of `cert`."""
     return _load_key(key_pem).public_key() == cert.public_key()
 
 

@@ -217,7 +217,6 @@ def _pem_path(data: bytes) -> Iterator[str]:
 
 
 def server_context(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
-    """A TLS (1.2+) server context serving this certificate and key."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     with _pem_path(cert_pem) as cert_file, _pem_path(key_pem) as key_file:
