@@ -47,9 +47,7 @@ class NodeFacts:
         gate_pods: GatePods,
         csi_nodes: CsiNodes,
         node_agents: NodeAgents,
-        on_agents: Callable[[str, NodeState, NodeRules, Mapping[str, AgentReadiness]], None] = (
-            lambda *_: None
-        ),
+        on_agents: Callable[[str, NodeState, NodeRules, Mapping[str, AgentReadiness]], None],
     ) -> None:
         """`rules`: the rules in force, whose condition types are sighted; `cached`: the node
         cache, whose node is sighted again when its facts are asked for; `sources`: what the

@@ -96,6 +96,7 @@ def node_facts(
         ),
         csi_nodes or SimpleNamespace(drivers=lambda k, u: {}),  # type: ignore[arg-type]
         agents,
+        lambda *_: None,
     )
 
 
