@@ -164,10 +164,7 @@ def tolerates(
     placement: Placement, taint: NodeTaint | Taint, *, comparison_operators: bool = False
 ) -> bool:
     """Whether one of the placement's tolerations tolerates this taint (`ToleratesTaint`)."""
-    return any(
-        _tolerates(toleration, taint.key, taint.value, taint.effect, comparison_operators)
-        for toleration in placement.tolerations
-    )
+    return any(_tolerates(t, taint, comparison_operators) for t in placement.tolerations)
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -331,18 +328,18 @@ def _wanted(requirement: Requirement) -> str:
 
 
 def _tolerates(
-    toleration: Toleration, key: str, value: str, effect: str, comparison_operators: bool
+    toleration: Toleration, taint: NodeTaint | Taint, comparison_operators: bool
 ) -> bool:
-    if toleration.effect and toleration.effect != effect:
+    if toleration.effect and toleration.effect != taint.effect:
         return False
-    if toleration.key and toleration.key != key:
+    if toleration.key and toleration.key != taint.key:
         return False
     if toleration.operator in ("", "Equal"):
-        return toleration.value == value
+        return toleration.value == taint.value
     if toleration.operator == "Exists":
         return True
     if toleration.operator in ("Lt", "Gt") and comparison_operators:
-        limit, have = _int64(toleration.value, _CANONICAL_INT), _int64(value, _CANONICAL_INT)
+        limit, have = _int64(toleration.value, _CANONICAL_INT), _int64(taint.value, _CANONICAL_INT)
         if limit is None or have is None:
             return False
         return have < limit if toleration.operator == "Lt" else have > limit
