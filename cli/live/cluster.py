@@ -156,7 +156,7 @@ class Cluster:
     def nodes(self, on_page: Callable[[int], None] = lambda _n: None) -> list[NodeState]:
         """Every Node, in pages of PAGE_SIZE (one paginated LIST); `on_page(count so far)`."""
         found: list[NodeState] = []
-        for items in self._pages(Selection("Node")):
+        for items in pages(self._api, Selection("Node")):
             found += [NodeState.from_k8s(raw) for raw in items]
             on_page(len(found))
         return found
@@ -483,17 +483,19 @@ class Cluster:
                     break
         return found
 
-    def _pages(self, selection: Selection) -> Iterator[list[RawObject]]:
-        token: str | None = None
-        while True:
-            page = self._api.list_page(selection, PAGE_SIZE, token)
-            yield page.items
-            token = page.continue_token
-            if token is None:
-                return
-
     def _all(self, selection: Selection) -> list[RawObject]:
-        return [raw for items in self._pages(selection) for raw in items]
+        return [raw for items in pages(self._api, selection) for raw in items]
+
+
+def pages(api: KubeApi, selection: Selection) -> Iterator[list[RawObject]]:
+    """One paginated LIST, page by page."""
+    token: str | None = None
+    while True:
+        page = api.list_page(selection, PAGE_SIZE, token)
+        yield page.items
+        token = page.continue_token
+        if token is None:
+            return
 
 
 def _event(raw: Mapping[str, Any]) -> EventView:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kubernetes import client
 
+from nodegate.cli.live.cluster import pages
 from nodegate.core.decisions.persisted_labels import (
     RECORD_LABEL,
     RECORD_LABEL_VALUE,
@@ -22,8 +23,6 @@ from nodegate.core.decisions.persisted_labels import (
 from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
-
-PAGE_SIZE = 500
 
 
 class NoSuchNodeError(LookupError):
@@ -40,14 +39,7 @@ class LabelRecords:
         selection = Selection(
             "ConfigMap", self.namespace, label_selector=f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
         )
-        found: list[StoredRecord] = []
-        token: str | None = None
-        while True:
-            page = self._api.list_page(selection, PAGE_SIZE, token)
-            found += [stored_record(raw) for raw in page.items]
-            token = page.continue_token
-            if token is None:
-                return found
+        return [stored_record(raw) for items in pages(self._api, selection) for raw in items]
 
     def forget(self, stored: StoredRecord) -> None:
         self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)
