@@ -167,15 +167,8 @@ def _of_this_life(
     signal: Sighting, node: NodeState, gate: StartupGate, departed: Departure | None
 ) -> bool:
     """Whether an init pod's ready signal is evidence for this life of the gate: not from
-    before the Node object existed, nor, after a reboot, from the previous boot.
-
-    Against the Node's creation, the pod's last status write counts (both stamped by the API
-    server, in whole seconds: the kubelet's write in the second the Node was created counts),
-    so a pod of an earlier Node of the same name, Ready before this one existed, does not;
-    unless it was Ready for the Node object before this one, on this same machine in this same
-    boot (a Node deleted and registered again by a restarted kubelet), as for a node agent's
-    pod (`re_registration.of_this_node`).
-    """
+    before the Node object existed (`re_registration.of_this_node`, as for a node agent's pod),
+    nor, after a reboot, from the previous boot."""
     if not of_this_node(node, signal_pod(signal), signal.status_written, departed):
         return False
     return _of_this_boot(signal, node, gate)

@@ -347,10 +347,7 @@ def cannot_run_message(
 
 
 def _ready_for_this_node(pod: AgentPod, node: NodeState, departed: Departure | None) -> bool:
-    """Ready, staying, and Ready for this Node object (`re_registration.of_this_node`): its
-    status last written no earlier than the Node's creation, or Ready for the Node object of its
-    name before this one on this same machine in this same boot; so the pod of an earlier Node
-    of the same name on another machine does not count."""
+    """Ready, staying, and Ready for this Node object (`re_registration.of_this_node`)."""
     if not pod.ready or pod.terminating:
         return False
     return of_this_node(node, pod.uid, pod.status_written, departed)
