@@ -2,8 +2,7 @@
 of the `RulesError`, each with its place (FILE:LINE:COL, as `nodegate validate` prints them),
 then their exit code.
 
-core is imported when a command runs, not with this module: a TAB or `--help` loads neither core
-nor pydantic (tests/unit/cli/test_lazy_commands.py).
+core is imported when a command runs, not with this module (cli/lazy_group.py).
 """
 
 from __future__ import annotations
