@@ -79,7 +79,7 @@ class Informer(Generic[V]):
         self._watch_timeout = watch_timeout_seconds
         self._backoff = backoff or Backoff(cap_seconds=MAX_RETRY_SECONDS)
         self._on_error = on_error
-        self.on_synced = on_synced
+        self.on_synced = on_synced or (lambda: None)
         self._cache: dict[str, V] = {}
         self._lock = threading.Lock()
         self._relist_requested = threading.Event()
@@ -230,8 +230,7 @@ class Informer(Generic[V]):
             self._dispatch(key, old, None)
         if not self.synced.is_set():
             self.synced.set()
-            if self.on_synced is not None:
-                self.on_synced()
+            self.on_synced()
         return page.resource_version
 
     def _watch(self, stop: threading.Event) -> None:
