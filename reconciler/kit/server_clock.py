@@ -174,7 +174,7 @@ class AnchoredClock:
         self,
         server_time: Callable[[], datetime],
         monotonic: Callable[[], float] = boot_clock,
-        on_reading: Callable[[Verdict], None] | None = None,
+        on_reading: Callable[[Verdict], None] = lambda _verdict: None,
     ) -> None:
         self._server_time = server_time
         self._monotonic = monotonic
@@ -204,8 +204,7 @@ class AnchoredClock:
             assert self._clock is not None
             self._clock, verdict = read(self._clock, reading, self._monotonic())
             # Under the lock: two readers (the follower, the breaker's load) report in order.
-            if self._on_reading is not None:
-                self._on_reading(verdict)
+            self._on_reading(verdict)
 
     @property
     def anchored(self) -> bool:
