@@ -42,12 +42,12 @@ from nodegate.core.rules.rule_kinds import ALL_NAMESPACES, NodeReads, RuleKind, 
 from nodegate.core.text.durations import format_duration, parse_duration
 from nodegate.core.text.frozen import Frozen, LabelKey, LabelValue, check_key
 from nodegate.core.text.k8s_names import (
+    CONDITION_RULE_TAINT_KEYS,
     CSI_DRIVER_PATTERN,
     DNS_LABEL_PATTERN,
     DNS_SUBDOMAIN_PATTERN,
     OUT_OF_SERVICE_TAINT,
     PLATFORM_LABEL_DOMAINS,
-    condition_rule_may_apply,
     in_nodegate_domain,
     label_owned_by_platform,
     taint_key_owner,
@@ -174,7 +174,7 @@ class Taint(TaintRef):
 
 def _refuse_reserved(key: str) -> None:
     owner = taint_key_owner(key)
-    if owner and not condition_rule_may_apply(key):
+    if owner and key not in CONDITION_RULE_TAINT_KEYS:
         raise ValueError(
             f"taint key '{key}' belongs to {owner}; nodegate must not add or remove "
             "it. Use a key in your own domain, e.g. 'example.com/dedicated'"
@@ -258,7 +258,7 @@ class LabelSelector(Frozen):
 
 
 def _only_in_condition_rules(taint: Taint) -> Taint:
-    if condition_rule_may_apply(taint.key):
+    if taint.key in CONDITION_RULE_TAINT_KEYS:
         raise ValueError(
             f"taint key '{taint.key}' is allowed only in conditionTaints: only a node's "
             "conditions can show that it is really shut down (Ready not True plus the "
@@ -787,7 +787,7 @@ class ReadyWhen(Frozen):
 def _check_former_key(key: str) -> str:
     """A former key is lifted like the gate's own key, so it is held to the same checks."""
     _check_gate_key(key)
-    if condition_rule_may_apply(key):
+    if key in CONDITION_RULE_TAINT_KEYS:
         raise ValueError(
             f"taint key '{key}' is allowed only in conditionTaints; it was never a gate's key"
         )

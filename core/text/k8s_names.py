@@ -141,16 +141,11 @@ the only evidence that it is shut down. They stay reserved for the planner, so o
 rule naming one may remove it (never a claim left by a deleted rule)."""
 
 
-def condition_rule_may_apply(key: str) -> bool:
-    """Whether this reserved taint key is open to conditionTaints rules (and only to them)."""
-    return key in CONDITION_RULE_TAINT_KEYS
-
-
 def taint_key_owner(key: str) -> str | None:
     """Who owns a reserved taint key, or None if any nodegate rule may use it."""
-    if key in RESERVED_TAINT_KEYS:
-        return RESERVED_TAINT_KEYS[key]
-    return next((who for domain, who in RESERVED_TAINT_DOMAINS if key_in_domain(key, domain)), None)
+    return RESERVED_TAINT_KEYS.get(key) or next(
+        (who for domain, who in RESERVED_TAINT_DOMAINS if key_in_domain(key, domain)), None
+    )
 
 
 # kubelet `IsKubeletLabel`: the only kubernetes.io / k8s.io labels a kubelet may set on itself.
