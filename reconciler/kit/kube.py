@@ -271,10 +271,8 @@ class KubeApi:
         self._watches_lock = threading.Lock()
 
     def _path_dead(self, but: int | None = None) -> None:
-        """A read timed out: the path to the API server is presumed dead. Its idle connections
-        are dropped and every other open watch is severed (its read cut, a `WatchStalledError`
-        raised), so all of them are re-established now, not each after its own silence: one
-        dead HTTP/2 connection takes all its streams with it in client-go too."""
+        """A read timed out: the path is presumed dead (the module docstring's third bound); in
+        client-go too, one dead HTTP/2 connection takes all its streams with it."""
         self.api_client.rest_client.pool_manager.clear()  # in use: closed when they come back
         with self._watches_lock:
             others = [watch for key, watch in self._watches.items() if key != but]
@@ -316,8 +314,8 @@ class KubeApi:
 
         An ERROR event becomes the matching `KubeError` (410 -> `GoneError`); the generator ends
         normally when the server closes the stream at its timeout, or when `cancel` is
-        cancelled. Silence past `timeout_seconds + WATCH_SILENCE_SLACK_SECONDS` raises
-        `WatchStalledError`: the server would have sent a bookmark or ended the watch by then.
+        cancelled. Silence past its liveness bound (the module docstring) raises
+        `WatchStalledError`.
         """
         silence = timeout_seconds + WATCH_SILENCE_SLACK_SECONDS
         query: dict[str, str | int | bool] = {
