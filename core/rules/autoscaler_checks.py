@@ -153,8 +153,9 @@ def _cluster_autoscaler_key(
             f"from {format_version(since)} on"
         )
     else:
+        called = "gate" if isinstance(gate, StartupGate) else gate.kind.field
         problem = (
-            f"{_called(gate)} is not a startup taint to {who} in front of pool "
+            f"{called} '{gate.name}' is not a startup taint to {who} in front of pool "
             f"'{pool.name}': it would count a gated node as ready capacity the pending pods "
             "cannot use and add another node, and never scale the pool up from zero"
         )
@@ -180,14 +181,6 @@ def _cluster_autoscaler_key(
         path,
         f"{problem}, unless the autoscaler runs with {flag}={key}{_prefix_flag(key, ca)}: if "
         f"it does, list {listed} in the pool's autoscaler.flags; otherwise {fix}",
-    )
-
-
-def _called(rule: TaintRule) -> str:
-    return (
-        f"gate '{rule.name}'"
-        if isinstance(rule, StartupGate)
-        else f"{rule.kind.field} '{rule.name}'"
     )
 
 
