@@ -220,14 +220,13 @@ def drain(response: Any, timeout: tuple[float, float]) -> None:
 
 
 def json_body(response: Any, timeout: tuple[float, float]) -> dict[str, Any]:
-    """Body of an answer whose head `call` returned, as the JSON object every API answer is.
-    The body is read here, within `timeout`'s read deadline as a whole (an answer trickling in
-    a byte at a time is a stall, `TimedOutError`, as a silent one is): a connection reset or
-    stalled in the middle of the body raises urllib3's `ProtocolError` or `ReadTimeoutError`
-    here, not in `call`, so it is mapped here too, or it would leave as a bare urllib3 error
-    that loops catching `KubeError` do not expect (the controller's ended on one, at start,
-    with a 200 KiB taint history cut mid-answer). A body that is not a JSON object (a proxy's
-    page, a list, a number) is a transport fault."""
+    """Body of an answer whose head `call` returned, as the JSON object every API answer is,
+    read as `_read_all` reads it. A connection reset or stalled in the middle of the body
+    raises urllib3's `ProtocolError` or `ReadTimeoutError` here, not in `call`, so it is mapped
+    here too, or it would leave as a bare urllib3 error that loops catching `KubeError` do not
+    expect (the controller's ended on one, at start, with a 200 KiB taint history cut
+    mid-answer). A body that is not a JSON object (a proxy's page, a list, a number) is a
+    transport fault."""
     try:
         data = _read_all(response, timeout, keep=True)
     except TRANSPORT_ERRORS as err:
