@@ -105,7 +105,11 @@ class EventRecorder:
             }
             created = self._api.create_event(namespace, event)
             recorded = _Recorded(namespace, created["metadata"]["name"], 1, time.monotonic())
-            self._remember(key, recorded)
+            with self._lock:
+                self._recent[key] = recorded
+                self._recent.move_to_end(key)
+                while len(self._recent) > CACHE_ENTRIES:
+                    self._recent.popitem(last=False)
         except KubeError as err:
             # An Event is a report, not the change itself: losing one must not undo the work.
             log.warning("could not record event", extra={"reason": reason, "error": str(err)})
@@ -128,13 +132,6 @@ class EventRecorder:
                 self._recent.pop(key, None)
             return False  # the Event expired (TTL): create a fresh one
         return True
-
-    def _remember(self, key: tuple[str, ...], recorded: _Recorded) -> None:
-        with self._lock:
-            self._recent[key] = recorded
-            self._recent.move_to_end(key)
-            while len(self._recent) > CACHE_ENTRIES:
-                self._recent.popitem(last=False)
 
 
 class Recorder(Protocol):
