@@ -237,7 +237,6 @@ def _oci_poller(
         while not stop.is_set():
             try:
                 return compute_client(oci)
-            # Any failure to set up the SDK's auth: said once, retried, node work goes on.
             except Exception as err:
                 metrics.oci.errors.labels("setup").inc()
                 if not said:

@@ -1,6 +1,7 @@
 """Writing the data of one of the reconciler's own ConfigMaps (the eviction ledger, the
-sightings record): read, compute, create or replace under the read's resourceVersion, and on
-a conflict read again. The official client has no such loop; this is the one copy of it."""
+sightings record, the taint history): read, compute, create or replace under the read's
+resourceVersion, and on a conflict read again. The official client has no such loop; this is
+the one copy of it."""
 
 from __future__ import annotations
 

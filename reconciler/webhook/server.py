@@ -299,7 +299,6 @@ def serve_webhook(
     webhook = settings.webhook
     assert webhook is not None
     kubeconfig = str(settings.kubeconfig) if settings.kubeconfig else None
-    # Its own client: reviews never queue behind node traffic, and calls time out in budget.
     api = WebhookKubeApi(load_api_client(kubeconfig), webhook.lookup_timeout_seconds)
     metrics = WebhookMetrics(registry)
     namespace = settings.records_namespace
