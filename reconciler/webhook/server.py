@@ -98,8 +98,7 @@ class WebhookServer:
 
     @property
     def port(self) -> int:
-        port: int = self._socket.getsockname()[1]
-        return port
+        return int(self._socket.getsockname()[1])
 
     def use_certificate(self, cert_pem: bytes, key_pem: bytes) -> None:
         """Serve this certificate from the next connection on."""
