@@ -38,7 +38,6 @@ V = TypeVar("V")
 
 MAX_RETRY_SECONDS = 15.0
 """The informers' backoff cap (jitter may stretch a wait to twice this)."""
-FORBIDDEN = 403
 MIN_WATCH_SECONDS = 1.0
 """A watch that ends sooner than this having delivered nothing counts as a failure."""
 
@@ -166,7 +165,7 @@ class Informer(Generic[V]):
         """Back off; the first failure of a run is logged (a warning), later ones are not."""
         delay = self._backoff.next_delay()
         self._failures += 1
-        if isinstance(err, PermanentError) and err.status == FORBIDDEN:
+        if isinstance(err, PermanentError) and err.status == 403:
             self.refused = err.said
         if self._failing_since is None:
             self._failing_since = time.monotonic()
