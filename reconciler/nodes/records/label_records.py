@@ -217,16 +217,13 @@ class LabelRecords:
         wait = last + COALESCE_SECONDS - self._monotonic()
         return wait if wait > 0 else None
 
-    def deferred(self) -> list[str]:
-        with self._lock:
-            return sorted(self._deferred)
-
     def flush(self, reconcile: Callable[[str], object]) -> int:
         """At a clean stop, before the Lease is handed back: the record writes still waiting
         for their interval (`COALESCE_SECONDS`) go out now, each by its node's `reconcile`, so
         a node deleted while no replica runs leaves its latest labels in its record. How many
         nodes."""
-        deferred = self.deferred()
+        with self._lock:
+            deferred = sorted(self._deferred)
         self._flushing = True
         try:
             for key in deferred:

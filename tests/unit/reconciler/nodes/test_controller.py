@@ -1066,7 +1066,7 @@ def test_a_record_write_waiting_for_its_interval_goes_out_at_a_clean_stop() -> N
 
     [_, last] = record_writes(api)
     assert "latest" in last["data"]["record.json"]
-    assert controller.labels.deferred() == []
+    assert not controller.labels._deferred
 
 
 def test_a_node_that_gets_its_provider_id_late_is_looked_at_again_when_labels_persist() -> None:
