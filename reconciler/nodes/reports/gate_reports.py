@@ -120,11 +120,10 @@ class GateReports(ReadWhenAsked):
         if self._dry_run:
             return
         pool = node.state.labels.get(POOL_LABEL, "")
-        created = node.state.created
-        for gate in node_plan.lifted_gates:
-            if created is not None:
-                elapsed = (self._now() - created).total_seconds()
-                self._metrics.time_to_ungate.labels(gate, pool).observe(max(elapsed, 0.0))
+        if (created := node.state.created) is not None and node_plan.lifted_gates:
+            elapsed = max((self._now() - created).total_seconds(), 0.0)
+            for gate in node_plan.lifted_gates:
+                self._metrics.time_to_ungate.labels(gate, pool).observe(elapsed)
         for gate in node_plan.gates_put_back:
             self._metrics.gates_put_back.labels(gate).inc()
 
