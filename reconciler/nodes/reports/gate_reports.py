@@ -56,11 +56,6 @@ class GateReports(ReadWhenAsked):
         """node uid -> (gate, what) already reported: timeouts and skipped backfills."""
         self._lock = threading.Lock()
 
-    def __len__(self) -> int:
-        """Nodes something is remembered about."""
-        with self._lock:
-            return len(self._said)
-
     def forget(self, name: str, uid: str | None) -> None:
         """The node is deleted (`NodeMemory`): nothing about it needs remembering any more."""
         if uid is None:

@@ -551,17 +551,17 @@ def gates_remembered_after(
     thread.start()
     api.push_watch(kind, raw)
     deadline = time.monotonic() + 5
-    while len(controller.gates) and time.monotonic() < deadline:
+    while len(controller.gates._said) and time.monotonic() < deadline:
         time.sleep(0.02)
     stop.set()
     thread.join(5)
-    return len(controller.gates)
+    return len(controller.gates._said)
 
 
 def test_what_is_remembered_about_a_node_s_gates_goes_when_the_node_is_deleted() -> None:
     api, controller = timed_out_gate()
     assert len(events(api, "StartupGateTimedOut")) == 1
-    assert len(controller.gates) == 1
+    assert len(controller.gates._said) == 1
 
     assert gates_remembered_after(controller, api, "DELETED", api.nodes.pop("g1")) == 0
 
@@ -634,7 +634,7 @@ def test_a_gate_kept_past_its_timeout_is_logged_as_a_warning(
 
 def test_a_node_re_created_under_its_name_while_unwatched_is_forgotten_as_the_old_node() -> None:
     api, controller = timed_out_gate()
-    assert len(controller.gates) == 1
+    assert len(controller.gates._said) == 1
     again: dict[str, Any] = gated_node("g1")
     again["metadata"]["uid"] = "uid-g1-second"
     api.nodes["g1"] = api.add_node(again)
@@ -644,18 +644,18 @@ def test_a_node_re_created_under_its_name_while_unwatched_is_forgotten_as_the_ol
 
 def test_the_resync_forgets_nodes_whose_delete_was_never_seen() -> None:
     api, controller = timed_out_gate(resync_seconds=0.2, workers=1)
-    assert len(controller.gates) == 1
+    assert len(controller.gates._said) == 1
     del api.nodes["g1"]
     controller.informer.discard("g1")  # gone without a DELETED event
     stop = threading.Event()
     thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
     thread.start()
     deadline = time.monotonic() + 5
-    while len(controller.gates) and time.monotonic() < deadline:
+    while len(controller.gates._said) and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
     thread.join(10)
-    assert len(controller.gates) == 0
+    assert len(controller.gates._said) == 0
 
 
 def records_listed(api: FakeApi) -> int:
@@ -817,7 +817,7 @@ def test_housekeeping_goes_on_while_a_long_resync_is_under_way() -> None:
     controller = synced(api, None, resync_seconds=0.2, workers=1)
     controller.offer_rules(update(GATE_RULES))
     controller.process("g1")
-    assert len(controller.gates) == 1
+    assert len(controller.gates._said) == 1
     reconcile = controller._node.reconcile
 
     def slowly(key: str) -> Outcome:
@@ -832,11 +832,11 @@ def test_housekeeping_goes_on_while_a_long_resync_is_under_way() -> None:
     del api.nodes["g1"]
     controller.informer.discard("g1")  # gone without a DELETED event
     deadline = time.monotonic() + 1.5
-    while len(controller.gates) and time.monotonic() < deadline:
+    while len(controller.gates._said) and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
     thread.join(10)
-    assert len(controller.gates) == 0  # forgotten at the next period, not after the pass
+    assert len(controller.gates._said) == 0  # forgotten at the next period, not after the pass
 
 
 NIC_FOR_30S = """\
