@@ -1,6 +1,5 @@
 """A DaemonSet and its pods as node agents read them: where its controller places pods, its
-pod template's labels, and each of its pods' node, owner and readiness (held for every DaemonSet
-pod in the namespaces the rules read, so only that)."""
+pod template's labels, and each of its pods' node, owner and readiness (`AgentPod`)."""
 
 from __future__ import annotations
 
