@@ -67,9 +67,7 @@ class NodeWriter:
         waited = self._limiter.wait(self.stop)
         if waited:
             self._metrics.write_wait_seconds.inc(waited)
-        # Through the fence (the api is a `FencedApi`): refused (TemporaryError) unless leading,
-        # counted in flight while it runs, so a hand-back of the Lease waits for it, and
-        # refused by the API server if the Lease has passed on when it lands.
+        # Through the fence: the api is a `FencedApi` (what that guarantees: fenced_api.py).
         self._patch(node, node_plan)
         self._metrics.writes.labels("ok").inc()
         self._count_changes(node_plan)
