@@ -37,7 +37,6 @@ log = logging.getLogger("nodegate.informer")
 V = TypeVar("V")
 
 MAX_RETRY_SECONDS = 15.0
-"""The informers' backoff cap (jitter may stretch a wait to twice this)."""
 MIN_WATCH_SECONDS = 1.0
 """A watch that ends sooner than this having delivered nothing counts as a failure."""
 
