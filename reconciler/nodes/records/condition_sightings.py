@@ -96,7 +96,7 @@ class ConditionSightings(KeptTable[NodeSightings]):
 
     def _read_for(self, rules: NodeRules | None) -> None:
         """Sight the condition types `rules` read; if that changes them, every node's next look
-        is a first look (a type newly read was not watched begin). What the record keeps
+        is a first look (a type newly read was not watched before). What the record keeps
         stays, for that look. Called under the lock, by the look that first sees the rules."""
         self._rules = rules
         read = condition_types_read(rules)
