@@ -12,8 +12,8 @@ its docs (docs/rules.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
     from nodegate.core.rules.model import (
@@ -70,22 +70,16 @@ class NodeReads:
     """Whether a reboot (a new bootID) changes the verdict."""
     workload_pods: bool = False
     """Whether the node's workload pods count (a gate that backfills idle nodes)."""
-    label_keys: frozenset[str] = field(default=frozenset())
+    label_keys: frozenset[str] = frozenset()
     """Labels read by key, besides the selectors' (pool labels, persisted labels)."""
 
     def __or__(self, other: NodeReads) -> NodeReads:
-        return NodeReads(
-            selectors=self.selectors + other.selectors,
-            conditions=self.conditions + other.conditions,
-            annotations=self.annotations | other.annotations,
-            pods=self.pods + other.pods,
-            csi_drivers=self.csi_drivers | other.csi_drivers,
-            agent_namespaces=self.agent_namespaces | other.agent_namespaces,
-            every_label=self.every_label or other.every_label,
-            boot_id=self.boot_id or other.boot_id,
-            workload_pods=self.workload_pods or other.workload_pods,
-            label_keys=self.label_keys | other.label_keys,
-        )
+        """Both reads: tuples joined, sets and flags united (every field, a new one included)."""
+        joined: dict[str, Any] = {}
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            joined[f.name] = mine + theirs if isinstance(mine, tuple) else mine | theirs
+        return NodeReads(**joined)
 
     def labels(self) -> frozenset[str]:
         """Every label key read: named by key or by a selector."""
