@@ -110,11 +110,11 @@ class NodeIntake:
         record is marked gone."""
         self._counted["deleted"].inc()
         self._queue.discard(key)
-        if old is not None:
-            self._facts.went(key, old.state)
-        self._memory.forget(key, old.state.uid if old is not None else None)
         if old is None:
+            self._memory.forget(key, None)
             return
+        self._facts.went(key, old.state)
+        self._memory.forget(key, old.state.uid)
         rules = self._rules()
         if rules is not None and rules.persistent_labels is not None:
             self._labels.node_deleted(key, old.state)

@@ -183,11 +183,7 @@ class NodeReconciler:
         return Done() if fresh is None else self._reads.slim(fresh)
 
     def _finish(
-        self,
-        node: CachedNode,
-        node_plan: NodePlan,
-        work: LabelWork | None,
-        hold: Hold | None = None,
+        self, node: CachedNode, node_plan: NodePlan, work: LabelWork | None, hold: Hold | None
     ) -> Outcome:
         """The node is as planned: bring its label record up to date, then wait for the next
         moment the plan depends on (a gate's timeout, room in the eviction budget), if any."""
