@@ -77,16 +77,14 @@ class LeaderFence:
         with self._changed:
             return self._valid_until + self._grace - self._clock()
 
-    def deposed(self, term: LeaseTerm) -> bool:
+    def deposed(self, term: LeaseTerm) -> None:
         """The API server refused a write of `term` because the Lease has moved on: no write
-        starts again under it (the main loop then sees the fence down and exits). False if the
-        fence had already moved to another term."""
+        starts again under it (the main loop then sees the fence down and exits). Nothing
+        changes if the fence had already moved to another term."""
         with self._changed:
-            if self.term != term:
-                return False
-            self.deposed_term = term
-            self._valid_until = 0.0
-            return True
+            if self.term == term:
+                self.deposed_term = term
+                self._valid_until = 0.0
 
     @contextmanager
     def writing(self) -> Iterator[LeaseTerm | None]:
