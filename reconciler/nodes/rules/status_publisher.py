@@ -74,11 +74,9 @@ class StatusPublisher:
         self._now = clock
         self._on_error = on_error
         self._lock = threading.Lock()
+        proc = this_process() if process is None else process
         self._status = ReconcilerStatus(
-            writer, installed_version(), 0, None, "", None, None, clock(), max_untaint_share
-        )
-        self._status = replace(
-            self._status, writer_process=this_process() if process is None else process
+            writer, installed_version(), 0, None, "", None, None, clock(), max_untaint_share, proc
         )
         self._rules_text = ""
         self._pending = False
