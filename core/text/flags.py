@@ -66,6 +66,8 @@ class FlagSpec:
     """A bool field: `--name` / `--no-name`."""
     enables_group: bool = False
     """Giving this flag turns its optional group on."""
+    group_default: Any = None
+    """An enabling flag's field default: what `flag_argv` gives a group that does not name it."""
     choices: tuple[str, ...] = ()
     """The values a `Literal[...]` field allows, in its order (empty: any value of `kind`)."""
 
@@ -107,7 +109,7 @@ def flag_argv(model: type[BaseModel], values: Mapping[str, Any]) -> list[str]:
     for spec in flags(model):
         value = _get(values, spec.path)
         if value is None and spec.enables_group and _get(values, spec.path[:-1]) is not None:
-            value = _field_default(model, spec.path)
+            value = spec.group_default
         if value is None:
             continue
         if spec.switch:
@@ -128,8 +130,12 @@ def _specs(model: type[BaseModel], path: tuple[str, ...], prefix: str) -> Iterat
                 raise FlagDeclarationError(f"{model.__name__}.{name}: FlagGroup on a non-model")
             enabling = (*path, name, group.enabled_by)
             for spec in _specs(nested, (*path, name), prefix + group.prefix):
-                enables = spec.path == enabling
-                yield replace(spec, default=None, enables_group=True) if enables else spec
+                if spec.path != enabling:
+                    yield spec
+                else:  # its own default becomes the group's, and not giving it is seen
+                    yield replace(
+                        spec, default=None, enables_group=True, group_default=spec.default
+                    )
             continue
         yield _spec(model, name, field, path, prefix)
 
@@ -193,15 +199,6 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 def _marker(field: FieldInfo, kind: type[_M]) -> _M | None:
     return next((m for m in field.metadata if isinstance(m, kind)), None)
-
-
-def _field_default(model: type[BaseModel], path: tuple[str, ...]) -> Any:
-    for name in path[:-1]:
-        nested = _model_in(model.model_fields[name].annotation)
-        assert nested is not None  # flags() only made paths through nested models
-        model = nested
-    default = model.model_fields[path[-1]].default
-    return None if default is PydanticUndefined else default
 
 
 def _get(values: Mapping[str, Any], path: tuple[str, ...]) -> Any:
