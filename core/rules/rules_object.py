@@ -102,10 +102,8 @@ def _dropped_nulls(value: Any, path: DocPath) -> Iterator[tuple[DocPath, str]]:
             if key == "perPool" and inner is None and path[-1:] == ("evictionBudget",):
                 yield (
                     (*path, key),
-                    (
-                        "kubectl apply drops a null, and the default per-pool limit would apply: "
-                        "write perPool: none"
-                    ),
+                    "kubectl apply drops a null, and the default per-pool limit would apply: "
+                    "write perPool: none",
                 )
             yield from _dropped_nulls(inner, (*path, str(key)))
     elif isinstance(value, list):
