@@ -8,7 +8,6 @@ was created, and the annotations gates read. The set of informers follows the ru
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -34,8 +33,6 @@ from nodegate.reconciler.kit.informer import Informer
 from nodegate.reconciler.kit.kube import ListWatch, Selection
 from nodegate.reconciler.nodes.sources.node_agents import PodsByNode
 from nodegate.reconciler.nodes.sources.watched import Watching
-
-log = logging.getLogger("nodegate.gates")
 
 
 class GatePods:
