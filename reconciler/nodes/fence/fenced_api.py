@@ -33,8 +33,6 @@ log = logging.getLogger("nodegate.fence")
 T = TypeVar("T")
 Verdict = Literal["deposed", "lagging", "stale_view"]
 STALE_VIEW_SECONDS = 10.0
-FORBIDDEN = 403
-"""The fence policy's refusal (its reason: Forbidden)."""
 
 
 class FencedError(TemporaryError):
@@ -123,7 +121,7 @@ class FencedApi(ReadsThrough):
                 sent = send(api, term)
             except PermanentError as err:
                 leases = None
-                if err.status == FORBIDDEN and self._policy is not None:
+                if err.status == 403 and self._policy is not None:  # its refusals are Forbidden
                     leases = refusal_term(_whole(err), self._policy)
                 if term is None or leases is None:
                     raise
