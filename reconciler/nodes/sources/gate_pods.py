@@ -50,7 +50,6 @@ class GatePods:
         self._lock = threading.Lock()
 
     def follow(self, rules: NodeRules) -> None:
-        """Start the informers the rules need and stop the ones they no longer do."""
         pods = rules.reads().pods
         wanted = {pod_source(p) for p in pods}
         read = {pair[0] for p in pods if (pair := p.ready_annotation_pair) is not None}

@@ -104,7 +104,6 @@ class NodeAgents:
         self._lock = threading.Lock()
 
     def follow(self, rules: NodeRules) -> None:
-        """Start the informers the rules need and stop the ones they no longer do."""
         wanted = set(rules.reads().agent_namespaces)
         if ALL_NAMESPACES in wanted:
             wanted = {ALL_NAMESPACES}
