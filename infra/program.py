@@ -22,12 +22,7 @@ from nodegate.infra.config_base import NAMESPACE, ConfigProblem, StackConfigErro
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
-from nodegate.infra.stack_config import (
-    CONFIG_KEYS,
-    OBJECT_KEYS,
-    StackConfig,
-    parse_stack_config,
-)
+from nodegate.infra.stack_config import CONFIG_KEYS, StackConfig, parse_stack_config
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import SettingsError
 
@@ -100,7 +95,8 @@ def read_raw_config(stack: str) -> dict[str, Any]:
     problems: list[ConfigProblem] = []
     for key in CONFIG_KEYS:
         try:
-            raw[key] = config.get_object(key) if key in OBJECT_KEYS else config.get(key)
+            # Every key but the rules path is structured (JSON) config.
+            raw[key] = config.get(key) if key == "rules" else config.get_object(key)
         # A structured key set as a plain string (e.g. `pulumi config set nodegate:oke x`).
         except pulumi.ConfigTypeError:
             problems.append(

@@ -103,9 +103,6 @@ class StackConfig(_ProviderSections):
 CONFIG_KEYS = tuple(field.alias or name for name, field in StackConfig.model_fields.items())
 """Every top-level key the program reads."""
 
-OBJECT_KEYS = tuple(key for key in CONFIG_KEYS if key != "rules")
-"""Keys whose value is structured (JSON) config rather than a plain string (the rules path)."""
-
 
 # --- parsing ---------------------------------------------------------------------------------
 
