@@ -1,8 +1,6 @@
-"""`nodegate version`: this nodegate's version, and the image tag it deploys.
-
-The image follows the package (`nodegate.manifests.version`): `nodegate manifests`, `nodegate
-chart` and the Pulumi component run `<repository>:<this version>` unless given another tag, and
-`make image` builds that tag. So a user about to deploy sees which image must be pushed.
+"""`nodegate version`: this nodegate's version, and the image tag it deploys (the image follows
+the package, `nodegate.manifests.version`), so a user about to deploy sees which image must be
+pushed.
 """
 
 from __future__ import annotations
