@@ -72,9 +72,7 @@ def pod_tolerations(rules: NodeRules, settings: DeploySettings) -> list[dict[str
     The gates come first and are not part of the settings, so no `tolerations` setting can
     drop them; first, because the taint manager evicts by the first toleration that matches a
     `NoExecute` taint, so a setting with `tolerationSeconds` cannot time the pods out of a
-    gated node either. The NoExecute taints are for the gates the manifests cannot know (of
-    objects applied later; `DeploySettings.unknown_gate_seconds`), last, so that toleration
-    decides only for taints nothing before it tolerates.
+    gated node either. Why the NoExecute taints come last: the module docstring.
     """
     from nodegate.manifests.settings import Toleration  # noqa: PLC0415  (see the docstring)
 
