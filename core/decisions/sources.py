@@ -31,8 +31,7 @@ class Source(Protocol):
     def follow(self, rules: NodeRules) -> None:
         """Read what the rules read (a reconciler's source starts and stops its informers)."""
 
-    def stop(self) -> None:
-        """Stop reading."""
+    def stop(self) -> None: ...
 
     def synced(self) -> bool:
         """Whether everything it reads has been listed (nothing read: True)."""

@@ -1,7 +1,7 @@
 """The planner's vocabulary: the facts it is given beyond the Node, and one rule's verdict.
 
-Shared by the taint planner (`plan.py`: label and condition taints, and the plan as a whole) and
-the startup-gate planner (`gate_plan.py`), so neither has to import the other's internals.
+Shared by each kind's decision (`rule_outcomes.py`, `gate_plan.py`, `agent_plan.py`) and the plan
+(`plan.py`), so none has to import another's internals.
 """
 
 from __future__ import annotations

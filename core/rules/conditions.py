@@ -1,7 +1,7 @@
 """Node conditions against a rule's condition list: which match, and whether the list holds.
 
-One home for condition matching, used by condition taint rules (`plan.py`) and by startup gates
-that lift on conditions (`gate_plan.py`). Pure.
+One home for condition matching, used by condition taint rules (`rule_outcomes.py`) and by
+startup gates that lift on conditions (`gate_plan.py`). Pure.
 
 A condition the node does not report counts as the match's `defaultStatus` (its reason as
 empty) when one is given, and never matches otherwise; gates never give one (the model refuses
