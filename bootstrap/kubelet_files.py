@@ -87,10 +87,7 @@ def kubelet_files(
             f"{owner}: kubelet config directory '{config_dir}' must be an absolute path "
             "without spaces (it is passed as --config-dir)"
         )
-    flags = (
-        f"{CONFIG_DIR_FLAG}={config_dir}",
-        *proven_kubelet_flags((), labels, owner),
-    )
+    flags = (f"{CONFIG_DIR_FLAG}={config_dir}", *proven_kubelet_flags((), labels, owner))
     dropin = _config_dropin(header, taints)
     return KubeletFiles(_env_file(header, flags, extra_args), dropin, taints, labels)
 

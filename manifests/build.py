@@ -23,11 +23,7 @@ from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
 from nodegate.manifests.fencing import objects as fence_objects
 from nodegate.manifests.fencing import reconcile_settings as fence_settings
 from nodegate.manifests.network import network_policy
-from nodegate.manifests.observability import (
-    dashboard_configmap,
-    monitors,
-    prometheus_rule,
-)
+from nodegate.manifests.observability import dashboard_configmap, monitors, prometheus_rule
 from nodegate.manifests.rbac import (
     cluster_rules,
     namespace_rules,

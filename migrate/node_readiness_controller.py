@@ -263,10 +263,7 @@ def _check_taint(spec: dict[str, Any], found: Found) -> None:
     at: DocPath = ("spec", "taint")
     taint = spec.get("taint")
     if not isinstance(taint, dict):
-        found.add(
-            at,
-            f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}",
-        )
+        found.add(at, f"needs a taint {{key: {READINESS_TAINT_PREFIX}<name>, effect: NoSchedule}}")
         return
     _unknown_keys(found, at, taint, _TAINT_KEYS, "taint")
     key = taint.get("key")
