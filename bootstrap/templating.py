@@ -40,5 +40,4 @@ def environment() -> Environment:
 
 
 def render_template(name: str, **context: object) -> str:
-    """Render one template with its variables."""
     return environment().get_template(name).render(**context)
