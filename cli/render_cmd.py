@@ -8,7 +8,6 @@ for the format, print. Exit codes: 0 rendered; 1 the rules or the pool's bootstr
 from __future__ import annotations
 
 import json
-import textwrap
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -160,19 +159,9 @@ def _rendered(
             render_karpenter_nodepool,
         )
         from nodegate.core.text.yaml_output import dump_all  # noqa: PLC0415
+        from nodegate.migrate.conversion import header_lines  # noqa: PLC0415
 
-        notes = [
-            line
-            for note in nodepool_notes(rules, pool)
-            for line in textwrap.wrap(
-                note,
-                96,
-                initial_indent="- ",
-                subsequent_indent="  ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-        ]
+        notes = [line for note in nodepool_notes(rules, pool) for line in header_lines(note, True)]
         return dump_all([render_karpenter_nodepool(rules, pool)], header="\n".join(notes))
     if fmt == RenderFormat.AKS_JSON:
         from nodegate.bootstrap.aks import render_aks_pool  # noqa: PLC0415

@@ -193,11 +193,11 @@ def _located(conversion: Conversion, path: DocPath, message: str) -> Problem:
 
 
 def _header(conversion: Conversion) -> str:
-    lines = _wrap(f"Made by `{conversion.command}` from {conversion.source}.")
+    lines = header_lines(f"Made by `{conversion.command}` from {conversion.source}.")
     if conversion.reconciler_flags:
-        lines += _wrap("Run the reconciler with: " + " ".join(conversion.reconciler_flags))
+        lines += header_lines("Run the reconciler with: " + " ".join(conversion.reconciler_flags))
     if conversion.webhook is not None:
-        lines += _wrap(
+        lines += header_lines(
             "Deploy the reconciler with the Node admission webhook: these settings in the file "
             "given to `nodegate manifests --settings FILE` (or in the Pulumi stack's "
             "nodegate:reconciler):"
@@ -207,11 +207,13 @@ def _header(conversion: Conversion) -> str:
     if conversion.notes:
         lines.append("What behaves differently from before:")
         for note in conversion.notes:
-            lines += _wrap(note, bullet=True)
+            lines += header_lines(note, bullet=True)
     return "\n".join(lines)
 
 
-def _wrap(text: str, bullet: bool = False) -> list[str]:
+def header_lines(text: str, bullet: bool = False) -> list[str]:
+    """`text` wrapped for a YAML comment header (a "- " bullet if `bullet`): this module's, and
+    the notes above `nodegate render --format karpenter-nodepool`."""
     return textwrap.wrap(
         text,
         HEADER_WIDTH,
