@@ -140,9 +140,8 @@ class ObjectStatusWriter:
             self._counting.clear()
 
     def _write(self, name: str, status: dict[str, Any]) -> bool:
-        patch: RawObject = {"status": {**status}}
-        if "inForceGeneration" not in status:
-            patch["status"]["inForceGeneration"] = None  # merge patch: none of it in force
+        # A merge patch: a status with no generation in force clears the one stored.
+        patch: RawObject = {"status": {"inForceGeneration": None, **status}}
         try:
             self._api.patch_noderules_status(name, patch)
         except NotFoundError:
