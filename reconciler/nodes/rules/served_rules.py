@@ -76,17 +76,15 @@ class ServedRules:
 
     def __call__(self) -> NodeRules | None:
         update = self._in_force()
+        now = time.monotonic()
         with self._lock:
             if update is not None:
                 self._served = update.rules
             elif (note := self._leader_note()) is not None:
                 if note in self._recent:
                     self._served = self._recent[note]
-                elif (
-                    time.monotonic() - self._asked.get(note, -ASK_AGAIN_SECONDS)
-                    >= ASK_AGAIN_SECONDS
-                ):
-                    self._asked[note] = time.monotonic()
+                elif now - self._asked.get(note, -ASK_AGAIN_SECONDS) >= ASK_AGAIN_SECONDS:
+                    self._asked[note] = now
                     while len(self._asked) > REMEMBERED:
                         del self._asked[next(iter(self._asked))]
                     threading.Thread(target=self._read_record, args=(note,), daemon=True).start()
