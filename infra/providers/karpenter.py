@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
-from nodegate.core.rules.model import NodePool, NodeRules
+from nodegate.core.rules.model import NodePool, NodeRules, Taint
 from nodegate.infra.cloud_inputs import stack_owned
 from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import rules_pool
@@ -94,13 +94,8 @@ class KarpenterNodePool(pulumi.ComponentResource):
         )
         spec = rendered["spec"]["template"]["spec"]
 
-        def flags(key: str) -> list[str]:
-            return [
-                f"{t['key']}={t['value']}:{t['effect']}"
-                if "value" in t
-                else f"{t['key']}:{t['effect']}"
-                for t in spec.get(key, [])
-            ]
+        def flags(key: str) -> list[str]:  # the rendered taints, as `key=value:Effect`
+            return [Taint.model_construct(**t).flag() for t in spec.get(key, [])]
 
         for note in nodepool_notes(args.rules, pool):
             pulumi.log.info(note, resource=self)
