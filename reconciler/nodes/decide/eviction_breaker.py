@@ -5,8 +5,8 @@ The decision is `nodegate.core.decisions.eviction_budget`; this keeps what was g
 and in the eviction ledger, `core.objects.eviction_ledger`, written before a grant is used, so a
 restart or a new leader counts what was spent; and as the nodes' own `timeAdded` says), counted in
 the API server's time (`kit.server_clock`), which nodes wait for which rule, the metric, and one
-Event per hold episode. Concurrent workers admit
-under one lock, read and record together, so together they never overspend the budget.
+Event per hold episode. Concurrent workers admit under one lock, read and record together, so
+together they never overspend the budget.
 """
 
 from __future__ import annotations
