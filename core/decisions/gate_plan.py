@@ -1,11 +1,11 @@
 """Startup gates, planned: when a gate's taint stays, goes, or comes back on one node.
 
 Pure, like `plan.py`, which calls `gate_outcome` once per gate and merges the verdicts with the
-label and condition taints'. A gate's life: carried from registration (under its key or a
-former one) until its readiness signal (its init pod, an annotation or the node's conditions)
-or its timeout lifts it (`minHold` permitting); the lift
-is recorded in annotations on the node; a gate the node does not carry comes back only after a
-reboot (`regateOnReboot`) or as a backfill onto an idle node that never had it (`backfill`).
+label and condition taints'. A gate's life: carried from registration (under its key or a former
+one) until its readiness signal (its init pod, an annotation or the node's conditions) or its
+timeout lifts it (`minHold` permitting); the lift is recorded in annotations on the node; a gate
+the node does not carry comes back only after a reboot (`regateOnReboot`) or as a backfill onto an
+idle node that never had it (`backfill`).
 """
 
 from __future__ import annotations
