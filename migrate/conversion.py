@@ -42,7 +42,6 @@ class Place:
     """Path elements shown before `path` but not part of the document (its index)."""
 
     def at(self, *rest: str | int) -> Place:
-        """The place of `rest` under this one."""
         return replace(self, path=(*self.path, *rest))
 
     def problem(self, rest: DocPath, message: str) -> Problem:
@@ -63,7 +62,6 @@ class Found:
     problems: list[Problem] = field(default_factory=list)
 
     def add(self, path: DocPath, message: str) -> None:
-        """A problem at `path` under `top`."""
         self.problems.append(self.top.problem(path, message))
 
     def under(self, top: Place) -> Found:
