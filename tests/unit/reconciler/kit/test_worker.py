@@ -37,9 +37,7 @@ def worker_returning(outcome: Outcome | Exception) -> tuple[Worker, WorkQueue, R
             raise outcome
         return outcome
 
-    worker = Worker(
-        queue, reconcile, seen.durations.append, seen.errors.append, LOG, key_field="node"
-    )
+    worker = Worker(queue, reconcile, seen.durations.append, seen.errors.append, LOG)
     return worker, queue, seen
 
 
