@@ -57,16 +57,13 @@ def _alert(
     }
 
 
-def _minutes(delta: timedelta) -> int:
-    return int(delta.total_seconds() // 60)
-
-
 def alert_rules(namespace: str, webhook: bool = False) -> list[dict[str, Any]]:
     """The alerts, for the reconciler running in `namespace` (and serving the Node admission
     webhook, when `webhook`)."""
     ns = f'namespace="{namespace}"'
     late = GATE_AGE_WARNING.total_seconds()
-    late_minutes, window = _minutes(GATE_AGE_WARNING), _minutes(CA_STARTUP_WINDOW)
+    minute = timedelta(minutes=1)
+    late_minutes, window = GATE_AGE_WARNING // minute, CA_STARTUP_WINDOW // minute
     # Gated nodes older than the warning age: those cluster-autoscaler counts as unready within
     # 5 minutes (all of them minus the bucket at the warning age; `le` spelled as
     # client_python spells it, checked by a unit test).
