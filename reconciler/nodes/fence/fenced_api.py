@@ -122,7 +122,9 @@ class FencedApi(ReadsThrough):
             except PermanentError as err:
                 leases = None
                 if err.status == 403 and self._policy is not None:  # its refusals are Forbidden
-                    leases = refusal_term(_whole(err), self._policy)
+                    # The API server's whole answer, a Status: the error's text is cut at 500.
+                    whole = str(getattr(err.__cause__, "body", None) or "")
+                    leases = refusal_term(whole, self._policy)
                 if term is None or leases is None:
                     raise
                 refusal = (term, leases, err)
@@ -197,11 +199,6 @@ def _say(verdict: Verdict, fields: dict[str, str]) -> None:
             "only); docs/reconciler.md, 'One writer' (logged once)",
             extra=fields,
         )
-
-
-def _whole(err: PermanentError) -> str:
-    """The API server's whole answer, a Status (the error's text is cut at 500 characters)."""
-    return str(getattr(err.__cause__, "body", None) or "")
 
 
 def _on(body: RawObject, term: Term | None) -> RawObject:
