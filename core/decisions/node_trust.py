@@ -36,10 +36,8 @@ class PoolMembership:
 
 def registration_seal(taints: Iterable[NodeTaint]) -> str | None:
     """The pool sealed at the node's creation, if its seal is still on it."""
-    for taint in taints:
-        if taint.key == REGISTRATION_SEAL_KEY and taint.effect == REGISTRATION_SEAL_EFFECT:
-            return taint.value
-    return None
+    sealed = (REGISTRATION_SEAL_KEY, REGISTRATION_SEAL_EFFECT)
+    return next((taint.value for taint in taints if taint.identity == sealed), None)
 
 
 def registered_pool(labels: Mapping[str, str], taints: Iterable[NodeTaint]) -> str | None:
