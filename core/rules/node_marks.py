@@ -48,12 +48,10 @@ GATE_REBOOTED_AFTER = "rebooted-after.gate.nodegate.dev/"
 a later sight of its bootID). The reboot came after it, so readiness that began after it is of
 the new boot, even if the re-gate was written later (nodegate down, failing over, throttled)."""
 
-
 GATE_SIGNALS = "signals.gate.nodegate.dev/"
 """+ gate name: digests of the gate's readiness episodes shown when it was lifted (its init
 pods' and its conditions'), so that after a reboot an episode still shown from the previous
 boot is known as such even by a process that did not see it begin (`sightings`)."""
-
 
 GATE_BUSY = "busy.gate.nodegate.dev/"
 """+ gate name: when the node was found running workload pods while the gate would have been
