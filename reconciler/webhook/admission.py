@@ -39,7 +39,6 @@ log = logging.getLogger("nodegate.webhook")
 
 
 RulesProvider = Callable[[], NodeRules | None]
-LOOKUP_THREADS = 4
 
 
 class WebhookMetrics:
@@ -90,7 +89,7 @@ class RecordLookup:
         self._budget = budget_seconds
         self._metrics = metrics
         # Calls run on a pool so the budget is a deadline whatever the client's own retries do.
-        self._pool = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="webhook-lookup")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-lookup")
 
     def labels(self, node: Mapping[str, Any], rules: NodeRules) -> Mapping[str, str]:
         config = rules.persistent_labels
