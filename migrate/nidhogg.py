@@ -56,6 +56,7 @@ COMMAND: Final = "nodegate migrate nidhogg"
 TAINT_PREFIX: Final = "nidhogg.uswitch.com"
 """nidhogg's taint key prefix (pelotech: `taintNamePrefix`, this when not given)."""
 DEFAULT_EFFECT: Final = "NoSchedule"
+_NODE_SELECTOR: Final = ("spec", "template", "spec", "nodeSelector")
 KEYS: Final = (
     "daemonsets",
     "nodeSelector",
@@ -379,9 +380,11 @@ def _node_selectors(files: Sequence[YamlFile], found: Found) -> dict[tuple[str, 
                 if not (isinstance(name, str) and isinstance(namespace, str)):
                     continue
                 at: DocPath = ("items", index) if listed else ()
-                path: DocPath = (*at, "spec", "template", "spec", "nodeSelector")
-                place = Place(daemon_set_file.source, path, positions, prefix)
-                labels = _selector_labels(_template_node_selector(item), found.under(place))
+                place = Place(daemon_set_file.source, (*at, *_NODE_SELECTOR), positions, prefix)
+                selector: object = item
+                for key in _NODE_SELECTOR:
+                    selector = selector.get(key) if isinstance(selector, dict) else None
+                labels = _selector_labels(selector, found.under(place))
                 first = selectors.setdefault((namespace, name), _Selector(labels, place))
                 if first.labels != labels:
                     found.under(place).add(
@@ -390,13 +393,6 @@ def _node_selectors(files: Sequence[YamlFile], found: Found) -> dict[tuple[str, 
                         f"{first.place.source}: give each DaemonSet once, as the cluster has it",
                     )
     return selectors
-
-
-def _template_node_selector(daemon_set: dict[str, Any]) -> object:
-    spec: object = daemon_set
-    for key in ("spec", "template", "spec", "nodeSelector"):
-        spec = spec.get(key) if isinstance(spec, dict) else None
-    return spec
 
 
 def _selector_labels(selector: object, found: Found) -> dict[str, str] | None:
