@@ -5,7 +5,7 @@ and never keeps a copy of its own. Its floors, each importing only those below i
 contract in pyproject.toml):
 
     reports/    what the day-2 commands print: cluster status, a node's waits, a rules change
-    objects/    the reconciler's objects: default names, the codecs of its ConfigMap records
+    objects/    the reconciler's objects: record names, the codecs of its ConfigMap records
     decisions/  the planner, since-when sightings, eviction budget, blast radius, persisted
                 labels, node trust and admission, the write fence
     views/      Kubernetes objects as nodegate reads them: a pod's readiness, a DaemonSet and its
