@@ -40,11 +40,11 @@ class ComputeLister:
         page: str | None = None
         seen: set[str] = set()
         while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size}
-            if page:
-                kwargs["page"] = page
             try:
-                response = self.client.list_instances(compartment_id, **kwargs)
+                # The SDK leaves out a query parameter given as None (the first page's).
+                response = self.client.list_instances(
+                    compartment_id, limit=self.page_size, page=page
+                )
             except Exception as err:  # every SDK and transport failure becomes one of our kinds
                 failed = _error(err)
                 self.on_call(failed.kind)
