@@ -97,11 +97,10 @@ def compute_client(settings: OciSettings) -> Any:
         "retry_strategy": oci.retry.NoneRetryStrategy(),
         "circuit_breaker_strategy": oci.circuit_breaker.NoCircuitBreakerStrategy(),
         "timeout": (settings.timeout_seconds, settings.timeout_seconds),
+        "service_endpoint": settings.endpoint or None,  # None: the region's, as when not given
     }
-    if signer is not None:
+    if signer is not None:  # a signer given, even None, is the one used
         kwargs["signer"] = signer
-    if settings.endpoint:
-        kwargs["service_endpoint"] = settings.endpoint
     client = oci.core.ComputeClient(config, **kwargs)
     if settings.ca_bundle is not None:
         _trust(client.base_client.session, str(settings.ca_bundle))
