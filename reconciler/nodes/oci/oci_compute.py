@@ -37,11 +37,10 @@ class ComputeLister:
         rather than with `oci.pagination.list_call_get_all_results`, which wraps each page's
         call in the SDK's default retry strategy (8 attempts) whatever the client says."""
         records: list[InstanceRecord] = []
-        page: str | None = None
+        page: str | None = None  # None: the SDK sends no page (the first page)
         seen: set[str] = set()
         while True:
             try:
-                # The SDK leaves out a query parameter given as None (the first page's).
                 response = self.client.list_instances(
                     compartment_id, limit=self.page_size, page=page
                 )
