@@ -23,9 +23,8 @@ class UserDataTooLargeError(BootstrapError):
         super().__init__(
             f"pool '{pool}': user_data is {size:,} bytes once base64-encoded ({raw_size:,} bytes "
             f"raw, {gzipped_size:,} gzipped), over the {limit:,} bytes nodegate allows it in the "
-            "instance metadata "
-            "(OCI caps all of a node's metadata at 32,000 bytes, base64 included; OKE adds "
-            "its own keys and nodegate the pool's kubelet-extra-args); shrink the user "
-            "cloud-init given with the pool (move large files to Object Storage and fetch them "
-            "at boot)"
+            "instance metadata (OCI caps all of a node's metadata at 32,000 bytes, base64 "
+            "included; OKE adds its own keys and nodegate the pool's kubelet-extra-args); shrink "
+            "the user cloud-init given with the pool (move large files to Object Storage and "
+            "fetch them at boot)"
         )
