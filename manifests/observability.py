@@ -244,8 +244,7 @@ def alert_rules(namespace: str, webhook: bool = False) -> list[dict[str, Any]]:
             "critical",
             f"More than {GATED_COUNT_WARNING} nodes, and more than "
             f"{GATED_SHARE_WARNING * 100:.0f} % of all nodes, have carried a startup gate for "
-            f"over {late_minutes} minutes: at {window} minutes they turn "
-            "unready, and "
+            f"over {late_minutes} minutes: at {window} minutes they turn unready, and "
             f"cluster-autoscaler stops scaling the whole cluster when more than "
             f"{GATED_COUNT_WARNING} unready nodes are over {CA_MAX_TOTAL_UNREADY_PERCENTAGE} % "
             "of all nodes.",
