@@ -71,7 +71,7 @@ class Worker:
     """Takes keys from the queue, reconciles each, and applies the outcome.
 
     `observe_seconds` gets every reconcile's duration, `count_error` the kind of every failed
-    one; the key is the `node` field of the lines written to the controller's `log`.
+    one; `key_field` names the key in the logs, written to the controller's `log`.
     """
 
     def __init__(
@@ -81,12 +81,14 @@ class Worker:
         observe_seconds: Callable[[float], None],
         count_error: Callable[[str], None],
         log: logging.Logger,
+        key_field: str = "key",
     ) -> None:
         self._queue = queue
         self._reconcile = reconcile
         self._observe_seconds = observe_seconds
         self._count_error = count_error
         self._log = log
+        self._key_field = key_field
 
     def run(self, _stop: threading.Event) -> None:
         """Work until the queue shuts down."""
@@ -137,4 +139,4 @@ class Worker:
             self._log.error(outcome.what, extra=self._context(key, outcome.error, status=status))
 
     def _context(self, key: str, error: BaseException, **more: object) -> dict[str, object]:
-        return {"node": key, "error": f"{error}", **more}
+        return {self._key_field: key, "error": f"{error}", **more}

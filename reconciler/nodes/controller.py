@@ -237,6 +237,7 @@ class Controller:
             self._own_metrics.reconcile_seconds.observe,
             self._count_error,
             log,
+            key_field="node",
         )
         facts = self._node_facts
         self.sightings = SightingsStore(

@@ -37,7 +37,9 @@ def worker_returning(outcome: Outcome | Exception) -> tuple[Worker, WorkQueue, R
             raise outcome
         return outcome
 
-    worker = Worker(queue, reconcile, seen.durations.append, seen.errors.append, LOG)
+    worker = Worker(
+        queue, reconcile, seen.durations.append, seen.errors.append, LOG, key_field="node"
+    )
     return worker, queue, seen
 
 
