@@ -68,14 +68,12 @@ from nodegate.core.views.csi_nodes import registered_drivers, slim_csinode
 from nodegate.core.views.daemon_sets import DAEMON_SET_POD_LABEL
 from nodegate.core.views.pods import is_workload_pod
 from nodegate.defaults.names import DEFAULT_LEASE, DEFAULT_NAMESPACE, DEFAULT_RULES_CONFIGMAP
-from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, call, json_body, load_api_client
+from nodegate.reconciler.kit.client import REQUEST_TIMEOUT_SECONDS, load_api_client
 from nodegate.reconciler.kit.errors import KubeError, NotFoundError
 from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
 from nodegate.reconciler.kit.lease import KubeLeaseApi, LeaseRecord
 from nodegate.reconciler.kit.server_clock import AnchoredClock
 
-ANSWER_TIMEOUT = (REQUEST_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS)
-"""A read's answer: its body read within the call's own read timeout, as a whole."""
 PAGE_SIZE = 500
 """Nodes per LIST page: 5,000 nodes are ten calls, and no page holds them all in memory twice."""
 EVENTS_SHOWN = 10
@@ -148,8 +146,6 @@ class Cluster:
         self.where = where
         self._api = KubeApi(api_client)
         self._leases = KubeLeaseApi(api_client, REQUEST_TIMEOUT_SECONDS)
-        self._core = client.CoreV1Api(api_client)
-        self._storage = client.StorageV1Api(api_client)
 
     # --- nodes ----------------------------------------------------------------------------------
 
@@ -368,16 +364,9 @@ class Cluster:
         CSINode's), when the rules wait for any."""
         if cluster_reads(rules).of("csi-nodes") is None:
             return {}
-        try:
-            response = call(
-                self._storage.read_csi_node,
-                node.name,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT_SECONDS,
-            )
-        except NotFoundError:
-            return {}
-        return registered_drivers(slim_csinode(json_body(response, ANSWER_TIMEOUT)), node.uid)
+        named = Selection("CSINode", field_selector=f"metadata.name={node.name}")
+        views = [slim_csinode(raw) for raw in self._all(named)]
+        return registered_drivers(views[0] if views else None, node.uid)
 
     def agents(
         self,
@@ -463,24 +452,10 @@ class Cluster:
         namespaces = sorted({"default", self.where.rules_ref[0]})
         found: list[EventView] = []
         for namespace in namespaces:
-            token: str | None = None
-            while True:
-                response = call(
-                    self._core.list_namespaced_event,
-                    namespace,
-                    field_selector=EVENT_SELECTOR,
-                    limit=PAGE_SIZE,
-                    _continue=token,
-                    _preload_content=False,
-                    _request_timeout=REQUEST_TIMEOUT_SECONDS,
-                )
-                body = json_body(response, ANSWER_TIMEOUT)
-                found += [_event(raw) for raw in body.get("items") or ()]
+            for items in pages(self._api, Selection("Event", namespace, EVENT_SELECTOR)):
+                found += [_event(raw) for raw in items]
                 found.sort(key=lambda e: -(e.last_seen.timestamp() if e.last_seen else 0.0))
                 del found[EVENTS_SHOWN:]
-                token = (body.get("metadata") or {}).get("continue") or None
-                if token is None:
-                    break
         return found
 
     def _all(self, selection: Selection) -> list[RawObject]:

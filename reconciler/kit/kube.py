@@ -72,8 +72,8 @@ from nodegate.reconciler.kit.errors import (
 RawObject = dict[str, Any]
 """An object as the API server sends it: camelCase JSON, never the client's model classes."""
 
-Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet", "NodeRules"]
-"""The kinds an informer lists and watches (`Selection`)."""
+Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet", "NodeRules", "Event"]
+"""The kinds a `Selection` lists: an informer's (which watches them too) or a day-2 command's."""
 
 RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Node": ("v1", "nodes", False),
