@@ -95,12 +95,6 @@ class NodePlan:
             self, set_labels=(), set_annotations=(), owned_annotation=None, adopted_taints=()
         )
 
-    def taints_after(self, node: NodeState) -> tuple[NodeTaint, ...]:
-        """The node's taint list after the plan: order of survivors kept, additions appended."""
-        removed = {c.taint.identity for c in self.remove_taints}
-        kept = tuple(t for t in node.taints if t.identity not in removed)
-        return kept + tuple(c.taint for c in self.add_taints)
-
 
 def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
     """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed.
@@ -200,9 +194,8 @@ def _settle(
             remove.append(TaintChange(taint, (), "no rule in the rules file owns it any more"))
 
     remove += _seal_removal(node)
-    after = NodePlan(node.name, add_taints=tuple(add), remove_taints=tuple(remove)).taints_after(
-        node
-    )
+    removed = {c.taint.identity for c in remove}
+    after = [t for t in node.taints if t.identity not in removed] + [c.taint for c in add]
     # Former gate keys are lifted, never claimed: once dropped from formerKeys, they are left.
     former = rules.former_gate_taints()
     claimed = parse_ownership(node.annotations.get(OWNED_TAINTS_ANNOTATION, ""))
@@ -219,7 +212,6 @@ def _settle(
     current_annotation = node.annotations.get(OWNED_TAINTS_ANNOTATION)
     new_annotation = None if annotation == (current_annotation or "") else annotation
 
-    removed = {c.taint.identity for c in remove}
     added = {c.taint.identity for c in add}
     adopted = _adopted(node, rules, managed, claimed | added, {**kept, **wanted})
     lifted = [o for o in outcomes if o.lift and o.carried & removed]

@@ -72,4 +72,7 @@ def applied(result: NodePlan, node: NodeState) -> NodeState:
         annotations.pop(OWNED_TAINTS_ANNOTATION, None)
     elif result.owned_annotation is not None:
         annotations[OWNED_TAINTS_ANNOTATION] = result.owned_annotation
-    return replace(node, labels=labels, annotations=annotations, taints=result.taints_after(node))
+    removed = {c.taint.identity for c in result.remove_taints}
+    kept = tuple(t for t in node.taints if t.identity not in removed)
+    taints = kept + tuple(c.taint for c in result.add_taints)
+    return replace(node, labels=labels, annotations=annotations, taints=taints)
