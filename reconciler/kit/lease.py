@@ -107,17 +107,6 @@ class LeaseRecord:
         return spec
 
 
-def may_take(
-    record: LeaseRecord, me: str, observed_at: float, now: float, lease_duration: float
-) -> bool:
-    """Whether `me` may write itself into the Lease now (client-go's rule): it is free, or
-    ours, or its record has not changed for `lease_duration` on *our* monotonic clock since we
-    first observed it (`observed_at`). The record's own times are never compared with ours."""
-    if not record.holder or record.holder == me:
-        return True
-    return now - observed_at >= lease_duration
-
-
 def claimed(
     record: LeaseRecord | None, me: str, duration: int, now: str, renewing: bool = True
 ) -> LeaseRecord:
@@ -242,7 +231,10 @@ class Election:
             # while this one was paused: its term, not ours.
             self.held_by_other = True
             return False
-        if not may_take(record, me, self._observed_at, self._clock(), duration):
+        # client-go's rule: we may write ourselves in if the Lease is free, or ours, or its
+        # record has not changed for `lease_duration` on *our* monotonic clock since we first
+        # observed it. The record's own times are never compared with ours.
+        if record.holder not in ("", me) and self._clock() - self._observed_at < duration:
             self.held_by_other = True
             return False
         self.held_by_other = False
