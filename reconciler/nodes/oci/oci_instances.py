@@ -276,7 +276,7 @@ class OciInstanceConditions:
         if not writes:
             return False
         try:
-            self._write_even_on_a_full_node(node, writes)
+            self._write(node, writes)
         except NotFoundError:
             self._messages.pop(node.uid, None)
         # Counted, said once per node until a write lands, retried at the next poll (a missing
@@ -333,22 +333,7 @@ class OciInstanceConditions:
         self._messages[node.uid] = {c.type: (c.status, c.reason, c.message) for c in observed}
         return observed
 
-    def _write_even_on_a_full_node(
-        self, node: NodeState, writes: tuple[ConditionWrite, ...]
-    ) -> None:
-        """A node that filled its annotations to the limit would refuse the fence's token, and
-        so its own conditions: then they go without a term (fenced on the client only), as a
-        full node's taints do (reconcile.py, `_taints_alone`)."""
-        try:
-            self._write(node, writes)
-        except KubeError as err:
-            if not annotations_too_long(err):
-                raise
-            self._write(node, writes, unfenced=True)
-
-    def _write(
-        self, node: NodeState, writes: tuple[ConditionWrite, ...], unfenced: bool = False
-    ) -> None:
+    def _write(self, node: NodeState, writes: tuple[ConditionWrite, ...]) -> None:
         summary = "; ".join(w.describe() for w in writes)
         warning = any(w.status == "True" and w.type == TERMINATING for w in writes)
         if self._dry_run:
@@ -360,9 +345,16 @@ class OciInstanceConditions:
             )
             return
         patch = self._patch(node, writes)
-        if unfenced:
-            patch["metadata"] = {"annotations": dict(UNFENCED)}
-        self._api.patch_node_status(node.name, patch)
+        try:
+            self._api.patch_node_status(node.name, patch)
+        except KubeError as err:
+            if not annotations_too_long(err):
+                raise
+            # A node that filled its annotations to the limit would refuse the fence's token,
+            # and so its own conditions: they go without a term (fenced on the client only), as
+            # a full node's taints do (reconcile.py, `_taints_alone`).
+            unfenced = {**patch, "metadata": {"annotations": dict(UNFENCED)}}
+            self._api.patch_node_status(node.name, unfenced)
         remembered = self._messages.setdefault(node.uid, {})
         for write in writes:
             remembered[write.type] = (write.status, write.reason, write.message)
