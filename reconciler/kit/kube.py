@@ -283,12 +283,9 @@ class KubeApi:
 
     @staticmethod
     def _selectors(selection: Selection) -> dict[str, str]:
-        selectors = {}
-        if selection.field_selector:
-            selectors["fieldSelector"] = selection.field_selector
-        if selection.label_selector:
-            selectors["labelSelector"] = selection.label_selector
-        return selectors
+        field, label = selection.field_selector, selection.label_selector
+        given = {"fieldSelector": field, "labelSelector": label}
+        return {key: value for key, value in given.items() if value}
 
     def list_page(self, selection: Selection, limit: int, continue_token: str | None) -> Page:
         query: dict[str, str | int | bool] = {"limit": limit, **self._selectors(selection)}
