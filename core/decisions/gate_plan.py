@@ -82,8 +82,8 @@ def _carried_gate(node: NodeState, gate: StartupGate, facts: PlanFacts) -> RuleO
     signal = _gate_signal(node, gate, facts)
     began = life_began(node, gate, facts.now)
     if signal is not None:
-        held = _min_hold_left(began, gate, facts.now)
-        if held is not None:
+        held = None if gate.min_hold is None or began is None else began + gate.min_hold - facts.now
+        if held is not None and held > timedelta(0):
             why = f"{signal}; minHold keeps it {int(held.total_seconds())}s more"
             return RuleOutcome(RuleDecision(gate.name, gate.taint, "keep", why), recheck=held)
         return _lifted(node, gate, facts, signal)
@@ -224,13 +224,6 @@ def _stale_signals(
             if seen.first_seen <= after or (written is not None and written <= after):
                 stale.add(episode_digest(seen.token))
     return (key, ",".join(sorted(stale)))
-
-
-def _min_hold_left(began: datetime | None, gate: StartupGate, now: datetime) -> timedelta | None:
-    if gate.min_hold is None or began is None:
-        return None
-    left = began + gate.min_hold - now
-    return left if left > timedelta(0) else None
 
 
 def _lifted(
