@@ -67,8 +67,25 @@ class NodeWriter:
         waited = self._limiter.wait(self.stop)
         if waited:
             self._metrics.write_wait_seconds.inc(waited)
-        # Through the fence: the api is a `FencedApi` (what that guarantees: fenced_api.py).
-        self._patch(node, node_plan)
+        try:
+            # Through the fence: the api is a `FencedApi` (what that guarantees: fenced_api.py).
+            self._api.patch_node(name, merge_patch(node, node_plan))
+        except ConflictError:
+            self._metrics.conflicts.inc()
+            raise
+        except TemporaryError:
+            self._metrics.writes.labels("error").inc()
+            raise
+        except PermanentError as err:
+            self._metrics.writes.labels("error").inc()
+            self._recorder.on_node(
+                name,
+                node.state.uid,
+                "NodegateWriteRefused",
+                f"the API server refused nodegate's change ({err}); retrying at the next resync",
+                warning=True,
+            )
+            raise
         self._metrics.writes.labels("ok").inc()
         self._count_changes(node_plan)
         log.info("changed node", extra={"node": name, "change": summary})
@@ -127,20 +144,6 @@ class NodeWriter:
             self._would_nodes[pair] = self._would_nodes.get(pair, 0) + 1
             self._metrics.dry_run_nodes.labels(*pair).set(self._would_nodes[pair])
 
-    def _patch(self, node: CachedNode, node_plan: NodePlan) -> None:
-        try:
-            self._api.patch_node(node.state.name, merge_patch(node, node_plan))
-        except ConflictError:
-            self._metrics.conflicts.inc()
-            raise
-        except TemporaryError:
-            self._metrics.writes.labels("error").inc()
-            raise
-        except PermanentError as err:
-            self._metrics.writes.labels("error").inc()
-            self._refused(node, err)
-            raise
-
     def say_waiting(self, node: CachedNode, waiting: Mapping[str, str]) -> None:
         """In a dry run, say which taints would wait for the eviction budget (a real hold is
         reported once for all nodes, by the breaker)."""
@@ -187,12 +190,3 @@ class NodeWriter:
                 self._metrics.changes.labels(rule, "remove_taint").inc()
         for label in node_plan.set_labels:
             self._metrics.changes.labels(label.why, "set_label").inc()
-
-    def _refused(self, node: CachedNode, err: PermanentError) -> None:
-        self._recorder.on_node(
-            node.state.name,
-            node.state.uid,
-            "NodegateWriteRefused",
-            f"the API server refused nodegate's change ({err}); retrying at the next resync",
-            warning=True,
-        )
