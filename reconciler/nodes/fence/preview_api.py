@@ -37,9 +37,6 @@ from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.preview")
 
-REFUSED = 403
-"""The status a refused Node write carries (the node writer does not split a 403)."""
-
 
 def installation_api(api: Api, dry_run: bool) -> Api:
     """The client the reconciler's writing parts are built on: `api` itself, or in a dry run
@@ -107,7 +104,8 @@ class PreviewApi(ReadsThrough):
 
     def _refused(self, what: str) -> PermanentError:
         log.error("dry run: a Node write reached the client; refused", extra={"object": what})
-        return PermanentError(f"a dry run writes nothing: {what} not written", REFUSED)
+        # 403: the node writer does not split a refusal of permission into a taints-only write.
+        return PermanentError(f"a dry run writes nothing: {what} not written", 403)
 
 
 def preview_reads(settings: ReconcilerSettings) -> dict[str, object]:
