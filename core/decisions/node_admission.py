@@ -126,9 +126,12 @@ def _raw_taint(taint: Taint, now: datetime) -> dict[str, Any]:
 def _add_ops(
     node: Mapping[str, Any], path: str, shape: type, whole: Any, each: list[JsonPatchOp]
 ) -> list[JsonPatchOp] | None:
-    """Operations adding to the member two levels down `path` (`/metadata/labels`): `whole` as
-    that member where it or its parent is absent or null, else `each` into it; None where either
-    is not the shape the API defines (the member a `shape`): it cannot take them safely."""
+    """Operations adding to the member two levels down `path` (`/metadata/labels`): none when
+    `each` is empty; `whole` as that member where it or its parent is absent or null, else
+    `each` into it; None where either is not the shape the API defines (the member a `shape`):
+    it cannot take them safely."""
+    if not each:
+        return []
     _, parent_name, member = path.split("/")
     parent = node.get(parent_name)
     if parent is None:
@@ -139,23 +142,6 @@ def _add_ops(
     if existing is None:
         return [{"op": "add", "path": path, "value": whole}]
     return each if isinstance(existing, shape) else None
-
-
-def _label_ops(node: Mapping[str, Any], labels: Mapping[str, str]) -> list[JsonPatchOp] | None:
-    if not labels:
-        return []
-    each = [
-        {"op": "add", "path": f"/metadata/labels/{pointer_token(k)}", "value": v}
-        for k, v in labels.items()
-    ]
-    return _add_ops(node, "/metadata/labels", Mapping, dict(labels), each)
-
-
-def _taint_ops(node: Mapping[str, Any], taints: list[dict[str, Any]]) -> list[JsonPatchOp] | None:
-    if not taints:
-        return []
-    each = [{"op": "add", "path": "/spec/taints/-", "value": t} for t in taints]
-    return _add_ops(node, "/spec/taints", list, taints, each)
 
 
 def _claim_ops(node: Mapping[str, Any], gates: set[tuple[str, str]]) -> list[JsonPatchOp]:
@@ -186,7 +172,11 @@ def admission_patch(
     metadata = node.get("metadata")
     own = string_labels(metadata) if isinstance(metadata, Mapping) else {}
     restore, skipped = restorable_labels(own, stored_labels, rules)
-    label_ops = _label_ops(node, restore)
+    label_adds = [
+        {"op": "add", "path": f"/metadata/labels/{pointer_token(k)}", "value": v}
+        for k, v in restore.items()
+    ]
+    label_ops = _add_ops(node, "/metadata/labels", Mapping, dict(restore), label_adds)
     if label_ops is None:
         skipped += ("metadata.labels is not a map: no label added",)
         restore, label_ops = {}, []
@@ -205,7 +195,8 @@ def admission_patch(
         carried.add(gate.taint.identity)
         gates.append(gate.name)
         taints.append(_raw_taint(gate.taint, now))
-    taint_ops = _taint_ops(node, taints)
+    taint_adds = [{"op": "add", "path": "/spec/taints/-", "value": t} for t in taints]
+    taint_ops = _add_ops(node, "/spec/taints", list, taints, taint_adds)
     if taint_ops is None:
         skipped += (f"spec or spec.taints is not the API's shape: gates {gates} not added",)
         gates, taint_ops, seal = [], [], None
