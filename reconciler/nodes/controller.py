@@ -93,6 +93,7 @@ class Controller:
         self.queue = WorkQueue(on_wait=lambda lane, seconds: waits[lane].observe(seconds))
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.
         own.queue_depth.set_function(lambda: len(self.queue))
+        own.cached_objects.labels("nodes").set_function(lambda: len(self.informer))
         self.informer: Informer[CachedNode] = Informer(
             "nodes",
             api,
@@ -215,7 +216,6 @@ class Controller:
             self.queue,
             self._own_metrics,
             lambda: self.rules,
-            lambda: len(self.informer),
             self._node_facts,
             memory,
             self.labels,

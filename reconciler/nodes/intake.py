@@ -28,21 +28,18 @@ class NodeIntake:
         queue: WorkQueue,
         metrics: ControllerMetrics,
         rules: Callable[[], NodeRules | None],
-        cached: Callable[[], int],
         facts: NodeFacts,
         memory: NodeMemories,
         labels: LabelRecords,
     ) -> None:
-        """`cached`: how many nodes the cache holds."""
         self._queue = queue
         self._rules = rules
         self._facts = facts
         self._memory = memory
         self._labels = labels
         self._hooks: list[Callable[[NodeState | None, NodeState], None]] = []
-        # Read when scraped, and each outcome's counter looked up once: a metric's `labels()`
-        # per event was a tenth of this handler's CPU in a 1,000-node storm (issue 62).
-        metrics.cached_objects.labels("nodes").set_function(lambda: float(cached()))
+        # Each outcome's counter looked up once: a metric's `labels()` per event was a tenth of
+        # this handler's CPU in a 1,000-node storm (issue 62).
         self._counted = {
             outcome: metrics.node_events.labels(outcome)
             for outcome in ("no_rules", "unchanged", "queued", "deleted")
