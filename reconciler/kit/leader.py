@@ -42,11 +42,10 @@ class LeaderElector:
 
     def __init__(
         self,
-        api_client: client.ApiClient | None,
+        api: client.ApiClient | LeaseApi,
         settings: LeaseSettings,
         on_leading: Callable[[bool], None] = lambda _leading: None,
         *,
-        lease_api: LeaseApi | None = None,
         clock: Clock = time.monotonic,
         note: Callable[[], str | None] = lambda: None,
     ) -> None:
@@ -55,12 +54,9 @@ class LeaderElector:
         self.fence = LeaderFence(
             settings.renew_deadline_seconds, clock, settings.lease_duration_seconds
         )
-        timeout = max(1.0, settings.renew_deadline_seconds / 2)
-        if lease_api is None:
-            if api_client is None:
-                raise ValueError("give an api_client or a lease_api")
-            lease_api = KubeLeaseApi(api_client, timeout)
-        self._election = Election(lease_api, settings, self.fence, clock, note=note)
+        if isinstance(api, client.ApiClient):
+            api = KubeLeaseApi(api, max(1.0, settings.renew_deadline_seconds / 2))
+        self._election = Election(api, settings, self.fence, clock, note=note)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.leading = False

@@ -215,7 +215,7 @@ def test_the_fence_refuses_a_write_once_revoked() -> None:
 
 
 def leading_elector(api: FakeLeaseApi) -> LeaderElector:
-    elector = LeaderElector(None, Settings("leader", retry_period_seconds=1), lease_api=api)
+    elector = LeaderElector(api, Settings("leader", retry_period_seconds=1))
     started = threading.Event()
     elector.start(started.set, lambda: None)
     assert started.wait(5)
@@ -289,7 +289,7 @@ def test_a_leader_that_sees_another_replica_holding_its_lease_stops_writing_at_o
     end of its renew deadline."""
     api = FakeLeaseApi()
     lost = threading.Event()
-    elector = LeaderElector(None, Settings("leader", retry_period_seconds=1), lease_api=api)
+    elector = LeaderElector(api, Settings("leader", retry_period_seconds=1))
     started = threading.Event()
     elector.start(started.set, lost.set)
     assert started.wait(5)
@@ -359,7 +359,7 @@ def test_a_process_finding_its_own_identity_in_the_lease_starts_a_new_term() -> 
 
 def test_the_lease_says_which_term_holds_it_now() -> None:
     api, clock = FakeLeaseApi(), Clock()
-    leader = LeaderElector(None, Settings(identity="a"), lease_api=api, clock=clock)
+    leader = LeaderElector(api, Settings(identity="a"), clock=clock)
     election(api, "a", clock).attempt()
 
     assert leader.holds_term(("a", 0))
