@@ -20,12 +20,11 @@ from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.client import load_api_client
 from nodegate.reconciler.kit.events import EventRecorder, QueuedEvents
 from nodegate.reconciler.kit.fence import LeaderFence
-from nodegate.reconciler.kit.health import Health, supervised
+from nodegate.reconciler.kit.health import Health, serve, supervised
 from nodegate.reconciler.kit.heap import freeze_startup_objects, observe_pauses
 from nodegate.reconciler.kit.kube import KubeApi
 from nodegate.reconciler.kit.leader import LeaderElector
 from nodegate.reconciler.kit.logs import configure_logging
-from nodegate.reconciler.kit.probes import serve
 from nodegate.reconciler.nodes.controller import Controller
 from nodegate.reconciler.nodes.fence.fence_policy import check_server_fence
 from nodegate.reconciler.nodes.fence.fenced_api import FencedApi
