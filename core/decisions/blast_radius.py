@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nodegate.core.decisions.eviction_budget import charges
-from nodegate.core.decisions.plan import NodePlan, plan
+from nodegate.core.decisions.plan import plan
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.model import NodeRules
 from nodegate.core.rules.node import NodeState
@@ -58,7 +58,13 @@ def blast_radius(
     for node, facts in nodes:
         total += 1
         result = plan(node, rules, facts)
-        if _evicts_anew(node, facts, result, rules, in_force):
+        # An evicting taint the rules in force would add anyway (a storm already under way) is
+        # the budget's, not the update's. Unlimited rules count too: the budget is for storms,
+        # this guard for edits.
+        new = {c.taint for c in charges(node, result, rules)}
+        if new and in_force is not None:
+            new -= {c.taint for c in charges(node, plan(node, in_force, facts), in_force)}
+        if new:
             evicted += 1
             if len(evicted_examples) < EXAMPLES:
                 evicted_examples.append(node.name)
@@ -70,23 +76,6 @@ def blast_radius(
             if len(examples) < EXAMPLES:
                 examples.append(node.name)
     return BlastRadius(total, untainted, removed, tuple(examples), evicted, tuple(evicted_examples))
-
-
-def _evicts_anew(
-    node: NodeState,
-    facts: PlanFacts,
-    result: NodePlan,
-    rules: NodeRules,
-    in_force: NodeRules | None,
-) -> bool:
-    """Would the update add an evicting taint the rules in force would not add anyway (a storm
-    already under way is the budget's, not the update's)? Unlimited rules count too: the
-    budget is for storms, this guard for edits."""
-    new = {c.taint for c in charges(node, result, rules)}
-    if not new or in_force is None:
-        return bool(new)
-    before = {c.taint for c in charges(node, plan(node, in_force, facts), in_force)}
-    return bool(new - before)
 
 
 def rules_digest(data: str | bytes) -> str:
