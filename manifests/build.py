@@ -17,27 +17,14 @@ from nodegate.core.objects.installation import RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import NO_RULES, NodeRules
 from nodegate.defaults.names import DEFAULT_NAME
+from nodegate.manifests import fencing, webhook
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.crd import noderules_crd
-from nodegate.manifests.fencing import cluster_rules as fence_cluster_rules
-from nodegate.manifests.fencing import objects as fence_objects
-from nodegate.manifests.fencing import reconcile_settings as fence_settings
 from nodegate.manifests.network import network_policy
 from nodegate.manifests.observability import dashboard_configmap, monitors, prometheus_rule
-from nodegate.manifests.rbac import (
-    cluster_rules,
-    namespace_rules,
-    oci_cluster_rules,
-    rules_objects_cluster_rules,
-)
+from nodegate.manifests.rbac import cluster_rules, namespace_rules
 from nodegate.manifests.settings import DeploySettings, Manifest, SettingsError
 from nodegate.manifests.tolerations import pod_tolerations
-from nodegate.manifests.webhook import cluster_rules as webhook_cluster_rules
-from nodegate.manifests.webhook import container_ports as webhook_ports
-from nodegate.manifests.webhook import namespace_rules as webhook_namespace_rules
-from nodegate.manifests.webhook import objects as webhook_objects
-from nodegate.manifests.webhook import reconcile_settings as webhook_settings
-from nodegate.manifests.webhook import volumes as webhook_volumes
 
 RUN_AS = 65532
 """The image's non-root user and group (Dockerfile `USER 65532:65532`)."""
@@ -79,12 +66,12 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
         "leader_election": {
             "lease_namespace": settings.namespace,
             "lease_name": settings.leader_election.lease_name,
-            **fence_settings(settings),
+            **fencing.reconcile_settings(settings),
         },
     }
-    webhook = webhook_settings(settings)
-    if webhook is not None:
-        values["webhook"] = webhook
+    served = webhook.reconcile_settings(settings)
+    if served is not None:
+        values["webhook"] = served
     if settings.oci is not None:  # the same fields; an empty region is the auth's own
         values["oci"] = settings.oci.model_dump(exclude=None if settings.oci.region else {"region"})
     return values
@@ -129,8 +116,8 @@ def build_manifests(document: RulesDocument | None, settings: DeploySettings) ->
         objects.append(prometheus_rule(settings, labels(settings)))
     objects += monitors(settings, labels(settings), selector(settings))
     objects += network_policy(settings, labels(settings), selector(settings))
-    objects += webhook_objects(settings, labels(settings), selector(settings))
-    objects += fence_objects(settings, labels(settings))
+    objects += webhook.objects(settings, labels(settings), selector(settings))
+    objects += fencing.objects(settings, labels(settings))
     return objects
 
 
@@ -154,10 +141,8 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "kind": "ClusterRole",
             "metadata": _meta(settings, settings.name, namespaced=False),
             "rules": cluster_rules(rules, settings)
-            + rules_objects_cluster_rules(settings)
-            + oci_cluster_rules(settings)
-            + webhook_cluster_rules(settings)
-            + fence_cluster_rules(settings),
+            + webhook.cluster_rules(settings)
+            + fencing.cluster_rules(settings),
         },
         {
             "apiVersion": f"{group}/v1",
@@ -170,7 +155,7 @@ def _rbac(rules: NodeRules, settings: DeploySettings) -> list[Manifest]:
             "apiVersion": f"{group}/v1",
             "kind": "Role",
             "metadata": _meta(settings, settings.name),
-            "rules": namespace_rules(settings, rules) + webhook_namespace_rules(settings, rules),
+            "rules": namespace_rules(settings, rules) + webhook.namespace_rules(settings, rules),
         },
         {
             "apiVersion": f"{group}/v1",
@@ -216,7 +201,7 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
         ],
         "ports": [
             {"name": "http", "containerPort": settings.http_port, "protocol": "TCP"},
-            *webhook_ports(settings),
+            *webhook.container_ports(settings),
         ],
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": "http"},
@@ -244,7 +229,7 @@ def _container(settings: DeploySettings) -> dict[str, Any]:
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        **({"volumeMounts": mounts} if (mounts := webhook_volumes(settings)[1]) else {}),
+        **({"volumeMounts": mounts} if (mounts := webhook.volumes(settings)[1]) else {}),
     }
 
 
@@ -282,7 +267,7 @@ def deployment(settings: DeploySettings, rules: NodeRules) -> Manifest:
         "topologySpreadConstraints": _topology_spread(settings),
         "terminationGracePeriodSeconds": 30,
         "containers": [_container(settings)],
-        **({"volumes": volumes} if (volumes := webhook_volumes(settings)[0]) else {}),
+        **({"volumes": volumes} if (volumes := webhook.volumes(settings)[0]) else {}),
     }
     return {
         "apiVersion": "apps/v1",

@@ -112,32 +112,25 @@ def keeps_label_records(rules: NodeRules, settings: DeploySettings) -> bool:
 
 
 def cluster_rules(rules: NodeRules, settings: DeploySettings) -> list[PolicyRule]:
-    """The ClusterRole: Nodes, Events, and list/watch on what the rules may read from the
-    cluster (`cluster_reads_granted`)."""
+    """The ClusterRole's own rules: Nodes, Events, list/watch on what the rules may read from
+    the cluster (`cluster_reads_granted`); with rules from NodeRules objects, reading them all
+    and writing their status; `nodes/status` patch, for the OCI conditions, when they are on."""
     granted = [
         policy_rule("", "nodes", ["get", "list", "watch", "patch"]),
         policy_rule("", "events", ["create", "patch"]),
     ]
     for resource in cluster_reads_granted(rules, settings):
         granted.append(policy_rule(resource.group, resource.plural, ["list", "watch"]))
+    if settings.rules_source == "objects":
+        granted += [
+            policy_rule(NODE_RULES_GROUP, PLURAL, ["get", "list", "watch"]),
+            policy_rule(NODE_RULES_GROUP, f"{PLURAL}/status", ["patch"]),
+            # A held update is confirmed by an annotation on the CRD: cluster admins' to write.
+            policy_rule("apiextensions.k8s.io", "customresourcedefinitions", ["get"], [CRD_NAME]),
+        ]
+    if settings.oci is not None:
+        granted.append(policy_rule("", "nodes/status", ["patch"]))
     return granted
-
-
-def rules_objects_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
-    """With rules read from NodeRules objects: read them all, and write their status."""
-    if settings.rules_source != "objects":
-        return []
-    return [
-        policy_rule(NODE_RULES_GROUP, PLURAL, ["get", "list", "watch"]),
-        policy_rule(NODE_RULES_GROUP, f"{PLURAL}/status", ["patch"]),
-        # A held update is confirmed by an annotation on the CRD: cluster admins' to write.
-        policy_rule("apiextensions.k8s.io", "customresourcedefinitions", ["get"], [CRD_NAME]),
-    ]
-
-
-def oci_cluster_rules(settings: DeploySettings) -> list[PolicyRule]:
-    """`nodes/status` patch, for the OCI conditions, only when they are on."""
-    return [policy_rule("", "nodes/status", ["patch"])] if settings.oci is not None else []
 
 
 def namespace_rules(settings: DeploySettings, rules: NodeRules) -> list[PolicyRule]:
