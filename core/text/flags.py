@@ -23,6 +23,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from nodegate.core.text.frozen import model_in
+
 _M = TypeVar("_M")
 
 
@@ -125,7 +127,7 @@ def _specs(model: type[BaseModel], path: tuple[str, ...], prefix: str) -> Iterat
     for name, field in model.model_fields.items():
         group = _marker(field, FlagGroup)
         if group is not None:
-            nested = _model_in(field.annotation)
+            nested = model_in(field.annotation)
             if nested is None:
                 raise FlagDeclarationError(f"{model.__name__}.{name}: FlagGroup on a non-model")
             enabling = (*path, name, group.enabled_by)
@@ -186,15 +188,6 @@ def _kind(annotation: Any) -> tuple[type, bool]:
     if isinstance(annotation, type):
         return annotation, False
     raise FlagDeclarationError(f"{annotation} cannot be a flag")
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if get_origin(annotation) in (Union, types.UnionType):
-        models = [m for a in get_args(annotation) if (m := _model_in(a)) is not None]
-        return models[0] if len(models) == 1 else None
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
 
 
 def _marker(field: FieldInfo, kind: type[_M]) -> _M | None:

@@ -9,7 +9,7 @@ adds one), and frozen once parsed, so nothing inside nodegate can change what wa
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -43,6 +43,18 @@ def check_value(value: str) -> str:
     if problem:
         raise ValueError(f"not a valid Kubernetes label/taint value: {problem}")
     return value
+
+
+def model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field's annotation holds (`X`, `X | None`, `tuple[X, ...]`: the first one
+    found), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 LabelKey = Annotated[str, AfterValidator(check_key)]

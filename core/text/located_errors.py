@@ -13,12 +13,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from nodegate.core.text.errors import DocPath
+from nodegate.core.text.frozen import model_in
 from nodegate.core.text.k8s_names import name_form_problem
 
 
@@ -122,17 +122,7 @@ def _allowed_keys(model: type[BaseModel], path: DocPath) -> list[str]:
         field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part), None)
         if field is None:
             continue  # a list index or a free-form dict key: the value type stays the same
-        current = _model_in(field.annotation)
+        current = model_in(field.annotation)
     if current is None:
         return []
     return [f.alias or n for n, f in current.model_fields.items()]
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
