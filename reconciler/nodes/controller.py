@@ -58,8 +58,6 @@ from nodegate.reconciler.settings import ReconcilerSettings
 
 log = logging.getLogger("nodegate.controller")
 
-Clock = Callable[[], datetime]
-
 
 class Controller:
     def __init__(
@@ -71,7 +69,7 @@ class Controller:
         history: TaintHistory,
         health: Health,
         fence: LeaderFence | None = None,
-        clock: Clock | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         """`api`: the one client every write of the controller goes through, fenced (the only
         type it takes, so it cannot be handed the raw one). `clock`: the API server's time
@@ -88,7 +86,7 @@ class Controller:
             on_reading=ClockReport(own.clock_disagreement_seconds.set, own.clock_disagreements.inc),
         )
         own.clock_correction_seconds.set_function(self._server_clock.correction)
-        self._now: Clock = clock or self._server_clock.now_or_host
+        self._now: Callable[[], datetime] = clock or self._server_clock.now_or_host
         waits = {lane: own.queue_wait_seconds.labels(lane) for lane in ("event", "resync")}
         self.queue = WorkQueue(on_wait=lambda lane, seconds: waits[lane].observe(seconds))
         # Counted when scraped: counting on every add would cost O(n) per node in a resync.

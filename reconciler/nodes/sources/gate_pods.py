@@ -61,8 +61,7 @@ class GatePods:
                 for informer, _ in self._informers.values():
                     informer.request_relist()
             for source in set(self._informers) - wanted:
-                informer, informer_stop = self._informers.pop(source)
-                informer_stop.set()
+                self._informers.pop(source)[1].set()
                 self._by_node.pop(source, None)
             for source in wanted - set(self._informers):
                 self._start(source)
