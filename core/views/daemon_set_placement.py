@@ -245,13 +245,8 @@ def _field_problem(requirement: Requirement) -> str | None:
 
 
 def _term_problem(term: Term) -> str | None:
-    for requirement in term.expressions:
-        if problem := _expression_problem(requirement):
-            return problem
-    for requirement in term.fields:
-        if problem := _field_problem(requirement):
-            return problem
-    return None
+    problems = [*map(_expression_problem, term.expressions), *map(_field_problem, term.fields)]
+    return next((problem for problem in problems if problem), None)
 
 
 def _expression_matches(requirement: Requirement, labels: Mapping[str, str]) -> bool:
@@ -280,15 +275,11 @@ def _field_matches(requirement: Requirement, fields: Mapping[str, str]) -> bool:
 
 def _failing(term: Term, node_name: str, labels: Mapping[str, str]) -> Requirement | None:
     """The first requirement of a valid, non-empty term the node fails, or None."""
-    for requirement in term.expressions:
-        if not _expression_matches(requirement, labels):
-            return requirement
-    fields = {NODE_NAME_FIELD: node_name} if node_name else {}
-    if fields:  # a node without a name has no fields to select on
-        for requirement in term.fields:
-            if not _field_matches(requirement, fields):
-                return requirement
-    return None
+    failing = [r for r in term.expressions if not _expression_matches(r, labels)]
+    if node_name:  # a node without a name has no fields to select on
+        fields = {NODE_NAME_FIELD: node_name}
+        failing += [r for r in term.fields if not _field_matches(r, fields)]
+    return failing[0] if failing else None
 
 
 def _term_matches(term: Term, node_name: str, labels: Mapping[str, str]) -> bool:
