@@ -81,11 +81,8 @@ def gate_census(nodes: Iterable[NodeState], rules: NodeRules, now: datetime) -> 
     for node in nodes:
         total += 1
         age = max((now - node.created).total_seconds(), 0.0) if node.created is not None else 0.0
-        held = False
-        for gate in rules.startup_gates:
-            if gate.dry_run or not carried_gate_taints(node, gate):
-                continue
-            held = True
+        held = [g for g in rules.startup_gates if not g.dry_run and carried_gate_taints(node, g)]
+        for gate in held:
             by_group.setdefault((gate.name, node.labels.get(POOL_LABEL, "")), []).append(age)
         if held:
             ages.append(age)
