@@ -29,11 +29,7 @@ from nodegate.reconciler.kit.errors import (
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 REQUEST_TIMEOUT_SECONDS = 30.0
-"""Read timeout of an ordinary call (a list page, a read, a write): its deadline, since a
-timed-out read is not retried."""
 WATCH_SILENCE_SLACK_SECONDS = 5.0
-"""A watch may be silent this long past its server-side timeout before it is presumed dead (the
-server ends it at the timeout, after a bookmark 2 s before)."""
 KEEPALIVE_IDLE_SECONDS = 15
 KEEPALIVE_INTERVAL_SECONDS = 5
 KEEPALIVE_PROBES = 3

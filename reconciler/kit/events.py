@@ -135,7 +135,7 @@ class EventRecorder:
 
 
 class Recorder(Protocol):
-    """What the controller and the rules watcher report through."""
+    """What the reconciler's parts report through (fakes in unit tests)."""
 
     def on_node(
         self, name: str, uid: str, reason: str, message: str, warning: bool = False

@@ -1,4 +1,4 @@
-"""One list-then-watch informer for every kind nodegate watches (Nodes, the rules ConfigMap).
+"""One list-then-watch informer for every kind nodegate watches (`kube.Kind`).
 
 The official client offers the watch stream but no informer, so this keeps client-go's
 reflector contract: a paginated LIST, then WATCH from its resourceVersion; a watch that ends or

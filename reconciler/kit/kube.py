@@ -527,8 +527,6 @@ class KubeApi:
             raise
 
     def _call(self, method: str, path: str, timeout: tuple[float, float], **kwargs: Any) -> Any:
-        """`Direct.request` through `call`; a timed-out read means the path is dead
-        (`_path_dead`)."""
         try:
             return call(self._direct.request, method, path, timeout, **kwargs)
         except TimedOutError:
