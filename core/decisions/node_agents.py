@@ -285,9 +285,9 @@ def _daemon_set_state(
     departed: Departure | None,
 ) -> AgentState:
     pods = sorted((p for p in on_node if p.owner_uid == ds.uid), key=lambda p: p.uid)
-    for pod in pods:
-        if _ready_for_this_node(pod, node, departed):
-            return AgentState(ds.ref, True, "Ready")
+    ready = ready_agent_pods(pods)
+    if any(of_this_node(node, uid, written, departed) for uid, written in ready.items()):
+        return AgentState(ds.ref, True, "Ready")
     if pods:
         pod = pods[0]
         why = "pod terminating" if pod.terminating else "pod not Ready"
@@ -344,13 +344,6 @@ def cannot_run_message(
         "the DaemonSet run there (a toleration, its nodeSelector), narrow the rule's match, or "
         "set cannotRun: skip."
     )
-
-
-def _ready_for_this_node(pod: AgentPod, node: NodeState, departed: Departure | None) -> bool:
-    """Ready, staying, and Ready for this Node object (`re_registration.of_this_node`)."""
-    if not pod.ready or pod.terminating:
-        return False
-    return of_this_node(node, pod.uid, pod.status_written, departed)
 
 
 def _ready_before(pod: AgentPod, departed: Departure | None) -> str:
