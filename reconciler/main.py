@@ -194,7 +194,6 @@ def _build(settings: ReconcilerSettings) -> _Parts:
             lambda: crd_confirmation(api),
             lambda: controller.rules_in_force.held,
         )
-        controller.on_standing_changed = objects.remerge
         controller.report_rules_objects(objects)
         watcher = objects
     else:

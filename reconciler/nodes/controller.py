@@ -119,12 +119,8 @@ class Controller:
             self._on_rules_applied,
             self.status,
             self._now,
-            lambda: self.on_standing_changed(),  # noqa: PLW0108 (set after construction)
         )
         self._rules_objects_api = api
-        self.on_standing_changed: Callable[[], None] = lambda: None
-        """Told when the versions in force of the rules objects may have changed (the rules
-        objects' watcher merges again)."""
         self._memory = NodeMemories()
         """Everything that remembers something per node, forgotten through it (`node_memory`)."""
         self._running = threading.Event()
@@ -278,7 +274,9 @@ class Controller:
         return self.rules_in_force.rules
 
     def report_rules_objects(self, objects: RulesObjects) -> None:
-        """Have the leader write each NodeRules object's status (`object_status`)."""
+        """The rules are these NodeRules objects: merged again whenever the versions in force
+        may have changed, and their status written by the leader (`object_status`)."""
+        self.rules_in_force.on_standing = objects.remerge
         writer = ObjectStatusWriter(
             self._rules_objects_api,
             objects,

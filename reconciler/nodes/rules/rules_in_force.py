@@ -53,10 +53,7 @@ class RulesInForce:
         on_applied: Callable[[RulesUpdate], None],
         status: StatusPublisher,
         clock: Callable[[], datetime],
-        on_standing: Callable[[], None] = lambda: None,
     ) -> None:
-        """`on_standing`: told (after `on_applied`) whenever the versions in force of the rules
-        objects may have changed (`standing`): the objects' merge is judged against them."""
         self._history = history
         self._recorder = recorder
         self._metrics = metrics
@@ -69,7 +66,9 @@ class RulesInForce:
         self._held: RulesUpdate | None = None
         self._held_reason = ""
         self._recovered: Applied | None = None
-        self._on_standing = on_standing
+        self.on_standing: Callable[[], None] = lambda: None
+        """Told (after `on_applied`) whenever the versions in force of the rules objects may
+        have changed (`standing`): the objects' merge is judged against them."""
         self.applied: Applied | None = None
 
     @property
@@ -153,7 +152,7 @@ class RulesInForce:
             },
         )
         self._on_applied(update)
-        self._on_standing()
+        self.on_standing()
 
     def restore(self, update: RulesUpdate, generation: int) -> None:
         """The rules a former leader (or this process before a restart) had in force, as the
@@ -165,7 +164,7 @@ class RulesInForce:
             if self.applied is not None:
                 return
             self._recovered = Applied(update, generation)
-        self._on_standing()
+        self.on_standing()
 
     def _put_back_recovered(self) -> None:
         with self._lock:
@@ -184,7 +183,7 @@ class RulesInForce:
             },
         )
         self._on_applied(recovered.update)
-        self._on_standing()
+        self.on_standing()
 
     def _superseded(self, held: RulesUpdate, by: RulesUpdate) -> None:
         """The held update was reverted (the source is back to the rules in force): nothing is
