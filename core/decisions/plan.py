@@ -246,24 +246,17 @@ def _adopted(
     found = [i for i in managed if i not in not_new and node.taint(i) is not None]
     if not found:
         return ()
-    born = _born_with(node, rules)
+    pool = rules.pool(node.labels.get(POOL_LABEL, ""))
+    try:
+        born = {t.identity for t in registration_taints(rules, pool)} if pool is not None else set()
+    except TaintConflictError:
+        born = set()  # rules built in code, never a validated file: nothing is born with
     why = "already on the node, not claimed: adopted"
     return tuple(
         TaintChange(taint, tuple(sorted({d.rule for d in deciding.get(i, ())})), why)
         for i in found
         if i not in born and (taint := node.taint(i)) is not None
     )
-
-
-def _born_with(node: NodeState, rules: NodeRules) -> frozenset[tuple[str, str]]:
-    """(key, effect) of the taints the node's pool (as it claims) registers with."""
-    pool = rules.pool(node.labels.get(POOL_LABEL, ""))
-    if pool is None:
-        return frozenset()
-    try:
-        return frozenset(t.identity for t in registration_taints(rules, pool))
-    except TaintConflictError:
-        return frozenset()  # rules built in code, never a validated file: nothing is born with
 
 
 def _would_be(full: NodePlan, live: NodePlan, dry: frozenset[str]) -> tuple[DryRunChange, ...]:
