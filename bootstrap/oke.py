@@ -50,11 +50,8 @@ IMAGE_FAMILIES: Final = ("oracle-linux", "ubuntu")
 
 
 def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
-    """`--register-with-taints=... --node-labels=...` for the pool, proven to read back as meant.
-
-    The flags are parsed back the way kubelet parses them; anything kubelet would refuse, drop
-    or read differently is refused here, before a node fails to join.
-    """
+    """`--register-with-taints=... --node-labels=...` for the pool, proven to read back as meant
+    (`proven_kubelet_flags`)."""
     if pool.provider != OKE.name:
         raise BootstrapError(
             f"pool '{pool.name}' is an {pool.provider} pool; OKE user_data and kubelet flags "
@@ -108,15 +105,10 @@ def render_oke_cloud_init(
     *,
     image_family: ImageFamily = "oracle-linux",
 ) -> str:
-    """The pool's complete user_data.
-
-    Without `user_cloud_init` (or with a blank one) it is the boot script itself. With one (a
-    `#cloud-config` document or a `#!` script) it is a multipart MIME archive: the user's part,
-    then nodegate's script, which cloud-init runs last. As stored in the instance metadata
-    (base64, gzipped if that is what makes it fit; see `metadata_payload`) it must fit
-    OKE_USER_DATA_BUDGET less the pool's other metadata (`oke_node_metadata`), which shares
-    OCI's limit.
-    """
+    """The pool's complete user_data: the boot script, or with a `user_cloud_init` that is not
+    blank the archive of both that `nodegate.bootstrap.user_data` assembles. As stored in the
+    instance metadata (`metadata_payload`) it must fit OKE_USER_DATA_BUDGET less the pool's
+    other metadata (`oke_node_metadata`), which shares OCI's limit."""
     script = render_oke_bootstrap_script(rules, pool, image_family)
     if user_cloud_init is None or not user_cloud_init.strip():
         user_data = script

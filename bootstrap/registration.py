@@ -28,15 +28,12 @@ def _rendering(
 
 
 def permanent_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
-    """Label-derived taints: they stay as long as the pool's labels do."""
     return _rendering(core.permanent_taints, rules, pool)
 
 
 def startup_gate_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
-    """Startup gates: on the node at birth, lifted once it is ready, never added again."""
     return _rendering(core.startup_gate_taints, rules, pool)
 
 
 def registration_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
-    """Every taint a node of this pool must carry from its first registration."""
     return _rendering(core.registration_taints, rules, pool)
