@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 from nodegate.core.rules.autoscaler_checks import autoscaler_findings
 from nodegate.core.rules.crosschecks import cross_rule_problems, pool_problems
 from nodegate.core.rules.model import API_VERSION, KIND, NodeRules
-from nodegate.core.rules.rules_object import ObjectShape, object_shape, position
+from nodegate.core.rules.rules_object import object_shape, position
 from nodegate.core.text.errors import DocPath, Problem, RulesError, Severity
 from nodegate.core.text.located_errors import located_errors
 from nodegate.core.text.yaml_input import Positions, check_limits, read_limited, read_yaml
@@ -115,23 +115,18 @@ class RulesDocument:
 
 
 def check_rules_data(data: Any, source: str, positions: Positions | None = None) -> Checked:
-    """`rules_from_data`, keeping the warnings."""
+    """`rules_from_data`, keeping the warnings: every problem of the object and of its rules
+    (its spec beside its apiVersion and kind) at its place in the document."""
     if positions is None:  # not from read_yaml: hold it to the same depth and size bounds
         check_limits(data, source)
         positions = Positions()
     if not isinstance(data, dict):
         found = "an empty document" if data is None else f"a {type(data).__name__}"
-        raise RulesError(
-            [
-                Problem(
-                    *positions.get((), (1, 1)),
-                    source,
-                    (),
-                    f"expected a NodeRules mapping (apiVersion: nodegate.dev/v1, kind: NodeRules, "
-                    f"...), found {found}",
-                )
-            ]
+        message = (
+            "expected a NodeRules mapping (apiVersion: nodegate.dev/v1, kind: NodeRules, ...), "
+            f"found {found}"
         )
+        raise RulesError([Problem(*positions.get((), (1, 1)), source, (), message)])
     problems = [*positions.problems]  # the reader's, where it could go on (repeated keys)
     if is_rules_list(data) and not problems:
         return _check_list(data["items"], source, positions)
@@ -140,7 +135,26 @@ def check_rules_data(data: Any, source: str, positions: Positions | None = None)
     shape = object_shape(data, positions)
     problems += [Problem(*position(positions, p), source, p, m) for p, m in shape.found]
     warned = [Problem(*position(positions, p), source, p, m, "warning") for p, m in shape.warnings]
-    return _check_spec(shape, source, problems, warned)
+
+    def at(path: DocPath, message: str, severity: Severity = "error") -> Problem:
+        where = position(shape.positions, path)
+        return Problem(*where, source, shape.document_path(path), message, severity)
+
+    problems += [at(path, message) for path, message in cross_rule_problems(shape.rules)]
+    try:
+        rules = NodeRules.model_validate(shape.rules)
+    except ValidationError as err:
+        located = located_errors(err, NodeRules, shape.positions.written)
+        raise RulesError([*problems, *(at(e.path, e.message) for e in located)]) from err
+    problems += [at(path, message) for path, message in pool_problems(rules)]
+    findings = [at(f.path, f.message, f.severity) for f in autoscaler_findings(rules)]
+    problems += [p for p in findings if p.severity == "error"]
+    if problems:
+        raise RulesError(problems)
+    warned += [p for p in findings if p.severity == "warning"]
+    return Checked(
+        rules, tuple(sorted(set(warned))), source, shape.positions, shape.prefix, shape.hints
+    )
 
 
 def is_rules_list(data: dict[Any, Any]) -> bool:
@@ -176,33 +190,6 @@ def _check_list(items: list[dict[Any, Any]], source: str, positions: Positions) 
     if problems:
         raise RulesError(problems)
     return Checked(merged.rules, (), source, positions)
-
-
-def _check_spec(
-    shape: ObjectShape, source: str, problems: list[Problem], warnings: list[Problem]
-) -> Checked:
-    """The rules themselves (the object's spec beside its apiVersion and kind), every problem
-    at its place in the document, with those found before (`problems`, `warnings`)."""
-
-    def at(path: DocPath, message: str, severity: Severity = "error") -> Problem:
-        where = position(shape.positions, path)
-        return Problem(*where, source, shape.document_path(path), message, severity)
-
-    problems += [at(path, message) for path, message in cross_rule_problems(shape.rules)]
-    try:
-        rules = NodeRules.model_validate(shape.rules)
-    except ValidationError as err:
-        located = located_errors(err, NodeRules, shape.positions.written)
-        raise RulesError([*problems, *(at(e.path, e.message) for e in located)]) from err
-    problems += [at(path, message) for path, message in pool_problems(rules)]
-    findings = [at(f.path, f.message, f.severity) for f in autoscaler_findings(rules)]
-    problems += [p for p in findings if p.severity == "error"]
-    if problems:
-        raise RulesError(problems)
-    warnings += [p for p in findings if p.severity == "warning"]
-    return Checked(
-        rules, tuple(sorted(set(warnings))), source, shape.positions, shape.prefix, shape.hints
-    )
 
 
 MIGRATED_KINDS = {"NodeReadinessRule": "node-readiness-controller"}
