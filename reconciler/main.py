@@ -340,8 +340,7 @@ def readiness(
             return False, "rules in force not recovered from the status record yet"
         if leading.is_set() and not controller.informer.synced.is_set():
             return False, "node cache not synced yet"
-        applied = controller.applied
-        return True, f"ok (rules generation {applied.generation if applied else 0})"
+        return True, f"ok (rules generation {controller.rules_in_force.generation})"
 
     return ready
 

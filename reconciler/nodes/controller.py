@@ -46,7 +46,7 @@ from nodegate.reconciler.nodes.records.taint_history import TaintHistory
 from nodegate.reconciler.nodes.reports.agent_reports import AgentReports
 from nodegate.reconciler.nodes.reports.gate_reports import GateReports
 from nodegate.reconciler.nodes.rules.object_status import ObjectStatusWriter
-from nodegate.reconciler.nodes.rules.rules_in_force import Applied, RulesInForce
+from nodegate.reconciler.nodes.rules.rules_in_force import RulesInForce
 from nodegate.reconciler.nodes.rules.rules_objects import RulesObjects
 from nodegate.reconciler.nodes.rules.rules_source import RulesUpdate, report_on_source
 from nodegate.reconciler.nodes.rules.status_publisher import StatusPublisher
@@ -264,10 +264,6 @@ class Controller:
         )
 
     # --- the public surface ---------------------------------------------------------------------
-
-    @property
-    def applied(self) -> Applied | None:
-        return self.rules_in_force.applied
 
     @property
     def rules(self) -> NodeRules | None:

@@ -230,17 +230,18 @@ def test_an_update_that_would_untaint_most_nodes_is_held_until_confirmed(text: s
         api.add_node(ci_node(f"n{i}", tainted=True))
     controller = synced(api)
     controller.offer_rules(update(CI_RULES))
-    assert controller.applied is not None and controller.applied.generation == 1
+    assert controller.rules_in_force.applied is not None
+    assert controller.rules_in_force.generation == 1
 
     controller.offer_rules(update(text))
-    assert controller.applied.update.digest == rules_digest(CI_RULES)
+    assert controller.rules_in_force.applied.update.digest == rules_digest(CI_RULES)
     [held] = events(api, "RulesHeld")
     assert "4 of 4 nodes" in str(held["message"]) or "no rules at all" in str(held["message"])
     assert rules_digest(text) in str(held["message"])
     assert metric(controller, "nodegate_rules_held") == 1
 
     controller.offer_rules(update(text, confirmation=rules_digest(text)))
-    assert controller.applied.update.digest == rules_digest(text)
+    assert controller.rules_in_force.applied.update.digest == rules_digest(text)
     assert metric(controller, "nodegate_rules_held") == 0
 
 
@@ -257,7 +258,7 @@ def test_a_held_update_reverted_clears_the_hold_and_a_re_offer_is_reported_again
     assert metric(controller, "nodegate_rules_held") == 0
     [cleared] = events(api, "RulesHoldCleared")
     assert rules_digest(GPU_ONLY) in str(cleared["message"])
-    assert controller.applied is not None and controller.applied.generation == 1
+    assert controller.rules_in_force.generation == 1
 
     controller.offer_rules(update(GPU_ONLY))  # offered again: held, and said so again
     assert metric(controller, "nodegate_rules_held") == 1
@@ -273,7 +274,7 @@ def test_an_update_touching_few_nodes_applies_at_once() -> None:
     controller = synced(api)
     controller.offer_rules(update(CI_RULES))
     controller.offer_rules(update(GPU_ONLY))
-    assert controller.applied is not None and controller.applied.generation == 2
+    assert controller.rules_in_force.generation == 2
 
 
 def test_a_confirmation_of_another_text_does_not_apply_a_held_update() -> None:
@@ -283,7 +284,7 @@ def test_a_confirmation_of_another_text_does_not_apply_a_held_update() -> None:
     controller = synced(api)
     controller.offer_rules(update(CI_RULES))
     controller.offer_rules(update(EMPTY, confirmation=rules_digest(GPU_ONLY)))
-    assert controller.applied is not None and controller.applied.generation == 1
+    assert controller.rules_in_force.generation == 1
 
 
 def test_applied_rules_are_recorded_in_the_taint_history_before_they_act() -> None:

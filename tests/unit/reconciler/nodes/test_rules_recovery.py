@@ -43,7 +43,7 @@ def held_after_ci_rules() -> FakeApi:
     first = synced(api)
     first.offer_rules(offered(CI_RULES))
     first.offer_rules(offered(GPU_ONLY))
-    assert first.applied is not None and first.applied.generation == 1
+    assert first.rules_in_force.generation == 1
     assert decode_status(api.configmaps[RECORD]["data"])[0].held is not None
     return api
 
@@ -61,8 +61,11 @@ def test_a_restart_while_an_update_is_held_keeps_the_rules_that_were_in_force() 
     controller = restarted(api)
     controller.offer_rules(offered(GPU_ONLY))  # what the rules ConfigMap still holds
 
-    assert controller.applied is not None
-    assert (controller.applied.generation, controller.applied.update.digest) == (
+    assert controller.rules_in_force.applied is not None
+    assert (
+        controller.rules_in_force.applied.generation,
+        controller.rules_in_force.applied.update.digest,
+    ) == (
         1,
         rules_digest(CI_RULES),
     )
@@ -88,9 +91,9 @@ def test_the_same_text_offered_after_a_restart_keeps_its_generation_and_takes_it
     controller = restarted(api)
     controller.offer_rules(offered(CI_RULES))  # the held update was reverted meanwhile
 
-    assert controller.applied is not None
-    assert controller.applied.generation == 1
-    assert controller.applied.update.ref == REF
+    assert controller.rules_in_force.applied is not None
+    assert controller.rules_in_force.applied.generation == 1
+    assert controller.rules_in_force.applied.update.ref == REF
     assert decode_status(api.configmaps[RECORD]["data"])[0].held is None
 
 
@@ -111,7 +114,7 @@ def test_a_record_whose_text_does_not_match_its_digest_puts_nothing_back() -> No
     data["rules.yaml"] = GPU_ONLY  # edited by hand: not the text applied under that digest
     controller = restarted(api)
 
-    assert controller.applied is None
+    assert controller.rules_in_force.applied is None
     assert controller.rules_recovered.is_set()
     assert metric(controller, "nodegate_errors_total", kind="status") == 1
 
@@ -122,7 +125,7 @@ def test_a_record_of_a_newer_format_puts_nothing_back_and_says_so() -> None:
     data[STATUS_KEY] = json.dumps(json.loads(data[STATUS_KEY]) | {"version": 99})
     controller = restarted(api)
 
-    assert controller.applied is None
+    assert controller.rules_in_force.applied is None
     assert metric(controller, "nodegate_errors_total", kind="status") == 1
 
 
@@ -130,7 +133,7 @@ def test_a_first_start_has_nothing_to_recover_and_is_recovered() -> None:
     api = FakeApi()
     controller = restarted(api)
 
-    assert controller.applied is None
+    assert controller.rules_in_force.applied is None
     assert controller.rules_recovered.is_set()
     assert metric(controller, "nodegate_errors_total", kind="status") == 0
 
@@ -140,7 +143,7 @@ def test_recovery_waits_for_an_api_server_that_cannot_answer_yet() -> None:
     api.fail("read_configmap", TemporaryError("connection refused"))
     controller = restarted(api)
 
-    assert controller.applied is not None and controller.applied.generation == 1
+    assert controller.rules_in_force.generation == 1
 
 
 def _ready(controller: Controller) -> tuple[bool, str]:
@@ -167,7 +170,7 @@ def test_a_held_update_with_nothing_in_force_leaves_the_leader_ready_and_says_so
     controller = restarted(api)
     controller.offer_rules(offered(CI_EVICTING))  # would evict every node: held at first start
 
-    assert controller.applied is None
+    assert controller.rules_in_force.applied is None
     assert _ready(controller) == (True, "ok (rules generation 0)")
     assert metric(controller, "nodegate_rules_held") == 1
 
@@ -179,8 +182,8 @@ def test_the_rules_recovered_plan_nothing_before_the_node_cache_syncs() -> None:
     controller.read_backs.rules(threading.Event())
 
     assert controller.rules is None
-    assert controller.applied is None
-    assert sync(controller).applied is not None
+    assert controller.rules_in_force.applied is None
+    assert sync(controller).rules_in_force.applied is not None
 
 
 def test_a_record_that_breaks_the_parser_puts_nothing_back_and_kills_nothing() -> None:
@@ -188,7 +191,7 @@ def test_a_record_that_breaks_the_parser_puts_nothing_back_and_kills_nothing() -
     api.configmaps[RECORD]["data"][STATUS_KEY] = "[" * 200_000
     controller = restarted(api)
 
-    assert controller.applied is None
+    assert controller.rules_in_force.applied is None
     assert controller.rules_recovered.is_set()
     assert metric(controller, "nodegate_errors_total", kind="status") == 1
 

@@ -53,7 +53,7 @@ def watching(api: FakeApi, controller: Controller) -> Iterator[Metrics]:
         EventRecorder(api, "default", "test"),
         metrics.rules_source,
         controller.offer_rules,
-        lambda: controller.applied.generation if controller.applied else 0,
+        lambda: controller.rules_in_force.generation,
     )
     stop = threading.Event()
     thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
@@ -81,11 +81,11 @@ def test_an_invalid_update_leaves_the_last_good_rules_in_force() -> None:
     api.configmaps[(NS, "rules")] = rules_configmap(CI_RULES, "1")
     controller = synced(api)
     with watching(api, controller) as metrics:
-        wait_until(lambda: controller.applied is not None, "the good rules in force")
+        wait_until(lambda: controller.rules_in_force.applied is not None, "the good rules in force")
         api.push_watch("MODIFIED", rules_configmap(MISSPELT, "2"))
         wait_until(lambda: refused(metrics) == 1, "the misspelt update refused")
 
-    applied = controller.applied
+    applied = controller.rules_in_force.applied
     assert applied is not None
     assert (applied.generation, applied.update.digest) == (1, rules_digest(CI_RULES))
     # And they still act: a CI node that arrives after the refusal is tainted by them.

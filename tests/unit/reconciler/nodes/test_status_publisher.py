@@ -66,7 +66,7 @@ def test_a_status_write_that_failed_is_written_by_the_next_retry() -> None:
     controller = synced(api)
     api.fail("replace_configmap", TemporaryError("connection refused"))
     controller.offer_rules(offered(CI_RULES))
-    assert controller.applied is not None  # the failed write held nothing up
+    assert controller.rules_in_force.applied is not None  # the failed write held nothing up
     assert ("nodegate-system", STATUS_CONFIGMAP) not in api.configmaps
 
     assert controller.status.retry()
@@ -150,7 +150,7 @@ def test_a_conflict_creating_the_record_is_retried_and_never_holds_up_the_rules(
     api.configmaps.pop(("nodegate-system", STATUS_CONFIGMAP), None)  # deleted by hand
     api.fail("create_configmap", ConflictError("already exists"))
     controller.offer_rules(offered(CI_RULES))
-    assert controller.applied is not None
+    assert controller.rules_in_force.applied is not None
     assert not api.failures["create_configmap"]  # the 409 was met
     api.configmaps[("nodegate-system", STATUS_CONFIGMAP)] = {
         "metadata": {"name": STATUS_CONFIGMAP, "resourceVersion": "1"},
