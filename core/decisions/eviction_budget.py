@@ -206,16 +206,13 @@ def check(
     scopes: list[tuple[str, EvictionLimit, int, Sequence[Grant]]] = [
         ("the cluster", budget.cluster, nodes.nodes, list(recent.values()))
     ]
-    if budget.per_pool is not None and where.pool is not None:
-        in_pool = [g for g in recent.values() if g.place.pool == where.pool]
-        scopes.append(
-            (f"pool {where.pool}", budget.per_pool, nodes.pools.get(where.pool, 0), in_pool)
-        )
-    if budget.per_zone is not None and where.zone is not None:
-        in_zone = [g for g in recent.values() if g.place.zone == where.zone]
-        scopes.append(
-            (f"zone {where.zone}", budget.per_zone, nodes.zones.get(where.zone, 0), in_zone)
-        )
+    pool, zone = where.pool, where.zone
+    if budget.per_pool is not None and pool is not None:
+        in_pool = [g for g in recent.values() if g.place.pool == pool]
+        scopes.append((f"pool {pool}", budget.per_pool, nodes.pools.get(pool, 0), in_pool))
+    if budget.per_zone is not None and zone is not None:
+        in_zone = [g for g in recent.values() if g.place.zone == zone]
+        scopes.append((f"zone {zone}", budget.per_zone, nodes.zones.get(zone, 0), in_zone))
     blocked: Verdict | None = None
     for scope, scope_limit, scope_nodes, counted in scopes:
         allowed = limit(scope_limit, max(scope_nodes, 1))
