@@ -1,9 +1,9 @@
 """Exponential backoff with jitter, as client-go's `wait.Backoff` does for its reflectors, and the
 one loop every start-up read-back is retried in (`read_back`).
 
-Hand-written because it is a dozen lines and must take the caller's stop event and random
-source (for tests); the libraries that offer it (tenacity, backoff) wrap whole calls in
-decorators, which does not fit loops that must keep their own state between attempts.
+Hand-written because it is a dozen lines and must take the caller's stop event; the libraries
+that offer it (tenacity, backoff) wrap whole calls in decorators, which does not fit loops that
+must keep their own state between attempts.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nodegate.reconciler.kit.errors import KubeError, TemporaryError
 
@@ -23,15 +23,13 @@ class Backoff:
 
     initial_seconds: float = 0.8
     cap_seconds: float = 30.0
-    jitter: float = 1.0
-    rng: random.Random = field(default_factory=random.Random)
     _current: float = 0.0
 
     def next_delay(self) -> float:
         """The wait before the next attempt; each call waits longer, up to the cap."""
         base = self.initial_seconds if self._current == 0 else self._current * 2
         self._current = min(base, self.cap_seconds)
-        return self._current * (1 + self.jitter * self.rng.random())
+        return self._current * (1 + random.random())
 
     def reset(self) -> None:
         """After a success: the next failure starts from the initial delay again."""

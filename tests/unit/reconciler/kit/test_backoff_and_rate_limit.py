@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import random
-
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.ratelimit import TokenBucket
 
 
 def test_backoff_doubles_from_800ms_to_a_30s_cap_with_up_to_100_percent_jitter() -> None:
-    backoff = Backoff(rng=random.Random(7))
+    backoff = Backoff()
     delays = [backoff.next_delay() for _ in range(10)]
     bases = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30, 30, 30]
     for delay, base in zip(delays, bases, strict=True):
@@ -17,11 +15,11 @@ def test_backoff_doubles_from_800ms_to_a_30s_cap_with_up_to_100_percent_jitter()
 
 
 def test_backoff_starts_over_after_a_success() -> None:
-    backoff = Backoff(jitter=0)
+    backoff = Backoff()
     for _ in range(5):
         backoff.next_delay()
     backoff.reset()
-    assert backoff.next_delay() == 0.8
+    assert 0.8 <= backoff.next_delay() < 1.6
 
 
 def test_token_bucket_lets_a_burst_through_then_paces_at_qps() -> None:
