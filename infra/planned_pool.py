@@ -2,24 +2,16 @@
 
 Each component's Args (`OkeNodePoolArgs`, `AksNodePoolArgs`, `KarpenterNodePoolArgs`) is a
 `PlannedPool`: `check()` runs exactly the checks and rendering its component's constructor
-runs (the same function), so the program's pre-flight refuses what the component would refuse
-and nothing else; `declare()` declares the component and returns the outputs the stack
+runs (the constructor calls it), so the program's pre-flight refuses what the component would refuse
+and nothing else; `declare(deploys_webhook)` declares the component (AKS pools' gates depend on
+whether the stack deploys nodegate's Node admission webhook) and returns the outputs the stack
 exports for the pool. The program has one loop for each, and a new provider adds a component
 module and its planning, never a loop.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
-
-
-@dataclass(frozen=True)
-class DeclareContext:
-    """What a pool's declaration may need to know about the rest of the stack."""
-
-    deploys_webhook: bool
-    """The stack deploys nodegate's Node admission webhook (AKS pools' gates depend on it)."""
 
 
 class PlannedPool(Protocol):
@@ -30,9 +22,10 @@ class PlannedPool(Protocol):
         """The rules pool it realises (the component's name, the key of its exported outputs)."""
         ...
 
-    def check(self) -> None:
+    def check(self) -> object:
         """Everything its component checks and renders before declaring anything (raises
-        BootstrapError for what cannot be rendered), run now, before any pool is declared."""
+        BootstrapError for what cannot be rendered), run now, before any pool is declared; the
+        component declares from what it returns."""
         ...
 
-    def declare(self, context: DeclareContext) -> dict[str, Any]: ...
+    def declare(self, deploys_webhook: bool) -> dict[str, Any]: ...

@@ -19,7 +19,6 @@ from nodegate.core.rules.loader import RulesDocument, load_rules
 from nodegate.core.text.errors import RulesError
 from nodegate.core.text.yaml_input import decode, read_limited
 from nodegate.infra.config_base import NAMESPACE, ConfigProblem, StackConfigError
-from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.planning import PoolPlans, plan_pools, plan_reconciler
 from nodegate.infra.reconciler import Reconciler, ReconcilerArgs
 from nodegate.infra.stack_config import CONFIG_KEYS, StackConfig, parse_stack_config
@@ -52,8 +51,7 @@ def main(project_dir: Path | None = None) -> None:
     for warning in plans.warnings:
         pulumi.log.warn(warning)
     webhook = reconciler_args is not None and reconciler_args.settings.webhook is not None
-    context = DeclareContext(deploys_webhook=webhook)
-    pools = {planned.pool_name: planned.declare(context) for planned in plans.pools}
+    pools = {planned.pool_name: planned.declare(webhook) for planned in plans.pools}
     if reconciler_args is None:
         pulumi.log.warn(
             f"no {NAMESPACE}:reconciler section: this stack does not deploy nodegate's "

@@ -32,7 +32,6 @@ from nodegate.infra.cloud_inputs import (
     taint_identity,
 )
 from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
-from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import (
     InfraProvider,
     PlansCheck,
@@ -165,15 +164,35 @@ class AksNodePoolArgs:
     orchestrator_version: pulumi.Input[str] | None = None
     """Kubernetes version, e.g. '1.31'; None: the control plane's."""
 
-    def check(self) -> None:
-        """What `AksNodePool` checks and renders before declaring (see `PlannedPool`)."""
-        _checked(self)
+    def check(self) -> tuple[NodePool, str, AksPoolSpec]:
+        """The rules pool, agent pool name and rendered taints and labels, refusing args AKS or
+        nodegate would reject: what the component declares from, or the error it would raise."""
+        pool = rules_pool(self.rules, self.pool_name, AKS.name)
+        agent_pool_name = self.agent_pool_name or pool.name
+        windows_sku = isinstance(self.os_sku, str) and self.os_sku.startswith("Windows")
+        if windows_sku and self.os_type != "Windows":
+            raise ValueError(
+                f"pool '{pool.name}': os_sku {self.os_sku} needs os_type 'Windows' (AKS would "
+                "create a Linux pool otherwise)"
+            )
+        windows = windows_sku or self.os_type == "Windows"
+        problem = agent_pool_name_problem(agent_pool_name, windows=windows)
+        if problem:
+            raise ValueError(f"pool '{pool.name}': {problem}")
+        if isinstance(self.count, int) and not 0 <= self.count <= 1000:
+            raise ValueError(f"pool '{pool.name}': count {self.count} is outside 0..1000")
+        spec = _checked_spec(
+            render_aks_pool(
+                self.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
+            )
+        )
+        return pool, agent_pool_name, spec
 
-    def declare(self, context: DeclareContext) -> dict[str, Any]:
+    def declare(self, deploys_webhook: bool) -> dict[str, Any]:
         """Declare the `AksNodePool`; its outputs, as the stack exports them. Warns when its
         gates need a webhook the stack does not deploy."""
         agent_pool = AksNodePool(self.pool_name, self)
-        _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=context.deploys_webhook)
+        _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=deploys_webhook)
         return {
             "provider": AKS.name,
             "agentPoolId": agent_pool.agent_pool_id,
@@ -184,31 +203,6 @@ class AksNodePoolArgs:
             "startupGatesVia": agent_pool.startup_gates_via,
             "bootstrapSha256": agent_pool.bootstrap_sha256,
         }
-
-
-def _checked(args: AksNodePoolArgs) -> tuple[NodePool, str, AksPoolSpec]:
-    """The rules pool, agent pool name and rendered taints and labels, refusing args AKS or
-    nodegate would reject: what the component declares from, or the error it would raise."""
-    pool = rules_pool(args.rules, args.pool_name, AKS.name)
-    agent_pool_name = args.agent_pool_name or pool.name
-    windows_sku = isinstance(args.os_sku, str) and args.os_sku.startswith("Windows")
-    if windows_sku and args.os_type != "Windows":
-        raise ValueError(
-            f"pool '{pool.name}': os_sku {args.os_sku} needs os_type 'Windows' (AKS would "
-            "create a Linux pool otherwise)"
-        )
-    windows = windows_sku or args.os_type == "Windows"
-    problem = agent_pool_name_problem(agent_pool_name, windows=windows)
-    if problem:
-        raise ValueError(f"pool '{pool.name}': {problem}")
-    if isinstance(args.count, int) and not 0 <= args.count <= 1000:
-        raise ValueError(f"pool '{pool.name}': count {args.count} is outside 0..1000")
-    spec = _checked_spec(
-        render_aks_pool(
-            args.rules, pool, initialization_taints_supported=INITIALIZATION_TAINTS_SUPPORTED
-        )
-    )
-    return pool, agent_pool_name, spec
 
 
 def _checked_spec(spec: AksPoolSpec) -> AksPoolSpec:
@@ -251,7 +245,7 @@ class AksNodePool(pulumi.ComponentResource):
         args: AksNodePoolArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        pool, agent_pool_name, spec = _checked(args)
+        pool, agent_pool_name, spec = args.check()
         super().__init__(TYPE_TOKEN, name, None, opts)
 
         scaling = args.autoscaling

@@ -18,7 +18,6 @@ import pulumi_kubernetes as k8s
 from nodegate.bootstrap.karpenter import nodepool_notes, render_karpenter_nodepool
 from nodegate.core.rules.model import NodePool, NodeRules, Taint
 from nodegate.infra.cloud_inputs import stack_owned
-from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import rules_pool
 
 TYPE_TOKEN = "nodegate:index:KarpenterNodePool"
@@ -38,11 +37,16 @@ class KarpenterNodePoolArgs:
     provider: k8s.Provider | None = None
     """A Kubernetes provider of your own (then kubeconfig and context are ignored)."""
 
-    def check(self) -> None:
-        """What `KarpenterNodePool` checks and renders before declaring (see `PlannedPool`)."""
-        _checked(self)
+    def check(self) -> tuple[NodePool, dict[str, Any]]:
+        """The checked pool and its NodePool rendered (pure: raises before declaring)."""
+        pool = rules_pool(self.rules, self.pool_name)
+        if pool.autoscaler_type != "karpenter":
+            raise ValueError(
+                f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"
+            )
+        return pool, render_karpenter_nodepool(self.rules, pool)
 
-    def declare(self, context: DeclareContext) -> dict[str, Any]:
+    def declare(self, deploys_webhook: bool) -> dict[str, Any]:
         """Declare the `KarpenterNodePool`; its outputs, as the stack exports them."""
         nodepool = KarpenterNodePool(self.pool_name, self)
         return {
@@ -51,16 +55,6 @@ class KarpenterNodePoolArgs:
             "taints": nodepool.taints,
             "startupTaints": nodepool.startup_taints,
         }
-
-
-def _checked(args: KarpenterNodePoolArgs) -> tuple[NodePool, dict[str, Any]]:
-    """The checked pool and its NodePool rendered (pure: raises before declaring)."""
-    pool = rules_pool(args.rules, args.pool_name)
-    if pool.autoscaler_type != "karpenter":
-        raise ValueError(
-            f"pool '{pool.name}' is not run by Karpenter (autoscaler: {pool.autoscaler_type})"
-        )
-    return pool, render_karpenter_nodepool(args.rules, pool)
 
 
 class KarpenterNodePool(pulumi.ComponentResource):
@@ -76,7 +70,7 @@ class KarpenterNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KarpenterNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        pool, rendered = _checked(args)
+        pool, rendered = args.check()
         super().__init__(TYPE_TOKEN, name, None, opts)
         provider = args.provider or k8s.Provider(
             f"{name}-provider",

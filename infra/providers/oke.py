@@ -32,7 +32,6 @@ from nodegate.core.rules.providers import OKE
 from nodegate.core.text.frozen import Frozen
 from nodegate.infra.cloud_inputs import sha256_hex
 from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
-from nodegate.infra.planned_pool import DeclareContext
 from nodegate.infra.providers.base import (
     InfraProvider,
     SettingsArgs,
@@ -306,11 +305,28 @@ class OkeNodePoolArgs:
     ignore_changes: Sequence[str] = ()
     """Keys of IGNORABLE that `pulumi up` leaves as they are found (changed outside Pulumi)."""
 
-    def check(self) -> None:
-        """What `OkeNodePool` checks and renders before declaring (see `PlannedPool`)."""
-        _checked_pool(self)
+    def check(self) -> NodePool:
+        """The rules pool, refusing args that could not produce a correct node pool."""
+        pool = rules_pool(self.rules, self.pool_name, OKE.name)
+        if not self.placements:
+            raise ValueError(f"pool '{pool.name}': give at least one placement (AD + subnet)")
+        if isinstance(self.size, int) and not 0 <= self.size <= 1000:
+            raise ValueError(f"pool '{pool.name}': size {self.size} is outside 0..1000")
+        unknown = [name for name in self.ignore_changes if name not in IGNORABLE]
+        if unknown:
+            raise ValueError(
+                f"pool '{pool.name}': cannot ignore changes of {', '.join(unknown)}; "
+                f"use {', '.join(IGNORABLE)}"
+            )
+        if self.user_cloud_init is None or isinstance(self.user_cloud_init, str):
+            # Known now: render once so a bad rendering (e.g. over OCI's size limit) raises before
+            # anything is declared, rather than inside an apply during the deployment.
+            render_oke_cloud_init(
+                self.rules, pool, self.user_cloud_init, image_family=self.image_family
+            )
+        return pool
 
-    def declare(self, context: DeclareContext) -> dict[str, Any]:
+    def declare(self, deploys_webhook: bool) -> dict[str, Any]:
         """Declare the `OkeNodePool`; its outputs, as the stack exports them."""
         node_pool = OkeNodePool(self.pool_name, self)
         return {
@@ -320,28 +336,6 @@ class OkeNodePoolArgs:
             "registrationLabels": node_pool.registration_labels,
             "bootstrapSha256": node_pool.bootstrap_sha256,
         }
-
-
-def _checked_pool(args: OkeNodePoolArgs) -> NodePool:
-    """The rules pool, refusing args that could not produce a correct node pool."""
-    pool = rules_pool(args.rules, args.pool_name, OKE.name)
-    if not args.placements:
-        raise ValueError(f"pool '{pool.name}': give at least one placement (AD + subnet)")
-    if isinstance(args.size, int) and not 0 <= args.size <= 1000:
-        raise ValueError(f"pool '{pool.name}': size {args.size} is outside 0..1000")
-    unknown = [name for name in args.ignore_changes if name not in IGNORABLE]
-    if unknown:
-        raise ValueError(
-            f"pool '{pool.name}': cannot ignore changes of {', '.join(unknown)}; "
-            f"use {', '.join(IGNORABLE)}"
-        )
-    if args.user_cloud_init is None or isinstance(args.user_cloud_init, str):
-        # Known now: render once so a bad rendering (e.g. over OCI's size limit) raises before
-        # anything is declared, rather than inside an apply during the deployment.
-        render_oke_cloud_init(
-            args.rules, pool, args.user_cloud_init, image_family=args.image_family
-        )
-    return pool
 
 
 class OkeNodePool(pulumi.ComponentResource):
@@ -363,7 +357,7 @@ class OkeNodePool(pulumi.ComponentResource):
         args: OkeNodePoolArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        pool = _checked_pool(args)
+        pool = args.check()
         super().__init__(TYPE_TOKEN, name, None, opts)
         rules = args.rules
 
