@@ -23,6 +23,7 @@ object, and a relist replaces entries page by page instead of building a second 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from typing import Generic, TypeVar
 
 from nodegate.reconciler.kit.backoff import Backoff
 from nodegate.reconciler.kit.errors import GoneError, PermanentError, WatchStalledError
-from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection, WatchCancel, watch_timeout
+from nodegate.reconciler.kit.kube import ListWatch, RawObject, Selection, WatchCancel
 
 log = logging.getLogger("nodegate.informer")
 
@@ -240,9 +241,10 @@ class Informer(Generic[V]):
             self._current_watch = cancel
         if self._relist_requested.is_set():
             return  # asked for between the check in `run` and now: relist first
-        events = self._api.watch(
-            self.selection, self._resource_version, watch_timeout(self._watch_timeout), cancel
-        )
+        # A server-side timeout in [base, 1.25*base), so replicas don't reconnect in step (the
+        # jitter is small: the timeout is also the watch's liveness bound).
+        timeout = self._watch_timeout + random.randrange(max(1, self._watch_timeout // 4))
+        events = self._api.watch(self.selection, self._resource_version, timeout, cancel)
         for kind, raw in events:
             delivered += 1
             if stop.is_set() or cancel.cancelled:

@@ -36,7 +36,6 @@ import copy
 import email.utils
 import itertools
 import json
-import random
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -244,12 +243,6 @@ class Api(ListWatch, NodeApi, RulesObjectStatusApi, EventApi, ConfigMapApi, Prot
         """This API, whose writes each end within `seconds` (from the first connect attempt
         to the answer)."""
         ...
-
-
-def watch_timeout(base_seconds: int) -> int:
-    """A server-side watch timeout in [base, 1.25*base), so replicas don't reconnect in step
-    (the jitter is small: the timeout is also the watch's liveness bound)."""
-    return base_seconds + random.randrange(max(1, base_seconds // 4))
 
 
 class KubeApi:
