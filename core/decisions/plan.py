@@ -123,7 +123,12 @@ def _plan_once(
     outcomes = [rule_outcome(node, labels, rule, facts) for rule in rules.taint_rules()]
     rechecks = [o.recheck for o in outcomes if o.recheck is not None]
     live = [o for o in outcomes if o.decision.rule not in dry]
-    warnings = [o.warning for o in live if o.warning] + _pool_claim_warnings(node, rules)
+    warnings = [o.warning for o in live if o.warning]
+    if (claim := pool_membership(node.labels, node.taints, rules).untrusted_claim) is not None:
+        warnings.append(
+            f"node claims pool '{claim}' but carries no {TRUSTED_POOL_LABEL} label (set when it "
+            "registers): its reconcilerLabels are not applied"
+        )
 
     decisions = [o.decision for o in outcomes] + [d for o in outcomes for d in o.former]
     decisions = [_waiting(d, node, facts) for d in decisions]
@@ -363,16 +368,6 @@ def _seal_removal(node: NodeState) -> list[TaintChange]:
         "the rules have that pool)"
     )
     return [TaintChange(seal_taint(seal), (), why)]
-
-
-def _pool_claim_warnings(node: NodeState, rules: NodeRules) -> list[str]:
-    claim = pool_membership(node.labels, node.taints, rules).untrusted_claim
-    if claim is None:
-        return []
-    return [
-        f"node claims pool '{claim}' but carries no {TRUSTED_POOL_LABEL} label (set when it "
-        "registers): its reconcilerLabels are not applied"
-    ]
 
 
 def _label_changes(node: NodeState, rules: NodeRules, facts: PlanFacts) -> list[LabelChange]:
