@@ -382,8 +382,7 @@ class KubeApi:
         return self._read_or_none(path_of("Node", name=name))
 
     def patch_node(self, name: str, merge_patch: RawObject) -> None:
-        """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes.
-        The one write of every change: its answer drained undecoded."""
+        """JSON merge patch; its metadata.resourceVersion makes the server refuse stale writes."""
         response = call(
             self._direct.request,
             "PATCH",

@@ -24,11 +24,11 @@ class ServerLimits:
     """What one replica's webhook server gives any client, whoever it is.
 
     The port is reachable by whatever can reach the pod (admission webhooks are not
-    authenticated), and the server runs in the leader's process; under `failurePolicy: Fail` a
-    starved server blocks node registration, under `Ignore` nodes are born ungated. So every
-    resource a client can hold is bounded, and past a bound the client is refused at once
-    (connection closed, or 503) instead of queued behind the others: the API server then
-    applies the failure policy now, not at its timeout.
+    authenticated), and it runs in every replica's process, the leader's too; under
+    `failurePolicy: Fail` a starved server blocks node registration, under `Ignore` nodes are
+    born ungated. So every resource a client can hold is bounded, and past a bound the client
+    is refused at once (connection closed, or 503) instead of queued behind the others: the
+    API server then applies the failure policy now, not at its timeout.
     """
 
     max_connections: int = 512
