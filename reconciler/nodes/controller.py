@@ -151,7 +151,7 @@ class Controller:
             settings.dry_run,
             alive=lambda name: self.informer.get(name) is not None,
         )
-        self.gates = memory.add(GateReports(api, recorder, metrics.gates, clock, settings.dry_run))
+        self.gates = GateReports(api, recorder, metrics.gates, clock, settings.dry_run)
         self._watching = watching = Watching(
             api,
             metrics.on_informer_error,
@@ -165,47 +165,40 @@ class Controller:
         self.node_agents = NodeAgents(watching, agents_changed)
         self.sources = Sources([self.gate_pods, self.gates, self.csi_nodes, self.node_agents])
         """What the rules read from the cluster, one source per kind (`cluster_reads`)."""
-        self._writer = memory.add(
-            NodeWriter(
-                api,
-                recorder,
-                metrics.writer,
-                fence,
-                TokenBucket(settings.write_qps, settings.write_burst),
-                settings.dry_run,
-            )
+        self._writer = NodeWriter(
+            api,
+            recorder,
+            metrics.writer,
+            fence,
+            TokenBucket(settings.write_qps, settings.write_burst),
+            settings.dry_run,
         )
-        self.breaker = memory.add(
-            EvictionBreaker(
-                warn,
-                metrics.breaker,
-                lambda: [cached.state for _, cached in self.informer.items()],
-                self._server_clock,
-                LedgerStore(api, settings.records_namespace),
-            )
+        self.breaker = EvictionBreaker(
+            warn,
+            metrics.breaker,
+            lambda: [cached.state for _, cached in self.informer.items()],
+            self._server_clock,
+            LedgerStore(api, settings.records_namespace),
         )
-        self._agent_reports: AgentReports = memory.add(
-            AgentReports(
-                warn,
-                metrics.controller.agents_cannot_run,
-                lambda: self.node_agents,
-                lambda: self.rules,
-                lambda: self._enqueue_all("resync"),
-            )
+        self._agent_reports: AgentReports = AgentReports(
+            warn,
+            metrics.controller.agents_cannot_run,
+            lambda: self.node_agents,
+            lambda: self.rules,
+            lambda: self._enqueue_all("resync"),
         )
-        self._node_facts = memory.add(
-            NodeFacts(
-                clock,
-                lambda: self.rules,
-                self.informer.get,
-                lambda: self._history.known,
-                self.sources,
-                self.gate_pods,
-                self.csi_nodes,
-                self.node_agents,
-                self._agent_reports.saw,
-            )
+        self._node_facts = NodeFacts(
+            clock,
+            lambda: self.rules,
+            self.informer.get,
+            lambda: self._history.known,
+            self.sources,
+            self.gate_pods,
+            self.csi_nodes,
+            self.node_agents,
+            self._agent_reports.saw,
         )
+        memory.add(self.gates, self._writer, self.breaker, self._agent_reports, self._node_facts)
         self.intake = NodeIntake(
             self.queue,
             self._own_metrics,

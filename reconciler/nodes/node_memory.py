@@ -1,8 +1,8 @@
 """The one list of what the node controller remembers per node, forgotten through it when a node
 is gone (deleted, or re-created under its name with a new uid while the watch was down).
 
-A collaborator that keeps something per node implements `NodeMemory` and is registered where the
-controller makes it (`NodeMemories.add`), so a delete cannot miss it: the node's facts (its
+A collaborator that keeps something per node implements `NodeMemory` and is registered in the
+controller's one `NodeMemories.add`, so a delete cannot miss it: the node's facts (its
 condition sightings and boots), the writer's dry-run reports, the eviction breaker's waiting
 nodes, the gate and agent reports. Not in the list, by design: the work queue (its key is discarded
 first), the persisted-label records (a deleted node's last state is kept until its key's last
@@ -15,7 +15,7 @@ of them is left out of the list (tests/unit/reconciler/nodes/test_controller.py)
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 
 class NodeMemory(Protocol):
@@ -23,17 +23,12 @@ class NodeMemory(Protocol):
         """The node `name` (of `uid`, when known) is gone: drop what is remembered of it."""
 
 
-M = TypeVar("M", bound=NodeMemory)
-
-
 class NodeMemories:
     def __init__(self) -> None:
         self._members: list[NodeMemory] = []
 
-    def add(self, member: M) -> M:
-        """Register `member` (returned, so it is registered where it is made)."""
-        self._members.append(member)
-        return member
+    def add(self, *members: NodeMemory) -> None:
+        self._members.extend(members)
 
     def forget(self, name: str, uid: str | None) -> None:
         for member in self._members:
