@@ -41,11 +41,9 @@ TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSE
 
 
 def _retry_after(err: ApiException) -> float | None:
-    headers = err.headers or {}
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
     try:
-        return float(value) if value is not None else None
-    except ValueError:
+        return float((err.headers or {})["Retry-After"])
+    except (KeyError, ValueError):
         return None
 
 
