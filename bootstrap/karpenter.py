@@ -66,14 +66,12 @@ def _taint(taint: Taint) -> dict[str, str]:
 SPOT: Final = "spot"
 
 
-def capacity_types(requirements: tuple[MatchExpression, ...]) -> frozenset[str] | None:
-    """The capacity types the NodePool's requirements allow; None when they name none (then
-    they do not ask for spot, and karpenter-provider-oci offers no preemptible shape without
-    the taint, so such a pool stays on-demand)."""
+def capacity_types(requirements: tuple[MatchExpression, ...]) -> frozenset[str]:
+    """The capacity types the NodePool's requirements name as allowed; none when they name none
+    (then they do not ask for spot, and karpenter-provider-oci offers no preemptible shape
+    without the taint, so such a pool stays on-demand)."""
     named = [e for e in requirements if e.key == CAPACITY_TYPE_LABEL]
-    if not named:
-        return None
-    allowed = frozenset(CAPACITY_TYPES)
+    allowed = frozenset(CAPACITY_TYPES) if named else frozenset()
     for e in named:
         if e.operator == "In":
             allowed &= frozenset(e.values)
@@ -88,7 +86,7 @@ def oracle_spot(autoscaler: Autoscaler) -> bool:
     """A karpenter-provider-oci NodePool that may launch OCI preemptible (spot) instances."""
     ref = autoscaler.node_class_ref
     allowed = capacity_types(autoscaler.requirements or ())
-    return ref is not None and ref.group == OCI_NODE_CLASS_GROUP and SPOT in (allowed or ())
+    return ref is not None and ref.group == OCI_NODE_CLASS_GROUP and SPOT in allowed
 
 
 PREEMPTIBLE_TAINT: Final = {
@@ -188,7 +186,7 @@ def nodepool_notes(rules: NodeRules, pool: NodePool) -> tuple[str, ...]:
         + "; the reconciler needs it in its deploy settings' tolerations only if it must run "
         "on these nodes.",
     ]
-    if (capacity_types(autoscaler.requirements or ()) or frozenset()) - {SPOT}:
+    if capacity_types(autoscaler.requirements or ()) - {SPOT}:
         notes.append(
             "The NodePool may launch other capacity types too, and Karpenter puts its taints "
             f"on every node it launches: those nodes carry {taint} as well; give spot a "
