@@ -349,7 +349,7 @@ class Controller:
 
     def _on_rules_applied(self, update: RulesUpdate) -> None:
         self.sources.follow(update.rules)
-        self._agent_reports.daemon_sets.report(self.node_agents.problems(update.rules))
+        self._agent_reports.report_problems(self.node_agents.problems(update.rules))
         self.labels.keys.rebuild(
             (cached.state for _, cached in self.informer.items()), update.rules.persistent_labels
         )

@@ -40,25 +40,6 @@ def _pairs(keys: frozenset[CannotRunKey]) -> set[Pair]:
     return {(rule, daemon_set, action) for rule, daemon_set, _, action in keys}
 
 
-class DaemonSetProblems:
-    """Listed DaemonSets that can never run where their rule's taint is (missing, or not
-    tolerating it: `daemon_set_problems`), each said once while it lasts, with the fix (the
-    informers' threads and the rules' thread report)."""
-
-    def __init__(self, warn: Callable[[str, str], None]) -> None:
-        self._warn = warn
-        self._said: tuple[str, ...] = ()
-        self._lock = threading.Lock()
-
-    def report(self, problems: tuple[str, ...]) -> None:
-        with self._lock:
-            new = [p for p in problems if p not in self._said]
-            self._said = problems
-        for problem in new:
-            logging.getLogger("nodegate.controller").warning("node agent cannot run: %s", problem)
-            self._warn("NodeAgentCannotRun", problem)
-
-
 class CannotRunReports(ShownOnNodes[CannotRunKey]):
     def __init__(self, warn: Callable[[str, str], None], gauge: Gauge) -> None:
         super().__init__()
@@ -110,7 +91,9 @@ class AgentReports:
         """`warn(reason, message)`: a Warning Event on the rules' source; `agents`: the
         node-agent rules' source, asked at each look; `rules` those in force; `look_again` queues
         every node for a reconcile behind the events."""
-        self.daemon_sets = DaemonSetProblems(warn)
+        self._warn = warn
+        self._problems_said: tuple[str, ...] = ()
+        self._lock = threading.Lock()
         self.cannot_run = CannotRunReports(warn, gauge)
         self.deadlocks = DeadlockReports(warn)
         self._agents = agents
@@ -119,11 +102,22 @@ class AgentReports:
 
     def daemon_sets_changed(self) -> None:
         """A DaemonSet made, retargeted or deleted (rare), or its informer synced: every node
-        is looked at again, and the `DaemonSetProblems` reported. Not when rules are applied:
+        is looked at again, and the DaemonSet problems reported. Not when rules are applied:
         their nodes are queued last, once the cache follows them (`Controller`)."""
         if (rules := self._rules()) is not None:
             self._look_again()
-            self.daemon_sets.report(self._agents().problems(rules))
+            self.report_problems(self._agents().problems(rules))
+
+    def report_problems(self, problems: tuple[str, ...]) -> None:
+        """Listed DaemonSets that can never run where their rule's taint is (missing, or not
+        tolerating it: `daemon_set_problems`), each said once while it lasts, with the fix (the
+        informers' threads and the rules' thread report)."""
+        with self._lock:
+            new = [p for p in problems if p not in self._problems_said]
+            self._problems_said = problems
+        for problem in new:
+            logging.getLogger("nodegate.controller").warning("node agent cannot run: %s", problem)
+            self._warn("NodeAgentCannotRun", problem)
 
     def saw(
         self, key: str, node: NodeState, rules: NodeRules, agents: Mapping[str, AgentReadiness]

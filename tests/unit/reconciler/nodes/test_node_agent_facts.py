@@ -340,7 +340,7 @@ def test_a_rules_edit_listing_a_missing_daemon_set_in_a_watched_namespace_is_rep
     api.add_node(fake_node("n1", {}))
     controller = synced(api)
     reported: list[str] = []
-    controller._agent_reports.daemon_sets._warn = lambda reason, _message: reported.append(reason)
+    controller._agent_reports._warn = lambda reason, _message: reported.append(reason)
     cilium = daemon_set()
 
     def start(name: str, *_: Any) -> tuple[SyncedInformer, threading.Event]:
