@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodegate.core.decisions.init_pods import signal_pod
-from nodegate.core.decisions.re_registration import Departure, of_this_node
+from nodegate.core.decisions.re_registration import of_this_node
 from nodegate.core.decisions.sightings import (
     ConditionKey,
     Sighting,
@@ -106,8 +106,13 @@ def _gate_signal(node: NodeState, gate: StartupGate, facts: PlanFacts) -> str | 
     met = _conditions_signal(node, gate, facts) or _csi_signal(gate, facts)
     if met is not None:
         return met
-    pods = facts.gate_pod_signals.get(gate.name, ())
-    ready = any(_of_this_life(signal, node, gate, facts.departed) for signal in pods)
+    # An init pod's ready signal counts for this life of the gate: written for this Node object
+    # (as a node agent's pod), and after a re-gate, of the new boot.
+    ready = any(
+        of_this_node(node, signal_pod(signal), signal.status_written, facts.departed)
+        and _of_this_boot(signal, node, gate)
+        for signal in facts.gate_pod_signals.get(gate.name, ())
+    )
     return "init pod is Ready" if ready else None
 
 
@@ -161,17 +166,6 @@ def life_began(node: NodeState, gate: StartupGate, now: datetime) -> datetime | 
     if regated is None or node.created is None:
         return regated or node.created
     return max(regated, node.created)
-
-
-def _of_this_life(
-    signal: Sighting, node: NodeState, gate: StartupGate, departed: Departure | None
-) -> bool:
-    """Whether an init pod's ready signal is evidence for this life of the gate: not from
-    before the Node object existed (`re_registration.of_this_node`, as for a node agent's pod),
-    nor, after a reboot, from the previous boot."""
-    if not of_this_node(node, signal_pod(signal), signal.status_written, departed):
-        return False
-    return _of_this_boot(signal, node, gate)
 
 
 def _of_this_boot(signal: Sighting, node: NodeState, gate: StartupGate) -> bool:
