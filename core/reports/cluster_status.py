@@ -167,7 +167,6 @@ def status_report(
 ) -> StatusReport:
     """`recorded`: the eviction ledger's grants (what a node that recovered spent too)."""
     said = list(notes)
-    leader = _leader(lease, status, now)
     if lease is None:
         said.append("no leader Lease found: is the reconciler running with leader election?")
     if status is None:
@@ -175,7 +174,7 @@ def status_report(
     return StatusReport(
         at=now,
         nodes=len(nodes),
-        leader=leader,
+        leader=_leader(lease, status, now),
         rules=_rules_row(status, source),
         held=status.held if status is not None else None,
         gates=gate_census(nodes, rules, now).groups if rules is not None else (),
@@ -201,17 +200,17 @@ def _leader(
 def _rules_row(status: ReconcilerStatus | None, source: RulesSourceView | None) -> RulesRow | None:
     if status is None and source is None:
         return None
+    source = source or RulesSourceView("", None)
     digest = status.digest if status is not None else None
-    configmap_digest = source.digest if source is not None else None
     return RulesRow(
         generation=status.generation if status is not None else 0,
         digest=digest,
         source=status.source if status is not None else "",
         applied_at=status.applied_at if status is not None else None,
-        configmap=source.reference if source is not None else "",
-        configmap_digest=configmap_digest,
-        configmap_problems=source.problems if source is not None else (),
-        in_sync=digest is not None and digest == configmap_digest,
+        configmap=source.reference,
+        configmap_digest=source.digest,
+        configmap_problems=source.problems,
+        in_sync=digest is not None and digest == source.digest,
     )
 
 
