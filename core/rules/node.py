@@ -10,14 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypedDict
-
-
-class RawTaint(TypedDict, total=False):
-    key: str
-    value: str
-    effect: str
-    timeAdded: str
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,8 +31,8 @@ class NodeTaint:
             f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
         )
 
-    def to_k8s(self) -> RawTaint:
-        raw: RawTaint = {"key": self.key, "effect": self.effect}
+    def to_k8s(self) -> dict[str, str]:
+        raw = {"key": self.key, "effect": self.effect}
         if self.value:
             raw["value"] = self.value
         if self.time_added:
