@@ -8,9 +8,8 @@ same provider inputs (a rules edit that does not touch a pool must not diff it).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
@@ -37,29 +36,6 @@ def stack_owned(metadata: Mapping[str, Any]) -> dict[str, Any]:
 def sha256_hex(text: str) -> str:
     """Digest of what a node boots with, exported so a rollout can be traced to one rendering."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def sorted_labels(labels: Mapping[str, str]) -> dict[str, str]:
-    """A label map in key order, so serialised inputs are byte-identical run to run."""
-    return {key: labels[key] for key in sorted(labels)}
-
-
-def aks_bootstrap_digest(
-    node_taints: Iterable[str],
-    node_labels: Mapping[str, str],
-    node_initialization_taints: Iterable[str],
-) -> str:
-    """AKS has no boot script: the pool's "bootstrap" is its taint and label fields."""
-    canonical = json.dumps(
-        {
-            "nodeInitializationTaints": list(node_initialization_taints),
-            "nodeLabels": sorted_labels(node_labels),
-            "nodeTaints": list(node_taints),
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return sha256_hex(canonical)
 
 
 def taint_identity(spec: str) -> tuple[str, str]:

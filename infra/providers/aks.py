@@ -11,6 +11,7 @@ registration; the component says so in its `startupGatesVia` output.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -25,12 +26,7 @@ from nodegate.core.rules.autoscaler_checks import MANAGED_CA
 from nodegate.core.rules.model import NodePool, NodeRules
 from nodegate.core.rules.providers import AKS
 from nodegate.core.text.frozen import Frozen
-from nodegate.infra.cloud_inputs import (
-    agent_pool_name_problem,
-    aks_bootstrap_digest,
-    sorted_labels,
-    taint_identity,
-)
+from nodegate.infra.cloud_inputs import agent_pool_name_problem, sha256_hex, taint_identity
 from nodegate.infra.config_base import ConfigProblem, NonEmpty, PoolSize, empty_if_null
 from nodegate.infra.providers.base import (
     InfraProvider,
@@ -247,6 +243,7 @@ class AksNodePool(pulumi.ComponentResource):
     ) -> None:
         pool, agent_pool_name, spec = args.check()
         super().__init__(TYPE_TOKEN, name, None, opts)
+        labels = dict(sorted(spec.node_labels.items()))  # so the inputs never reorder
 
         scaling = args.autoscaling
         # Keyword form, not AgentPoolArgs: the args class's `resource_name` (the cluster) clashes
@@ -271,22 +268,26 @@ class AksNodePool(pulumi.ComponentResource):
             os_type=args.os_type,
             orchestrator_version=args.orchestrator_version,
             node_taints=list(spec.node_taints),
-            node_labels=sorted_labels(spec.node_labels),
+            node_labels=labels,
         )
 
         self.agent_pool_id = self.agent_pool.id
         self.node_taints = pulumi.Output.from_input(list(spec.node_taints))
-        self.node_labels = pulumi.Output.from_input(sorted_labels(spec.node_labels))
+        self.node_labels = pulumi.Output.from_input(labels)
         self.registration_taints = pulumi.Output.from_input(
             [t.flag() for t in registration_taints(args.rules, pool)]
         )
         self.startup_gate_taints = pulumi.Output.from_input(list(spec.startup_gate_taints))
         self.startup_gates_via = pulumi.Output.from_input(spec.startup_gates_via)
         self.note = pulumi.Output.from_input(spec.note)
+        # AKS has no boot script: the pool's "bootstrap" is its taint and label fields.
+        fields = {
+            "nodeInitializationTaints": list(spec.node_initialization_taints),
+            "nodeLabels": labels,
+            "nodeTaints": list(spec.node_taints),
+        }
         self.bootstrap_sha256 = pulumi.Output.from_input(
-            aks_bootstrap_digest(
-                spec.node_taints, spec.node_labels, spec.node_initialization_taints
-            )
+            sha256_hex(json.dumps(fields, sort_keys=True, separators=(",", ":")))
         )
         self.register_outputs(
             {
