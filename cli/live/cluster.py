@@ -146,6 +146,7 @@ class Cluster:
         self.where = where
         self._api = KubeApi(api_client)
         self._leases = KubeLeaseApi(api_client, REQUEST_TIMEOUT_SECONDS)
+        self._read: dict[str, Mapping[str, Any] | None] = {}
 
     # --- nodes ----------------------------------------------------------------------------------
 
@@ -241,11 +242,11 @@ class Cluster:
 
     def status_record(self) -> tuple[ReconcilerStatus | None, str, str | None]:
         """The reconciler's status record, the rules text in force, and why it is unreadable."""
-        raw = self._api.read_configmap(self.where.namespace, STATUS_CONFIGMAP)
-        if raw is None:
+        data = self._data(STATUS_CONFIGMAP)
+        if data is None:
             return None, "", None
         try:
-            status, text = decode_status(raw.get("data"))
+            status, text = decode_status(data)
         except StatusRecordError as err:
             return None, "", f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
         return status, text, None
@@ -254,11 +255,11 @@ class Cluster:
         """The rules in force as the reconciler's status record publishes them; None when there
         is no record (no reconciler has written one). RulesInForceUnknownError when there is one and
         it cannot say: never guessed from the rules ConfigMap, which may hold a held update."""
-        raw = self._api.read_configmap(self.where.namespace, STATUS_CONFIGMAP)
-        if raw is None:
+        data = self._data(STATUS_CONFIGMAP)
+        if data is None:
             return None
         try:
-            recorded = rules_of_record(raw.get("data"))
+            recorded = rules_of_record(data)
         except StatusRecordError as err:
             raise RulesInForceUnknownError(
                 f"{self.where.namespace}/{STATUS_CONFIGMAP}: {err}"
@@ -283,18 +284,16 @@ class Cluster:
 
     def previously_owned(self) -> frozenset[tuple[str, str]]:
         """The taint history: what earlier rules generations owned (cleaned up if claimed)."""
-        raw = self._api.read_configmap(self.where.namespace, HISTORY_CONFIGMAP)
         try:
-            return frozenset(decode_history((raw or {}).get("data")))
+            return frozenset(decode_history(self._data(HISTORY_CONFIGMAP)))
         except HistoryError:
             return frozenset()  # as the reconciler: unreadable means it removes less
 
     def ledger_grants(self) -> list[Grant]:
         """The eviction ledger's grants, as the leader counts them (none when there is none).
         RecordUnreadableError when it cannot be decoded: the leader grants nothing then."""
-        raw = self._api.read_configmap(self.where.namespace, LEDGER_CONFIGMAP)
         try:
-            return decode_ledger((raw or {}).get("data"))
+            return decode_ledger(self._data(LEDGER_CONFIGMAP))
         except LedgerError as err:
             raise RecordUnreadableError(f"{self.where.namespace}/{err}") from err
 
@@ -313,9 +312,8 @@ class Cluster:
         """What the leader keeps of when it first saw the node's conditions (holds under way,
         re-gates), so explain counts `for` from the same moment it does; none when the record
         cannot say (then a hold counts from now, as after a restart)."""
-        raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
         try:
-            stored = decode_sightings((raw or {}).get("data")).get(node.name)
+            stored = decode_sightings(self._data(SIGHTINGS_CONFIGMAP)).get(node.name)
         except SightingsRecordError:
             return {}
         return stored.conditions if stored is not None and stored.uid == node.uid else {}
@@ -324,9 +322,8 @@ class Cluster:
         """What the leader kept of the Node objects it saw go, by name (`re_registration`), so
         a pod Ready before a Node was created counts as the leader counts it; none when the
         record cannot say."""
-        raw = self._api.read_configmap(self.where.namespace, SIGHTINGS_CONFIGMAP)
         try:
-            return decode_departures((raw or {}).get("data"))
+            return decode_departures(self._data(SIGHTINGS_CONFIGMAP))
         except SightingsRecordError:
             return {}
 
@@ -457,6 +454,14 @@ class Cluster:
                 found.sort(key=lambda e: -(e.last_seen.timestamp() if e.last_seen else 0.0))
                 del found[EVENTS_SHOWN:]
         return found
+
+    def _data(self, name: str) -> Mapping[str, Any] | None:
+        """The data of the reconciler's record `name` (None: there is none), read once: a
+        command shows one version of each record, however many of its parts it reads."""
+        if name not in self._read:
+            raw = self._api.read_configmap(self.where.namespace, name)
+            self._read[name] = None if raw is None else raw.get("data") or {}
+        return self._read[name]
 
     def _all(self, selection: Selection) -> list[RawObject]:
         return [raw for items in pages(self._api, selection) for raw in items]
