@@ -3,18 +3,18 @@ records, without reading raw ConfigMaps."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from nodegate.cli.help_format import Command, typer_app
-from nodegate.cli.live.options import Context, Kubeconfig, Namespace, connect, kube_client
+from nodegate.cli.live.options import Context, Kubeconfig, Namespace, kube_client
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
 # What the commands run on is imported when they run (cli/lazy_group.py,
 # tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
+    from nodegate.cli.live.cluster import ApiClient
     from nodegate.cli.live.label_records import LabelRecords
     from nodegate.core.decisions.persisted_labels import StoredRecord
     from nodegate.core.rules.model import PersistentLabels
@@ -22,15 +22,13 @@ if TYPE_CHECKING:
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
 
-def _records(
-    kubeconfig: Path | None, context: str | None, namespace: str
-) -> tuple[LabelRecords, list[StoredRecord]]:
+def _records(api: ApiClient, namespace: str) -> tuple[LabelRecords, list[StoredRecord]]:
     """The records, from the cluster kubectl would talk to (as `status` and `explain`); exit 1
     if they cannot be read."""
     from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415  (see the imports)
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
 
-    records = LabelRecords(kube_client(kubeconfig, context), namespace)
+    records = LabelRecords(api, namespace)
     try:
         return records, records.all()
     except KubeError as err:
@@ -66,7 +64,7 @@ def list_records(
     from rich.console import Console  # noqa: PLC0415  (see the imports)
     from rich.table import Table  # noqa: PLC0415
 
-    _, records = _records(kubeconfig, context, namespace)
+    _, records = _records(kube_client(kubeconfig, context), namespace)
     table = Table()
     for column in ("record", "key", "nodes", "labels", "captured", "gone since"):
         table.add_column(column, no_wrap=True)
@@ -94,7 +92,7 @@ def show(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """The labels nodegate would restore onto NODE if it were re-created."""
-    _, records = _records(kubeconfig, context, namespace)
+    _, records = _records(kube_client(kubeconfig, context), namespace)
     matching = _matching(records, node)
     _found_any(matching, node, namespace)
     for stored in matching:
@@ -116,7 +114,7 @@ def forget(
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
 
     try:
-        store, records = _records(kubeconfig, context, namespace)
+        store, records = _records(kube_client(kubeconfig, context), namespace)
         matching = _matching(records, node)
         for stored in matching:
             store.forget(stored)
@@ -126,15 +124,14 @@ def forget(
     _found_any(matching, node, namespace)
 
 
-def _key_by(kubeconfig: Path | None, context: str | None, namespace: str) -> PersistentLabels:
+def _key_by(api: ApiClient, namespace: str) -> PersistentLabels:
     """How the reconciler keys records now: the rules in force, as its status record publishes
     them (never the rules ConfigMap, which may hold a held update). Refused (exit 1) when no
     rules persisting labels are in force: nothing would be restored."""
-    from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415  (see the imports)
+    from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError, Where  # noqa: PLC0415
 
-    cluster = connect(kubeconfig, context, namespace, None)
     try:
-        in_force = cluster.rules_in_force()
+        in_force = Cluster(api, Where(namespace)).rules_in_force()
     except RulesInForceUnknownError as err:
         raise _fail(f"cannot tell how records are keyed: {err}") from err
     if in_force is None or in_force.rules is None:
@@ -177,8 +174,9 @@ def hand_over(
     from nodegate.reconciler.kit.errors import ConflictError, KubeError  # noqa: PLC0415
 
     try:
-        config = _key_by(kubeconfig, context, namespace)
-        store, records = _records(kubeconfig, context, namespace)
+        api = kube_client(kubeconfig, context)
+        config = _key_by(api, namespace)
+        store, records = _records(api, namespace)
         found = _matching(records, node)  # the one record NODE names
         _found_any(found, node, namespace)
         if len(found) > 1:
