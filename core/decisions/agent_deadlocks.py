@@ -269,7 +269,7 @@ def birth_scenes(rules: NodeRules) -> tuple[Scene, ...]:
     for a, b in pairs:
         if any(_carries(s.node, a) and _carries(s.node, b) for s in pools):
             continue
-        labels = _both(_match(a), _match(b))
+        labels = _both(a, b)
         if labels is None or not (a.born_with(labels) and b.born_with(labels)):
             continue
         scenes.append(_born(f"nodes both {_label(a)} and {_label(b)} match", labels, rules))
@@ -284,15 +284,11 @@ def _born(where: str, labels: Mapping[str, str], rules: NodeRules) -> Scene:
     )
 
 
-def _match(rule: TaintRule) -> LabelSelector | None:
-    match = getattr(rule, "match", None)
-    return match if isinstance(match, LabelSelector) else None
-
-
-def _both(*selectors: LabelSelector | None) -> dict[str, str] | None:
-    """Labels every selector matches, built from what they name (None: they disagree)."""
+def _both(*rules: TaintRule) -> dict[str, str] | None:
+    """Labels every rule's `match` selects, built from what they name (None: they disagree)."""
     labels: dict[str, str] = {}
-    given = [s for s in selectors if s is not None]
+    matches = [getattr(rule, "match", None) for rule in rules]
+    given = [m for m in matches if isinstance(m, LabelSelector)]
     for selector in given:
         for key, value in selector.labels.items():
             if labels.setdefault(key, value) != value:
