@@ -88,7 +88,6 @@ class EvictionBreaker:
         clock: AnchoredClock,
         store: LedgerStore,
     ) -> None:
-        """`warn(reason, message)`: a Warning Event on the rules' source."""
         self._warn = warn
         self._metrics = metrics
         self._nodes = nodes

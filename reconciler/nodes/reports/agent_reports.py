@@ -88,9 +88,8 @@ class AgentReports:
         rules: Callable[[], NodeRules | None],
         look_again: Callable[[], None],
     ) -> None:
-        """`warn(reason, message)`: a Warning Event on the rules' source; `agents`: the
-        node-agent rules' source, asked at each look; `rules` those in force; `look_again` queues
-        every node for a reconcile behind the events."""
+        """`agents`: the node-agent rules' source, asked at each look; `rules` those in force;
+        `look_again` queues every node for a reconcile behind the events."""
         self._warn = warn
         self._problems_said: tuple[str, ...] = ()
         self._lock = threading.Lock()

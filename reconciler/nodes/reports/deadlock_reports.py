@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 class DeadlockReports(ShownOnNodes[tuple[object, ...]]):
     def __init__(self, warn: Callable[[str, str], None]) -> None:
-        """`warn(reason, message)`: a Warning Event on the rules' source."""
         super().__init__()
         self._warn = warn
 

@@ -1,7 +1,8 @@
 """What every extra informer the rules call for is wired with (the init pods gates read, the
-CSINodes): the API, where its errors are counted, the health it reports to, which node a change
-enqueues, the watch timeout; and the one way such an informer is started and supervised, which
-also keeps what the API server refuses to let them read (`refused`)."""
+node agents' DaemonSets and pods, the CSINodes): the API, where its errors are counted, the
+health it reports to, which node a change enqueues, the watch timeout; and the one way such an
+informer is started and supervised, which also keeps what the API server refuses to let them
+read (`refused`)."""
 
 from __future__ import annotations
 
