@@ -97,11 +97,8 @@ class NodePlan:
 
 
 def plan(node: NodeState, rules: NodeRules, facts: PlanFacts) -> NodePlan:
-    """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed.
-
-    Dry-run rules (`dryRun: true`) are planned as live ones, but their changes land in
-    `dry_run` (to be reported), not in the changes to write (`nodegate.core.decisions.dry_run`).
-    """
+    """The changes that make `node` what `rules` want. Only rule-owned taints are ever removed;
+    the dry-run rules' changes are reported (`NodePlan.dry_run`), never written."""
     dry = dry_run_rules(rules)
     restore_dry = rules.persistent_labels is not None and rules.persistent_labels.dry_run
     live = _plan_once(node, rules, facts, dry, restore=not restore_dry)
