@@ -78,6 +78,7 @@ def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterat
     default = provider_profile(pool.provider).karpenter_node_class
     if rendered and default is None and autoscaler.node_class_ref is None:
         defaults = default_node_classes()
+        classes = ", ".join(f"{c.offered_by}'s {c.kind} '{c.name}'" for c in defaults.values())
         yield Finding(
             pool.name,
             "error",
@@ -85,7 +86,7 @@ def _pool_findings(index: int, pool: NodePool, autoscaler: Autoscaler) -> Iterat
             f"pool '{pool.name}' ({pool.provider}) runs on Karpenter: give its nodeClassRef "
             "({group, kind, name} of your Karpenter provider's node class); only "
             f"{', '.join(defaults)} pools have a default "
-            f"({', '.join(c.described() for c in defaults.values())})",
+            f"({classes})",
         )
 
 

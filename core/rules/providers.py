@@ -32,10 +32,6 @@ class DefaultNodeClass:
     offered_by: str
     """Who provides it, for messages, e.g. 'AKS node auto-provisioning'."""
 
-    def described(self) -> str:
-        """e.g. "AKS node auto-provisioning's AKSNodeClass 'default'"."""
-        return f"{self.offered_by}'s {self.kind} '{self.name}'"
-
 
 @dataclass(frozen=True)
 class ProviderProfile:
