@@ -38,10 +38,7 @@ class LedgerError(ValueError):
 
 def encode_ledger(grants: Iterable[Grant], now: datetime) -> dict[str, str]:
     """The ConfigMap's data: the grants younger than KEEP, oldest first, in a stable order."""
-    kept = sorted(
-        (g for g in grants if now - g.at < KEEP),
-        key=lambda g: (g.at, g.ledger, g.node),
-    )
+    kept = sorted((g for g in grants if now - g.at < KEEP), key=lambda g: (g.at, g.ledger, g.node))
     document = {
         "version": LEDGER_VERSION,
         "grants": [
@@ -106,9 +103,6 @@ def spent(
     `now`, by a leader whose clock ran ahead of this one's, counts as made now, never as not
     made yet), and the evicting taints on the nodes (one an admin or another tool added, that
     no grant records). The breaker admits on it, and `nodegate explain` and `status` show it."""
-
-    def window(ledger: str) -> timedelta:
-        return budget_of(rules, ledger).window
-
-    counted = [g if g.at <= now else replace(g, at=now) for g in compact(recorded, window, now)]
+    grants = compact(recorded, lambda ledger: budget_of(rules, ledger).window, now)
+    counted = [g if g.at <= now else replace(g, at=now) for g in grants]
     return [*grants_on_nodes(nodes, rules, now), *counted]
