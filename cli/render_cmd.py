@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -32,13 +32,6 @@ class RenderFormat(StrEnum):
     OKE_METADATA = "oke-metadata"
     AKS_JSON = "aks-json"
     KARPENTER_NODEPOOL = "karpenter-nodepool"
-
-
-class OkeImageFamily(StrEnum):
-    """OKE worker image family (they join the cluster differently)."""
-
-    ORACLE_LINUX = "oracle-linux"
-    UBUNTU = "ubuntu"
 
 
 _USAGE_ERROR = 2
@@ -70,13 +63,13 @@ def render(
         ),
     ] = None,
     image_family: Annotated[
-        OkeImageFamily,
+        Literal["oracle-linux", "ubuntu"],
         typer.Option(
             "--image-family",
             help="OKE image family of the pool's nodes: oracle-linux runs OKE's oke-init.sh, "
             "ubuntu runs `oke bootstrap`.",
         ),
-    ] = OkeImageFamily.ORACLE_LINUX,
+    ] = "oracle-linux",
     aks_initialization_taints: Annotated[
         bool,
         typer.Option(
@@ -140,7 +133,7 @@ def _rendered(
     fmt: RenderFormat,
     user_data: Path | None,
     aks_initialization_taints: bool,
-    image_family: OkeImageFamily,
+    image_family: ImageFamily,
 ) -> str:
     from nodegate.bootstrap.errors import BootstrapError  # noqa: PLC0415
     from nodegate.bootstrap.oke import (  # noqa: PLC0415
@@ -170,10 +163,9 @@ def _rendered(
             rules, pool, initialization_taints_supported=aks_initialization_taints
         )
         return spec.to_json() + "\n"
-    family: ImageFamily = "ubuntu" if image_family == OkeImageFamily.UBUNTU else "oracle-linux"
     try:
         user_text = None if user_data is None else user_data.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         why = f"--user-data {user_data}: cannot read it as UTF-8 text: {err}"
         raise BootstrapError(why) from err
-    return render_oke_cloud_init(rules, pool, user_text, image_family=family)
+    return render_oke_cloud_init(rules, pool, user_text, image_family=image_family)
