@@ -1,18 +1,15 @@
 """The Jinja2 environment for the templates shipped in `nodegate.templates`.
 
-Templates are data, read through importlib.resources so they load the same from a wheel, an
-editable install or a zip. StrictUndefined turns a misspelt variable into an error instead of
-an empty string inside a node's boot script.
+Templates are data, found through the package's import spec (Jinja2's PackageLoader) so they
+load the same from a wheel, an editable install or a zip. StrictUndefined turns a misspelt
+variable into an error instead of an empty string inside a node's boot script.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from importlib.resources import files
 
-from jinja2 import Environment, FunctionLoader, StrictUndefined
-
-TEMPLATES_PACKAGE = "nodegate.templates"
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 
 def shell_quote(text: str) -> str:
@@ -20,15 +17,11 @@ def shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def _load(name: str) -> str:
-    return files(TEMPLATES_PACKAGE).joinpath(name).read_text(encoding="utf-8")
-
-
 @cache
 def environment() -> Environment:
     """One shared, configured environment (templates are parsed once per process)."""
     env = Environment(
-        loader=FunctionLoader(_load),
+        loader=PackageLoader("nodegate.templates", "."),
         undefined=StrictUndefined,
         autoescape=False,  # shell and MIME, not HTML
         keep_trailing_newline=True,
