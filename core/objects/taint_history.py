@@ -55,5 +55,4 @@ def encode_history(entries: Mapping[Identity, str]) -> dict[str, str]:
 def merged(
     entries: Mapping[Identity, str], owned: frozenset[Identity], now: datetime
 ) -> dict[Identity, str]:
-    stamp = format_time(now)
-    return {**entries, **dict.fromkeys(owned, stamp)}
+    return {**entries, **dict.fromkeys(owned, format_time(now))}

@@ -74,9 +74,7 @@ class Read:
 
     def scopes(self) -> list[str | None]:
         """The namespaces as LIST scopes (None: every namespace)."""
-        if ALL_NAMESPACES in self.namespaces:
-            return [None]
-        return [*sorted(self.namespaces)]
+        return [None] if ALL_NAMESPACES in self.namespaces else [*sorted(self.namespaces)]
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,4 @@ class ConditionTypesRead:
 
 
 def condition_types_read(rules: NodeRules | None) -> ConditionTypesRead:
-    if rules is None:
-        return ConditionTypesRead(frozenset())
-    return ConditionTypesRead(frozenset(rules.reads().conditions))
+    return ConditionTypesRead(frozenset(rules.reads().conditions if rules is not None else ()))

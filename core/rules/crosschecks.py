@@ -58,10 +58,9 @@ def _conflicting_taints(doc: dict[str, Any]) -> Iterator[RawProblem]:
             taint = rule.get("taint")
             if not isinstance(taint, dict):
                 continue
-            key, effect, value = taint.get("key"), taint.get("effect"), taint.get("value", "")
+            key, effect, value = taint.get("key"), taint.get("effect"), str(taint.get("value", ""))
             if not (isinstance(key, str) and isinstance(effect, str)):
                 continue
-            value = value if isinstance(value, str) else str(value)
             here: DocPath = (section, index, "taint")
             if (key, effect) not in first:
                 first[(key, effect)] = (here, section, value)

@@ -34,13 +34,12 @@ FLAT_SHAPE = (
 )
 
 
-def rule_fields() -> frozenset[str]:
-    """The rules' own fields as written (labelTaints, conditionTaints, ...)."""
-    return frozenset(
-        field.alias or name
-        for name, field in NodeRules.model_fields.items()
-        if (field.alias or name) not in _TYPE_FIELDS
-    )
+RULE_FIELDS = frozenset(
+    field.alias or name
+    for name, field in NodeRules.model_fields.items()
+    if (field.alias or name) not in _TYPE_FIELDS
+)
+"""The rules' own fields as written (labelTaints, conditionTaints, ...)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
     """Find the rules in a NodeRules document (its `kind` is NodeRules or absent: a document of
     another kind was turned away before)."""
     if "spec" not in data and "metadata" not in data:
-        hints = (FLAT_SHAPE,) if rule_fields() & data.keys() else ()
+        hints = (FLAT_SHAPE,) if RULE_FIELDS & data.keys() else ()
         return ObjectShape(data, positions, (), None, hints=hints)
     found: list[tuple[DocPath, str]] = []
     name = _name(data.get("metadata"), found)
@@ -80,11 +79,10 @@ def object_shape(data: dict[Any, Any], positions: Positions) -> ObjectShape:
     elif not isinstance(spec, dict):
         found.append((SPEC, f"expected a mapping of rules, found a {type(spec).__name__}"))
         spec = {}
-    inside = rule_fields()
     for key in data:
         if key in OBJECT_FIELDS:
             continue
-        if key in inside:
+        if key in RULE_FIELDS:
             message = f"'{key}' is a rule field: move it under spec (spec.{key})"
         else:
             message = f"unknown field: a NodeRules object has {', '.join(OBJECT_FIELDS)}"
