@@ -322,7 +322,7 @@ def test_many_concurrent_reviews_are_all_answered(
 def test_a_replica_serving_the_webhook_is_not_ready_before_it_has_a_certificate() -> None:
     watcher = SimpleNamespace(loaded=threading.Event())
     watcher.loaded.set()
-    controller = SimpleNamespace(applied=None)
+    controller = SimpleNamespace(rules_in_force=SimpleNamespace(generation=0))
     review_of, metrics = admission(FakeReader())
     served = WebhookServer("127.0.0.1", 0, "/mutate-nodes", review_of.review, metrics)
     try:
