@@ -337,7 +337,7 @@ class _BoundedComposer(Composer):
 
 @dataclass(frozen=True)
 class _Repeated:
-    """A key repeated in a mapping: where it is repeated, and where it first stood (0-based;
+    """A key repeated in a mapping: where it is repeated, and where it first stood (1-based;
     None if the reader kept no place for it)."""
 
     key: Any
@@ -348,14 +348,12 @@ class _Repeated:
 def _repeated_key(source: str, repeated: _Repeated, positions: Positions) -> Problem:
     """The problem of a repeated key, at the repetition, with the path of its first entry."""
     part = _path_part(_plain_scalar(repeated.key))
-    first = repeated.first
-    at = (first[0] + 1, first[1] + 1) if first is not None else None
+    at = repeated.first
     path = next((p for p, where in positions.items() if p and p[-1] == part and where == at), ())
-    line, column = (repeated.mark.line + 1, repeated.mark.column + 1)
     where = f" (first at line {at[0]})" if at is not None else ""
     return Problem(
-        line,
-        column,
+        repeated.mark.line + 1,
+        repeated.mark.column + 1,
         source,
         path,
         f"duplicate key '{part}'{where}; a key may appear once per mapping: merge the two entries",
@@ -384,7 +382,7 @@ class _LocatingConstructor(RoundTripConstructor):
             return True
         lc = getattr(mapping, "lc", None)
         where = ((lc.data if lc is not None else None) or {}).get(key)
-        first = (where[0], where[1]) if where else None
+        first = (where[0] + 1, where[1] + 1) if where else None
         self.repeated.append(_Repeated(key, key_node.start_mark, first))
         return False
 
