@@ -123,8 +123,8 @@ class _Parts:
     watcher: RulesSource
     served_rules: ServedRules
     elector: LeaderElector | None
-    check_fence: Callable[[], None] | None
-    """Says (log, gauge) whether the API server fences this leader's writes."""
+    check_fence: Callable[[], None]
+    """Says (log, gauge) whether the API server fences this leader's writes (with an elector)."""
     oci: Callable[[threading.Event], None] | None
     """The OCI instance poller's loop (None: not configured); run on the leader only."""
     leading: threading.Event
@@ -198,11 +198,10 @@ def _build(settings: ReconcilerSettings) -> _Parts:
         watcher = objects
     else:
         watcher = RulesWatcher(*source, lambda: controller.rules_in_force.generation)
-    check_fence = None
-    if elector is not None:
-        check_fence = lambda: process.server_fence.set(  # noqa: E731
-            int(check_server_fence(api.api_client, lease).enforced)
-        )
+
+    def check_fence() -> None:
+        process.server_fence.set(int(check_server_fence(api.api_client, lease).enforced))
+
     oci = None
     if settings.oci is not None:
         oci = _oci_poller(settings, writes, recorder, metrics, controller)
@@ -282,7 +281,7 @@ def _lead_while_elected(parts: _Parts, stop: threading.Event) -> bool:
 
     def lead() -> None:
         parts.leading.set()
-        if parts.check_fence is not None:
+        if parts.elector is not None:
             threading.Thread(target=parts.check_fence, name="fence-check", daemon=True).start()
         supervised("controller", parts.controller.run, stop, parts.health)
         if parts.oci is not None:
