@@ -63,10 +63,9 @@ def kubelet_extra_args(rules: NodeRules, pool: NodePool) -> str:
 
 
 def oke_node_metadata(rules: NodeRules, pool: NodePool) -> dict[str, str]:
-    """The node pool metadata nodegate sets besides `user_data`: the same kubelet flags the
-    cloud-init passes, under `kubelet-extra-args`, so an autoscaler scaling the pool from zero
-    knows the taints its nodes are born with (gates carrying the startup prefix are dropped from
-    its template; permanent taints stay, and pods that do not tolerate them go elsewhere)."""
+    """The node pool metadata nodegate sets besides `user_data`: the kubelet flags the cloud-init
+    passes, under KUBELET_EXTRA_ARGS_KEY (the autoscaler's template drops the gates carrying the
+    startup prefix; permanent taints stay, and pods that do not tolerate them go elsewhere)."""
     return {KUBELET_EXTRA_ARGS_KEY: kubelet_extra_args(rules, pool)}
 
 

@@ -98,9 +98,8 @@ def read_yaml(data: str | bytes, source: str, *, keep_going: bool = False) -> tu
     """One YAML (or JSON) document as plain data with the position of every key and item.
 
     `data` is the raw input, bytes or text; `source` names it in every problem. Raises
-    `RulesError` for anything refused: see the module docstring. With `keep_going`, repeated
-    keys are not raised but kept in `Positions.problems` (the first entry in the data), for a
-    caller that reports them with what else it finds.
+    `RulesError` for anything refused (see the module docstring), but with `keep_going` keeps
+    repeated keys in `Positions.problems` instead.
     """
     text = decode(data, source)
     tree, marks, repeated = _load(text, source, lambda yaml: yaml.load(text))
