@@ -147,8 +147,7 @@ def _spec(
 ) -> FlagSpec:
     marker = _marker(field, Flag)
     flag = prefix + (marker.name if marker else name.replace("_", "-"))
-    choices = _choices(field.annotation)
-    kind, repeatable = (str, False) if choices else _kind(field.annotation)
+    kind, repeatable, choices = _kind(field.annotation)
     if kind not in (str, int, float, bool, Path):
         raise FlagDeclarationError(f"{model.__name__}.{name}: {field.annotation} as a flag")
     if not field.description:
@@ -166,27 +165,22 @@ def _spec(
     )
 
 
-def _choices(annotation: Any) -> tuple[str, ...]:
-    """The values of a `Literal` of strings (None stripped); () for any other type."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        present = [a for a in get_args(annotation) if a is not type(None)]
-        return _choices(present[0]) if len(present) == 1 else ()
-    values = get_args(annotation) if get_origin(annotation) is Literal else ()
-    return values if values and all(isinstance(v, str) for v in values) else ()
-
-
-def _kind(annotation: Any) -> tuple[type, bool]:
-    """(the value type, whether it is a tuple of them), None stripped."""
+def _kind(annotation: Any) -> tuple[type, bool, tuple[str, ...]]:
+    """(the value type, whether it is a tuple of them, the values of a `Literal` of strings),
+    None stripped."""
     if get_origin(annotation) in (Union, types.UnionType):
         present = [a for a in get_args(annotation) if a is not type(None)]
         if len(present) == 1:
             return _kind(present[0])
-    if get_origin(annotation) is tuple:
-        item, rest = get_args(annotation)[0], get_args(annotation)[1:]
-        if rest == (Ellipsis,):
-            return _kind(item)[0], True
+    values = get_args(annotation) if get_origin(annotation) is Literal else ()
+    if values and all(isinstance(v, str) for v in values):
+        return str, False, values
+    if get_origin(annotation) is tuple and get_args(annotation)[1:] == (Ellipsis,):
+        kind, _, choices = _kind(get_args(annotation)[0])
+        if not choices:  # a tuple of choices is no flag (falls through to the refusal)
+            return kind, True, ()
     if isinstance(annotation, type):
-        return annotation, False
+        return annotation, False, ()
     raise FlagDeclarationError(f"{annotation} cannot be a flag")
 
 
