@@ -13,7 +13,7 @@ from typing import Any
 
 from nodegate.core.rules.node import NodeState
 from nodegate.core.text.errors import DocPath, Problem, RulesError
-from nodegate.core.text.yaml_input import Positions, read_yaml
+from nodegate.core.text.yaml_input import read_yaml
 
 _EXPECTED = "expected a Node or a list of Nodes, as `kubectl get node NAME -o yaml` prints it"
 
@@ -21,40 +21,34 @@ _EXPECTED = "expected a Node or a list of Nodes, as `kubectl get node NAME -o ya
 def parse_nodes(data: str | bytes, source: str) -> list[NodeState]:
     """The Nodes in a node file; RulesError naming the place of every item that is not one."""
     tree, positions = read_yaml(data, source)
+
+    def at(path: DocPath, message: str) -> Problem:
+        return Problem(*positions.get(path, (1, 1)), source, path, message)
+
     kind = tree.get("kind", "Node") if isinstance(tree, dict) else None
     if kind == "Node":
         items: list[tuple[DocPath, Any]] = [((), tree)]
     elif kind in ("List", "NodeList") and isinstance(tree, dict):
         listed = tree.get("items")
         if not isinstance(listed, list) or not listed:
-            raise RulesError([_problem(positions, ("items",), source, f"no Nodes; {_EXPECTED}")])
+            raise RulesError([at(("items",), f"no Nodes; {_EXPECTED}")])
         items = [(("items", index), item) for index, item in enumerate(listed)]
     else:
         found = "an empty document" if tree is None else f"kind {kind!r}" if kind else "no kind"
-        raise RulesError([_problem(positions, (), source, f"{_EXPECTED}; found {found}")])
+        raise RulesError([at((), f"{_EXPECTED}; found {found}")])
     nodes: list[NodeState] = []
     problems: list[Problem] = []
     for path, item in items:
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-            problems.append(_problem(positions, path, source, f"not a Node; {_EXPECTED}"))
+            problems.append(at(path, f"not a Node; {_EXPECTED}"))
             continue
         try:
             nodes.append(NodeState.from_k8s(item))
         # from_k8s trusts the API server's shapes; a hand-edited file breaks them in these ways.
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             problems.append(
-                _problem(
-                    positions,
-                    path,
-                    source,
-                    f"cannot read this Node ({type(err).__name__}: {err}); {_EXPECTED}",
-                )
+                at(path, f"cannot read this Node ({type(err).__name__}: {err}); {_EXPECTED}")
             )
     if problems:
         raise RulesError(problems)
     return nodes
-
-
-def _problem(positions: Positions, path: DocPath, source: str, message: str) -> Problem:
-    line, column = positions.get(path, (1, 1))
-    return Problem(line, column, source, path, message)
