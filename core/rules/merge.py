@@ -36,7 +36,6 @@ def confirm_on_crd(digest: str) -> str:
     return f"kubectl annotate --overwrite crd {CRD_NAME} {CONFIRM_ANNOTATION}={digest}"
 
 
-TOGETHER = "the NodeRules objects together"
 SETTINGS = ("evictionBudget", "persistentLabels")
 """Cluster-wide settings: one object may set each."""
 
@@ -159,7 +158,7 @@ def merge(objects: Iterable[RulesObject], standing: Mapping[str, RulesObject]) -
 
 def merged_rules(parts: Iterable[RulesObject]) -> NodeRules:
     """The rules of parts that merge (RulesError naming what does not)."""
-    return check_rules_data(_together(parts), TOGETHER).rules
+    return check_rules_data(_together(parts), "the NodeRules objects together").rules
 
 
 @lru_cache(maxsize=1024)

@@ -946,8 +946,6 @@ class StartupGate(Frozen):
         )
 
 
-AgentMode = Literal["continuous", "bootstrapOnly"]
-CannotRun = Literal["skip", "wait"]
 AUTO = "auto"
 """`daemonSets: auto`: every DaemonSet the DaemonSet controller would run a pod of on the node."""
 DEFAULT_AGENT_HOLD = timedelta(minutes=2)
@@ -1006,7 +1004,7 @@ class NodeAgentRule(Frozen):
         "every namespace; name the platform's, so no tenant's DaemonSet takes nodes out of "
         "scheduling).",
     )
-    cannot_run: CannotRun = Field(
+    cannot_run: Literal["skip", "wait"] = Field(
         default="skip",
         description="A listed DaemonSet whose pod the DaemonSet controller will not make on a "
         "node (its nodeSelector or required node affinity does not select it, or it does not "
@@ -1021,7 +1019,7 @@ class NodeAgentRule(Frozen):
         description="CSI drivers the node's CSINode must list (all of them), besides the pods.",
     )
     taint: GateTaint
-    mode: AgentMode = Field(
+    mode: Literal["continuous", "bootstrapOnly"] = Field(
         default="continuous",
         description="continuous: the taint comes back when an agent has not been Ready for "
         "`for`, and goes when it is Ready again; bootstrapOnly: lifted once, never put back.",
