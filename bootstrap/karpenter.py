@@ -42,7 +42,6 @@ from nodegate.core.rules.model import (
     TRUSTED_POOL_LABEL,
     Autoscaler,
     MatchExpression,
-    NodeClassRef,
     NodePool,
     NodeRules,
     Taint,
@@ -109,11 +108,9 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
             f"pool '{pool.name}' uses Karpenter NodePool '{pool.karpenter_node_pool}' that "
             "nodegate does not render (autoscaler.externalStartupTaints); edit that NodePool"
         )
-    node_class = autoscaler.node_class_ref
     default = provider_profile(pool.provider).karpenter_node_class  # AKS's AKSNodeClass
-    if node_class is None and default is not None:
-        node_class = NodeClassRef(group=default.group, kind=default.kind, name=default.name)
-    if node_class is None:
+    ref = autoscaler.node_class_ref or default
+    if ref is None:
         raise BootstrapError(
             f"pool '{pool.name}' ({pool.provider}) needs autoscaler.nodeClassRef: only "
             f"{', '.join(default_node_classes())} pools have a default node class"
@@ -129,7 +126,7 @@ def render_karpenter_nodepool(rules: NodeRules, pool: NodePool) -> dict[str, Any
     # as evidence for its reconcilerLabels that the node cannot forge (docs/reconciler.md).
     labels = {**labels, TRUSTED_POOL_LABEL: pool.name}
     spec: dict[str, Any] = {
-        "nodeClassRef": node_class.model_dump(),
+        "nodeClassRef": {"group": ref.group, "kind": ref.kind, "name": ref.name},
         "requirements": [
             {
                 "key": e.key,
