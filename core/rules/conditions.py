@@ -2,10 +2,6 @@
 
 One home for condition matching, used by condition taint rules (`rule_outcomes.py`) and by
 startup gates that lift on conditions (`gate_plan.py`). Pure.
-
-A condition the node does not report counts as the match's `defaultStatus` (its reason as
-empty) when one is given, and never matches otherwise; gates never give one (the model refuses
-it), so a gate lifts only on what the node reported.
 """
 
 from __future__ import annotations
@@ -23,8 +19,9 @@ def matching_condition(
     conditions: Iterable[NodeCondition], match: ConditionMatch, created: datetime | None = None
 ) -> NodeCondition | None:
     """The reported condition `match` matches; for an exact type the node does not report, its
-    `defaultStatus` as a condition (transition time: the node's creation, `created`) if that
-    matches; else None."""
+    `defaultStatus` as a condition (reason empty, transition time the node's creation,
+    `created`) if that matches; else None. Gates give no defaultStatus (the model refuses it),
+    so a gate lifts only on what the node reported."""
     reported = tuple(conditions)
     for condition in reported:
         if match.matches_type(condition.type) and _status_matches(condition, match):

@@ -230,7 +230,6 @@ def _node_liftable_label_rules(doc: dict[str, Any]) -> Iterator[RawProblem]:
 
 
 def cross_rule_problems(doc: dict[str, Any]) -> list[RawProblem]:
-    """Every problem that only shows when several rules are read together."""
     return [
         *_duplicate_names(doc),
         *_conflicting_taints(doc),

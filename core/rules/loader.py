@@ -86,7 +86,6 @@ class RulesDocument:
 
     @classmethod
     def parse(cls, text: str, source: str) -> RulesDocument:
-        """Validate YAML text (RulesError naming `source` if it is wrong)."""
         return cls(text, parse_rules(text, source))
 
     def as_object(self, default_name: str) -> dict[str, Any]:

@@ -1263,7 +1263,6 @@ def _autoscaler_shorthand(value: object) -> object:
 
 
 def _autoscaler_shorthand_schema(schema: dict[str, Any]) -> None:
-    """The JSON Schema takes the shorthand too (editors, and helm's check of a rules map)."""
     schema["anyOf"] = [*schema.get("anyOf", ()), {"enum": list(AUTOSCALER_TYPES)}]
 
 
