@@ -1190,8 +1190,7 @@ class Autoscaler(Frozen):
         for field in (*_CA_FIELDS, *_KARPENTER_FIELDS):
             belongs = "cluster-autoscaler" if field in _CA_FIELDS else "karpenter"
             if getattr(self, field) is not None and belongs != self.type:
-                name = to_camel(field)
-                raise ValueError(f"'{name}' applies to type {belongs} only; remove it")
+                raise ValueError(f"'{to_camel(field)}' applies to type {belongs} only; remove it")
         if self.type == "none" and self.version is not None:
             raise ValueError(
                 "'version' applies to types cluster-autoscaler and karpenter only; remove it"

@@ -74,8 +74,7 @@ def permanent_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
 
 def startup_gate_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
     """Startup gates: on the node at birth, lifted once it is ready, never added again."""
-    gates = gates_for(rules, pool.eventual_labels())
-    return sorted_unique((g.taint for g in gates), _pool(pool))
+    return sorted_unique((g.taint for g in gates_for(rules, pool.eventual_labels())), _pool(pool))
 
 
 def registration_taints(rules: NodeRules, pool: NodePool) -> tuple[Taint, ...]:
