@@ -101,11 +101,9 @@ def _parse_taint(spec: str) -> Taint:
     if key_value.count("=") > 1:
         raise BootstrapError(f"{invalid}: more than one '='")
     key, _, taint_value = key_value.partition("=")
-    problem = qualified_name_problem(key)
-    if problem:
+    if problem := qualified_name_problem(key):
         raise BootstrapError(f"{invalid}: key: {problem}")
-    problem = label_value_problem(taint_value) if taint_value else None
-    if problem:
+    if taint_value and (problem := label_value_problem(taint_value)):
         raise BootstrapError(f"{invalid}: value: {problem}")
     if not _is_effect(effect):
         raise BootstrapError(f"{invalid}: effect must be one of {', '.join(TAINT_EFFECTS)}")
@@ -126,8 +124,7 @@ def _parse_labels(value: str) -> dict[str, str]:
         if not eq:
             raise BootstrapError(f"{NODE_LABELS}: malformed pair '{pair}', expect key=value")
         key, label_value = key.strip(), label_value.strip()
-        problem = qualified_name_problem(key) or label_value_problem(label_value)
-        if problem:
+        if problem := qualified_name_problem(key) or label_value_problem(label_value):
             raise BootstrapError(f"{NODE_LABELS}: invalid label '{pair}': {problem}")
         if not kubelet_may_set_label(key):
             raise BootstrapError(

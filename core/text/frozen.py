@@ -31,16 +31,14 @@ class Frozen(BaseModel):
 
 def check_key(key: str) -> str:
     """`key` if it is a valid label/annotation/taint key (a qualified name), else ValueError."""
-    problem = qualified_name_problem(key)
-    if problem:
+    if problem := qualified_name_problem(key):
         raise ValueError(f"'{key}' is not a valid Kubernetes key: {problem}")
     return key
 
 
 def check_value(value: str) -> str:
     """`value` if it is a valid label (or taint) value, else ValueError."""
-    problem = label_value_problem(value)
-    if problem:
+    if problem := label_value_problem(value):
         raise ValueError(f"not a valid Kubernetes label/taint value: {problem}")
     return value
 
