@@ -3,6 +3,7 @@ records, without reading raw ConfigMaps."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -14,7 +15,7 @@ from nodegate.defaults.names import DEFAULT_NAMESPACE
 # What the commands run on is imported when they run (cli/lazy_group.py,
 # tests/unit/cli/test_lazy_commands.py).
 if TYPE_CHECKING:
-    from nodegate.cli.live.cluster import ApiClient
+    from nodegate.cli.live.cluster import Cluster
     from nodegate.cli.live.label_records import LabelRecords
     from nodegate.core.decisions.persisted_labels import StoredRecord
     from nodegate.core.rules.model import PersistentLabels
@@ -22,15 +23,20 @@ if TYPE_CHECKING:
 app = typer_app(help="Inspect and drop persisted-label records.", no_args_is_help=True)
 
 
-def _records(api: ApiClient, namespace: str) -> tuple[LabelRecords, list[StoredRecord]]:
-    """The records, from the cluster kubectl would talk to (as `status` and `explain`); exit 1
-    if they cannot be read."""
-    from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415  (see the imports)
-    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415
+def _store(kubeconfig: Path | None, context: str | None, namespace: str) -> LabelRecords:
+    """The cluster kubectl would talk to (as `status` and `explain`), and the records' writes."""
+    from nodegate.cli.live.cluster import Where  # noqa: PLC0415  (see the imports)
+    from nodegate.cli.live.label_records import LabelRecords  # noqa: PLC0415
 
-    records = LabelRecords(api, namespace)
+    return LabelRecords(kube_client(kubeconfig, context), Where(namespace))
+
+
+def _records(kubeconfig: Path | None, context: str | None, namespace: str) -> list[StoredRecord]:
+    """The records; exit 1 if they cannot be read."""
+    from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
+
     try:
-        return records, records.all()
+        return _store(kubeconfig, context, namespace).label_records()
     except KubeError as err:
         raise _fail(err) from err
 
@@ -64,7 +70,7 @@ def list_records(
     from rich.console import Console  # noqa: PLC0415  (see the imports)
     from rich.table import Table  # noqa: PLC0415
 
-    _, records = _records(kube_client(kubeconfig, context), namespace)
+    records = _records(kubeconfig, context, namespace)
     table = Table()
     for column in ("record", "key", "nodes", "labels", "captured", "gone since"):
         table.add_column(column, no_wrap=True)
@@ -92,7 +98,7 @@ def show(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """The labels nodegate would restore onto NODE if it were re-created."""
-    _, records = _records(kube_client(kubeconfig, context), namespace)
+    records = _records(kubeconfig, context, namespace)
     matching = _matching(records, node)
     _found_any(matching, node, namespace)
     for stored in matching:
@@ -114,8 +120,8 @@ def forget(
     from nodegate.reconciler.kit.errors import KubeError  # noqa: PLC0415  (see the imports)
 
     try:
-        store, records = _records(kube_client(kubeconfig, context), namespace)
-        matching = _matching(records, node)
+        store = _store(kubeconfig, context, namespace)
+        matching = _matching(store.label_records(), node)
         for stored in matching:
             store.forget(stored)
             typer.echo(f"forgot record {stored.name}")
@@ -124,14 +130,14 @@ def forget(
     _found_any(matching, node, namespace)
 
 
-def _key_by(api: ApiClient, namespace: str) -> PersistentLabels:
+def _key_by(cluster: Cluster, namespace: str) -> PersistentLabels:
     """How the reconciler keys records now: the rules in force, as its status record publishes
     them (never the rules ConfigMap, which may hold a held update). Refused (exit 1) when no
     rules persisting labels are in force: nothing would be restored."""
-    from nodegate.cli.live.cluster import Cluster, RulesInForceUnknownError, Where  # noqa: PLC0415
+    from nodegate.cli.live.cluster import RulesInForceUnknownError  # noqa: PLC0415  (see the imports)
 
     try:
-        in_force = Cluster(api, Where(namespace)).rules_in_force()
+        in_force = cluster.rules_in_force()
     except RulesInForceUnknownError as err:
         raise _fail(f"cannot tell how records are keyed: {err}") from err
     if in_force is None or in_force.rules is None:
@@ -166,17 +172,16 @@ def hand_over(
     in force), where the reconciler looks: moved there if it was kept under another key, never
     over a record the node has of its own (then nothing changes, and what to forget is said).
     Its labels are restored at that node's next plan (its next change, or the resync)."""
-    from nodegate.cli.live.label_records import NoSuchNodeError  # noqa: PLC0415  (see the imports)
-    from nodegate.core.decisions.persisted_labels import (  # noqa: PLC0415
+    from nodegate.core.decisions.persisted_labels import (  # noqa: PLC0415  (see the imports)
         hand_over as decide_hand_over,
     )
     from nodegate.core.decisions.persisted_labels import record_key, record_name  # noqa: PLC0415
     from nodegate.reconciler.kit.errors import ConflictError, KubeError  # noqa: PLC0415
 
     try:
-        api = kube_client(kubeconfig, context)
-        config = _key_by(api, namespace)
-        store, records = _records(api, namespace)
+        store = _store(kubeconfig, context, namespace)
+        config = _key_by(store, namespace)
+        records = store.label_records()
         found = _matching(records, node)  # the one record NODE names
         _found_any(found, node, namespace)
         if len(found) > 1:
@@ -187,6 +192,8 @@ def hand_over(
             )
         stored = found[0]
         target = store.node(to)
+        if target is None:
+            raise _fail(f"no node {to}")
         assert stored.record is not None
         own = record_name(record_key(target, config))
         has_own = any(r.name == own and r.name != stored.name for r in records)
@@ -194,8 +201,6 @@ def hand_over(
         if handed.record is None:
             raise _fail(handed.refusal)
         name, kept = store.hand_over(stored, handed)
-    except NoSuchNodeError as err:
-        raise _fail(f"no node {to}") from err
     # The reconciler wrote the record, or gave the node a record of its own, meanwhile: this
     # hand-over was decided on what is no longer there.
     except ConflictError as err:

@@ -405,15 +405,13 @@ class Cluster:
             self._all(Selection("CSINode")) if csi_nodes else [],
         )
 
+    def label_records(self) -> list[StoredRecord]:
+        """Every persisted-label record (one paginated LIST)."""
+        return list(map(stored_record, self._configmaps(f"{RECORD_LABEL}={RECORD_LABEL_VALUE}")))
+
     def records(self) -> RecordsView:
-        selector = f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
-        stored = [
-            stored_record(raw)
-            for raw in self._all(Selection("ConfigMap", self.where.namespace, None, selector))
-        ]
-        quarantined = self._all(
-            Selection("ConfigMap", self.where.namespace, None, f"{QUARANTINE_LABEL}=true")
-        )
+        stored = self.label_records()
+        quarantined = self._configmaps(f"{QUARANTINE_LABEL}=true")
         return RecordsView(
             records=len(stored),
             gone=sum(1 for s in stored if s.record is not None and s.record.node_gone_at),
@@ -432,9 +430,7 @@ class Cluster:
     def label_record(self, name: str) -> tuple[StoredRecord | None, tuple[str, ...]]:
         """The persisted-label record called `name`, and the quarantined copies of it."""
         raw = self._api.read_configmap(self.where.namespace, name)
-        copies = self._all(
-            Selection("ConfigMap", self.where.namespace, None, f"{QUARANTINE_LABEL}=true")
-        )
+        copies = self._configmaps(f"{QUARANTINE_LABEL}=true")
         names = (str((c.get("metadata") or {}).get("name")) for c in copies)
         quarantined = tuple(sorted(n for n in names if is_quarantine_of(n, name)))
         return (stored_record(raw) if raw is not None else None), quarantined
@@ -465,6 +461,9 @@ class Cluster:
 
     def _all(self, selection: Selection) -> list[RawObject]:
         return [raw for items in pages(self._api, selection) for raw in items]
+
+    def _configmaps(self, label_selector: str) -> list[RawObject]:
+        return self._all(Selection("ConfigMap", self.where.namespace, None, label_selector))
 
 
 def pages(api: KubeApi, selection: Selection) -> Iterator[list[RawObject]]:

@@ -7,49 +7,23 @@ the record, and under which key it is kept, is decided in core (`persisted_label
 
 from __future__ import annotations
 
-from kubernetes import client
-
-from nodegate.cli.live.cluster import pages
+from nodegate.cli.live.cluster import Cluster
 from nodegate.core.decisions.persisted_labels import (
-    RECORD_LABEL,
-    RECORD_LABEL_VALUE,
     HandOver,
     StoredRecord,
     encode_record,
     record_configmap,
     record_name,
-    stored_record,
 )
-from nodegate.core.rules.node import NodeState
 from nodegate.reconciler.kit.errors import ConflictError, KubeError, NotFoundError
-from nodegate.reconciler.kit.kube import KubeApi, RawObject, Selection
+from nodegate.reconciler.kit.kube import RawObject
 
 
-class NoSuchNodeError(LookupError):
-    pass
-
-
-class LabelRecords:
-    def __init__(self, api_client: client.ApiClient, namespace: str) -> None:
-        self.namespace = namespace
-        self._api = KubeApi(api_client)
-
-    def all(self) -> list[StoredRecord]:
-        """Every record in the namespace, in pages (one paginated LIST)."""
-        selection = Selection(
-            "ConfigMap", self.namespace, label_selector=f"{RECORD_LABEL}={RECORD_LABEL_VALUE}"
-        )
-        return [stored_record(raw) for items in pages(self._api, selection) for raw in items]
+class LabelRecords(Cluster):
+    """The cluster as the day-2 commands read it (`label_records`, `node`), and the writes."""
 
     def forget(self, stored: StoredRecord) -> None:
-        self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)
-
-    def node(self, name: str) -> NodeState:
-        """The Node records are handed to, read once for all of them (NoSuchNodeError)."""
-        raw = self._api.get_node(name)
-        if raw is None:
-            raise NoSuchNodeError(name)
-        return NodeState.from_k8s(raw, lambda _key: False)
+        self._api.delete_configmap(self.where.namespace, stored.name, stored.resource_version)
 
     def hand_over(self, stored: StoredRecord, handed: HandOver) -> tuple[str, str | None]:
         """Store the record as `persisted_labels.hand_over` decided: its name now, and why the
@@ -59,15 +33,16 @@ class LabelRecords:
         unchanged since read, so whichever write fails, no labels are lost; if the removal
         fails, both hold them and the old one is said to be kept."""
         assert handed.record is not None
+        namespace = self.where.namespace
         data = encode_record(handed.record)
         if not handed.from_key:
-            self._api.replace_configmap(self.namespace, stored.name, {**stored.raw, "data": data})
+            self._api.replace_configmap(namespace, stored.name, {**stored.raw, "data": data})
             return stored.name, None
         name = record_name(handed.record.key)
-        body: RawObject = record_configmap(self.namespace, name, data)
-        self._api.create_configmap(self.namespace, body)
+        body: RawObject = record_configmap(namespace, name, data)
+        self._api.create_configmap(namespace, body)
         try:
-            self._api.delete_configmap(self.namespace, stored.name, stored.resource_version)
+            self._api.delete_configmap(namespace, stored.name, stored.resource_version)
         # Forgotten meanwhile: gone, as wanted.
         except NotFoundError:
             return name, None
