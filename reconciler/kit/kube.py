@@ -74,6 +74,7 @@ RawObject = dict[str, Any]
 Kind = Literal["Node", "ConfigMap", "Pod", "CSINode", "DaemonSet", "NodeRules", "Event"]
 """The kinds a `Selection` lists: an informer's (which watches them too) or a day-2 command's."""
 
+ADMISSION = "admissionregistration.k8s.io/v1"
 RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Node": ("v1", "nodes", False),
     "ConfigMap": ("v1", "configmaps", True),
@@ -85,21 +86,9 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "NodeRules": ("nodegate.dev/v1", "noderules", False),
     "Lease": ("coordination.k8s.io/v1", "leases", True),
     "CustomResourceDefinition": ("apiextensions.k8s.io/v1", "customresourcedefinitions", False),
-    "MutatingWebhookConfiguration": (
-        "admissionregistration.k8s.io/v1",
-        "mutatingwebhookconfigurations",
-        False,
-    ),
-    "ValidatingAdmissionPolicy": (
-        "admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicies",
-        False,
-    ),
-    "ValidatingAdmissionPolicyBinding": (
-        "admissionregistration.k8s.io/v1",
-        "validatingadmissionpolicybindings",
-        False,
-    ),
+    "MutatingWebhookConfiguration": (ADMISSION, "mutatingwebhookconfigurations", False),
+    "ValidatingAdmissionPolicy": (ADMISSION, "validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": (ADMISSION, "validatingadmissionpolicybindings", False),
     "SelfSubjectReview": ("authentication.k8s.io/v1", "selfsubjectreviews", False),
 }
 """Every kind the reconciler reads or writes: its group/version, its resource (plural), and
