@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nodegate.cli.inputs import nodes_in, rules_or_exit
+from nodegate.cli.inputs import nodes_in, rules_or_exit, time_or_exit
 from nodegate.cli.live.options import Context, Kubeconfig, Namespace, RulesConfigMap, connect
 from nodegate.defaults.names import DEFAULT_NAMESPACE
 
@@ -66,15 +66,8 @@ def explain(
     from nodegate.core.decisions.node_decision import decide, plan_facts  # noqa: PLC0415
     from nodegate.core.decisions.sightings import Sighting  # noqa: PLC0415
     from nodegate.core.reports.node_waits import recorded_budget  # noqa: PLC0415
-    from nodegate.core.rules.node import parse_time  # noqa: PLC0415
 
-    try:
-        at = parse_time(now)
-    # Not a time fromisoformat reads: say how to write one, as `plan` does.
-    except ValueError:
-        raise _fail(
-            f"--now {now!r} is not an RFC 3339 time: write e.g. 2026-11-21T12:00:00Z"
-        ) from None
+    at = time_or_exit(now, "nodegate explain: ") if now else None
     if node_file is None:
         if node_name is None:
             raise _fail("give NODE (a node in the cluster) or --node FILE", 2)

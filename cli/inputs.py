@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,21 @@ def nodes_in(path: Path, code: int = 1, prefix: str = "") -> list[NodeState]:
     data = read_or_exit(path, code, prefix, "node file")
     with exit_on_problems(code):
         return parse_nodes(data, str(path))
+
+
+def time_or_exit(now: str, prefix: str) -> datetime:
+    """--now's time (one without a zone is UTC's), or `prefix`, how to write one, and exit 1."""
+    from nodegate.core.rules.node import parse_time  # noqa: PLC0415  (see the docstring)
+
+    try:
+        at = parse_time(now)
+    except ValueError:  # not a time fromisoformat reads
+        at = None
+    if at is None:
+        example = "2026-11-21T12:00:00Z"
+        typer.echo(f"{prefix}--now {now!r} is not an RFC 3339 time: write e.g. {example}", err=True)
+        raise typer.Exit(1)
+    return at
 
 
 def objects_in(paths: Iterable[Path], kind: str, prefix: str = "") -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from nodegate.cli.inputs import nodes_in, objects_in, rules_or_exit
+from nodegate.cli.inputs import nodes_in, objects_in, rules_or_exit, time_or_exit
 from nodegate.cli.live.options import (
     Context,
     Kubeconfig,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 ERROR = 1
 FAILED = "nodegate plan: "
-EXAMPLE_TIME = "2026-11-21T12:00:00Z"
 
 
 def plan_rules(
@@ -274,7 +273,7 @@ def _read_files(
         in_force, which = None, "no rules (offline, no --in-force FILE: every change counts)"
     else:
         in_force, which = rules_or_exit(in_force_file), f"the rules in {in_force_file} (--in-force)"
-    at = _clock(now)
+    at = datetime.now(UTC) if now is None else time_or_exit(now, FAILED)
     listed = (
         objects_in(daemon_sets or (), "DaemonSet", FAILED),
         objects_in(pods or (), "Pod", FAILED),
@@ -336,23 +335,6 @@ def _with_the_other_objects(cluster: Cluster, rules_file: Path, new: NodeRules) 
 def _fail(message: str) -> NoReturn:
     typer.echo(f"{FAILED}{message}", err=True)
     raise typer.Exit(ERROR)
-
-
-def _clock(now: str | None) -> datetime:
-    """--now (a time without a zone is UTC's), else this host's clock; exit 1 saying how to
-    write it."""
-    from nodegate.core.rules.node import parse_time  # noqa: PLC0415  (see the imports)
-
-    if now is None:
-        return datetime.now(UTC)
-    try:
-        at = parse_time(now)
-    # Not a time fromisoformat reads: say how to write one.
-    except ValueError:
-        at = None
-    if at is None:
-        _fail(f"--now {now!r} is not an RFC 3339 time: write e.g. {EXAMPLE_TIME}")
-    return at
 
 
 def print_plan(
