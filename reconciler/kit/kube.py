@@ -96,6 +96,7 @@ whether it is namespaced. The one place a kind's path is spelled (`path_of`)."""
 
 MANAGED: Query = MappingProxyType({"fieldManager": "nodegate"})
 """The query of a create, replace or patch: the field manager the API server records."""
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def path_of(
@@ -379,7 +380,7 @@ class KubeApi:
             self._write_timeout,
             query=MANAGED,
             body=merge_patch,
-            content_type="application/merge-patch+json",
+            content_type=MERGE_PATCH,
         )
         drain(response, self._write_timeout)
 
@@ -401,10 +402,7 @@ class KubeApi:
         """JSON merge patch of a NodeRules object's status subresource (only the leader
         writes it; its spec is the users')."""
         return self._write(
-            "PATCH",
-            path_of("NodeRules", name=name, subresource="status"),
-            merge_patch,
-            "application/merge-patch+json",
+            "PATCH", path_of("NodeRules", name=name, subresource="status"), merge_patch, MERGE_PATCH
         )
 
     def create_event(self, namespace: str, event: RawObject) -> RawObject:
@@ -412,10 +410,7 @@ class KubeApi:
 
     def patch_event(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         return self._raw(
-            "PATCH",
-            path_of("Event", namespace, name),
-            body=merge_patch,
-            content_type="application/merge-patch+json",
+            "PATCH", path_of("Event", namespace, name), body=merge_patch, content_type=MERGE_PATCH
         )
 
     def read_configmap(self, namespace: str, name: str) -> RawObject | None:
@@ -431,12 +426,7 @@ class KubeApi:
     def patch_configmap(self, namespace: str, name: str, merge_patch: RawObject) -> RawObject:
         """JSON merge patch; its metadata.resourceVersion, if any, makes the server refuse a
         stale one."""
-        return self._write(
-            "PATCH",
-            path_of("ConfigMap", namespace, name),
-            merge_patch,
-            "application/merge-patch+json",
-        )
+        return self._write("PATCH", path_of("ConfigMap", namespace, name), merge_patch, MERGE_PATCH)
 
     def delete_configmap(self, namespace: str, name: str, resource_version: str) -> None:
         """Delete only the version that was read: a concurrent edit answers 409."""
