@@ -76,13 +76,13 @@ class GateReports(ReadWhenAsked):
     def workload_pods(self, node: NodeState, rules: NodeRules) -> int | None:
         """Workload pods on a backfill candidate (one LIST), None when no gate would backfill
         it or the answer is unknown; a busy node is remembered and never looked at again."""
-        uid = node.uid
-        candidates = [
-            gate
-            for gate in rules.startup_gates
-            if needs_backfill(node, node.labels, gate)
-            and not self._was_said(uid, gate.name, "busy")
-        ]
+        with self._lock:
+            said = self._said.get(node.uid, set())
+            candidates = [
+                gate
+                for gate in rules.startup_gates
+                if needs_backfill(node, node.labels, gate) and (gate.name, "busy") not in said
+            ]
         if not candidates:
             return None
         try:
@@ -133,10 +133,6 @@ class GateReports(ReadWhenAsked):
             f"startup gate {gate.name} not backfilled: the node already runs workload "
             f"pods ({shown}); a node with workloads is never gated afterwards",
         )
-
-    def _was_said(self, uid: str, gate: str, what: str) -> bool:
-        with self._lock:
-            return (gate, what) in self._said.get(uid, ())
 
     def _say(self, uid: str, gate: str, what: str) -> bool:
         """Remember (gate, what) for the node; False if it was said before."""
