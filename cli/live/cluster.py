@@ -18,11 +18,9 @@ from typing import Any
 
 from kubernetes import client
 
-from nodegate.cli.plan_sources import AgentObjects
 from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.decisions.eviction_budget import Grant
 from nodegate.core.decisions.init_pods import pod_source, pods_read, sighted, slim_pod, spec_signals
-from nodegate.core.decisions.node_agents import AgentReadiness, lifted_taints
 from nodegate.core.decisions.persisted_labels import (
     QUARANTINE_LABEL,
     QUARANTINE_REASON_ANNOTATION,
@@ -364,22 +362,6 @@ class Cluster:
         named = Selection("CSINode", field_selector=f"metadata.name={node.name}")
         views = [slim_csinode(raw) for raw in self._all(named)]
         return registered_drivers(views[0] if views else None, node.uid)
-
-    def agents(
-        self,
-        rules: NodeRules,
-        node: NodeState,
-        csi_drivers: Mapping[str, bool],
-        departed: Departure | None = None,
-    ) -> dict[str, AgentReadiness]:
-        """Each node-agent rule's agents on the node, read as the reconciler reads them: the
-        DaemonSets of the namespaces the rules read, and the DaemonSet pods on the node (and
-        the Node object of its name before it, `departed`)."""
-        if not rules.node_agents:
-            return {}
-        listed, on_node, _ = self.agent_objects(rules, True, False, node.name)
-        objects = AgentObjects.of(rules, listed, on_node)
-        return objects.readiness(rules, node, csi_drivers, departed, lifted_taints(rules))
 
     def workload_pods(self, node: str) -> int:
         """The workload pods bound to `node`, as the reconciler's backfill check counts them."""

@@ -11,7 +11,9 @@ from datetime import datetime
 
 from nodegate.cli.live.cluster import Cluster
 from nodegate.cli.live.options import stderr_console
+from nodegate.cli.plan_sources import AgentObjects
 from nodegate.core.decisions.gate_plan import needs_backfill
+from nodegate.core.decisions.node_agents import AgentReadiness, lifted_taints
 from nodegate.core.decisions.sightings import Sighting
 from nodegate.core.decisions.sources import ReadWhenAsked, Sources
 from nodegate.core.decisions.verdicts import PlanFacts
@@ -78,7 +80,14 @@ class NodeAgents(_Listed):
     kind = "node-agents"
 
     def facts(self, node: NodeState, rules: NodeRules, facts: PlanFacts) -> PlanFacts:
-        agents = self._cluster.agents(rules, node, facts.csi_drivers, facts.departed)
+        """The DaemonSets of the namespaces the rules read and the DaemonSet pods on the node,
+        looked up as the reconciler does (and the Node object of its name before it)."""
+        agents: dict[str, AgentReadiness] = {}
+        if rules.node_agents:
+            daemon_sets, pods, _ = self._cluster.agent_objects(rules, True, False, node.name)
+            agents = AgentObjects.of(rules, daemon_sets, pods).readiness(
+                rules, node, facts.csi_drivers, facts.departed, lifted_taints(rules)
+            )
         return replace(facts, agents=agents)
 
 

@@ -82,9 +82,6 @@ class FakeCluster:
     def departures(self) -> dict[str, object]:
         return {}
 
-    def agents(self, *_: object) -> dict[str, object]:
-        return {}
-
     def previously_owned(self) -> frozenset[tuple[str, str]]:
         return frozenset()
 
