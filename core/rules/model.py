@@ -766,8 +766,7 @@ class ReadyWhen(Frozen):
 
     @model_validator(mode="after")
     def _something(self) -> ReadyWhen:
-        signals = (self.pods, self.annotation, self.conditions, self.csi_drivers)
-        if not any(signal for signal in signals):
+        if not any((self.pods, self.annotation, self.conditions, self.csi_drivers)):
             raise ValueError(
                 "give 'pods', 'annotation', 'conditions' or 'csiDrivers' (several: any one "
                 "lifts the gate)"
