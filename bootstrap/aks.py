@@ -65,12 +65,9 @@ class AksPoolSpec:
 def render_aks_pool(
     rules: NodeRules, pool: NodePool, *, initialization_taints_supported: bool = False
 ) -> AksPoolSpec:
-    """The pool's AKS taint/label lists.
-
-    `initialization_taints_supported`: whether the AgentPool API version in use has
-    `nodeInitializationTaints` (preview API versions do; the stable 2025-09-01 used by
-    pulumi-azure-native 3.x does not). Without it, startup gates go to the Node webhook.
-    """
+    """The pool's AKS taint/label lists. `initialization_taints_supported`: whether the
+    AgentPool API version in use has `nodeInitializationTaints` (preview API versions do; the
+    stable 2025-09-01 used by pulumi-azure-native 3.x does not)."""
     if pool.provider != AKS.name:
         raise BootstrapError(
             f"pool '{pool.name}' is an {pool.provider} pool; AKS agent pool lists apply to "

@@ -36,10 +36,8 @@ def located_errors(
 ) -> list[LocatedError]:
     """Every root cause in `err` (raised validating `model`), with a path and a fix.
 
-    `written`: how the document wrote the scalars its reader took for another type than a
-    string, by pydantic's place (`nodegate.core.text.yaml_input.Positions.written`), so "quote
-    it" names the text to quote; without it (data another program parsed: Pulumi's engine,
-    Ansible), the message cannot know it."""
+    `written`: the document's `yaml_input.Positions.written`, so "quote it" names the text to
+    quote (None for data another program parsed: Pulumi's engine, Ansible)."""
     located = []
     for details in _root_causes(err):
         path = doc_path(details["loc"])
