@@ -16,7 +16,6 @@ from typing import Any
 from nodegate.core.objects.installation import RULES_KEY
 from nodegate.core.rules.loader import RulesDocument
 from nodegate.core.rules.model import NO_RULES, NodeRules
-from nodegate.defaults.names import DEFAULT_NAME
 from nodegate.manifests import fencing, webhook
 from nodegate.manifests.args import reconcile_argv
 from nodegate.manifests.crd import noderules_crd
@@ -31,23 +30,9 @@ RUN_AS = 65532
 CONTAINER = "reconciler"
 
 
-def labels(settings: DeploySettings) -> dict[str, str]:
-    """The labels every object carries; the selector is the first two."""
-    return {
-        "app.kubernetes.io/name": DEFAULT_NAME,
-        "app.kubernetes.io/instance": settings.name,
-        "app.kubernetes.io/part-of": "nodegate",
-    }
-
-
-def selector(settings: DeploySettings) -> dict[str, str]:
-    """Pod selector of the Deployment, PodDisruptionBudget and Service (never changes)."""
-    return {k: v for k, v in labels(settings).items() if k != "app.kubernetes.io/part-of"}
-
-
 def _meta(settings: DeploySettings, name: str, *, namespaced: bool = True) -> dict[str, Any]:
     namespace = {"namespace": settings.namespace} if namespaced else {}
-    return {"name": name, **namespace, "labels": labels(settings)}
+    return {"name": name, **namespace, "labels": settings.labels}
 
 
 def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
@@ -111,13 +96,13 @@ def build_manifests(document: RulesDocument | None, settings: DeploySettings) ->
     if settings.metrics.service:
         objects.append(_metrics_service(settings))
     if settings.grafana_dashboard is not None:
-        objects.append(dashboard_configmap(settings, labels(settings)))
+        objects.append(dashboard_configmap(settings))
     if settings.prometheus_rule is not None:
-        objects.append(prometheus_rule(settings, labels(settings)))
-    objects += monitors(settings, labels(settings), selector(settings))
-    objects += network_policy(settings, labels(settings), selector(settings))
-    objects += webhook.objects(settings, labels(settings), selector(settings))
-    objects += fencing.objects(settings, labels(settings))
+        objects.append(prometheus_rule(settings))
+    objects += monitors(settings)
+    objects += network_policy(settings)
+    objects += webhook.objects(settings)
+    objects += fencing.objects(settings)
     return objects
 
 
@@ -183,7 +168,7 @@ def rules_object(document: RulesDocument, settings: DeploySettings) -> Manifest:
     what a kubectl user applies as the rules file itself. Named as the document names it, or
     after the installation."""
     found = document.as_object(settings.name)
-    found["metadata"]["labels"] = labels(settings)
+    found["metadata"]["labels"] = settings.labels
     return found
 
 
@@ -241,7 +226,7 @@ def _topology_spread(settings: DeploySettings) -> list[dict[str, Any]]:
             "maxSkew": 1,
             "topologyKey": key,
             "whenUnsatisfiable": "ScheduleAnyway",
-            "labelSelector": {"matchLabels": selector(settings)},
+            "labelSelector": {"matchLabels": settings.selector},
         }
         for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
     ]
@@ -276,8 +261,8 @@ def deployment(settings: DeploySettings, rules: NodeRules) -> Manifest:
         "spec": {
             "replicas": settings.replicas,
             "revisionHistoryLimit": 5,
-            "selector": {"matchLabels": selector(settings)},
-            "template": {"metadata": {"labels": labels(settings)}, "spec": pod},
+            "selector": {"matchLabels": settings.selector},
+            "template": {"metadata": {"labels": settings.labels}, "spec": pod},
         },
     }
 
@@ -288,7 +273,7 @@ def _pod_disruption_budget(settings: DeploySettings) -> Manifest:
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": _meta(settings, settings.name),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(settings)}},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": settings.selector}},
     }
 
 
@@ -306,7 +291,7 @@ def _metrics_service(settings: DeploySettings) -> Manifest:
         "metadata": meta,
         "spec": {
             "type": "ClusterIP",
-            "selector": selector(settings),
+            "selector": settings.selector,
             "ports": [{"name": "http-metrics", "port": settings.http_port, "targetPort": "http"}],
         },
     }

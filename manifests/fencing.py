@@ -34,7 +34,7 @@ def _resources(operations: list[str], resource: str) -> dict[str, Any]:
     }
 
 
-def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
+def objects(settings: DeploySettings) -> list[Manifest]:
     """The policy and its binding (none when the server fence is off)."""
     if not settings.leader_election.server_fence:
         return []
@@ -44,7 +44,7 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
     policy: Manifest = {
         "apiVersion": f"{GROUP}/v1",
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": settings.labels},
         "spec": {
             "failurePolicy": "Ignore",
             "paramKind": {"apiVersion": api_version, "kind": kind},
@@ -68,7 +68,7 @@ def objects(settings: DeploySettings, labels: dict[str, str]) -> list[Manifest]:
     binding: Manifest = {
         "apiVersion": f"{GROUP}/v1",
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": settings.labels},
         "spec": {
             "policyName": name,
             "paramRef": {

@@ -16,9 +16,7 @@ from typing import Any
 from nodegate.manifests.settings import DeploySettings, Manifest
 
 
-def network_policy(
-    settings: DeploySettings, labels: dict[str, str], selector: dict[str, str]
-) -> list[Manifest]:
+def network_policy(settings: DeploySettings) -> list[Manifest]:
     """The NetworkPolicy (none when it is off)."""
     policy = settings.network_policy
     if policy is None:
@@ -30,9 +28,13 @@ def network_policy(
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
-            "metadata": {"name": settings.name, "namespace": settings.namespace, "labels": labels},
+            "metadata": {
+                "name": settings.name,
+                "namespace": settings.namespace,
+                "labels": settings.labels,
+            },
             "spec": {
-                "podSelector": {"matchLabels": selector},
+                "podSelector": {"matchLabels": settings.selector},
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [{"ports": ingress}],
                 "egress": [

@@ -29,7 +29,7 @@ def dashboard_json() -> str:
     return files("nodegate.manifests").joinpath(DASHBOARD_FILE).read_text(encoding="utf-8")
 
 
-def dashboard_configmap(settings: DeploySettings, common_labels: dict[str, str]) -> Manifest:
+def dashboard_configmap(settings: DeploySettings) -> Manifest:
     """The dashboard as a ConfigMap labelled for Grafana's sidecar."""
     assert settings.grafana_dashboard is not None
     dashboard = settings.grafana_dashboard
@@ -39,7 +39,7 @@ def dashboard_configmap(settings: DeploySettings, common_labels: dict[str, str])
         "metadata": {
             "name": f"{settings.name}-dashboard",
             "namespace": dashboard.namespace or settings.namespace,
-            "labels": {**common_labels, **dashboard.labels},
+            "labels": {**settings.labels, **dashboard.labels},
         },
         "data": {"nodegate-reconciler.json": dashboard_json()},
     }
@@ -351,7 +351,7 @@ def _api_server_webhook_alerts() -> list[dict[str, Any]]:
     ]
 
 
-def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> Manifest:
+def prometheus_rule(settings: DeploySettings) -> Manifest:
     """The alerts as a monitoring.coreos.com/v1 PrometheusRule."""
     assert settings.prometheus_rule is not None
     rules = alert_rules(settings.namespace, webhook=settings.webhook is not None)
@@ -361,15 +361,13 @@ def prometheus_rule(settings: DeploySettings, common_labels: dict[str, str]) -> 
         "metadata": {
             "name": settings.name,
             "namespace": settings.namespace,
-            "labels": {**common_labels, **settings.prometheus_rule.labels},
+            "labels": {**settings.labels, **settings.prometheus_rule.labels},
         },
         "spec": {"groups": [{"name": "nodegate", "rules": rules}]},
     }
 
 
-def monitors(
-    settings: DeploySettings, common_labels: dict[str, str], selector: dict[str, str]
-) -> list[Manifest]:
+def monitors(settings: DeploySettings) -> list[Manifest]:
     """The Prometheus Operator's two ways of scraping the same /metrics, each when it is on: a
     monitoring.coreos.com/v1 ServiceMonitor for the metrics Service, a PodMonitor for the pods'
     http port. They differ in kind, the port they name and what their endpoints list is called."""
@@ -384,10 +382,10 @@ def monitors(
             "metadata": {
                 "name": settings.name,
                 "namespace": settings.namespace,
-                "labels": {**common_labels, **monitor.labels},
+                "labels": {**settings.labels, **monitor.labels},
             },
             "spec": {
-                "selector": {"matchLabels": selector},
+                "selector": {"matchLabels": settings.selector},
                 "namespaceSelector": {"matchNames": [settings.namespace]},
                 endpoints: [{"port": port, "path": "/metrics", "interval": monitor.interval}],
             },

@@ -370,6 +370,20 @@ class DeploySettings(Documented):
     oci: OciDeploy | None = None
     """OCI instance state as node conditions (off by default)."""
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels every object carries; the selector is the first two."""
+        return {
+            "app.kubernetes.io/name": DEFAULT_NAME,
+            "app.kubernetes.io/instance": self.name,
+            "app.kubernetes.io/part-of": "nodegate",
+        }
+
+    @property
+    def selector(self) -> dict[str, str]:
+        """Pod selector of the Deployment, PodDisruptionBudget and Service (never changes)."""
+        return {k: v for k, v in self.labels.items() if k != "app.kubernetes.io/part-of"}
+
     @model_validator(mode="after")
     def _monitors(self) -> DeploySettings:
         if self.service_monitor is not None and not self.metrics.service:

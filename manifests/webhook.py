@@ -138,20 +138,18 @@ def mutating_webhook_configuration(settings: DeploySettings, labels: dict[str, s
     }
 
 
-def objects(
-    settings: DeploySettings, labels: dict[str, str], selector: dict[str, str]
-) -> list[Manifest]:
+def objects(settings: DeploySettings) -> list[Manifest]:
     """Every webhook object, in apply order (none when the webhook is off)."""
     if settings.webhook is None:
         return []
-    meta = {"namespace": settings.namespace, "labels": labels}
+    meta = {"namespace": settings.namespace, "labels": settings.labels}
     service: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": service_name(settings), **meta},
         "spec": {
             "type": "ClusterIP",
-            "selector": selector,
+            "selector": settings.selector,
             "ports": [{"name": "https-webhook", "port": SERVICE_PORT, "targetPort": "webhook"}],
         },
     }
@@ -183,4 +181,4 @@ def objects(
                 "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
             },
         }
-    return [service, certificate, mutating_webhook_configuration(settings, labels)]
+    return [service, certificate, mutating_webhook_configuration(settings, settings.labels)]
