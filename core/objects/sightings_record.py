@@ -82,18 +82,11 @@ def encode_sightings(nodes: Mapping[str, NodeSightings]) -> dict[str, str]:
     """The ConfigMap's data, within `SIGHTINGS_LIMIT`: the earliest sightings first (a hold
     about to fire is worth more than one just begun), and only those a new process would take
     back (`restored`): one it would drop must not push out one it would keep."""
-    nodes = {name: restored(sighted) for name, sighted in nodes.items()}
-    entries = sorted(
-        (
-            (min(s.first_seen for s in sighted.conditions.values()), name, sighted)
-            for name, sighted in nodes.items()
-            if sighted.conditions
-        ),
-        key=lambda entry: (entry[0], entry[1]),
-    )
+    kept = {name: s for name, sighted in nodes.items() if (s := restored(sighted)).conditions}
+    first = {name: min(s.first_seen for s in k.conditions.values()) for name, k in kept.items()}
     document: dict[str, Any] = {"version": SIGHTINGS_VERSION, "nodes": {}}
     size = len(json.dumps(document))
-    for _, name, sighted in entries:
+    for name, sighted in sorted(kept.items(), key=lambda item: (first[item[0]], item[0])):
         entry = {
             "uid": sighted.uid,
             "conditions": [
