@@ -236,9 +236,8 @@ def _budget_rows(
     ledgers = {ledger for name in names if (ledger := ledger_of(rules, name)) is not None}
     if not ledgers:
         return ()
-    spent: dict[str, set[str]] = {}
-    for grant in spent_now(nodes, rules, recorded, now):
-        spent.setdefault(grant.ledger, set()).add(grant.node)
+    granted = {(grant.ledger, grant.node) for grant in spent_now(nodes, rules, recorded, now)}
+    spent = Counter(ledger for ledger, _ in granted)
     waiting: Counter[str] = Counter()
 
     def count(_node: NodeState, wanted: tuple[Charge, ...]) -> Mapping[str, str]:
@@ -255,7 +254,7 @@ def _budget_rows(
             BudgetRow(
                 SHARED_BUDGET if ledger == SHARED else ledger,
                 budget.window.total_seconds(),
-                len(spent.get(ledger, ())),
+                spent[ledger],
                 limit(budget.cluster, max(len(nodes), 1)),
                 waiting[ledger],
             )
