@@ -1,5 +1,5 @@
 """The seam every taint-making rule kind goes through (labelTaints, conditionTaints,
-startupGates, and the next one).
+startupGates, nodeAgents, and the next one).
 
 Consumers never list the kinds by hand: they iterate `NodeRules.taint_rules()` and ask each rule
 what the protocol says (its taint, whether it is dry, what it reads from a node, whether nodes
