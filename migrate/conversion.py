@@ -103,27 +103,25 @@ class Conversion:
     printed in the header (paths in `places` start with "webhook")."""
 
 
-def log_level_flags(level: LogLevel) -> tuple[str, ...]:
-    """`--log-level LEVEL` for the reconciler, or nothing for its default."""
-    return () if level == DEFAULT_LOG_LEVEL else ("--log-level", level)
-
-
-def log_level_note(setting: str, level: LogLevel | None, nearest: str = "") -> str:
-    """What the old tool's log level (`setting`, named with its value) became: `level`, the
-    nearest nodegate has (`nearest` says why it is not the same), None: not set."""
+def log_level(setting: str, nearest: tuple[LogLevel, str] | None) -> tuple[tuple[str, ...], str]:
+    """The reconciler's flags (`--log-level LEVEL`, nothing for its default) and the note for
+    the old tool's log level (`setting`, named with its value): `nearest` is the level nodegate
+    has and why it is not the same ("": it is); None: not set, or not a level it read."""
     written = "JSON lines unless --log-format text"
-    if level is None:
-        return (
+    if nearest is None:
+        return (), (
             f"{setting}: nodegate's is --log-level (debug, info, warning or error; logLevel in "
             f"the deploy settings), {written}."
         )
-    if level == DEFAULT_LOG_LEVEL and not nearest:
-        return (
+    level, why = nearest
+    flags = () if level == DEFAULT_LOG_LEVEL else ("--log-level", level)
+    if level == DEFAULT_LOG_LEVEL and not why:
+        return flags, (
             f"{setting}: nodegate logs at info too, its default (--log-level debug, info, "
             f"warning or error; logLevel in the deploy settings), {written}."
         )
-    return (
-        f"{setting}: --log-level {level}{nearest} (logLevel: {level} in the deploy settings), "
+    return flags, (
+        f"{setting}: --log-level {level}{why} (logLevel: {level} in the deploy settings), "
         f"{written}."
     )
 

@@ -16,8 +16,7 @@ from nodegate.core.objects.installation import LogLevel
 from nodegate.core.text.errors import Problem
 from nodegate.migrate.conversion import (
     Conversion,
-    log_level_flags,
-    log_level_note,
+    log_level,
     rules_document,
 )
 from nodegate.migrate.defaults import OperatorSettings
@@ -44,12 +43,6 @@ def convert_node_label_operator(
     """The operator's settings as `persistentLabels` plus the reconciler flags they become
     (its log level too)."""
     resync, problems = _seconds(settings.resync_interval_seconds)
-    flags: tuple[str, ...] = (
-        "--state-namespace",
-        settings.operator_namespace,
-        "--resync-seconds",
-        resync,
-    )
     level = settings.log_level
     nearest = _LOG_LEVELS.get(level.upper())
     if nearest is None:
@@ -57,8 +50,7 @@ def convert_node_label_operator(
             f"'{level}' is not a level the operator reads: DEBUG, INFO, WARNING, ERROR or CRITICAL"
         )
         problems += (Problem(0, 0, SOURCE, ("LOG_LEVEL",), message),)
-    else:
-        flags += log_level_flags(nearest[0])
+    log_flags, log_note = log_level(f"LOG_LEVEL ({level})", nearest)
     if key_by == "nodeName":
         keyed = (
             "The operator keyed records by node name; keyBy: nodeName keeps that. Its users "
@@ -90,7 +82,7 @@ def convert_node_label_operator(
         "--prometheus-rule` writes.",
         f"METRICS_PORT ({settings.metrics_port}): nodegate serves /metrics with /healthz and "
         "/readyz on --http-port (default 8080).",
-        log_level_note(f"LOG_LEVEL ({level})", *(nearest or (None, ""))),
+        log_note,
     ]
     return Conversion(
         command=COMMAND,
@@ -103,7 +95,13 @@ def convert_node_label_operator(
             }
         ),
         notes=tuple(notes),
-        reconciler_flags=flags,
+        reconciler_flags=(
+            "--state-namespace",
+            settings.operator_namespace,
+            "--resync-seconds",
+            resync,
+            *log_flags,
+        ),
         places={
             ("persistentLabels",): ("PERSIST_LABEL_PREFIX",),
             ("persistentLabels", "keyBy"): ("--key-by",),

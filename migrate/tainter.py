@@ -24,8 +24,7 @@ from nodegate.migrate.conversion import (
     Found,
     Place,
     as_text,
-    log_level_flags,
-    log_level_note,
+    log_level,
     rule_name,
     rules_document,
 )
@@ -134,10 +133,8 @@ def convert_tainter_config(config: dict[str, Any], source: str) -> Conversion:
             ("log", "max_level"),
             f"'{level}' is not a level Tainter reads: error, warn, info, debug or trace (or 1-5)",
         )
-    log_note = log_level_note("[log] max_level", None)
-    if nearest is not None:
-        flags += log_level_flags(nearest[0])
-        log_note = log_level_note(f"[log] max_level ({level})", *nearest)
+    read = f"[log] max_level ({level})" if nearest else "[log] max_level"
+    log_flags, log_note = log_level(read, nearest)
     shutdown = any(r["taint"].get("key") == OUT_OF_SERVICE_TAINT for r in rules)
     notes = (*NOTES[:3], log_note, *NOTES[3:])
     return Conversion(
@@ -145,7 +142,7 @@ def convert_tainter_config(config: dict[str, Any], source: str) -> Conversion:
         source=source,
         rules=rules_document(conditionTaints=rules),
         notes=(*notes, OUT_OF_SERVICE_NOTE) if shutdown else notes,
-        reconciler_flags=flags,
+        reconciler_flags=(*flags, *log_flags),
         places=places,
         problems=tuple(found.problems),
     )
