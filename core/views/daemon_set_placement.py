@@ -283,11 +283,8 @@ def _failing(term: Term, node_name: str, labels: Mapping[str, str]) -> Requireme
 
 
 def _term_matches(term: Term, node_name: str, labels: Mapping[str, str]) -> bool:
-    if not term.expressions and not term.fields:
-        return False  # an empty term selects nothing
-    if _term_problem(term) is not None:
-        return False
-    return _failing(term, node_name, labels) is None
+    empty = not term.expressions and not term.fields  # an empty term selects nothing
+    return not empty and _term_problem(term) is None and _failing(term, node_name, labels) is None
 
 
 def _affinity_refusal(terms: tuple[Term, ...], node_name: str, labels: Mapping[str, str]) -> str:
