@@ -53,11 +53,7 @@ def tainter(
     from nodegate.core.text.yaml_input import decode  # noqa: PLC0415  (see the imports)
     from nodegate.migrate.tainter import convert_tainter  # noqa: PLC0415
 
-    def convert() -> Conversion:
-        source = str(config)
-        return convert_tainter(decode(_read(config), source), source)
-
-    _print(convert)
+    _print(lambda: convert_tainter(decode(_read(config), str(config)), str(config)))
 
 
 @app.command("label-to-taint", cls=Command)
