@@ -168,8 +168,7 @@ class Reconciler(pulumi.ComponentResource):
                 access.append(resource)
 
         if args.settings.rules_source == "objects":
-            # On the CRD only: the Deployment's pods need no rules to start (the reconciler
-            # runs the NodeRules objects it finds), so a rules edit never waits on or rolls it.
+            # On the CRD only, not the Deployment (the module docstring says why).
             rules = rules_object(args.rules, args.settings)
             crd = self.resources[f"CustomResourceDefinition/{CRD_NAME}"]
             self.resources[f"NodeRules/{rules['metadata']['name']}"] = _declare(

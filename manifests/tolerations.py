@@ -23,9 +23,8 @@ keeps the reconciler off a pool born gated, the known gates stay tolerated for e
 match decides), and a dead node still evicts the pods, after the 300 s Kubernetes itself gives
 an unreachable node.
 
-Pure: rules and settings in, tolerations out. The Deployment depends on the rules through this
-function only, so a rules edit that adds, drops or re-keys a gate rolls the pods; other edits
-change the rules ConfigMap alone.
+Pure: rules and settings in, tolerations out (the Deployment's one dependency on the rules:
+`nodegate.manifests.build`).
 
 `nodegate validate` prints what the gates mean here (`describe_gate_tolerations`) and needs no
 deploy settings: their model is imported by the functions that build tolerations, so a

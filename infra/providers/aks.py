@@ -185,8 +185,7 @@ class AksNodePoolArgs:
         return pool, agent_pool_name, spec
 
     def declare(self, deploys_webhook: bool) -> dict[str, Any]:
-        """Declare the `AksNodePool`; its outputs, as the stack exports them. Warns when its
-        gates need a webhook the stack does not deploy."""
+        """Also warns when its gates need a webhook the stack does not deploy."""
         agent_pool = AksNodePool(self.pool_name, self)
         _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=deploys_webhook)
         return {

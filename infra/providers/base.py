@@ -1,9 +1,5 @@
-"""What one cloud provider gives the Pulumi program, so that the program names none of them.
-
-A provider module (`oke.py`, `aks.py`) holds its stack-config section, its per-pool settings,
-its component and the component's Args, and one `InfraProvider` that ties them together; the
-registry (`nodegate.infra.providers.PROVIDERS`) lists those records, and the stack config
-(one section per provider) and the planning (`plan_pools`) are built from it.
+"""What one cloud provider gives the Pulumi program, so that the program names none of them:
+an `InfraProvider` in each provider module, listed by the registry (`nodegate.infra.providers`).
 """
 
 from __future__ import annotations

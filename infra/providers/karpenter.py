@@ -47,7 +47,6 @@ class KarpenterNodePoolArgs:
         return pool, render_karpenter_nodepool(self.rules, pool)
 
     def declare(self, deploys_webhook: bool) -> dict[str, Any]:
-        """Declare the `KarpenterNodePool`; its outputs, as the stack exports them."""
         nodepool = KarpenterNodePool(self.pool_name, self)
         return {
             "provider": "karpenter",

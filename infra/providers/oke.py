@@ -327,7 +327,6 @@ class OkeNodePoolArgs:
         return pool
 
     def declare(self, deploys_webhook: bool) -> dict[str, Any]:
-        """Declare the `OkeNodePool`; its outputs, as the stack exports them."""
         node_pool = OkeNodePool(self.pool_name, self)
         return {
             "provider": OKE.name,
