@@ -40,28 +40,22 @@ class PoolPlans:
     makes them (to be logged, not to stop the program)."""
 
 
-def _kubeconfig(config: StackConfig, project_dir: Path) -> tuple[str | None, str | None]:
-    """The cluster the stack's Kubernetes objects go to: `nodegate:reconciler`'s kubeconfig
-    (a path is taken relative to the project directory) and context; None: the ambient one."""
+def plan_reconciler(
+    document: RulesDocument, config: StackConfig, project_dir: Path
+) -> ReconcilerArgs | None:
+    """The Reconciler's Args from `nodegate:reconciler`, or None when the stack has none. Its
+    kubeconfig (a path is taken relative to the project directory) and context are the cluster
+    every Kubernetes object of the stack goes to; None: the ambient one."""
     section = config.reconciler
     if section is None:
-        return None, None
+        return None
     kubeconfig = section.kubeconfig
     if kubeconfig is not None and "\n" not in kubeconfig:  # a path, not the file's contents
         path = Path(kubeconfig).expanduser()
         kubeconfig = str(path if path.is_absolute() else project_dir / path)
-    return kubeconfig, section.context
-
-
-def plan_reconciler(
-    document: RulesDocument, config: StackConfig, project_dir: Path
-) -> ReconcilerArgs | None:
-    """The Reconciler's Args from `nodegate:reconciler`, or None when the stack has none."""
-    section = config.reconciler
-    if section is None:
-        return None
-    kubeconfig, context = _kubeconfig(config, project_dir)
-    return ReconcilerArgs(rules=document, settings=section, kubeconfig=kubeconfig, context=context)
+    return ReconcilerArgs(
+        rules=document, settings=section, kubeconfig=kubeconfig, context=section.context
+    )
 
 
 def plan_pools(
@@ -69,15 +63,16 @@ def plan_pools(
     config: StackConfig,
     stack: str,
     read_text: Callable[[str], str],
-    project_dir: Path,
+    reconciler: ReconcilerArgs | None,
 ) -> PoolPlans:
     """Match every rules pool to its stack settings and produce its component's Args;
     StackConfigError lists every mismatch. `read_text` reads a configured file (userCloudInit)
-    by its configured path; `project_dir` anchors a kubeconfig path (Karpenter NodePools)."""
+    by its configured path; Karpenter NodePools go to the `reconciler`'s cluster."""
     problems: list[ConfigProblem] = []
     pools: list[PlannedPool] = []
     skipped: list[str] = []
-    kubeconfig, context = _kubeconfig(config, project_dir)
+    kubeconfig = None if reconciler is None else reconciler.kubeconfig
+    context = None if reconciler is None else reconciler.context
     names = [p.name for p in rules.node_pools]
     for name in config.skip_pools:
         if name not in names:

@@ -125,13 +125,14 @@ def prepare(
     # Same text as `nodegate validate`: the problem lines, nothing added.
     except RulesError as err:
         raise InvalidRulesError(str(err)) from err
+    reconciler = plan_reconciler(document, config, project_dir)
     try:
         plans = plan_pools(
             document.rules,
             config,
             stack,
             lambda path: _resolve(project_dir, path).read_text(encoding="utf-8"),
-            project_dir,
+            reconciler,
         )
     # Config that does not fit these rules (unconfigured or unknown pools, bad settings).
     except StackConfigError as err:
@@ -147,7 +148,6 @@ def prepare(
             failures.append(str(err))
     if failures:
         raise BootstrapRenderError("\n".join(failures))
-    reconciler = plan_reconciler(document, config, project_dir)
     if reconciler is not None:
         try:
             build_manifests(reconciler.rules, reconciler.settings)
