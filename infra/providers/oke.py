@@ -505,11 +505,11 @@ def plan_oke_pool(
             tried = getattr(err, "filename", None) or settings.user_cloud_init
             key = f"{pool_key(OKE.name, pool.name)}.userCloudInit"
             return [ConfigProblem(key, f"cannot read '{tried}': {reason}")]
-    inputs = SETTINGS_ARGS.inputs(
-        settings,
-        user_cloud_init=user_cloud_init,
-        ignore_changes=_ignored(pool, settings.ignore_changes or ()),
-    )
+    ignored = settings.ignore_changes or ()
+    # An autoscaled pool's size belongs to its autoscaler: `pulumi up` must not revert it.
+    if pool.autoscaler_type == "cluster-autoscaler" and "size" not in ignored:
+        ignored = (*ignored, "size")
+    inputs = SETTINGS_ARGS.inputs(settings, user_cloud_init=user_cloud_init, ignore_changes=ignored)
     return OkeNodePoolArgs(
         **inputs,
         rules=rules,
@@ -517,13 +517,6 @@ def plan_oke_pool(
         compartment_id=section.compartment_id,
         cluster_id=section.cluster_id,
     )
-
-
-def _ignored(pool: NodePool, configured: tuple[str, ...]) -> tuple[str, ...]:
-    """An autoscaled pool's size belongs to its autoscaler: `pulumi up` must not revert it."""
-    if pool.autoscaler_type == "cluster-autoscaler" and "size" not in configured:
-        return (*configured, "size")
-    return configured
 
 
 PROVIDER: InfraProvider[OkeConfig, OkeNodePoolArgs] = InfraProvider(
