@@ -94,12 +94,11 @@ class RulesDocument:
         `default_name`."""
         tree, positions = read_yaml(self.text, "<rules>")
         shape = object_shape(tree, positions)
-        spec = {k: v for k, v in shape.rules.items() if k not in ("apiVersion", "kind")}
         return {
             "apiVersion": API_VERSION,
             "kind": KIND,
             "metadata": {"name": shape.name or default_name},
-            "spec": spec,
+            "spec": {k: v for k, v in shape.rules.items() if k not in ("apiVersion", "kind")},
         }
 
     @classmethod
