@@ -380,14 +380,18 @@ CSI_ONLY = rules(
 
 def test_explain_looks_up_a_csi_only_rule_as_the_reconciler_does() -> None:
     """8c3e979 made the reconciler look up a rule reading no DaemonSet namespace (csiDrivers
-    only); `Cluster.agents` still returns {} when the rules read no namespace, so `nodegate
-    explain` says "agents not looked up" (keep) where the reconciler lifts the taint."""
+    only); explain's lookup (`cli.live.sources.NodeAgents`) still returned {} when the rules
+    read no namespace, so `nodegate explain` said "agents not looked up" (keep) where the
+    reconciler lifts the taint."""
     from nodegate.cli.live.cluster import Cluster
+    from nodegate.cli.live.sources import NodeAgents as ExplainedAgents
+    from nodegate.core.decisions.verdicts import PlanFacts
 
     cluster = Cluster.__new__(Cluster)
     cluster._all = lambda selection: []  # type: ignore[method-assign]
     born = node(taints=(NodeTaint("example.com/csi-not-ready", "NoSchedule"),))
+    facts = PlanFacts(NOW, csi_drivers={"ebs.csi.aws.com": True})
 
-    found = cluster.agents(CSI_ONLY, born, {"ebs.csi.aws.com": True})
+    found = ExplainedAgents(cluster, born).facts(born, CSI_ONLY, facts).agents
 
     assert "csi" in found and found["csi"].ready
