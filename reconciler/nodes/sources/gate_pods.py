@@ -71,23 +71,30 @@ class GatePods:
             for _, informer_stop in self._informers.values():
                 informer_stop.set()
             self._informers.clear()
+            self._by_node.clear()
 
     def _start(self, source: PodSource) -> None:
         namespace, selector = source
-        self._by_node[source] = PodsByNode()
+        index = self._by_node[source] = PodsByNode[PodView]()
         # Runs until the rules drop this source or the controller stops (`stop`).
         self._informers[source] = self._watching.start(
             f"pods {namespace}/{selector}",
             Selection("Pod", namespace, label_selector=selector),
             lambda raw: slim_pod(raw, self._keep),
-            lambda key, old, new: self._on_pod(source, key, old, new),
+            lambda key, old, new: self._on_pod(source, index, key, old, new),
         )
 
     def _on_pod(
-        self, source: PodSource, key: str, old: PodView | None, new: PodView | None
+        self,
+        source: PodSource,
+        index: PodsByNode[PodView],
+        key: str,
+        old: PodView | None,
+        new: PodView | None,
     ) -> None:
         with self._lock:
-            index = self._by_node.setdefault(source, PodsByNode())
+            if self._by_node.get(source) is not index:
+                return  # from an informer `follow` or `stop` stopped, still dispatching
             previous = index.nodes.get(old.node, {}).get(key) if old is not None else None
             index.move(key, old, sighted(new, previous, self._now()) if new is not None else None)
         for node in {v.node for v in (old, new) if v is not None and v.node}:

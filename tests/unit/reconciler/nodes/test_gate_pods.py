@@ -4,13 +4,15 @@ pods' index holds (reconciler/nodes/sources/gate_pods.py)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
 from nodegate.core.decisions.init_pods import PodView, sighted, slim_pod, spec_signals
 from nodegate.core.decisions.sightings import Sighting
-from nodegate.core.rules.model import StartupGate
+from nodegate.core.rules.model import NodeRules, StartupGate
 from nodegate.core.rules.rule_kinds import TaintRule
 from nodegate.reconciler.nodes.sources.gate_pods import GatePods
 from nodegate.reconciler.nodes.sources.watched import Watching
@@ -134,9 +136,52 @@ def pod_signals(rule: TaintRule, pods: list[PodView]) -> tuple[Sighting, ...]:
     return tuple(signal for spec in rule.reads().pods for signal in spec_signals(spec, pods))
 
 
+class RecordedWatching:
+    """Starts no informer: keeps each one's event handler, to dispatch as its informer would."""
+
+    def __init__(self) -> None:
+        self.handlers: list[Callable[[str, PodView | None, PodView | None], None]] = []
+
+    def start(
+        self, _name: str, _selection: object, _slim: object, on_event: Any
+    ) -> tuple[object, threading.Event]:
+        self.handlers.append(on_event)
+        synced = threading.Event()
+        synced.set()
+        return SimpleNamespace(synced=synced, request_relist=lambda: None), threading.Event()
+
+    def on_node(self, _node: str) -> None:
+        pass
+
+
+def following(*gate_rules: NodeRules) -> tuple[GatePods, RecordedWatching]:
+    watching = RecordedWatching()
+    gate_pods = GatePods(cast(Watching, watching), lambda: NOW)
+    for each in gate_rules:
+        gate_pods.follow(each)
+    return gate_pods, watching
+
+
 def test_a_node_without_init_pods_left_holds_no_index_entry() -> None:
-    gate_pods = GatePods(cast(Watching, SimpleNamespace(on_node=lambda _node: None)), lambda: NOW)
-    source = ("kube-system", "app=init")
-    gate_pods._on_pod(source, "kube-system/init-abcde", None, view())
-    gate_pods._on_pod(source, "kube-system/init-abcde", view(), None)
-    assert gate_pods._by_node[source].nodes == {}
+    gate_pods, watching = following(GATES)
+    (on_pod,) = watching.handlers
+    on_pod("kube-system/init-abcde", None, view())
+    on_pod("kube-system/init-abcde", view(), None)
+    assert gate_pods._by_node[("kube-system", "app=init")].nodes == {}
+
+
+def test_a_pod_from_an_informer_the_rules_dropped_is_not_indexed_again() -> None:
+    gate_pods, watching = following(GATES, rules("labelTaints: []"), GATES)
+    stopped_informer, running_informer = watching.handlers
+    stopped_informer("kube-system/init-abcde", None, view())
+    assert gate_pods.bound("10.0.10.7") == {}
+    running_informer("kube-system/init-abcde", None, view())
+    assert gate_pods.bound("10.0.10.7") == {"8d1c": view().status_written}
+
+
+def test_a_pod_from_an_informer_stopped_with_the_controller_is_not_indexed() -> None:
+    gate_pods, watching = following(GATES)
+    gate_pods.stop()
+    (stopped_informer,) = watching.handlers
+    stopped_informer("kube-system/init-abcde", None, view())
+    assert gate_pods._by_node == {}
