@@ -47,12 +47,13 @@ class ReadBacks:
     def run(self, stop: threading.Event) -> None:
         """Before anything is planned, in this order, each retried for
         `kit.backoff.READ_BACK_SECONDS` and then gone on without: the taint history (without it
-        the planner removes only what the current rules own, which is safe; it is tried again
-        at each resync), the eviction ledger (until it is read every evicting taint waits), the
-        API server's time for as long as it takes (every first sight, record and `timeAdded` is
-        dated on it; one dated on this host's clock would move when the clock jumps to the
-        server's), the sightings and departures (without them holds under way and re-gates
-        start again, later, never earlier), then the rules in force (`rules`)."""
+        the planner removes only what the current rules own, which is safe; every write of the
+        history merges what is stored, and one that fails is tried again at each resync), the
+        eviction ledger (until it is read every evicting taint waits), the API server's time
+        for as long as it takes (every first sight, record and `timeAdded` is dated on it; one
+        dated on this host's clock would move when the clock jumps to the server's), the
+        sightings and departures (without them holds under way and re-gates start again,
+        later, never earlier), then the rules in force (`rules`)."""
         read_back(stop, self.history.load, self._history_not_read, stops=(PermanentError,))
         read_back(
             stop,
