@@ -108,25 +108,17 @@ def object_status(
     """The object's status (Kubernetes conventions: observedGeneration, conditions whose
     lastTransitionTime moves only when their status does)."""
     verdict = facts.verdict
-    accepted = verdict is None or verdict.accepted
-    conditions = [
-        _condition(
-            "Accepted",
-            accepted,
-            "Valid" if accepted else "Invalid",
-            f"generation {facts.generation} is valid"
-            if accepted
-            else " | ".join(verdict.problems if verdict else ()),
-        ),
-        _condition(
-            "Conflicting",
-            bool(verdict and verdict.conflicting),
-            "Conflict" if verdict and verdict.conflicting else "NoConflict",
-            verdict.conflict
-            if verdict and verdict.conflicting
-            else "it claims nothing another object holds",
-        ),
-    ]
+    if verdict is None or verdict.accepted:
+        valid = _condition("Accepted", True, "Valid", f"generation {facts.generation} is valid")
+    else:
+        valid = _condition("Accepted", False, "Invalid", " | ".join(verdict.problems))
+    if verdict is not None and verdict.conflicting:
+        conflict = _condition("Conflicting", True, "Conflict", verdict.conflict)
+    else:
+        conflict = _condition(
+            "Conflicting", False, "NoConflict", "it claims nothing another object holds"
+        )
+    conditions = [valid, conflict]
     names = [claim[1] for claim in claims(facts.in_force) if claim[0] == "rule"]
     blocked = {n: facts.cannot_read[n] for n in names if n in facts.cannot_read}
     conditions.append(_cannot_read(blocked) if blocked else _degraded(facts))
