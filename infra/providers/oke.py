@@ -367,13 +367,12 @@ class OkeNodePool(pulumi.ComponentResource):
         labels = registration_labels(pool)
         taints = [t.flag() for t in registration_taints(rules, pool)]
         budget = user_data_budget(rules, pool)
+        # The nested Args' fields are named as the SDK's: each passes on as it is.
         shape = args.node_shape_config
         shape_config = (
             None
             if shape is None or (shape.ocpus is None and shape.memory_in_gbs is None)
-            else oci.containerengine.NodePoolNodeShapeConfigArgs(
-                ocpus=shape.ocpus, memory_in_gbs=shape.memory_in_gbs
-            )
+            else oci.containerengine.NodePoolNodeShapeConfigArgs(**vars(shape))
         )
         preemptible = (
             oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
@@ -384,24 +383,18 @@ class OkeNodePool(pulumi.ComponentResource):
             if args.preemptible
             else None
         )
-        network = args.pod_network
         pod_network = (
             None
-            if network is None
+            if args.pod_network is None
             else oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-                cni_type=network.cni_type,
-                pod_subnet_ids=network.pod_subnet_ids,
-                pod_nsg_ids=network.pod_nsg_ids,
-                max_pods_per_node=network.max_pods_per_node,
+                **vars(args.pod_network)
             )
         )
         cycling = (
             None
             if args.node_cycling is None
             else oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
-                is_node_cycling_enabled=True,
-                maximum_surge=args.node_cycling.maximum_surge,
-                maximum_unavailable=args.node_cycling.maximum_unavailable,
+                is_node_cycling_enabled=True, **vars(args.node_cycling)
             )
         )
 
@@ -427,10 +420,7 @@ class OkeNodePool(pulumi.ComponentResource):
                     size=args.size if args.size is not None else pool.size,
                     placement_configs=[
                         oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
-                            availability_domain=p.availability_domain,
-                            subnet_id=p.subnet_id,
-                            fault_domains=p.fault_domains,
-                            preemptible_node_config=preemptible,
+                            **vars(p), preemptible_node_config=preemptible
                         )
                         for p in args.placements
                     ],
