@@ -185,9 +185,22 @@ class AksNodePoolArgs:
         return pool, agent_pool_name, spec
 
     def declare(self, deploys_webhook: bool) -> dict[str, Any]:
-        """Also warns when its gates need a webhook the stack does not deploy."""
+        """Also says out loud when its gates depend on a webhook the stack does not deploy (its
+        `nodegate:reconciler` has no `webhook` section)."""
         agent_pool = AksNodePool(self.pool_name, self)
-        _warn_about_gates(self.pool_name, agent_pool, deploys_webhook=deploys_webhook)
+
+        def warn(args: list[Any]) -> None:
+            via, gates = args
+            if via == "webhook" and not deploys_webhook:
+                pulumi.log.warn(
+                    f"pool '{self.pool_name}': startup gates ({', '.join(gates)}) are not AKS "
+                    "node taints; nodegate's Node admission webhook adds them at registration. "
+                    "Until that webhook is deployed (nodegate:reconciler webhook: {}), new nodes "
+                    "of this pool register without them.",
+                    resource=agent_pool,
+                )
+
+        pulumi.Output.all(agent_pool.startup_gates_via, agent_pool.startup_gate_taints).apply(warn)
         return {
             "provider": AKS.name,
             "agentPoolId": agent_pool.agent_pool_id,
@@ -300,24 +313,6 @@ class AksNodePool(pulumi.ComponentResource):
                 "bootstrapSha256": self.bootstrap_sha256,
             }
         )
-
-
-def _warn_about_gates(pool: str, agent_pool: AksNodePool, *, deploys_webhook: bool) -> None:
-    """Say out loud that an AKS pool's gates depend on a webhook this program does not deploy
-    (the stack's `nodegate:reconciler` has no `webhook` section)."""
-
-    def warn(args: list[Any]) -> None:
-        via, gates = args
-        if via == "webhook" and not deploys_webhook:
-            pulumi.log.warn(
-                f"pool '{pool}': startup gates ({', '.join(gates)}) are not AKS node taints; "
-                "nodegate's Node admission webhook adds them at registration. Until that "
-                "webhook is deployed (nodegate:reconciler webhook: {}), new nodes of this pool "
-                "register without them.",
-                resource=agent_pool,
-            )
-
-    pulumi.Output.all(agent_pool.startup_gates_via, agent_pool.startup_gate_taints).apply(warn)
 
 
 # --- planning: a rules pool's settings become its Args -----------------------------------------
