@@ -45,9 +45,7 @@ def reconcile_settings(settings: DeploySettings) -> dict[str, Any]:
     )
     values: dict[str, Any] = {
         **source,
-        "http_port": settings.http_port,
-        "log_level": settings.log_level,
-        "log_format": settings.log_format,
+        **settings.model_dump(include={"http_port", "log_level", "log_format"}),
         "leader_election": {
             "lease_namespace": settings.namespace,
             "lease_name": settings.leader_election.lease_name,
