@@ -128,7 +128,7 @@ def _specs(model: type[BaseModel], path: tuple[str, ...], prefix: str) -> Iterat
         group = _marker(field, FlagGroup)
         if group is not None:
             nested = model_in(field.annotation)
-            if nested is None:
+            if nested is None or field.annotation not in (nested, nested | None):
                 raise FlagDeclarationError(f"{model.__name__}.{name}: FlagGroup on a non-model")
             enabling = (*path, name, group.enabled_by)
             for spec in _specs(nested, (*path, name), prefix + group.prefix):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from nodegate.core.text.flags import (
     Flag,
@@ -119,6 +119,19 @@ def test_a_field_without_a_docstring_cannot_be_a_flag() -> None:
 
     with pytest.raises(FlagDeclarationError, match="no docstring"):
         flags(Undocumented)
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [tuple[Server, ...], list[Server], dict[str, Server], Server | Lease, int],
+    ids=["tuple", "list", "dict", "two-models", "no-model"],
+)
+def test_a_flag_group_on_anything_but_one_model_is_refused(annotation: object) -> None:
+    field: Any = (Annotated[annotation, FlagGroup()], None)
+    grouped = create_model("Grouped", group=field)
+
+    with pytest.raises(FlagDeclarationError, match="FlagGroup on a non-model"):
+        flags(grouped)
 
 
 class Logging(BaseModel):
