@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import total_ordering
 from typing import Literal
 
 DocPath = tuple[str | int, ...]
@@ -23,7 +24,8 @@ def format_path(path: DocPath) -> str:
     return text or "(document)"
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
+@dataclass(frozen=True)
 class Problem:
     """One thing wrong with a rules file. Line and column are 1-based; 0 means unknown."""
 
@@ -41,17 +43,22 @@ class Problem:
         kind = "warning: " if self.severity == "warning" else ""
         return f"{where}: {kind}{format_path(self.path)}: {self.message}"
 
+    def __lt__(self, other: Problem) -> bool:
+        return _order(self) < _order(other)
+
 
 class RulesError(ValueError):
     """A rules file that must not reach the cluster. Carries every problem found, not just one."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:
-        self.problems = tuple(sorted(set(problems), key=_order))
+        self.problems = tuple(sorted(set(problems)))
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
 def _order(problem: Problem) -> tuple[object, ...]:
-    """The dataclass's order, except that a key read as a number (a label `1:` from Ansible's
-    or another reader's data) sorts before the words beside it instead of failing to compare."""
+    """By place, then path, message and severity; a key read as a number (a label `1:` from
+    Ansible's or another reader's data) sorts before the words beside it instead of failing to
+    compare, wherever problems are sorted (errors, and the warnings the loader and validate
+    print)."""
     path = tuple((0, part, "") if isinstance(part, int) else (1, 0, part) for part in problem.path)
     return (problem.line, problem.column, problem.source, path, problem.message, problem.severity)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodegate.core.rules.loader import load_rules, parse_rules, rules_from_data
-from nodegate.core.text.errors import RulesError
+from nodegate.core.text.errors import Problem, RulesError
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -635,6 +635,13 @@ def test_a_label_key_another_reader_gave_as_a_number_is_refused_not_a_crash() ->
             "inventory (nodegate_rules)",
         )
     assert len(caught.value.problems) >= 2
+
+
+def test_warnings_with_a_number_key_beside_a_word_key_sort_as_errors_do() -> None:
+    """The loader and `validate` sort warnings too: one order for every Problem."""
+    number = Problem(0, 0, "inventory", ("nodePools", 0, "labels", 1), "m", "warning")
+    word = Problem(0, 0, "inventory", ("nodePools", 0, "labels", "x"), "m", "warning")
+    assert sorted([word, number]) == [number, word]
 
 
 def test_inline_data_is_validated_with_the_same_messages() -> None:
