@@ -148,7 +148,14 @@ def to_yaml(conversion: Conversion) -> str:
     """The rules as YAML, the notes as a comment header; RulesError naming the old settings if
     nodegate would refuse them."""
     text = dump_all([rules_object(conversion)], header=_header(conversion))
-    problems = list(conversion.problems) + _webhook_problems(conversion)
+    problems = list(conversion.problems)
+    if conversion.webhook is not None:
+        try:
+            WebhookDeploy.model_validate(conversion.webhook)
+        # Permanent: settings the webhook would refuse, named by the old tool's setting.
+        except ValidationError as err:
+            refused = located_errors(err, WebhookDeploy)
+            problems += [_located(conversion, ("webhook", *e.path), e.message) for e in refused]
     try:
         parse_rules(text, f"<{conversion.command}>")
     except RulesError as err:
@@ -159,20 +166,6 @@ def to_yaml(conversion: Conversion) -> str:
     if problems:
         raise RulesError(problems)
     return text
-
-
-def _webhook_problems(conversion: Conversion) -> list[Problem]:
-    if conversion.webhook is None:
-        return []
-    try:
-        WebhookDeploy.model_validate(conversion.webhook)
-    # Permanent: settings the webhook would refuse, named by the old tool's setting.
-    except ValidationError as err:
-        return [
-            _located(conversion, ("webhook", *e.path), e.message)
-            for e in located_errors(err, WebhookDeploy)
-        ]
-    return []
 
 
 def _located(conversion: Conversion, path: DocPath, message: str) -> Problem:
