@@ -34,7 +34,9 @@ def stack_owned(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def sha256_hex(text: str) -> str:
-    """Digest of what a node boots with, exported so a rollout can be traced to one rendering."""
+    """SHA-256 of `text`, as hex: the digest the stack exports so a rollout can be traced to one
+    rendering (what a pool's nodes boot with, `bootstrap_sha256`) or one rules text (the
+    reconciler's `rules_sha256`)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
