@@ -1,6 +1,6 @@
-"""What the commands read from files, and how they stop on input they cannot use: every problem
-of the `RulesError`, each with its place (FILE:LINE:COL, as `nodegate validate` prints them),
-then their exit code.
+"""What the commands read from files (and `--now`'s time), and how they stop on input they
+cannot use: every problem of the `RulesError`, each with its place (FILE:LINE:COL, as `nodegate
+validate` prints them), then their exit code.
 
 core is imported when a command runs, not with this module (cli/lazy_group.py).
 """

@@ -1,5 +1,6 @@
-"""The one pydantic base of nodegate's documents and settings, and the Kubernetes key and value
-types they share.
+"""The one pydantic base of nodegate's documents and settings, the Kubernetes key and value
+types they share, and how their readers find the model a field holds (`model_in`: the located
+errors, the flags).
 
 The rules (core/rules/model.py), the reconciler's deployment settings (manifests/settings.py) and
 the Pulumi stack config (infra/stack_config.py) are all YAML that people write: camelCase keys as

@@ -232,8 +232,9 @@ class Election:
             self.held_by_other = True
             return False
         # client-go's rule: we may write ourselves in if the Lease is free, or ours, or its
-        # record has not changed for `lease_duration` on *our* monotonic clock since we first
-        # observed it. The record's own times are never compared with ours.
+        # record has not changed for the lease duration (`lease_duration_seconds`) on *our*
+        # monotonic clock since we first observed it. The record's own times are never
+        # compared with ours.
         if record.holder not in ("", me) and self._clock() - self._observed_at < duration:
             self.held_by_other = True
             return False
