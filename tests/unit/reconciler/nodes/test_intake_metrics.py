@@ -1,5 +1,5 @@
-"""What the node intake counts: every node event by what it led to, and the cache's size, read
-when scraped (the handler looks no metric up per event: issue 62)."""
+"""What the node intake counts, every node event by what it led to, and the node cache's size the
+controller reads when scraped (the handler looks no metric up per event: issue 62)."""
 
 from __future__ import annotations
 
