@@ -4,8 +4,8 @@ the e2e test (gate in startupTaints) and the bench's measurement (gate left out 
 
 from __future__ import annotations
 
+import json
 import textwrap
-import time
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from nodegate.bootstrap.karpenter import render_karpenter_nodepool
 from nodegate.core.rules.loader import parse_rules
 from nodegate.localcluster.cluster import LocalControlPlane
 from nodegate.localcluster.karpenter import KWOK_NODE_CLASS
+from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.reconciler_fixtures import HEADER, alone, configmap_putter, init_daemonset
 from tests.e2e.support.reconciler_process import running_reconciler
 
@@ -138,6 +139,22 @@ def workload(name: str, pool: str) -> dict[str, Any]:
     }
 
 
+def born_gated(core: k8s_client.CoreV1Api, nodepool: str) -> bool:
+    """Whether a Node of `nodepool` created now is born with the gate: a server-side dry run
+    (admission runs, nothing is stored, so neither Karpenter nor the reconciler sees it)."""
+    canary = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"canary-{nodepool}"[:63],
+            "labels": {"karpenter.sh/nodepool": nodepool},
+        },
+    }
+    admitted: Any = core.create_node(canary, dry_run="All", _preload_content=False)  # type: ignore[arg-type]
+    taints = json.loads(admitted.data).get("spec", {}).get("taints") or []
+    return any((t.get("key"), t.get("effect")) == GATE for t in taints)
+
+
 class Scene:
     """One experiment's objects on the Karpenter control plane, removed afterwards."""
 
@@ -192,7 +209,11 @@ def start_scene(
     scene.create_cluster_object(
         "admissionregistration.k8s.io", "v1", "mutatingadmissionpolicybindings", binding
     )
-    time.sleep(2.0)  # the API server loads new admission policies asynchronously
+    wait_until(
+        lambda: born_gated(scene.core, scene.pool),
+        60,
+        "the born-gated policy in force (the API server loads new policies asynchronously)",
+    )
     agent = init_daemonset(
         scene.app, {POOL_LABEL: scene.pool}, GATE_KEY, {"cpu": "50m", "memory": "32Mi"}
     )
