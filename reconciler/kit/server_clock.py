@@ -264,7 +264,7 @@ class ClockReport:
         extra = {"disagreement_seconds": round(verdict.disagreement, 3)}
         if verdict.outcome != "agrees":
             self._count()
-        if verdict.outcome == "disagrees" and last == "agrees":
+        if verdict.outcome == "disagrees" and last != "disagrees":
             log.warning(
                 "the API server's clock disagrees with nodegate's; not followed unless it lasts",
                 extra={**extra, "confirm_seconds": CONFIRM_SECONDS},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,9 @@ from nodegate.reconciler.kit.server_clock import (
     DATE_RESOLUTION,
     SLEW_RATE,
     AnchoredClock,
+    ClockReport,
     NotAnchoredError,
+    Outcome,
     Verdict,
 )
 
@@ -221,3 +224,40 @@ def test_time_told_is_never_taken_back_by_a_reading_with_a_long_round_trip() -> 
 
     assert server.verdicts[-1].outcome == "believed"
     assert server.clock.now() >= told[0]
+
+
+def _reported(outcomes: list[Outcome], caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The log lines a ClockReport writes for these verdicts, in order."""
+    shown: list[float] = []
+    counted: list[None] = []
+    report = ClockReport(shown.append, lambda: counted.append(None))
+    with caplog.at_level(logging.INFO, logger="nodegate.reconciler.kit.server_clock"):
+        for outcome in outcomes:
+            report(Verdict(outcome, 0.0 if outcome == "agrees" else 900.0))
+    assert len(shown) == len(outcomes)
+    assert len(counted) == sum(o != "agrees" for o in outcomes)
+    return [r.getMessage().split(";")[0].split(":")[0] for r in caplog.records]
+
+
+DISAGREES = "the API server's clock disagrees with nodegate's"
+BELIEVED = "the API server's clock disagrees with nodegate's, lastingly"
+AGREES = "the API server's clock agrees with nodegate's again"
+
+
+def test_a_disagreement_is_said_when_it_begins_when_believed_and_when_over(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outcomes: list[Outcome] = ["agrees", "disagrees", "disagrees", "believed", "agrees"]
+    assert _reported(outcomes, caplog) == [DISAGREES, BELIEVED]
+
+
+def test_a_disagreement_over_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    outcomes: list[Outcome] = ["disagrees", "disagrees", "agrees", "agrees"]
+    assert _reported(outcomes, caplog) == [DISAGREES, AGREES]
+
+
+def test_a_new_disagreement_right_after_one_believed_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outcomes: list[Outcome] = ["disagrees", "believed", "disagrees", "agrees"]
+    assert _reported(outcomes, caplog) == [DISAGREES, BELIEVED, DISAGREES, AGREES]
