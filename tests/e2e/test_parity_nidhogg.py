@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 
 from nodegate.cli.main import app as nodegate
 from nodegate.core.rules.loader import parse_rules
+from nodegate.localcluster.nodes import wait_until
 from nodegate.migrate.conversion import to_yaml
 from nodegate.migrate.nidhogg import convert_nidhogg
 from tests.e2e.support.agent_scene import Scene, agent_daemon_set, scene
-from tests.e2e.support.reconciler_fixtures import node_events, read_node
+from tests.e2e.support.reconciler_fixtures import TIMEOUT, node_events, read_node
 
 __all__ = ["scene"]  # the shared fixture, used by name
 
@@ -188,8 +189,9 @@ def test_the_chart_default_config_migrated_taints_each_daemon_set_only_on_the_no
     scene.stays(cpu, False, 1.0, taint=gpu)  # ... the GPU agent's never comes with it
     scene.recover(gpu_pod)
     scene.wait_tainted(gpu_node, False, taint=gpu)
+    # (the Events do say what was done on the node: sent after the writes they tell of)
+    wait_until(lambda: said_of(scene, cpu, fluentd), TIMEOUT, "the fluentd taint's Events")
     assert said_of(scene, cpu, gpu) == []  # never added nor removed there in its whole life
-    assert said_of(scene, cpu, fluentd)  # (the Events do say what was done on the node)
 
 
 def test_the_ready_annotation_is_written_as_nidhogg_did_when_a_node_first_has_none_of_its_taints(
