@@ -46,7 +46,13 @@ from nodegate.localcluster.nodes import wait_until
 from nodegate.manifests.build import build_manifests
 from nodegate.manifests.settings import DeploySettings
 from tests.e2e.support.oci_scene import COMPARTMENT, oci_flags, oci_node
-from tests.e2e.support.reconciler_fixtures import HEADER, RULES, patch_labels, read_node
+from tests.e2e.support.reconciler_fixtures import (
+    HEADER,
+    RULES,
+    node_events,
+    patch_labels,
+    read_node,
+)
 from tests.e2e.support.reconciler_process import ReconcilerProcess, running_reconciler
 from tests.e2e.support.shipped_manifests import (
     apply_all_but_the_deployment,
@@ -238,14 +244,18 @@ def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_ap
         # proxy keeps what A sends, a TLS handshake of a new connection too.
         warm = make_node("warm", labels={"example.com/dedicated": "ci"})
         wait_until(lambda: TAINT in _taints(core_v1, warm), 20, "A wrote")
-        time.sleep(0.5)  # its Event sent too
+        wait_until(  # its Event sent too (after the write), before the proxy keeps what A sends
+            lambda: any(e.reason == "NodegateUpdated" for e in node_events(core_v1, warm)),
+            20,
+            "A's Event of its write",
+        )
 
         # A's next node PATCH leaves, is kept by the proxy, and A pauses.
         proxy.hold()
         hold.write_text("")
         patch_labels(core_v1, name, {"example.com/dedicated": "ci"})
         wait_until(sent.exists, 20, "the leader sent its PATCH")
-        wait_until(lambda: stopped(first.process.pid), 5, "the leader paused")
+        wait_until(lambda: stopped(first.process.pid), 20, "the leader paused")
         taints = TaintWatch(core_v1, name)
         try:
             # The admin deletes the rule; the standby takes over under the rules without it.
