@@ -293,7 +293,7 @@ def test_the_machine_a_departed_node_ran_survives_a_restart_before_it_registers_
     time.sleep(SECOND)
 
     scene.delete_node(node)
-    wait_until(lambda: node in _departed(scene), 15, "the departure recorded")
+    wait_until(lambda: node in _departed(scene), 30, "the departure recorded")  # saved every 5 s
     first.stop()
     scene.node("n", boot_id=BOOT)
     scene.start(agent_rule(NAMED))

@@ -281,7 +281,7 @@ def test_a_paused_leaders_write_that_lands_after_a_takeover_is_refused_by_the_ap
                 assert not taints.carried(TAINT), taints.seen
                 assert TAINT not in _taints(core_v1, name)
             else:
-                wait_until(lambda: taints.carried(TAINT), 10, "the held PATCH landed")
+                wait_until(lambda: taints.carried(TAINT), 20, "the held PATCH landed")
         finally:
             taints.stop()
             os.kill(first.process.pid, signal.SIGCONT)
