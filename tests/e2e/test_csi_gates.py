@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 
+from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.reconciler_fixtures import (
     HEADER,
     Start,
@@ -18,6 +19,7 @@ from tests.e2e.support.reconciler_fixtures import (
     taints_of,
     wait_for_taints,
 )
+from tests.e2e.support.reconciler_process import ReconcilerProcess
 
 KEY = "storage.e2e.nodegate.dev/csi"
 GATED = [{"key": KEY, "effect": "NoSchedule"}]
@@ -77,18 +79,48 @@ def uid_of(core_v1: k8s_client.CoreV1Api, node: str) -> str:
     return str(read_node(core_v1, node)["metadata"]["uid"])
 
 
+Witness = Callable[[ReconcilerProcess, dict[str, str], str], None]
+
+
+@pytest.fixture
+def csinodes_seen(
+    core_v1: k8s_client.CoreV1Api,
+    make_node: Callable[..., str],
+    put_csinode: Callable[[str, str, bool], None],
+) -> Witness:
+    """seen(process, pool, key): wait until the reconciler has every CSINode written so far. A
+    witness node of the pool, gated by `key`, gets its own CSINode, written last; the one watch
+    of CSINodes delivers in order, so the witness lifted says the earlier ones are cached too.
+    Without it, `settled` could plan a node before its CSINode arrived, and a "not lifted"
+    check would pass whatever the reconciler does with that CSINode."""
+    witnesses: list[str] = []
+
+    def seen(process: ReconcilerProcess, pool: dict[str, str], key: str) -> None:
+        gated = [{"key": key, "effect": "NoSchedule"}]
+        witness = make_node(f"witness{len(witnesses)}", labels=pool, taints=gated)
+        witnesses.append(witness)
+        put_csinode(witness, uid_of(core_v1, witness), True)
+        wait_for_taints(core_v1, witness, lambda taints: (key, "NoSchedule") not in taints)
+        wait_until(lambda: process.metric("nodegate_queue_depth") == 0, 60, "an empty queue")
+
+    return seen
+
+
 def test_the_gate_lifts_only_once_the_driver_registered_with_allocatable(
     core_v1: k8s_client.CoreV1Api,
     make_node: Callable[..., str],
     start_reconciler_with: Start,
     put_csinode: Callable[[str, str, bool], None],
+    csinodes_seen: Witness,
 ) -> None:
     node = make_node("csi", labels=POOL, taints=GATED)
     process = start_reconciler_with(RULES)
+    csinodes_seen(process, POOL, KEY)
     settled(process, core_v1, node)
     assert (KEY, "NoSchedule") in taints_of(core_v1, node), "lifted with no CSINode"
 
     put_csinode(node, uid_of(core_v1, node), False)
+    csinodes_seen(process, POOL, KEY)
     settled(process, core_v1, node)
     assert (KEY, "NoSchedule") in taints_of(core_v1, node), "lifted before allocatable"
 
@@ -101,10 +133,12 @@ def test_a_csinode_owned_by_another_node_object_does_not_lift_the_gate(
     make_node: Callable[..., str],
     start_reconciler_with: Start,
     put_csinode: Callable[[str, str, bool], None],
+    csinodes_seen: Witness,
 ) -> None:
     node = make_node("stale", labels=POOL, taints=GATED)
     put_csinode(node, "uid-of-an-earlier-node-of-this-name", True)
     process = start_reconciler_with(RULES)
+    csinodes_seen(process, POOL, KEY)
     settled(process, core_v1, node)
     assert (KEY, "NoSchedule") in taints_of(core_v1, node), "lifted by another node's CSINode"
 
@@ -127,6 +161,7 @@ def test_a_node_agent_on_a_csi_driver_lifts_on_registration_and_comes_back_when_
     make_node: Callable[..., str],
     start_reconciler_with: Start,
     put_csinode: Callable[[str, str, bool], None],
+    csinodes_seen: Witness,
 ) -> None:
     """nodeAgents with csiDrivers only (no DaemonSet, so no informer of DaemonSets to wait
     for): the node plugin registered lifts the taint; its registration gone (the CSINode no
@@ -135,6 +170,7 @@ def test_a_node_agent_on_a_csi_driver_lifts_on_registration_and_comes_back_when_
         "csi-agent", labels=AGENT_POOL, taints=[{"key": AGENT_KEY, "effect": "NoSchedule"}]
     )
     process = start_reconciler_with(AGENT_RULES)
+    csinodes_seen(process, AGENT_POOL, AGENT_KEY)
     settled(process, core_v1, node)
     assert (AGENT_KEY, "NoSchedule") in taints_of(core_v1, node), "lifted with no CSINode"
 
