@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from typer.testing import CliRunner
 from urllib3.exceptions import HTTPError
@@ -24,7 +25,8 @@ from nodegate.localcluster.nodes import wait_until
 from tests.e2e.support.agent_scene import AGENT, Scene, scene
 
 __all__ = ["scene"]  # the shared fixture, used by name
-from tests.e2e.support.reconciler_fixtures import wait_for_event
+from tests.e2e.support.reconciler_fixtures import read_node, settled, wait_for_event
+from tests.e2e.support.reconciler_process import ReconcilerProcess
 from tests.e2e.support.reconciler_process import test_state_namespace as state_namespace
 
 
@@ -66,6 +68,19 @@ def test_a_listed_daemon_set_that_does_not_tolerate_the_taint_is_reported_with_t
     scene.stays(node, True, 2.0)  # no pod is ever made there: the node keeps waiting
 
 
+def reconciled_again_and_said(scene: Scene, process: ReconcilerProcess, nodes: list[str]) -> None:
+    """Each node reconciled twice more as it stands (`settled`), then every Event queued until
+    then sent: a report said again at those reconciles has been created or counted by now,
+    not left in the reconciler's queue. One sender sends the Events in the order they were
+    queued, so they are all out once the Event of a later write is: that of a new node of the
+    pool (born without other taints), whose agent taint goes once its agent's pod is Ready."""
+    for node in nodes:
+        settled(process, scene.core, node)
+    later = scene.node("later", taints=[])
+    scene.wait_tainted(later, False)
+    wait_for_event(scene.core, later, "NodegateUpdated")
+
+
 DEDICATED = {"key": "dedicated", "value": "ci", "effect": "NoSchedule"}
 """The README's label taint: the log agent of docs/agents.md's recipe does not tolerate it."""
 
@@ -77,14 +92,14 @@ def test_a_listed_daemon_set_another_taint_keeps_away_is_not_waited_for_and_said
     tolerate: by default (`cannotRun: skip`) the node does not wait for it, and the rules'
     source hears of it once for every such node."""
     scene.daemon_set("agent")
-    scene.start(agent_rule(NAMED))
+    process = scene.start(agent_rule(NAMED))
     nodes = [scene.node(f"ci-{i}", taints=[DEDICATED]) for i in range(3)]
     for node in nodes:
         scene.wait_tainted(node, False)
     [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
     assert "does not tolerate taint dedicated=ci:NoSchedule" in event.message
     assert "cannotRun: skip" in event.message
-    time.sleep(2)  # more reconciles of the same nodes say nothing new (nor count it again)
+    reconciled_again_and_said(scene, process, nodes)  # say nothing new (nor count it again)
     [again] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
     assert (again.count or 1) == 1
     assert scene.pod_of("agent", nodes[0]) is None  # it was indeed never made there
@@ -92,10 +107,13 @@ def test_a_listed_daemon_set_another_taint_keeps_away_is_not_waited_for_and_said
 
 def test_cannot_run_wait_holds_the_node_and_says_so_once(scene: Scene) -> None:
     scene.daemon_set("agent")
-    scene.start(agent_rule(NAMED, "    cannotRun: wait\n"))
+    process = scene.start(agent_rule(NAMED, "    cannotRun: wait\n"))
     node = scene.node("ci", taints=[DEDICATED])
     [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
     assert "keep example.com/agent-not-ready:NoSchedule" in event.message
+    reconciled_again_and_said(scene, process, [node])  # say nothing new (nor count it again)
+    [again] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentCannotRun")
+    assert (again.count or 1) == 1
     scene.stays(node, True, 3.0)
 
 
@@ -156,7 +174,7 @@ def test_a_gate_and_an_agent_rule_waiting_for_each_other_are_reported_once_at_ru
     taint and the log agent off the gate. The rules' source hears of it once, however many
     nodes show it, with the toleration that ends it."""
     deadlocked_daemon_sets(scene)
-    scene.start(GATE_AND_AGENTS)
+    process = scene.start(GATE_AND_AGENTS)
     nodes = [scene.node(f"n{i}", taints=[GATE]) for i in range(2)]
 
     [event] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentDeadlock")
@@ -165,7 +183,7 @@ def test_a_gate_and_an_agent_rule_waiting_for_each_other_are_reported_once_at_ru
         f"add to {scene.namespace}/boot-init's spec.template.spec.tolerations "
         f"{{key: {AGENT[0]}, operator: Exists, effect: {AGENT[1]}}}" in event.message
     )
-    time.sleep(2)  # more reconciles of both nodes say nothing new
+    reconciled_again_and_said(scene, process, nodes)  # say nothing new
     [again] = wait_for_event(scene.core, scene.rules_configmap, "NodeAgentDeadlock")
     assert (again.count or 1) == 1
     for node in nodes:
@@ -195,12 +213,24 @@ def test_continuous_puts_the_taint_back_after_for_and_lifts_it_when_ready_again(
     print(f"agent Ready again -> taint lifted: {lifted - recovered:.2f}s")
 
 
+REPLACED_FOR = 10.0
+"""The `for` of test_a_deleted_agent_pod_replaced_within_for_does_not_taint, in seconds."""
+
+
 def test_a_deleted_agent_pod_replaced_within_for_does_not_taint(scene: Scene) -> None:
-    scene.start(agent_rule(NAMED, "    for: 10s\n"))
+    """The agent's pod deleted and its replacement Ready well within `for`: the node never
+    carries the taint, at any version of it from the delete until `for` (and a margin) has
+    passed since, and the reconciler has planned it with the replacement Ready. Every version is
+    read back from the API server's watch, so a taint put on and lifted again between two looks
+    is seen too (with `for` not waited for, the taint goes on at the delete and off once the
+    replacement is Ready)."""
+    process = scene.start(agent_rule(NAMED, f"    for: {REPLACED_FOR:.0f}s\n"))
     scene.daemon_set("agent")
     node = scene.node("n")
     pod = scene.ready_pod_of("agent", node)
     scene.wait_tainted(node, False)
+    before = _version(scene, node)
+    deleted = time.monotonic()  # before the delete: the outage is no older than this
     scene.core.delete_namespaced_pod(pod.metadata.name, scene.namespace, grace_period_seconds=0)
     wait_until(
         lambda: (
@@ -210,7 +240,17 @@ def test_a_deleted_agent_pod_replaced_within_for_does_not_taint(scene: Scene) ->
         "the replacement pod",
     )
     scene.ready_pod_of("agent", node)
-    scene.stays(node, False, 3.0)
+    replaced = time.monotonic() - deleted
+    # `for` counts whole seconds on the server's clock: 2 s spare keeps this replacement one
+    # the rule must wait out, not one it may already have tainted for.
+    assert replaced < REPLACED_FOR - 2, f"replacement Ready {replaced:.1f}s after the delete"
+    print(f"agent pod deleted -> replacement Ready: {replaced:.2f}s (for: {REPLACED_FOR:.0f}s)")
+    # Past the end of `for` counted from the delete: a count the replacement did not end
+    # would have put the taint on by now.
+    time.sleep(max(0.0, deleted + REPLACED_FOR + 2 - time.monotonic()))
+    settled(process, scene.core, node)
+    tainted = [v for v, taints in _versions_since(scene, node, before) if AGENT in taints]
+    assert tainted == [], f"the agent taint was on {node} at resourceVersions {tainted}"
 
 
 def test_bootstrap_only_never_puts_the_taint_back(scene: Scene) -> None:
@@ -298,6 +338,31 @@ def test_the_machine_a_departed_node_ran_survives_a_restart_before_it_registers_
     scene.node("n", boot_id=BOOT)
     scene.start(agent_rule(NAMED))
     scene.wait_tainted(node, False)
+
+
+def _versions_since(scene: Scene, node: str, since: str) -> list[tuple[str, set[tuple[str, str]]]]:
+    """Every version of the Node written after resourceVersion `since`, up to the one read now,
+    with its taints (key, effect): the API server's watch replays each one, none skipped."""
+    last = _version(scene, node)
+    versions: list[tuple[str, set[tuple[str, str]]]] = []
+    stream = k8s_watch.Watch()  # type: ignore[no-untyped-call]
+    for event in stream.stream(  # type: ignore[no-untyped-call]
+        scene.core.list_node,
+        field_selector=f"metadata.name={node}",
+        resource_version=since,
+        timeout_seconds=30,
+    ):
+        seen: Any = event["object"]
+        taints = {(t.key, t.effect) for t in seen.spec.taints or ()}
+        versions.append((seen.metadata.resource_version, taints))
+        if seen.metadata.resource_version == last:
+            stream.stop()  # type: ignore[no-untyped-call]
+    assert versions and versions[-1][0] == last, f"the watch of {node} ended before {last}"
+    return versions
+
+
+def _version(scene: Scene, node: str) -> str:
+    return str(read_node(scene.core, node)["metadata"]["resourceVersion"])
 
 
 def _status_written(pod: Any) -> Any:
