@@ -1,6 +1,6 @@
 """`nodegate manifests`: the reconciler's objects as YAML, for `kubectl apply -f -`.
 
-The shell around `nodegate.manifests.build_manifests`: read the rules (and optionally a
+The shell around `nodegate.manifests.build.build_manifests`: read the rules (and optionally a
 settings file with the same schema as the Pulumi stack's `nodegate:reconciler`), let flags
 override the settings, print. Exit codes: 0 printed; 1 the rules or the settings are invalid
 (every problem on stderr, each naming the file and the place); 2 no `--rules` with rulesSource

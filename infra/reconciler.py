@@ -1,6 +1,6 @@
 """`Reconciler`: nodegate's in-cluster reconciler, deployed by `pulumi up` from the one builder.
 
-The objects are exactly what `nodegate.manifests.build_manifests` returns (the same function
+The objects are exactly what `nodegate.manifests.build.build_manifests` returns (the same function
 behind `nodegate manifests` and `deploy/reconciler.yaml`), and, with the deploy setting
 `rulesSource: objects` (the default), the rules as the NodeRules object
 `nodegate.manifests.build.rules_object` makes; this component only declares them, one Pulumi

@@ -3,7 +3,7 @@
 examples/ansible/reconciler.yml runs three times in one module fixture: the example rules
 (over a stale rules ConfigMap someone else wrote), then the rules with one more label taint,
 then invalid rules. The objects are compared with
-what the one builder (nodegate.manifests.build_manifests) makes for the same inputs, and the
+what the one builder (nodegate.manifests.build.build_manifests) makes for the same inputs, and the
 API server itself is asked what the reconciler's ServiceAccount may do. Once more on
 `rulesSource: objects`: the rules are a NodeRules object (nodegate.manifests.build.rules_object),
 applied once the CRD is Established, and there is no rules ConfigMap.

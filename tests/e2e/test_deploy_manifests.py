@@ -1,6 +1,6 @@
 """The builder's manifests work as shipped: their RBAC is enough, their args run, and no more.
 
-The objects come from `nodegate.manifests.build_manifests` (the one source behind the Pulumi
+The objects come from `nodegate.manifests.build.build_manifests` (the one source behind the Pulumi
 component, `nodegate manifests` and deploy/reconciler.yaml). Everything but the Deployment is
 applied for real; there is no kubelet here to run the Deployment, so its container's command
 line runs as a local process instead, with the token of the ServiceAccount the manifests

@@ -1,6 +1,6 @@
 """Lookup `nodegate.nodegate.reconciler_manifests`: the reconciler's objects, from the one builder.
 
-The Ansible shell around `nodegate.manifests.build_manifests`, the builder behind `pulumi up`,
+The Ansible shell around `nodegate.manifests.build.build_manifests`, the builder behind `pulumi up`,
 `nodegate manifests` and deploy/reconciler.yaml: read and validate the rules file on the
 controller, validate the settings (the schema of the Pulumi stack's `nodegate:reconciler`),
 return the objects for `kubernetes.core.k8s`. There is no other copy of the manifests. With
