@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from nodegate.core.decisions.blast_radius import blast_radius, hold_reason
+from nodegate.core.decisions.blast_radius import BlastRadius, blast_radius, hold_reason
 from nodegate.core.decisions.dry_run import live_owned_taints
 from nodegate.core.decisions.verdicts import PlanFacts
 from nodegate.core.rules.merge import OBJECTS_SOURCE, RulesObject, confirm_on_crd
@@ -62,6 +62,9 @@ class RulesInForce:
         self._status = status
         self._clock = clock
         self._lock = threading.Lock()
+        self._considering = threading.RLock()
+        """One `consider` at a time (re-entered from its own callbacks: a remerge offers anew),
+        so none judges an update against nothing while another puts the recovered rules back."""
         self._offered: RulesUpdate | None = None
         self._held: RulesUpdate | None = None
         self._held_reason = ""
@@ -107,36 +110,62 @@ class RulesInForce:
 
     def consider(self, nodes: Callable[[NodeRules], Iterable[tuple[NodeState, PlanFacts]]]) -> None:
         """Apply the offered update if the guard lets it, given every cached node with the facts
-        gathered for the rules judged (`nodes(rules)`: their node agents' readiness); the rules
-        a restart recovered are put back in force first, so the update is judged against
-        them."""
-        self._put_back_recovered()
+        gathered for the rules judged (`nodes(rules)`: their node agents' readiness). The rules
+        a restart recovered are what it is judged against, and go back in force only if it
+        does not take effect now: no node is planned under rules an update already replaced
+        (the rule an admin deleted while the leader was away would be written, evicting if its
+        taint is NoExecute, and taken off a moment later)."""
+        with self._considering:
+            self._consider(nodes)
+
+    def _consider(
+        self, nodes: Callable[[NodeRules], Iterable[tuple[NodeState, PlanFacts]]]
+    ) -> None:
         with self._lock:
-            update, applied = self._offered, self.applied
-            if update is None:
-                return
-            if applied is not None and applied.update.digest == update.digest:
-                if applied.update != update:  # the same text from its source: adopt the source
-                    self.applied = Applied(update, applied.generation)
-                superseded, self._held = self._held, None
-                if superseded is not None:
-                    self._superseded(superseded, update)
-                else:  # a hold recorded before a restart, reverted since
-                    self._status.released()
-                return
-            before = applied.rules if applied else None
-            radius = blast_radius(nodes(update.rules), update.rules, before)
-            reason = hold_reason(radius, update.rules, self._max_untaint_share, before)
-            if reason is not None and not update.confirmed:
+            recovered, self._recovered = self._recovered, None
+            if self.applied is not None:
+                recovered = None
+            update, applied = self._offered, self.applied or recovered
+            radius, reason, took_effect = None, None, False
+            if update is not None and (applied is None or applied.update.digest != update.digest):
+                before = applied.rules if applied else None
+                radius = blast_radius(nodes(update.rules), update.rules, before)
+                reason = hold_reason(radius, update.rules, self._max_untaint_share, before)
+                if reason is None or update.confirmed:
+                    self._history.record(
+                        live_owned_taints(update.rules)
+                        | (live_owned_taints(before) if before is not None else frozenset()),
+                        self._clock(),
+                    )
+                    self.applied = Applied(update, (applied.generation if applied else 0) + 1)
+                    self._held, took_effect = None, True
+        if recovered is not None:
+            self._put_back(recovered, in_force=self.applied is None)
+        if update is None:
+            return
+        if radius is None:
+            self._same_text(update)
+        elif took_effect:
+            self._applied(update, radius)
+        else:
+            assert reason is not None
+            with self._lock:
                 self._hold(update, reason)
-                return
-            self._history.record(
-                live_owned_taints(update.rules)
-                | (live_owned_taints(before) if before is not None else frozenset()),
-                self._clock(),
-            )
-            self.applied = Applied(update, self.generation + 1)
-            self._held = None
+
+    def _same_text(self, update: RulesUpdate) -> None:
+        """The update offered is the text in force (`applied`)."""
+        with self._lock:
+            applied = self.applied
+            assert applied is not None
+            if applied.update != update:  # the same text from its source: adopt the source
+                self.applied = Applied(update, applied.generation)
+            superseded, self._held = self._held, None
+        if superseded is not None:
+            self._superseded(superseded, update)
+        else:  # a hold recorded before a restart, reverted since
+            self._status.released()
+
+    def _applied(self, update: RulesUpdate, radius: BlastRadius) -> None:
         self._metrics.rules_held.set(0)
         self._metrics.rules_generation.set(self.generation)
         self._status.applied(update, self.generation)
@@ -166,22 +195,23 @@ class RulesInForce:
             self._recovered = Applied(update, generation)
         self.on_standing()
 
-    def _put_back_recovered(self) -> None:
-        with self._lock:
-            recovered, self._recovered = self._recovered, None
-            if recovered is None or self.applied is not None:
-                return
-            self._history.record(live_owned_taints(recovered.rules), self._clock())
-            self.applied = recovered
-        self._metrics.rules_generation.set(recovered.generation)
+    def _put_back(self, recovered: Applied, in_force: bool) -> None:
+        """The rules a restart recovered: back in force (`in_force`), or said replaced at once
+        by the update judged against them (their taints were recorded with it)."""
         log.info(
-            "rules in force recovered",
+            "rules in force recovered" if in_force else "rules recovered, replaced at once",
             extra={
                 "source": recovered.update.source,
                 "digest": recovered.update.digest,
                 "generation": recovered.generation,
             },
         )
+        if not in_force:
+            return
+        with self._lock:
+            self._history.record(live_owned_taints(recovered.rules), self._clock())
+            self.applied = recovered
+        self._metrics.rules_generation.set(recovered.generation)
         self._on_applied(recovered.update)
         self.on_standing()
 

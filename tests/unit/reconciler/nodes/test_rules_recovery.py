@@ -15,6 +15,7 @@ from nodegate.core.decisions.blast_radius import rules_digest
 from nodegate.core.objects.status_record import STATUS_CONFIGMAP, STATUS_KEY, decode_status
 from nodegate.reconciler.kit import backoff
 from nodegate.reconciler.kit.errors import TemporaryError
+from nodegate.reconciler.kit.workqueue import Lane
 from nodegate.reconciler.main import readiness
 from nodegate.reconciler.nodes.controller import Controller
 from tests.unit.reconciler.kit.fakes import FakeApi
@@ -222,3 +223,38 @@ def test_a_recovered_leader_is_ready_with_its_generation() -> None:
     controller.offer_rules(offered(GPU_ONLY))
 
     assert _ready(controller) == (True, "ok (rules generation 1)")
+
+
+def test_an_update_in_force_at_once_after_a_restart_plans_no_node_under_the_rules_recovered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The leader paused before writing the NoExecute taint of CI rules; the admin deleted the
+    rule meanwhile; the new leader recovers the CI rules and is offered the rules without it,
+    which untaint nothing and take effect at once. No node may be queued (and a worker take it
+    at once) while the CI rules are in force: it would write a NoExecute taint of a deleted
+    rule, evicting, and take it off a moment later (seen as a taint flap in
+    tests/e2e/test_server_fencing.py)."""
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(ci_node(f"n{i}"))
+    first = synced(api, max_untaint_share=1.0)  # as the e2e test's replicas
+    first.offer_rules(offered(CI_EVICTING))  # in force; no node written yet
+    assert first.rules_in_force.generation == 1
+    controller = new_controller(api, max_untaint_share=1.0)
+    controller.read_backs.rules(threading.Event())
+    controller.offer_rules(offered(GPU_ONLY))  # what the rules ConfigMap holds now
+    queued_under: list[str] = []
+    add = controller.queue.add
+
+    def spy(key: str, lane: Lane = "event") -> None:
+        if (update := controller.rules_in_force.update) is not None:
+            queued_under.append(update.digest)
+        add(key, lane)
+
+    monkeypatch.setattr(controller.queue, "add", spy)
+    sync(controller)
+
+    assert controller.rules_in_force.applied is not None
+    assert controller.rules_in_force.applied.update.digest == rules_digest(GPU_ONLY)
+    assert controller.rules_in_force.generation == 2
+    assert queued_under and set(queued_under) == {rules_digest(GPU_ONLY)}
