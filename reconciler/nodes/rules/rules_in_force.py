@@ -185,10 +185,10 @@ class RulesInForce:
 
     def restore(self, update: RulesUpdate, generation: int) -> None:
         """The rules a former leader (or this process before a restart) had in force, as the
-        status record holds them. They take effect at the first `consider`, once the node cache
-        is synced (nothing is planned before), and just before the offered update is judged:
-        they passed the guard when they were applied, and an update held then is judged
-        against them, not against nothing."""
+        status record holds them. The first `consider`, once the node cache is synced (nothing is
+        planned before), judges the offered update against them, not against nothing (they
+        passed the guard when they were applied), and puts them back in force unless it takes
+        effect."""
         with self._lock:
             if self.applied is not None:
                 return
