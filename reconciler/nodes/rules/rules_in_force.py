@@ -140,7 +140,7 @@ class RulesInForce:
                     self.applied = Applied(update, (applied.generation if applied else 0) + 1)
                     self._held, took_effect = None, True
         if recovered is not None:
-            self._put_back(recovered, in_force=self.applied is None)
+            self._put_back(recovered, in_force=not took_effect)
         if update is None:
             return
         if radius is None:
